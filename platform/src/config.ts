@@ -1,0 +1,156 @@
+// Configuration from the environment: declared once per service, validated at start with every fault listed at once.
+import { readFileSync } from 'node:fs';
+
+/** One environment variable: how to read it, its default, and what it is for (the README's table is written from these). */
+export interface Field<T> {
+  readonly env: string;
+  readonly description: string;
+  /** Raw default as it would appear in the environment; absent means required. */
+  readonly default?: string;
+  /** Secret values may also come from a mounted file named by `<ENV>_FILE`, and are never printed. */
+  readonly secret: boolean;
+  readonly parse: (raw: string) => T;
+}
+
+type Spec = Record<string, Field<unknown>>;
+export type ConfigOf<S extends Spec> = { readonly [K in keyof S]: S[K] extends Field<infer T> ? T : never };
+
+/** Thrown by `loadConfig` when one or more variables are missing or malformed; `faults` names each one. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+  readonly faults: readonly string[];
+  constructor(faults: readonly string[]) {
+    super(`invalid configuration:\n  - ${faults.join('\n  - ')}`);
+    this.faults = faults;
+  }
+}
+
+interface FieldOptions<T> {
+  description: string;
+  default?: T | string;
+  secret?: boolean;
+}
+
+function field<T>(env: string, options: FieldOptions<T>, parse: (raw: string) => T): Field<T> {
+  return {
+    env,
+    description: options.description,
+    ...(options.default === undefined ? {} : { default: String(options.default) }),
+    secret: options.secret ?? false,
+    parse,
+  };
+}
+
+export function text(env: string, options: FieldOptions<string> & { pattern?: RegExp }): Field<string> {
+  return field(env, options, (raw) => {
+    if (options.pattern && !options.pattern.test(raw)) throw new Error(`must match ${options.pattern}`);
+    return raw;
+  });
+}
+
+export function secret(env: string, options: Omit<FieldOptions<string>, 'secret'> & { minLength?: number }): Field<string> {
+  return field(env, { ...options, secret: true }, (raw) => {
+    if (raw.length < (options.minLength ?? 16)) throw new Error(`must be at least ${options.minLength ?? 16} characters`);
+    return raw;
+  });
+}
+
+export function integer(env: string, options: FieldOptions<number> & { min?: number; max?: number }): Field<number> {
+  return field(env, options, (raw) => {
+    if (!/^-?\d+$/.test(raw.trim())) throw new Error('must be an integer');
+    const value = Number(raw);
+    if (options.min !== undefined && value < options.min) throw new Error(`must be at least ${options.min}`);
+    if (options.max !== undefined && value > options.max) throw new Error(`must be at most ${options.max}`);
+    return value;
+  });
+}
+
+export function boolean(env: string, options: FieldOptions<boolean>): Field<boolean> {
+  return field(env, options, (raw) => {
+    if (/^(true|1|yes)$/i.test(raw)) return true;
+    if (/^(false|0|no)$/i.test(raw)) return false;
+    throw new Error('must be true or false');
+  });
+}
+
+export function url(env: string, options: FieldOptions<string> & { protocols: readonly string[] }): Field<string> {
+  return field(env, options, (raw) => {
+    let parsed: URL;
+    try {
+      parsed = new URL(raw);
+    } catch {
+      throw new Error('must be a URL');
+    }
+    if (!options.protocols.includes(parsed.protocol.replace(/:$/, ''))) {
+      throw new Error(`must use ${options.protocols.join(' or ')}`);
+    }
+    return raw;
+  });
+}
+
+export function oneOf<const T extends string>(env: string, values: readonly T[], options: FieldOptions<T>): Field<T> {
+  return field(env, options, (raw) => {
+    if (!(values as readonly string[]).includes(raw)) throw new Error(`must be one of ${values.join(', ')}`);
+    return raw as T;
+  });
+}
+
+/** A field whose value is parsed by a domain function that throws an Error with a readable message. */
+export function custom<T>(env: string, options: FieldOptions<T>, parse: (raw: string) => T): Field<T> {
+  return field(env, options, parse);
+}
+
+type Environment = Readonly<Record<string, string | undefined>>;
+
+function rawValue(spec: Field<unknown>, env: Environment): string | undefined {
+  const direct = env[spec.env];
+  if (direct !== undefined && direct !== '') return direct;
+  const file = spec.secret ? env[`${spec.env}_FILE`] : undefined;
+  if (file) return readFileSync(file, 'utf8').trim();
+  return spec.default;
+}
+
+/** Reads every field of `spec` from `env`; throws one ConfigError naming all faults. Secret values never appear in it. */
+export function loadConfig<S extends Spec>(spec: S, env: Environment): ConfigOf<S> {
+  const faults: string[] = [];
+  const config: Record<string, unknown> = {};
+  for (const [key, fieldSpec] of Object.entries(spec)) {
+    let raw: string | undefined;
+    try {
+      raw = rawValue(fieldSpec, env);
+    } catch (error) {
+      faults.push(`${fieldSpec.env}_FILE: cannot be read (${(error as Error).message})`);
+      continue;
+    }
+    if (raw === undefined) {
+      faults.push(`${fieldSpec.env}: is required (${fieldSpec.description})`);
+      continue;
+    }
+    try {
+      config[key] = fieldSpec.parse(raw);
+    } catch (error) {
+      const shown = fieldSpec.secret ? '' : ` (got ${JSON.stringify(raw)})`;
+      faults.push(`${fieldSpec.env}: ${(error as Error).message}${shown}`);
+    }
+  }
+  if (faults.length > 0) throw new ConfigError(faults);
+  return config as ConfigOf<S>;
+}
+
+const durationUnits: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** Parses `250ms`, `30s`, `5m`, `24h`, `7d` (or bare seconds) into milliseconds. */
+export function parseDuration(raw: string): number {
+  const match = /^\s*(\d+)\s*(ms|s|m|h|d)?\s*$/.exec(raw);
+  if (!match) throw new Error('must be a duration such as 30s, 5m, 24h or 7d');
+  return Number(match[1]) * (durationUnits[match[2] ?? 's'] ?? 1_000);
+}
+
+/** A duration variable, in milliseconds. */
+export function duration(env: string, options: FieldOptions<string> & { minMs?: number }): Field<number> {
+  return field(env, options, (raw) => {
+    const ms = parseDuration(raw);
+    if (options.minMs !== undefined && ms < options.minMs) throw new Error(`must be at least ${options.minMs} ms`);
+    return ms;
+  });
+}

@@ -1,0 +1,55 @@
+// PostgreSQL: pooled connections (pg, instrumented by OpenTelemetry), transactions, and the schema migrations.
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { runner } from 'node-pg-migrate';
+import type { Logger } from '../logger.ts';
+
+export type { Pool, PoolClient } from 'pg';
+
+export const migrationsDir = fileURLToPath(new URL('../../migrations', import.meta.url));
+
+// int8 (bigserial ids, counts) as JS numbers: ids stay far below 2^53.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+export function createPool(url: string, options: { max: number; applicationName: string; logger: Logger }): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max,
+    application_name: options.applicationName,
+    connectionTimeoutMillis: 3_000,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client losing its connection (database restart) must not crash the process; the pool replaces it.
+  pool.on('error', (error) => options.logger.warn({ err: error }, 'idle database connection lost'));
+  return pool;
+}
+
+/** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
+export async function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/** Applies pending migrations in order, under node-pg-migrate's advisory lock, recording each in `pgmigrations`. */
+export async function migrate(url: string, logger: Logger): Promise<string[]> {
+  const applied = await runner({
+    databaseUrl: url,
+    dir: migrationsDir,
+    direction: 'up',
+    migrationsTable: 'pgmigrations',
+    checkOrder: true,
+    log: (message) => logger.debug(message),
+    logger: { debug: () => undefined, info: (m) => logger.debug(m), warn: (m) => logger.warn(m), error: (m) => logger.error(m) },
+  });
+  return applied.map((migration) => migration.name);
+}

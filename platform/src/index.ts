@@ -1,0 +1,11 @@
+// The shared runtime every service starts from. Database and NATS helpers are separate entry points
+// (`@notify/platform/database`, `@notify/platform/nats`) so a service loads only the clients it uses.
+export { boolean, ConfigError, custom, duration, integer, parseDuration, loadConfig, oneOf, secret, text, url, type ConfigOf, type Field } from './config.ts';
+export { OperationalError, UserError, errorMetadataKeys } from './errors.ts';
+export { createLogger, redactedPaths, type Logger } from './logger.ts';
+export { Lifecycle, ShutdownPriority } from './lifecycle.ts';
+export { Counter, Gauge, Histogram, createRegistry, startOpsServer, type OpsServer, type ReadinessCheck, type Registry } from './metrics.ts';
+export { commonConfig, runService, type ServiceContext } from './service.ts';
+export { GrpcServer, type AsyncHandlers } from './grpc/server.ts';
+export { GrpcClient, channelOptions, type GrpcClientOptions } from './grpc/client.ts';
+export { RemoteError, toGrpcFailure } from './grpc/errors.ts';

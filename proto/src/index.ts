@@ -1,0 +1,27 @@
+// The gRPC contracts: runtime service definitions loaded from the .proto files, and the generated types that bind both sides.
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import type { ProtoGrpcType as AuthProto } from './generated/auth.ts';
+import type { ProtoGrpcType as DispatchProto } from './generated/dispatch.ts';
+
+/** Options shared with `proto-loader-gen-types` in package.json; the generated types are only right with these. */
+const loaderOptions: protoLoader.Options = {
+  longs: Number,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+  includeDirs: [fileURLToPath(new URL('..', import.meta.url))],
+};
+
+function load<T>(file: string): T {
+  return grpc.loadPackageDefinition(protoLoader.loadSync(file, loaderOptions)) as unknown as T;
+}
+
+export const authProto = load<AuthProto>('auth/v1/auth.proto').notify.auth.v1;
+export const dispatchProto = load<DispatchProto>('dispatch/v1/dispatch.proto').notify.dispatch.v1;
+
+export type { DeliveryEvent, DeliveryJob, DeliveryState } from './messaging.ts';
+export { deliveryEventId } from './messaging.ts';
+export type * as auth from './generated/notify/auth/v1/index.ts';
+export type * as dispatch from './generated/notify/dispatch/v1/index.ts';
