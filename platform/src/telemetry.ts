@@ -16,6 +16,9 @@ export function startTelemetry(env: Readonly<Record<string, string | undefined>>
   if (sdk || env['OTEL_SDK_DISABLED'] === 'true') return;
   const exporting = Boolean(env['OTEL_EXPORTER_OTLP_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']);
   sdk = new NodeSDK({
+    // Metrics come from prom-client on /metrics and logs from pino: OpenTelemetry exports traces only.
+    metricReaders: [],
+    logRecordProcessors: [],
     spanProcessors: exporting ? [new BatchSpanProcessor({ exporter: new OTLPTraceExporter() })] : [new NoopSpanProcessor()],
     instrumentations: [
       // Probes and scrapes would drown real traffic in traces.

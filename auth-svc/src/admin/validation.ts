@@ -1,0 +1,41 @@
+// Input checks for the admin surface: every fault of a request is collected and reported at once as INVALID_ARGUMENT.
+import { status } from '@grpc/grpc-js';
+import { UserError } from '@notify/platform';
+
+// C0/C1 controls, line and paragraph separators, and bidirectional overrides make a name print differently from what it is.
+const unprintable = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
+
+export class Checks {
+  readonly #faults: string[] = [];
+
+  /** A display name: trimmed, 1..`max` characters, nothing unprintable. Returns the trimmed value. */
+  name(field: string, value: string, max: number): string {
+    const trimmed = value.trim();
+    if (trimmed.length === 0) this.#faults.push(`${field}: must not be empty`);
+    else if ([...trimmed].length > max) this.#faults.push(`${field}: must be at most ${max} characters`);
+    else if (unprintable.test(trimmed)) this.#faults.push(`${field}: must not contain control characters`);
+    return trimmed;
+  }
+
+  /** A reference to an existing row: a positive integer. */
+  id(field: string, value: number): number {
+    if (!Number.isSafeInteger(value) || value <= 0) this.#faults.push(`${field}: must be a positive id`);
+    return value;
+  }
+
+  /** A monthly quota: 0 (unlimited) or a positive whole number of messages. */
+  quota(field: string, value: number): number {
+    if (!Number.isSafeInteger(value) || value < 0) this.#faults.push(`${field}: must be 0 (unlimited) or a positive number`);
+    return value;
+  }
+
+  fault(message: string): void {
+    this.#faults.push(message);
+  }
+
+  /** Throws INVALID_ARGUMENT naming every fault, if there is any. */
+  done(): void {
+    if (this.#faults.length === 0) return;
+    throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', this.#faults.join('; '), { fields: this.#faults });
+  }
+}

@@ -1,0 +1,319 @@
+// Two auth-svc "replicas" in one process, each with its own cache, gRPC server and NATS connection,
+// sharing a run-unique database and NATS prefix, driven through real gRPC clients.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import { status } from '@grpc/grpc-js';
+import pg from 'pg';
+import { Counter, createLogger, createRegistry, GrpcClient, GrpcServer, RemoteError, type Registry } from '@notify/platform';
+import { createPool, migrate, type Pool } from '@notify/platform/database';
+import { connectNats, topology, type NatsConnection } from '@notify/platform/nats';
+import { authProto, type auth } from '@notify/proto';
+import { createAuthService, type AuthService } from './auth-service.ts';
+import { KeyCache } from './keys/key-cache.ts';
+import type { KeyRecord } from './keys/key-lookup.ts';
+import { KeyResolver } from './keys/key-resolver.ts';
+
+const adminUrl = 'postgres://postgres@127.0.0.1:5432/postgres';
+const natsUrl = 'nats://127.0.0.1:4222';
+const runId = randomBytes(4).toString('hex');
+const database = `notify_t_${runId}`;
+const databaseUrl = `postgres://postgres@127.0.0.1:5432/${database}`;
+const internalToken = `internal-${runId}-0123456789abcdef`;
+const adminToken = `admin-${runId}-0123456789abcdef`;
+const logger = createLogger('auth-svc-test', 'silent');
+
+interface Replica {
+  pool: Pool;
+  nats: NatsConnection;
+  registry: Registry;
+  service: AuthService;
+  server: GrpcServer;
+  internal: GrpcClient<auth.AuthServiceDefinition>;
+  admin: GrpcClient<auth.AuthAdminServiceDefinition>;
+  address: string;
+}
+
+async function startReplica(): Promise<Replica> {
+  const pool = createPool(databaseUrl, { max: 4, applicationName: 'auth-svc-test', logger });
+  const nats = await connectNats(natsUrl, 'auth-svc-test', logger);
+  const registry = createRegistry('auth-svc');
+  // A long TTL: whatever a replica forgets within the test, it forgets because it was told to.
+  const service = await createAuthService({
+    pool,
+    nats,
+    invalidationSubject: topology(`t${runId}_`).keyInvalidationSubject,
+    cacheTtlMs: 60_000,
+    logger,
+    registry,
+    usageFlushIntervalMs: 100,
+  });
+  const server = new GrpcServer({ logger, registry });
+  server.add(authProto.AuthService.service, service.authorize, [internalToken]);
+  server.add(authProto.AuthAdminService.service, service.admin, [adminToken]);
+  const address = `127.0.0.1:${await server.listen(0, '127.0.0.1')}`;
+  return {
+    pool,
+    nats,
+    registry,
+    service,
+    server,
+    address,
+    internal: new GrpcClient(authProto.AuthService.service, address, { token: internalToken, deadlineMs: 2_000 }),
+    admin: new GrpcClient(authProto.AuthAdminService.service, address, { token: adminToken, deadlineMs: 2_000 }),
+  };
+}
+
+async function stopReplica(replica: Replica): Promise<void> {
+  replica.internal.close();
+  replica.admin.close();
+  replica.server.stopServing();
+  await replica.server.close(1_000);
+  await replica.service.close();
+  await replica.nats.drain();
+  await replica.pool.end();
+}
+
+let first: Replica;
+let second: Replica;
+
+before(async () => {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${database}`);
+  await admin.end();
+  await migrate(databaseUrl, logger);
+  [first, second] = await Promise.all([startReplica(), startReplica()]);
+});
+
+after(async () => {
+  await Promise.all([first, second].filter(Boolean).map(stopReplica));
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  await admin.end();
+});
+
+/** Resolves with the RemoteError `promise` rejects with; fails the test if it resolves. */
+async function refusal(promise: Promise<unknown>): Promise<RemoteError> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof RemoteError, String(error));
+    return error;
+  }
+  assert.fail('the call succeeded');
+}
+
+async function eventually(condition: () => Promise<boolean>, withinMs: number): Promise<number> {
+  const started = Date.now();
+  while (!(await condition())) {
+    if (Date.now() - started > withinMs) assert.fail(`condition not met within ${withinMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return Date.now() - started;
+}
+
+async function metricValue(registry: Registry, name: string, labels: Record<string, string>): Promise<number> {
+  const metric = await registry.getSingleMetric(name)?.get();
+  const sample = metric?.values.find((value) => Object.entries(labels).every(([key, label]) => value.labels[key] === label));
+  return sample?.value ?? 0;
+}
+
+let sequence = 0;
+/** A fresh plan, organization, project and key, named uniquely so tests do not collide. */
+async function tenant(options: { monthlyQuota?: number } = {}) {
+  sequence += 1;
+  const plan = await first.admin.call('CreatePlan', { name: `plan ${sequence}`, monthlyQuota: options.monthlyQuota ?? 1000, suspended: false });
+  const organization = await first.admin.call('CreateOrganization', { name: `org ${sequence}`, planId: plan.id });
+  const project = await first.admin.call('CreateProject', { organizationId: organization.id, name: 'default' });
+  const created = await first.admin.call('CreateApiKey', { projectId: project.id, name: 'production' });
+  assert.ok(created.key);
+  return { plan, organization, project, key: created.key, apiKey: created.apiKey };
+}
+
+test('an issued key authorizes for its organization with its plan', async () => {
+  const { plan, organization, project, key, apiKey } = await tenant({ monthlyQuota: 5000 });
+  assert.match(apiKey, /^nk_[0-9a-f]{16}\.[A-Za-z0-9_-]{43}$/);
+  assert.equal(apiKey.split('.')[0], key.prefix);
+  assert.equal(key.revokedAt, '');
+  assert.equal(key.lastUsedAt, '');
+  assert.ok(!Number.isNaN(Date.parse(key.createdAt)));
+
+  const authorized = await first.internal.call('Authorize', { apiKey, organizationId: organization.id });
+  assert.deepEqual(authorized, {
+    keyId: key.id,
+    projectId: project.id,
+    organizationId: organization.id,
+    plan: { planId: plan.id, name: plan.name, suspended: false, monthlyQuota: 5000 },
+    sendRate: '',
+  });
+});
+
+test('a valid key is refused with PERMISSION_DENIED for another organization or for organization 0', async () => {
+  const { apiKey } = await tenant();
+  const other = await tenant();
+  for (const organizationId of [other.organization.id, 0]) {
+    const error = await refusal(first.internal.call('Authorize', { apiKey, organizationId }));
+    assert.equal(error.status, status.PERMISSION_DENIED);
+    assert.equal(error.reason, 'permission_denied');
+  }
+});
+
+test('malformed, unknown and wrong-secret keys are UNAUTHENTICATED and look alike', async () => {
+  const { organization, apiKey } = await tenant();
+  const [prefix, secret] = apiKey.split('.') as [string, string];
+  const wrongSecret = `${prefix}.${secret.startsWith('A') ? 'B' : 'A'}${secret.slice(1)}`;
+  const unknown = `nk_${randomBytes(8).toString('hex')}.${secret}`;
+  const messages = new Set<string>();
+  for (const candidate of ['', 'not-a-key', `${apiKey}x`, unknown, wrongSecret]) {
+    const error = await refusal(first.internal.call('Authorize', { apiKey: candidate, organizationId: organization.id }));
+    assert.equal(error.status, status.UNAUTHENTICATED);
+    assert.equal(error.reason, 'invalid_api_key');
+    messages.add(error.message);
+  }
+  assert.equal(messages.size, 1);
+  assert.equal(await metricValue(first.registry, 'notify_auth_authorize_total', { outcome: 'malformed' }), 3);
+});
+
+test('an unknown prefix is answered from the cache the second time', async () => {
+  const unknown = `nk_${randomBytes(8).toString('hex')}.${randomBytes(32).toString('base64url')}`;
+  const misses = await metricValue(second.registry, 'notify_auth_cache_lookups_total', { result: 'miss' });
+  const hits = await metricValue(second.registry, 'notify_auth_cache_lookups_total', { result: 'hit' });
+  for (let i = 0; i < 3; i += 1) await refusal(second.internal.call('Authorize', { apiKey: unknown, organizationId: 1 }));
+  assert.equal(await metricValue(second.registry, 'notify_auth_cache_lookups_total', { result: 'miss' }), misses + 1);
+  assert.equal(await metricValue(second.registry, 'notify_auth_cache_lookups_total', { result: 'hit' }), hits + 2);
+});
+
+test('concurrent lookups of one prefix share a single database query', async () => {
+  const { key } = await tenant();
+  const pool = createPool(databaseUrl, { max: 4, applicationName: 'auth-svc-test', logger });
+  let queries = 0;
+  pool.on('acquire', () => void (queries += 1));
+  const resolver = new KeyResolver({
+    pool,
+    cache: new KeyCache<KeyRecord>({ ttlMs: 60_000, maxEntries: 10 }),
+    lookups: new Counter({ name: 'lookups', help: 'test', labelNames: ['result'], registers: [] }),
+  });
+  const records = await Promise.all(Array.from({ length: 10 }, () => resolver.resolve(key.prefix)));
+  await pool.end();
+  assert.equal(queries, 1);
+  for (const record of records) assert.equal(record?.keyId, key.id);
+});
+
+test('a caller without the right token is refused before any handler', async () => {
+  const { organization, apiKey } = await tenant();
+  const wrong = new GrpcClient(authProto.AuthService.service, first.address, { token: 'not-the-internal-token', deadlineMs: 2_000 });
+  const adminWithInternalToken = new GrpcClient(authProto.AuthAdminService.service, first.address, { token: internalToken, deadlineMs: 2_000 });
+  try {
+    assert.equal((await refusal(wrong.call('Authorize', { apiKey, organizationId: organization.id }))).status, status.UNAUTHENTICATED);
+    assert.equal((await refusal(adminWithInternalToken.call('ListPlans', {}))).status, status.UNAUTHENTICATED);
+  } finally {
+    wrong.close();
+    adminWithInternalToken.close();
+  }
+});
+
+test('a key revoked on one replica is refused by another within 2 seconds, though it had it cached', async () => {
+  const { organization, key, apiKey } = await tenant();
+  const request = { apiKey, organizationId: organization.id };
+  await second.internal.call('Authorize', request);
+  const hits = await metricValue(second.registry, 'notify_auth_cache_lookups_total', { result: 'hit' });
+  await second.internal.call('Authorize', request);
+  assert.equal(await metricValue(second.registry, 'notify_auth_cache_lookups_total', { result: 'hit' }), hits + 1, 'the key is cached on the second replica');
+
+  const revoked = await first.admin.call('RevokeApiKey', { id: key.id });
+  assert.notEqual(revoked.revokedAt, '');
+  // The revoking replica refuses at once; the other one as soon as the NATS message arrives.
+  assert.equal((await refusal(first.internal.call('Authorize', request))).status, status.UNAUTHENTICATED);
+  await eventually(async () => {
+    const outcome = await second.internal.call('Authorize', request).then(() => undefined, (error: unknown) => error);
+    return outcome instanceof RemoteError && outcome.status === status.UNAUTHENTICATED && outcome.reason === 'invalid_api_key';
+  }, 2_000);
+
+  const again = await second.admin.call('RevokeApiKey', { id: key.id });
+  assert.deepEqual(again, revoked, 'revoking twice keeps the first revocation');
+});
+
+test('a plan change reaches the keys every replica has cached', async () => {
+  const { plan, organization, apiKey } = await tenant({ monthlyQuota: 300 });
+  const request = { apiKey, organizationId: organization.id };
+  assert.equal((await second.internal.call('Authorize', request)).plan?.suspended, false);
+
+  const updated = await first.admin.call('UpdatePlan', { id: plan.id, suspended: true });
+  assert.equal(updated.suspended, true);
+  assert.equal(updated.monthlyQuota, 300, 'a field left out keeps its value');
+  await eventually(async () => (await second.internal.call('Authorize', request)).plan?.suspended === true, 2_000);
+
+  const requota = await first.admin.call('UpdatePlan', { id: plan.id, monthlyQuota: 0 });
+  assert.deepEqual([requota.monthlyQuota, requota.suspended], [0, true]);
+  await eventually(async () => (await second.internal.call('Authorize', request)).plan?.monthlyQuota === 0, 2_000);
+});
+
+test('listing keys shows their use but never their secret', async () => {
+  const { organization, project, key, apiKey } = await tenant();
+  await first.internal.call('Authorize', { apiKey, organizationId: organization.id });
+  let listed: auth.ApiKey__Output | undefined;
+  await eventually(async () => {
+    const { keys } = await first.admin.call('ListApiKeys', { projectId: project.id });
+    listed = keys.find((candidate) => candidate.id === key.id);
+    return listed?.lastUsedAt !== '';
+  }, 2_000);
+  assert.ok(listed);
+  assert.equal(listed.prefix, key.prefix);
+  assert.deepEqual(Object.keys(listed).sort(), ['createdAt', 'id', 'lastUsedAt', 'name', 'prefix', 'projectId', 'revokedAt']);
+  const secret = apiKey.split('.')[1] as string;
+  const everything = JSON.stringify(await first.admin.call('ListApiKeys', { projectId: project.id }));
+  assert.ok(!everything.includes(secret));
+});
+
+test('the admin lists return what was created', async () => {
+  const { plan, organization, project } = await tenant();
+  assert.ok((await first.admin.call('ListPlans', {})).plans.some((listed) => listed.id === plan.id && listed.name === plan.name));
+  assert.ok((await first.admin.call('ListOrganizations', {})).organizations.some((listed) => listed.id === organization.id && listed.planId === plan.id));
+  assert.deepEqual((await first.admin.call('ListProjects', { organizationId: organization.id })).projects, [project]);
+});
+
+test('bad admin input is INVALID_ARGUMENT naming every fault', async () => {
+  const cases: Array<[string, () => Promise<unknown>, RegExp]> = [
+    ['empty plan name and negative quota', () => first.admin.call('CreatePlan', { name: ' ', monthlyQuota: -1, suspended: false }), /name: must not be empty.*monthly_quota/],
+    ['control characters in a name', () => first.admin.call('CreateOrganization', { name: 'a\nb', planId: 1 }), /name: must not contain control characters/],
+    ['a missing plan id', () => first.admin.call('CreateOrganization', { name: 'no plan', planId: 0 }), /plan_id: must be a positive id/],
+    ['an overlong project name', () => first.admin.call('CreateProject', { organizationId: 1, name: 'x'.repeat(201) }), /name: must be at most 200 characters/],
+    ['an update that changes nothing', () => first.admin.call('UpdatePlan', { id: 1 }), /set monthly_quota, suspended or both/],
+  ];
+  for (const [what, call, message] of cases) {
+    const error = await refusal(call());
+    assert.equal(error.status, status.INVALID_ARGUMENT, what);
+    assert.equal(error.reason, 'invalid_argument', what);
+    assert.match(error.message, message, what);
+    assert.ok(error.fields.length > 0, what);
+  }
+});
+
+test('references to missing rows are NOT_FOUND and duplicates ALREADY_EXISTS', async () => {
+  const { plan, organization, project } = await tenant();
+  const missing = 999_999_999;
+  for (const call of [
+    () => first.admin.call('CreateOrganization', { name: `orphan ${runId}`, planId: missing }),
+    () => first.admin.call('CreateProject', { organizationId: missing, name: 'p' }),
+    () => first.admin.call('CreateApiKey', { projectId: missing, name: 'k' }),
+    () => first.admin.call('RevokeApiKey', { id: missing }),
+    () => first.admin.call('UpdatePlan', { id: missing, suspended: true }),
+    () => first.admin.call('ListProjects', { organizationId: missing }),
+    () => first.admin.call('ListApiKeys', { projectId: missing }),
+  ]) {
+    const error = await refusal(call());
+    assert.equal(error.status, status.NOT_FOUND, error.message);
+    assert.equal(error.reason, 'not_found');
+  }
+  for (const call of [
+    () => first.admin.call('CreatePlan', { name: plan.name, monthlyQuota: 0, suspended: false }),
+    () => first.admin.call('CreateOrganization', { name: organization.name, planId: plan.id }),
+    () => first.admin.call('CreateProject', { organizationId: organization.id, name: ` ${project.name} ` }),
+  ]) {
+    const error = await refusal(call());
+    assert.equal(error.status, status.ALREADY_EXISTS, error.message);
+    assert.equal(error.reason, 'already_exists');
+  }
+});

@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { test } from 'node:test';
+import { generateApiKey, hashSecret, parseApiKey, secretMatches } from './api-key.ts';
+
+test('a generated key has the form nk_<16 hex>.<43 base64url characters>', () => {
+  const key = generateApiKey();
+  assert.match(key.apiKey, /^nk_[0-9a-f]{16}\.[A-Za-z0-9_-]{43}$/);
+  assert.equal(key.apiKey, `${key.prefix}.${key.secret}`);
+  assert.equal(Buffer.from(key.secret, 'base64url').length, 32);
+});
+
+test('two generated keys share neither prefix nor secret', () => {
+  const first = generateApiKey();
+  const second = generateApiKey();
+  assert.notEqual(first.prefix, second.prefix);
+  assert.notEqual(first.secret, second.secret);
+});
+
+test('a generated key parses back into its prefix and secret', () => {
+  const key = generateApiKey();
+  assert.deepEqual(parseApiKey(key.apiKey), { prefix: key.prefix, secret: key.secret });
+});
+
+test('anything not in the issued format is refused by the parser', () => {
+  const { prefix, secret } = generateApiKey();
+  const malformed = [
+    '',
+    prefix,
+    `${prefix}.`,
+    `.${secret}`,
+    `${prefix}${secret}`,
+    `${prefix.toUpperCase()}.${secret}`,
+    `nk_${'g'.repeat(16)}.${secret}`,
+    `nk_${'a'.repeat(15)}.${secret}`,
+    `xk_${'a'.repeat(16)}.${secret}`,
+    `${prefix}.${secret.slice(1)}`,
+    `${prefix}.${secret}A`,
+    `${prefix}.${secret.slice(1)}=`,
+    `${prefix}.${secret.slice(1)}+`,
+    ` ${prefix}.${secret}`,
+    `${prefix}.${secret}\n`,
+    `${prefix}.${secret.slice(0, 20)}.${secret.slice(21)}`,
+    'x'.repeat(100_000),
+  ];
+  for (const candidate of malformed) assert.equal(parseApiKey(candidate), undefined, JSON.stringify(candidate.slice(0, 80)));
+});
+
+test('the stored hash is SHA-256 of the secret and only the right secret matches it', () => {
+  const key = generateApiKey();
+  assert.deepEqual(key.secretHash, createHash('sha256').update(key.secret).digest());
+  assert.deepEqual(hashSecret(key.secret), key.secretHash);
+  assert.equal(secretMatches(key.secret, key.secretHash), true);
+  assert.equal(secretMatches(generateApiKey().secret, key.secretHash), false);
+  assert.equal(secretMatches(key.secret, Buffer.alloc(16)), false);
+});

@@ -1,0 +1,143 @@
+// Runs against a private nats-server on a free port, so the test can stop and restart it without disturbing anyone.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
+import { after, before, test } from 'node:test';
+import { Counter, createLogger, createRegistry } from '@notify/platform';
+import { createPool, type Pool } from '@notify/platform/database';
+import { connectNats, type NatsConnection } from '@notify/platform/nats';
+import { openInvalidationChannel, type InvalidationChannel } from './invalidation.ts';
+import { KeyCache } from './key-cache.ts';
+import type { KeyRecord } from './key-lookup.ts';
+import { KeyResolver } from './key-resolver.ts';
+
+const logger = createLogger('invalidation-test', 'silent');
+const subject = 'tinvalidation_notify.auth.key-revoked';
+let port: number;
+let server: ChildProcess | undefined;
+// Never queried: every lookup in these tests is answered by the cache or dropped from it.
+let pool: Pool;
+// Closed in `after` even when a test fails: a connection left open would keep reconnecting and the run would never end.
+const opened: Replica[] = [];
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  probe.listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const { port: free } = probe.address() as AddressInfo;
+  probe.close();
+  return free;
+}
+
+async function startNatsServer(): Promise<void> {
+  server = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const reachable = await connectNats(`nats://127.0.0.1:${port}`, 'probe', logger).then((c) => c.close().then(() => true), () => false);
+    if (reachable) return;
+    if (Date.now() > deadline) throw new Error('nats-server did not start');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function stopNatsServer(): Promise<void> {
+  if (!server || server.exitCode !== null) return;
+  const exited = once(server, 'exit');
+  server.kill('SIGTERM');
+  await exited;
+}
+
+interface Replica {
+  nats: NatsConnection;
+  cache: KeyCache<KeyRecord>;
+  channel: InvalidationChannel;
+  received: Counter<'scope'>;
+}
+
+async function replica(): Promise<Replica> {
+  const nats = await connectNats(`nats://127.0.0.1:${port}`, 'auth-svc-test', logger);
+  const cache = new KeyCache<KeyRecord>({ ttlMs: 60_000, maxEntries: 100 });
+  const registers = [createRegistry('auth-svc')];
+  const resolver = new KeyResolver({ pool, cache, lookups: new Counter({ name: 'lookups', help: 'test', labelNames: ['result'], registers }) });
+  const received = new Counter({ name: 'invalidations', help: 'test', labelNames: ['scope'], registers });
+  const channel = await openInvalidationChannel({ nats, subject, resolver, logger, received });
+  const opening = { nats, cache, channel, received };
+  opened.push(opening);
+  return opening;
+}
+
+const record = (keyId: number): KeyRecord => ({
+  keyId,
+  projectId: 1,
+  organizationId: 1,
+  secretHash: Buffer.alloc(32),
+  revoked: false,
+  sendRate: '',
+  plan: { planId: 1, name: 'free', suspended: false, monthlyQuota: 0 },
+});
+
+function fill(cache: KeyCache<KeyRecord>, ...prefixes: string[]): void {
+  prefixes.forEach((prefix, index) => cache.set(prefix, record(index + 1), cache.ticket()));
+}
+
+async function eventually(condition: () => boolean, withinMs: number): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!condition()) {
+    if (Date.now() > deadline) assert.fail(`condition not met within ${withinMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+before(async () => {
+  port = await freePort();
+  pool = createPool('postgres://postgres@127.0.0.1:5432/postgres', { max: 1, applicationName: 'auth-svc-test', logger });
+  await startNatsServer();
+});
+
+after(async () => {
+  for (const side of opened) {
+    await side.channel.close().catch(() => undefined);
+    await side.nats.close();
+  }
+  await stopNatsServer();
+  await pool.end();
+});
+
+test('a revoked prefix is dropped here at once and on the other replica soon after, other keys stay', async () => {
+  const [here, there] = [await replica(), await replica()];
+  fill(here.cache, 'nk_revoked', 'nk_kept');
+  fill(there.cache, 'nk_revoked', 'nk_kept');
+  const announced = here.channel.invalidateKey('nk_revoked');
+  assert.equal(here.cache.get('nk_revoked'), undefined);
+  await announced;
+  await eventually(() => there.cache.get('nk_revoked') === undefined, 1_000);
+  assert.ok(there.cache.get('nk_kept'));
+  assert.ok(here.cache.get('nk_kept'));
+});
+
+test('an invalidation of every key empties every replica', async () => {
+  const [here, there] = [await replica(), await replica()];
+  fill(here.cache, 'nk_a', 'nk_b');
+  fill(there.cache, 'nk_a', 'nk_b');
+  await here.channel.invalidateAll();
+  assert.equal(here.cache.size, 0);
+  await eventually(() => there.cache.size === 0, 1_000);
+});
+
+test('with NATS down, revocation still takes effect locally and does not hang; after reconnecting the cache starts over', async () => {
+  const side = await replica();
+  fill(side.cache, 'nk_cached', 'nk_revoked');
+  await stopNatsServer();
+
+  const started = Date.now();
+  await side.channel.invalidateKey('nk_revoked');
+  assert.ok(Date.now() - started < 1_500, 'the announcement gives up after about a second');
+  assert.equal(side.cache.get('nk_revoked'), undefined);
+  assert.ok(side.cache.get('nk_cached'), 'still cached while disconnected');
+
+  // Whatever was announced while this replica was away is lost to it: it must forget everything on reconnect.
+  await startNatsServer();
+  await eventually(() => side.cache.size === 0, 3_000);
+  assert.equal((await side.received.get()).values.find((value) => value.labels['scope'] === 'all')?.value, 1);
+});

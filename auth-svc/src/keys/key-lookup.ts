@@ -1,0 +1,58 @@
+// The one query on Authorize's path: a key by its prefix, with what the gateway needs to decide (project, organization, plan).
+import type { Pool } from '@notify/platform/database';
+
+export interface PlanState {
+  readonly planId: number;
+  readonly name: string;
+  readonly suspended: boolean;
+  /** 0 means unlimited. */
+  readonly monthlyQuota: number;
+}
+
+export interface KeyRecord {
+  readonly keyId: number;
+  readonly projectId: number;
+  readonly organizationId: number;
+  readonly secretHash: Buffer;
+  readonly revoked: boolean;
+  /** Per-key send rate, '' for the gateway's default. */
+  readonly sendRate: string;
+  readonly plan: PlanState;
+}
+
+interface Row {
+  id: number;
+  project_id: number;
+  organization_id: number;
+  secret_hash: Buffer;
+  revoked: boolean;
+  send_rate: string | null;
+  plan_id: number;
+  plan_name: string;
+  suspended: boolean;
+  monthly_quota: number;
+}
+
+const byPrefix = `
+  SELECT k.id, k.project_id, p.organization_id, k.secret_hash, k.revoked_at IS NOT NULL AS revoked, k.send_rate,
+         pl.id AS plan_id, pl.name AS plan_name, pl.suspended, pl.monthly_quota
+    FROM api_keys k
+    JOIN projects p ON p.id = k.project_id
+    JOIN organizations o ON o.id = p.organization_id
+    JOIN plans pl ON pl.id = o.plan_id
+   WHERE k.prefix = $1`;
+
+export async function findKeyByPrefix(pool: Pool, prefix: string): Promise<KeyRecord | undefined> {
+  const { rows } = await pool.query<Row>({ name: 'auth-key-by-prefix', text: byPrefix, values: [prefix] });
+  const row = rows[0];
+  if (!row) return undefined;
+  return {
+    keyId: row.id,
+    projectId: row.project_id,
+    organizationId: row.organization_id,
+    secretHash: row.secret_hash,
+    revoked: row.revoked,
+    sendRate: row.send_rate ?? '',
+    plan: { planId: row.plan_id, name: row.plan_name, suspended: row.suspended, monthlyQuota: row.monthly_quota },
+  };
+}

@@ -1,0 +1,36 @@
+// The shape of a notifyctl command: its flags, how it turns them into a request (every usage mistake caught there,
+// before any connection is opened), and how it executes that request.
+import type { Flags, OptionSpecs } from '../args.ts';
+import type { Connections, Target } from '../connections.ts';
+import type { Io } from '../output.ts';
+
+export interface Context {
+  readonly connections: Connections;
+  readonly io: Io;
+  readonly json: boolean;
+}
+
+/** A validated invocation: the request it will send (what tests look at) and the call itself. */
+export interface Prepared {
+  readonly request: object;
+  execute(context: Context): Promise<void>;
+}
+
+export interface Command {
+  readonly name: string;
+  readonly summary: string;
+  readonly options: OptionSpecs;
+  /** Replaces the generated usage line when flags relate in ways the specs cannot say (either/or). */
+  readonly usage?: string;
+  prepare(flags: Flags): Prepared | Promise<Prepared>;
+}
+
+export interface CommandGroup {
+  readonly name: string;
+  readonly summary: string;
+  /** The server every command of the group talks to. */
+  readonly target: Target;
+  /** The token its server takes from notifyctl. */
+  readonly token: 'ADMIN_TOKEN' | 'INTERNAL_TOKEN';
+  readonly commands: readonly Command[];
+}

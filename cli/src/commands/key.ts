@@ -1,0 +1,78 @@
+// notifyctl key: API keys of a project. The full key is shown once, at creation; only its hash is stored.
+import type { auth } from '@notify/proto';
+import { print, type Column } from '../output.ts';
+import type { CommandGroup } from './command.ts';
+
+const columns: readonly Column<auth.ApiKey__Output>[] = [
+  { header: 'ID', value: (key) => key.id },
+  { header: 'PROJECT', value: (key) => key.projectId },
+  { header: 'NAME', value: (key) => key.name },
+  { header: 'PREFIX', value: (key) => key.prefix },
+  { header: 'CREATED', value: (key) => key.createdAt },
+  { header: 'LAST USED', value: (key) => key.lastUsedAt },
+  { header: 'REVOKED', value: (key) => key.revokedAt },
+];
+
+export const keyCommands: CommandGroup = {
+  name: 'key',
+  summary: 'API keys of a project (Authorization: Api-Key <key>)',
+  target: 'auth',
+  token: 'ADMIN_TOKEN',
+  commands: [
+    {
+      name: 'create',
+      summary: 'create an API key; prints the key once',
+      options: {
+        project: { type: 'string', value: 'ID', required: true, description: 'project id' },
+        name: { type: 'string', value: 'NAME', required: true, description: 'a label saying who uses the key' },
+      },
+      prepare(flags) {
+        const request = { projectId: flags.id('project'), name: flags.string('name') };
+        return {
+          request,
+          async execute({ connections, io, json }) {
+            const created = await connections.authAdmin().call('CreateApiKey', request);
+            // The warning goes to stderr so that `--json` output and a captured key stay clean.
+            io.stderr('notifyctl: this is the only time the API key is shown: it cannot be shown again, store it now.\n');
+            if (json) {
+              io.stdout(`${JSON.stringify(created, null, 2)}\n`);
+              return;
+            }
+            if (created.key) print(io, false, created, columns, [created.key]);
+            io.stdout(`\nAPI key: ${created.apiKey}\n`);
+          },
+        };
+      },
+    },
+    {
+      name: 'revoke',
+      summary: 'revoke an API key; it is refused within about a second',
+      options: { id: { type: 'string', value: 'ID', required: true, description: 'key id (see: notifyctl key list)' } },
+      prepare(flags) {
+        const request = { id: flags.id('id') };
+        return {
+          request,
+          async execute({ connections, io, json }) {
+            const key = await connections.authAdmin().call('RevokeApiKey', request);
+            print(io, json, key, columns, [key]);
+          },
+        };
+      },
+    },
+    {
+      name: 'list',
+      summary: 'list the API keys of a project, revoked ones included',
+      options: { project: { type: 'string', value: 'ID', required: true, description: 'project id' } },
+      prepare(flags) {
+        const request = { projectId: flags.id('project') };
+        return {
+          request,
+          async execute({ connections, io, json }) {
+            const response = await connections.authAdmin().call('ListApiKeys', request);
+            print(io, json, response, columns, response.keys);
+          },
+        };
+      },
+    },
+  ],
+};

@@ -1,0 +1,71 @@
+// The gRPC clients notifyctl talks through, built from the environment only when a command needs them.
+// Admin surfaces (AuthAdminService, TemplateAdminService) take ADMIN_TOKEN; message listing lives on the internal
+// DispatchService, so it takes INTERNAL_TOKEN.
+import { GrpcClient } from '@notify/platform';
+import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
+import { UsageError } from './args.ts';
+
+type Environment = Readonly<Record<string, string | undefined>>;
+
+/** Which server a command group talks to; named in the hint when it cannot be reached. */
+export type Target = 'auth' | 'dispatch';
+
+export const defaultAddresses: Readonly<Record<Target, string>> = { auth: '127.0.0.1:50051', dispatch: '127.0.0.1:50052' };
+const addressVariables: Readonly<Record<Target, string>> = { auth: 'AUTH_SVC_ADDR', dispatch: 'DISPATCH_SVC_ADDR' };
+const serviceNames: Readonly<Record<Target, string>> = { auth: 'auth-svc', dispatch: 'dispatch-svc' };
+
+/** Admin operations are quick; a call that has not answered in this time will not. */
+const deadlineMs = 10_000;
+
+export class Connections {
+  readonly #env: Environment;
+  readonly #open: { close(): void }[] = [];
+
+  constructor(env: Environment) {
+    this.#env = env;
+  }
+
+  address(target: Target): string {
+    return this.#env[addressVariables[target]] || defaultAddresses[target];
+  }
+
+  /** `auth-svc at 127.0.0.1:50051 (AUTH_SVC_ADDR)`, for error hints. */
+  describe(target: Target): string {
+    return `${serviceNames[target]} at ${this.address(target)} (${addressVariables[target]})`;
+  }
+
+  #token(variable: 'ADMIN_TOKEN' | 'INTERNAL_TOKEN', purpose: string): string {
+    const token = this.#env[variable];
+    if (!token) throw new UsageError(`${variable} is not set: ${purpose}`);
+    return token;
+  }
+
+  #connect<D extends auth.AuthAdminServiceDefinition | dispatch.TemplateAdminServiceDefinition | dispatch.DispatchServiceDefinition>(
+    definition: D,
+    target: Target,
+    token: string,
+  ): GrpcClient<D> {
+    const client = new GrpcClient(definition, this.address(target), { token, deadlineMs });
+    this.#open.push(client);
+    return client;
+  }
+
+  authAdmin(): GrpcClient<auth.AuthAdminServiceDefinition> {
+    const token = this.#token('ADMIN_TOKEN', 'plans, organizations, projects and keys need the admin token of auth-svc');
+    return this.#connect(authProto.AuthAdminService.service as auth.AuthAdminServiceDefinition, 'auth', token);
+  }
+
+  templateAdmin(): GrpcClient<dispatch.TemplateAdminServiceDefinition> {
+    const token = this.#token('ADMIN_TOKEN', 'templates need the admin token of dispatch-svc');
+    return this.#connect(dispatchProto.TemplateAdminService.service as dispatch.TemplateAdminServiceDefinition, 'dispatch', token);
+  }
+
+  dispatch(): GrpcClient<dispatch.DispatchServiceDefinition> {
+    const token = this.#token('INTERNAL_TOKEN', 'listing messages goes through the internal DispatchService, which takes the internal token');
+    return this.#connect(dispatchProto.DispatchService.service as dispatch.DispatchServiceDefinition, 'dispatch', token);
+  }
+
+  close(): void {
+    for (const client of this.#open.splice(0)) client.close();
+  }
+}

@@ -1,0 +1,81 @@
+// notifyctl's help texts, generated from the command definitions so they cannot drift from what is parsed.
+import { commonOptions, type OptionSpec } from './args.ts';
+import type { Command, CommandGroup } from './commands/command.ts';
+import { defaultAddresses } from './connections.ts';
+
+function flagText(name: string, spec: OptionSpec): string {
+  return spec.type === 'boolean' ? `--${name}` : `--${name} ${spec.value ?? 'VALUE'}`;
+}
+
+export function usageLine(group: CommandGroup, command: Command): string {
+  if (command.usage) return command.usage;
+  const flags = Object.entries(command.options).map(([name, spec]) => (spec.required ? flagText(name, spec) : `[${flagText(name, spec)}]`));
+  return ['notifyctl', group.name, command.name, ...flags, '[--json]'].join(' ');
+}
+
+function table(rows: readonly (readonly [string, string])[]): string {
+  const width = Math.max(...rows.map(([left]) => left.length));
+  return rows.map(([left, right]) => `  ${left.padEnd(width)}  ${right}`).join('\n');
+}
+
+const environment = table([
+  ['AUTH_SVC_ADDR', `auth-svc gRPC address for plan, org, project, key (default ${defaultAddresses.auth})`],
+  ['DISPATCH_SVC_ADDR', `dispatch-svc gRPC address for template, messages (default ${defaultAddresses.dispatch})`],
+  ['ADMIN_TOKEN', 'admin token (AuthAdminService, TemplateAdminService): every group but messages'],
+  ['INTERNAL_TOKEN', 'internal token: messages list (ListMessages is on the internal DispatchService)'],
+]);
+
+export function globalHelp(groups: readonly CommandGroup[]): string {
+  return `notifyctl: operate Notify (plans, organizations, projects, API keys, templates, messages)
+
+Usage: notifyctl <group> <command> [options]
+
+Groups:
+${table(groups.map((group) => [group.name, group.summary]))}
+
+Every command also takes:
+${table([
+  ['--json', commonOptions.json.description],
+  ['-h, --help', commonOptions.help.description],
+])}
+
+Environment:
+${environment}
+
+Exit status: 0 done, 1 the service refused or failed (reason printed), 2 wrong command line or environment.
+Run 'notifyctl <group> --help' for the commands of a group.
+`;
+}
+
+function serverLine(group: CommandGroup): string {
+  const variable = group.target === 'auth' ? 'AUTH_SVC_ADDR' : 'DISPATCH_SVC_ADDR';
+  return `Talks to ${group.target}-svc at $${variable} (default ${defaultAddresses[group.target]}) with $${group.token}.`;
+}
+
+export function groupHelp(group: CommandGroup): string {
+  const commands = group.commands.map((command) => `  ${usageLine(group, command)}\n      ${command.summary}`).join('\n');
+  return `notifyctl ${group.name}: ${group.summary}
+
+Commands:
+${commands}
+
+${serverLine(group)}
+Run 'notifyctl ${group.name} <command> --help' for the options of a command.
+`;
+}
+
+export function commandHelp(group: CommandGroup, command: Command): string {
+  const options = Object.entries({ ...command.options, ...commonOptions }).map(([name, spec]): [string, string] => [
+    name === 'help' ? '-h, --help' : flagText(name, spec),
+    'required' in spec && spec.required ? `${spec.description} (required)` : spec.description,
+  ]);
+  return `notifyctl ${group.name} ${command.name}: ${command.summary}
+
+Usage: ${usageLine(group, command)}
+
+Options:
+${table(options)}
+
+${serverLine(group)}
+`;
+}

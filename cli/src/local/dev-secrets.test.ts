@@ -1,0 +1,26 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { loadDevSecrets } from './dev-secrets.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'notify-secrets-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+test('tokens are generated once, kept private, and read back on the next start', async () => {
+  const file = join(dir, 'nested', 'dev-secrets.json');
+  const first = await loadDevSecrets(file);
+  assert.ok(first.internalToken.length >= 32 && first.adminToken.length >= 32);
+  assert.notEqual(first.internalToken, first.adminToken);
+  assert.equal(statSync(file).mode & 0o777, 0o600);
+  assert.deepEqual(await loadDevSecrets(file), first);
+});
+
+test('an unusable secrets file is replaced by new tokens', async () => {
+  const file = join(dir, 'broken.json');
+  writeFileSync(file, '{"internalToken": "short"}');
+  const secrets = await loadDevSecrets(file);
+  assert.ok(secrets.adminToken.length >= 32);
+  assert.deepEqual(await loadDevSecrets(file), secrets);
+});

@@ -1,0 +1,132 @@
+// The demo tenant `npm start` sets up through the admin gRPC APIs, exactly as an operator would with notifyctl:
+// plan "demo", organization "Demo", project "demo", active template `welcome`, and an API key kept in a local file.
+// Running it again creates nothing new: each piece is looked up first, and the kept key is reused while it is valid.
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { GrpcClient } from '@notify/platform';
+import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
+import type { Reporter } from './infrastructure.ts';
+
+export interface SeedOptions {
+  /** auth-svc gRPC address, e.g. 127.0.0.1:50051. */
+  authAddress: string;
+  dispatchAddress: string;
+  adminToken: string;
+  /** Where the demo key's full value is kept between runs (`.data/demo-api-key`). */
+  keyFile: string;
+  logger: Reporter;
+}
+
+export interface DemoTenant {
+  readonly planId: number;
+  readonly organizationId: number;
+  readonly projectId: number;
+  readonly template: string;
+  readonly apiKeyId: number;
+  /** `prefix.secret`, for the Authorization header. */
+  readonly apiKey: string;
+  /** What this run had to create (empty when everything was already there). */
+  readonly created: readonly string[];
+}
+
+export const demo = {
+  plan: 'demo',
+  organization: 'Demo',
+  project: 'demo',
+  keyName: 'demo',
+  template: {
+    slug: 'welcome',
+    subject: 'Welcome, {{ name }}!',
+    html: '<p>Hello {{ name }},</p>\n<p>Welcome to Notify: this mail was rendered from the <code>welcome</code> template.</p>\n',
+    text: 'Hello {{ name }},\n\nWelcome to Notify: this mail was rendered from the welcome template.\n',
+    schema: { type: 'object', required: ['name'], properties: { name: { type: 'string', minLength: 1 } } },
+  },
+} as const;
+
+async function readKeptKey(file: string): Promise<string | undefined> {
+  const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+  const key = text?.trim();
+  return key ? key : undefined;
+}
+
+async function keepKey(file: string, key: string): Promise<void> {
+  await mkdir(dirname(file), { recursive: true });
+  const temporary = `${file}.${process.pid}.tmp`;
+  await writeFile(temporary, `${key}\n`, { mode: 0o600 });
+  await rename(temporary, file);
+}
+
+export async function seedDemo(options: SeedOptions): Promise<DemoTenant> {
+  const created: string[] = [];
+  const authAdmin = new GrpcClient(authProto.AuthAdminService.service as auth.AuthAdminServiceDefinition, options.authAddress, { token: options.adminToken, deadlineMs: 10_000 });
+  const templateAdmin = new GrpcClient(dispatchProto.TemplateAdminService.service as dispatch.TemplateAdminServiceDefinition, options.dispatchAddress, {
+    token: options.adminToken,
+    deadlineMs: 10_000,
+  });
+  try {
+    const ensure = async <T>(what: string, existing: T | undefined, create: () => Promise<T>): Promise<T> => {
+      if (existing !== undefined) return existing;
+      created.push(what);
+      return create();
+    };
+    const plan = await ensure(
+      `plan "${demo.plan}"`,
+      (await authAdmin.call('ListPlans', {})).plans.find((candidate) => candidate.name === demo.plan),
+      () => authAdmin.call('CreatePlan', { name: demo.plan, monthlyQuota: 0, suspended: false }),
+    );
+    const organization = await ensure(
+      `organization "${demo.organization}"`,
+      (await authAdmin.call('ListOrganizations', {})).organizations.find((candidate) => candidate.name === demo.organization),
+      () => authAdmin.call('CreateOrganization', { name: demo.organization, planId: plan.id }),
+    );
+    const project = await ensure(
+      `project "${demo.project}"`,
+      (await authAdmin.call('ListProjects', { organizationId: organization.id })).projects.find((candidate) => candidate.name === demo.project),
+      () => authAdmin.call('CreateProject', { organizationId: organization.id, name: demo.project }),
+    );
+
+    // An existing `welcome` is left as the operator made it (edited, or deactivated on purpose).
+    const template = (await templateAdmin.call('ListTemplates', { projectId: project.id })).templates.find((candidate) => candidate.slug === demo.template.slug);
+    if (!template) {
+      await templateAdmin.call('PutTemplate', {
+        projectId: project.id,
+        slug: demo.template.slug,
+        subject: demo.template.subject,
+        html: demo.template.html,
+        text: demo.template.text,
+        variablesSchemaJson: JSON.stringify(demo.template.schema),
+        active: true,
+      });
+      created.push(`template "${demo.template.slug}"`);
+    } else if (!template.active) {
+      options.logger.warn(`template "${demo.template.slug}" is inactive: sends naming it are refused until \`notifyctl template activate\``);
+    }
+
+    const keys = (await authAdmin.call('ListApiKeys', { projectId: project.id })).keys;
+    const kept = await readKeptKey(options.keyFile);
+    const valid = kept === undefined ? undefined : keys.find((key) => !key.revokedAt && kept.startsWith(`${key.prefix}.`));
+    let apiKey: string;
+    let apiKeyId: number;
+    if (kept !== undefined && valid) {
+      apiKey = kept;
+      apiKeyId = valid.id;
+    } else {
+      if (kept !== undefined) options.logger.info(`the key in ${options.keyFile} is revoked or unknown to this database: creating a new one`);
+      const fresh = await authAdmin.call('CreateApiKey', { projectId: project.id, name: demo.keyName });
+      if (!fresh.key) throw new Error('CreateApiKey answered without the key record');
+      apiKey = fresh.apiKey;
+      apiKeyId = fresh.key.id;
+      await keepKey(options.keyFile, apiKey);
+      created.push(`API key ${fresh.key.prefix} (kept in ${options.keyFile})`);
+    }
+
+    options.logger.info(created.length > 0 ? `demo tenant: created ${created.join(', ')}` : 'demo tenant: already set up');
+    return { planId: plan.id, organizationId: organization.id, projectId: project.id, template: demo.template.slug, apiKeyId, apiKey, created };
+  } finally {
+    authAdmin.close();
+    templateAdmin.close();
+  }
+}

@@ -1,0 +1,244 @@
+// The whole Notify system as real child processes on this machine: auth-svc and dispatch-svc, then the mailer
+// replicas, then the gateway, each started only when what it depends on answers /readyz. Used by `npm start` and by
+// the end-to-end suites, which also need to kill, pause and restart single services.
+import { fileURLToPath } from 'node:url';
+import { reservePorts } from './ports.ts';
+import { PrefixedOutput, type LogLine, type OutputTarget } from './prefixed-output.ts';
+import { ServiceProcess, type ExitInfo } from './service-process.ts';
+
+export type ServiceName = 'auth-svc' | 'dispatch-svc' | 'mailer-svc' | 'gateway';
+
+export interface StackPorts {
+  /** Public HTTP API. */
+  readonly gateway: number;
+  /** gRPC. */
+  readonly auth: number;
+  readonly dispatch: number;
+  /** Ops listeners (/metrics, /healthz, /readyz), one per process. */
+  readonly metrics: { readonly auth: number; readonly dispatch: number; readonly gateway: number; readonly mailer: readonly number[] };
+}
+
+export interface StackPortOptions {
+  gateway?: number;
+  auth?: number;
+  dispatch?: number;
+  metrics?: { auth?: number; dispatch?: number; gateway?: number; mailer?: readonly number[] };
+}
+
+export interface StackOptions {
+  /** Migrated database the services use. */
+  databaseUrl: string;
+  internalToken: string;
+  adminToken: string;
+  /** Default nats://127.0.0.1:4222. */
+  natsUrl?: string;
+  /** Stream, subject and consumer prefix (NOTIFY_NATS_PREFIX); default none. */
+  natsPrefix?: string;
+  /** Default redis://127.0.0.1:6379. */
+  redisUrl?: string;
+  /** REDIS_KEY_PREFIX; default `notify:`. */
+  redisPrefix?: string;
+  /** Where mailers deliver; default smtp://127.0.0.1:2525. */
+  smtpUrl?: string;
+  /** Default 1. */
+  mailerReplicas?: number;
+  /** Ports wanted; absent or 0 picks a free one. */
+  ports?: StackPortOptions;
+  /** LOG_LEVEL of every service; default info. */
+  logLevel?: string;
+  /**
+   * Extra variables for every service (e.g. NOTIFY_PUBLIC_SEND_RATE). Only PATH, HOME, LANG, TZ, TMPDIR and OTEL_*
+   * are inherited from this process, so a test's services do not depend on the shell they were started from.
+   * Variables the stack sets itself (ports, addresses, tokens, URLs, prefixes) cannot be overridden here.
+   */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Extra variables for one service only. */
+  serviceEnv?: Partial<Record<ServiceName, Readonly<Record<string, string>>>>;
+  /** Where service output goes; default process.stdout; null keeps it in `logs` only. */
+  output?: OutputTarget | null;
+  /** Repository root (cwd of the services); default this checkout's. */
+  rootDir?: string;
+  /** Time each service has to answer /readyz; default 30 s. */
+  readyTimeoutMs?: number;
+  /** Time each service has to exit after SIGTERM before SIGKILL; default 20 s. */
+  stopTimeoutMs?: number;
+}
+
+/** What a client of the stack (notifyctl, a test) needs to reach it. */
+export type StackEnvironment = {
+  readonly GATEWAY_URL: string;
+  readonly AUTH_SVC_ADDR: string;
+  readonly DISPATCH_SVC_ADDR: string;
+  readonly ADMIN_TOKEN: string;
+  readonly INTERNAL_TOKEN: string;
+  readonly DATABASE_URL: string;
+  readonly NATS_URL: string;
+  readonly NOTIFY_NATS_PREFIX: string;
+  readonly REDIS_URL: string;
+  readonly REDIS_KEY_PREFIX: string;
+  readonly SMTP_URL: string;
+};
+
+export interface StackLogs {
+  /** Kept lines, oldest first: every process, or one (`mailer-svc-1`, `gateway`, ...). */
+  lines(source?: string): readonly LogLine[];
+  /** The same as text, for printing when a test fails. */
+  text(source?: string): string;
+}
+
+export interface Stack {
+  readonly ports: StackPorts;
+  readonly env: StackEnvironment;
+  readonly logs: StackLogs;
+  /** The full environment one process runs with. */
+  serviceEnv(service: ServiceName, index?: number): Readonly<Record<string, string>>;
+  pid(service: ServiceName, index?: number): number | undefined;
+  /** Sends a signal (SIGKILL, SIGTERM, SIGSTOP, SIGCONT, ...) to one process; `index` picks a mailer replica. */
+  kill(service: ServiceName, signal?: NodeJS.Signals, index?: number): void;
+  /** Resolves when that process has exited (at once if it is not running). */
+  exited(service: ServiceName, index?: number): Promise<ExitInfo>;
+  /** Stops the process if it runs, starts it again on the same ports (with `env` merged in, if given), waits until ready. */
+  restart(service: ServiceName, index?: number, env?: Readonly<Record<string, string>>): Promise<void>;
+  /** SIGTERM every process, gateway first and auth-svc last, waiting for each; SIGKILL after the stop timeout. */
+  stop(): Promise<void>;
+}
+
+const defaultRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const inherited = /^(PATH|HOME|LANG|LC_[A-Z]+|TZ|TMPDIR|OTEL_[A-Z0-9_]+)$/;
+
+function pickInherited(env: NodeJS.ProcessEnv): Record<string, string> {
+  const picked: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) if (value !== undefined && inherited.test(name)) picked[name] = value;
+  return picked;
+}
+
+function defined(env: Readonly<Record<string, string | undefined>> | undefined): Record<string, string> {
+  const result: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env ?? {})) if (value !== undefined) result[name] = value;
+  return result;
+}
+
+async function choosePorts(wanted: StackPortOptions, mailers: number): Promise<StackPorts> {
+  const mailerPorts = Array.from({ length: mailers }, (_, index) => ({ name: `mailer-svc-${index} metrics`, port: wanted.metrics?.mailer?.[index] ?? 0 }));
+  const [gateway, auth, dispatch, authMetrics, dispatchMetrics, gatewayMetrics, ...mailer] = await reservePorts([
+    { name: 'gateway HTTP', port: wanted.gateway ?? 0 },
+    { name: 'auth-svc gRPC', port: wanted.auth ?? 0 },
+    { name: 'dispatch-svc gRPC', port: wanted.dispatch ?? 0 },
+    { name: 'auth-svc metrics', port: wanted.metrics?.auth ?? 0 },
+    { name: 'dispatch-svc metrics', port: wanted.metrics?.dispatch ?? 0 },
+    { name: 'gateway metrics', port: wanted.metrics?.gateway ?? 0 },
+    ...mailerPorts,
+  ]);
+  return {
+    gateway: gateway as number,
+    auth: auth as number,
+    dispatch: dispatch as number,
+    metrics: { auth: authMetrics as number, dispatch: dispatchMetrics as number, gateway: gatewayMetrics as number, mailer },
+  };
+}
+
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const mailers = options.mailerReplicas ?? 1;
+  if (!Number.isInteger(mailers) || mailers < 1) throw new Error(`mailerReplicas must be a positive integer, got ${mailers}`);
+  const rootDir = options.rootDir ?? defaultRoot;
+  const readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
+  const stopTimeoutMs = options.stopTimeoutMs ?? 20_000;
+  const ports = await choosePorts(options.ports ?? {}, mailers);
+
+  const env: StackEnvironment = {
+    GATEWAY_URL: `http://127.0.0.1:${ports.gateway}`,
+    AUTH_SVC_ADDR: `127.0.0.1:${ports.auth}`,
+    DISPATCH_SVC_ADDR: `127.0.0.1:${ports.dispatch}`,
+    ADMIN_TOKEN: options.adminToken,
+    INTERNAL_TOKEN: options.internalToken,
+    DATABASE_URL: options.databaseUrl,
+    NATS_URL: options.natsUrl ?? 'nats://127.0.0.1:4222',
+    NOTIFY_NATS_PREFIX: options.natsPrefix ?? '',
+    REDIS_URL: options.redisUrl ?? 'redis://127.0.0.1:6379',
+    REDIS_KEY_PREFIX: options.redisPrefix ?? 'notify:',
+    SMTP_URL: options.smtpUrl ?? 'smtp://127.0.0.1:2525',
+  };
+  const nats = { NATS_URL: env.NATS_URL, NOTIFY_NATS_PREFIX: env.NOTIFY_NATS_PREFIX };
+  const tokens = { INTERNAL_TOKEN: env.INTERNAL_TOKEN, ADMIN_TOKEN: env.ADMIN_TOKEN };
+  const own: Record<ServiceName, Record<string, string>> = {
+    'auth-svc': { GRPC_PORT: String(ports.auth), DATABASE_URL: env.DATABASE_URL, ...nats, ...tokens },
+    'dispatch-svc': { GRPC_PORT: String(ports.dispatch), DATABASE_URL: env.DATABASE_URL, ...nats, ...tokens },
+    'mailer-svc': { ...nats, SMTP_URL: env.SMTP_URL },
+    gateway: {
+      HTTP_PORT: String(ports.gateway),
+      AUTH_SVC_ADDR: env.AUTH_SVC_ADDR,
+      DISPATCH_SVC_ADDR: env.DISPATCH_SVC_ADDR,
+      INTERNAL_TOKEN: env.INTERNAL_TOKEN,
+      REDIS_URL: env.REDIS_URL,
+      REDIS_KEY_PREFIX: env.REDIS_KEY_PREFIX,
+    },
+  };
+  const base = { ...pickInherited(process.env), LOG_LEVEL: options.logLevel ?? 'info', ...defined(options.env) };
+  const environmentOf = (service: ServiceName, metricsPort: number): Record<string, string> => ({
+    ...base,
+    ...options.serviceEnv?.[service],
+    ...own[service],
+    METRICS_PORT: String(metricsPort),
+  });
+
+  const labels = ['auth-svc', 'dispatch-svc', 'gateway', ...ports.metrics.mailer.map((_, index) => `mailer-svc-${index}`)];
+  const output = new PrefixedOutput({ target: options.output === undefined ? process.stdout : options.output, width: Math.max(...labels.map((label) => label.length)) });
+  const make = (service: ServiceName, label: string, metricsPort: number): ServiceProcess =>
+    new ServiceProcess({ label, dir: service, rootDir, metricsPort, env: environmentOf(service, metricsPort), output });
+
+  const processes: Record<ServiceName, ServiceProcess[]> = {
+    'auth-svc': [make('auth-svc', 'auth-svc', ports.metrics.auth)],
+    'dispatch-svc': [make('dispatch-svc', 'dispatch-svc', ports.metrics.dispatch)],
+    'mailer-svc': ports.metrics.mailer.map((port, index) => make('mailer-svc', `mailer-svc-${index}`, port)),
+    gateway: [make('gateway', 'gateway', ports.metrics.gateway)],
+  };
+  // Each stage depends on the ones before it; processes within a stage start together.
+  const stages: ServiceProcess[][] = [[...processes['auth-svc'], ...processes['dispatch-svc']], processes['mailer-svc'], processes.gateway];
+
+  // If this process dies without stopping the stack, its children must not outlive it.
+  const killAll = (): void => stages.flat().forEach((child) => child.killNow());
+  process.once('exit', killAll);
+
+  const stopAll = async (): Promise<void> => {
+    for (const stage of [...stages].reverse()) await Promise.all(stage.map((child) => child.stop(stopTimeoutMs)));
+    process.off('exit', killAll);
+  };
+
+  try {
+    for (const stage of stages) {
+      for (const child of stage) child.start();
+      await Promise.all(stage.map((child) => child.waitReady(readyTimeoutMs)));
+    }
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+
+  const find = (service: ServiceName, index = 0): ServiceProcess => {
+    const child = processes[service]?.[index];
+    if (!child) throw new Error(`no ${service} process #${index} in this stack`);
+    return child;
+  };
+
+  let stopped: Promise<void> | undefined;
+  return {
+    ports,
+    env,
+    logs: { lines: (source) => output.lines(source), text: (source) => output.text(source) },
+    serviceEnv: (service, index) => find(service, index).options.env,
+    pid: (service, index) => find(service, index).pid,
+    kill: (service, signal = 'SIGTERM', index) => find(service, index).signal(signal),
+    exited: (service, index) => find(service, index).exited(),
+    async restart(service, index, extraEnv) {
+      const child = find(service, index);
+      await child.stop(stopTimeoutMs);
+      if (extraEnv) child.options.env = { ...child.options.env, ...extraEnv };
+      child.start();
+      await child.waitReady(readyTimeoutMs);
+    },
+    stop() {
+      stopped ??= stopAll();
+      return stopped;
+    },
+  };
+}

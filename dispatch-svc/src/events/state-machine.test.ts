@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { DeliveryEvent } from '@notify/proto';
+import { decide, isTerminal, type MessageProgress } from './state-machine.ts';
+
+const queued: MessageProgress = { state: 'queued', stateAttempt: 0, attempts: 0, lastSmtpCode: null, lastSmtpResponse: null, failureReason: null };
+
+type Facts = Pick<DeliveryEvent, 'state' | 'attempt' | 'smtpCode' | 'smtpResponse' | 'reason'>;
+
+/** Applies events in the order given, as the event store would, and returns the final progress. */
+function run(events: Facts[], start: MessageProgress = queued): MessageProgress {
+  return events.reduce((current, event) => {
+    const decision = decide(current, event);
+    return decision.apply ? decision.next : current;
+  }, start);
+}
+
+const sending = (attempt: number): Facts => ({ state: 'sending', attempt });
+const deferred = (attempt: number, reason = 'mailbox busy'): Facts => ({ state: 'deferred', attempt, smtpCode: 451, smtpResponse: '451 4.3.0 try later', reason });
+const sent = (attempt: number): Facts => ({ state: 'sent', attempt, smtpCode: 250, smtpResponse: '250 2.0.0 queued' });
+const failed = (attempt: number): Facts => ({ state: 'failed', attempt, smtpCode: 550, smtpResponse: '550 5.1.1 no such user', reason: 'recipient rejected' });
+
+describe('forward moves', () => {
+  test('a queued message moves to sending on its first attempt', () => {
+    const decision = decide(queued, sending(1));
+    assert.equal(decision.apply, true);
+    assert.deepEqual(decision.apply && decision.next, { ...queued, state: 'sending', stateAttempt: 1, attempts: 1 });
+  });
+
+  test('a successful delivery records the SMTP reply and ends in sent', () => {
+    const final = run([sending(1), sent(1)]);
+    assert.equal(final.state, 'sent');
+    assert.equal(final.lastSmtpCode, 250);
+    assert.equal(final.lastSmtpResponse, '250 2.0.0 queued');
+    assert.equal(final.attempts, 1);
+  });
+
+  test('deferred, sending and sent cycles across attempts end in sent with the attempt count', () => {
+    const final = run([sending(1), deferred(1), sending(2), deferred(2), sending(3), sent(3)]);
+    assert.equal(final.state, 'sent');
+    assert.equal(final.stateAttempt, 3);
+    assert.equal(final.attempts, 3);
+    assert.equal(final.failureReason, null, 'a delivered message carries no failure reason');
+  });
+
+  test('a retry keeps the reply and reason of the deferral before it', () => {
+    const final = run([sending(1), deferred(1, 'greylisted'), sending(2)]);
+    assert.equal(final.state, 'sending');
+    assert.equal(final.lastSmtpCode, 451);
+    assert.equal(final.failureReason, 'greylisted');
+  });
+
+  test('a permanent failure ends in failed with its reason', () => {
+    const final = run([sending(1), failed(1)]);
+    assert.equal(final.state, 'failed');
+    assert.equal(final.failureReason, 'recipient rejected');
+    assert.equal(final.lastSmtpCode, 550);
+  });
+
+  test('an event may skip states it follows: deferred straight from queued', () => {
+    const final = run([deferred(1)]);
+    assert.equal(final.state, 'deferred');
+    assert.equal(final.stateAttempt, 1);
+  });
+});
+
+describe('duplicates and late events', () => {
+  test('the same event twice applies once', () => {
+    const once = run([sending(1)]);
+    assert.deepEqual(decide(once, sending(1)), { apply: false, why: 'stale' });
+  });
+
+  test('a sending that arrives after its own deferral does not move the message back', () => {
+    const final = run([deferred(1), sending(1)]);
+    assert.equal(final.state, 'deferred');
+  });
+
+  test('an event of an earlier attempt does not move the message back', () => {
+    const current = run([sending(1), deferred(1), sending(2)]);
+    assert.deepEqual(decide(current, deferred(1)), { apply: false, why: 'stale' });
+    assert.deepEqual(decide(current, sending(1)), { apply: false, why: 'stale' });
+  });
+
+  test('out-of-order arrival ends in the same state as in-order arrival', () => {
+    const inOrder = [sending(1), deferred(1), sending(2), sent(2)];
+    const shuffled = [sent(2), sending(1), sending(2), deferred(1)];
+    assert.deepEqual(run(shuffled), run(inOrder));
+  });
+
+  test('every permutation of one attempt ends in its terminal state', () => {
+    const events = [sending(1), deferred(1), sending(2), failed(2)];
+    const permutations = (items: Facts[]): Facts[][] =>
+      items.length <= 1 ? [items] : items.flatMap((item, index) => permutations(items.filter((_, other) => other !== index)).map((rest) => [item, ...rest]));
+    for (const order of permutations(events)) {
+      const final = run(order);
+      assert.equal(final.state, 'failed', JSON.stringify(order.map((event) => `${event.state}:${event.attempt}`)));
+      assert.equal(final.stateAttempt, 2);
+    }
+  });
+});
+
+describe('terminal states', () => {
+  test('sent and failed are terminal, the others are not', () => {
+    assert.deepEqual(
+      (['queued', 'sending', 'deferred', 'sent', 'failed'] as const).map(isTerminal),
+      [false, false, false, true, true],
+    );
+  });
+
+  test('a sent message never changes, even for a later attempt', () => {
+    const current = run([sending(1), sent(1)]);
+    assert.deepEqual(decide(current, sending(2)), { apply: false, why: 'terminal' });
+    assert.deepEqual(decide(current, failed(1)), { apply: false, why: 'terminal' });
+    assert.deepEqual(decide(current, failed(5)), { apply: false, why: 'terminal' });
+  });
+
+  test('a failed message never changes, even to sent', () => {
+    const current = run([sending(1), failed(1)]);
+    assert.deepEqual(decide(current, sent(1)), { apply: false, why: 'terminal' });
+    assert.deepEqual(decide(current, sent(2)), { apply: false, why: 'terminal' });
+  });
+});

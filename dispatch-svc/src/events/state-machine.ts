@@ -1,0 +1,60 @@
+// The forward-only message lifecycle of CONTRACT.md as a pure decision: given what the message row holds and one
+// delivery event, does the row move, and to what. Persisting the decision is event-store.ts's job.
+import type { DeliveryEvent, DeliveryState } from '@notify/proto';
+
+export type MessageState = 'queued' | DeliveryState;
+
+export const messageStates: readonly MessageState[] = ['queued', 'sending', 'deferred', 'sent', 'failed'];
+
+/**
+ * Position of a state within one delivery attempt. Events are ordered by (attempt, rank): a `deferred` of attempt 1
+ * comes after its `sending`, and the `sending` of attempt 2 after both. `sent` and `failed` share the top rank.
+ */
+const rank: Readonly<Record<MessageState, number>> = { queued: 0, sending: 1, deferred: 2, sent: 3, failed: 3 };
+
+export function isTerminal(state: MessageState): boolean {
+  return state === 'sent' || state === 'failed';
+}
+
+/** The fields of a message row that the lifecycle reads and writes. */
+export interface MessageProgress {
+  readonly state: MessageState;
+  /** Attempt of the last applied event; 0 while queued. Together with the state's rank, the row's ordering key. */
+  readonly stateAttempt: number;
+  readonly attempts: number;
+  readonly lastSmtpCode: number | null;
+  readonly lastSmtpResponse: string | null;
+  readonly failureReason: string | null;
+}
+
+export type Decision =
+  | { readonly apply: true; readonly next: MessageProgress }
+  /** `terminal`: the message is already sent or failed; `stale`: the event is not after the last applied one (late or repeated). */
+  | { readonly apply: false; readonly why: 'terminal' | 'stale' };
+
+type EventFacts = Pick<DeliveryEvent, 'state' | 'attempt' | 'smtpCode' | 'smtpResponse' | 'reason'>;
+
+function isAfter(event: EventFacts, current: MessageProgress): boolean {
+  if (event.attempt !== current.stateAttempt) return event.attempt > current.stateAttempt;
+  return rank[event.state] > rank[current.state];
+}
+
+/** Decides whether `event` moves the message forward; it never moves a terminal message nor moves one backwards. */
+export function decide(current: MessageProgress, event: EventFacts): Decision {
+  if (isTerminal(current.state)) return { apply: false, why: 'terminal' };
+  if (!isAfter(event, current)) return { apply: false, why: 'stale' };
+  // A `sending` event carries no SMTP reply: the row keeps the last one seen, which is what an operator wants to read.
+  const hasReply = event.smtpCode !== undefined || event.smtpResponse !== undefined;
+  return {
+    apply: true,
+    next: {
+      state: event.state,
+      stateAttempt: event.attempt,
+      attempts: Math.max(current.attempts, event.attempt),
+      lastSmtpCode: hasReply ? (event.smtpCode ?? null) : current.lastSmtpCode,
+      lastSmtpResponse: hasReply ? (event.smtpResponse ?? null) : current.lastSmtpResponse,
+      // A delivered message has no failure; while retrying, the reason of the last deferral stays visible.
+      failureReason: event.state === 'sent' ? null : (event.reason ?? current.failureReason),
+    },
+  };
+}

@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { status } from '@grpc/grpc-js';
+import { applyDeliveryEvent } from '../events/event-store.ts';
+import { assertRefused } from '../testing/assertions.ts';
+import { startHarness, type Harness } from '../testing/harness.ts';
+import { formatSmtpReply } from './queries.ts';
+
+let h: Harness;
+const ids: number[] = [];
+
+before(async () => {
+  h = await startHarness();
+  await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'welcome', subject: 'Hi', text: 'Hi {{ name }}', active: true });
+  for (let index = 0; index < 5; index += 1) {
+    const response = await h.dispatch.call('Send', {
+      projectId: h.ids.projectId,
+      organizationId: h.ids.organizationId,
+      apiKeyId: h.ids.apiKeyId,
+      template: 'welcome',
+      to: `user${index}@example.com`,
+      dataJson: '{}',
+    });
+    ids.push(response.messageId);
+  }
+  const occurredAt = new Date().toISOString();
+  const [first, second] = ids;
+  if (first === undefined || second === undefined) throw new Error('no messages');
+  await applyDeliveryEvent(h.pool, { messageId: first, state: 'sending', attempt: 1, occurredAt });
+  await applyDeliveryEvent(h.pool, { messageId: first, state: 'deferred', attempt: 1, occurredAt, smtpCode: 451, smtpResponse: '4.7.1 greylisted', reason: 'greylisted' });
+  await applyDeliveryEvent(h.pool, { messageId: first, state: 'sending', attempt: 2, occurredAt });
+  await applyDeliveryEvent(h.pool, { messageId: first, state: 'sent', attempt: 2, occurredAt, smtpCode: 250, smtpResponse: '250 2.0.0 OK' });
+  await applyDeliveryEvent(h.pool, { messageId: second, state: 'sending', attempt: 1, occurredAt });
+  await applyDeliveryEvent(h.pool, { messageId: second, state: 'failed', attempt: 1, occurredAt, smtpCode: 550, smtpResponse: '5.1.1 unknown user', reason: 'recipient rejected' });
+});
+
+after(() => h.close());
+
+test('a message is returned with its transitions in lifecycle order', async () => {
+  const message = await h.dispatch.call('GetMessage', { projectId: h.ids.projectId, messageId: ids[0] });
+  assert.equal(message.state, 'sent');
+  assert.equal(message.template, 'welcome');
+  assert.equal(message.templateVersion, 1);
+  assert.equal(message.to, 'user0@example.com');
+  assert.equal(message.attempts, 2);
+  assert.equal(message.lastSmtpReply, '250 2.0.0 OK');
+  assert.equal(message.failureReason, '');
+  assert.equal(message.idempotencyKey, '');
+  assert.deepEqual(
+    message.events.map((event) => `${event.state}:${event.attempt}:${event.smtpCode}`),
+    ['queued:0:0', 'sending:1:0', 'deferred:1:451', 'sending:2:0', 'sent:2:250'],
+  );
+  assert.equal(message.events[2]?.reason, 'greylisted');
+});
+
+test('a failed message shows why', async () => {
+  const message = await h.dispatch.call('GetMessage', { projectId: h.ids.projectId, messageId: ids[1] });
+  assert.equal(message.state, 'failed');
+  assert.equal(message.failureReason, 'recipient rejected');
+  assert.equal(message.lastSmtpReply, '550 5.1.1 unknown user');
+});
+
+test('a message of another project is not found', async () => {
+  await assertRefused(h.dispatch.call('GetMessage', { projectId: h.ids.otherProjectId, messageId: ids[0] }), status.NOT_FOUND, 'message_not_found');
+  await assertRefused(h.dispatch.call('GetMessage', { projectId: h.ids.projectId, messageId: 999_999 }), status.NOT_FOUND, 'message_not_found');
+});
+
+test('messages are listed newest first, a page at a time', async () => {
+  const newestFirst = [...ids].reverse();
+  const first = await h.dispatch.call('ListMessages', { projectId: h.ids.projectId, limit: 2 });
+  assert.deepEqual(first.messages.map((message) => message.id), newestFirst.slice(0, 2));
+  assert.equal(first.nextBeforeId, newestFirst[1]);
+  const second = await h.dispatch.call('ListMessages', { projectId: h.ids.projectId, limit: 2, beforeId: first.nextBeforeId });
+  assert.deepEqual(second.messages.map((message) => message.id), newestFirst.slice(2, 4));
+  const last = await h.dispatch.call('ListMessages', { projectId: h.ids.projectId, limit: 2, beforeId: second.nextBeforeId });
+  assert.deepEqual(last.messages.map((message) => message.id), newestFirst.slice(4));
+  assert.equal(last.nextBeforeId, 0, 'no cursor after the last page');
+});
+
+test('without a limit the default page holds every one of a few messages', async () => {
+  const all = await h.dispatch.call('ListMessages', { projectId: h.ids.projectId });
+  assert.equal(all.messages.length, 5);
+  assert.equal(all.nextBeforeId, 0);
+  assert.deepEqual(all.messages[0]?.events, [], 'listings leave events out');
+});
+
+test('messages can be listed by state', async () => {
+  const queued = await h.dispatch.call('ListMessages', { projectId: h.ids.projectId, state: 'queued' });
+  assert.deepEqual(queued.messages.map((message) => message.id), [...ids].reverse().slice(0, 3));
+  const failed = await h.dispatch.call('ListMessages', { projectId: h.ids.projectId, state: 'failed' });
+  assert.deepEqual(failed.messages.map((message) => message.id), [ids[1]]);
+  const other = await h.dispatch.call('ListMessages', { projectId: h.ids.otherProjectId });
+  assert.deepEqual(other.messages, []);
+});
+
+test('an unknown state filter is INVALID_ARGUMENT', async () => {
+  await assertRefused(h.dispatch.call('ListMessages', { projectId: h.ids.projectId, state: 'delivered' }), status.INVALID_ARGUMENT, 'invalid_argument');
+});
+
+test('an SMTP reply reads code first, once', () => {
+  assert.equal(formatSmtpReply(250, '250 2.0.0 OK'), '250 2.0.0 OK');
+  assert.equal(formatSmtpReply(550, '5.1.1 unknown user'), '550 5.1.1 unknown user');
+  assert.equal(formatSmtpReply(421, null), '421');
+  assert.equal(formatSmtpReply(null, null), '');
+});

@@ -1,0 +1,122 @@
+// DispatchService.GetMessage and ListMessages: a project's messages as the panel reads them. A message of another
+// project is indistinguishable from one that does not exist.
+import { status } from '@grpc/grpc-js';
+import { UserError } from '@notify/platform';
+import type { Pool } from '@notify/platform/database';
+import type { dispatch } from '@notify/proto';
+import { messageStates, type MessageState } from '../events/state-machine.ts';
+
+const listLimits = { default: 50, max: 500 } as const;
+
+interface MessageRow {
+  id: number;
+  projectId: number;
+  organizationId: number;
+  template: string;
+  templateVersion: number;
+  to: string;
+  state: MessageState;
+  celeryTaskId: string;
+  idempotencyKey: string | null;
+  attempts: number;
+  lastSmtpCode: number | null;
+  lastSmtpResponse: string | null;
+  failureReason: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+interface EventRow {
+  state: MessageState;
+  attempt: number;
+  smtpCode: number | null;
+  smtpResponse: string | null;
+  reason: string | null;
+  occurredAt: Date;
+}
+
+const columns = `id, project_id AS "projectId", organization_id AS "organizationId", template_slug AS template,
+                 template_version AS "templateVersion", recipient AS "to", state, celery_task_id AS "celeryTaskId",
+                 idempotency_key AS "idempotencyKey", attempts, last_smtp_code AS "lastSmtpCode",
+                 last_smtp_response AS "lastSmtpResponse", failure_reason AS "failureReason",
+                 created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+/** The SMTP reply as one line, code first, whether or not the relay's text already starts with it. */
+export function formatSmtpReply(code: number | null, response: string | null): string {
+  const text = (response ?? '').trim();
+  if (code === null) return text;
+  return text.startsWith(String(code)) ? text : `${code} ${text}`.trim();
+}
+
+function toMessage(row: MessageRow, events: EventRow[]): dispatch.Message__Output {
+  return {
+    id: row.id,
+    projectId: row.projectId,
+    organizationId: row.organizationId,
+    template: row.template,
+    templateVersion: row.templateVersion,
+    to: row.to,
+    state: row.state,
+    celeryTaskId: row.celeryTaskId,
+    idempotencyKey: row.idempotencyKey ?? '',
+    attempts: row.attempts,
+    lastSmtpReply: formatSmtpReply(row.lastSmtpCode, row.lastSmtpResponse),
+    failureReason: row.failureReason ?? '',
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+    events: events.map((event) => ({
+      state: event.state,
+      attempt: event.attempt,
+      smtpCode: event.smtpCode ?? 0,
+      smtpResponse: event.smtpResponse ?? '',
+      reason: event.reason ?? '',
+      occurredAt: event.occurredAt.toISOString(),
+    })),
+  };
+}
+
+/** The message with its transitions in lifecycle order (attempt, then position within the attempt). */
+export async function getMessage(pool: Pool, request: dispatch.GetMessageRequest__Output): Promise<dispatch.Message__Output> {
+  const found = await pool.query<MessageRow>({
+    name: 'message-get',
+    text: `SELECT ${columns} FROM messages WHERE id = $1 AND project_id = $2`,
+    values: [request.messageId, request.projectId],
+  });
+  const row = found.rows[0];
+  if (!row) throw new UserError(status.NOT_FOUND, 'message_not_found', `no message ${request.messageId} in this project`);
+  const events = await pool.query<EventRow>({
+    name: 'message-events',
+    text: `SELECT state, attempt, smtp_code AS "smtpCode", smtp_response AS "smtpResponse", reason, occurred_at AS "occurredAt"
+             FROM message_events WHERE message_id = $1
+            ORDER BY attempt, CASE state WHEN 'queued' THEN 0 WHEN 'sending' THEN 1 WHEN 'deferred' THEN 2 ELSE 3 END, occurred_at, id`,
+    values: [row.id],
+  });
+  return toMessage(row, events.rows);
+}
+
+/** Newest first; `nextBeforeId` continues the listing, 0 when this page is the last. Events are left out. */
+export async function listMessages(pool: Pool, request: dispatch.ListMessagesRequest__Output): Promise<dispatch.ListMessagesResponse__Output> {
+  if (request.state !== '' && !(messageStates as readonly string[]).includes(request.state)) {
+    const field = `state: must be one of ${messageStates.join(', ')}`;
+    throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', field, { fields: [field] });
+  }
+  const limit = request.limit <= 0 ? listLimits.default : Math.min(request.limit, listLimits.max);
+  // One row more than asked tells whether another page exists without counting. Two statements rather than an
+  // optional filter, so each keeps a plan that uses its own index.
+  const cursor = request.beforeId > 0 ? request.beforeId : Number.MAX_SAFE_INTEGER;
+  const result =
+    request.state === ''
+      ? await pool.query<MessageRow>({
+          name: 'message-list',
+          text: `SELECT ${columns} FROM messages WHERE project_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`,
+          values: [request.projectId, cursor, limit + 1],
+        })
+      : await pool.query<MessageRow>({
+          name: 'message-list-by-state',
+          text: `SELECT ${columns} FROM messages WHERE project_id = $1 AND state = $2 AND id < $3 ORDER BY id DESC LIMIT $4`,
+          values: [request.projectId, request.state, cursor, limit + 1],
+        });
+  const page = result.rows.slice(0, limit);
+  const more = result.rows.length > limit;
+  return { messages: page.map((row) => toMessage(row, [])), nextBeforeId: more ? (page.at(-1)?.id ?? 0) : 0 };
+}

@@ -1,0 +1,207 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { status } from '@grpc/grpc-js';
+import { GrpcClient } from '@notify/platform';
+import { dispatchProto, type DeliveryJob, type dispatch } from '@notify/proto';
+import { sweepExpiredIdempotencyRecords } from '../idempotency/expiry-sweeper.ts';
+import { idempotencyLockKey } from '../idempotency/idempotency-store.ts';
+import { assertRefused } from '../testing/assertions.ts';
+import { startHarness, type Harness } from '../testing/harness.ts';
+
+let h: Harness;
+const schema = { type: 'object', required: ['name', 'count'], properties: { name: { type: 'string' }, count: { type: 'integer' } } };
+
+before(async () => {
+  h = await startHarness();
+  const put = (slug: string, active: boolean, projectId = h.ids.projectId, variablesSchemaJson = '') =>
+    h.admin.call('PutTemplate', { projectId, slug, subject: 'Hello {{ name }}', html: '<p>Hi {{ name }}</p>', text: 'Hi {{ name }}', variablesSchemaJson, active });
+  await put('welcome', true);
+  await put('dormant', false);
+  await put('typed', true, h.ids.projectId, JSON.stringify(schema));
+  await put('elsewhere', true, h.ids.otherProjectId);
+});
+
+after(() => h.close());
+
+function request(overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest {
+  return {
+    projectId: h.ids.projectId,
+    organizationId: h.ids.organizationId,
+    apiKeyId: h.ids.apiKeyId,
+    template: 'welcome',
+    to: 'ada@example.com',
+    dataJson: JSON.stringify({ name: 'Ada' }),
+    idempotencyKey: '',
+    fingerprint: '',
+    ...overrides,
+  };
+}
+
+const count = async (sql: string, values: unknown[] = []): Promise<number> =>
+  (await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${sql}`, values)).rows[0]?.n ?? -1;
+
+describe('accepting a message', () => {
+  test('an accepted send stores the message, publishes its job and leaves the outbox empty', async () => {
+    const jobsBefore = await h.jobsInStream();
+    const response = await h.dispatch.call('Send', request({ dataJson: JSON.stringify({ name: 'Ada', order: { id: 7 } }) }));
+    assert.equal(response.status, 'queued');
+    assert.equal(response.idempotentReplay, false);
+    assert.match(response.celeryTaskId, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+
+    const row = (await h.pool.query('SELECT * FROM messages WHERE id = $1', [response.messageId])).rows[0];
+    assert.equal(row.state, 'queued');
+    assert.equal(row.template_slug, 'welcome');
+    assert.equal(row.template_version, 1);
+    assert.equal(row.recipient, 'ada@example.com');
+    assert.equal(row.celery_task_id, response.celeryTaskId);
+    assert.deepEqual(row.data, { name: 'Ada', order: { id: 7 } });
+    assert.equal(await count('outbox'), 0);
+    assert.equal(await h.jobsInStream(), jobsBefore + 1);
+
+    const stored = await h.jsm.streams.getMessage(h.names.jobsStream, { last_by_subj: h.names.jobsSubject });
+    assert.ok(stored);
+    assert.equal(stored.header.get('Nats-Msg-Id'), String(response.messageId));
+    const job = stored.json<DeliveryJob>();
+    assert.equal(job.messageId, response.messageId);
+    assert.equal(job.celeryTaskId, response.celeryTaskId);
+    assert.equal(job.to, 'ada@example.com');
+    assert.deepEqual(job.data, { name: 'Ada', order: { id: 7 } });
+    assert.deepEqual(job.template, { slug: 'welcome', version: 1, subject: 'Hello {{ name }}', html: '<p>Hi {{ name }}</p>', text: 'Hi {{ name }}' });
+    assert.equal(job.projectId, h.ids.projectId);
+    assert.equal(job.organizationId, h.ids.organizationId);
+    assert.ok(!Number.isNaN(Date.parse(job.acceptedAt)));
+
+    const published = await h.registry.getSingleMetricAsString('notify_jobs_published_total');
+    assert.match(published, /path="direct"[^}]*\} [1-9]/);
+  });
+
+  test('data that satisfies the template schema is accepted', async () => {
+    const response = await h.dispatch.call('Send', request({ template: 'typed', dataJson: JSON.stringify({ name: 'Ada', count: 2 }) }));
+    assert.equal(response.status, 'queued');
+  });
+});
+
+describe('idempotency', () => {
+  test('a replay with the same fingerprint returns the first response and creates nothing', async () => {
+    const key = randomUUID();
+    const first = await h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fp-1' }));
+    const messages = await count('messages');
+    const jobs = await h.jobsInStream();
+
+    const replay = await h.dispatch.call('Send', request({ idempotencyKey: key.toUpperCase(), fingerprint: 'fp-1' }));
+    assert.deepEqual(replay, { ...first, idempotentReplay: true });
+    assert.equal(await count('messages'), messages);
+    assert.equal(await h.jobsInStream(), jobs);
+    assert.match(await h.registry.getSingleMetricAsString('notify_messages_replayed_total'), /notify_messages_replayed_total\{[^}]*\} 1/);
+
+    const record = (await h.pool.query('SELECT message_id, response, extract(epoch FROM expires_at - created_at)::int AS ttl FROM idempotency_keys WHERE idempotency_key = $1', [key])).rows[0];
+    assert.equal(record.message_id, first.messageId);
+    assert.deepEqual(record.response, { message_id: first.messageId, status: 'queued', celery_task_id: first.celeryTaskId, idempotent_replay: false });
+    assert.equal(record.ttl, 86_400, 'the record lives NOTIFY_IDEMPOTENCY_TTL from acceptance');
+  });
+
+  test('the same key with a different request is refused as a mismatch', async () => {
+    const key = randomUUID();
+    await h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fp-a' }));
+    await assertRefused(h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fp-b' })), status.FAILED_PRECONDITION, 'idempotency_key_mismatch');
+  });
+
+  test('a key whose first request is still in progress is refused as in use', async () => {
+    const key = randomUUID();
+    const holder = await h.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT pg_advisory_xact_lock($1::bigint)', [idempotencyLockKey(h.ids.projectId, key)]);
+      await assertRefused(h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fp' })), status.ABORTED, 'idempotency_key_in_use');
+      await holder.query('ROLLBACK');
+    } finally {
+      holder.release();
+    }
+    const response = await h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fp' }));
+    assert.equal(response.idempotentReplay, false);
+  });
+
+  test('concurrent requests with one key create one message: the others replay or are refused as in use', async () => {
+    const key = randomUUID();
+    const results = await Promise.allSettled(Array.from({ length: 6 }, () => h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fp' }))));
+    const accepted = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+    const firsts = accepted.filter((response) => !response.idempotentReplay);
+    assert.equal(firsts.length, 1);
+    assert.ok(accepted.every((response) => response.messageId === firsts[0]?.messageId));
+    for (const result of results) {
+      if (result.status === 'rejected') assert.equal((result.reason as { reason: string }).reason, 'idempotency_key_in_use');
+    }
+    assert.equal(await count('messages WHERE idempotency_key = $1', [key]), 1);
+  });
+
+  test('an expired record no longer replays: the request is accepted anew', async () => {
+    const key = randomUUID();
+    const first = await h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fp' }));
+    await h.pool.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idempotency_key = $1`, [key]);
+    const second = await h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'other' }));
+    assert.equal(second.idempotentReplay, false);
+    assert.notEqual(second.messageId, first.messageId);
+    const record = (await h.pool.query('SELECT message_id FROM idempotency_keys WHERE idempotency_key = $1', [key])).rows[0];
+    assert.equal(record.message_id, second.messageId);
+  });
+
+  test('expired records are swept, live ones kept', async () => {
+    const [expired, live] = [randomUUID(), randomUUID()];
+    await h.dispatch.call('Send', request({ idempotencyKey: expired, fingerprint: 'fp' }));
+    await h.dispatch.call('Send', request({ idempotencyKey: live, fingerprint: 'fp' }));
+    await h.pool.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idempotency_key = $1`, [expired]);
+    assert.ok((await sweepExpiredIdempotencyRecords(h.pool, 1)) >= 1);
+    assert.equal(await count('idempotency_keys WHERE idempotency_key = $1', [expired]), 0);
+    assert.equal(await count('idempotency_keys WHERE idempotency_key = $1', [live]), 1);
+    assert.equal(await count('idempotency_keys WHERE expires_at <= now()'), 0);
+  });
+
+  test('a refused request stores nothing, so the key can be corrected and retried', async () => {
+    const key = randomUUID();
+    await assertRefused(h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'typo', template: 'welcom' })), status.NOT_FOUND, 'template_not_found');
+    const response = await h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fixed' }));
+    assert.equal(response.idempotentReplay, false);
+  });
+});
+
+describe('refusals', () => {
+  test('an unknown template slug is NOT_FOUND', async () => {
+    await assertRefused(h.dispatch.call('Send', request({ template: 'nope' })), status.NOT_FOUND, 'template_not_found');
+  });
+
+  test('a template of another project is NOT_FOUND', async () => {
+    await assertRefused(h.dispatch.call('Send', request({ template: 'elsewhere' })), status.NOT_FOUND, 'template_not_found');
+  });
+
+  test('an inactive template is FAILED_PRECONDITION', async () => {
+    await assertRefused(h.dispatch.call('Send', request({ template: 'dormant' })), status.FAILED_PRECONDITION, 'template_inactive');
+  });
+
+  test('data breaking the template schema is INVALID_ARGUMENT with a message per variable', async () => {
+    const error = await assertRefused(
+      h.dispatch.call('Send', request({ template: 'typed', dataJson: JSON.stringify({ count: 1.5 }) })),
+      status.INVALID_ARGUMENT,
+      'data_invalid',
+    );
+    assert.deepEqual([...error.fields].sort(), ['count: must be integer', 'name: is required']);
+  });
+
+  test('a malformed request is INVALID_ARGUMENT naming each fault', async () => {
+    const error = await assertRefused(
+      h.dispatch.call('Send', request({ dataJson: '[1]', idempotencyKey: 'not-a-uuid', fingerprint: 'fp', to: '' })),
+      status.INVALID_ARGUMENT,
+      'invalid_argument',
+    );
+    assert.deepEqual(error.fields, ['to: must be one email address', 'data: must be a JSON object', 'idempotency_key: must be a UUID']);
+  });
+
+  test('DispatchService refuses the admin token', async () => {
+    const client = new GrpcClient(dispatchProto.DispatchService.service, h.address, { token: h.tokens.admin, deadlineMs: 2_000 });
+    try {
+      await assertRefused(client.call('Send', request()), status.UNAUTHENTICATED, 'unauthenticated');
+    } finally {
+      client.close();
+    }
+  });
+});

@@ -1,0 +1,91 @@
+// TemplateAdminService: the operator's surface for templates (notifyctl, admin token).
+import { status } from '@grpc/grpc-js';
+import { UserError, type AsyncHandlers } from '@notify/platform';
+import type { Pool } from '@notify/platform/database';
+import type { dispatch } from '@notify/proto';
+import type { LiquidSyntax } from './liquid-syntax.ts';
+import { findTemplate, listTemplates, putTemplate, setTemplateActive, slugPattern, toTemplateMessage, type TemplateContent } from './template-store.ts';
+import type { VariablesSchemas } from './variables-schema.ts';
+
+export interface TemplateAdminDeps {
+  readonly pool: Pool;
+  readonly schemas: VariablesSchemas;
+  readonly liquid: LiquidSyntax;
+}
+
+const invalid = (faults: string[]): UserError =>
+  new UserError(status.INVALID_ARGUMENT, 'invalid_argument', `invalid template: ${faults.join('; ')}`, { fields: faults });
+
+const notFound = (slug: string): UserError => new UserError(status.NOT_FOUND, 'template_not_found', `no template "${slug}" in this project`);
+
+function checkProjectAndSlug(projectId: number, slug: string, faults: string[]): void {
+  if (!Number.isSafeInteger(projectId) || projectId < 1) faults.push('project_id: must be a positive integer');
+  if (!slugPattern.test(slug)) faults.push('slug: must be 1-100 characters of A-Z, a-z, 0-9, _ and -');
+}
+
+/** Every fault of a PutTemplate request at once, and the content to store when there is none. */
+function validatePut(request: dispatch.PutTemplateRequest__Output, deps: TemplateAdminDeps): TemplateContent {
+  const faults: string[] = [];
+  checkProjectAndSlug(request.projectId, request.slug, faults);
+  if (request.subject.trim() === '') faults.push('subject: is required');
+  if (request.html.trim() === '' && request.text.trim() === '') faults.push('html: html or text is required');
+  for (const [name, source] of [['subject', request.subject], ['html', request.html], ['text', request.text]] as const) {
+    const problem = deps.liquid.problem(source);
+    if (problem) faults.push(`${name}: ${problem}`);
+  }
+  let variablesSchemaJson: string | null = null;
+  if (request.variablesSchemaJson.trim() !== '') {
+    let schema: unknown;
+    try {
+      schema = JSON.parse(request.variablesSchemaJson);
+    } catch {
+      faults.push('variables_schema: is not valid JSON');
+    }
+    if (schema !== undefined) {
+      const problem = deps.schemas.problem(schema);
+      if (problem) faults.push(`variables_schema: ${problem}`);
+      else variablesSchemaJson = JSON.stringify(schema);
+    }
+  }
+  if (faults.length > 0) throw invalid(faults);
+  return { subject: request.subject, html: request.html, text: request.text, variablesSchemaJson };
+}
+
+const isForeignKeyViolation = (error: unknown): boolean => (error as { code?: unknown }).code === '23503';
+
+export function templateAdminHandlers(deps: TemplateAdminDeps): AsyncHandlers<dispatch.TemplateAdminServiceDefinition> {
+  return {
+    async PutTemplate(request) {
+      const content = validatePut(request, deps);
+      try {
+        return toTemplateMessage(await putTemplate(deps.pool, request.projectId, request.slug, content, request.active));
+      } catch (error) {
+        // templates.project_id references projects: the only foreign key an insert here can break.
+        if (isForeignKeyViolation(error)) throw new UserError(status.NOT_FOUND, 'project_not_found', `no project ${request.projectId}`, { cause: error });
+        throw error;
+      }
+    },
+
+    async SetTemplateActive(request) {
+      const faults: string[] = [];
+      checkProjectAndSlug(request.projectId, request.slug, faults);
+      if (faults.length > 0) throw invalid(faults);
+      const row = await setTemplateActive(deps.pool, request.projectId, request.slug, request.active);
+      if (!row) throw notFound(request.slug);
+      return toTemplateMessage(row);
+    },
+
+    async GetTemplate(request) {
+      const faults: string[] = [];
+      checkProjectAndSlug(request.projectId, request.slug, faults);
+      if (faults.length > 0) throw invalid(faults);
+      const row = await findTemplate(deps.pool, request.projectId, request.slug);
+      if (!row) throw notFound(request.slug);
+      return toTemplateMessage(row);
+    },
+
+    async ListTemplates(request) {
+      return { templates: (await listTemplates(deps.pool, request.projectId)).map(toTemplateMessage) };
+    },
+  };
+}

@@ -1,0 +1,89 @@
+// The templates table. A template is identified by (project, slug); every content change makes a new version, and
+// messages keep the version they were accepted with.
+import type { AnySchemaObject } from 'ajv';
+import type { Pool, PoolClient } from '@notify/platform/database';
+import type { dispatch } from '@notify/proto';
+
+/** The slug rule of the public API and of the table's CHECK constraint. */
+export const slugPattern = /^[A-Za-z0-9_-]{1,100}$/;
+
+export interface TemplateRow {
+  readonly id: number;
+  readonly projectId: number;
+  readonly slug: string;
+  readonly version: number;
+  readonly active: boolean;
+  readonly subject: string;
+  readonly html: string;
+  readonly text: string;
+  readonly variablesSchema: AnySchemaObject | null;
+  readonly updatedAt: Date;
+}
+
+export interface TemplateContent {
+  readonly subject: string;
+  readonly html: string;
+  readonly text: string;
+  /** JSON text of the schema, or null for none. */
+  readonly variablesSchemaJson: string | null;
+}
+
+const columns = `id, project_id AS "projectId", slug, version, active, subject, html, text,
+                 variables_schema AS "variablesSchema", updated_at AS "updatedAt"`;
+
+export async function findTemplate(db: Pool | PoolClient, projectId: number, slug: string): Promise<TemplateRow | undefined> {
+  const result = await db.query<TemplateRow>({
+    name: 'template-find',
+    text: `SELECT ${columns} FROM templates WHERE project_id = $1 AND slug = $2`,
+    values: [projectId, slug],
+  });
+  return result.rows[0];
+}
+
+export async function listTemplates(pool: Pool, projectId: number): Promise<TemplateRow[]> {
+  const result = await pool.query<TemplateRow>(`SELECT ${columns} FROM templates WHERE project_id = $1 ORDER BY slug`, [projectId]);
+  return result.rows;
+}
+
+/**
+ * Creates the template at version 1 (inactive unless `active` is true), or replaces its content as the next version
+ * (its active flag unchanged unless `active` is given). One statement, so concurrent puts each get their own version.
+ */
+export async function putTemplate(pool: Pool, projectId: number, slug: string, content: TemplateContent, active: boolean | undefined): Promise<TemplateRow> {
+  const result = await pool.query<TemplateRow>(
+    `INSERT INTO templates (project_id, slug, subject, html, text, variables_schema, active)
+     VALUES ($1, $2, $3, $4, $5, $6::jsonb, COALESCE($7::boolean, false))
+     ON CONFLICT (project_id, slug) DO UPDATE
+       SET subject = EXCLUDED.subject, html = EXCLUDED.html, text = EXCLUDED.text,
+           variables_schema = EXCLUDED.variables_schema, version = templates.version + 1,
+           active = COALESCE($7::boolean, templates.active), updated_at = now()
+     RETURNING ${columns}`,
+    [projectId, slug, content.subject, content.html, content.text, content.variablesSchemaJson, active ?? null],
+  );
+  const row = result.rows[0];
+  if (!row) throw new Error('INSERT ... RETURNING returned no row');
+  return row;
+}
+
+export async function setTemplateActive(pool: Pool, projectId: number, slug: string, active: boolean): Promise<TemplateRow | undefined> {
+  const result = await pool.query<TemplateRow>(
+    `UPDATE templates SET active = $3, updated_at = now() WHERE project_id = $1 AND slug = $2 RETURNING ${columns}`,
+    [projectId, slug, active],
+  );
+  return result.rows[0];
+}
+
+export function toTemplateMessage(row: TemplateRow): dispatch.Template__Output {
+  return {
+    id: row.id,
+    projectId: row.projectId,
+    slug: row.slug,
+    version: row.version,
+    active: row.active,
+    subject: row.subject,
+    html: row.html,
+    text: row.text,
+    variablesSchemaJson: row.variablesSchema === null ? '' : JSON.stringify(row.variablesSchema),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}

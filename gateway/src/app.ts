@@ -1,0 +1,52 @@
+// The gateway's Koa application: built from its dependencies, never listening itself (main.ts or a test binds it).
+import Router from '@koa/router';
+import Koa from 'koa';
+import type { Logger, Registry } from '@notify/platform';
+import type { AuthClient } from './auth/authorize.ts';
+import { handleErrors } from './errors/error-handler.ts';
+import { healthz, readyz, type ReadinessChecks } from './http/health.ts';
+import { observe } from './http/observe.ts';
+import { requestContext } from './http/request-context.ts';
+import type { GatewayState } from './http/state.ts';
+import { unmatched } from './http/unmatched.ts';
+import type { SendRateLimiter } from './rate-limit/limiter.ts';
+import type { DispatchClient } from './send/dispatch.ts';
+import { countSendOutcomes } from './send/outcomes.ts';
+import { sendRoute } from './send/route.ts';
+
+export interface GatewayDeps {
+  readonly auth: AuthClient;
+  readonly dispatch: DispatchClient;
+  readonly rateLimiter: SendRateLimiter;
+  /** Served on GET /readyz; the same checks runService serves on the ops port. */
+  readonly readiness: ReadinessChecks;
+  readonly logger: Logger;
+  /** Where the HTTP metrics are registered (the service's registry, or a test's own). */
+  readonly registry: Registry;
+  /** NOTIFY_MAX_BODY_BYTES. */
+  readonly maxBodyBytes: number;
+}
+
+export type { GatewayState } from './http/state.ts';
+export type { ReadinessChecks } from './http/health.ts';
+
+export function createApp(deps: GatewayDeps): Koa<GatewayState> {
+  const app = new Koa<GatewayState>();
+  // Errors never reach Koa's default handler (handleErrors answers them all); this only sees failures writing a response.
+  app.on('error', (error: unknown) => deps.logger.error({ err: error }, 'response failed'));
+
+  // Route names are the labels of metrics and log lines; the send route answers with and without the trailing slash.
+  const router = new Router<GatewayState>({ sensitive: true, strict: true });
+  const send = [countSendOutcomes(deps.registry), sendRoute(deps)] as const;
+  router.post('/api/v1/send/', '/api/v1/send/', ...send);
+  router.post('/api/v1/send/', '/api/v1/send', ...send);
+  router.get('/healthz', '/healthz', healthz());
+  router.get('/readyz', '/readyz', readyz(deps.readiness));
+
+  app.use(handleErrors(deps.logger));
+  app.use(requestContext());
+  app.use(observe({ registry: deps.registry, logger: deps.logger }));
+  app.use(router.routes());
+  app.use(unmatched());
+  return app;
+}

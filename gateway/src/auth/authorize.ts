@@ -1,0 +1,51 @@
+// Checks 2-4 in one Authorize call, mapped so that the contract's order holds: a bad key (401) wins over a bad
+// X-Organization-ID (400), which wins over a key that may not use the organization (403).
+import { status } from '@grpc/grpc-js';
+import { RemoteError, type GrpcClient } from '@notify/platform';
+import type { auth } from '@notify/proto';
+import { ApiError } from '../errors/api-error.ts';
+import { unexpectedRemoteFailure } from '../errors/dependency.ts';
+import { text, type MessageKey } from '../i18n/messages.ts';
+import type { ParsedOrganization } from './organization-header.ts';
+
+export type AuthClient = GrpcClient<auth.AuthServiceDefinition>;
+
+/** What the gateway knows about the caller once checks 2-4 passed. */
+export interface Access {
+  readonly keyId: number;
+  readonly projectId: number;
+  readonly organizationId: number;
+  readonly plan: auth.PlanState__Output | null;
+  /** The key's own rate in NOTIFY_PUBLIC_SEND_RATE form; empty for the gateway's default. */
+  readonly sendRate: string;
+}
+
+/** 401 `{detail}` with the challenge naming the only scheme the API accepts. */
+export function notAuthenticated(reason: MessageKey): ApiError {
+  return new ApiError(401, undefined, text(reason), { headers: { 'WWW-Authenticate': 'Api-Key' } });
+}
+
+export async function authorize(client: AuthClient, apiKey: string, organization: ParsedOrganization): Promise<Access> {
+  let response: auth.AuthorizeResponse__Output;
+  try {
+    // With an invalid header the key is still checked, against organization 0 (which never exists), so that an
+    // unknown key is answered 401 before the header's 400.
+    response = await client.call('Authorize', { apiKey, organizationId: organization.ok ? organization.id : 0 });
+  } catch (error) {
+    if (error instanceof RemoteError && error.status === status.UNAUTHENTICATED) throw notAuthenticated('auth.invalid');
+    if (error instanceof RemoteError && error.status === status.PERMISSION_DENIED) {
+      throw organization.ok
+        ? new ApiError(403, 'permission_denied', text('permission_denied'))
+        : new ApiError(400, 'invalid_header', text(organization.reason));
+    }
+    throw unexpectedRemoteFailure(error);
+  }
+  if (!organization.ok) throw new ApiError(400, 'invalid_header', text(organization.reason));
+  return {
+    keyId: response.keyId,
+    projectId: response.projectId,
+    organizationId: organization.id,
+    plan: response.plan,
+    sendRate: response.sendRate,
+  };
+}

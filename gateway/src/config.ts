@@ -1,0 +1,16 @@
+// The gateway's environment variables, validated at start with every fault listed at once.
+import { custom, duration, integer, secret, text, url } from '@notify/platform';
+import { parseRate } from './rate-limit/rate.ts';
+
+export const configSpec = {
+  httpPort: integer('HTTP_PORT', { description: 'port of the public HTTP listener; 0 picks a free one', default: 8080, min: 0, max: 65535 }),
+  authSvcAddr: text('AUTH_SVC_ADDR', { description: 'gRPC target of auth-svc (e.g. dns:///auth-svc:50051)', default: '127.0.0.1:50051' }),
+  dispatchSvcAddr: text('DISPATCH_SVC_ADDR', { description: 'gRPC target of dispatch-svc', default: '127.0.0.1:50052' }),
+  internalToken: secret('INTERNAL_TOKEN', { description: 'token the gateway presents to auth-svc and dispatch-svc' }),
+  grpcDeadlineMs: duration('GRPC_DEADLINE', { description: 'deadline of each call to auth-svc and dispatch-svc', default: '2s', minMs: 1 }),
+  redisUrl: url('REDIS_URL', { description: 'Redis holding the rate-limit counters shared by all replicas', default: 'redis://127.0.0.1:6379', protocols: ['redis', 'rediss'] }),
+  redisKeyPrefix: text('REDIS_KEY_PREFIX', { description: 'prefix of every Redis key the gateway writes', default: 'notify:' }),
+  sendRate: custom('NOTIFY_PUBLIC_SEND_RATE', { description: 'default send rate per API key, <count>/<unit> with unit s, sec, second, m, min, minute, h, hour, d or day', default: '120/min' }, parseRate),
+  gatewayReplicas: integer('NOTIFY_GATEWAY_REPLICAS', { description: "gateway replicas sharing the rate; without Redis each allows its share (rate / replicas)", default: 1, min: 1 }),
+  maxBodyBytes: integer('NOTIFY_MAX_BODY_BYTES', { description: 'largest request body accepted, in bytes (413 beyond)', default: 262_144, min: 1 }),
+};

@@ -1,0 +1,25 @@
+// Per-request identity and language, and the headers every response carries whatever happens next.
+import { randomUUID } from 'node:crypto';
+import type { Middleware } from 'koa';
+import { negotiateLanguage } from '../i18n/negotiate.ts';
+import type { GatewayState } from './state.ts';
+
+const saneRequestId = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** The caller's X-Request-ID when it is safe to echo and log (1-128 of `[A-Za-z0-9._-]`), else a new UUID. */
+export function requestIdFrom(header: string | undefined): string {
+  return header !== undefined && saneRequestId.test(header) ? header : randomUUID();
+}
+
+export function requestContext(): Middleware<GatewayState> {
+  return async (ctx, next) => {
+    ctx.state.requestId = requestIdFrom(ctx.get('X-Request-ID') || undefined);
+    ctx.state.language = negotiateLanguage(ctx.get('Accept-Language') || undefined);
+    ctx.set({
+      'X-Request-ID': ctx.state.requestId,
+      'Cache-Control': 'no-store',
+      'Content-Language': ctx.state.language,
+    });
+    await next();
+  };
+}

@@ -1,0 +1,109 @@
+// Every human-readable text the gateway answers with, in English and Spanish. Codes and field names are never translated;
+// clients must not parse these texts (seed, section 7).
+
+export const languages = ['en', 'es'] as const;
+export type Language = (typeof languages)[number];
+export const defaultLanguage: Language = 'en';
+
+const en = {
+  payload_too_large: 'The request body is larger than the limit of {limit} bytes.',
+  'auth.missing': 'Authentication credentials were not provided.',
+  'auth.scheme': 'The Authorization header must have the form "Api-Key <key>".',
+  'auth.invalid': 'Invalid or revoked API key.',
+  'organization.missing': 'The X-Organization-ID header is required.',
+  'organization.invalid': 'The X-Organization-ID header must be a positive integer.',
+  permission_denied: 'This API key may not operate on the given organization.',
+  plan_blocked: "The organization's plan does not allow more sends.",
+  throttled: 'Request was throttled. Expected available in {seconds} seconds.',
+  'media_type.json': 'The Content-Type must be application/json (UTF-8).',
+  'media_type.encoding': 'Content-Encoding is not supported; send the body uncompressed.',
+  'parse.incomplete': 'The request body was not received completely.',
+  'parse.utf8': 'The request body is not valid UTF-8.',
+  'parse.json': 'The request body is not valid JSON.',
+  'parse.object': 'The request body must be a JSON object.',
+  'idempotency_key.invalid': 'The Idempotency-Key header must be a UUID.',
+  'idempotency_key.mismatch': 'This Idempotency-Key was already used with a different request.',
+  idempotency_key_in_use: 'A request with this Idempotency-Key is still being processed; retry in a moment.',
+  template_not_found: 'No template with this slug exists in the project of this API key.',
+  service_unavailable: 'The service is temporarily unavailable; retry later.',
+  internal_error: 'An internal error occurred.',
+  not_found: 'Not found.',
+  method_not_allowed: 'Method "{method}" not allowed.',
+  'field.required': 'This field is required.',
+  'field.unknown': 'Unknown field.',
+  'field.type_string': 'Expected a string.',
+  'field.type_object': 'Expected a JSON object.',
+  'field.blank': 'This field may not be blank.',
+  'field.max_length': 'Ensure this field has no more than {max} characters.',
+  'template.slug': 'Use only letters, digits, underscores and hyphens.',
+  'template.inactive': 'This template is inactive.',
+  'to.control': 'Control characters, such as line breaks, are not allowed.',
+  'to.email': 'Enter a valid email address.',
+  'channel.choice': 'The only supported channel is "email".',
+  'data.depth': 'Nesting is limited to {max} levels.',
+  'data.keys': 'The keys "__proto__", "constructor" and "prototype" are not allowed.',
+  'data.invalid': 'The data does not match the variables of the template.',
+} as const;
+
+export type MessageKey = keyof typeof en;
+
+// Typed against the English catalogue: a key missing here does not compile.
+const es: Record<MessageKey, string> = {
+  payload_too_large: 'El cuerpo de la solicitud supera el límite de {limit} bytes.',
+  'auth.missing': 'No se proporcionaron las credenciales de autenticación.',
+  'auth.scheme': 'El encabezado Authorization debe tener la forma "Api-Key <clave>".',
+  'auth.invalid': 'Clave de API no válida o revocada.',
+  'organization.missing': 'El encabezado X-Organization-ID es obligatorio.',
+  'organization.invalid': 'El encabezado X-Organization-ID debe ser un número entero positivo.',
+  permission_denied: 'Esta clave de API no puede operar sobre la organización indicada.',
+  plan_blocked: 'El plan de la organización no permite más envíos.',
+  throttled: 'La solicitud fue limitada. Se espera que esté disponible en {seconds} segundos.',
+  'media_type.json': 'El Content-Type debe ser application/json (UTF-8).',
+  'media_type.encoding': 'No se admite Content-Encoding; envíe el cuerpo sin comprimir.',
+  'parse.incomplete': 'El cuerpo de la solicitud no se recibió completo.',
+  'parse.utf8': 'El cuerpo de la solicitud no es UTF-8 válido.',
+  'parse.json': 'El cuerpo de la solicitud no es JSON válido.',
+  'parse.object': 'El cuerpo de la solicitud debe ser un objeto JSON.',
+  'idempotency_key.invalid': 'El encabezado Idempotency-Key debe ser un UUID.',
+  'idempotency_key.mismatch': 'Esta Idempotency-Key ya se usó con una solicitud diferente.',
+  idempotency_key_in_use: 'Una solicitud con esta Idempotency-Key todavía se está procesando; reintente en un momento.',
+  template_not_found: 'No existe ninguna plantilla con este identificador en el proyecto de esta clave de API.',
+  service_unavailable: 'El servicio no está disponible temporalmente; reintente más tarde.',
+  internal_error: 'Se produjo un error interno.',
+  not_found: 'No encontrado.',
+  method_not_allowed: 'Método "{method}" no permitido.',
+  'field.required': 'Este campo es obligatorio.',
+  'field.unknown': 'Campo desconocido.',
+  'field.type_string': 'Se esperaba una cadena de texto.',
+  'field.type_object': 'Se esperaba un objeto JSON.',
+  'field.blank': 'Este campo no puede estar vacío.',
+  'field.max_length': 'Asegúrese de que este campo no tenga más de {max} caracteres.',
+  'template.slug': 'Use solo letras, dígitos, guiones bajos y guiones.',
+  'template.inactive': 'Esta plantilla está inactiva.',
+  'to.control': 'No se permiten caracteres de control, como los saltos de línea.',
+  'to.email': 'Introduzca una dirección de correo electrónico válida.',
+  'channel.choice': 'El único canal admitido es "email".',
+  'data.depth': 'El anidamiento está limitado a {max} niveles.',
+  'data.keys': 'Las claves "__proto__", "constructor" y "prototype" no están permitidas.',
+  'data.invalid': 'Los datos no coinciden con las variables de la plantilla.',
+};
+
+/** Every text by language; both name the same placeholders (checked by messages.test.ts). */
+export const catalogues: Readonly<Record<Language, Readonly<Record<MessageKey, string>>>> = { en, es };
+
+/** A message still to be rendered in the caller's language. */
+export interface Text {
+  readonly key: MessageKey;
+  readonly params?: Readonly<Record<string, string | number>>;
+}
+
+export function text(key: MessageKey, params?: Text['params']): Text {
+  return params === undefined ? { key } : { key, params };
+}
+
+/** Renders `message` in `language`, filling `{name}` placeholders from its params. */
+export function translate(language: Language, message: Text): string {
+  const template = catalogues[language][message.key];
+  const params = message.params ?? {};
+  return template.replace(/\{(\w+)\}/g, (placeholder, name: string) => (Object.hasOwn(params, name) ? String(params[name]) : placeholder));
+}

@@ -1,0 +1,45 @@
+// gateway: the only HTTP edge of Notify. Config, clients, the HTTP listener, readiness and ordered shutdown.
+import { GrpcClient, runService, ShutdownPriority } from '@notify/platform';
+import { authProto, dispatchProto } from '@notify/proto';
+import { createApp } from './app.ts';
+import { configSpec } from './config.ts';
+import { listen } from './http/listener.ts';
+import { SendRateLimiter } from './rate-limit/limiter.ts';
+import { connectRedis } from './rate-limit/redis.ts';
+
+runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, addReadinessCheck }) => {
+  const grpcOptions = { token: config.internalToken, deadlineMs: config.grpcDeadlineMs };
+  const auth = new GrpcClient(authProto.AuthService.service, config.authSvcAddr, grpcOptions);
+  const dispatch = new GrpcClient(dispatchProto.DispatchService.service, config.dispatchSvcAddr, grpcOptions);
+  const redis = connectRedis(config.redisUrl, logger);
+  const rateLimiter = new SendRateLimiter({
+    redis,
+    keyPrefix: config.redisKeyPrefix,
+    defaultRate: config.sendRate,
+    replicas: config.gatewayReplicas,
+    logger,
+  });
+
+  const readiness = {
+    'auth-svc': () => auth.serving(),
+    'dispatch-svc': () => dispatch.serving(),
+    redis: async () => (await redis.ping()) === 'PONG',
+  };
+  for (const [name, check] of Object.entries(readiness)) addReadinessCheck(name, check);
+
+  const app = createApp({ auth, dispatch, rateLimiter, readiness, logger, registry, maxBodyBytes: config.maxBodyBytes });
+  const listener = await listen(app.callback(), config.httpPort);
+  logger.info({ port: listener.port }, 'HTTP listener ready');
+
+  lifecycle.onShutdown('stop accepting HTTP connections', ShutdownPriority.stopIntake, async () => listener.stopAccepting());
+  lifecycle.onShutdown('finish HTTP requests in flight', ShutdownPriority.drain, () => listener.drained());
+  lifecycle.onShutdown('gRPC clients', ShutdownPriority.closeClients, async () => {
+    auth.close();
+    dispatch.close();
+  });
+  lifecycle.onShutdown('Redis', ShutdownPriority.closeClients, async () => {
+    // QUIT needs a live connection; without one there is nothing to flush.
+    if (redis.status === 'ready') await redis.quit();
+    else redis.disconnect();
+  });
+});

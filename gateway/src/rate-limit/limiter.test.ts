@@ -1,0 +1,104 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { after, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { createLogger } from '@notify/platform';
+import { ApiError } from '../errors/api-error.ts';
+import { rateLimitHeaders, throttled } from './headers.ts';
+import { fallbackShare, SendRateLimiter } from './limiter.ts';
+import { connectRedis } from './redis.ts';
+
+const logger = createLogger('test', 'silent', new Writable({ write: (_chunk, _encoding, done) => done() }));
+const redisUrl = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+const prefix = `notify-t-${randomBytes(4).toString('hex')}:`;
+const clients: Redis[] = [];
+
+function limiter(options: { url?: string; points?: number; windowSeconds?: number; replicas?: number } = {}): SendRateLimiter {
+  const redis = connectRedis(options.url ?? redisUrl, logger);
+  clients.push(redis);
+  return new SendRateLimiter({
+    redis,
+    keyPrefix: prefix,
+    defaultRate: { points: options.points ?? 3, windowSeconds: options.windowSeconds ?? 60 },
+    replicas: options.replicas ?? 1,
+    logger,
+  });
+}
+
+const ready = (redis: Redis | undefined): Promise<unknown> => new Promise((resolve) => (redis?.status === 'ready' ? resolve(null) : redis?.once('ready', resolve)));
+
+after(async () => {
+  const admin = new Redis(redisUrl);
+  const keys = await admin.keys(`${prefix}*`);
+  if (keys.length > 0) await admin.del(...keys);
+  await admin.quit();
+  for (const client of clients) client.disconnect();
+});
+
+test('requests within the rate are allowed and count down the remaining ones', async () => {
+  const rateLimiter = limiter();
+  await ready(clients.at(-1));
+  const decisions = [];
+  for (let i = 0; i < 4; i += 1) decisions.push(await rateLimiter.consume(101, ''));
+  assert.deepEqual(decisions.map((decision) => [decision.allowed, decision.remaining]), [[true, 2], [true, 1], [true, 0], [false, 0]]);
+  for (const decision of decisions) assert.ok(decision.resetSeconds >= 1 && decision.resetSeconds <= 60);
+});
+
+test('the count is shared through Redis by every replica', async () => {
+  const first = limiter();
+  const second = limiter();
+  await Promise.all([ready(clients.at(-1)), ready(clients.at(-2))]);
+  assert.equal((await first.consume(102, '')).remaining, 2);
+  assert.equal((await second.consume(102, '')).remaining, 1);
+  const admin = new Redis(redisUrl);
+  assert.deepEqual(await admin.keys(`${prefix}send-rate:3/60:102`), [`${prefix}send-rate:3/60:102`]);
+  await admin.quit();
+});
+
+test('keys are counted separately', async () => {
+  const rateLimiter = limiter({ points: 1 });
+  await ready(clients.at(-1));
+  assert.equal((await rateLimiter.consume(103, '')).allowed, true);
+  assert.equal((await rateLimiter.consume(103, '')).allowed, false);
+  assert.equal((await rateLimiter.consume(104, '')).allowed, true);
+});
+
+test("a key's own rate overrides the default", async () => {
+  const rateLimiter = limiter({ points: 100 });
+  await ready(clients.at(-1));
+  const decision = await rateLimiter.consume(105, '1/hour');
+  assert.deepEqual(decision.rate, { points: 1, windowSeconds: 3_600 });
+  assert.equal((await rateLimiter.consume(105, '1/hour')).allowed, false);
+  assert.ok((await rateLimiter.consume(105, '1/hour')).resetSeconds > 3_500);
+});
+
+test('an unparsable key rate falls back to the default', async () => {
+  const rateLimiter = limiter({ points: 7 });
+  await ready(clients.at(-1));
+  assert.deepEqual((await rateLimiter.consume(106, 'lots')).rate, { points: 7, windowSeconds: 60 });
+});
+
+test('without Redis each replica keeps serving with its share of the rate', async () => {
+  const rateLimiter = limiter({ url: 'redis://127.0.0.1:1', points: 10, replicas: 3 });
+  const allowed: boolean[] = [];
+  for (let i = 0; i < 5; i += 1) allowed.push((await rateLimiter.consume(107, '')).allowed);
+  assert.deepEqual(allowed, [true, true, true, false, false]);
+  assert.equal(fallbackShare({ points: 10, windowSeconds: 60 }, 3), 3);
+  assert.equal(fallbackShare({ points: 2, windowSeconds: 60 }, 5), 1);
+});
+
+test('the headers carry the policy, what remains and when the window resets', () => {
+  const decision = { allowed: true, rate: { points: 120, windowSeconds: 60 }, remaining: 119, resetSeconds: 60 };
+  assert.deepEqual(rateLimitHeaders(decision), { 'RateLimit-Policy': '"send";q=120;w=60', RateLimit: '"send";r=119;t=60' });
+});
+
+test('a throttled answer names the same whole seconds in Retry-After and in its text', () => {
+  const refusal = throttled({ allowed: false, rate: { points: 1, windowSeconds: 60 }, remaining: 0, resetSeconds: 42 });
+  assert.ok(refusal instanceof ApiError);
+  assert.equal(refusal.status, 429);
+  assert.equal(refusal.code, undefined);
+  assert.deepEqual(refusal.headers, { 'Retry-After': '42' });
+  assert.deepEqual(refusal.detail, { key: 'throttled', params: { seconds: 42 } });
+  assert.deepEqual(throttled({ allowed: false, rate: { points: 1, windowSeconds: 1 }, remaining: 0, resetSeconds: 0 }).headers, { 'Retry-After': '1' });
+});

@@ -1,0 +1,97 @@
+// Check 6: the per-key send rate, shared by every gateway replica through Redis. When Redis cannot answer, each replica
+// keeps serving with an in-memory limiter holding its share of the rate (CONTRACT.md, "Rate limit").
+import type { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import type { Logger } from '@notify/platform';
+import { parseRate, type Rate } from './rate.ts';
+
+/** The outcome of counting one request. */
+export interface RateDecision {
+  readonly allowed: boolean;
+  readonly rate: Rate;
+  readonly remaining: number;
+  /** Whole seconds until the window resets; at least 1 when the request was refused. */
+  readonly resetSeconds: number;
+}
+
+export interface SendRateLimiterOptions {
+  readonly redis: Redis;
+  /** REDIS_KEY_PREFIX; counters live under `<prefix>send-rate:`. */
+  readonly keyPrefix: string;
+  /** NOTIFY_PUBLIC_SEND_RATE, for keys without a rate of their own. */
+  readonly defaultRate: Rate;
+  /** NOTIFY_GATEWAY_REPLICAS: the in-memory fallback allows `points / replicas` so the replicas together keep the rate. */
+  readonly replicas: number;
+  readonly logger: Logger;
+}
+
+export function fallbackShare(rate: Rate, replicas: number): number {
+  return Math.max(1, Math.floor(rate.points / replicas));
+}
+
+export class SendRateLimiter {
+  readonly #options: SendRateLimiterOptions;
+  /** One limiter per distinct rate: operators configure a handful, not one per key. */
+  readonly #limiters = new Map<string, RateLimiterRedis>();
+  /** Per-key rate texts already parsed (an unparsable one is logged once and replaced by the default). */
+  readonly #keyRates = new Map<string, Rate>();
+
+  constructor(options: SendRateLimiterOptions) {
+    this.#options = options;
+  }
+
+  /** Counts one request of API key `keyId` against `keyRate` (its own rate), or the default rate when that is empty. */
+  async consume(keyId: number, keyRate: string): Promise<RateDecision> {
+    const rate = this.#rateOf(keyRate);
+    try {
+      return decision(true, rate, await this.#limiterFor(rate).consume(String(keyId)));
+    } catch (error) {
+      if (error instanceof RateLimiterRes) return decision(false, rate, error);
+      throw error;
+    }
+  }
+
+  #rateOf(keyRate: string): Rate {
+    if (keyRate === '') return this.#options.defaultRate;
+    let rate = this.#keyRates.get(keyRate);
+    if (!rate) {
+      try {
+        rate = parseRate(keyRate);
+      } catch (error) {
+        this.#options.logger.warn({ keyRate, err: error }, 'an API key has an unparsable send rate; the default applies');
+        rate = this.#options.defaultRate;
+      }
+      this.#keyRates.set(keyRate, rate);
+    }
+    return rate;
+  }
+
+  #limiterFor(rate: Rate): RateLimiterRedis {
+    const id = `${rate.points}/${rate.windowSeconds}`;
+    let limiter = this.#limiters.get(id);
+    if (!limiter) {
+      // The rate is part of the key, so a key whose rate changes starts a fresh window instead of inheriting one
+      // measured against another limit.
+      const keyPrefix = `${this.#options.keyPrefix}send-rate:${id}`;
+      limiter = new RateLimiterRedis({
+        storeClient: this.#options.redis,
+        keyPrefix,
+        points: rate.points,
+        duration: rate.windowSeconds,
+        rejectIfRedisNotReady: true,
+        insuranceLimiter: new RateLimiterMemory({
+          keyPrefix,
+          points: fallbackShare(rate, this.#options.replicas),
+          duration: rate.windowSeconds,
+        }),
+      });
+      this.#limiters.set(id, limiter);
+    }
+    return limiter;
+  }
+}
+
+function decision(allowed: boolean, rate: Rate, result: RateLimiterRes): RateDecision {
+  const resetSeconds = Math.max(0, Math.ceil(result.msBeforeNext / 1000));
+  return { allowed, rate, remaining: result.remainingPoints, resetSeconds: allowed ? resetSeconds : Math.max(1, resetSeconds) };
+}

@@ -1,0 +1,29 @@
+// The Redis connection behind the shared rate limit. It must fail fast: a request never waits for Redis, it falls back
+// to this replica's in-memory share instead (limiter.ts).
+import { Redis } from 'ioredis';
+import type { Logger } from '@notify/platform';
+
+export function connectRedis(url: string, logger: Logger): Redis {
+  const redis = new Redis(url, {
+    // Commands fail at once while disconnected instead of queueing behind a reconnect.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    // A connected but stalled Redis must not hold requests either.
+    commandTimeout: 500,
+    connectTimeout: 2_000,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+  });
+  // ioredis reports every failed reconnect; log the transitions, not each attempt.
+  let reachable = true;
+  redis.on('error', (error: Error) => {
+    if (!reachable) return;
+    reachable = false;
+    logger.warn({ err: error }, "Redis unreachable: rate limits fall back to this replica's share");
+  });
+  redis.on('ready', () => {
+    if (reachable) return;
+    reachable = true;
+    logger.info('Redis reachable again: rate limits are shared');
+  });
+  return redis;
+}

@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { errorMetadataKeys, RemoteError } from '@notify/platform';
+import { ApiError, FieldErrors } from '../errors/api-error.ts';
+import { refusalOf } from './dispatch.ts';
+
+/** A failure as dispatch-svc sends it over the wire: status, `notify-error-code` and `notify-field-errors` trailers. */
+function remote(code: status, reason?: string, fields?: string[]): RemoteError {
+  const metadata = new Metadata();
+  if (reason) metadata.set(errorMetadataKeys.reason, reason);
+  if (fields) metadata.set(errorMetadataKeys.fields, JSON.stringify(fields));
+  return new RemoteError(Object.assign(new Error('refused'), { code, details: 'refused', metadata }) as ServiceError);
+}
+
+test('an unknown template is 404 template_not_found', () => {
+  const refusal = refusalOf(remote(status.NOT_FOUND, 'template_not_found'));
+  assert.ok(refusal instanceof ApiError);
+  assert.equal(refusal.status, 404);
+  assert.equal(refusal.code, 'template_not_found');
+});
+
+test('an inactive template is a 422 on the template field', () => {
+  const refusal = refusalOf(remote(status.FAILED_PRECONDITION, 'template_inactive'));
+  assert.ok(refusal instanceof FieldErrors);
+  assert.deepEqual([...refusal.fields], [['template', [{ key: 'template.inactive' }]]]);
+});
+
+test('data refused by the template variables is a 422 on data with dispatch-svc messages', () => {
+  const refusal = refusalOf(remote(status.INVALID_ARGUMENT, 'data_invalid', ['name: is required', 'age: must be integer']));
+  assert.ok(refusal instanceof FieldErrors);
+  assert.deepEqual([...refusal.fields], [['data', ['name: is required', 'age: must be integer']]]);
+  const general = refusalOf(remote(status.INVALID_ARGUMENT, 'data_invalid'));
+  assert.ok(general instanceof FieldErrors);
+  assert.deepEqual([...general.fields], [['data', [{ key: 'data.invalid' }]]]);
+});
+
+test('a reused Idempotency-Key with another body is a 422 on Idempotency-Key', () => {
+  const refusal = refusalOf(remote(status.FAILED_PRECONDITION, 'idempotency_key_mismatch'));
+  assert.ok(refusal instanceof FieldErrors);
+  assert.deepEqual([...refusal.fields], [['Idempotency-Key', [{ key: 'idempotency_key.mismatch' }]]]);
+});
+
+test('a key whose first request is in flight is 409 with Retry-After 1', () => {
+  const refusal = refusalOf(remote(status.ABORTED, 'idempotency_key_in_use'));
+  assert.ok(refusal instanceof ApiError);
+  assert.equal(refusal.status, 409);
+  assert.equal(refusal.code, 'idempotency_key_in_use');
+  assert.deepEqual(refusal.headers, { 'Retry-After': '1' });
+});
+
+test('an unavailable or too slow dispatch-svc is 503 with Retry-After', () => {
+  for (const code of [status.UNAVAILABLE, status.DEADLINE_EXCEEDED]) {
+    const refusal = refusalOf(remote(code));
+    assert.ok(refusal instanceof ApiError);
+    assert.equal(refusal.status, 503);
+    assert.equal(refusal.code, 'service_unavailable');
+    assert.deepEqual(refusal.headers, { 'Retry-After': '5' });
+  }
+});
+
+test('an undocumented status or reason is left as the bug it is', () => {
+  for (const error of [remote(status.INTERNAL), remote(status.NOT_FOUND, 'message_not_found'), remote(status.ABORTED, 'template_inactive'), new TypeError('x')]) {
+    assert.equal(refusalOf(error), error);
+  }
+});

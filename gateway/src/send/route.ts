@@ -1,0 +1,70 @@
+// POST /api/v1/send/: the contract's checks in its exact order, first failure wins (CONTRACT.md, "Order of checks").
+// Each step throws; the error handler renders.
+import type { Middleware } from 'koa';
+import { authorize, notAuthenticated, type AuthClient } from '../auth/authorize.ts';
+import { parseAuthorization } from '../auth/authorization-header.ts';
+import { parseOrganizationId } from '../auth/organization-header.ts';
+import { ensurePlanAllowsSend } from '../auth/plan.ts';
+import { FieldErrors } from '../errors/api-error.ts';
+import type { GatewayState } from '../http/state.ts';
+import { rateLimitHeaders, throttled } from '../rate-limit/headers.ts';
+import type { SendRateLimiter } from '../rate-limit/limiter.ts';
+import { ensureJsonBody, parseJsonObject, readBody } from './body.ts';
+import { dispatchSend, type DispatchClient } from './dispatch.ts';
+import { sendFingerprint } from './fingerprint.ts';
+import { parseIdempotencyKey } from './idempotency-key.ts';
+import { validateSendBody } from './validation.ts';
+
+export interface SendRouteDeps {
+  readonly auth: AuthClient;
+  readonly dispatch: DispatchClient;
+  readonly rateLimiter: SendRateLimiter;
+  /** NOTIFY_MAX_BODY_BYTES. */
+  readonly maxBodyBytes: number;
+}
+
+export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
+  return async (ctx) => {
+    // 1. Size, before anything else: a chunked body is read here, under the limit, so 413 wins for it too.
+    const bytes = await readBody(ctx.req, deps.maxBodyBytes);
+
+    // 2-4. Key, organization header, key's organization: one Authorize call, mapped in the contract's order.
+    const credential = parseAuthorization(ctx.get('Authorization') || undefined);
+    if (!credential.ok) throw notAuthenticated(credential.reason);
+    const organization = parseOrganizationId(ctx.get('X-Organization-ID') || undefined);
+    const access = await authorize(deps.auth, credential.apiKey, organization);
+    ctx.state.keyId = access.keyId;
+
+    // 5. Plan.
+    ensurePlanAllowsSend(access.plan);
+
+    // 6. Rate: from here on the request counts, whatever happens after.
+    const decision = await deps.rateLimiter.consume(access.keyId, access.sendRate);
+    ctx.set(rateLimitHeaders(decision));
+    if (!decision.allowed) throw throttled(decision);
+
+    // 7-9. Media type, JSON object, Idempotency-Key.
+    ensureJsonBody(ctx.get('Content-Type') || undefined, ctx.get('Content-Encoding') || undefined);
+    const input = parseJsonObject(bytes);
+    const idempotencyKey = parseIdempotencyKey(ctx.headers['idempotency-key']);
+
+    // 11. Fields. (10, the idempotency record, is judged by dispatch-svc with 12-14, in one transaction.)
+    const validation = validateSendBody(input);
+    if (!validation.valid) throw new FieldErrors(validation.fields);
+    const { body } = validation;
+
+    const accepted = await dispatchSend(deps.dispatch, {
+      projectId: access.projectId,
+      organizationId: access.organizationId,
+      apiKeyId: access.keyId,
+      template: body.template,
+      to: body.to,
+      dataJson: JSON.stringify(body.data),
+      idempotencyKey: idempotencyKey ?? '',
+      fingerprint: sendFingerprint(body, access.organizationId),
+    });
+    ctx.status = 202;
+    if (accepted.idempotent_replay) ctx.set('Idempotent-Replayed', 'true');
+    ctx.body = accepted;
+  };
+}

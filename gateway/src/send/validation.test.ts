@@ -1,0 +1,170 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { translate, type Language } from '../i18n/messages.ts';
+import { maxDataDepth, validateSendBody } from './validation.ts';
+
+const valid = { template: 'welcome_v2-a', to: 'ana@example.com', channel: 'email', data: { name: 'Ana' } };
+
+/** The 422 body the caller would get, in `language`; undefined when the body is valid. */
+function refusal(input: Record<string, unknown>, language: Language = 'en'): Record<string, string[]> | undefined {
+  const result = validateSendBody(input);
+  if (result.valid) return undefined;
+  return Object.fromEntries([...result.fields].map(([field, messages]) => [field, messages.map((message) => translate(language, message))]));
+}
+
+const nested = (levels: number): Record<string, unknown> => {
+  let value: Record<string, unknown> = {};
+  for (let level = 1; level < levels; level += 1) value = { next: value };
+  return value;
+};
+
+test('a body following every rule is valid and returned as it is', () => {
+  assert.deepEqual(validateSendBody(valid), { valid: true, body: valid });
+  assert.equal(refusal({ ...valid, template: 'x'.repeat(100), data: nested(maxDataDepth) }), undefined);
+  assert.equal(refusal({ ...valid, to: `${'a'.repeat(64)}@example.com`, data: { list: [{ deep: [1, 'two', null, true] }] } }), undefined);
+});
+
+test('every missing field is reported at once', () => {
+  assert.deepEqual(refusal({}), {
+    template: ['This field is required.'],
+    to: ['This field is required.'],
+    channel: ['This field is required.'],
+    data: ['This field is required.'],
+  });
+  assert.deepEqual(refusal({}, 'es'), {
+    template: ['Este campo es obligatorio.'],
+    to: ['Este campo es obligatorio.'],
+    channel: ['Este campo es obligatorio.'],
+    data: ['Este campo es obligatorio.'],
+  });
+});
+
+test('a wrong type names the expected type, and only that', () => {
+  const body = { template: 5, to: ['a@b.co'], channel: null, data: [] };
+  assert.deepEqual(refusal(body), {
+    template: ['Expected a string.'],
+    to: ['Expected a string.'],
+    channel: ['Expected a string.'],
+    data: ['Expected a JSON object.'],
+  });
+  assert.deepEqual(refusal(body, 'es'), {
+    template: ['Se esperaba una cadena de texto.'],
+    to: ['Se esperaba una cadena de texto.'],
+    channel: ['Se esperaba una cadena de texto.'],
+    data: ['Se esperaba un objeto JSON.'],
+  });
+  assert.deepEqual(refusal({ ...valid, data: null }), { data: ['Expected a JSON object.'] });
+  assert.deepEqual(refusal({ ...valid, data: 'x' }), { data: ['Expected a JSON object.'] });
+});
+
+test('the template must be a 1-100 character slug', () => {
+  assert.deepEqual(refusal({ ...valid, template: '' }), { template: ['This field may not be blank.'] });
+  assert.deepEqual(refusal({ ...valid, template: '' }, 'es'), { template: ['Este campo no puede estar vacío.'] });
+  assert.deepEqual(refusal({ ...valid, template: 'x'.repeat(101) }), { template: ['Ensure this field has no more than 100 characters.'] });
+  assert.deepEqual(refusal({ ...valid, template: 'x'.repeat(101) }, 'es'), { template: ['Asegúrese de que este campo no tenga más de 100 caracteres.'] });
+  for (const template of ['wel come', 'wel.come', 'ñandú', 'a/b', 'x\n']) {
+    assert.deepEqual(refusal({ ...valid, template }), { template: ['Use only letters, digits, underscores and hyphens.'] }, template);
+  }
+  assert.deepEqual(refusal({ ...valid, template: 'a b' }, 'es'), { template: ['Use solo letras, dígitos, guiones bajos y guiones.'] });
+});
+
+test('the recipient must be one plain email address', () => {
+  for (const to of ['not-an-email', 'Ana <ana@example.com>', 'ana@example.com, bo@example.com', 'ana@example.com;bo@example.com', 'ana@localhost', 'ana@[127.0.0.1]', ' ana@example.com', 'ana@', '@example.com', `${'a'.repeat(65)}@example.com`]) {
+    assert.deepEqual(refusal({ ...valid, to }), { to: ['Enter a valid email address.'] }, to);
+  }
+  assert.deepEqual(refusal({ ...valid, to: 'nope' }, 'es'), { to: ['Introduzca una dirección de correo electrónico válida.'] });
+});
+
+test('the recipient is at most 254 characters', () => {
+  const long = `${'a'.repeat(60)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.com`;
+  assert.ok(long.length > 254);
+  assert.deepEqual(refusal({ ...valid, to: long }), { to: ['Ensure this field has no more than 254 characters.'] });
+  assert.deepEqual(refusal({ ...valid, to: long }, 'es'), { to: ['Asegúrese de que este campo no tenga más de 254 caracteres.'] });
+});
+
+test('control characters in the recipient are refused for what they are', () => {
+  for (const to of ['ana@example.com\r\nBcc: eve@example.com', 'ana@example.com\n', 'ana\u0000@example.com', 'ana@example.com\u0085']) {
+    assert.deepEqual(refusal({ ...valid, to }), { to: ['Control characters, such as line breaks, are not allowed.'] }, JSON.stringify(to));
+  }
+  assert.deepEqual(refusal({ ...valid, to: 'a@b.co\r\n' }, 'es'), { to: ['No se permiten caracteres de control, como los saltos de línea.'] });
+});
+
+test('the only channel is email', () => {
+  for (const channel of ['sms', 'EMAIL', '', 'email ']) {
+    assert.deepEqual(refusal({ ...valid, channel }), { channel: ['The only supported channel is "email".'] }, channel);
+  }
+  assert.deepEqual(refusal({ ...valid, channel: 'sms' }, 'es'), { channel: ['El único canal admitido es "email".'] });
+});
+
+test('data nests at most 32 levels', () => {
+  assert.deepEqual(refusal({ ...valid, data: nested(maxDataDepth + 1) }), { data: ['Nesting is limited to 32 levels.'] });
+  assert.deepEqual(refusal({ ...valid, data: { list: [[[[]]]], deep: nested(maxDataDepth) } }), { data: ['Nesting is limited to 32 levels.'] });
+  assert.deepEqual(refusal({ ...valid, data: nested(maxDataDepth + 1) }, 'es'), { data: ['El anidamiento está limitado a 32 niveles.'] });
+  const parsed = JSON.parse(`{"data":{"a":${'['.repeat(50_000)}${']'.repeat(50_000)}}}`) as Record<string, unknown>;
+  assert.deepEqual(refusal({ ...valid, data: parsed['data'] }), { data: ['Nesting is limited to 32 levels.'] });
+});
+
+test('prototype-related keys are refused anywhere inside data', () => {
+  for (const source of ['{"__proto__":{}}', '{"a":{"constructor":1}}', '{"a":[{"b":{"prototype":null}}]}']) {
+    const data = JSON.parse(source) as unknown;
+    assert.deepEqual(refusal({ ...valid, data }), { data: ['The keys "__proto__", "constructor" and "prototype" are not allowed.'] }, source);
+  }
+  assert.deepEqual(refusal({ ...valid, data: { constructor: 1 } }, 'es'), { data: ['Las claves "__proto__", "constructor" y "prototype" no están permitidas.'] });
+  assert.equal(refusal({ ...valid, data: { text: '__proto__', list: ['constructor'] } }), undefined);
+});
+
+test('any other top-level field is unknown, an API key and __proto__ included', () => {
+  const body = JSON.parse('{"template":"welcome","to":"ana@example.com","channel":"email","data":{},"__proto__":{"template":"x"},"api_key":"k","Template":"x"}') as Record<string, unknown>;
+  const expected = JSON.parse('{"__proto__":["Unknown field."],"api_key":["Unknown field."],"Template":["Unknown field."]}') as unknown;
+  assert.deepEqual(refusal(body), expected);
+  assert.deepEqual(refusal({ ...valid, extra: 1 }, 'es'), { extra: ['Campo desconocido.'] });
+});
+
+test('a __proto__ body key does not supply the required fields', () => {
+  const parsed = JSON.parse('{"__proto__":{"template":"x","to":"a@b.co","channel":"email","data":{}}}') as Record<string, unknown>;
+  const result = refusal(parsed);
+  assert.deepEqual(Object.keys(result ?? {}).sort(), ['__proto__', 'channel', 'data', 'template', 'to']);
+});
+
+test('every field is judged in the same answer', () => {
+  assert.deepEqual(refusal({ template: 'a b', to: 'x', channel: 'sms', data: [], more: true }), {
+    template: ['Use only letters, digits, underscores and hyphens.'],
+    to: ['Enter a valid email address.'],
+    channel: ['The only supported channel is "email".'],
+    data: ['Expected a JSON object.'],
+    more: ['Unknown field.'],
+  });
+});
+
+test('random bodies never throw and yield either a valid body or field messages', () => {
+  const field = fc.oneof(fc.constantFrom('template', 'to', 'channel', 'data', '__proto__', 'constructor', 'toString'), fc.string());
+  const body = fc.dictionary(field, fc.jsonValue({ maxDepth: 5 }), { maxKeys: 8 });
+  const shaped = fc.record({
+    template: fc.oneof(fc.stringMatching(/^[A-Za-z0-9_-]{0,101}$/), fc.jsonValue()),
+    to: fc.oneof(fc.emailAddress(), fc.string(), fc.jsonValue()),
+    channel: fc.oneof(fc.constant('email'), fc.jsonValue()),
+    data: fc.oneof(fc.object(), fc.jsonValue()),
+  }, { requiredKeys: [] });
+  fc.assert(
+    fc.property(fc.oneof(body, shaped), fc.constantFrom<Language>('en', 'es'), (input, language) => {
+      // Through JSON text, as the route sees it: `__proto__` keys become own properties.
+      const parsed = JSON.parse(JSON.stringify(input)) as Record<string, unknown>;
+      const result = validateSendBody(parsed);
+      if (result.valid) {
+        assert.deepEqual(Object.keys(result.body).sort(), ['channel', 'data', 'template', 'to']);
+        return;
+      }
+      assert.ok(result.fields.size > 0);
+      for (const [name, messages] of result.fields) {
+        assert.equal(typeof name, 'string');
+        assert.ok(messages.length > 0);
+        for (const message of messages) {
+          const rendered = translate(language, message);
+          assert.ok(typeof rendered === 'string' && rendered.length > 0 && !rendered.includes('{'), rendered);
+        }
+      }
+    }),
+    { numRuns: 500 },
+  );
+});

@@ -1,0 +1,121 @@
+// Checks 10/11 in the gateway: the send body's fields, every rule of every field judged at once by one compiled schema,
+// each failure named by one message (CONTRACT.md, "Fields (422 rules)").
+import { Ajv, type ErrorObject } from 'ajv';
+import validator from 'validator';
+import { text, type Text } from '../i18n/messages.ts';
+
+export interface SendBody {
+  readonly template: string;
+  readonly to: string;
+  readonly channel: 'email';
+  readonly data: Record<string, unknown>;
+}
+
+export type Validation = { valid: true; body: SendBody } | { valid: false; fields: Map<string, Text[]> };
+
+export const maxDataDepth = 32;
+export const maxRecipientLength = 254;
+export const maxTemplateLength = 100;
+const reservedKeys = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** Whether objects and arrays nest at most `max` levels, `value` itself being level 1. Iterative: a 256 KiB body can nest deeper than the call stack. */
+export function nestsAtMost(value: unknown, max: number): boolean {
+  const pending: Array<[unknown, number]> = [[value, 1]];
+  for (let item = pending.pop(); item; item = pending.pop()) {
+    const [node, depth] = item;
+    if (depth > max) return false;
+    for (const child of Object.values(node as object)) {
+      if (child !== null && typeof child === 'object') pending.push([child, depth + 1]);
+    }
+  }
+  return true;
+}
+
+/** Whether any object inside `value`, at any depth, has a key that JavaScript code could mistake for a prototype link. */
+export function hasReservedKey(value: unknown): boolean {
+  const pending: unknown[] = [value];
+  for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
+    if (!Array.isArray(node) && Object.keys(node as object).some((key) => reservedKeys.has(key))) return true;
+    for (const child of Object.values(node as object)) {
+      if (child !== null && typeof child === 'object') pending.push(child);
+    }
+  }
+  return false;
+}
+
+const ajv = new Ajv({ allErrors: true, strict: true });
+// addr-spec only: no display name, no list, a real domain with a TLD, RFC 5321 part lengths.
+ajv.addFormat('email', {
+  type: 'string',
+  validate: (value: string) => validator.isEmail(value, { allow_display_name: false, require_tld: true, allow_ip_domain: false }),
+});
+ajv.addKeyword({ keyword: 'noControlCharacters', type: 'string', schemaType: 'boolean', errors: false, validate: (_: boolean, value: string) => !/\p{Cc}/u.test(value) });
+ajv.addKeyword({ keyword: 'maxDepth', type: 'object', schemaType: 'number', errors: false, validate: (max: number, value: unknown) => nestsAtMost(value, max) });
+ajv.addKeyword({ keyword: 'noReservedKeys', type: 'object', schemaType: 'boolean', errors: false, validate: (_: boolean, value: unknown) => !hasReservedKey(value) });
+
+const validate = ajv.compile<SendBody>({
+  type: 'object',
+  required: ['template', 'to', 'channel', 'data'],
+  additionalProperties: false,
+  properties: {
+    template: { type: 'string', minLength: 1, maxLength: maxTemplateLength, pattern: '^[A-Za-z0-9_-]*$' },
+    to: { type: 'string', maxLength: maxRecipientLength, noControlCharacters: true, format: 'email' },
+    channel: { type: 'string', enum: ['email'] },
+    data: { type: 'object', maxDepth: maxDataDepth, noReservedKeys: true },
+  },
+});
+
+/** One message per schema keyword: the schema above uses each keyword for one rule only. */
+const keywordMessages: Record<string, (error: ErrorObject) => Text> = {
+  required: () => text('field.required'),
+  additionalProperties: () => text('field.unknown'),
+  type: (error) => text(error.params['type'] === 'object' ? 'field.type_object' : 'field.type_string'),
+  minLength: () => text('field.blank'),
+  maxLength: (error) => text('field.max_length', { max: Number(error.params['limit']) }),
+  pattern: () => text('template.slug'),
+  noControlCharacters: () => text('to.control'),
+  format: () => text('to.email'),
+  enum: () => text('channel.choice'),
+  maxDepth: () => text('data.depth', { max: maxDataDepth }),
+  noReservedKeys: () => text('data.keys'),
+};
+
+function fieldOf(error: ErrorObject): string {
+  if (error.keyword === 'required') return String(error.params['missingProperty']);
+  if (error.keyword === 'additionalProperties') return String(error.params['additionalProperty']);
+  // Every other rule sits on a top-level property: `/template` names the field.
+  return error.instancePath.split('/')[1]?.replace(/~1/g, '/').replace(/~0/g, '~') ?? '';
+}
+
+/**
+ * The most useful messages for one field: a wrong type says only that (the other rules are moot), and "not an email
+ * address" is left out when a plainer reason (too long, control characters) already explains the refusal.
+ */
+function relevant(errors: readonly ErrorObject[]): ErrorObject[] {
+  const typeErrors = errors.filter((error) => error.keyword === 'type');
+  if (typeErrors.length > 0) return typeErrors;
+  const plain = errors.filter((error) => error.keyword !== 'format');
+  return plain.length > 0 ? plain : [...errors];
+}
+
+/** Validates the parsed body; never throws for any JSON object, and names every refused field with its messages. */
+export function validateSendBody(input: Record<string, unknown>): Validation {
+  if (validate(input)) return { valid: true, body: input };
+  const byField = new Map<string, ErrorObject[]>();
+  for (const error of validate.errors ?? []) {
+    const field = fieldOf(error);
+    byField.set(field, [...(byField.get(field) ?? []), error]);
+  }
+  const fields = new Map<string, Text[]>();
+  for (const [field, errors] of byField) {
+    fields.set(
+      field,
+      relevant(errors).map((error) => {
+        const message = keywordMessages[error.keyword];
+        if (!message) throw new Error(`no message for schema keyword ${error.keyword}`);
+        return message(error);
+      }),
+    );
+  }
+  return { valid: false, fields };
+}

@@ -1,0 +1,115 @@
+// Test support: the gateway app on a free port with real gRPC clients, a real Redis limiter and captured log lines.
+import { randomBytes } from 'node:crypto';
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { Redis } from 'ioredis';
+import { createLogger, createRegistry, GrpcClient, type Registry } from '@notify/platform';
+import { authProto, dispatchProto } from '@notify/proto';
+import { createApp } from '../app.ts';
+import type { Rate } from '../rate-limit/rate.ts';
+import { SendRateLimiter } from '../rate-limit/limiter.ts';
+import { connectRedis } from '../rate-limit/redis.ts';
+
+export const redisUrl = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+export const internalToken = 'internal-token-for-gateway-tests';
+
+export interface ServedApp {
+  readonly url: string;
+  readonly port: number;
+  readonly registry: Registry;
+  /** Every log line written so far, as JSON objects. */
+  readonly logs: Array<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+export async function serveApp(options: {
+  authAddress: string;
+  dispatchAddress: string;
+  rate?: Rate;
+  maxBodyBytes?: number;
+  deadlineMs?: number;
+}): Promise<ServedApp> {
+  const logs: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) logs.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  const logger = createLogger('gateway-test', 'debug', sink);
+  const registry = createRegistry('gateway-test');
+  const grpcOptions = { token: internalToken, deadlineMs: options.deadlineMs ?? 2_000 };
+  const auth = new GrpcClient(authProto.AuthService.service, options.authAddress, grpcOptions);
+  const dispatch = new GrpcClient(dispatchProto.DispatchService.service, options.dispatchAddress, grpcOptions);
+  const redis = connectRedis(redisUrl, logger);
+  await new Promise((resolve) => redis.once('ready', resolve));
+  const keyPrefix = `notify-t-${randomBytes(4).toString('hex')}:`;
+  const rateLimiter = new SendRateLimiter({ redis, keyPrefix, defaultRate: options.rate ?? { points: 120, windowSeconds: 60 }, replicas: 1, logger });
+  const app = createApp({
+    auth,
+    dispatch,
+    rateLimiter,
+    readiness: { 'auth-svc': () => auth.serving(), 'dispatch-svc': () => dispatch.serving(), redis: async () => (await redis.ping()) === 'PONG' },
+    logger,
+    registry,
+    maxBodyBytes: options.maxBodyBytes ?? 262_144,
+  });
+  const server: Server = createServer(app.callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    registry,
+    logs,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      auth.close();
+      dispatch.close();
+      const keys = await redis.keys(`${keyPrefix}*`);
+      if (keys.length > 0) await redis.del(...keys);
+      await redis.quit();
+    },
+  };
+}
+
+export interface RawResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/**
+ * A request written by hand, for what fetch cannot do: announce a Content-Length and send nothing, or stream a chunked
+ * body that never ends. `body` chunks are written one by one until the response arrives.
+ */
+export function rawRequest(port: number, options: { method?: string; path?: string; headers?: Record<string, string>; chunks?: Iterable<Buffer> }): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest({ host: '127.0.0.1', port, method: options.method ?? 'POST', path: options.path ?? '/api/v1/send/', headers: options.headers });
+    let answered = false;
+    request.on('response', (response) => {
+      answered = true;
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (body += chunk));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body }));
+    });
+    // The server may close the connection on us while we are still sending: the answer already given is what counts.
+    request.on('error', (error) => (answered ? undefined : reject(error)));
+    request.flushHeaders();
+    if (!options.chunks) return;
+    const chunks = options.chunks[Symbol.iterator]();
+    const writeNext = (): void => {
+      if (answered || request.destroyed) return;
+      const next = chunks.next();
+      if (next.done) {
+        request.end();
+        return;
+      }
+      request.write(next.value, () => setImmediate(writeNext));
+    };
+    writeNext();
+  });
+}

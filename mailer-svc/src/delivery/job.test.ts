@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { DeliveryJob } from '@notify/proto';
+import { parseJob } from './job.ts';
+
+const job: DeliveryJob = {
+  messageId: 7,
+  celeryTaskId: '6f1c1b7e-3f0e-4e43-9d3e-1f1f6b0c2a11',
+  projectId: 3,
+  organizationId: 2,
+  to: 'ana@example.com',
+  data: { name: 'Ana' },
+  template: { slug: 'welcome', version: 1, subject: 'Hi {{ name }}', html: '<p>{{ name }}</p>', text: '{{ name }}' },
+  acceptedAt: '2025-01-01T00:00:00.000Z',
+};
+const encode = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
+
+describe('delivery job parsing', () => {
+  it('accepts a well-formed job', () => {
+    assert.deepEqual(parseJob(encode(job)), { ok: true, job });
+  });
+
+  it('refuses bytes that are not JSON, without a message id', () => {
+    assert.deepEqual(parseJob(new TextEncoder().encode('{nope')), { ok: false, reason: 'malformed job: not UTF-8 JSON' });
+    assert.deepEqual(parseJob(Uint8Array.of(0xff, 0xfe)), { ok: false, reason: 'malformed job: not UTF-8 JSON' });
+    assert.deepEqual(parseJob(encode([job])), { ok: false, reason: 'malformed job: not a JSON object' });
+  });
+
+  it('names every invalid field and keeps the message id so the failure can be recorded', () => {
+    const parsed = parseJob(encode({ ...job, to: 'a@example.com\r\nBcc: b@example.com', data: null, template: { slug: 'x' } }));
+    assert.deepEqual(parsed, { ok: false, reason: 'malformed job: invalid to, data, template', messageId: 7 });
+  });
+
+  it('refuses a recipient list', () => {
+    const parsed = parseJob(encode({ ...job, to: 'a@example.com, b@example.com' }));
+    assert.equal(parsed.ok, false);
+  });
+});

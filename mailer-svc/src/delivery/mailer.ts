@@ -1,0 +1,208 @@
+// The mailer's work loop: pulls jobs from the shared durable consumer and delivers up to `concurrency` at once.
+// For each job it records `sending`, renders and sends, records the outcome, and only then settles the job, so a crash
+// at any point leaves the job to be offered again (at-least-once; the stable Message-ID lets receivers spot a repeat).
+//
+// It pulls with fetch() for exactly its free slots rather than consume(): consume() asks for more as soon as messages
+// arrive, not as they are finished, so a busy replica would hoard jobs whose ack wait runs out in its buffer. Asking
+// only for free slots bounds what each replica holds, which lets the consumer's max_ack_pending stay large enough for
+// jobs waiting out a retry delay (a delayed nak keeps its job pending on the server).
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { DeliveryEvent, DeliveryJob } from '@notify/proto';
+import type { Logger } from '@notify/platform';
+import type { JetStreamClient, JsMsg, Topology } from '@notify/platform/nats';
+import type { Renderer } from '../rendering/renderer.ts';
+import { decide, type RetryPolicy, type Settlement } from './decision.ts';
+import { createEventPublisher } from './events.ts';
+import { parseJob } from './job.ts';
+import type { MailSender } from './mail-sender.ts';
+import type { MailerMetrics } from './metrics.ts';
+import type { DeliveryOutcome } from './smtp-outcome.ts';
+
+export interface MailerSettings extends RetryPolicy {
+  concurrency: number;
+  ackWaitMs: number;
+}
+
+export interface MailerDependencies {
+  js: JetStreamClient;
+  names: Topology;
+  renderer: Renderer;
+  sender: MailSender;
+  metrics: MailerMetrics;
+  logger: Logger;
+  /** Jitter source for retry delays. */
+  random?: () => number;
+}
+
+export interface Mailer {
+  /** Stops pulling jobs; those already held keep being delivered. */
+  stopIntake(): void;
+  /** Resolves when every held job is settled. At the deadline, returns unfinished jobs to the queue for another replica. */
+  drain(deadlineMs: number): Promise<void>;
+}
+
+/** Delay before a job whose event could not be recorded is offered again. */
+const eventFailureRetryMs = 2_000;
+/** Pause before pulling again after a pull failed. */
+const resumeDelayMs = 1_000;
+/** How long one pull request waits for jobs on an idle stream. */
+const fetchExpiresMs = 10_000;
+
+/** A job this replica holds. `released` once it was acknowledged, offered again or terminated. */
+interface Held {
+  released: boolean;
+  done: Promise<void>;
+}
+
+export async function startMailer(deps: MailerDependencies, settings: MailerSettings): Promise<Mailer> {
+  const { logger, metrics } = deps;
+  const consumer = await deps.js.consumers.get(deps.names.jobsStream, deps.names.mailerConsumer);
+  const publishEvent = createEventPublisher(deps.js, deps.names);
+  const held = new Map<JsMsg, Held>();
+  let stopping = false;
+  let batch: Awaited<ReturnType<typeof consumer.fetch>> | undefined;
+  const stopped = Promise.withResolvers<void>();
+
+  const settle = async (msg: JsMsg, entry: Held, settlement: Settlement): Promise<void> => {
+    // A job given back at the shutdown deadline belongs to another replica now.
+    if (entry.released) return;
+    entry.released = true;
+    if (settlement.action === 'nak') msg.nak(settlement.delayMs);
+    // No reason on +TERM: servers before 2.10 do not read one and would leave the job pending. The event records why.
+    else if (settlement.action === 'term') msg.term();
+    else {
+      // Confirmed, so the job does not come back for a second send because an ack was lost.
+      await msg.ackAck().catch((error: unknown) => logger.warn({ err: error, seq: msg.seq }, 'acknowledgement not confirmed; the job may be delivered again'));
+    }
+  };
+
+  /**
+   * Publishes the event, then settles the job (when `settlement` is given). If the event cannot be recorded, the job
+   * comes back shortly instead, so no transition is ever lost.
+   */
+  const record = async (msg: JsMsg, entry: Held, event: DeliveryEvent, settlement?: Settlement): Promise<boolean> => {
+    // Given back at the shutdown deadline: the replica that takes the job over records its own attempt.
+    if (entry.released) return false;
+    try {
+      await publishEvent(event);
+    } catch (error) {
+      logger.error({ err: error, messageId: event.messageId, state: event.state }, 'delivery event not recorded; job will be retried');
+      await settle(msg, entry, { action: 'nak', delayMs: eventFailureRetryMs });
+      return false;
+    }
+    if (settlement === undefined) return true;
+    metrics.deliveries.inc({ outcome: event.state });
+    await settle(msg, entry, settlement);
+    return true;
+  };
+
+  const attemptDelivery = async (job: DeliveryJob): Promise<DeliveryOutcome> => {
+    let mail;
+    try {
+      mail = await deps.renderer.render(job);
+    } catch (error) {
+      return { kind: 'permanent', reason: error instanceof Error ? error.message : String(error) };
+    }
+    const stopTimer = metrics.sendDuration.startTimer();
+    const outcome = await deps.sender.send(job, mail);
+    stopTimer({ result: outcome.kind });
+    return outcome;
+  };
+
+  const deliver = async (msg: JsMsg, entry: Held): Promise<void> => {
+    const attempt = msg.info.deliveryCount;
+    const now = (): string => new Date().toISOString();
+    const parsed = parseJob(msg.data);
+    if (!parsed.ok) {
+      logger.error({ seq: msg.seq, messageId: parsed.messageId, reason: parsed.reason }, 'unreadable delivery job');
+      if (parsed.messageId !== undefined) {
+        await record(msg, entry, { messageId: parsed.messageId, state: 'failed', attempt, occurredAt: now(), reason: parsed.reason }, { action: 'term' });
+      } else {
+        metrics.deliveries.inc({ outcome: 'failed' });
+        await settle(msg, entry, { action: 'term' });
+      }
+      return;
+    }
+    const job = parsed.job;
+    if (!(await record(msg, entry, { messageId: job.messageId, state: 'sending', attempt, occurredAt: now() }))) return;
+    const outcome = await attemptDelivery(job);
+    const decision = decide(outcome, attempt, settings, deps.random);
+    const event: DeliveryEvent = { messageId: job.messageId, attempt, occurredAt: now(), ...decision.event };
+    if (await record(msg, entry, event, decision.settle)) {
+      if (event.state === 'sent') metrics.latency.observe(Math.max(0, Date.now() - Date.parse(job.acceptedAt)) / 1_000);
+      const level = event.state === 'sent' ? 'info' : 'warn';
+      logger[level]({ messageId: job.messageId, attempt, state: event.state, smtpCode: event.smtpCode, reason: event.reason }, 'delivery attempt finished');
+    }
+  };
+
+  const hold = (msg: JsMsg): void => {
+    const entry: Held = { released: false, done: Promise.resolve() };
+    metrics.inFlight.inc();
+    // Tells the server the job is still being worked on, so a slow relay does not get it redelivered elsewhere.
+    const heartbeat = setInterval(() => entry.released || msg.working(), Math.max(1_000, Math.floor(settings.ackWaitMs / 3)));
+    entry.done = deliver(msg, entry)
+      .catch(async (error: unknown) => {
+        logger.error({ err: error, seq: msg.seq }, 'delivery crashed; job will be retried');
+        await settle(msg, entry, { action: 'nak', delayMs: eventFailureRetryMs });
+      })
+      .finally(() => {
+        clearInterval(heartbeat);
+        held.delete(msg);
+        metrics.inFlight.dec();
+      });
+    held.set(msg, entry);
+  };
+
+  const waitForSlot = async (): Promise<void> => {
+    while (held.size >= settings.concurrency && !stopping) {
+      await Promise.race([...[...held.values()].map((entry) => entry.done), stopped.promise]);
+    }
+  };
+
+  const loop = (async () => {
+    while (!stopping) {
+      await waitForSlot();
+      if (stopping) break;
+      try {
+        batch = await consumer.fetch({ max_messages: settings.concurrency - held.size, expires: fetchExpiresMs });
+        if (stopping) batch.stop();
+        for await (const msg of batch) {
+          // A job that arrives as intake stops goes straight back for another replica.
+          if (stopping) msg.nak();
+          else hold(msg);
+        }
+      } catch (error) {
+        logger.error({ err: error }, 'pulling delivery jobs failed; retrying');
+        await Promise.race([sleep(resumeDelayMs), stopped.promise]);
+      }
+    }
+  })();
+
+  const stopIntake = (): void => {
+    stopping = true;
+    stopped.resolve();
+    batch?.stop();
+  };
+
+  return {
+    stopIntake,
+    async drain(deadlineMs) {
+      stopIntake();
+      const finished = (async () => {
+        await loop;
+        await Promise.all([...held.values()].map((entry) => entry.done));
+      })();
+      const timer = sleep(deadlineMs, 'deadline' as const, { ref: false });
+      if ((await Promise.race([finished.then(() => 'finished' as const), timer])) === 'finished') return;
+      let returned = 0;
+      for (const [msg, entry] of held) {
+        if (entry.released) continue;
+        entry.released = true;
+        msg.nak();
+        returned += 1;
+      }
+      logger.warn({ returned }, 'shutdown deadline reached; unfinished jobs returned to the queue');
+      await loop;
+    },
+  };
+}

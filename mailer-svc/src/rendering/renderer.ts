@@ -1,0 +1,100 @@
+// Renders a job's template snapshot with LiquidJS. Templates are written by tenants, so rendering is sandboxed: no file
+// access (include/render/layout only see an empty in-memory map), own properties only, and parse/render/memory limits.
+// HTML output is escaped by default; subject and text are plain text, so escaping them would show `&amp;` to readers.
+import { Liquid, type Template } from 'liquidjs';
+import type { DeliveryJob } from '@notify/proto';
+import { LruCache } from './template-cache.ts';
+
+export interface RenderedMail {
+  subject: string;
+  html: string;
+  text: string;
+}
+
+type Part = keyof RenderedMail;
+
+export interface RendererOptions {
+  /** Longest template source parsed, in characters. */
+  parseLimit: number;
+  /** Longest time one part may take to render, in ms. */
+  renderLimit: number;
+  /** LiquidJS allocation budget per render (string and array building). */
+  memoryLimit: number;
+  /** Parsed templates kept, per part. */
+  cacheEntries: number;
+}
+
+export const defaultRendererOptions: RendererOptions = {
+  parseLimit: 1_000_000,
+  renderLimit: 2_000,
+  memoryLimit: 20_000_000,
+  cacheEntries: 1_000,
+};
+
+/** Thrown when a template cannot be parsed or rendered with the message's data; retrying cannot help. */
+export class TemplateRenderError extends Error {
+  override name = 'TemplateRenderError';
+  readonly part: Part;
+  constructor(part: Part, message: string, options: { cause?: unknown } = {}) {
+    super(message, options);
+    this.part = part;
+  }
+}
+
+interface CachedTemplate {
+  source: string;
+  parsed: Template[];
+}
+
+export interface Renderer {
+  render(job: Pick<DeliveryJob, 'projectId' | 'template' | 'data'>): Promise<RenderedMail>;
+}
+
+/** Removes line breaks (and other control characters) so data can never end the Subject header and start another. */
+export function toHeaderText(value: string): string {
+  return value.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+}
+
+export function createRenderer(overrides: Partial<RendererOptions> = {}): Renderer {
+  const options = { ...defaultRendererOptions, ...overrides };
+  const shared = {
+    templates: {},
+    ownPropertyOnly: true,
+    timezoneOffset: 0,
+    parseLimit: options.parseLimit,
+    renderLimit: options.renderLimit,
+    memoryLimit: options.memoryLimit,
+  };
+  const plain = new Liquid(shared);
+  const html = new Liquid({ ...shared, outputEscape: 'escape' });
+  const cache = new LruCache<string, CachedTemplate>(options.cacheEntries * 3);
+
+  const parse = (engine: Liquid, key: string, source: string): Template[] => {
+    const cached = cache.get(key);
+    // The source check keeps a stale entry from ever rendering, should a (slug, version) be reused with other content.
+    if (cached && cached.source === source) return cached.parsed;
+    const parsed = engine.parse(source);
+    cache.set(key, { source, parsed });
+    return parsed;
+  };
+
+  const renderPart = async (job: Pick<DeliveryJob, 'projectId' | 'template' | 'data'>, part: Part): Promise<string> => {
+    const { slug, version } = job.template;
+    const engine = part === 'html' ? html : plain;
+    try {
+      // Slugs are unique per project only, so the project is part of the key.
+      const parsed = parse(engine, `${job.projectId}/${slug}@${version}/${part}`, job.template[part]);
+      return String(await engine.render(parsed, job.data));
+    } catch (error) {
+      const detail = error instanceof Error ? error.message : String(error);
+      throw new TemplateRenderError(part, `template "${slug}" version ${version}: the ${part} could not be rendered: ${detail}`, { cause: error });
+    }
+  };
+
+  return {
+    async render(job) {
+      const [subject, htmlPart, text] = await Promise.all([renderPart(job, 'subject'), renderPart(job, 'html'), renderPart(job, 'text')]);
+      return { subject: toHeaderText(subject), html: htmlPart, text };
+    },
+  };
+}
