@@ -12,6 +12,7 @@ import type { KeyRecord } from './keys/key-lookup.ts';
 import { KeyResolver } from './keys/key-resolver.ts';
 import { startUsageFlusher, UsageTracker } from './keys/usage-recorder.ts';
 import { createAuthMetrics } from './metrics.ts';
+import { createPanelAccessHandlers } from './panel-users/panel-access.ts';
 
 export interface AuthServiceOptions {
   readonly pool: Pool;
@@ -28,6 +29,8 @@ export interface AuthServiceOptions {
 export interface AuthService {
   readonly authorize: AsyncHandlers<auth.AuthServiceDefinition>;
   readonly admin: AsyncHandlers<auth.AuthAdminServiceDefinition>;
+  /** The web panel's sign-in and access checks (internal token, like `authorize`). */
+  readonly panel: AsyncHandlers<auth.PanelAuthServiceDefinition>;
   /** Stops listening for invalidations and writes the key uses still pending; the pool and NATS stay open. */
   close(): Promise<void>;
 }
@@ -54,6 +57,7 @@ export async function createAuthService(options: AuthServiceOptions): Promise<Au
 
   return {
     authorize: createAuthorizeHandlers({ resolver, usage, outcomes: metrics.authorizations }),
+    panel: createPanelAccessHandlers({ pool, logger }),
     admin: createAdminHandlers({ pool, invalidation }),
     async close() {
       await invalidation.close();

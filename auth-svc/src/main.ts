@@ -22,6 +22,7 @@ runService('auth-svc', configSpec, async ({ config, logger, registry, lifecycle,
   const server = new GrpcServer({ logger, registry });
   server.add(authProto.AuthService.service, service.authorize, [config.internalToken]);
   server.add(authProto.AuthAdminService.service, service.admin, [config.adminToken]);
+  server.add(authProto.PanelAuthService.service, service.panel, [config.internalToken]);
   await server.listen(config.grpcPort);
 
   addReadinessCheck('database', async () => {

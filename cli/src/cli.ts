@@ -4,9 +4,11 @@ import { status } from '@grpc/grpc-js';
 import { RemoteError } from '@notify/platform';
 import { parseFlags, UsageError } from './args.ts';
 import type { Command, CommandGroup, Prepared } from './commands/command.ts';
+import { deadLettersCommands } from './commands/dead-letters.ts';
 import { keyCommands } from './commands/key.ts';
 import { messagesCommands } from './commands/messages.ts';
 import { orgCommands } from './commands/org.ts';
+import { panelUserCommands } from './commands/panel-user.ts';
 import { planCommands } from './commands/plan.ts';
 import { projectCommands } from './commands/project.ts';
 import { templateCommands } from './commands/template.ts';
@@ -14,7 +16,7 @@ import { Connections } from './connections.ts';
 import { commandHelp, globalHelp, groupHelp } from './help.ts';
 import type { Io } from './output.ts';
 
-export const groups: readonly CommandGroup[] = [planCommands, orgCommands, projectCommands, keyCommands, templateCommands, messagesCommands];
+export const groups: readonly CommandGroup[] = [planCommands, orgCommands, projectCommands, keyCommands, templateCommands, messagesCommands, deadLettersCommands, panelUserCommands];
 
 export const exitCodes = { ok: 0, remote: 1, usage: 2 } as const;
 

@@ -40,7 +40,7 @@ export class Connections {
     return token;
   }
 
-  #connect<D extends auth.AuthAdminServiceDefinition | dispatch.TemplateAdminServiceDefinition | dispatch.DispatchServiceDefinition>(
+  #connect<D extends auth.AuthAdminServiceDefinition | dispatch.TemplateAdminServiceDefinition | dispatch.DispatchServiceDefinition | dispatch.DeadLetterAdminServiceDefinition>(
     definition: D,
     target: Target,
     token: string,
@@ -58,6 +58,11 @@ export class Connections {
   templateAdmin(): GrpcClient<dispatch.TemplateAdminServiceDefinition> {
     const token = this.#token('ADMIN_TOKEN', 'templates need the admin token of dispatch-svc');
     return this.#connect(dispatchProto.TemplateAdminService.service as dispatch.TemplateAdminServiceDefinition, 'dispatch', token);
+  }
+
+  deadLetterAdmin(): GrpcClient<dispatch.DeadLetterAdminServiceDefinition> {
+    const token = this.#token('ADMIN_TOKEN', 'dead letters need the admin token of dispatch-svc');
+    return this.#connect(dispatchProto.DeadLetterAdminService.service as dispatch.DeadLetterAdminServiceDefinition, 'dispatch', token);
   }
 
   dispatch(): GrpcClient<dispatch.DispatchServiceDefinition> {

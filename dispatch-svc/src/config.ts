@@ -1,5 +1,6 @@
 // dispatch-svc's environment (README's table is written from these declarations); common variables come from the platform.
-import { duration, integer, secret, text, url } from '@notify/platform';
+import { duration, integer, oneOf, secret, text, url } from '@notify/platform';
+import { dispatchTestFaults } from './outbox/test-fault.ts';
 
 export const configSpec = {
   grpcPort: integer('GRPC_PORT', { description: 'port of the gRPC server (DispatchService, TemplateAdminService, health)', default: 50052, min: 0, max: 65535 }),
@@ -13,4 +14,6 @@ export const configSpec = {
   idempotencyTtlMs: duration('NOTIFY_IDEMPOTENCY_TTL', { description: 'how long an Idempotency-Key replays its first response', default: '24h', minMs: 1_000 }),
   outboxRelayIntervalMs: duration('OUTBOX_RELAY_INTERVAL', { description: 'pause between two passes of the outbox relay', default: '1s', minMs: 50 }),
   outboxRelayMinAgeMs: duration('OUTBOX_RELAY_MIN_AGE', { description: 'age an outbox row reaches before the relay republishes it (the send path publishes it first)', default: '5s', minMs: 0 }),
+  nodeEnv: text('NODE_ENV', { description: 'deployment kind; only `test` allows NOTIFY_TEST_FAULT', default: 'production' }),
+  testFault: oneOf('NOTIFY_TEST_FAULT', dispatchTestFaults, { description: 'TEST ONLY, refused unless NODE_ENV=test: kill the process after a send commits (`exit-after-commit`) or after its job is published (`exit-after-publish`)', default: 'none' }),
 };

@@ -13,9 +13,20 @@ export interface DispatchMetrics {
   readonly messagesAccepted: Counter;
   readonly messagesReplayed: Counter;
   readonly deliveryEvents: Counter<'outcome'>;
+  /** Failed messages an operator re-queued (dead-letters/requeue.ts). */
+  readonly messagesRequeued: Counter;
+  /** Delivery-limit advisories by outcome (dead-letters/delivery-limit.ts). */
+  readonly deliveryLimits: Counter<'outcome'>;
 }
 
 export function createDispatchMetrics(registry: Registry): DispatchMetrics {
+  const deliveryLimits = new Counter({
+    name: 'notify_delivery_limit_advisories_total',
+    help: 'JetStream delivery-limit advisories for jobs, by outcome (failed: the message ended failed; gone: the job had already left the stream; unreadable)',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  for (const outcome of ['failed', 'gone', 'unreadable']) deliveryLimits.inc({ outcome }, 0);
   return {
     jobsPublished: new Counter({
       name: 'notify_jobs_published_total',
@@ -44,5 +55,11 @@ export function createDispatchMetrics(registry: Registry): DispatchMetrics {
       labelNames: ['outcome'],
       registers: [registry],
     }),
+    messagesRequeued: new Counter({
+      name: 'notify_messages_requeued_total',
+      help: 'Failed messages an operator re-queued for a new delivery',
+      registers: [registry],
+    }),
+    deliveryLimits,
   };
 }

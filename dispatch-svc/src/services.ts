@@ -1,11 +1,16 @@
-// The two gRPC services dispatch-svc serves, bound to their handlers and tokens: DispatchService for the gateway
-// (internal token) and TemplateAdminService for operators (admin token). main.ts and the tests both serve them from here.
+// The gRPC services dispatch-svc serves, bound to their handlers and tokens: DispatchService for the gateway (internal
+// token), TemplateAdminService and DeadLetterAdminService for operators (admin token), PanelService for the gateway's
+// web panel (internal token). main.ts and the tests both serve them from here.
 import type { GrpcServer } from '@notify/platform';
 import { dispatchProto } from '@notify/proto';
+import { deadLetterAdminHandlers } from './dead-letters/dead-letter-admin.ts';
+import { checkIdempotency } from './idempotency/idempotency-check.ts';
 import { getMessage, listMessages } from './messages/queries.ts';
 import { send, type SendDeps } from './messages/send.ts';
+import { panelServiceHandlers } from './panel/panel-service.ts';
 import type { LiquidSyntax } from './templates/liquid-syntax.ts';
 import { templateAdminHandlers } from './templates/template-admin.ts';
+import { getUsage } from './usage/get-usage.ts';
 
 export interface ServiceDeps extends SendDeps {
   readonly liquid: LiquidSyntax;
@@ -20,8 +25,12 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       Send: (request) => send(deps, request),
       GetMessage: (request) => getMessage(deps.pool, request),
       ListMessages: (request) => listMessages(deps.pool, request),
+      CheckIdempotency: (request) => checkIdempotency(deps, request),
+      GetUsage: (request) => getUsage(deps.pool, request),
     },
     [deps.internalToken],
   );
   server.add(dispatchProto.TemplateAdminService.service, templateAdminHandlers(deps), [deps.adminToken]);
+  server.add(dispatchProto.DeadLetterAdminService.service, deadLetterAdminHandlers(deps), [deps.adminToken]);
+  server.add(dispatchProto.PanelService.service, panelServiceHandlers(deps), [deps.internalToken]);
 }

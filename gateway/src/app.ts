@@ -9,6 +9,8 @@ import { observe } from './http/observe.ts';
 import { requestContext } from './http/request-context.ts';
 import type { GatewayState } from './http/state.ts';
 import { unmatched } from './http/unmatched.ts';
+import { openApiRoute } from './openapi/route.ts';
+import { createPanel, type PanelDeps } from './panel/panel.ts';
 import type { SendRateLimiter } from './rate-limit/limiter.ts';
 import type { DispatchClient } from './send/dispatch.ts';
 import { countSendOutcomes } from './send/outcomes.ts';
@@ -25,6 +27,8 @@ export interface GatewayDeps {
   readonly registry: Registry;
   /** NOTIFY_MAX_BODY_BYTES. */
   readonly maxBodyBytes: number;
+  /** The web panel under /panel/; absent, those paths are the API's 404s. */
+  readonly panel?: PanelDeps;
 }
 
 export type { GatewayState } from './http/state.ts';
@@ -42,10 +46,12 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   router.post('/api/v1/send/', '/api/v1/send', ...send);
   router.get('/healthz', '/healthz', healthz());
   router.get('/readyz', '/readyz', readyz(deps.readiness));
+  router.get('/api/v1/openapi.json', '/api/v1/openapi.json', openApiRoute());
 
   app.use(handleErrors(deps.logger));
   app.use(requestContext());
   app.use(observe({ registry: deps.registry, logger: deps.logger }));
+  if (deps.panel) app.use(createPanel(deps.panel));
   app.use(router.routes());
   app.use(unmatched());
   return app;

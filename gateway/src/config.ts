@@ -1,5 +1,6 @@
 // The gateway's environment variables, validated at start with every fault listed at once.
 import { custom, duration, integer, secret, text, url } from '@notify/platform';
+import { panelConfigSpec } from './panel/config.ts';
 import { parseRate } from './rate-limit/rate.ts';
 
 export const configSpec = {
@@ -13,4 +14,5 @@ export const configSpec = {
   sendRate: custom('NOTIFY_PUBLIC_SEND_RATE', { description: 'default send rate per API key, <count>/<unit> with unit s, sec, second, m, min, minute, h, hour, d or day', default: '120/min' }, parseRate),
   gatewayReplicas: integer('NOTIFY_GATEWAY_REPLICAS', { description: "gateway replicas sharing the rate; without Redis each allows its share (rate / replicas)", default: 1, min: 1 }),
   maxBodyBytes: integer('NOTIFY_MAX_BODY_BYTES', { description: 'largest request body accepted, in bytes (413 beyond)', default: 262_144, min: 1 }),
+  ...panelConfigSpec,
 };

@@ -1,9 +1,10 @@
 // gateway: the only HTTP edge of Notify. Config, clients, the HTTP listener, readiness and ordered shutdown.
-import { GrpcClient, runService, ShutdownPriority } from '@notify/platform';
+import { degradable, GrpcClient, runService, ShutdownPriority } from '@notify/platform';
 import { authProto, dispatchProto } from '@notify/proto';
 import { createApp } from './app.ts';
 import { configSpec } from './config.ts';
 import { listen } from './http/listener.ts';
+import { createPanelDeps } from './panel/dependencies.ts';
 import { SendRateLimiter } from './rate-limit/limiter.ts';
 import { connectRedis } from './rate-limit/redis.ts';
 
@@ -23,11 +24,15 @@ runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, 
   const readiness = {
     'auth-svc': () => auth.serving(),
     'dispatch-svc': () => dispatch.serving(),
-    redis: async () => (await redis.ping()) === 'PONG',
+    // Without Redis the rate limit falls back to this replica's in-memory share and the gateway keeps serving.
+    redis: degradable(async () => (await redis.ping()) === 'PONG'),
   };
   for (const [name, check] of Object.entries(readiness)) addReadinessCheck(name, check);
 
-  const app = createApp({ auth, dispatch, rateLimiter, readiness, logger, registry, maxBodyBytes: config.maxBodyBytes });
+  // The web panel: its own gRPC clients (PanelAuthService, PanelService) and its sessions on the same Redis.
+  const panel = createPanelDeps({ config, redis, logger });
+
+  const app = createApp({ auth, dispatch, rateLimiter, readiness, logger, registry, maxBodyBytes: config.maxBodyBytes, panel: panel.deps });
   const listener = await listen(app.callback(), config.httpPort);
   logger.info({ port: listener.port }, 'HTTP listener ready');
 
@@ -36,6 +41,7 @@ runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, 
   lifecycle.onShutdown('gRPC clients', ShutdownPriority.closeClients, async () => {
     auth.close();
     dispatch.close();
+    panel.close();
   });
   lifecycle.onShutdown('Redis', ShutdownPriority.closeClients, async () => {
     // QUIT needs a live connection; without one there is nothing to flush.

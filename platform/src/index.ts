@@ -4,7 +4,7 @@ export { boolean, ConfigError, custom, duration, integer, parseDuration, loadCon
 export { OperationalError, UserError, errorMetadataKeys } from './errors.ts';
 export { createLogger, redactedPaths, type Logger } from './logger.ts';
 export { Lifecycle, ShutdownPriority } from './lifecycle.ts';
-export { Counter, Gauge, Histogram, createRegistry, startOpsServer, type OpsServer, type ReadinessCheck, type Registry } from './metrics.ts';
+export { Counter, Gauge, Histogram, checkReadiness, createRegistry, degradable, startOpsServer, type OpsServer, type Readiness, type ReadinessCheck, type ReadinessState, type Registry } from './metrics.ts';
 export { commonConfig, runService, type ServiceContext } from './service.ts';
 export { GrpcServer, type AsyncHandlers } from './grpc/server.ts';
 export { GrpcClient, channelOptions, type GrpcClientOptions } from './grpc/client.ts';

@@ -13,26 +13,59 @@ export function createRegistry(service: string): Registry {
   return registry;
 }
 
-/** A readiness check: resolves when the dependency answers, rejects (or resolves false) when it does not. */
-export type ReadinessCheck = () => Promise<boolean>;
+/**
+ * A readiness check: resolves true when the dependency answers, rejects (or resolves false) when it does not. It may
+ * resolve 'degraded' instead: the dependency is down but the service keeps serving without it (see `degradable`).
+ */
+export type ReadinessCheck = () => Promise<boolean | 'degraded'>;
+
+export type ReadinessState = 'ok' | 'degraded' | 'failing';
+
+/** The answer of /readyz: 200 while `ready`, 503 otherwise. */
+export interface Readiness {
+  readonly ready: boolean;
+  /** `degraded`: ready, but some dependency the service can do without is down. */
+  readonly status: 'ok' | 'degraded' | 'unavailable';
+  readonly checks: Record<string, ReadinessState>;
+}
 
 export interface OpsServer {
   readonly port: number;
   close(): Promise<void>;
 }
 
-async function readiness(checks: Record<string, ReadinessCheck>): Promise<{ ready: boolean; checks: Record<string, string> }> {
-  const results: Record<string, string> = {};
+/**
+ * For a dependency the service can serve without (a cache, a shared counter with a local fallback): when `check`
+ * fails it is reported as degraded and leaves the service ready, so a probe does not take every replica out of
+ * rotation for an outage they are built to ride out.
+ */
+export function degradable(check: ReadinessCheck): ReadinessCheck {
+  return () =>
+    check().then(
+      (result) => (result === true ? true : 'degraded'),
+      () => 'degraded' as const,
+    );
+}
+
+/**
+ * Runs every check at once. A check that rejects counts as failing; its error is not reported, as it may name
+ * addresses. Served on the ops port by runService, and by any public listener that wants the same answer.
+ */
+export async function checkReadiness(checks: Readonly<Record<string, ReadinessCheck>>): Promise<Readiness> {
+  const results: Record<string, ReadinessState> = {};
   await Promise.all(
     Object.entries(checks).map(async ([name, check]) => {
       try {
-        results[name] = (await check()) ? 'ok' : 'failing';
+        const result = await check();
+        results[name] = result === true ? 'ok' : result === 'degraded' ? 'degraded' : 'failing';
       } catch {
         results[name] = 'failing';
       }
     }),
   );
-  return { ready: Object.values(results).every((result) => result === 'ok'), checks: results };
+  const states = Object.values(results);
+  const ready = !states.includes('failing');
+  return { ready, status: !ready ? 'unavailable' : states.includes('degraded') ? 'degraded' : 'ok', checks: results };
 }
 
 export async function startOpsServer(options: {
@@ -51,8 +84,8 @@ export async function startOpsServer(options: {
     if (req.method !== 'GET') return reply(405, 'text/plain', 'method not allowed\n');
     if (path === '/healthz') return reply(200, 'application/json', '{"status":"ok"}');
     if (path === '/readyz') {
-      void readiness(options.checks).then((result) =>
-        reply(result.ready ? 200 : 503, 'application/json', JSON.stringify({ status: result.ready ? 'ok' : 'unavailable', checks: result.checks })),
+      void checkReadiness(options.checks).then((result) =>
+        reply(result.ready ? 200 : 503, 'application/json', JSON.stringify({ status: result.status, checks: result.checks })),
       );
       return;
     }

@@ -1,8 +1,10 @@
 // The demo tenant `npm start` sets up through the admin gRPC APIs, exactly as an operator would with notifyctl:
-// plan "demo", organization "Demo", project "demo", active template `welcome`, and an API key kept in a local file.
+// plan "demo", organization "Demo", project "demo", active template `welcome`, an API key kept in a local file, and a
+// panel user (operator) whose password is kept beside it.
 // Running it again creates nothing new: each piece is looked up first, and the kept key is reused while it is valid.
+import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { GrpcClient } from '@notify/platform';
 import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
 import type { Reporter } from './infrastructure.ts';
@@ -25,6 +27,8 @@ export interface DemoTenant {
   readonly apiKeyId: number;
   /** `prefix.secret`, for the Authorization header. */
   readonly apiKey: string;
+  /** Who signs in to the web panel (`/panel/`), and where the password is kept. */
+  readonly panelUser: { readonly email: string; readonly password: string; readonly passwordFile: string };
   /** What this run had to create (empty when everything was already there). */
   readonly created: readonly string[];
 }
@@ -34,6 +38,7 @@ export const demo = {
   organization: 'Demo',
   project: 'demo',
   keyName: 'demo',
+  panelUser: { email: 'demo@notify.localhost', role: 'operator' },
   template: {
     slug: 'welcome',
     subject: 'Welcome, {{ name }}!',
@@ -43,7 +48,7 @@ export const demo = {
   },
 } as const;
 
-async function readKeptKey(file: string): Promise<string | undefined> {
+async function readKept(file: string): Promise<string | undefined> {
   const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return undefined;
     throw error;
@@ -52,10 +57,10 @@ async function readKeptKey(file: string): Promise<string | undefined> {
   return key ? key : undefined;
 }
 
-async function keepKey(file: string, key: string): Promise<void> {
+async function keep(file: string, secret: string): Promise<void> {
   await mkdir(dirname(file), { recursive: true });
   const temporary = `${file}.${process.pid}.tmp`;
-  await writeFile(temporary, `${key}\n`, { mode: 0o600 });
+  await writeFile(temporary, `${secret}\n`, { mode: 0o600 });
   await rename(temporary, file);
 }
 
@@ -106,7 +111,7 @@ export async function seedDemo(options: SeedOptions): Promise<DemoTenant> {
     }
 
     const keys = (await authAdmin.call('ListApiKeys', { projectId: project.id })).keys;
-    const kept = await readKeptKey(options.keyFile);
+    const kept = await readKept(options.keyFile);
     const valid = kept === undefined ? undefined : keys.find((key) => !key.revokedAt && kept.startsWith(`${key.prefix}.`));
     let apiKey: string;
     let apiKeyId: number;
@@ -119,12 +124,37 @@ export async function seedDemo(options: SeedOptions): Promise<DemoTenant> {
       if (!fresh.key) throw new Error('CreateApiKey answered without the key record');
       apiKey = fresh.apiKey;
       apiKeyId = fresh.key.id;
-      await keepKey(options.keyFile, apiKey);
+      await keep(options.keyFile, apiKey);
       created.push(`API key ${fresh.key.prefix} (kept in ${options.keyFile})`);
     }
 
+    // The panel user's password lives beside the key; without it (a fresh .data/ on an old database) a new one is set.
+    const passwordFile = join(dirname(options.keyFile), 'demo-panel-password');
+    const { email, role } = demo.panelUser;
+    const panelUser = (await authAdmin.call('ListPanelUsers', { organizationId: organization.id })).users.find((user) => user.email === email);
+    let password = await readKept(passwordFile);
+    if (!panelUser || password === undefined) {
+      password ??= randomBytes(15).toString('base64url');
+      if (panelUser) await authAdmin.call('SetPanelUserPassword', { id: panelUser.id, password });
+      else await authAdmin.call('CreatePanelUser', { organizationId: organization.id, email, password, role });
+      await keep(passwordFile, password);
+      // Reported on its own line rather than in `created`, which lists what integrators use (plan to API key).
+      options.logger.info(`demo panel user: ${panelUser ? 'new password for' : 'created'} ${email} (password kept in ${passwordFile})`);
+    }
+    if (panelUser?.disabledAt) options.logger.warn(`panel user ${email} is disabled: it cannot sign in`);
+
     options.logger.info(created.length > 0 ? `demo tenant: created ${created.join(', ')}` : 'demo tenant: already set up');
-    return { planId: plan.id, organizationId: organization.id, projectId: project.id, template: demo.template.slug, apiKeyId, apiKey, created };
+    options.logger.info(`web panel: sign in at /panel/ on the gateway as ${email} with password ${password}`);
+    return {
+      planId: plan.id,
+      organizationId: organization.id,
+      projectId: project.id,
+      template: demo.template.slug,
+      apiKeyId,
+      apiKey,
+      panelUser: { email, password, passwordFile },
+      created,
+    };
   } finally {
     authAdmin.close();
     templateAdmin.close();

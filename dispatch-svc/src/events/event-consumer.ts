@@ -1,20 +1,21 @@
 // The durable pull consumer on the events stream: each DeliveryEvent is applied in its own transaction and acked
 // after commit, so a crash between the two only redelivers an event the store then sees as a duplicate.
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { DeliveryEvent } from '@notify/proto';
 import { ensureConsumer, nanoseconds, type JetStreamClient, type JetStreamManager, type JsMsg, type Topology } from '@notify/platform/nats';
 import type { DispatchMetrics } from '../metrics.ts';
 import { MalformedEventError, parseDeliveryEvent } from './delivery-event.ts';
+import { consumeDurably, type DurableConsumer } from './durable-consumer.ts';
 import { applyDeliveryEvent } from './event-store.ts';
 
-/** An event not acked within this time is redelivered; one transaction takes milliseconds. */
-const ackWaitMs = 30_000;
+/**
+ * An event not acked within this time is redelivered. One transaction takes milliseconds, and a redelivered event is
+ * recorded once; the wait also bounds how long events pulled by a replica that crashed stay unapplied.
+ */
+const ackWaitMs = 10_000;
 /** Delay before an event that failed for a dependency (database down) is offered again. */
 const retryDelayMs = 2_000;
-/** Pause before consuming again after the subscription itself failed. */
-const resubscribeDelayMs = 1_000;
 
 export async function ensureEventsConsumer(jsm: JetStreamManager, names: Topology): Promise<void> {
   await ensureConsumer(jsm, names.eventsStream, { durable_name: names.eventsConsumer, ack_wait: nanoseconds(ackWaitMs), max_deliver: -1 });
@@ -30,10 +31,8 @@ export interface EventConsumerDeps {
   readonly concurrency: number;
 }
 
-export interface EventConsumer {
-  /** Stops pulling, applies and acks the events already received, then resolves. */
-  stop(): Promise<void>;
-}
+/** Stops pulling, applies and acks the events already received, then resolves. */
+export type EventConsumer = DurableConsumer;
 
 async function handle(deps: EventConsumerDeps, message: JsMsg): Promise<void> {
   const context = { subject: message.subject, streamSequence: message.seq };
@@ -61,43 +60,12 @@ async function handle(deps: EventConsumerDeps, message: JsMsg): Promise<void> {
 }
 
 export function startEventConsumer(deps: EventConsumerDeps): EventConsumer {
-  const stopped = new AbortController();
-  let close: (() => Promise<unknown>) | undefined;
-
-  async function consumeUntilClosed(): Promise<void> {
-    const consumer = await deps.js.consumers.get(deps.names.eventsStream, deps.names.eventsConsumer);
-    const messages = await consumer.consume({ max_messages: deps.concurrency * 2 });
-    close = () => messages.close();
-    if (stopped.signal.aborted) await messages.close();
-    const inFlight = new Set<Promise<void>>();
-    try {
-      for await (const message of messages) {
-        const task: Promise<void> = handle(deps, message).finally(() => inFlight.delete(task));
-        inFlight.add(task);
-        if (inFlight.size >= deps.concurrency) await Promise.race(inFlight);
-      }
-    } finally {
-      await Promise.all(inFlight);
-    }
-  }
-
-  const running = (async () => {
-    while (!stopped.signal.aborted) {
-      try {
-        await consumeUntilClosed();
-      } catch (error) {
-        if (stopped.signal.aborted) break;
-        deps.logger.warn({ err: error }, 'event consumer interrupted; resuming');
-        await sleep(resubscribeDelayMs, undefined, { signal: stopped.signal }).catch(() => undefined);
-      }
-    }
-  })();
-
-  return {
-    async stop() {
-      stopped.abort();
-      await close?.();
-      await running;
-    },
-  };
+  return consumeDurably({
+    js: deps.js,
+    stream: deps.names.eventsStream,
+    consumer: deps.names.eventsConsumer,
+    concurrency: deps.concurrency,
+    logger: deps.logger,
+    handle: (message) => handle(deps, message),
+  });
 }

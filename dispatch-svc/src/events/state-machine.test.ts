@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { DeliveryEvent } from '@notify/proto';
-import { decide, isTerminal, type MessageProgress } from './state-machine.ts';
+import { decide, isTerminal, reopen, type MessageProgress } from './state-machine.ts';
 
 const queued: MessageProgress = { state: 'queued', stateAttempt: 0, attempts: 0, lastSmtpCode: null, lastSmtpResponse: null, failureReason: null };
 
@@ -118,5 +118,48 @@ describe('terminal states', () => {
     const current = run([sending(1), failed(1)]);
     assert.deepEqual(decide(current, sent(1)), { apply: false, why: 'terminal' });
     assert.deepEqual(decide(current, sent(2)), { apply: false, why: 'terminal' });
+  });
+});
+
+describe('re-queueing a dead letter', () => {
+  const failedAt2 = run([sending(1), deferred(1), sending(2), failed(2)]);
+
+  test('reopens a failed message as queued after its last attempt, keeping the reply and dropping the reason', () => {
+    const reopened = reopen(failedAt2, 2);
+    assert.deepEqual(reopened, { ...failedAt2, state: 'queued', stateAttempt: 2, failureReason: null });
+  });
+
+  test('only a failed message can be re-queued', () => {
+    for (const current of [queued, run([sending(1)]), run([sending(1), deferred(1)]), run([sending(1), sent(1)])]) {
+      assert.equal(reopen(current, current.stateAttempt), undefined, current.state);
+    }
+  });
+
+  test('events of the earlier delivery never move a re-queued message, whatever their order', () => {
+    const reopened = reopen(failedAt2, 2);
+    assert.ok(reopened);
+    for (const late of [sending(1), deferred(1), sending(2), failed(2), sent(2), sent(1)]) {
+      assert.deepEqual(decide(reopened, late), { apply: false, why: 'stale' }, `${late.state}:${late.attempt}`);
+    }
+  });
+
+  test('the new delivery moves it forward from its first attempt, and a late old event cannot undo that', () => {
+    const reopened = reopen(failedAt2, 2);
+    assert.ok(reopened);
+    const final = run([sending(3), failed(2), sent(3), deferred(1)], reopened);
+    assert.equal(final.state, 'sent');
+    assert.equal(final.stateAttempt, 3);
+    assert.equal(final.attempts, 3);
+    assert.equal(final.failureReason, null);
+  });
+
+  test('a message re-queued twice takes only the attempts of its latest delivery', () => {
+    const first = reopen(failedAt2, 2);
+    assert.ok(first);
+    const failedAgain = run([sending(3), failed(3)], first);
+    const second = reopen(failedAgain, 3);
+    assert.ok(second);
+    assert.deepEqual(decide(second, failed(3)), { apply: false, why: 'stale' });
+    assert.equal(run([sending(4), sent(4)], second).state, 'sent');
   });
 });

@@ -35,8 +35,23 @@ export type Decision =
 type EventFacts = Pick<DeliveryEvent, 'state' | 'attempt' | 'smtpCode' | 'smtpResponse' | 'reason'>;
 
 function isAfter(event: EventFacts, current: MessageProgress): boolean {
+  // Queued opens a delivery: every attempt up to its stateAttempt belongs to earlier deliveries (0 for a new message,
+  // the last attempt seen for a re-queued one), so only a later attempt moves it.
+  if (current.state === 'queued') return event.attempt > current.stateAttempt;
   if (event.attempt !== current.stateAttempt) return event.attempt > current.stateAttempt;
   return rank[event.state] > rank[current.state];
+}
+
+/**
+ * An operator re-queueing a failed message opens a new delivery: queued again, with the ordering key moved to the last
+ * attempt any event of the earlier deliveries carried (`lastAttempt`). Events of those deliveries, however late, are
+ * then stale, and the new delivery's attempts, numbered from lastAttempt + 1, move the message forward as before.
+ * Returns undefined for a message that has not failed: only a dead letter can be re-queued.
+ */
+export function reopen(current: MessageProgress, lastAttempt: number): MessageProgress | undefined {
+  if (current.state !== 'failed') return undefined;
+  // The failure's reply stays readable; the reason goes, since the message is no longer failed.
+  return { ...current, state: 'queued', stateAttempt: Math.max(lastAttempt, current.stateAttempt), failureReason: null };
 }
 
 /** Decides whether `event` moves the message forward; it never moves a terminal message nor moves one backwards. */

@@ -8,7 +8,7 @@ import { messageStates, type MessageState } from '../events/state-machine.ts';
 
 const listLimits = { default: 50, max: 500 } as const;
 
-interface MessageRow {
+export interface MessageRow {
   id: number;
   projectId: number;
   organizationId: number;
@@ -26,7 +26,7 @@ interface MessageRow {
   updatedAt: Date;
 }
 
-interface EventRow {
+export interface EventRow {
   state: MessageState;
   attempt: number;
   smtpCode: number | null;
@@ -35,7 +35,7 @@ interface EventRow {
   occurredAt: Date;
 }
 
-const columns = `id, project_id AS "projectId", organization_id AS "organizationId", template_slug AS template,
+export const columns = `id, project_id AS "projectId", organization_id AS "organizationId", template_slug AS template,
                  template_version AS "templateVersion", recipient AS "to", state, celery_task_id AS "celeryTaskId",
                  idempotency_key AS "idempotencyKey", attempts, last_smtp_code AS "lastSmtpCode",
                  last_smtp_response AS "lastSmtpResponse", failure_reason AS "failureReason",
@@ -48,7 +48,7 @@ export function formatSmtpReply(code: number | null, response: string | null): s
   return text.startsWith(String(code)) ? text : `${code} ${text}`.trim();
 }
 
-function toMessage(row: MessageRow, events: EventRow[]): dispatch.Message__Output {
+export function toMessage(row: MessageRow, events: EventRow[]): dispatch.Message__Output {
   return {
     id: row.id,
     projectId: row.projectId,

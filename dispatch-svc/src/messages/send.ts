@@ -1,16 +1,19 @@
-// DispatchService.Send: one transaction writes the message, its idempotency record and its outbox row; after commit
-// the job is published directly, and the outbox relay covers any publish that did not get confirmed.
+// DispatchService.Send: one transaction writes the message, its idempotency record and its outbox row, and counts it
+// against the organization's monthly quota; after commit the job is published directly, and the outbox relay covers
+// any publish that did not get confirmed.
 import { randomUUID } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
 import { UserError, type Logger } from '@notify/platform';
 import { withTransaction, type Pool, type PoolClient } from '@notify/platform/database';
 import type { DeliveryJob, dispatch } from '@notify/proto';
+import { idempotencyKeyInUse, idempotencyKeyMismatch } from '../idempotency/idempotency-refusals.ts';
 import { deleteIdempotencyRecord, findIdempotencyRecord, insertIdempotencyRecord, tryLockIdempotencyKey, type StoredResponse } from '../idempotency/idempotency-store.ts';
 import type { DispatchMetrics } from '../metrics.ts';
 import type { JobPublisher } from '../outbox/job-publisher.ts';
 import { deleteOutboxRow, insertOutboxRow } from '../outbox/outbox-store.ts';
 import { findTemplate, slugPattern } from '../templates/template-store.ts';
 import type { VariablesSchemas } from '../templates/variables-schema.ts';
+import { countAcceptedMessage } from '../usage/usage-store.ts';
 import { insertMessage } from './message-store.ts';
 
 export interface SendDeps {
@@ -55,21 +58,20 @@ function validate(request: dispatch.SendRequest__Output): SendInput {
   const key = request.idempotencyKey;
   if (key !== '' && !uuidPattern.test(key)) faults.push('idempotency_key: must be a UUID');
   if (key !== '' && request.fingerprint === '') faults.push('fingerprint: is required with an idempotency key');
+  if (!Number.isSafeInteger(request.monthlyQuota) || request.monthlyQuota < 0) faults.push('monthly_quota: must be a non-negative integer');
   if (faults.length > 0) throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', `invalid send request: ${faults.join('; ')}`, { fields: faults });
   return { data: data as Record<string, unknown>, idempotencyKey: key === '' ? null : key.toLowerCase() };
 }
 
-/** Steps 1-3 of a send, inside one transaction: idempotency, template, then the three rows. */
+/** Steps 1-4 of a send, inside one transaction: idempotency, template, the three rows, then the month's usage. */
 async function accept(client: PoolClient, deps: SendDeps, request: dispatch.SendRequest__Output, input: SendInput): Promise<Outcome> {
   const { projectId } = request;
   if (input.idempotencyKey !== null) {
-    if (!(await tryLockIdempotencyKey(client, projectId, input.idempotencyKey))) {
-      throw new UserError(status.ABORTED, 'idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed');
-    }
+    if (!(await tryLockIdempotencyKey(client, projectId, input.idempotencyKey))) throw idempotencyKeyInUse();
     const record = await findIdempotencyRecord(client, projectId, input.idempotencyKey);
     if (record && !record.expired) {
       if (record.fingerprint === request.fingerprint) return { replay: true, response: record.response };
-      throw new UserError(status.FAILED_PRECONDITION, 'idempotency_key_mismatch', 'this Idempotency-Key was used with a different request');
+      throw idempotencyKeyMismatch();
     }
     if (record) await deleteIdempotencyRecord(client, projectId, input.idempotencyKey);
   }
@@ -117,6 +119,10 @@ async function accept(client: PoolClient, deps: SendDeps, request: dispatch.Send
     acceptedAt: message.createdAt.toISOString(),
   };
   await insertOutboxRow(client, job);
+  // Last, so the organization's usage row stays locked only for the commit; refusing rolls back the rows above.
+  if (!(await countAcceptedMessage(client, request.organizationId, request.monthlyQuota))) {
+    throw new UserError(status.FAILED_PRECONDITION, 'plan_blocked', "the organization's monthly quota is used up");
+  }
   return { replay: false, response, job };
 }
 
@@ -136,7 +142,8 @@ async function publishDirect(deps: SendDeps, job: DeliveryJob): Promise<void> {
   }
 }
 
-const toSendResponse = (stored: StoredResponse, replay: boolean): dispatch.SendResponse__Output => ({
+/** A stored 202 body as SendResponse; CheckIdempotency answers replays with it too. */
+export const toSendResponse = (stored: StoredResponse, replay: boolean): dispatch.SendResponse__Output => ({
   messageId: stored.message_id,
   status: stored.status,
   celeryTaskId: stored.celery_task_id,

@@ -30,6 +30,7 @@ const request = (): dispatch.SendRequest__Output => ({
   dataJson: '{}',
   idempotencyKey: '',
   fingerprint: '',
+  monthlyQuota: 0,
 });
 
 const outboxRows = async (): Promise<number> => (await h.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox')).rows[0]?.n ?? -1;

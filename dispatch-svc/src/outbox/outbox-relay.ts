@@ -2,8 +2,8 @@
 // commit and PubAck). Rows are claimed with FOR UPDATE SKIP LOCKED, so any number of replicas can run it side by side.
 import type { Logger } from '@notify/platform';
 import { withTransaction, type Pool } from '@notify/platform/database';
-import type { DeliveryJob } from '@notify/proto';
 import type { DispatchMetrics } from '../metrics.ts';
+import type { QueuedJob } from './delivery-job.ts';
 import type { JobPublisher } from './job-publisher.ts';
 import { countOutboxRows } from './outbox-store.ts';
 
@@ -20,7 +20,7 @@ export interface OutboxRelayDeps {
 /** Claims one batch of due rows, publishes them together, deletes the confirmed ones and notes why the others failed. */
 async function relayBatch(deps: OutboxRelayDeps, batchSize: number): Promise<{ claimed: number; failed: number }> {
   return withTransaction(deps.pool, async (client) => {
-    const due = await client.query<{ messageId: number; payload: DeliveryJob }>({
+    const due = await client.query<{ messageId: number; payload: QueuedJob }>({
       name: 'outbox-claim',
       text: `SELECT message_id AS "messageId", payload FROM outbox
               WHERE created_at <= now() - $1 * interval '1 millisecond'

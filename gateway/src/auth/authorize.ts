@@ -32,7 +32,8 @@ export async function authorize(client: AuthClient, apiKey: string, organization
     // unknown key is answered 401 before the header's 400.
     response = await client.call('Authorize', { apiKey, organizationId: organization.ok ? organization.id : 0 });
   } catch (error) {
-    if (error instanceof RemoteError && error.status === status.UNAUTHENTICATED) throw notAuthenticated('auth.invalid');
+    // Only auth-svc's own verdict on the key is a 401; an UNAUTHENTICATED without it refused the gateway's token (503).
+    if (error instanceof RemoteError && error.status === status.UNAUTHENTICATED && error.reason === 'invalid_api_key') throw notAuthenticated('auth.invalid');
     if (error instanceof RemoteError && error.status === status.PERMISSION_DENIED) {
       throw organization.ok
         ? new ApiError(403, 'permission_denied', text('permission_denied'))

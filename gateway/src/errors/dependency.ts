@@ -12,6 +12,15 @@ export function isDependencyDown(error: unknown): error is RemoteError {
   return error instanceof RemoteError && (error.status === status.UNAVAILABLE || error.status === status.DEADLINE_EXCEEDED);
 }
 
+/**
+ * True when a service refused the gateway itself: UNAUTHENTICATED that no mapping claimed as the caller's fault (auth-svc
+ * says `invalid_api_key` for a bad API key) is the platform's answer to a wrong INTERNAL_TOKEN. The gateway is
+ * misconfigured and the caller did nothing wrong, so this is never a 401.
+ */
+export function isInternalTokenRefused(error: unknown): error is RemoteError {
+  return error instanceof RemoteError && error.status === status.UNAUTHENTICATED;
+}
+
 /** 503 `service_unavailable`; `cause` is kept for the log line only. */
 export function serviceUnavailable(cause: unknown): ApiError {
   return new ApiError(503, 'service_unavailable', text('service_unavailable'), {
@@ -20,7 +29,10 @@ export function serviceUnavailable(cause: unknown): ApiError {
   });
 }
 
-/** A failed call that no specific mapping claimed: 503 when the service is down, otherwise the error itself (a bug: 500). */
+/**
+ * A failed call that no specific mapping claimed: 503 when the service is down or refuses the gateway's token,
+ * otherwise the error itself (a bug: 500).
+ */
 export function unexpectedRemoteFailure(error: unknown): unknown {
-  return isDependencyDown(error) ? serviceUnavailable(error) : error;
+  return isDependencyDown(error) || isInternalTokenRefused(error) ? serviceUnavailable(error) : error;
 }

@@ -1,7 +1,7 @@
 // /healthz (the process answers) and /readyz (its dependencies answer) on the public port, for load balancers that
-// probe the port they route to; the ops port serves the same checks through runService.
+// probe the port they route to; the ops port serves the same checks, with the same runner, through runService.
 import type { Middleware } from 'koa';
-import type { ReadinessCheck } from '@notify/platform';
+import { checkReadiness, type ReadinessCheck } from '@notify/platform';
 import type { GatewayState } from './state.ts';
 
 export type ReadinessChecks = Readonly<Record<string, ReadinessCheck>>;
@@ -12,20 +12,11 @@ export function healthz(): Middleware<GatewayState> {
   };
 }
 
-/** Runs every check at once; a check that rejects counts as failing, and its error is not shown (it may name addresses). */
+/** 200 while ready (`degraded` when only a dependency the gateway can do without is down), else 503. */
 export function readyz(checks: ReadinessChecks): Middleware<GatewayState> {
   return async (ctx) => {
-    const results: Record<string, 'ok' | 'failing'> = {};
-    await Promise.all(
-      Object.entries(checks).map(async ([name, check]) => {
-        results[name] = await check().then(
-          (healthy) => (healthy ? 'ok' : 'failing'),
-          () => 'failing' as const,
-        );
-      }),
-    );
-    const ready = Object.values(results).every((result) => result === 'ok');
-    ctx.status = ready ? 200 : 503;
-    ctx.body = { status: ready ? 'ok' : 'unavailable', checks: results };
+    const readiness = await checkReadiness(checks);
+    ctx.status = readiness.ready ? 200 : 503;
+    ctx.body = { status: readiness.status, checks: readiness.checks };
   };
 }

@@ -49,6 +49,20 @@ test('a key whose first request is in flight is 409 with Retry-After 1', () => {
   assert.deepEqual(refusal.headers, { 'Retry-After': '1' });
 });
 
+test('a quota used up meanwhile, as Send reports it, is 403 plan_blocked', () => {
+  const refusal = refusalOf(remote(status.FAILED_PRECONDITION, 'plan_blocked'));
+  assert.ok(refusal instanceof ApiError);
+  assert.equal(refusal.status, 403);
+  assert.equal(refusal.code, 'plan_blocked');
+});
+
+test('dispatch-svc refusing the gateway token is 503, not a bug', () => {
+  const refusal = refusalOf(remote(status.UNAUTHENTICATED));
+  assert.ok(refusal instanceof ApiError);
+  assert.equal(refusal.status, 503);
+  assert.equal(refusal.code, 'service_unavailable');
+});
+
 test('an unavailable or too slow dispatch-svc is 503 with Retry-After', () => {
   for (const code of [status.UNAVAILABLE, status.DEADLINE_EXCEEDED]) {
     const refusal = refusalOf(remote(code));

@@ -1,8 +1,10 @@
-// Checks 10 and 12-14 happen in dispatch-svc (idempotency record, template, data, acceptance in one transaction);
-// this maps its answers onto the contract's statuses and bodies.
+// Checks 10 and 12-14 happen in dispatch-svc (idempotency record, template, data, acceptance in one transaction), and
+// it keeps the monthly usage check 5 compares with the quota; this makes the calls and maps dispatch-svc's answers onto
+// the contract's statuses and bodies.
 import { status } from '@grpc/grpc-js';
 import { RemoteError, type GrpcClient } from '@notify/platform';
 import type { dispatch } from '@notify/proto';
+import { planBlocked } from '../auth/plan.ts';
 import { ApiError, FieldErrors } from '../errors/api-error.ts';
 import { unexpectedRemoteFailure } from '../errors/dependency.ts';
 import { text } from '../i18n/messages.ts';
@@ -17,13 +19,7 @@ export interface AcceptedBody {
   idempotent_replay: boolean;
 }
 
-export async function dispatchSend(client: DispatchClient, request: dispatch.SendRequest): Promise<AcceptedBody> {
-  let response: dispatch.SendResponse__Output;
-  try {
-    response = await client.call('Send', request);
-  } catch (error) {
-    throw refusalOf(error);
-  }
+function acceptedBody(response: dispatch.SendResponse__Output): AcceptedBody {
   return {
     message_id: response.messageId,
     status: response.status,
@@ -32,7 +28,38 @@ export async function dispatchSend(client: DispatchClient, request: dispatch.Sen
   };
 }
 
-/** The error the caller sees for a failed Send: each (status, reason) dispatch-svc documents, 503 when it is down, else a bug. */
+export async function dispatchSend(client: DispatchClient, request: dispatch.SendRequest): Promise<AcceptedBody> {
+  try {
+    return acceptedBody(await client.call('Send', request));
+  } catch (error) {
+    throw refusalOf(error);
+  }
+}
+
+/**
+ * Check 10 ahead of field validation: the stored 202 body when this is a replay, undefined when the key is free (Send
+ * judges it again, atomically); a key in flight or used with another body is refused as Send would refuse it.
+ */
+export async function findReplay(client: DispatchClient, request: dispatch.CheckIdempotencyRequest): Promise<AcceptedBody | undefined> {
+  let response: dispatch.CheckIdempotencyResponse__Output;
+  try {
+    response = await client.call('CheckIdempotency', request);
+  } catch (error) {
+    throw refusalOf(error);
+  }
+  return response.replay ? acceptedBody(response.replay) : undefined;
+}
+
+/** Messages the organization had accepted this calendar month (UTC). */
+export async function acceptedThisMonth(client: DispatchClient, organizationId: number): Promise<number> {
+  try {
+    return (await client.call('GetUsage', { organizationId })).accepted;
+  } catch (error) {
+    throw unexpectedRemoteFailure(error);
+  }
+}
+
+/** The error the caller sees for a failed call: each (status, reason) dispatch-svc documents, 503 when it is down, else a bug. */
 export function refusalOf(error: unknown): unknown {
   if (!(error instanceof RemoteError)) return error;
   const is = (code: status, reason: string): boolean => error.status === code && error.reason === reason;
@@ -46,5 +73,7 @@ export function refusalOf(error: unknown): unknown {
   if (is(status.ABORTED, 'idempotency_key_in_use')) {
     return new ApiError(409, 'idempotency_key_in_use', text('idempotency_key_in_use'), { headers: { 'Retry-After': '1' }, cause: error });
   }
+  // The quota was used up by requests that passed check 5 together with this one.
+  if (is(status.FAILED_PRECONDITION, 'plan_blocked')) return planBlocked(error);
   return unexpectedRemoteFailure(error);
 }

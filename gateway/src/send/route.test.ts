@@ -9,12 +9,14 @@ import { status } from '@grpc/grpc-js';
 import { createLogger, createRegistry, GrpcServer, UserError } from '@notify/platform';
 import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
 import { internalToken, rawRequest, serveApp, type ServedApp } from '../testing/serve-app.ts';
+import { standIn } from '../testing/stand-in.ts';
 import { sendFingerprint } from './fingerprint.ts';
 
 interface KeyRecord {
   keyId: number;
   organizationId: number;
   suspended?: boolean;
+  monthlyQuota?: number;
   sendRate?: string;
 }
 
@@ -24,11 +26,22 @@ const keys = new Map<string, KeyRecord>([
   ['suspended.key', { keyId: 13, organizationId: 7, suspended: true }],
   ['slow-rate.key', { keyId: 14, organizationId: 7, sendRate: '2/hour' }],
   ['media.key', { keyId: 15, organizationId: 7 }],
+  ['full.key', { keyId: 16, organizationId: 9, monthlyQuota: 3 }],
+  ['quota.key', { keyId: 17, organizationId: 10, monthlyQuota: 5 }],
+  ['idempotent.key', { keyId: 18, organizationId: 7 }],
 ]);
+
+/** What the dispatch-svc stand-in knows: the month's usage per organization, and idempotency records per key. */
+const usage = new Map<number, number>([[9, 3], [10, 2]]);
+const usageAsked: number[] = [];
+type KeyState = 'in_flight' | { fingerprint: string; response: dispatch.SendResponse__Output };
+const idempotencyKeys = new Map<string, KeyState>();
+const checked: dispatch.CheckIdempotencyRequest__Output[] = [];
 
 const received: dispatch.SendRequest__Output[] = [];
 const celeryTaskId = randomUUID();
 let services: GrpcServer;
+let servicesAddress: string;
 let gateway: ServedApp;
 
 before(async () => {
@@ -36,7 +49,7 @@ before(async () => {
   services = new GrpcServer({ logger: quiet, registry: createRegistry('stand-ins') });
   services.add(
     authProto.AuthService.service,
-    {
+    standIn(authProto.AuthService.service, {
       async Authorize(request: auth.AuthorizeRequest__Output): Promise<auth.AuthorizeResponse__Output> {
         const key = keys.get(request.apiKey);
         if (!key) throw new UserError(status.UNAUTHENTICATED, 'invalid_api_key', 'unknown or revoked key');
@@ -45,16 +58,16 @@ before(async () => {
           keyId: key.keyId,
           projectId: 21,
           organizationId: key.organizationId,
-          plan: { planId: 1, name: 'basic', suspended: key.suspended ?? false, monthlyQuota: 0 },
+          plan: { planId: 1, name: 'basic', suspended: key.suspended ?? false, monthlyQuota: key.monthlyQuota ?? 0 },
           sendRate: key.sendRate ?? '',
         };
       },
-    },
+    }),
     [internalToken],
   );
   services.add(
     dispatchProto.DispatchService.service,
-    {
+    standIn(dispatchProto.DispatchService.service, {
       async Send(request: dispatch.SendRequest__Output): Promise<dispatch.SendResponse__Output> {
         received.push(request);
         switch (request.template) {
@@ -68,6 +81,8 @@ before(async () => {
             throw new UserError(status.FAILED_PRECONDITION, 'idempotency_key_mismatch', 'other body');
           case 'busy':
             throw new UserError(status.ABORTED, 'idempotency_key_in_use', 'in flight');
+          case 'last-of-quota':
+            throw new UserError(status.FAILED_PRECONDITION, 'plan_blocked', 'quota used up meanwhile');
           case 'broken':
             throw new Error('a bug in dispatch-svc');
           case 'sleepy':
@@ -76,17 +91,23 @@ before(async () => {
         }
         return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: request.template === 'replayed' };
       },
-      async GetMessage(): Promise<dispatch.Message__Output> {
-        throw new UserError(status.UNIMPLEMENTED, 'not_used', 'not used by the gateway');
+      async CheckIdempotency(request: dispatch.CheckIdempotencyRequest__Output): Promise<dispatch.CheckIdempotencyResponse__Output> {
+        checked.push(request);
+        const state = idempotencyKeys.get(request.idempotencyKey);
+        if (state === undefined) return { replay: null };
+        if (state === 'in_flight') throw new UserError(status.ABORTED, 'idempotency_key_in_use', 'in flight');
+        if (state.fingerprint !== request.fingerprint) throw new UserError(status.FAILED_PRECONDITION, 'idempotency_key_mismatch', 'other body');
+        return { replay: { ...state.response, idempotentReplay: true } };
       },
-      async ListMessages(): Promise<dispatch.ListMessagesResponse__Output> {
-        throw new UserError(status.UNIMPLEMENTED, 'not_used', 'not used by the gateway');
+      async GetUsage(request: dispatch.GetUsageRequest__Output): Promise<dispatch.Usage__Output> {
+        usageAsked.push(request.organizationId);
+        return { organizationId: request.organizationId, month: '2025-01', accepted: usage.get(request.organizationId) ?? 0 };
       },
-    },
+    }),
     [internalToken],
   );
-  const address = `127.0.0.1:${await services.listen(0, '127.0.0.1')}`;
-  gateway = await serveApp({ authAddress: address, dispatchAddress: address, deadlineMs: 500 });
+  servicesAddress = `127.0.0.1:${await services.listen(0, '127.0.0.1')}`;
+  gateway = await serveApp({ authAddress: servicesAddress, dispatchAddress: servicesAddress, deadlineMs: 500 });
 });
 
 after(async () => {
@@ -123,6 +144,7 @@ test('an accepted send is 202 with exactly the seed fields, and dispatch-svc get
     dataJson: JSON.stringify(valid.data),
     idempotencyKey: idempotencyKey.toLowerCase(),
     fingerprint: sendFingerprint(valid, 7),
+    monthlyQuota: 0,
   });
 });
 
@@ -291,4 +313,127 @@ test('the access log names the key id, and send outcomes are counted', async () 
   assert.equal(gateway.logs.find((line) => line['requestId'] === 'outcome-1' && line['msg'] === 'request')?.['keyId'], 12);
   const outcomes = await gateway.registry.getSingleMetricAsString('notify_send_outcomes_total');
   for (const outcome of ['accepted', 'replayed', 'throttled', 'refused']) assert.match(outcomes, new RegExp(`outcome="${outcome}",service="gateway-test"\\} [1-9]`), outcome);
+});
+
+test('a plan with its monthly quota used up is 403 plan_blocked before the rate, the media type and the body are judged', async () => {
+  const sent = received.length;
+  for (const request of [{ raw: 'not json' }, { headers: { 'Content-Type': 'text/plain' } }, { body: { template: 'a b' } }]) {
+    const response = await send({ key: 'full.key', organization: '9', ...request });
+    assert.equal(response.status, 403);
+    assert.deepEqual(await response.json(), { detail: "The organization's plan does not allow more sends.", code: 'plan_blocked' });
+    assert.equal(response.headers.get('ratelimit'), null);
+  }
+  assert.equal(usageAsked.at(-1), 9);
+  assert.equal(received.length, sent);
+});
+
+test('a plan with quota left sends, and dispatch-svc gets the quota to enforce', async () => {
+  const response = await send({ key: 'quota.key', organization: '10' });
+  assert.equal(response.status, 202);
+  assert.equal(usageAsked.at(-1), 10);
+  assert.equal(received.at(-1)?.monthlyQuota, 5);
+});
+
+test('an unlimited plan does not ask dispatch-svc for its usage', async () => {
+  const asked = usageAsked.length;
+  assert.equal((await send({ key: 'second.key' })).status, 202);
+  assert.equal(usageAsked.length, asked);
+});
+
+test('a quota used up by requests in flight together, refused by Send, is 403 plan_blocked', async () => {
+  const response = await send({ key: 'quota.key', organization: '10', body: { ...valid, template: 'last-of-quota' } });
+  assert.equal(response.status, 403);
+  assert.deepEqual(await response.json(), { detail: "The organization's plan does not allow more sends.", code: 'plan_blocked' });
+});
+
+test('the idempotency check gets the project, the lower-cased key and the fingerprint of the body as parsed; without a key it is not asked', async () => {
+  const key = randomUUID();
+  const body = { ...valid, to: 'not an address' };
+  await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': key.toUpperCase() } });
+  assert.deepEqual(checked.at(-1), { projectId: 21, idempotencyKey: key, fingerprint: sendFingerprint(body, 7) });
+  const asked = checked.length;
+  assert.equal((await send({ key: 'idempotent.key' })).status, 202);
+  assert.equal(checked.length, asked);
+});
+
+test('a replay is answered from the idempotency check, without a new Send', async () => {
+  const key = randomUUID();
+  const stored = { messageId: 77, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false };
+  idempotencyKeys.set(key, { fingerprint: sendFingerprint(valid, 7), response: stored });
+  const sent = received.length;
+  const response = await send({ key: 'idempotent.key', headers: { 'Idempotency-Key': key } });
+  assert.equal(response.status, 202);
+  assert.equal(response.headers.get('idempotent-replayed'), 'true');
+  assert.deepEqual(await response.json(), { message_id: 77, status: 'queued', celery_task_id: stored.celeryTaskId, idempotent_replay: true });
+  assert.equal(received.length, sent);
+});
+
+test('a key in flight (409) or used with another body (422) wins over invalid fields and an unknown template', async () => {
+  const inFlight = randomUUID();
+  idempotencyKeys.set(inFlight, 'in_flight');
+  const used = randomUUID();
+  idempotencyKeys.set(used, { fingerprint: 'of another body', response: { messageId: 78, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false } });
+  const sent = received.length;
+  for (const body of [{ template: 'a b', to: 'x' }, { ...valid, template: 'missing' }]) {
+    const busy = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': inFlight } });
+    assert.equal(busy.status, 409);
+    assert.equal(busy.headers.get('retry-after'), '1');
+    assert.deepEqual(await busy.json(), { detail: 'A request with this Idempotency-Key is still being processed; retry in a moment.', code: 'idempotency_key_in_use' });
+    const mismatch = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': used } });
+    assert.equal(mismatch.status, 422);
+    assert.deepEqual(await mismatch.json(), { 'Idempotency-Key': ['This Idempotency-Key was already used with a different request.'] });
+  }
+  assert.equal(received.length, sent);
+});
+
+test('a free key goes on to field validation and then to Send with the same fingerprint', async () => {
+  const key = randomUUID();
+  const invalid = await send({ key: 'idempotent.key', body: { ...valid, channel: 'sms' }, headers: { 'Idempotency-Key': key } });
+  assert.equal(invalid.status, 422);
+  assert.deepEqual(await invalid.json(), { channel: ['The only supported channel is "email".'] });
+  assert.equal((await send({ key: 'idempotent.key', headers: { 'Idempotency-Key': key } })).status, 202);
+  assert.equal(received.at(-1)?.fingerprint, checked.at(-1)?.fingerprint);
+});
+
+test('a service refusing the internal token is 503 service_unavailable, logged as an error naming INTERNAL_TOKEN, never 401', async () => {
+  const misconfigured = await serveApp({ authAddress: servicesAddress, dispatchAddress: servicesAddress, token: 'not-the-internal-token' });
+  try {
+    const response = await fetch(`${misconfigured.url}/api/v1/send/`, {
+      method: 'POST',
+      headers: { Authorization: 'Api-Key good.key', 'X-Organization-ID': '7', 'Content-Type': 'application/json', 'X-Request-ID': 'token-1' },
+      body: JSON.stringify(valid),
+    });
+    assert.equal(response.status, 503);
+    assert.equal(response.headers.get('retry-after'), '5');
+    assert.equal(response.headers.get('www-authenticate'), null);
+    assert.deepEqual(await response.json(), { detail: 'The service is temporarily unavailable; retry later.', code: 'service_unavailable', request_id: 'token-1' });
+    const logged = misconfigured.logs.find((line) => line['requestId'] === 'token-1' && line['level'] === 'error');
+    assert.match(String(logged?.['msg']), /INTERNAL_TOKEN/);
+  } finally {
+    await misconfigured.close();
+  }
+});
+
+test('without Redis /readyz stays 200 and reports Redis degraded, and sends are still accepted', async () => {
+  const redisless = await serveApp({ authAddress: servicesAddress, dispatchAddress: servicesAddress, redisUrl: 'redis://127.0.0.1:1' });
+  try {
+    const ready = await fetch(`${redisless.url}/readyz`);
+    assert.equal(ready.status, 200);
+    assert.deepEqual(await ready.json(), { status: 'degraded', checks: { 'auth-svc': 'ok', 'dispatch-svc': 'ok', redis: 'degraded' } });
+    const response = await fetch(`${redisless.url}/api/v1/send/`, {
+      method: 'POST',
+      headers: { Authorization: 'Api-Key good.key', 'X-Organization-ID': '7', 'Content-Type': 'application/json' },
+      body: JSON.stringify(valid),
+    });
+    assert.equal(response.status, 202);
+    assert.match(response.headers.get('ratelimit') ?? '', /^"send";r=\d+;t=\d+$/);
+  } finally {
+    await redisless.close();
+  }
+});
+
+test('with every dependency up /readyz is 200 ok', async () => {
+  const response = await fetch(`${gateway.url}/readyz`);
+  assert.equal(response.status, 200);
+  assert.deepEqual(await response.json(), { status: 'ok', checks: { 'auth-svc': 'ok', 'dispatch-svc': 'ok', redis: 'ok' } });
 });

@@ -1,6 +1,6 @@
 // POST /api/v1/send/: the contract's checks in its exact order, first failure wins (CONTRACT.md, "Order of checks").
 // Each step throws; the error handler renders.
-import type { Middleware } from 'koa';
+import type { Middleware, ParameterizedContext } from 'koa';
 import { authorize, notAuthenticated, type AuthClient } from '../auth/authorize.ts';
 import { parseAuthorization } from '../auth/authorization-header.ts';
 import { parseOrganizationId } from '../auth/organization-header.ts';
@@ -10,7 +10,7 @@ import type { GatewayState } from '../http/state.ts';
 import { rateLimitHeaders, throttled } from '../rate-limit/headers.ts';
 import type { SendRateLimiter } from '../rate-limit/limiter.ts';
 import { ensureJsonBody, parseJsonObject, readBody } from './body.ts';
-import { dispatchSend, type DispatchClient } from './dispatch.ts';
+import { acceptedThisMonth, dispatchSend, findReplay, type AcceptedBody, type DispatchClient } from './dispatch.ts';
 import { sendFingerprint } from './fingerprint.ts';
 import { parseIdempotencyKey } from './idempotency-key.ts';
 import { validateSendBody } from './validation.ts';
@@ -35,8 +35,8 @@ export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
     const access = await authorize(deps.auth, credential.apiKey, organization);
     ctx.state.keyId = access.keyId;
 
-    // 5. Plan.
-    ensurePlanAllowsSend(access.plan);
+    // 5. Plan: suspension, and the month's usage when the plan has a quota.
+    await ensurePlanAllowsSend(access.plan, () => acceptedThisMonth(deps.dispatch, access.organizationId));
 
     // 6. Rate: from here on the request counts, whatever happens after.
     const decision = await deps.rateLimiter.consume(access.keyId, access.sendRate);
@@ -48,11 +48,23 @@ export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
     const input = parseJsonObject(bytes);
     const idempotencyKey = parseIdempotencyKey(ctx.headers['idempotency-key']);
 
-    // 11. Fields. (10, the idempotency record, is judged by dispatch-svc with 12-14, in one transaction.)
+    // 10. The idempotency record: a replay is answered now, before the fields are judged; a key in flight (409) or
+    // used with another body (422) is refused. The fingerprint is the parsed body as sent, valid or not.
+    const fingerprint = sendFingerprint(input, access.organizationId);
+    if (idempotencyKey !== undefined) {
+      const replay = await findReplay(deps.dispatch, { projectId: access.projectId, idempotencyKey, fingerprint });
+      if (replay) {
+        accept(ctx, replay);
+        return;
+      }
+    }
+
+    // 11. Fields.
     const validation = validateSendBody(input);
     if (!validation.valid) throw new FieldErrors(validation.fields);
     const { body } = validation;
 
+    // 12-14 in dispatch-svc, in one transaction that also judges the key again and counts the message against the quota.
     const accepted = await dispatchSend(deps.dispatch, {
       projectId: access.projectId,
       organizationId: access.organizationId,
@@ -61,10 +73,15 @@ export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
       to: body.to,
       dataJson: JSON.stringify(body.data),
       idempotencyKey: idempotencyKey ?? '',
-      fingerprint: sendFingerprint(body, access.organizationId),
+      fingerprint,
+      monthlyQuota: access.plan?.monthlyQuota ?? 0,
     });
-    ctx.status = 202;
-    if (accepted.idempotent_replay) ctx.set('Idempotent-Replayed', 'true');
-    ctx.body = accepted;
+    accept(ctx, accepted);
   };
+}
+
+function accept(ctx: ParameterizedContext<GatewayState>, body: AcceptedBody): void {
+  ctx.status = 202;
+  if (body.idempotent_replay) ctx.set('Idempotent-Replayed', 'true');
+  ctx.body = body;
 }

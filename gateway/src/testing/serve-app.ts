@@ -4,7 +4,7 @@ import { createServer, request as httpRequest, type IncomingHttpHeaders, type Se
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
-import { createLogger, createRegistry, GrpcClient, type Registry } from '@notify/platform';
+import { createLogger, createRegistry, degradable, GrpcClient, type Registry } from '@notify/platform';
 import { authProto, dispatchProto } from '@notify/proto';
 import { createApp } from '../app.ts';
 import type { Rate } from '../rate-limit/rate.ts';
@@ -29,6 +29,10 @@ export async function serveApp(options: {
   rate?: Rate;
   maxBodyBytes?: number;
   deadlineMs?: number;
+  /** The token presented to the services (default: the one they accept). */
+  token?: string;
+  /** Redis of the rate limit (default: the machine's; an address where nothing listens tests the fallback). */
+  redisUrl?: string;
 }): Promise<ServedApp> {
   const logs: Array<Record<string, unknown>> = [];
   const sink = new Writable({
@@ -39,18 +43,19 @@ export async function serveApp(options: {
   });
   const logger = createLogger('gateway-test', 'debug', sink);
   const registry = createRegistry('gateway-test');
-  const grpcOptions = { token: internalToken, deadlineMs: options.deadlineMs ?? 2_000 };
+  const grpcOptions = { token: options.token ?? internalToken, deadlineMs: options.deadlineMs ?? 2_000 };
   const auth = new GrpcClient(authProto.AuthService.service, options.authAddress, grpcOptions);
   const dispatch = new GrpcClient(dispatchProto.DispatchService.service, options.dispatchAddress, grpcOptions);
-  const redis = connectRedis(redisUrl, logger);
-  await new Promise((resolve) => redis.once('ready', resolve));
+  const redis = connectRedis(options.redisUrl ?? redisUrl, logger);
+  // Connected, or known to be unreachable: either way the limiter's behaviour is settled.
+  await new Promise((resolve) => redis.once('ready', resolve).once('error', resolve));
   const keyPrefix = `notify-t-${randomBytes(4).toString('hex')}:`;
   const rateLimiter = new SendRateLimiter({ redis, keyPrefix, defaultRate: options.rate ?? { points: 120, windowSeconds: 60 }, replicas: 1, logger });
   const app = createApp({
     auth,
     dispatch,
     rateLimiter,
-    readiness: { 'auth-svc': () => auth.serving(), 'dispatch-svc': () => dispatch.serving(), redis: async () => (await redis.ping()) === 'PONG' },
+    readiness: { 'auth-svc': () => auth.serving(), 'dispatch-svc': () => dispatch.serving(), redis: degradable(async () => (await redis.ping()) === 'PONG') },
     logger,
     registry,
     maxBodyBytes: options.maxBodyBytes ?? 262_144,
@@ -68,6 +73,7 @@ export async function serveApp(options: {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       auth.close();
       dispatch.close();
+      if (redis.status !== 'ready') return redis.disconnect();
       const keys = await redis.keys(`${keyPrefix}*`);
       if (keys.length > 0) await redis.del(...keys);
       await redis.quit();

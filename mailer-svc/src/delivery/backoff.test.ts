@@ -4,6 +4,7 @@ import { retryDelayMs } from './backoff.ts';
 
 const policy = { baseMs: 60_000, maxMs: 3_600_000 };
 const top = (): number => 0.999_999_999;
+const bottom = (): number => 0;
 
 describe('retry backoff', () => {
   it('doubles the ceiling with every attempt from the base', () => {
@@ -17,11 +18,16 @@ describe('retry backoff', () => {
     assert.equal(retryDelayMs(5_000, policy, top), 3_599_999);
   });
 
-  it('spreads retries over the whole window (full jitter)', () => {
-    assert.equal(retryDelayMs(3, policy, () => 0), 0);
-    assert.equal(retryDelayMs(3, policy, () => 0.5), 120_000);
+  it('never retries sooner than half the ceiling, so retries at the cap are at least 30 minutes apart by default', () => {
+    assert.equal(retryDelayMs(1, policy, bottom), 30_000);
+    assert.equal(retryDelayMs(3, policy, bottom), 120_000);
+    assert.equal(retryDelayMs(50, policy, bottom), 1_800_000);
+  });
+
+  it('spreads retries over the upper half of the window (equal jitter)', () => {
+    assert.equal(retryDelayMs(3, policy, () => 0.5), 180_000);
     const samples = Array.from({ length: 200 }, () => retryDelayMs(3, policy));
-    assert.ok(samples.every((delay) => delay >= 0 && delay < 240_000));
+    assert.ok(samples.every((delay) => delay >= 120_000 && delay < 240_000));
     assert.ok(new Set(samples).size > 100);
   });
 });

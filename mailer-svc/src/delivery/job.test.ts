@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { DeliveryJob } from '@notify/proto';
-import { parseJob } from './job.ts';
+import { attemptBase, deliveryStart, parseJob } from './job.ts';
 
 const job: DeliveryJob = {
   messageId: 7,
@@ -34,5 +34,20 @@ describe('delivery job parsing', () => {
   it('refuses a recipient list', () => {
     const parsed = parseJob(encode({ ...job, to: 'a@example.com, b@example.com' }));
     assert.equal(parsed.ok, false);
+  });
+
+  it('reads a re-queued delivery: attempts numbered after the base, age counted from the re-queueing', () => {
+    const requeued = { ...job, requeue: { attemptBase: 4, at: '2025-02-01T00:00:00.000Z' } };
+    const parsed = parseJob(encode(requeued));
+    assert.deepEqual(parsed, { ok: true, job: requeued });
+    assert.equal(parsed.ok && attemptBase(parsed.job), 4);
+    assert.equal(parsed.ok && deliveryStart(parsed.job), Date.parse('2025-02-01T00:00:00.000Z'));
+    assert.equal(attemptBase(job), 0);
+    assert.equal(deliveryStart(job), Date.parse(job.acceptedAt));
+  });
+
+  it('refuses a re-queue marker without a valid base and time', () => {
+    const parsed = parseJob(encode({ ...job, requeue: { attemptBase: 0, at: 'soon' } }));
+    assert.deepEqual(parsed, { ok: false, reason: 'malformed job: invalid requeue', messageId: 7 });
   });
 });

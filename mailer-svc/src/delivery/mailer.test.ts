@@ -17,10 +17,11 @@ import { parseSender } from './mail-identity.ts';
 import { createMailSender, type MailSender } from './mail-sender.ts';
 import { startMailer, type Mailer, type MailerSettings } from './mailer.ts';
 import { createMailerMetrics, type MailerMetrics } from './metrics.ts';
+import { ledgerBucket, openOutcomeLedger, type OutcomeLedger } from './outcome-ledger.ts';
 
 const logger = createLogger('mailer-test', 'silent');
 
-function job(messageId: number, to: string): DeliveryJob {
+function job(messageId: number, to: string): DeliveryJob & { requeue?: { attemptBase: number; at: string } } {
   return {
     messageId,
     celeryTaskId: '0b6f2d52-8a55-4f0b-9a3e-5c0d7a9e6f11',
@@ -61,7 +62,8 @@ interface Run {
 }
 
 async function startRun(settings: MailerSettings, random?: () => number): Promise<Run> {
-  const names = topology(`tm${randomBytes(4).toString('hex')}_`);
+  const prefix = `tm${randomBytes(4).toString('hex')}_`;
+  const names = topology(prefix);
   const mailDir = await mkdtemp(join(tmpdir(), 'notify-mailer-'));
   const offers = new Map<string, number>();
   const events: DeliveryEvent[] = [];
@@ -70,6 +72,7 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
   let jsm: JetStreamManager | undefined;
   let sink: SmtpSink | undefined;
   let sender: MailSender | undefined;
+  let ledger: OutcomeLedger | undefined;
   let stopEvents = (): void => {};
 
   const close = async (): Promise<void> => {
@@ -80,6 +83,7 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
     } finally {
       await jsm?.streams.delete(names.jobsStream).catch(() => false);
       await jsm?.streams.delete(names.eventsStream).catch(() => false);
+      await jsm?.streams.delete(`KV_${ledgerBucket(prefix)}`).catch(() => false);
       await nc?.drain();
       await sink?.close();
       await rm(mailDir, { recursive: true, force: true });
@@ -101,6 +105,7 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
         if (to.startsWith('bounce')) return { code: 550, message: '5.1.1 No such user' };
         if (to.startsWith('defer')) return { code: 451, message: '4.7.1 Try again later' };
         if (to.startsWith('greylist') && offered === 1) return { code: 451, message: '4.7.1 Greylisted, try again' };
+        if (to.startsWith('fixed') && offered === 1) return { code: 550, message: '5.1.1 No such user (yet)' };
         return undefined;
       },
     });
@@ -108,6 +113,7 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
     jsm = await jetstreamManager(nc);
     await ensureStreams(jsm, names, { replicas: 1, duplicateWindowMs: 120_000 });
     await ensureConsumer(jsm, names.jobsStream, mailerConsumerConfig(names, settings));
+    ledger = await openOutcomeLedger(jetstream(nc), jsm, { prefix, replicas: 1 });
 
     // A temporary consumer reads every event the run publishes.
     const info = await jsm.consumers.add(names.eventsStream, { ack_policy: 'explicit', filter_subject: names.eventsSubject(0).replace(/0$/, '>'), inactive_threshold: 30_000_000_000 });
@@ -130,12 +136,13 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
   const eventsOf = (messageId: number): DeliveryEvent[] => events.filter((event) => event.messageId === messageId);
   const readyJsm = jsm;
   const readySender = sender;
+  const readyLedger = ledger;
   return {
     jsm: readyJsm,
     metrics,
     offers,
     async startReplica() {
-      const replica = await startMailer({ js, names, renderer: createRenderer(), sender: readySender, metrics, logger, ...(random ? { random } : {}) }, settings);
+      const replica = await startMailer({ js, names, renderer: createRenderer(), sender: readySender, ledger: readyLedger, metrics, logger, ...(random ? { random } : {}) }, settings);
       replicas.push(replica);
       return replica;
     },
@@ -158,7 +165,7 @@ describe('mailer with NATS and SMTP', () => {
   let mailer: Mailer;
 
   before(async () => {
-    run = await startRun({ concurrency: 4, ackWaitMs: 10_000, maxAttempts: 3, baseMs: 20, maxMs: 50 });
+    run = await startRun({ concurrency: 4, ackWaitMs: 10_000, maxAttempts: 3, maxAgeMs: 60_000, baseMs: 20, maxMs: 50 });
     mailer = await run.startReplica();
   });
   after(() => run?.close());
@@ -215,6 +222,48 @@ describe('mailer with NATS and SMTP', () => {
     assert.equal(failed.smtpCode, 451);
   });
 
+  it('fails a temporary refusal of a delivery older than the maximum age without retrying', async () => {
+    const old = job(107, 'defer-old@example.com');
+    old.acceptedAt = new Date(Date.now() - 120_000).toISOString();
+    await run.publish(old, '107');
+    const failed = await waitFor('the failed event', () => run.settledOf(107));
+    assert.deepEqual(run.eventsOf(107).map((event) => [event.state, event.attempt]), [['sending', 1], ['failed', 1]]);
+    assert.equal(failed.reason, 'gave up after 1m: recipient refused by the mail server: 451 4.7.1 Try again later');
+  });
+
+  it('settles a job published again after its delivery finished from the ledger, without mailing it twice', async () => {
+    await run.publish(job(108, 'twice@example.com'), '108');
+    const sent = await waitFor('the sent event', () => run.settledOf(108));
+    // As the outbox relay would after an outage longer than the duplicate window: the same job, a new stream message.
+    await run.publish(job(108, 'twice@example.com'), '108-again');
+    await waitFor('an empty jobs stream', async () => ((await run.queued()) === 0 ? true : undefined));
+    assert.equal(run.offers.get('twice@example.com'), 1, 'the relay was offered the message once');
+    assert.equal((await run.mailsTo('twice@example.com')).length, 1);
+    const sentEvents = run.eventsOf(108).filter((event) => event.state === 'sent');
+    assert.ok(sentEvents.every((event) => event.attempt === sent.attempt && event.smtpResponse === sent.smtpResponse), 'the outcome is reported as it was');
+    const settled = await run.metrics.finishedRedeliveries.get();
+    assert.equal(settled.values.find((value) => value.labels.state === 'sent')?.value, 1);
+  });
+
+  it('terminates a redelivery of a delivery that already failed, without another attempt', async () => {
+    await run.publish(job(109, 'bounce-again@example.com'), '109');
+    await waitFor('the failed event', () => run.settledOf(109));
+    await run.publish(job(109, 'bounce-again@example.com'), '109-again');
+    await waitFor('an empty jobs stream', async () => ((await run.queued()) === 0 ? true : undefined));
+    assert.equal(run.offers.get('bounce-again@example.com'), 1);
+    assert.deepEqual([...new Set(run.eventsOf(109).map((event) => `${event.state}:${event.attempt}`))], ['sending:1', 'failed:1']);
+  });
+
+  it('attempts a re-queued delivery of a failed message, numbering its attempts after the earlier ones', async () => {
+    await run.publish(job(110, 'fixed@example.com'), '110');
+    assert.equal((await waitFor('the failed event', () => run.settledOf(110))).state, 'failed');
+    const requeued = { ...job(110, 'fixed@example.com'), requeue: { attemptBase: 1, at: new Date().toISOString() } };
+    await run.publish(requeued, '110:requeue:1');
+    await waitFor('the sent event', () => run.eventsOf(110).find((event) => event.state === 'sent'));
+    assert.deepEqual(run.eventsOf(110).map((event) => `${event.state}:${event.attempt}`), ['sending:1', 'failed:1', 'sending:2', 'sent:2']);
+    assert.equal((await run.mailsTo('fixed@example.com')).length, 1);
+  });
+
   it('fails a job whose template cannot be rendered, without sending', async () => {
     const broken = job(104, 'broken@example.com');
     broken.template.html = '{% if %}';
@@ -233,7 +282,7 @@ describe('mailer with NATS and SMTP', () => {
     await waitFor('an empty jobs stream', async () => ((await run.queued()) === 0 ? true : undefined));
     const counts = await run.metrics.deliveries.get();
     const count = (outcome: string): number => counts.values.find((value) => value.labels.outcome === outcome)?.value ?? 0;
-    assert.deepEqual([count('sent'), count('deferred'), count('failed')], [2, 3, 5]);
+    assert.deepEqual([count('sent'), count('deferred'), count('failed')], [4, 3, 8]);
   });
 
   it('stops pulling on shutdown but finishes the job it holds', async () => {
@@ -273,7 +322,7 @@ describe('mailer under deferrals and load', () => {
 
   before(async () => {
     // Retry delays of a minute: a deferred job stays out of the way for the whole test.
-    run = await startRun({ concurrency: 2, ackWaitMs: 10_000, maxAttempts: 3, baseMs: 60_000, maxMs: 60_000 }, () => 0.99);
+    run = await startRun({ concurrency: 2, ackWaitMs: 10_000, maxAttempts: 3, maxAgeMs: 3_600_000, baseMs: 60_000, maxMs: 60_000 }, () => 0.99);
     await run.startReplica();
   });
   after(() => run?.close());

@@ -1,21 +1,24 @@
 // The mailer's work loop: pulls jobs from the shared durable consumer and delivers up to `concurrency` at once.
-// For each job it records `sending`, renders and sends, records the outcome, and only then settles the job, so a crash
-// at any point leaves the job to be offered again (at-least-once; the stable Message-ID lets receivers spot a repeat).
+// For each job it checks the outcome ledger, records `sending`, renders and sends, writes the outcome to the ledger
+// when it is final, records the outcome event, and only then settles the job. A crash at any point leaves the job to
+// be offered again (at-least-once), and the ledger keeps a job offered again after its delivery finished from being
+// mailed a second time (see outcome-ledger.ts; the stable Message-ID lets receivers spot what still slips through).
 //
 // It pulls with fetch() for exactly its free slots rather than consume(): consume() asks for more as soon as messages
 // arrive, not as they are finished, so a busy replica would hoard jobs whose ack wait runs out in its buffer. Asking
 // only for free slots bounds what each replica holds, which lets the consumer's max_ack_pending stay large enough for
 // jobs waiting out a retry delay (a delayed nak keeps its job pending on the server).
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DeliveryEvent, DeliveryJob } from '@notify/proto';
+import type { DeliveryEvent } from '@notify/proto';
 import type { Logger } from '@notify/platform';
 import type { JetStreamClient, JsMsg, Topology } from '@notify/platform/nats';
 import type { Renderer } from '../rendering/renderer.ts';
 import { decide, type RetryPolicy, type Settlement } from './decision.ts';
 import { createEventPublisher } from './events.ts';
-import { parseJob } from './job.ts';
+import { attemptBase, deliveryStart, parseJob, type MailerJob } from './job.ts';
 import type { MailSender } from './mail-sender.ts';
 import type { MailerMetrics } from './metrics.ts';
+import type { FinishedDelivery, OutcomeLedger } from './outcome-ledger.ts';
 import type { DeliveryOutcome } from './smtp-outcome.ts';
 
 export interface MailerSettings extends RetryPolicy {
@@ -28,10 +31,16 @@ export interface MailerDependencies {
   names: Topology;
   renderer: Renderer;
   sender: MailSender;
+  ledger: OutcomeLedger;
   metrics: MailerMetrics;
   logger: Logger;
   /** Jitter source for retry delays. */
   random?: () => number;
+  /**
+   * Test-only fault injection (NOTIFY_TEST_FAULT=exit-after-send): called once the relay accepted a message and the
+   * ledger recorded it, before the `sent` event and the acknowledgement, to crash the replica at that point.
+   */
+  afterSend?: () => void;
 }
 
 export interface Mailer {
@@ -43,6 +52,12 @@ export interface Mailer {
 
 /** Delay before a job whose event could not be recorded is offered again. */
 const eventFailureRetryMs = 2_000;
+/**
+ * Delay before a job given back by a stopping replica is offered again: long enough for this replica's connection, and
+ * the pull request still open on it, to be gone. NATS 2.9 redelivers a job handed back at once (a plain nak) while
+ * that request is open twice, to two replicas at the same moment, which no ledger check can catch.
+ */
+const handBackDelayMs = 1_000;
 /** Pause before pulling again after a pull failed. */
 const resumeDelayMs = 1_000;
 /** How long one pull request waits for jobs on an idle stream. */
@@ -59,6 +74,8 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
   const consumer = await deps.js.consumers.get(deps.names.jobsStream, deps.names.mailerConsumer);
   const publishEvent = createEventPublisher(deps.js, deps.names);
   const held = new Map<JsMsg, Held>();
+  /** Stream sequences of the jobs held, so a second copy of one (see handBackDelayMs) is never worked on in parallel. */
+  const heldSeqs = new Set<number>();
   let stopping = false;
   let batch: Awaited<ReturnType<typeof consumer.fetch>> | undefined;
   const stopped = Promise.withResolvers<void>();
@@ -91,12 +108,11 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
       return false;
     }
     if (settlement === undefined) return true;
-    metrics.deliveries.inc({ outcome: event.state });
     await settle(msg, entry, settlement);
     return true;
   };
 
-  const attemptDelivery = async (job: DeliveryJob): Promise<DeliveryOutcome> => {
+  const attemptDelivery = async (job: MailerJob): Promise<DeliveryOutcome> => {
     let mail;
     try {
       mail = await deps.renderer.render(job);
@@ -109,25 +125,76 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
     return outcome;
   };
 
+  /**
+   * A job whose delivery already finished (the ledger says so) is not attempted again: its final event is published
+   * once more (a duplicate the events stream or dispatch-svc drops if it was recorded) and the job settled as then.
+   */
+  const settleFinished = async (msg: JsMsg, entry: Held, messageId: number, finished: FinishedDelivery): Promise<void> => {
+    logger.warn({ messageId, state: finished.state, attempt: finished.attempt, deliveryCount: msg.info.deliveryCount }, 'job offered again after its delivery finished; settled without mailing');
+    const { state, attempt, occurredAt, smtpCode, smtpResponse, reason } = finished;
+    const event: DeliveryEvent = {
+      messageId,
+      state,
+      attempt,
+      occurredAt,
+      ...(smtpCode === undefined ? {} : { smtpCode }),
+      ...(smtpResponse === undefined ? {} : { smtpResponse }),
+      ...(reason === undefined ? {} : { reason }),
+    };
+    if (await record(msg, entry, event, state === 'sent' ? { action: 'ack' } : { action: 'term' })) metrics.finishedRedeliveries.inc({ state });
+  };
+
+  /** Writes a final outcome to the ledger; a failure is logged, since the event and settlement still have to happen. */
+  const remember = async (messageId: number, finished: FinishedDelivery): Promise<void> => {
+    try {
+      await deps.ledger.record(messageId, finished, settings.ackWaitMs);
+    } catch (error) {
+      logger.error({ err: error, messageId, state: finished.state }, 'outcome not recorded in the ledger; a redelivery of this job would be attempted again');
+    }
+  };
+
   const deliver = async (msg: JsMsg, entry: Held): Promise<void> => {
-    const attempt = msg.info.deliveryCount;
+    const deliveryCount = msg.info.deliveryCount;
     const now = (): string => new Date().toISOString();
     const parsed = parseJob(msg.data);
     if (!parsed.ok) {
       logger.error({ seq: msg.seq, messageId: parsed.messageId, reason: parsed.reason }, 'unreadable delivery job');
+      metrics.deliveries.inc({ outcome: 'failed' });
       if (parsed.messageId !== undefined) {
-        await record(msg, entry, { messageId: parsed.messageId, state: 'failed', attempt, occurredAt: now(), reason: parsed.reason }, { action: 'term' });
+        await record(msg, entry, { messageId: parsed.messageId, state: 'failed', attempt: deliveryCount, occurredAt: now(), reason: parsed.reason }, { action: 'term' });
       } else {
-        metrics.deliveries.inc({ outcome: 'failed' });
         await settle(msg, entry, { action: 'term' });
       }
       return;
     }
     const job = parsed.job;
+    const base = attemptBase(job);
+    // Attempts of a re-queued delivery continue after the earlier ones, so old events never pass for new ones.
+    const attempt = base + deliveryCount;
+    let finished: FinishedDelivery | undefined;
+    try {
+      finished = await deps.ledger.find(job.messageId);
+    } catch (error) {
+      // Sending without knowing could mail twice; the job waits for NATS instead.
+      logger.error({ err: error, messageId: job.messageId }, 'outcome ledger unreadable; job will be retried');
+      await settle(msg, entry, { action: 'nak', delayMs: eventFailureRetryMs });
+      return;
+    }
+    // Sent is final for the message; a failure only for the delivery it ended (an operator may re-queue it).
+    if (finished && (finished.state === 'sent' || finished.attempt > base)) {
+      await settleFinished(msg, entry, job.messageId, finished);
+      return;
+    }
     if (!(await record(msg, entry, { messageId: job.messageId, state: 'sending', attempt, occurredAt: now() }))) return;
     const outcome = await attemptDelivery(job);
-    const decision = decide(outcome, attempt, settings, deps.random);
+    const decision = decide(outcome, { attempt: deliveryCount, ageMs: Date.now() - deliveryStart(job) }, settings, deps.random);
     const event: DeliveryEvent = { messageId: job.messageId, attempt, occurredAt: now(), ...decision.event };
+    if (event.state === 'sent' || event.state === 'failed') {
+      // Even for a job given back at the shutdown deadline: the record is what stops the replica that took it over.
+      await remember(job.messageId, { ...decision.event, state: event.state, attempt, occurredAt: event.occurredAt });
+      if (event.state === 'sent') deps.afterSend?.();
+    }
+    metrics.deliveries.inc({ outcome: event.state });
     if (await record(msg, entry, event, decision.settle)) {
       if (event.state === 'sent') metrics.latency.observe(Math.max(0, Date.now() - Date.parse(job.acceptedAt)) / 1_000);
       const level = event.state === 'sent' ? 'info' : 'warn';
@@ -136,6 +203,12 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
   };
 
   const hold = (msg: JsMsg): void => {
+    if (heldSeqs.has(msg.seq)) {
+      // The copy being delivered settles the job; this one is left alone (settling it would settle that one too).
+      logger.warn({ seq: msg.seq, deliveryCount: msg.info.deliveryCount }, 'second copy of a job this replica is delivering ignored');
+      return;
+    }
+    heldSeqs.add(msg.seq);
     const entry: Held = { released: false, done: Promise.resolve() };
     metrics.inFlight.inc();
     // Tells the server the job is still being worked on, so a slow relay does not get it redelivered elsewhere.
@@ -148,6 +221,7 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
       .finally(() => {
         clearInterval(heartbeat);
         held.delete(msg);
+        heldSeqs.delete(msg.seq);
         metrics.inFlight.dec();
       });
     held.set(msg, entry);
@@ -167,8 +241,8 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
         batch = await consumer.fetch({ max_messages: settings.concurrency - held.size, expires: fetchExpiresMs });
         if (stopping) batch.stop();
         for await (const msg of batch) {
-          // A job that arrives as intake stops goes straight back for another replica.
-          if (stopping) msg.nak();
+          // A job that arrives as intake stops goes back for another replica.
+          if (stopping) msg.nak(handBackDelayMs);
           else hold(msg);
         }
       } catch (error) {
@@ -198,7 +272,7 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
       for (const [msg, entry] of held) {
         if (entry.released) continue;
         entry.released = true;
-        msg.nak();
+        msg.nak(handBackDelayMs);
         returned += 1;
       }
       logger.warn({ returned }, 'shutdown deadline reached; unfinished jobs returned to the queue');

@@ -12,8 +12,16 @@ export function createMailerMetrics(registry: Registry) {
   });
   // Zero-valued series from the start, so rates and alerts work before the first failure.
   for (const outcome of ['sent', 'deferred', 'failed']) deliveries.inc({ outcome }, 0);
+  const finishedRedeliveries = new Counter({
+    name: 'notify_finished_redeliveries_total',
+    help: 'Jobs offered again after their delivery had finished, settled from the outcome ledger without mailing, by outcome',
+    labelNames: ['state'] as const,
+    registers: [registry],
+  });
+  for (const state of ['sent', 'failed']) finishedRedeliveries.inc({ state }, 0);
   return {
     deliveries,
+    finishedRedeliveries,
     sendDuration: new Histogram({
       name: 'notify_smtp_send_duration_seconds',
       help: 'Time to hand one message to the SMTP relay, including waiting for a pooled connection',

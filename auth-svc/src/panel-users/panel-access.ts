@@ -1,0 +1,57 @@
+// PanelAuthService (internal token, called by the gateway): verify a sign-in, say what a signed-in user
+// may see, list a project's keys. A refused sign-in never tells whether the email exists.
+import { status } from '@grpc/grpc-js';
+import { UserError, type AsyncHandlers, type Logger } from '@notify/platform';
+import type { Pool } from '@notify/platform/database';
+import type { auth } from '@notify/proto';
+import { apiKeyColumns, toApiKey, toOrganization, toProject, type ApiKeyRow } from '../admin/records.ts';
+import { normalizeEmail } from './identity.ts';
+import { hashPassword, needsRehash, passwordLength, passwordMatches, type PasswordHash } from './password.ts';
+import { findAccess, findCredentials, projectBelongs, replacePassword, storedHash, toPanelUser } from './panel-user-store.ts';
+
+const invalidCredentials = (): UserError => new UserError(status.UNAUTHENTICATED, 'invalid_credentials', 'the email or the password is wrong');
+
+export function createPanelAccessHandlers({ pool, logger }: { pool: Pool; logger: Logger }): AsyncHandlers<auth.PanelAuthServiceDefinition> {
+  // Hashed against when the email is unknown or disabled, so that such a refusal takes as long as a wrong password.
+  // Made at once, so the first such refusal does not also pay for making it.
+  const decoy: Promise<PasswordHash> = hashPassword('decoy password that no user has');
+
+  return {
+    async VerifyPanelCredentials(request) {
+      // Longer than any password that can be set: refused without spending a hash on it.
+      if (request.password.length === 0 || [...request.password].length > passwordLength.max) throw invalidCredentials();
+      const row = await findCredentials(pool, normalizeEmail(request.email));
+      if (!row || row.disabled_at !== null) {
+        await passwordMatches(request.password, await decoy);
+        throw invalidCredentials();
+      }
+      const stored = storedHash(row);
+      if (!(await passwordMatches(request.password, stored))) throw invalidCredentials();
+      if (needsRehash(stored)) {
+        // The password is known right now, and only now: the moment to move its hash to the current parameters.
+        await replacePassword(pool, row.id, await hashPassword(request.password), false).catch((error: unknown) =>
+          logger.warn({ err: error, panelUserId: row.id }, 'could not upgrade a panel password hash; it stays valid as it is'),
+        );
+      }
+      return toPanelUser(row);
+    },
+
+    async GetPanelAccess(request) {
+      const access = await findAccess(pool, request.userId);
+      if (!access) throw new UserError(status.NOT_FOUND, 'panel_user_not_found', 'no enabled panel user with this id');
+      return { user: toPanelUser(access.user), organization: toOrganization(access.organization), projects: access.projects.map(toProject) };
+    },
+
+    async ListPanelApiKeys(request) {
+      if (!(await projectBelongs(pool, request.organizationId, request.projectId))) {
+        throw new UserError(status.NOT_FOUND, 'project_not_found', 'no such project in this organization');
+      }
+      const { rows } = await pool.query<ApiKeyRow>({
+        name: 'panel-api-keys',
+        text: `SELECT ${apiKeyColumns} FROM api_keys WHERE project_id = $1 ORDER BY id`,
+        values: [request.projectId],
+      });
+      return { keys: rows.map(toApiKey) };
+    },
+  };
+}

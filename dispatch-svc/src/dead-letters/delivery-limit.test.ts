@@ -1,0 +1,53 @@
+// JetStream's delivery limit against a real server: a job offered max_deliver times without being settled ends its
+// message `failed` with the reason, and leaves the jobs stream.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ensureConsumer, nanoseconds } from '@notify/platform/nats';
+import { eventually, startHarness, type Harness } from '../testing/harness.ts';
+import { deliveryLimitNames, ensureDeliveryLimitStream, startDeliveryLimitConsumer, type DeliveryLimitNames } from './delivery-limit.ts';
+import type { DurableConsumer } from '../events/durable-consumer.ts';
+
+let h: Harness;
+let limits: DeliveryLimitNames;
+let consumer: DurableConsumer;
+/** The delivery limit of the stand-in mailers' consumer. */
+const maxDeliver = 2;
+
+before(async () => {
+  h = await startHarness();
+  await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'welcome', subject: 'Hi', text: 'Hi', active: true });
+  limits = deliveryLimitNames(h.names.jobsStream.replace(/NOTIFY_JOBS$/, ''), h.names);
+  await ensureDeliveryLimitStream(h.jsm, limits, 1);
+  await ensureConsumer(h.jsm, h.names.jobsStream, { durable_name: h.names.mailerConsumer, filter_subject: h.names.jobsSubject, max_deliver: maxDeliver, ack_wait: nanoseconds(30_000) });
+  consumer = startDeliveryLimitConsumer({ js: h.js, jsm: h.jsm, pool: h.pool, limits, metrics: h.metrics, logger: h.logger });
+});
+
+after(async () => {
+  await consumer?.stop();
+  await h?.jsm.streams.delete(limits.stream).catch(() => false);
+  await h?.close();
+});
+
+/** Takes the next job and gives it back at once, as a replica that crashes or cannot record events would. */
+async function takeWithoutSettling(): Promise<number | undefined> {
+  const jobs = await h.js.consumers.get(h.names.jobsStream, h.names.mailerConsumer);
+  const message = await jobs.next({ expires: 1_000 });
+  message?.nak();
+  return message?.info.deliveryCount;
+}
+
+test('a job offered up to the delivery limit without an outcome ends its message failed, and leaves the stream', async () => {
+  const { messageId } = await h.dispatch.call('Send', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, apiKeyId: h.ids.apiKeyId, template: 'welcome', to: 'a@example.com', dataJson: '{}' });
+  assert.deepEqual([await takeWithoutSettling(), await takeWithoutSettling()], [1, 2]);
+  assert.equal(await takeWithoutSettling(), undefined, 'the server offers it no more');
+
+  await eventually(async () => (await h.pool.query(`SELECT 1 FROM messages WHERE id = $1 AND state = 'failed'`, [messageId])).rowCount === 1, 5_000, 'the message to fail');
+  const message = await h.dispatch.call('GetMessage', { projectId: h.ids.projectId, messageId });
+  assert.equal(message.failureReason, 'delivery limit reached: offered 2 times without an outcome');
+  assert.equal(message.attempts, maxDeliver);
+  assert.deepEqual(message.events.map((event) => `${event.state}:${event.attempt}`), ['queued:0', `failed:${maxDeliver}`]);
+
+  await eventually(async () => (await h.jobsInStream()) === 0, 5_000, 'the job to be deleted');
+  await eventually(async () => (await h.jsm.consumers.info(limits.stream, limits.consumer)).num_ack_pending === 0, 5_000, 'the advisory to be acknowledged');
+  assert.match(await h.registry.getSingleMetricAsString('notify_delivery_limit_advisories_total'), /outcome="failed"[^}]*\} 1(\n|$)/);
+});

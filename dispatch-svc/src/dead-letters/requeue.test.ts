@@ -1,0 +1,185 @@
+// Dead letters against real PostgreSQL and JetStream: listing failed messages, re-queueing them as a new delivery
+// whose job JetStream does not take for the first one, and late events of the first delivery changing nothing.
+import assert from 'node:assert/strict';
+import { status } from '@grpc/grpc-js';
+import { after, before, describe, test } from 'node:test';
+import { GrpcClient } from '@notify/platform';
+import { dispatchProto, type DeliveryEvent } from '@notify/proto';
+import { applyDeliveryEvent } from '../events/event-store.ts';
+import type { QueuedJob } from '../outbox/delivery-job.ts';
+import { assertRefused } from '../testing/assertions.ts';
+import { startHarness, type Harness } from '../testing/harness.ts';
+
+let h: Harness;
+let deadLetters: GrpcClient<typeof dispatchProto.DeadLetterAdminService.service>;
+
+before(async () => {
+  h = await startHarness();
+  await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'welcome', subject: 'Hi', text: 'Hi v1', active: true });
+  deadLetters = new GrpcClient(dispatchProto.DeadLetterAdminService.service, h.address, { token: h.tokens.admin, deadlineMs: 5_000 });
+});
+
+after(async () => {
+  deadLetters?.close();
+  await h?.close();
+});
+
+async function newMessage(): Promise<number> {
+  const response = await h.dispatch.call('Send', {
+    projectId: h.ids.projectId,
+    organizationId: h.ids.organizationId,
+    apiKeyId: h.ids.apiKeyId,
+    template: 'welcome',
+    to: 'ada@example.com',
+    dataJson: '{"name":"Ada"}',
+  });
+  return response.messageId;
+}
+
+const apply = (messageId: number, state: DeliveryEvent['state'], attempt: number, extra: Partial<DeliveryEvent> = {}) =>
+  applyDeliveryEvent(h.pool, { messageId, state, attempt, occurredAt: new Date().toISOString(), ...extra });
+
+/** A message that failed at attempt 2 after a deferral, as a relay outage past the retries would leave it. */
+async function failedMessage(): Promise<number> {
+  const id = await newMessage();
+  await apply(id, 'sending', 1);
+  await apply(id, 'deferred', 1, { smtpCode: 451, smtpResponse: '451 4.3.0 try later', reason: 'recipient refused by the mail server: 451 4.3.0 try later' });
+  await apply(id, 'sending', 2);
+  await apply(id, 'failed', 2, { smtpCode: 451, smtpResponse: '451 4.3.0 try later', reason: 'retries exhausted: recipient refused' });
+  return id;
+}
+
+const row = async (id: number) =>
+  (await h.pool.query('SELECT state, state_attempt, attempts, failure_reason, last_smtp_code, template_version FROM messages WHERE id = $1', [id])).rows[0];
+
+/** The last job JetStream stored, with the Nats-Msg-Id it was stored under. */
+async function lastJob(): Promise<{ msgId: string | undefined; job: QueuedJob }> {
+  const stored = await h.jsm.streams.getMessage(h.names.jobsStream, { last_by_subj: h.names.jobsSubject });
+  assert.ok(stored);
+  return { msgId: stored.header?.get('Nats-Msg-Id'), job: stored.json<QueuedJob>() };
+}
+
+describe('listing dead letters', () => {
+  test('lists only the failed messages of the project, with reason, attempts and last SMTP reply', async () => {
+    const failed = await failedMessage();
+    const queued = await newMessage();
+    const listed = await deadLetters.call('ListDeadLetters', { projectId: h.ids.projectId });
+    const ids = listed.messages.map((message) => message.id);
+    assert.ok(ids.includes(failed));
+    assert.ok(!ids.includes(queued));
+    const entry = listed.messages.find((message) => message.id === failed);
+    assert.equal(entry?.state, 'failed');
+    assert.equal(entry?.attempts, 2);
+    assert.equal(entry?.failureReason, 'retries exhausted: recipient refused');
+    assert.equal(entry?.lastSmtpReply, '451 4.3.0 try later');
+    assert.deepEqual((await deadLetters.call('ListDeadLetters', { projectId: h.ids.otherProjectId })).messages, []);
+  });
+
+  test('refuses a request it cannot read', async () => {
+    await assertRefused(deadLetters.call('ListDeadLetters', { projectId: 0 }), status.INVALID_ARGUMENT, 'invalid_argument');
+    await assertRefused(deadLetters.call('ListDeadLetters', { projectId: h.ids.projectId, limit: 501 }), status.INVALID_ARGUMENT, 'invalid_argument');
+  });
+});
+
+describe('re-queueing dead letters', () => {
+  test('a failed message goes back to queued with an event, and a new job numbered after its earlier attempts is published', async () => {
+    const id = await failedMessage();
+    // The operator fixed the template: the new delivery renders the current version.
+    await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'welcome', subject: 'Hi', text: 'Hi v2', active: true });
+    const jobs = (await h.jsm.streams.info(h.names.jobsStream)).state.last_seq;
+    const response = await deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, messageIds: [id] });
+    assert.deepEqual(response, { requeued: [id], skipped: [] });
+
+    assert.deepEqual(await row(id), { state: 'queued', state_attempt: 2, attempts: 2, failure_reason: null, last_smtp_code: 451, template_version: 2 });
+    const message = await h.dispatch.call('GetMessage', { projectId: h.ids.projectId, messageId: id });
+    assert.deepEqual(
+      message.events.map((event) => `${event.state}:${event.attempt}`),
+      ['queued:0', 'sending:1', 'deferred:1', 'sending:2', 'failed:2', 'queued:3'],
+    );
+    assert.match(message.events.at(-1)?.reason ?? '', /^re-queued by an operator \(template version 2\)$/);
+
+    assert.equal((await h.jsm.streams.info(h.names.jobsStream)).state.last_seq, jobs + 1, 'one new job');
+    const { msgId, job } = await lastJob();
+    assert.equal(msgId, `${id}:requeue:2`);
+    assert.equal(job.messageId, id);
+    assert.equal(job.requeue?.attemptBase, 2);
+    assert.equal(job.template.text, 'Hi v2');
+    assert.deepEqual(job.data, { name: 'Ada' });
+    assert.equal((await h.pool.query('SELECT 1 FROM outbox WHERE message_id = $1', [id])).rowCount, 0, 'the outbox row is gone once published');
+  });
+
+  test('late and repeated events of the first delivery leave a re-queued message queued; the new delivery moves it', async () => {
+    const id = await failedMessage();
+    await deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, messageIds: [id] });
+    assert.equal(await apply(id, 'failed', 2, { reason: 'late copy' }), 'duplicate');
+    assert.equal(await apply(id, 'sending', 2), 'duplicate');
+    assert.equal(await apply(id, 'sent', 2), 'recorded', 'an event of the first delivery never seen before is recorded, not applied');
+    assert.equal((await row(id))?.state, 'queued');
+    assert.equal(await apply(id, 'sending', 3), 'applied');
+    assert.equal(await apply(id, 'sent', 3, { smtpCode: 250, smtpResponse: '250 OK' }), 'applied');
+    assert.deepEqual(await row(id), { state: 'sent', state_attempt: 3, attempts: 3, failure_reason: null, last_smtp_code: 250, template_version: 2 });
+  });
+
+  test('a message re-queued a second time gets another Nats-Msg-Id, so JetStream keeps the new job', async () => {
+    const id = await failedMessage();
+    await deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, messageIds: [id] });
+    await apply(id, 'sending', 3);
+    await apply(id, 'failed', 3, { smtpCode: 550, smtpResponse: '550 no such user', reason: 'recipient refused' });
+    const jobs = (await h.jsm.streams.info(h.names.jobsStream)).state.last_seq;
+    assert.deepEqual((await deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, messageIds: [id] })).requeued, [id]);
+    assert.equal((await h.jsm.streams.info(h.names.jobsStream)).state.last_seq, jobs + 1);
+    assert.equal((await lastJob()).msgId, `${id}:requeue:3`, 'numbered after attempt 3 of the second delivery');
+  });
+
+  test('messages that are not failed messages of the project are reported and left alone', async () => {
+    const queued = await newMessage();
+    const sent = await newMessage();
+    await apply(sent, 'sent', 1, { smtpCode: 250, smtpResponse: '250 OK' });
+    const response = await deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, messageIds: [queued, sent, 999_999] });
+    assert.deepEqual(response, {
+      requeued: [],
+      skipped: [
+        { messageId: queued, reason: 'not_failed' },
+        { messageId: sent, reason: 'not_failed' },
+        { messageId: 999_999, reason: 'message_not_found' },
+      ],
+    });
+    const failed = await failedMessage();
+    assert.deepEqual((await deadLetters.call('RequeueDeadLetters', { projectId: h.ids.otherProjectId, messageIds: [failed] })).skipped, [
+      { messageId: failed, reason: 'message_not_found' },
+    ]);
+    assert.equal((await row(failed))?.state, 'failed');
+  });
+
+  test('a failed message whose template is inactive stays failed', async () => {
+    await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'paused', subject: 'Hi', text: 'Hi', active: true });
+    const response = await h.dispatch.call('Send', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, apiKeyId: h.ids.apiKeyId, template: 'paused', to: 'b@example.com', dataJson: '{}' });
+    await apply(response.messageId, 'failed', 1, { reason: 'recipient refused' });
+    await h.admin.call('SetTemplateActive', { projectId: h.ids.projectId, slug: 'paused', active: false });
+    const result = await deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, messageIds: [response.messageId] });
+    assert.deepEqual(result.skipped, [{ messageId: response.messageId, reason: 'template_inactive' }]);
+  });
+
+  test('--all re-queues every failed message of the project', async () => {
+    const ids = [await failedMessage(), await failedMessage()];
+    const response = await deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, all: true });
+    for (const id of ids) assert.ok(response.requeued.includes(id), `message ${id} re-queued`);
+    const { rows } = await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM messages m JOIN templates t ON t.id = m.template_id WHERE m.state = 'failed' AND t.active`);
+    assert.equal(rows[0]?.n, 0);
+  });
+
+  test('refuses a request naming neither or both of message ids and all', async () => {
+    await assertRefused(deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId }), status.INVALID_ARGUMENT, 'invalid_argument');
+    await assertRefused(deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, messageIds: [1], all: true }), status.INVALID_ARGUMENT, 'invalid_argument');
+    await assertRefused(deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, messageIds: [0] }), status.INVALID_ARGUMENT, 'invalid_argument');
+  });
+
+  test('the internal token cannot re-queue', async () => {
+    const internal = new GrpcClient(dispatchProto.DeadLetterAdminService.service, h.address, { token: h.tokens.internal, deadlineMs: 5_000 });
+    try {
+      await assert.rejects(internal.call('ListDeadLetters', { projectId: h.ids.projectId }), (error: { status?: number }) => error.status === status.UNAUTHENTICATED);
+    } finally {
+      internal.close();
+    }
+  });
+});

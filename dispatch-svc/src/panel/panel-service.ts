@@ -1,0 +1,40 @@
+// PanelService (internal token): what the gateway's web panel reads, and the operator's re-queue button.
+import { status } from '@grpc/grpc-js';
+import { UserError, type AsyncHandlers } from '@notify/platform';
+import type { Pool } from '@notify/platform/database';
+import type { dispatch } from '@notify/proto';
+import { createRenderer } from '@notify/mailer-svc/src/rendering/renderer.ts';
+import { requeueMessages, type RequeueDeps } from '../dead-letters/requeue.ts';
+import type { VariablesSchemas } from '../templates/variables-schema.ts';
+import { searchMessages } from './message-search.ts';
+import { getMessageView } from './message-view.ts';
+import { getOverview } from './overview.ts';
+import { listProjectTemplates, previewTemplate } from './template-preview.ts';
+
+export interface PanelServiceDeps extends RequeueDeps {
+  readonly pool: Pool;
+  readonly schemas: VariablesSchemas;
+}
+
+export function panelServiceHandlers(deps: PanelServiceDeps): AsyncHandlers<dispatch.PanelServiceDefinition> {
+  // The renderer keeps parsed templates in a bounded cache, so one per service, shared by every call.
+  const renderer = createRenderer();
+  return {
+    SearchMessages: (request) => searchMessages(deps.pool, request),
+    GetMessageView: (request) => getMessageView(deps.pool, renderer, request),
+    GetOverview: (request) => getOverview(deps.pool, request),
+    ListProjectTemplates: (request) => listProjectTemplates(deps.pool, request),
+    PreviewTemplate: (request) => previewTemplate({ pool: deps.pool, renderer, schemas: deps.schemas }, request),
+    async RequeueMessage(request) {
+      // The organization is checked here; the re-queue itself is the dead-letter path's, unchanged.
+      const owned = await deps.pool.query({
+        name: 'panel-requeue-owner',
+        text: 'SELECT 1 FROM messages WHERE id = $1 AND project_id = $2 AND organization_id = $3',
+        values: [request.messageId, request.projectId, request.organizationId],
+      });
+      if (owned.rowCount !== 1) throw new UserError(status.NOT_FOUND, 'message_not_found', `no message ${request.messageId} in this project`);
+      const result = await requeueMessages(deps, request.projectId, [request.messageId]);
+      return { requeued: result.requeued, skipped: result.skipped };
+    },
+  };
+}

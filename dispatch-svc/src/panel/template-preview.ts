@@ -1,0 +1,63 @@
+// PanelService.ListProjectTemplates and PreviewTemplate: a project's templates read-only, and the current version of
+// one rendered with sample data by the mailer's renderer (sandboxed: no file access, own properties only, time and
+// memory limits; the HTML part escapes the data, exactly as in a sent mail).
+import { status } from '@grpc/grpc-js';
+import { UserError } from '@notify/platform';
+import type { Pool } from '@notify/platform/database';
+import type { dispatch } from '@notify/proto';
+import type { Renderer } from '@notify/mailer-svc/src/rendering/renderer.ts';
+import { findTemplate, listTemplates, slugPattern, toTemplateMessage } from '../templates/template-store.ts';
+import type { VariablesSchemas } from '../templates/variables-schema.ts';
+import { sampleData } from './sample-data.ts';
+
+/** Sample data is typed into a form by a person; anything larger is a mistake or an abuse. */
+export const maxPreviewDataBytes = 65_536;
+
+export interface PreviewDeps {
+  readonly pool: Pool;
+  readonly renderer: Renderer;
+  readonly schemas: VariablesSchemas;
+}
+
+function invalid(fault: string): UserError {
+  return new UserError(status.INVALID_ARGUMENT, 'invalid_argument', `invalid preview: ${fault}`, { fields: [fault] });
+}
+
+function parseData(dataJson: string): Record<string, unknown> {
+  if (Buffer.byteLength(dataJson, 'utf8') > maxPreviewDataBytes) throw invalid(`data_json: must be at most ${maxPreviewDataBytes} bytes`);
+  let data: unknown;
+  try {
+    data = JSON.parse(dataJson);
+  } catch {
+    throw invalid('data_json: is not valid JSON');
+  }
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) throw invalid('data_json: must be a JSON object');
+  return data as Record<string, unknown>;
+}
+
+export async function listProjectTemplates(pool: Pool, request: dispatch.ListTemplatesRequest__Output): Promise<dispatch.ListTemplatesResponse__Output> {
+  return { templates: (await listTemplates(pool, request.projectId)).map(toTemplateMessage) };
+}
+
+export async function previewTemplate(deps: PreviewDeps, request: dispatch.PreviewTemplateRequest__Output): Promise<dispatch.TemplatePreview__Output> {
+  if (!slugPattern.test(request.slug)) throw new UserError(status.NOT_FOUND, 'template_not_found', `no template "${request.slug}" in this project`);
+  const data = request.dataJson.trim() === '' ? undefined : parseData(request.dataJson);
+  const template = await findTemplate(deps.pool, request.projectId, request.slug);
+  if (!template) throw new UserError(status.NOT_FOUND, 'template_not_found', `no template "${request.slug}" in this project`);
+  const used = data ?? sampleData(template.variablesSchema);
+  const preview: dispatch.TemplatePreview__Output = {
+    template: toTemplateMessage(template),
+    dataJson: JSON.stringify(used, null, 2),
+    subject: '',
+    html: '',
+    text: '',
+    renderError: '',
+    dataFaults: deps.schemas.check(template, used),
+  };
+  try {
+    const rendered = await deps.renderer.render({ projectId: request.projectId, template, data: used });
+    return { ...preview, ...rendered };
+  } catch (error) {
+    return { ...preview, renderError: error instanceof Error ? error.message : String(error) };
+  }
+}

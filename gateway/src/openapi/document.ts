@@ -1,0 +1,166 @@
+// The OpenAPI 3.1 document of the public API, served at GET /api/v1/openapi.json. Written from CONTRACT.md and the
+// gateway's own limits, so the rules it states are the ones the gateway applies; tests check live responses against it.
+import type { ErrorCode } from '../errors/api-error.ts';
+import { maxRecipientLength, maxTemplateLength } from '../send/validation.ts';
+
+type Schema = Record<string, unknown>;
+
+const ref = (name: string): Schema => ({ $ref: `#/components/${name}` });
+
+/** `{detail, code}` with the codes a status can carry. */
+function errorBody(codes: readonly ErrorCode[]): Schema {
+  return {
+    type: 'object',
+    required: ['detail', 'code'],
+    additionalProperties: false,
+    properties: { detail: { type: 'string' }, code: { enum: [...codes] } },
+  };
+}
+
+/** 5xx: `{detail, code, request_id}`. */
+function serverErrorBody(codes: readonly ErrorCode[]): Schema {
+  return {
+    type: 'object',
+    required: ['detail', 'code', 'request_id'],
+    additionalProperties: false,
+    properties: {
+      detail: { type: 'string' },
+      code: { enum: [...codes] },
+      request_id: { type: 'string', description: 'The X-Request-ID of the response; quote it to support.' },
+    },
+  };
+}
+
+const json = (schema: Schema): Schema => ({ 'application/json': { schema } });
+
+/** Headers on every response of the send endpoint. */
+const commonHeaders = { 'X-Request-ID': ref('headers/X-Request-ID'), 'Cache-Control': ref('headers/Cache-Control'), 'Content-Language': ref('headers/Content-Language') };
+/** Headers on every response that counted against the rate limit (checks 2-5 passed). */
+const rateHeaders = { RateLimit: ref('headers/RateLimit'), 'RateLimit-Policy': ref('headers/RateLimit-Policy') };
+
+function response(description: string, schema: Schema, headers: Record<string, Schema> = {}): Schema {
+  return { description, headers: { ...commonHeaders, ...headers }, content: json(schema) };
+}
+
+const sendDescription = `Queues one email built from a stored template. The response confirms queuing only, not delivery.
+
+Checks run in this order; the first failure answers:
+1. body size (413) · 2. \`Authorization: Api-Key <key>\` (401) · 3. \`X-Organization-ID\` (400) · 4. the key's project in that organization (403 permission_denied)
+· 5. the plan allows more sends: not suspended, monthly quota not used up (403 plan_blocked) · 6. per-key rate (429) · 7. \`Content-Type: application/json\` (415)
+· 8. a JSON object in UTF-8 (400 parse_error) · 9. \`Idempotency-Key\` is a UUID (400 invalid_header) · 10. idempotency record: replay (202), in flight (409), another body (422)
+· 11. fields, all at once (422) · 12. template slug exists in the key's project (404) · 13. template active and \`data\` matching its variables (422) · 14. accepted (202).
+
+Every request that passes checks 2-5 counts against the rate limit, whatever happens after.
+
+Idempotency: a request repeated with the same \`Idempotency-Key\` (scope: the key's project) and the same JSON (key order and spacing do not matter)
+within the idempotency window (24 hours by default) answers the first 202 again with \`idempotent_replay: true\` and \`Idempotent-Replayed: true\`,
+creating nothing. Only accepted requests are stored: a refused one can be corrected and retried under the same key.`;
+
+export const openApiDocument = {
+  openapi: '3.1.0',
+  info: {
+    title: 'Notify',
+    version: '1.0.0',
+    summary: 'Template-based email notifications over one HTTP endpoint.',
+    description:
+      'Texts (`detail` and field messages) are in English or Spanish, chosen by `Accept-Language`; clients must not parse them. Codes and field names never change with the language.',
+  },
+  security: [{ ApiKey: [] }],
+  paths: {
+    '/api/v1/send/': {
+      post: {
+        operationId: 'send',
+        summary: 'Queue a notification message (also served without the trailing slash)',
+        description: sendDescription,
+        security: [{ ApiKey: [] }],
+        parameters: [
+          { name: 'X-Organization-ID', in: 'header', required: true, description: 'The organization, a positive integer.', schema: { type: 'string', pattern: '^[1-9][0-9]*$' } },
+          { name: 'Idempotency-Key', in: 'header', required: false, description: 'A UUID chosen by the caller (any version, any case), to retry safely.', schema: { type: 'string', format: 'uuid' } },
+          { name: 'Accept-Language', in: 'header', required: false, description: 'English (default) or Spanish, q-values honoured.', schema: { type: 'string' }, example: 'es;q=0.9,en;q=0.8' },
+          { name: 'X-Request-ID', in: 'header', required: false, description: 'Echoed on the response when it is 1-128 of `A-Za-z0-9._-`; otherwise a new UUID is used.', schema: { type: 'string' } },
+        ],
+        requestBody: {
+          required: true,
+          description: 'A JSON object in UTF-8 (`Content-Type: application/json`, charset utf-8 allowed), at most NOTIFY_MAX_BODY_BYTES (256 KiB by default).',
+          content: json(ref('schemas/SendRequest')),
+        },
+        responses: {
+          '202': response('Accepted and queued, or the replay of an earlier identical request.', ref('schemas/Accepted'), {
+            ...rateHeaders,
+            'Idempotent-Replayed': ref('headers/Idempotent-Replayed'),
+          }),
+          '400': response('Malformed body (parse_error) or header (invalid_header: X-Organization-ID or Idempotency-Key).', errorBody(['parse_error', 'invalid_header']), rateHeaders),
+          '401': response('Missing `Authorization`, another scheme, or an unknown or revoked key.', ref('schemas/Detail'), { 'WWW-Authenticate': ref('headers/WWW-Authenticate') }),
+          '403': response("The key may not act on this organization (permission_denied), or the organization's plan blocks more sends (plan_blocked).", errorBody(['permission_denied', 'plan_blocked'])),
+          '404': response("No template with this slug in the key's project.", errorBody(['template_not_found']), rateHeaders),
+          '409': response('A request with this Idempotency-Key is still being processed; retry after Retry-After.', errorBody(['idempotency_key_in_use']), {
+            ...rateHeaders,
+            'Retry-After': ref('headers/Retry-After'),
+          }),
+          '413': response('The body is larger than the limit.', errorBody(['payload_too_large'])),
+          '415': response('The body is not declared as uncompressed JSON.', errorBody(['unsupported_media_type']), rateHeaders),
+          '422': response('Fields refused, each with its messages: request fields, `template` (inactive), `data` (template variables) or `Idempotency-Key` (used with another body).', ref('schemas/FieldErrors'), rateHeaders),
+          '429': response('Over the per-key rate; the text names the same seconds as Retry-After.', ref('schemas/Detail'), { ...rateHeaders, 'Retry-After': ref('headers/Retry-After') }),
+          '500': response('An internal error; retry later, quoting request_id.', serverErrorBody(['internal_error'])),
+          '503': response('A dependency is down; retry after Retry-After.', serverErrorBody(['service_unavailable']), { 'Retry-After': ref('headers/Retry-After') }),
+        },
+      },
+    },
+  },
+  components: {
+    securitySchemes: {
+      ApiKey: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'Authorization',
+        description: 'The header reads `Api-Key <key>`: the scheme `Api-Key`, spelled exactly so, then the key. Keys go only in this header, never in the body.',
+      },
+    },
+    schemas: {
+      SendRequest: {
+        type: 'object',
+        required: ['template', 'to', 'channel', 'data'],
+        additionalProperties: false,
+        properties: {
+          template: { type: 'string', minLength: 1, maxLength: maxTemplateLength, pattern: '^[A-Za-z0-9_-]+$', description: 'Slug of an active template of the key\'s project.' },
+          to: { type: 'string', format: 'email', maxLength: maxRecipientLength, description: 'One address (addr-spec): no display name, no list, no control characters.' },
+          channel: { type: 'string', const: 'email' },
+          data: { type: 'object', description: 'The template variables: a JSON object, at most 32 levels deep, without the keys `__proto__`, `constructor` or `prototype`.' },
+        },
+      },
+      Accepted: {
+        type: 'object',
+        required: ['message_id', 'status', 'celery_task_id', 'idempotent_replay'],
+        additionalProperties: false,
+        properties: {
+          message_id: { type: 'integer', minimum: 1 },
+          status: { type: 'string', const: 'queued' },
+          celery_task_id: { type: 'string', format: 'uuid', description: 'Id of the background job that processes the message.' },
+          idempotent_replay: { type: 'boolean', description: '`true` when this answers an earlier identical request again.' },
+        },
+      },
+      Detail: {
+        type: 'object',
+        required: ['detail'],
+        additionalProperties: false,
+        properties: { detail: { type: 'string', description: 'Human-readable, in the negotiated language.' } },
+      },
+      FieldErrors: {
+        type: 'object',
+        minProperties: 1,
+        description: 'Each refused field with its messages.',
+        additionalProperties: { type: 'array', minItems: 1, items: { type: 'string' } },
+      },
+    },
+    headers: {
+      'X-Request-ID': { description: "The caller's request id when sane, else a new UUID.", required: true, schema: { type: 'string' } },
+      'Cache-Control': { description: 'Always `no-store`.', required: true, schema: { type: 'string', const: 'no-store' } },
+      'Content-Language': { description: 'Language of the texts in the body.', required: true, schema: { enum: ['en', 'es'] } },
+      RateLimit: { description: 'IETF draft-ietf-httpapi-ratelimit-headers: requests remaining and seconds to reset.', schema: { type: 'string', pattern: '^"send";r=\\d+;t=\\d+$' } },
+      'RateLimit-Policy': { description: 'IETF draft-ietf-httpapi-ratelimit-headers: quota per window, e.g. `"send";q=120;w=60`.', schema: { type: 'string', pattern: '^"send";q=\\d+;w=\\d+$' } },
+      'Retry-After': { description: 'Whole seconds to wait, at least 1.', required: true, schema: { type: 'string', pattern: '^[1-9][0-9]*$' } },
+      'Idempotent-Replayed': { description: 'Present, `true`, on a replay.', schema: { type: 'string', const: 'true' } },
+      'WWW-Authenticate': { description: 'The challenge: `Api-Key`.', required: true, schema: { type: 'string', const: 'Api-Key' } },
+    },
+  },
+} as const;

@@ -1,0 +1,7 @@
+// The two gRPC services the panel reads through (internal token): PanelAuthService (auth-svc) and PanelService
+// (dispatch-svc).
+import type { GrpcClient } from '@notify/platform';
+import type { auth, dispatch } from '@notify/proto';
+
+export type PanelAuthClient = GrpcClient<auth.PanelAuthServiceDefinition>;
+export type PanelQueryClient = GrpcClient<dispatch.PanelServiceDefinition>;

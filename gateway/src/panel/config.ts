@@ -1,0 +1,26 @@
+// The web panel's environment variables, part of the gateway's (config.ts spreads them in).
+import { boolean, custom, duration } from '@notify/platform';
+import { parseRate } from '../rate-limit/rate.ts';
+
+export const panelConfigSpec = {
+  panelCookieSecure: boolean('PANEL_COOKIE_SECURE', {
+    description: 'always mark the panel session cookie Secure (set it when TLS ends at a proxy the gateway does not trust); otherwise it is Secure whenever the request came over HTTPS',
+    default: false,
+  }),
+  panelTrustProxy: boolean('PANEL_TRUST_PROXY', {
+    description: 'one trusted reverse proxy is in front of the gateway: the panel takes the client address from the last X-Forwarded-For entry and HTTPS from X-Forwarded-Proto',
+    default: false,
+  }),
+  panelSessionIdleMs: duration('PANEL_SESSION_IDLE_TIMEOUT', { description: 'a panel session ends after this long without a request', default: '30m', minMs: 60_000 }),
+  panelSessionLifetimeMs: duration('PANEL_SESSION_LIFETIME', { description: 'a panel session ends this long after sign-in, however active', default: '12h', minMs: 60_000 }),
+  panelSignInAddressRate: custom(
+    'PANEL_SIGN_IN_ADDRESS_RATE',
+    { description: 'panel sign-in attempts allowed per client address, <count>/<unit>', default: '30/hour' },
+    parseRate,
+  ),
+  panelSignInAccountRate: custom(
+    'PANEL_SIGN_IN_ACCOUNT_RATE',
+    { description: 'failed panel sign-ins allowed per account (email), <count>/<unit>; a success starts the count again', default: '10/hour' },
+    parseRate,
+  ),
+};

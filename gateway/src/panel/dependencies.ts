@@ -1,0 +1,54 @@
+// What the panel works with, built from the gateway's configuration: its gRPC clients, the session store and the
+// sign-in limiter (both on the gateway's Redis).
+import type { Redis } from 'ioredis';
+import { GrpcClient, type ConfigOf, type Logger } from '@notify/platform';
+import { authProto, dispatchProto } from '@notify/proto';
+import type { PanelAuthClient, PanelQueryClient } from './clients.ts';
+import type { panelConfigSpec } from './config.ts';
+import { SignInLimiter } from './security/sign-in-limiter.ts';
+import { SessionStore } from './sessions/session-store.ts';
+
+export interface PanelDeps {
+  readonly auth: PanelAuthClient;
+  readonly dispatch: PanelQueryClient;
+  readonly sessions: SessionStore;
+  readonly signInLimiter: SignInLimiter;
+  readonly logger: Logger;
+  /** PANEL_TRUST_PROXY. */
+  readonly trustProxy: boolean;
+  /** PANEL_COOKIE_SECURE. */
+  readonly cookieSecure: boolean;
+}
+
+export interface PanelSetup {
+  readonly config: ConfigOf<typeof panelConfigSpec> & {
+    readonly authSvcAddr: string;
+    readonly dispatchSvcAddr: string;
+    readonly internalToken: string;
+    readonly grpcDeadlineMs: number;
+    readonly redisKeyPrefix: string;
+  };
+  readonly redis: Redis;
+  readonly logger: Logger;
+}
+
+export function createPanelDeps({ config, redis, logger }: PanelSetup): { deps: PanelDeps; close(): void } {
+  const grpcOptions = { token: config.internalToken, deadlineMs: config.grpcDeadlineMs };
+  const auth = new GrpcClient(authProto.PanelAuthService.service, config.authSvcAddr, grpcOptions);
+  const dispatch = new GrpcClient(dispatchProto.PanelService.service, config.dispatchSvcAddr, grpcOptions);
+  return {
+    deps: {
+      auth,
+      dispatch,
+      sessions: new SessionStore({ redis, keyPrefix: config.redisKeyPrefix, idleMs: config.panelSessionIdleMs, lifetimeMs: config.panelSessionLifetimeMs }),
+      signInLimiter: new SignInLimiter({ redis, keyPrefix: config.redisKeyPrefix, addressRate: config.panelSignInAddressRate, accountRate: config.panelSignInAccountRate }),
+      logger,
+      trustProxy: config.panelTrustProxy,
+      cookieSecure: config.panelCookieSecure,
+    },
+    close() {
+      auth.close();
+      dispatch.close();
+    },
+  };
+}

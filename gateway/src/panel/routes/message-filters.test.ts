@@ -1,0 +1,27 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { translator } from '../i18n/texts.ts';
+import { parseFilters, utcInstant } from './message-filters.ts';
+
+const t = translator('en');
+
+test('a time typed in the form is read as UTC, with or without seconds', () => {
+  assert.equal(utcInstant('2026-01-31T09:30'), '2026-01-31T09:30:00.000Z');
+  assert.equal(utcInstant('2026-01-31T09:30:15'), '2026-01-31T09:30:15.000Z');
+  for (const wrong of ['2026-01-31', 'yesterday', '2026-13-01T00:00', '2026-01-31T09:30Z']) assert.equal(utcInstant(wrong), undefined, wrong);
+});
+
+test('filters go to the search as given, and the cursor only when it is an id', () => {
+  const parsed = parseFilters({ state: 'failed', template: 'welcome', recipient: ' Ada@Example.com ', from: '2026-01-31T09:00', until: '', before: '42' }, t);
+  assert.deepEqual(parsed.faults, {});
+  assert.deepEqual(parsed.search, { state: 'failed', template: 'welcome', recipient: 'Ada@Example.com', createdFrom: '2026-01-31T09:00:00.000Z', createdUntil: '', cursor: '42' });
+  assert.equal(parseFilters({ before: '1 OR 1=1' }, t).search.cursor, '');
+  assert.equal(parseFilters({ state: ['sent', 'failed'] }, t).search.state, 'sent', 'a repeated parameter counts once');
+});
+
+test('a mistaken state or time is named, and the form keeps what was typed', () => {
+  const parsed = parseFilters({ state: 'lost', from: 'tomorrow' }, t);
+  assert.deepEqual(parsed.faults, { state: 'Choose one of the states in the list.', from: 'Enter a date and time, like 2026-01-31T09:30.' });
+  assert.equal(parsed.filters.from, 'tomorrow');
+  assert.equal(parsed.search.state, '');
+});

@@ -1,0 +1,192 @@
+// The pages of one project: overview, messages, a message (and its live status), re-queue, templates, keys. Every
+// call names the user's organization, and whatever is not found in it is "not found".
+import { status } from '@grpc/grpc-js';
+import type { Middleware } from 'koa';
+import { RemoteError } from '@notify/platform';
+import { currentProject, notFound, PanelError, signedIn, type PanelContext, type PanelState } from '../context.ts';
+import type { PanelDeps } from '../dependencies.ts';
+import { readForm } from '../form.ts';
+import type { PanelTextKey } from '../i18n/texts.ts';
+import { redirect, renderPage } from '../render.ts';
+import { setPreviewHeaders } from '../security/headers.ts';
+import { filterQuery, messagesView } from '../views/messages.ts';
+import { liveStatus, messageView } from '../views/message.ts';
+import { overviewView } from '../views/overview.ts';
+import { keysView, type Notice } from '../views/pages.ts';
+import { templatesView, templateView } from '../views/templates.ts';
+import { idParam, isOperator, verifyCsrf } from './guards.ts';
+import { parseFilters } from './message-filters.ts';
+
+type Handler = (deps: PanelDeps) => Middleware<PanelState>;
+
+function scope(ctx: PanelContext): { projectId: number; organizationId: number } {
+  return { projectId: currentProject(ctx).id, organizationId: signedIn(ctx).access.organization.id };
+}
+
+/** NOT_FOUND from a service is the panel's "not found"; anything else goes on to the error page. */
+async function found<T>(call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (error) {
+    if (error instanceof RemoteError && error.status === status.NOT_FOUND) throw notFound();
+    throw error;
+  }
+}
+
+const requeueOutcomes = ['done', 'not_failed', 'template_inactive', 'message_not_found'] as const;
+
+/** The notice after a re-queue (the redirect carries its outcome, never text). */
+function requeueNotice(ctx: PanelContext): Notice | undefined {
+  const outcome = ctx.query['requeue'];
+  const id = Number(ctx.query['message']);
+  if (typeof outcome !== 'string' || !(requeueOutcomes as readonly string[]).includes(outcome) || !Number.isSafeInteger(id)) return undefined;
+  const { t } = ctx.state;
+  if (outcome === 'done') return { kind: 'info', text: t('message.requeued', { id }) };
+  return { kind: 'error', text: t('message.notRequeued', { id, reason: t(`requeue.${outcome}` as PanelTextKey) }) };
+}
+
+export const overviewPage: Handler = (deps) => async (ctx) => {
+  const panel = ctx as PanelContext;
+  const { t } = panel.state;
+  const [overview, failed] = await Promise.all([
+    deps.dispatch.call('GetOverview', scope(panel)),
+    deps.dispatch.call('SearchMessages', { ...scope(panel), state: 'failed', limit: 10 }),
+  ]);
+  const project = currentProject(panel);
+  const notice = requeueNotice(panel);
+  renderPage(panel, {
+    title: t('overview.title', { project: project.name }),
+    section: 'overview',
+    main: overviewView(t, { project, overview, failed: failed.messages, canRequeue: isOperator(panel), csrfToken: signedIn(panel).session.csrfToken, ...(notice ? { notice } : {}) }),
+  });
+};
+
+export const messagesPage: Handler = (deps) => async (ctx) => {
+  const panel = ctx as PanelContext;
+  const { t } = panel.state;
+  const project = currentProject(panel);
+  const { filters, faults, search } = parseFilters(ctx.query, t);
+  const invalid = Object.keys(faults).length > 0;
+  const [templates, page] = await Promise.all([
+    deps.dispatch.call('ListProjectTemplates', { projectId: project.id }),
+    // With a mistake in the form, the page shows the mistake rather than results for filters nobody asked for.
+    invalid ? Promise.resolve({ messages: [], nextCursor: '' }) : deps.dispatch.call('SearchMessages', { ...scope(panel), ...search, limit: 50 }),
+  ]);
+  renderPage(panel, {
+    title: t('messages.title', { project: project.name }),
+    section: 'messages',
+    status: invalid ? 400 : 200,
+    main: messagesView(t, {
+      project,
+      filters,
+      faults,
+      templates: templates.templates.map((template) => template.slug),
+      messages: page.messages,
+      paged: search.cursor !== '',
+      ...(page.nextCursor ? { older: filterQuery(filters, { before: page.nextCursor }) } : {}),
+    }),
+  });
+};
+
+async function messageOf(deps: PanelDeps, ctx: PanelContext) {
+  const view = await found(deps.dispatch.call('GetMessageView', { ...scope(ctx), messageId: idParam(ctx, 'messageId') }));
+  if (!view.message) throw notFound();
+  return { view, message: view.message };
+}
+
+export const messagePage: Handler = (deps) => async (ctx) => {
+  const panel = ctx as PanelContext;
+  const { t } = panel.state;
+  const { view, message } = await messageOf(deps, panel);
+  const notice = requeueNotice(panel);
+  renderPage(panel, {
+    title: t('message.title', { id: message.id }),
+    section: 'messages',
+    live: true,
+    main: messageView(t, {
+      projectId: currentProject(panel).id,
+      view,
+      message,
+      canRequeue: isOperator(panel),
+      csrfToken: signedIn(panel).session.csrfToken,
+      ...(notice ? { notice } : {}),
+    }),
+  });
+};
+
+/** The small JSON document live.js polls while a message page is open. */
+export const messageStatus: Handler = (deps) => async (ctx) => {
+  const panel = ctx as PanelContext;
+  const { message } = await messageOf(deps, panel);
+  ctx.body = liveStatus(panel.state.t, message);
+};
+
+export const requeueMessage: Handler = (deps) => async (ctx) => {
+  const panel = ctx as PanelContext;
+  const form = await readForm(panel);
+  verifyCsrf(panel, form);
+  if (!isOperator(panel)) throw new PanelError(403, 'error.forbidden', 'error.forbiddenText');
+  const messageId = idParam(panel, 'messageId');
+  const result = await found(deps.dispatch.call('RequeueMessage', { ...scope(panel), messageId }));
+  const outcome = result.requeued.includes(messageId) ? 'done' : (result.skipped[0]?.reason ?? 'message_not_found');
+  deps.logger.info({ panelUserId: signedIn(panel).access.user.id, messageId, outcome, requestId: panel.state.requestId }, 'panel re-queue');
+  const project = currentProject(panel).id;
+  const query = `requeue=${encodeURIComponent(outcome)}&message=${messageId}`;
+  redirect(panel, form.get('back') === 'overview' ? `/panel/projects/${project}?${query}` : `/panel/projects/${project}/messages/${messageId}?${query}`);
+};
+
+export const templatesPage: Handler = (deps) => async (ctx) => {
+  const panel = ctx as PanelContext;
+  const { t } = panel.state;
+  const project = currentProject(panel);
+  const { templates } = await deps.dispatch.call('ListProjectTemplates', { projectId: project.id });
+  renderPage(panel, { title: t('templates.title', { project: project.name }), section: 'templates', main: templatesView(t, project, templates) });
+};
+
+const slugPattern = /^[A-Za-z0-9_-]{1,100}$/;
+
+function previewRequest(ctx: PanelContext): { projectId: number; slug: string; dataJson: string } {
+  const slug = ctx.params['slug'] ?? '';
+  if (!slugPattern.test(slug)) throw notFound();
+  const data = ctx.query['data'];
+  return { projectId: currentProject(ctx).id, slug, dataJson: typeof data === 'string' ? data : '' };
+}
+
+export const templatePage: Handler = (deps) => async (ctx) => {
+  const panel = ctx as PanelContext;
+  const { t } = panel.state;
+  const request = previewRequest(panel);
+  let preview;
+  let dataFault: string | undefined;
+  try {
+    preview = await found(deps.dispatch.call('PreviewTemplate', request));
+  } catch (error) {
+    if (!(error instanceof RemoteError && error.status === status.INVALID_ARGUMENT)) throw error;
+    // Sample data that is not a JSON object: the page shows the sample made from the schema, and the mistake.
+    dataFault = t('template.badData');
+    preview = await found(deps.dispatch.call('PreviewTemplate', { ...request, dataJson: '' }));
+  }
+  renderPage(panel, {
+    title: t('template.title', { slug: request.slug }),
+    section: 'templates',
+    ...(dataFault ? { status: 400 } : {}),
+    main: templateView(t, { projectId: request.projectId, preview, ...(dataFault ? { dataFault, typedData: request.dataJson } : {}) }),
+  });
+};
+
+/** The rendered HTML part alone, for the sandboxed frame of the template page: a document of its own, its own CSP. */
+export const templatePreviewFrame: Handler = (deps) => async (ctx) => {
+  const panel = ctx as PanelContext;
+  const preview = await found(deps.dispatch.call('PreviewTemplate', previewRequest(panel)));
+  setPreviewHeaders(panel);
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.body = preview.renderError ? '' : preview.html;
+};
+
+export const keysPage: Handler = (deps) => async (ctx) => {
+  const panel = ctx as PanelContext;
+  const { t } = panel.state;
+  const project = currentProject(panel);
+  const { keys } = await deps.auth.call('ListPanelApiKeys', { organizationId: signedIn(panel).access.organization.id, projectId: project.id });
+  renderPage(panel, { title: t('keys.title', { project: project.name }), section: 'keys', main: keysView(t, project.name, keys) });
+};

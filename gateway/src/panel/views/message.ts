@@ -1,0 +1,100 @@
+// One message: its details, its whole timeline, and (for operators, when it failed) the re-queue button. The state,
+// the details that change and the timeline carry data-field markers that live.js updates in place.
+import type { dispatch } from '@notify/proto';
+import type { Translate } from '../i18n/texts.ts';
+import { csrfField } from '../security/csrf.ts';
+import { smtpReply, stateBadge, stateLabel, timeElement, timeText } from './format.ts';
+import { html, type Html } from './html.ts';
+import { notice, type Notice } from './pages.ts';
+
+/** What live.js receives from the status endpoint: everything already formatted and translated. */
+export interface LiveStatus {
+  readonly state: string;
+  readonly stateText: string;
+  /** Sent or failed: nothing more will happen unless an operator re-queues it. */
+  readonly terminal: boolean;
+  readonly attempts: number;
+  readonly lastSmtpReply: string;
+  readonly failureReason: string;
+  readonly updatedAt: string;
+  readonly events: readonly { state: string; stateText: string; attempt: number; time: string; timeIso: string; smtpReply: string; reason: string }[];
+}
+
+export const isTerminal = (state: string): boolean => state === 'sent' || state === 'failed';
+
+export function liveStatus(t: Translate, message: dispatch.Message__Output): LiveStatus {
+  return {
+    state: message.state,
+    stateText: stateLabel(t, message.state),
+    terminal: isTerminal(message.state),
+    attempts: message.attempts,
+    lastSmtpReply: message.lastSmtpReply,
+    failureReason: message.failureReason,
+    updatedAt: timeText(message.updatedAt),
+    events: message.events.map((event) => ({
+      state: event.state,
+      stateText: stateLabel(t, event.state),
+      attempt: event.attempt,
+      time: timeText(event.occurredAt),
+      timeIso: event.occurredAt,
+      smtpReply: smtpReply(event.smtpCode, event.smtpResponse),
+      reason: event.reason,
+    })),
+  };
+}
+
+export function requeueButton(t: Translate, options: { projectId: number; messageId: number; csrfToken: string; back: 'message' | 'overview' }): Html {
+  return html`<form method="post" action="/panel/projects/${options.projectId}/messages/${options.messageId}/requeue" class="requeue">
+  <input type="hidden" name="${csrfField}" value="${options.csrfToken}">
+  <input type="hidden" name="back" value="${options.back}">
+  <button type="submit" aria-label="${t('message.requeue')} ${options.messageId}">${t('message.requeue')}</button>
+</form>`;
+}
+
+function timelineRows(t: Translate, message: dispatch.Message__Output): Html[] {
+  return message.events.map(
+    (event) => html`<tr>
+  <td>${stateBadge(t, event.state)}</td>
+  <td>${event.attempt}</td>
+  <td>${timeElement(event.occurredAt)}</td>
+  <td>${smtpReply(event.smtpCode, event.smtpResponse)}</td>
+  <td>${event.reason}</td>
+</tr>`,
+  );
+}
+
+export function messageView(
+  t: Translate,
+  options: { projectId: number; view: dispatch.MessageView__Output; message: dispatch.Message__Output; canRequeue: boolean; csrfToken: string; notice?: Notice },
+): Html {
+  const { message, view, projectId } = options;
+  const statusUrl = `/panel/projects/${projectId}/messages/${message.id}/status`;
+  const subject = view.subjectError ? html`<span class="unavailable">${t('message.subjectUnavailable', { reason: view.subjectError })}</span>` : view.renderedSubject;
+  return html`<h1>${t('message.title', { id: message.id })}</h1>
+${notice(options.notice)}
+<section class="status" aria-live="polite" data-live-status="${statusUrl}" data-terminal="${isTerminal(message.state) ? 'true' : 'false'}">
+  <p class="current">${t('column.state')}: <span data-field="state">${stateBadge(t, message.state)}</span></p>
+  ${isTerminal(message.state) ? undefined : html`<p class="hint">${t('message.live')}</p>`}
+</section>
+${options.canRequeue && message.state === 'failed' ? requeueButton(t, { projectId, messageId: message.id, csrfToken: options.csrfToken, back: 'message' }) : undefined}
+<h2>${t('message.details')}</h2>
+<dl class="details">
+  <dt>${t('column.recipient')}</dt><dd>${message.to}</dd>
+  <dt>${t('message.subject')}</dt><dd>${subject}</dd>
+  <dt>${t('column.template')}</dt><dd>${message.template}</dd>
+  <dt>${t('message.templateVersion')}</dt><dd>${message.templateVersion}</dd>
+  <dt><code>celery_task_id</code></dt><dd><code>${message.celeryTaskId}</code></dd>
+  <dt>${t('message.idempotencyKey')}</dt><dd>${message.idempotencyKey ? html`<code>${message.idempotencyKey}</code>` : t('message.none')}</dd>
+  <dt>${t('message.attempts')}</dt><dd data-field="attempts">${message.attempts}</dd>
+  <dt>${t('message.lastReply')}</dt><dd data-field="lastSmtpReply">${message.lastSmtpReply}</dd>
+  <dt>${t('message.failureReason')}</dt><dd data-field="failureReason">${message.failureReason}</dd>
+  <dt>${t('column.created')}</dt><dd>${timeElement(message.createdAt)}</dd>
+  <dt>${t('column.updated')}</dt><dd data-field="updatedAt">${timeElement(message.updatedAt)}</dd>
+</dl>
+<h2>${t('message.timeline')}</h2>
+<table class="timeline">
+  <caption>${t('message.timelineCaption')}</caption>
+  <thead><tr><th scope="col">${t('column.state')}</th><th scope="col">${t('message.attempt')}</th><th scope="col">${t('message.time')}</th><th scope="col">${t('message.smtpReply')}</th><th scope="col">${t('column.reason')}</th></tr></thead>
+  <tbody data-field="timeline">${timelineRows(t, message)}</tbody>
+</table>`;
+}

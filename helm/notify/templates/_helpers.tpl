@@ -1,0 +1,305 @@
+{{/* Names, labels, images, security contexts and secret wiring shared by every template. */}}
+
+{{- define "notify.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "notify.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Name of one component's objects: <fullname>-<component>. Call with (dict "root" $ "component" "gateway"). */}}
+{{- define "notify.componentName" -}}
+{{- printf "%s-%s" (include "notify.fullname" .root) .component | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "notify.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "notify.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: notify
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Labels that select one component's pods. Call with (dict "root" $ "component" "gateway"). */}}
+{{- define "notify.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "notify.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "notify.componentLabels" -}}
+{{ include "notify.labels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/* Pods allowed to call auth-svc and dispatch-svc besides the gateway: notifyctl, the helm test. */}}
+{{- define "notify.grpcClientLabel" -}}
+notify.io/grpc-client: "true"
+{{- end }}
+
+{{- define "notify.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "notify.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* <registry>/<repository>:<tag>[@digest]. Call with (dict "root" $ "image" .Values.gateway.image). */}}
+{{- define "notify.image" -}}
+{{- $registry := .root.Values.image.registry }}
+{{- $repository := ternary .image.repository (printf "%s/%s" $registry .image.repository) (empty $registry) }}
+{{- $tag := .image.tag | default .root.Values.image.tag | default .root.Chart.AppVersion }}
+{{- if .image.digest }}
+{{- printf "%s:%s@%s" $repository $tag .image.digest }}
+{{- else }}
+{{- printf "%s:%s" $repository $tag }}
+{{- end }}
+{{- end }}
+
+{{- define "notify.podSecurityContext" -}}
+{{ toYaml .Values.podSecurityContext }}
+{{- end }}
+
+{{- define "notify.containerSecurityContext" -}}
+{{ toYaml .Values.containerSecurityContext }}
+{{- end }}
+
+{{/* The only writable place in a Notify container (the root filesystem is read-only). */}}
+{{- define "notify.tmpVolume" -}}
+- name: tmp
+  emptyDir:
+    sizeLimit: 64Mi
+{{- end }}
+
+{{- define "notify.tmpVolumeMount" -}}
+- name: tmp
+  mountPath: /tmp
+{{- end }}
+
+{{/* ---- Secrets ---------------------------------------------------------------------------------------------- */}}
+
+{{- define "notify.secretName" -}}
+{{- default (printf "%s-secrets" (include "notify.fullname" .)) .Values.secrets.existingSecret }}
+{{- end }}
+
+{{/* Environment variable of each secret setting, and whether the services can read it from a file (<VAR>_FILE). */}}
+{{- define "notify.secretSettings" -}}
+databaseUrl: { env: DATABASE_URL, file: database-url, fromFile: true }
+redisUrl: { env: REDIS_URL, file: redis-url, fromFile: false }
+natsUrl: { env: NATS_URL, file: nats-url, fromFile: false }
+smtpUrl: { env: SMTP_URL, file: smtp-url, fromFile: true }
+internalToken: { env: INTERNAL_TOKEN, file: internal-token, fromFile: true }
+adminToken: { env: ADMIN_TOKEN, file: admin-token, fromFile: true }
+{{- end }}
+
+{{- define "notify.secretMountPath" -}}/var/run/secrets/notify{{- end }}
+
+{{/*
+Environment of the secret settings a container needs: `<VAR>_FILE` pointing into the mounted Secret when
+secrets.mountAsFiles and the services read that setting from a file, else `<VAR>` from the Secret.
+Call with (dict "root" $ "settings" (list "databaseUrl" "natsUrl")).
+*/}}
+{{- define "notify.secretEnv" -}}
+{{- $root := .root }}
+{{- $all := include "notify.secretSettings" $root | fromYaml }}
+{{- range .settings }}
+{{- $setting := get $all . }}
+{{- if and $root.Values.secrets.mountAsFiles $setting.fromFile }}
+- name: {{ $setting.env }}_FILE
+  value: {{ printf "%s/%s" (include "notify.secretMountPath" $root) $setting.file }}
+{{- else }}
+- name: {{ $setting.env }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "notify.secretName" $root }}
+      key: {{ get $root.Values.secrets.keys . }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret volume holding the file-readable settings of a container (nothing when mountAsFiles is off). */}}
+{{- define "notify.secretVolume" -}}
+{{- $root := .root }}
+{{- $all := include "notify.secretSettings" $root | fromYaml }}
+{{- $items := list }}
+{{- range .settings }}
+{{- $setting := get $all . }}
+{{- if and $root.Values.secrets.mountAsFiles $setting.fromFile }}
+{{- $items = append $items (dict "key" (get $root.Values.secrets.keys .) "path" $setting.file) }}
+{{- end }}
+{{- end }}
+{{- if $items }}
+- name: secrets
+  secret:
+    secretName: {{ include "notify.secretName" $root }}
+    defaultMode: 0440
+    items:
+      {{- toYaml $items | nindent 6 }}
+{{- end }}
+{{- end }}
+
+{{- define "notify.secretVolumeMount" -}}
+{{- $root := .root }}
+{{- $all := include "notify.secretSettings" $root | fromYaml }}
+{{- $mounted := false }}
+{{- range .settings }}
+{{- if and $root.Values.secrets.mountAsFiles (get $all .).fromFile }}{{ $mounted = true }}{{ end }}
+{{- end }}
+{{- if $mounted }}
+- name: secrets
+  mountPath: {{ include "notify.secretMountPath" $root }}
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{/* ---- Common pod pieces ------------------------------------------------------------------------------------ */}}
+
+{{/* Variables every service reads, besides the ConfigMap: its OpenTelemetry identity. */}}
+{{- define "notify.identityEnv" -}}
+- name: OTEL_SERVICE_NAME
+  value: {{ .component }}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: {{ printf "service.namespace=%s,k8s.namespace.name=%s,k8s.pod.name=$(POD_NAME)" .root.Release.Name .root.Release.Namespace }}
+{{- end }}
+
+{{/* Checksums that roll the pods when their configuration or chart-managed secrets change. */}}
+{{- define "notify.configChecksums" -}}
+checksum/config: {{ include (print .Template.BasePath "/configmap.yaml") . | sha256sum }}
+{{- if not .Values.secrets.existingSecret }}
+checksum/secret: {{ include (print .Template.BasePath "/secret.yaml") . | sha256sum }}
+{{- end }}
+{{- end }}
+
+{{/* Scheduling and placement of one component. Call with (dict "root" $ "component" "gateway" "values" .Values.gateway). */}}
+{{- define "notify.scheduling" -}}
+{{- with .values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+topologySpreadConstraints:
+{{- if .values.topologySpreadConstraints }}
+  {{- toYaml .values.topologySpreadConstraints | nindent 2 }}
+{{- else }}
+  {{- range list "kubernetes.io/hostname" "topology.kubernetes.io/zone" }}
+  - maxSkew: 1
+    topologyKey: {{ . }}
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels:
+        {{- include "notify.selectorLabels" (dict "root" $.root "component" $.component) | nindent 8 }}
+  {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* A PodDisruptionBudget. Call with (dict "root" $ "component" "gateway" "values" .Values.gateway). */}}
+{{- define "notify.pdb" -}}
+{{- if .values.pdb.enabled }}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ include "notify.componentName" . }}
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "notify.componentLabels" . | nindent 4 }}
+spec:
+  maxUnavailable: {{ .values.pdb.maxUnavailable }}
+  selector:
+    matchLabels:
+      {{- include "notify.selectorLabels" . | nindent 6 }}
+{{- end }}
+{{- end }}
+
+{{/* A CPU HorizontalPodAutoscaler. Call with (dict "root" $ "component" "gateway" "values" .Values.gateway). */}}
+{{- define "notify.hpa" -}}
+{{- if .values.autoscaling.enabled }}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: {{ include "notify.componentName" . }}
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "notify.componentLabels" . | nindent 4 }}
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: {{ include "notify.componentName" . }}
+  minReplicas: {{ .values.autoscaling.minReplicas }}
+  maxReplicas: {{ .values.autoscaling.maxReplicas }}
+  metrics:
+    - type: Resource
+      resource:
+        name: cpu
+        target:
+          type: Utilization
+          averageUtilization: {{ .values.autoscaling.targetCPUUtilizationPercentage }}
+  {{- with .values.autoscaling.behavior }}
+  behavior:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* ---- Addresses --------------------------------------------------------------------------------------------- */}}
+
+{{/* In-cluster DNS name of a component's Service. Call with (dict "root" $ "component" "auth-svc"). */}}
+{{- define "notify.componentHost" -}}
+{{- printf "%s.%s.svc.%s" (include "notify.componentName" .) .root.Release.Namespace .root.Values.clusterDomain }}
+{{- end }}
+
+{{/* Fails rendering when values contradict each other; included by the ConfigMap, which every install renders. */}}
+{{- define "notify.validate" -}}
+{{- if and .Values.mailer.keda.enabled .Values.mailer.autoscaling.enabled }}
+{{- fail "mailer.keda.enabled and mailer.autoscaling.enabled are mutually exclusive: KEDA creates its own HorizontalPodAutoscaler for the mailer Deployment, and two autoscalers on one Deployment fight each other. Enable one of them." }}
+{{- end }}
+{{- if and .Values.dev.enabled .Values.secrets.existingSecret }}
+{{- fail "dev.enabled writes its own Secret (the in-cluster PostgreSQL, Redis, NATS and mail sink addresses): leave secrets.existingSecret empty in dev mode." }}
+{{- end }}
+{{- if and .Values.mailer.keda.enabled (not .Values.mailer.keda.natsServerMonitoringEndpoint) (not .Values.dev.enabled) }}
+{{- fail "mailer.keda.natsServerMonitoringEndpoint is required with mailer.keda.enabled: the host:port of the NATS HTTP monitoring endpoint (port 8222) KEDA reads the consumer lag from." }}
+{{- end }}
+{{- if and .Values.httpRoute.enabled (not .Values.httpRoute.parentRefs) }}
+{{- fail "httpRoute.parentRefs is required with httpRoute.enabled: the Gateway(s) the route attaches to." }}
+{{- end }}
+{{- if not (or .Values.secrets.existingSecret .Values.dev.enabled) }}
+{{- $missing := list }}
+{{- range $key := list "databaseUrl" "redisUrl" "natsUrl" "smtpUrl" }}
+{{- if not (get $.Values.secrets $key) }}{{ $missing = append $missing (printf "secrets.%s" $key) }}{{ end }}
+{{- end }}
+{{- if $missing }}
+{{- fail (printf "Notify needs its PostgreSQL, Redis, NATS (JetStream) and SMTP relay: set %s, or secrets.existingSecret naming a Secret with those keys, or dev.enabled=true to run single-replica copies inside the release (trying Notify out only)." (join ", " $missing)) }}
+{{- end }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,172 @@
+// Case 10 of the delivery guarantees (docs/delivery-guarantees.md): a soak. Sends go on without pause while a mailer,
+// dispatch-svc and NATS (a private nats-server) are killed with SIGKILL and started again, in turn. Then, once the
+// pipeline has drained, every 202 must have become exactly one email, or a `failed` record, and nothing may be left
+// in queued, sending or deferred. `npm run test:chaos` runs it for CHAOS_DURATION (default 2m); `npm test` for 30s.
+// Clients behave as the contract asks: a 503 is retried after a pause with the same Idempotency-Key.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import { parseDuration } from '@notify/platform';
+import { audit, statesOf } from '../harness/delivery-audit.ts';
+import { gatewayReachesServices } from '../harness/process-exit.ts';
+import { startPrivateNats, type PrivateNats } from '../harness/private-nats.ts';
+import { startReliableSystem } from '../harness/reliable-system.ts';
+import type { System, Tenant } from '../harness/system.ts';
+import { waitFor } from '../harness/wait.ts';
+
+const durationMs = parseDuration(process.env['CHAOS_DURATION'] ?? '2m');
+/** Senders working at once; each waits for its answer before the next send. */
+const senders = 4;
+/** How long a client keeps retrying one send (503 or no answer) before giving up on it. */
+const giveUpMs = 30_000;
+
+let nats: PrivateNats;
+let system: System;
+let tenant: Tenant;
+
+before(async () => {
+  nats = await startPrivateNats();
+  system = await startReliableSystem({
+    nats,
+    mailerReplicas: 2,
+    env: {
+      NOTIFY_PUBLIC_SEND_RATE: '1000000/min',
+      OUTBOX_RELAY_INTERVAL: '200ms',
+      OUTBOX_RELAY_MIN_AGE: '1s',
+      MAILER_ACK_WAIT: '5s',
+      MAILER_RETRY_BASE: '200ms',
+      MAILER_RETRY_MAX: '1s',
+      LOG_LEVEL: 'warn',
+    },
+  });
+  tenant = await system.createTenant('soak');
+  await system.putTemplate(tenant.projectId, 'welcome');
+});
+
+after(async () => {
+  if (nats && !nats.running) await nats.start();
+  await system?.stop();
+  await nats?.stop();
+});
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Tally {
+  accepted: number[];
+  /** Sends given up after giveUpMs of 503s or no answer: never promised, so not audited. */
+  abandoned: number;
+  /** 503s and unanswered requests that a retry then settled. */
+  retried: number;
+}
+
+/** One client: sends until `stop`, retrying each send with its Idempotency-Key until it is accepted. */
+async function client(index: number, stop: AbortSignal, tally: Tally): Promise<void> {
+  let n = 0;
+  while (!stop.aborted) {
+    n += 1;
+    const key = randomUUID();
+    const payload = { template: 'welcome', to: `c${index}-${n}@example.com`, channel: 'email', data: { name: `Client ${index}` } };
+    const started = Date.now();
+    for (;;) {
+      const response = await system.send(tenant, payload, { 'idempotency-key': key }).catch(() => undefined);
+      if (response?.status === 202) {
+        tally.accepted.push(response.body['message_id'] as number);
+        break;
+      }
+      // 503 while a dependency is down, 409 while the first try with this key is still in dispatch-svc: retry later.
+      if (response && response.status !== 503 && response.status !== 409) assert.fail(`unexpected ${response.status}: ${response.text}`);
+      if (Date.now() - started > giveUpMs) {
+        tally.abandoned += 1;
+        break;
+      }
+      tally.retried += 1;
+      await pause(250);
+    }
+  }
+}
+
+/** The faults, in turn: each kills one component with SIGKILL and brings it back. */
+const faults: { name: string; run(round: number): Promise<void> }[] = [
+  {
+    name: 'mailer',
+    async run(round) {
+      const index = round % 2;
+      system.stack.kill('mailer-svc', 'SIGKILL', index);
+      await pause(1_000);
+      await system.stack.restart('mailer-svc', index);
+    },
+  },
+  {
+    name: 'dispatch-svc',
+    async run() {
+      system.stack.kill('dispatch-svc', 'SIGKILL');
+      await system.stack.restart('dispatch-svc');
+    },
+  },
+  {
+    name: 'NATS',
+    async run() {
+      await nats.kill('SIGKILL');
+      await pause(2_000);
+      await nats.start();
+    },
+  },
+];
+
+test(`a ${Math.round(durationMs / 1_000)} s soak with a mailer, dispatch-svc and NATS killed in turn: every 202 is one email or a failure`, async () => {
+  const tally: Tally = { accepted: [], abandoned: 0, retried: 0 };
+  const stop = new AbortController();
+  const started = Date.now();
+  const clients = Array.from({ length: senders }, (_, index) => client(index, stop.signal, tally));
+
+  const interval = Math.max(5_000, Math.floor(durationMs / 8));
+  const injected: string[] = [];
+  for (let round = 0; round < faults.length || Date.now() - started + interval <= durationMs; round++) {
+    await pause(interval / 2);
+    const fault = faults[round % faults.length];
+    assert.ok(fault);
+    await fault.run(Math.floor(round / faults.length));
+    injected.push(fault.name);
+    await pause(interval / 2);
+  }
+  await pause(Math.max(0, durationMs - (Date.now() - started)));
+  stop.abort();
+  await Promise.all(clients);
+  const sendingEnded = Date.now();
+
+  await gatewayReachesServices(() => system.send(tenant, { template: 'no-such-template', to: 'x@example.com', channel: 'email', data: {} }), 30_000);
+  const ids = tally.accepted;
+  await waitFor(
+    async () => {
+      const states = await statesOf(system.db, ids);
+      return ids.every((id) => ['sent', 'failed'].includes(states.get(id) ?? '')) ? true : undefined;
+    },
+    { timeoutMs: 90_000, intervalMs: 500, what: 'every accepted message to be sent or failed' },
+  ).catch(async (error: unknown) => {
+    const states = await statesOf(system.db, ids);
+    const stuck = ids.filter((id) => !['sent', 'failed'].includes(states.get(id) ?? '')).map((id) => `${id}:${states.get(id) ?? 'missing'}`);
+    throw new Error(`${String(error)}; still in flight: ${stuck.slice(0, 20).join(', ')}${stuck.length > 20 ? ` and ${stuck.length - 20} more` : ''}`);
+  });
+  // Late duplicates, if any, arrive before counting.
+  await pause(2_000);
+
+  const result = await audit(system.db, system.resources.mailDir, ids);
+  const counts = {
+    seconds: Math.round((sendingEnded - started) / 1_000),
+    faults: injected.join(', '),
+    accepted: result.accepted,
+    delivered: result.delivered,
+    failed: result.failed,
+    duplicatesAtSmtp: result.duplicates,
+    retriedRequests: tally.retried,
+    abandonedSends: tally.abandoned,
+    drainSeconds: Math.round((Date.now() - sendingEnded) / 1_000),
+  };
+  console.log(`soak: ${JSON.stringify(counts)}`);
+  assert.ok(injected.length >= 3, `each fault at least once (${injected.join(', ')})`);
+  assert.ok(result.accepted > 0);
+  assert.deepEqual(result.broken, [], 'every 202 is exactly one email (sent) or none (failed)');
+  assert.equal(result.duplicates, 0);
+  const { rows } = await system.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM messages WHERE state IN ('queued', 'sending', 'deferred')`);
+  assert.equal(rows[0]?.n, 0, 'nothing is stuck in queued, sending or deferred');
+});

@@ -1,0 +1,206 @@
+// Property-based: whatever headers and body a caller sends, the running gateway answers with one of the contract's
+// shapes, never a 5xx (every dependency is up), and never crashes. At least 2,000 generated requests per run, eight at a
+// time, through real keys, foreign organizations, a revoked key and random header values, with bodies ranging from valid
+// sends through mutated ones to random JSON and random bytes.
+import assert from 'node:assert/strict';
+import { Agent } from 'node:http';
+import { after, before, test } from 'node:test';
+import fc from 'fast-check';
+import { contractShapeProblem, uuidPattern } from '../harness/contract-shapes.ts';
+import { rawRequest, type RawRequest, type RawResult } from '../harness/raw-http.ts';
+import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { anotherKey, validBody } from '../harness/tenants.ts';
+
+const batchSize = 8;
+const batches = 250;
+let system: System;
+let alpha: Tenant;
+let alphaSecond: Tenant;
+let beta: Tenant;
+let revoked: Tenant;
+const agent = new Agent({ keepAlive: true, maxSockets: batchSize });
+
+before(async () => {
+  system = await startSystem({ env: { NOTIFY_PUBLIC_SEND_RATE: '1000000/min' } });
+  alpha = await system.createTenant('fuzz-alpha');
+  alphaSecond = await anotherKey(system, alpha, 'fuzz-second');
+  beta = await system.createTenant('fuzz-beta');
+  revoked = await anotherKey(system, beta, 'fuzz-revoked');
+  await system.authAdmin.call('RevokeApiKey', { id: revoked.keyId });
+  for (const tenant of [alpha, beta]) {
+    await system.putTemplate(tenant.projectId, 'welcome');
+    await system.putTemplate(tenant.projectId, 'retired', { active: false });
+    await system.putTemplate(tenant.projectId, 'invoice', { schema: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } });
+  }
+});
+
+after(async () => {
+  agent.destroy();
+  await system?.stop();
+});
+
+/** Header values Node can put on the wire: tab, printable ASCII and latin-1 (CR, LF and NUL cannot be sent at all). */
+const headerText = (maxLength: number): fc.Arbitrary<string> =>
+  fc.string({ unit: fc.oneof(fc.integer({ min: 0x20, max: 0x7e }), fc.integer({ min: 0xa0, max: 0xff }), fc.constant(0x09)).map((code) => String.fromCharCode(code)), maxLength });
+
+/** The arbitrary parts of a request; keys and organizations are picked by name once the system exists. */
+interface Generated {
+  method: string;
+  path: string;
+  key: 'alpha' | 'alphaSecond' | 'beta' | 'revoked';
+  authorization: { kind: 'valid' } | { kind: 'absent' } | { kind: 'raw'; value: string } | { kind: 'scheme'; scheme: string };
+  organization: { kind: 'own' } | { kind: 'other' } | { kind: 'absent' } | { kind: 'raw'; value: string };
+  contentType: string | undefined;
+  idempotencyKey: string | undefined;
+  acceptLanguage: string | undefined;
+  requestId: string | undefined;
+  body: Buffer;
+}
+
+const emailish = fc.oneof(fc.constant('someone@example.com'), fc.emailAddress(), headerText(40), fc.constant('Ada <ada@example.com>'), fc.constant('a@example.com\r\nBcc: b@example.com'));
+const dataish = fc.oneof(
+  fc.constant({ name: 'Someone' }),
+  fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 }),
+  fc.jsonValue({ maxDepth: 3 }),
+  fc.integer({ min: 30, max: 36 }).map((levels) => JSON.parse(`${'{"a":'.repeat(levels - 1)}{}${'}'.repeat(levels - 1)}`) as unknown),
+);
+const field = <T>(valid: fc.Arbitrary<T>): fc.Arbitrary<unknown> =>
+  fc.oneof({ weight: 4, arbitrary: valid }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) }, { weight: 1, arbitrary: fc.constant(undefined) });
+
+/** A send body with each field kept, replaced by any JSON or dropped, maybe with unknown or reserved members. */
+const nearValidBody = fc
+  .record({
+    template: field(fc.constantFrom('welcome', 'invoice', 'retired', 'no-such-template', 'bad slug', 's'.repeat(101))),
+    to: field(emailish),
+    channel: field(fc.constantFrom('email', 'sms', 'EMAIL')),
+    data: field(dataish),
+    extra: fc.option(fc.constantFrom('"api_key":"nk_x"', '"__proto__":{"admin":true}', '"constructor":1', '"extra":[]'), { nil: undefined }),
+  })
+  .map(({ extra, ...fields }) => {
+    const text = JSON.stringify(fields);
+    return Buffer.from(extra === undefined ? text : text === '{}' ? `{${extra}}` : text.replace(/}$/, `,${extra}}`));
+  });
+
+const bodies = fc.oneof(
+  { weight: 3, arbitrary: fc.constant(Buffer.from(JSON.stringify(validBody('welcome')))) },
+  { weight: 6, arbitrary: nearValidBody },
+  { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 4 }).map((value) => Buffer.from(JSON.stringify(value) ?? '')) },
+  { weight: 1, arbitrary: fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes)) },
+  { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 200 }).map((text) => Buffer.from(text, 'utf8')) },
+);
+
+const requests: fc.Arbitrary<Generated> = fc.record({
+  method: fc.oneof({ weight: 20, arbitrary: fc.constant('POST') }, { weight: 1, arbitrary: fc.constantFrom('GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS') }),
+  path: fc.oneof(
+    { weight: 12, arbitrary: fc.constant('/api/v1/send/') },
+    { weight: 4, arbitrary: fc.constant('/api/v1/send') },
+    { weight: 1, arbitrary: fc.constantFrom('/api/v1/send/?x=1', '/api/v1/sen', '/api/v1/send/x', '/API/V1/SEND/', '/', '/api/v1/openapi.json', '/healthz') },
+    { weight: 1, arbitrary: fc.webPath().map((path) => (path.startsWith('/') ? path : `/${path}`)) },
+  ),
+  key: fc.oneof(
+    { weight: 3, arbitrary: fc.constant('alpha' as const) },
+    { weight: 2, arbitrary: fc.constant('alphaSecond' as const) },
+    { weight: 2, arbitrary: fc.constant('beta' as const) },
+    { weight: 1, arbitrary: fc.constant('revoked' as const) },
+  ),
+  authorization: fc.oneof(
+    { weight: 8, arbitrary: fc.constant({ kind: 'valid' as const }) },
+    { weight: 1, arbitrary: fc.constant({ kind: 'absent' as const }) },
+    { weight: 1, arbitrary: headerText(80).map((value) => ({ kind: 'raw' as const, value })) },
+    { weight: 1, arbitrary: fc.constantFrom('Bearer', 'api-key', 'API-KEY', 'Api-Key  ', 'Basic', '').map((scheme) => ({ kind: 'scheme' as const, scheme })) },
+  ),
+  organization: fc.oneof(
+    { weight: 8, arbitrary: fc.constant({ kind: 'own' as const }) },
+    { weight: 1, arbitrary: fc.constant({ kind: 'other' as const }) },
+    { weight: 1, arbitrary: fc.constant({ kind: 'absent' as const }) },
+    { weight: 2, arbitrary: fc.oneof(headerText(24), fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }).map(String)).map((value) => ({ kind: 'raw' as const, value })) },
+  ),
+  contentType: fc.oneof(
+    { weight: 8, arbitrary: fc.constant('application/json') },
+    { weight: 1, arbitrary: fc.constantFrom('application/json; charset=utf-8', 'text/plain', 'application/xml', 'application/json; charset=latin1', undefined) },
+    { weight: 1, arbitrary: headerText(40) },
+  ),
+  idempotencyKey: fc.oneof({ weight: 6, arbitrary: fc.constant(undefined) }, { weight: 2, arbitrary: fc.uuid() }, { weight: 1, arbitrary: headerText(40) }),
+  acceptLanguage: fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 2, arbitrary: fc.constantFrom('es', 'en', 'es-MX', 'en;q=0.5,es;q=0.8', '*') }, { weight: 1, arbitrary: headerText(40) }),
+  requestId: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.stringMatching(/^[A-Za-z0-9-]{1,64}$/) }, { weight: 1, arbitrary: headerText(200) }),
+  body: bodies,
+});
+
+function toRawRequest(generated: Generated): RawRequest {
+  const keys = { alpha, alphaSecond, beta, revoked };
+  const key = keys[generated.key];
+  const headers: Array<[string, string]> = [];
+  const { authorization, organization } = generated;
+  if (authorization.kind === 'valid') headers.push(['Authorization', `Api-Key ${key.apiKey}`]);
+  if (authorization.kind === 'raw') headers.push(['Authorization', authorization.value]);
+  if (authorization.kind === 'scheme') headers.push(['Authorization', `${authorization.scheme} ${key.apiKey}`]);
+  if (organization.kind === 'own') headers.push(['X-Organization-ID', String(key.organizationId)]);
+  if (organization.kind === 'other') headers.push(['X-Organization-ID', String(key === beta || key === revoked ? alpha.organizationId : beta.organizationId)]);
+  if (organization.kind === 'raw') headers.push(['X-Organization-ID', organization.value]);
+  if (generated.contentType !== undefined) headers.push(['Content-Type', generated.contentType]);
+  if (generated.idempotencyKey !== undefined) headers.push(['Idempotency-Key', generated.idempotencyKey]);
+  if (generated.acceptLanguage !== undefined) headers.push(['Accept-Language', generated.acceptLanguage]);
+  if (generated.requestId !== undefined) headers.push(['X-Request-ID', generated.requestId]);
+  const bodyless = generated.method === 'GET' || generated.method === 'OPTIONS';
+  return { method: generated.method, path: generated.path, headers, body: bodyless ? Buffer.alloc(0) : generated.body, agent, timeoutMs: 15_000 };
+}
+
+/** Why a response breaks the contract, or undefined. */
+function problem(sent: RawRequest, response: RawResult, requestId: string | undefined): string | undefined {
+  if (response.status >= 500) return `answered ${response.status}`;
+  if (response.headers.get('cache-control') !== 'no-store') return 'no Cache-Control: no-store';
+  const echoed = response.headers.get('x-request-id') ?? '';
+  // What the gateway receives: HTTP drops spaces and tabs around a field value.
+  const received = requestId?.replace(/^[ \t]+|[ \t]+$/g, '');
+  if (received !== undefined && /^[A-Za-z0-9-]{1,64}$/.test(received) ? echoed !== received : echoed !== received && !uuidPattern.test(echoed)) {
+    return `X-Request-ID ${JSON.stringify(echoed)} for ${JSON.stringify(requestId)}`;
+  }
+  if (sent.path.startsWith('/healthz') || sent.path === '/api/v1/openapi.json') return response.status < 500 ? undefined : 'probe failed';
+  if (!['en', 'es'].includes(response.headers.get('content-language') ?? '')) return 'no Content-Language';
+  if (response.status === 401 && response.headers.get('www-authenticate') !== 'Api-Key') return '401 without WWW-Authenticate: Api-Key';
+  if (response.status === 429 && !(Number(response.headers.get('retry-after')) >= 1)) return '429 without Retry-After';
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(response.text);
+  } catch {
+    return 'the body is not JSON';
+  }
+  return contractShapeProblem(response.status, parsed);
+}
+
+test('at least 2,000 generated requests: every answer has a contract shape, none is a 5xx, and no process restarts', { timeout: 240_000 }, async (t) => {
+  const pids = { gateway: system.stack.pid('gateway'), auth: system.stack.pid('auth-svc'), dispatch: system.stack.pid('dispatch-svc') };
+  assert.ok(pids.gateway && pids.auth && pids.dispatch);
+  let sentCount = 0;
+  const started = performance.now();
+  const statuses = new Map<number, number>();
+  await fc.assert(
+    fc.asyncProperty(fc.array(requests, { minLength: batchSize, maxLength: batchSize }), async (batch) => {
+      const results = await Promise.all(
+        batch.map(async (generated) => {
+          const sent = toRawRequest(generated);
+          const response = await rawRequest(system.gatewayUrl, sent);
+          return { sent, response, generated };
+        }),
+      );
+      for (const { sent, response, generated } of results) {
+        sentCount++;
+        statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+        const fault = problem(sent, response, generated.requestId);
+        if (fault) throw new Error(`${fault}: ${sent.method} ${sent.path} -> ${response.status} ${response.text.slice(0, 300)}`);
+      }
+    }),
+    { numRuns: batches, interruptAfterTimeLimit: 200_000, markInterruptAsFailure: true },
+  );
+  t.diagnostic(`${sentCount} requests in ${Math.round(performance.now() - started)} ms; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort(([a], [b]) => a - b)))}`);
+  assert.ok(sentCount >= 2_000, `only ${sentCount} requests were sent`);
+  assert.deepEqual({ gateway: system.stack.pid('gateway'), auth: system.stack.pid('auth-svc'), dispatch: system.stack.pid('dispatch-svc') }, pids, 'no process exited or restarted');
+  // The generators reach deep: accepted sends, each refusal class, and the field checks.
+  for (const status of [202, 400, 401, 403, 404, 415, 422]) assert.ok((statuses.get(status) ?? 0) > 0, `no ${status} among ${JSON.stringify(Object.fromEntries(statuses))}`);
+  // Still healthy afterwards.
+  const last = await rawRequest(system.gatewayUrl, toRawRequest({
+    method: 'POST', path: '/api/v1/send/', key: 'alpha', authorization: { kind: 'valid' }, organization: { kind: 'own' }, contentType: 'application/json',
+    idempotencyKey: undefined, acceptLanguage: undefined, requestId: undefined, body: Buffer.from(JSON.stringify(validBody('welcome'))),
+  }));
+  assert.equal(last.status, 202, last.text);
+});

@@ -1,0 +1,107 @@
+// The response shapes CONTRACT.md allows, as assertions shared by the contract suites: each names the response it
+// looked at, so a failure shows what the gateway actually answered.
+import assert from 'node:assert/strict';
+import type pg from 'pg';
+import type { HttpResult } from './system.ts';
+
+export const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const snakeCase = /^[a-z]+(?:_[a-z]+)*$/;
+
+function show(response: HttpResult): string {
+  return `${response.status} ${response.text}`;
+}
+
+/** 401 and 429: exactly `{detail}` with a non-empty text. */
+export function assertDetailOnly(response: HttpResult, status: 401 | 429): void {
+  assert.equal(response.status, status, show(response));
+  assert.deepEqual(Object.keys(response.body), ['detail'], show(response));
+  assert.equal(typeof response.body['detail'], 'string', show(response));
+  assert.notEqual(response.body['detail'], '', show(response));
+}
+
+/** 401 with the challenge naming the only scheme the API accepts. */
+export function assertUnauthenticated(response: HttpResult): void {
+  assertDetailOnly(response, 401);
+  assert.equal(response.headers.get('www-authenticate'), 'Api-Key', show(response));
+}
+
+/** Every other error status: exactly `{detail, code}` with the given code; 5xx adds `request_id`, equal to X-Request-ID. */
+export function assertCoded(response: HttpResult, status: number, code: string): void {
+  assert.equal(response.status, status, show(response));
+  const keys = status >= 500 ? ['code', 'detail', 'request_id'] : ['code', 'detail'];
+  assert.deepEqual(Object.keys(response.body).sort(), keys, show(response));
+  assert.equal(response.body['code'], code, show(response));
+  assert.equal(typeof response.body['detail'], 'string', show(response));
+  assert.notEqual(response.body['detail'], '', show(response));
+  if (status >= 500) assert.equal(response.body['request_id'], response.headers.get('x-request-id'), show(response));
+}
+
+/** 422: exactly the given fields, each an array of at least one non-empty string. */
+export function assertFieldErrors(response: HttpResult, fields: readonly string[]): void {
+  assert.equal(response.status, 422, show(response));
+  assert.deepEqual(Object.keys(response.body).sort(), [...fields].sort(), show(response));
+  for (const field of fields) {
+    const messages = response.body[field];
+    assert.ok(Array.isArray(messages) && messages.length > 0, `${field}: ${show(response)}`);
+    for (const message of messages) assert.ok(typeof message === 'string' && message.length > 0, `${field}: ${show(response)}`);
+  }
+}
+
+/** 202 with the seed's four fields and nothing else. */
+export function assertAccepted(response: HttpResult): void {
+  assert.equal(response.status, 202, show(response));
+  assert.deepEqual(Object.keys(response.body).sort(), ['celery_task_id', 'idempotent_replay', 'message_id', 'status'], show(response));
+  assert.ok(Number.isInteger(response.body['message_id']), show(response));
+  assert.equal(response.body['status'], 'queued', show(response));
+  assert.match(String(response.body['celery_task_id']), uuidPattern);
+  assert.equal(typeof response.body['idempotent_replay'], 'boolean', show(response));
+}
+
+/** Headers every response carries: X-Request-ID (the caller's sane one, else a UUID) and Cache-Control: no-store. */
+export function assertEveryResponseHeaders(response: HttpResult, sentRequestId?: string): void {
+  const requestId = response.headers.get('x-request-id');
+  if (sentRequestId === undefined) assert.match(requestId ?? '', uuidPattern, `X-Request-ID of ${show(response)}`);
+  else assert.equal(requestId, sentRequestId, `X-Request-ID of ${show(response)}`);
+  assert.equal(response.headers.get('cache-control'), 'no-store', `Cache-Control of ${show(response)}`);
+}
+
+/**
+ * Why a response matches none of the contract's shapes, or undefined when it matches one: 202 with exactly the four
+ * fields; 401 and 429 exactly `{detail}`; 422 field -> strings; any other 4xx `{detail, code}` with a snake_case code.
+ * A 5xx is never acceptable here (the callers of this check keep every dependency up).
+ */
+export function contractShapeProblem(status: number, body: unknown): string | undefined {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return 'the body is not a JSON object';
+  const record = body as Record<string, unknown>;
+  const keys = Object.keys(record).sort().join(',');
+  if (status === 202) {
+    if (keys !== 'celery_task_id,idempotent_replay,message_id,status') return `202 with keys ${keys}`;
+    return Number.isInteger(record['message_id']) && record['status'] === 'queued' && uuidPattern.test(String(record['celery_task_id'])) && typeof record['idempotent_replay'] === 'boolean'
+      ? undefined
+      : '202 with wrong field types';
+  }
+  if (status === 401 || status === 429) return keys === 'detail' && typeof record['detail'] === 'string' ? undefined : `${status} with keys ${keys}`;
+  if (status === 422) {
+    if (keys === '') return '422 without fields';
+    const fine = Object.values(record).every((messages) => Array.isArray(messages) && messages.length > 0 && messages.every((message) => typeof message === 'string'));
+    return fine ? undefined : '422 whose values are not arrays of strings';
+  }
+  if (status >= 400 && status < 500) {
+    if (keys !== 'code,detail') return `${status} with keys ${keys}`;
+    return typeof record['detail'] === 'string' && typeof record['code'] === 'string' && snakeCase.test(record['code']) ? undefined : `${status} with a malformed detail or code`;
+  }
+  return `status ${status} is not one the contract allows here`;
+}
+
+/**
+ * Rows a send writes synchronously; a refused request must leave both counts unchanged. (Outbox rows and message
+ * events change later, as earlier accepted messages are delivered, so they cannot be compared.)
+ */
+export async function writtenRows(db: pg.Pool): Promise<{ messages: number; idempotency: number }> {
+  const { rows } = await db.query<{ messages: number; idempotency: number }>(
+    'SELECT (SELECT count(*)::int FROM messages) AS messages, (SELECT count(*)::int FROM idempotency_keys) AS idempotency',
+  );
+  const counts = rows[0];
+  if (!counts) throw new Error('no counts');
+  return counts;
+}

@@ -1,0 +1,64 @@
+// What became of accepted messages, from both ends: the emails the SMTP sink stored (counted per Notify message id,
+// so a duplicate shows) and the state dispatch-svc recorded. The reliability and chaos suites assert on this.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type pg from 'pg';
+import { waitFor } from './wait.ts';
+
+/** Emails stored per message id (X-Notify-Message-Id), read from the raw files: fast enough for thousands. */
+export function mailCounts(dir: string): Map<number, number> {
+  const counts = new Map<number, number>();
+  for (const name of readdirSync(dir)) {
+    if (!name.endsWith('.eml')) continue;
+    const match = /^X-Notify-Message-Id: (\d+)\r?$/im.exec(readFileSync(join(dir, name), 'latin1'));
+    if (!match) continue;
+    const id = Number(match[1]);
+    counts.set(id, (counts.get(id) ?? 0) + 1);
+  }
+  return counts;
+}
+
+export async function statesOf(db: pg.Pool, ids: readonly number[]): Promise<Map<number, string>> {
+  const { rows } = await db.query<{ id: number; state: string }>('SELECT id, state FROM messages WHERE id = ANY($1::bigint[])', [ids]);
+  return new Map(rows.map((row) => [Number(row.id), row.state]));
+}
+
+/** Waits until every message is in one of `states` (by default the final ones); returns the states. */
+export async function waitForStates(db: pg.Pool, ids: readonly number[], options: { timeoutMs: number; states?: readonly string[]; what?: string }): Promise<Map<number, string>> {
+  const wanted = options.states ?? ['sent', 'failed'];
+  return waitFor(
+    async () => {
+      const states = await statesOf(db, ids);
+      return ids.every((id) => wanted.includes(states.get(id) ?? '')) ? states : undefined;
+    },
+    { timeoutMs: options.timeoutMs, intervalMs: 250, what: options.what ?? `${ids.length} messages to reach ${wanted.join(' or ')}` },
+  );
+}
+
+export interface Audit {
+  accepted: number;
+  /** Sent, with exactly one email. */
+  delivered: number;
+  /** Failed, with no email. */
+  failed: number;
+  /** Emails beyond the first for a message. */
+  duplicates: number;
+  /** Ids whose outcome breaks the promise: sent without an email, failed with one, or still in flight. */
+  broken: { id: number; state: string; emails: number }[];
+}
+
+/** Every accepted message must have exactly one email and be `sent`, or none and be `failed`. */
+export async function audit(db: pg.Pool, mailDir: string, ids: readonly number[]): Promise<Audit> {
+  const states = await statesOf(db, ids);
+  const mails = mailCounts(mailDir);
+  const result: Audit = { accepted: ids.length, delivered: 0, failed: 0, duplicates: 0, broken: [] };
+  for (const id of ids) {
+    const state = states.get(id) ?? 'missing';
+    const emails = mails.get(id) ?? 0;
+    result.duplicates += Math.max(0, emails - 1);
+    if (state === 'sent' && emails === 1) result.delivered += 1;
+    else if (state === 'failed' && emails === 0) result.failed += 1;
+    else result.broken.push({ id, state, emails });
+  }
+  return result;
+}

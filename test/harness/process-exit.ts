@@ -1,0 +1,34 @@
+// Waiting for a service process of the stack to exit, bounded: a test expecting a crash fails with the service's last
+// output instead of hanging when the process lives on.
+import type { ExitInfo, ServiceName, Stack } from '@notify/cli/local';
+
+export async function exitOf(stack: Stack, service: ServiceName, index = 0, timeoutMs = 15_000): Promise<ExitInfo> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const label = service === 'mailer-svc' ? `mailer-svc-${index}` : service;
+      reject(new Error(`${label} did not exit within ${timeoutMs} ms; its last output:\n${stack.logs.text(label).split('\n').slice(-20).join('\n')}`));
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([stack.exited(service, index), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Waits until the gateway reaches auth-svc and dispatch-svc again after one of them restarted: its gRPC channel
+ * retries a refused connection after a backoff, and fails calls fast meanwhile (503). A send of an unknown template
+ * answers 404 once both answer, and creates nothing.
+ */
+export async function gatewayReachesServices(send: () => Promise<{ status: number }>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let status = 0;
+  while (Date.now() < deadline) {
+    status = (await send()).status;
+    if (status === 404) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`the gateway still answers ${status} instead of 404 ${timeoutMs} ms after a restart`);
+}

@@ -1,0 +1,332 @@
+// helm/notify without a cluster: lint, render with the dev and production-like values, validate every object against
+// the Kubernetes API offline, and assert the properties operators rely on.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, describe, test } from 'node:test';
+import { chartDir, devValues, everythingOn, lint, podSpec, productionValues, render, template, workloadKinds, type Container, type K8sObject, type Rendered } from './chart.ts';
+import { ensureHelm, ensureKubeStrict } from './tools.ts';
+import { validateStrictly, validateWithModels } from './validate.ts';
+
+const external = ['secrets.databaseUrl=postgres://notify:pw@db.example:5432/notify', 'secrets.redisUrl=redis://redis.example:6379', 'secrets.natsUrl=nats://nats.example:4222', 'secrets.smtpUrl=smtp://relay.example:587'];
+const notifyContainers = ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc'];
+
+let helm = '';
+let kubeStrict = '';
+let skip: string | undefined;
+let dev: Rendered;
+let production: Rendered;
+let externalUrls: Rendered;
+
+before(async () => {
+  const [helmTool, strictTool] = await Promise.all([ensureHelm(), ensureKubeStrict()]);
+  if ('skip' in helmTool) return void (skip = helmTool.skip);
+  if ('skip' in strictTool) return void (skip = strictTool.skip);
+  helm = helmTool.path;
+  kubeStrict = strictTool.path;
+  [dev, production, externalUrls] = await Promise.all([
+    render(helm, { valuesFiles: [devValues], set: everythingOn }),
+    render(helm, { valuesFiles: [productionValues] }),
+    render(helm, { set: [...external, 'httpRoute.enabled=true', 'httpRoute.parentRefs[0].name=public', 'httpRoute.hostnames[0]=notify.example.com'] }),
+  ]);
+});
+
+function containersOf(object: K8sObject): Container[] {
+  const spec = podSpec(object);
+  return [...spec.containers, ...(spec.initContainers ?? [])];
+}
+
+function env(container: Container, name: string): { value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } } | undefined {
+  return container.env?.find((variable) => variable.name === name);
+}
+
+function deployment(rendered: Rendered, component: string): K8sObject {
+  return rendered.get('Deployment', `notify-${component}`);
+}
+
+function container(rendered: Rendered, component: string): Container {
+  const found = podSpec(deployment(rendered, component)).containers.find((candidate) => candidate.name === component);
+  assert.ok(found, `no ${component} container`);
+  return found;
+}
+
+describe('helm/notify', () => {
+  test('helm lint --strict passes with the dev and the production-like values', { timeout: 60_000 }, async (t) => {
+    if (skip) return t.skip(skip);
+    for (const values of [devValues, productionValues]) {
+      const result = await lint(helm, { valuesFiles: [values] });
+      assert.equal(result.code, 0, `${values}:\n${result.stdout}${result.stderr}`);
+    }
+  });
+
+  test('the default values refuse to render until the external services are named, naming each one', async (t) => {
+    if (skip) return t.skip(skip);
+    const result = await template(helm);
+    assert.notEqual(result.code, 0);
+    for (const setting of ['secrets.databaseUrl', 'secrets.redisUrl', 'secrets.natsUrl', 'secrets.smtpUrl', 'secrets.existingSecret', 'dev.enabled=true']) {
+      assert.match(result.stderr, new RegExp(setting.replace('.', '\\.')));
+    }
+    const withUrls = await template(helm, { set: external });
+    assert.equal(withUrls.code, 0, withUrls.stderr);
+  });
+
+  test('every rendered object decodes strictly into the Kubernetes API types and passes the API and CRD schemas', { timeout: 60_000 }, async (t) => {
+    if (skip) return t.skip(skip);
+    for (const [name, rendered] of [['dev', dev], ['production', production], ['external URLs + HTTPRoute', externalUrls]] as const) {
+      const strict = await validateStrictly(kubeStrict, rendered.manifest);
+      assert.deepEqual(strict.problems, [], `${name}: strict decoding`);
+      assert.ok(strict.checked > 10, `${name}: only ${strict.checked} objects checked`);
+      // Only CRDs are beyond the built-in scheme, and the models cover exactly those.
+      for (const kind of strict.skippedKinds) assert.ok(['ScaledObject', 'ServiceMonitor', 'PrometheusRule', 'HTTPRoute'].includes(kind), `${name}: ${kind} not validated`);
+      assert.deepEqual(await validateWithModels(rendered.objects), [], `${name}: schemas`);
+    }
+    assert.ok(dev.ofKind('ScaledObject').length && production.ofKind('PrometheusRule').length && externalUrls.ofKind('HTTPRoute').length);
+  });
+
+  test('a misspelt field is caught by strict decoding, a missing required one by the schemas', async (t) => {
+    if (skip) return t.skip(skip);
+    const misspelt = await validateStrictly(kubeStrict, production.manifest.replace('readOnlyRootFilesystem: true', 'readOnlyRootFilesytem: true'));
+    assert.match(misspelt.problems.join('\n'), /unknown field .*readOnlyRootFilesytem/);
+    const monitor = structuredClone(production.get('ServiceMonitor', 'notify'));
+    delete (monitor.spec as Record<string, unknown>)['selector'];
+    assert.match((await validateWithModels([monitor])).join('\n'), /selector/);
+  });
+
+  test('every container runs as a non-root user with a read-only root filesystem, no capabilities and no service account token', (t) => {
+    if (skip) return t.skip(skip);
+    for (const rendered of [dev, production]) {
+      const workloads = rendered.objects.filter((object) => workloadKinds.has(object.kind));
+      assert.ok(workloads.length >= 6);
+      for (const workload of workloads) {
+        const spec = podSpec(workload);
+        const where = `${workload.kind}/${workload.metadata.name}`;
+        assert.equal(spec.securityContext?.['runAsNonRoot'], true, where);
+        assert.deepEqual(spec.securityContext?.['seccompProfile'], { type: 'RuntimeDefault' }, where);
+        assert.equal(spec.automountServiceAccountToken, false, where);
+        for (const c of containersOf(workload)) {
+          const context = c.securityContext ?? {};
+          assert.equal(context['runAsNonRoot'], true, `${where} ${c.name}`);
+          assert.equal(context['allowPrivilegeEscalation'], false, `${where} ${c.name}`);
+          assert.equal(context['readOnlyRootFilesystem'], true, `${where} ${c.name}`);
+          assert.deepEqual((context['capabilities'] as { drop?: string[] } | undefined)?.drop, ['ALL'], `${where} ${c.name}`);
+          assert.deepEqual(context['seccompProfile'], { type: 'RuntimeDefault' }, `${where} ${c.name}`);
+          assert.ok(c.resources?.requests && c.resources.limits?.['memory'], `${where} ${c.name}: resources`);
+        }
+      }
+      // Notify's own containers write only to an emptyDir at /tmp.
+      for (const component of notifyContainers) {
+        const spec = podSpec(deployment(rendered, component));
+        assert.ok(spec.volumes?.some((volume) => volume.name === 'tmp' && volume.emptyDir), component);
+        assert.ok(container(rendered, component).volumeMounts?.some((mount) => mount.name === 'tmp' && mount.mountPath === '/tmp'), component);
+      }
+    }
+  });
+
+  test('gateway and mailers are probed over HTTP on the ops port, auth-svc and dispatch-svc with native gRPC probes', (t) => {
+    if (skip) return t.skip(skip);
+    for (const component of ['gateway', 'mailer-svc']) {
+      const c = container(production, component);
+      assert.deepEqual(c.readinessProbe?.['httpGet'], { path: '/readyz', port: 'metrics' }, component);
+      assert.deepEqual(c.livenessProbe?.['httpGet'], { path: '/healthz', port: 'metrics' }, component);
+      assert.ok(c.startupProbe?.['httpGet'], component);
+    }
+    for (const [component, port] of [['auth-svc', 50051], ['dispatch-svc', 50052]] as const) {
+      const c = container(production, component);
+      for (const probe of [c.readinessProbe, c.livenessProbe, c.startupProbe]) assert.deepEqual(probe?.['grpc'], { port }, component);
+      assert.equal(env(c, 'GRPC_PORT')?.value, String(port));
+    }
+  });
+
+  test('auth-svc and dispatch-svc sit behind headless Services the gateway balances over with dns:/// targets', (t) => {
+    if (skip) return t.skip(skip);
+    const gateway = container(production, 'gateway');
+    for (const [component, variable, port] of [['auth-svc', 'AUTH_SVC_ADDR', 50051], ['dispatch-svc', 'DISPATCH_SVC_ADDR', 50052]] as const) {
+      const service = production.get('Service', `notify-${component}`);
+      assert.equal(service.spec?.['clusterIP'], 'None', component);
+      assert.equal(env(gateway, variable)?.value, `dns:///notify-${component}.notify.svc.cluster.local:${port}`);
+      assert.ok((service.spec?.['ports'] as { name: string; port: number }[]).some((p) => p.name === 'grpc' && p.port === port));
+    }
+    assert.notEqual(production.get('Service', 'notify-gateway').spec?.['clusterIP'], 'None');
+  });
+
+  test('with existingSecret every secret comes from the operator\'s Secret, as files where the services read files', async (t) => {
+    if (skip) return t.skip(skip);
+    assert.deepEqual(production.ofKind('Secret'), [], 'the chart writes no Secret of its own');
+    const referenced = new Set<string>();
+    for (const workload of production.objects.filter((object) => workloadKinds.has(object.kind))) {
+      for (const c of containersOf(workload)) for (const variable of c.env ?? []) if (variable.valueFrom?.secretKeyRef) referenced.add(variable.valueFrom.secretKeyRef.name);
+      for (const volume of podSpec(workload).volumes ?? []) if (volume.secret) referenced.add(volume.secret.secretName);
+    }
+    referenced.delete('notify-smoke-test'); // the helm test's own key, provided by the operator too
+    assert.deepEqual([...referenced], ['notify-connections']);
+
+    const auth = container(production, 'auth-svc');
+    assert.equal(env(auth, 'DATABASE_URL_FILE')?.value, '/var/run/secrets/notify/database-url');
+    assert.equal(env(auth, 'ADMIN_TOKEN_FILE')?.value, '/var/run/secrets/notify/admin-token');
+    assert.deepEqual(env(auth, 'NATS_URL')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'NATS_URL' }, 'NATS_URL has no _FILE form');
+    assert.equal(env(auth, 'DATABASE_URL'), undefined);
+    const volume = podSpec(deployment(production, 'auth-svc')).volumes?.find((candidate) => candidate.name === 'secrets');
+    assert.deepEqual(volume?.secret?.items?.map((item) => item.path).sort(), ['admin-token', 'database-url', 'internal-token']);
+
+    // Custom key names and environment variables instead of files.
+    const custom = await render(helm, { valuesFiles: [productionValues], set: ['secrets.keys.databaseUrl=PG_URL', 'secrets.mountAsFiles=false'] });
+    assert.deepEqual(env(container(custom, 'dispatch-svc'), 'DATABASE_URL')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'PG_URL' });
+    assert.deepEqual(env(podSpec(custom.get('Job', 'notify-migration')).containers[0] as Container, 'DATABASE_URL')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'PG_URL' });
+    assert.equal(env(container(custom, 'mailer-svc'), 'SMTP_URL_FILE'), undefined);
+  });
+
+  test('without existingSecret the chart writes the URLs it is given and generates tokens of 48 characters', (t) => {
+    if (skip) return t.skip(skip);
+    const secret = externalUrls.get('Secret', 'notify-secrets');
+    const decoded = Object.fromEntries(Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64').toString()]));
+    assert.equal(decoded['DATABASE_URL'], 'postgres://notify:pw@db.example:5432/notify');
+    assert.equal(decoded['SMTP_URL'], 'smtp://relay.example:587');
+    assert.match(decoded['INTERNAL_TOKEN'] ?? '', /^[A-Za-z0-9]{48}$/);
+    assert.match(decoded['ADMIN_TOKEN'] ?? '', /^[A-Za-z0-9]{48}$/);
+    assert.notEqual(decoded['INTERNAL_TOKEN'], decoded['ADMIN_TOKEN']);
+  });
+
+  test('KEDA on the consumer lag and an HPA on the mailers are mutually exclusive', async (t) => {
+    if (skip) return t.skip(skip);
+    const both = await template(helm, { valuesFiles: [devValues], set: ['mailer.keda.enabled=true', 'mailer.autoscaling.enabled=true'] });
+    assert.notEqual(both.code, 0);
+    assert.match(both.stderr, /mailer\.keda\.enabled and mailer\.autoscaling\.enabled are mutually exclusive/);
+
+    const scaled = production.get('ScaledObject', 'notify-mailer-svc');
+    const trigger = (scaled.spec?.['triggers'] as { type: string; metadata: Record<string, string> }[])[0];
+    assert.equal(trigger?.type, 'nats-jetstream');
+    assert.deepEqual([trigger?.metadata['stream'], trigger?.metadata['consumer']], ['NOTIFY_JOBS', 'mailer']);
+    assert.equal(trigger?.metadata['natsServerMonitoringEndpoint'], 'nats.messaging.svc.cluster.local:8222');
+    assert.equal(deployment(production, 'mailer-svc').spec?.['replicas'], undefined, 'KEDA owns the replica count');
+    assert.ok(!production.ofKind('HorizontalPodAutoscaler').some((hpa) => hpa.metadata.name === 'notify-mailer-svc'));
+    assert.ok(production.ofKind('HorizontalPodAutoscaler').some((hpa) => hpa.metadata.name === 'notify-gateway'));
+
+    // The stream and consumer names follow NOTIFY_NATS_PREFIX as the services derive them (platform/src/nats).
+    const prefixed = await render(helm, { valuesFiles: [productionValues], set: ['config.natsPrefix=staging_'] });
+    const prefixedTrigger = (prefixed.get('ScaledObject', 'notify-mailer-svc').spec?.['triggers'] as { metadata: Record<string, string> }[])[0];
+    assert.deepEqual([prefixedTrigger?.metadata['stream'], prefixedTrigger?.metadata['consumer']], ['STAGING_NOTIFY_JOBS', 'STAGING_mailer']);
+
+    const hpa = await render(helm, { set: [...external, 'mailer.autoscaling.enabled=true'] });
+    assert.equal(hpa.get('HorizontalPodAutoscaler', 'notify-mailer-svc').spec?.['maxReplicas'], 10);
+    assert.equal(hpa.ofKind('ScaledObject').length, 0);
+  });
+
+  test('the migration Job runs before install and upgrade, after the hook Secret it reads and before any service', (t) => {
+    if (skip) return t.skip(skip);
+    const job = externalUrls.get('Job', 'notify-migration');
+    const secret = externalUrls.get('Secret', 'notify-migration');
+    for (const hook of [job, secret]) assert.equal(hook.metadata.annotations?.['helm.sh/hook'], 'pre-install,pre-upgrade');
+    assert.ok(Number(secret.metadata.annotations?.['helm.sh/hook-weight']) < Number(job.metadata.annotations?.['helm.sh/hook-weight']), 'the Secret is created first');
+    assert.match(secret.metadata.annotations?.['helm.sh/hook-delete-policy'] ?? '', /hook-succeeded/);
+    assert.match(job.metadata.annotations?.['helm.sh/hook-delete-policy'] ?? '', /before-hook-creation/);
+    const migrate = podSpec(job).containers[0] as Container;
+    assert.deepEqual(migrate.command, ['node', 'platform/src/database/migrate-cli.ts']);
+    assert.deepEqual(env(migrate, 'DATABASE_URL')?.valueFrom?.secretKeyRef, { name: 'notify-migration', key: 'DATABASE_URL' });
+    assert.equal(Buffer.from(secret.data?.['DATABASE_URL'] ?? '', 'base64').toString(), 'postgres://notify:pw@db.example:5432/notify');
+
+    // With existingSecret the Secret exists before the release: no hook Secret.
+    assert.equal(production.ofKind('Secret').length, 0);
+    assert.equal(env(podSpec(production.get('Job', 'notify-migration')).containers[0] as Container, 'DATABASE_URL')?.valueFrom?.secretKeyRef?.name, 'notify-connections');
+    // In dev mode the database is part of the release: the Job runs once it exists.
+    assert.equal(dev.get('Job', 'notify-migration').metadata.annotations?.['helm.sh/hook'], 'post-install,pre-upgrade');
+  });
+
+  test('NetworkPolicies leave only the gateway open and admit internal gRPC from the gateway and labelled clients', (t) => {
+    if (skip) return t.skip(skip);
+    type Rule = { ports: { port: string | number }[]; from?: Record<string, unknown>[] };
+    const rules = (component: string): Rule[] => production.get('NetworkPolicy', `notify-${component}`).spec?.['ingress'] as Rule[];
+    const ports = (component: string): (string | number)[] => rules(component).flatMap((rule) => rule.ports.map((port) => port.port));
+    assert.equal(rules('gateway').find((rule) => rule.ports[0]?.port === 'http')?.from, undefined, 'anyone may reach the API');
+    assert.deepEqual(ports('mailer-svc'), ['metrics']);
+    for (const component of ['auth-svc', 'dispatch-svc']) {
+      assert.deepEqual(ports(component), ['grpc', 'metrics']);
+      const from = rules(component).find((rule) => rule.ports[0]?.port === 'grpc')?.from;
+      assert.deepEqual(from, [
+        { podSelector: { matchLabels: { 'app.kubernetes.io/name': 'notify', 'app.kubernetes.io/instance': 'notify', 'app.kubernetes.io/component': 'gateway' } } },
+        { podSelector: { matchLabels: { 'app.kubernetes.io/instance': 'notify', 'notify.io/grpc-client': 'true' } } },
+      ]);
+    }
+    for (const rule of rules('gateway').concat(rules('auth-svc')).filter((candidate) => candidate.ports[0]?.port === 'metrics')) {
+      assert.deepEqual(rule.from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }]);
+    }
+    assert.equal(production.get('Pod', 'notify-smoke-test').metadata.labels?.['notify.io/grpc-client'], 'true');
+    // Every workload of the dev install is covered by a policy.
+    const selected = dev.ofKind('NetworkPolicy').map((policy) => (policy.spec?.['podSelector'] as { matchLabels: Record<string, string> }).matchLabels['app.kubernetes.io/component']);
+    for (const workload of dev.objects.filter((object) => ['Deployment', 'StatefulSet'].includes(object.kind))) {
+      assert.ok(selected.includes(workload.metadata.labels?.['app.kubernetes.io/component']), `${workload.metadata.name} has no NetworkPolicy`);
+    }
+  });
+
+  test('PodDisruptionBudgets keep every component available and the gateway scales with an HPA', (t) => {
+    if (skip) return t.skip(skip);
+    for (const component of notifyContainers) assert.equal(production.get('PodDisruptionBudget', `notify-${component}`).spec?.['maxUnavailable'], 1);
+    const hpa = production.get('HorizontalPodAutoscaler', 'notify-gateway');
+    assert.deepEqual([hpa.spec?.['minReplicas'], hpa.spec?.['maxReplicas']], [3, 20]);
+    assert.equal(env(container(production, 'gateway'), 'NOTIFY_GATEWAY_REPLICAS')?.value, '3');
+  });
+
+  test('ServiceMonitor and PrometheusRule carry the kube-prometheus-stack release label, dashboards the sidecar label', async (t) => {
+    if (skip) return t.skip(skip);
+    for (const kind of ['ServiceMonitor', 'PrometheusRule']) assert.equal(production.get(kind, 'notify').metadata.labels?.['release'], 'kube-prometheus-stack');
+    const relabelled = await render(helm, { valuesFiles: [productionValues], set: ['metrics.serviceMonitor.labels.release=prom', 'metrics.prometheusRule.labels.release=prom'] });
+    for (const kind of ['ServiceMonitor', 'PrometheusRule']) assert.equal(relabelled.get(kind, 'notify').metadata.labels?.['release'], 'prom');
+    const endpoint = (production.get('ServiceMonitor', 'notify').spec?.['endpoints'] as Record<string, unknown>[])[0];
+    assert.equal(endpoint?.['port'], 'metrics');
+    assert.equal(endpoint?.['honorLabels'], true, 'the services\' own `service` label must survive the scrape');
+    const monitored = production.ofKind('Service').filter((service) => service.metadata.labels?.['notify.io/metrics'] === 'true');
+    assert.equal(monitored.length, 4);
+
+    const dashboards = production.objects.filter((object) => object.kind === 'ConfigMap' && object.metadata.labels?.['grafana_dashboard'] === '1');
+    assert.deepEqual(dashboards.map((map) => Object.keys(map.data ?? {})[0]).sort(), ['notify-overview.json', 'notify-services.json']);
+    for (const map of dashboards) {
+      assert.equal(map.metadata.namespace, 'monitoring');
+      const file = Object.keys(map.data ?? {})[0] ?? '';
+      const dashboard = JSON.parse(map.data?.[file] ?? '') as { uid: string; title: string; templating: { list: { name: string; type: string }[] }; panels: { type: string; datasource?: { uid: string }; targets?: { datasource?: { uid: string } }[] }[] };
+      assert.deepEqual(dashboard, JSON.parse(readFileSync(join(chartDir, 'dashboards', file), 'utf8')));
+      // Portable across Grafanas: the data source is a variable, never a fixed uid.
+      assert.ok(dashboard.templating.list.some((variable) => variable.name === 'datasource' && variable.type === 'datasource'), file);
+      for (const panel of dashboard.panels.filter((candidate) => candidate.type !== 'row')) {
+        assert.equal(panel.datasource?.uid, '${datasource}', `${file}: ${JSON.stringify(panel).slice(0, 80)}`);
+        for (const target of panel.targets ?? []) assert.equal(target.datasource?.uid, '${datasource}');
+      }
+    }
+    assert.deepEqual(dashboards.map((map) => (JSON.parse(Object.values(map.data ?? {})[0] ?? '{}') as { title: string }).title).sort(), ['Notify overview', 'Notify services']);
+  });
+
+  test('the helm test hook sends through the gateway with the operator\'s key and follows the message with notifyctl', (t) => {
+    if (skip) return t.skip(skip);
+    const pod = production.get('Pod', 'notify-smoke-test');
+    const script = production.get('ConfigMap', 'notify-smoke-test');
+    assert.equal(pod.metadata.annotations?.['helm.sh/hook'], 'test');
+    assert.equal(script.metadata.annotations?.['helm.sh/hook'], 'test');
+    assert.ok(Number(script.metadata.annotations?.['helm.sh/hook-weight']) < Number(pod.metadata.annotations?.['helm.sh/hook-weight']));
+    assert.equal(script.data?.['smoke-test.ts'], readFileSync(join(chartDir, 'files', 'smoke-test.ts'), 'utf8').trimEnd());
+    const c = podSpec(pod).containers[0] as Container;
+    assert.deepEqual(c.command, ['node', '/etc/notify-smoke-test/smoke-test.ts']);
+    assert.equal(env(c, 'GATEWAY_URL')?.value, 'http://notify-gateway.notify.svc.cluster.local:80');
+    assert.deepEqual(env(c, 'API_KEY')?.valueFrom?.secretKeyRef, { name: 'notify-smoke-test', key: 'api-key' });
+  });
+
+  test('values.schema.json refuses unknown keys at every level', async (t) => {
+    if (skip) return t.skip(skip);
+    const schema = JSON.parse(readFileSync(join(chartDir, 'values.schema.json'), 'utf8')) as unknown;
+    // Every object the chart defines is closed; only Kubernetes objects passed through as written (affinity,
+    // security contexts, ...) are open, and they say so.
+    const open: string[] = [];
+    const walk = (node: unknown, path: string): void => {
+      if (!node || typeof node !== 'object') return;
+      const record = node as Record<string, unknown>;
+      if (record['type'] === 'object' && record['additionalProperties'] !== false && !record['additionalProperties'] && !String(record['description'] ?? '').includes('passed through')) open.push(path);
+      for (const [key, value] of Object.entries(record)) walk(value, `${path}/${key}`);
+    };
+    walk(schema, '');
+    assert.deepEqual(open.filter((path) => path !== '/properties/global'), []);
+    for (const typo of ['gateway.replicaCont=1', 'config.mailer.retryBse=1m', 'metrics.prometheusRule.thresholds.outboxBaclog=1', 'secrets.keys.databaseURL=X', 'dev.postgresql.persistance.enabled=true']) {
+      const result = await template(helm, { valuesFiles: [devValues], set: [typo] });
+      assert.notEqual(result.code, 0, typo);
+      assert.match(result.stderr, /additional properties .* not allowed/, typo);
+    }
+    const badRate = await template(helm, { valuesFiles: [devValues], set: ['config.gateway.sendRate=lots'] });
+    assert.match(badRate.stderr, /sendRate/);
+  });
+});

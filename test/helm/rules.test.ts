@@ -1,0 +1,157 @@
+// The alerts of the PrometheusRule, checked by promtool: syntax and templates (`check rules`), and each alert's
+// expression, `for` and labels against synthetic series (`test rules`), so a broken threshold or selector fails here.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { stringify } from 'yaml';
+import { productionValues, render } from './chart.ts';
+import { ensureHelm, ensurePromtool, repoRoot, runTool } from './tools.ts';
+
+interface Rule {
+  alert: string;
+  expr: string;
+  for?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+let promtool = '';
+let skip: string | undefined;
+let groups: { name: string; rules: Rule[] }[] = [];
+const work = mkdtempSync(join(tmpdir(), 'notify-rules-'));
+
+before(async () => {
+  const [helm, prom] = await Promise.all([ensureHelm(), ensurePromtool()]);
+  if ('skip' in helm) return void (skip = helm.skip);
+  if ('skip' in prom) return void (skip = prom.skip);
+  promtool = prom.path;
+  const rendered = await render(helm.path, { valuesFiles: [productionValues] });
+  groups = (rendered.get('PrometheusRule', 'notify').spec as { groups: typeof groups }).groups;
+});
+
+after(() => rmSync(work, { recursive: true, force: true }));
+
+const selector = 'namespace="notify", job="notify-gateway"';
+const mailer = 'namespace="notify", job="notify-mailer-svc"';
+const dispatch = 'namespace="notify", job="notify-dispatch-svc"';
+const send = `${selector}, route="/api/v1/send/"`;
+
+/** One case per alert: series, when to look, and the alerts expected then (labels beyond alertname and severity). */
+const cases: { alert: string; series: Record<string, string>; at: string; firing: Record<string, string>[]; severity: string }[] = [
+  {
+    alert: 'NotifyHigh5xxRatio',
+    series: { [`notify_http_requests_total{${send}, method="POST", status="202"}`]: '0+90x20', [`notify_http_requests_total{${send}, method="POST", status="503"}`]: '0+10x20' },
+    at: '15m',
+    firing: [{}],
+    severity: 'critical',
+  },
+  {
+    alert: 'NotifySendLatencyHigh',
+    series: {
+      [`notify_http_request_duration_seconds_bucket{${send}, method="POST", le="0.25"}`]: '0+50x30',
+      [`notify_http_request_duration_seconds_bucket{${send}, method="POST", le="1"}`]: '0+100x30',
+      [`notify_http_request_duration_seconds_bucket{${send}, method="POST", le="+Inf"}`]: '0+100x30',
+    },
+    at: '20m',
+    firing: [{}],
+    severity: 'warning',
+  },
+  {
+    alert: 'NotifyConsumerLagGrowing',
+    series: { [`notify_jobs_published_total{${dispatch}, path="direct"}`]: '0+100x40', [`notify_deliveries_total{${mailer}, outcome="sent"}`]: '0+40x40', [`notify_deliveries_total{${mailer}, outcome="failed"}`]: '0+0x40' },
+    at: '35m',
+    firing: [{}],
+    severity: 'warning',
+  },
+  {
+    alert: 'NotifyFailedDeliveryRatioHigh',
+    series: { [`notify_deliveries_total{${mailer}, outcome="sent"}`]: '0+90x40', [`notify_deliveries_total{${mailer}, outcome="failed"}`]: '0+10x40', [`notify_deliveries_total{${mailer}, outcome="deferred"}`]: '0+500x40' },
+    at: '35m',
+    firing: [{}],
+    severity: 'warning',
+  },
+  {
+    alert: 'NotifyDeliveryLatencyHigh',
+    series: {
+      [`notify_delivery_latency_seconds_bucket{${mailer}, le="60"}`]: '0+10x40',
+      [`notify_delivery_latency_seconds_bucket{${mailer}, le="900"}`]: '0+100x40',
+      [`notify_delivery_latency_seconds_bucket{${mailer}, le="+Inf"}`]: '0+100x40',
+    },
+    at: '35m',
+    firing: [{}],
+    severity: 'warning',
+  },
+  { alert: 'NotifyOutboxBacklog', series: { [`notify_outbox_backlog{${dispatch}, pod="notify-dispatch-svc-a"}`]: '500x30' }, at: '20m', firing: [{}], severity: 'critical' },
+  // Nothing scraped from any mailer: absent() keeps the equality matchers as labels.
+  { alert: 'NotifyNoActiveMailer', series: { [`notify_outbox_backlog{${dispatch}}`]: '0x30' }, at: '10m', firing: [{ namespace: 'notify' }], severity: 'critical' },
+  {
+    alert: 'NotifyPodCrashLooping',
+    series: { 'kube_pod_container_status_waiting_reason{namespace="notify", pod="notify-gateway-7d9f", container="gateway", reason="CrashLoopBackOff"}': '1x30' },
+    at: '25m',
+    firing: [{ namespace: 'notify', pod: 'notify-gateway-7d9f', container: 'gateway', reason: 'CrashLoopBackOff' }],
+    severity: 'warning',
+  },
+];
+
+/** Healthy series for every alert at once: none may fire. */
+const healthy: Record<string, string> = {
+  [`notify_http_requests_total{${send}, method="POST", status="202"}`]: '0+100x40',
+  [`notify_http_requests_total{${send}, method="POST", status="500"}`]: '0+0x40',
+  [`notify_http_request_duration_seconds_bucket{${send}, method="POST", le="0.1"}`]: '0+100x40',
+  [`notify_http_request_duration_seconds_bucket{${send}, method="POST", le="+Inf"}`]: '0+100x40',
+  [`notify_jobs_published_total{${dispatch}, path="direct"}`]: '0+100x40',
+  [`notify_deliveries_total{${mailer}, outcome="sent"}`]: '0+100x40',
+  [`notify_deliveries_total{${mailer}, outcome="failed"}`]: '0+1x40',
+  [`notify_delivery_latency_seconds_bucket{${mailer}, le="10"}`]: '0+100x40',
+  [`notify_delivery_latency_seconds_bucket{${mailer}, le="+Inf"}`]: '0+100x40',
+  [`notify_outbox_backlog{${dispatch}}`]: '3x40',
+  [`notify_mailer_in_flight{${mailer}}`]: '4x40',
+  'kube_pod_container_status_waiting_reason{namespace="notify", pod="notify-gateway-7d9f", container="gateway", reason="CrashLoopBackOff"}': '0x40',
+};
+
+describe('alert rules', () => {
+  test('promtool check rules accepts the PrometheusRule\'s groups', async (t) => {
+    if (skip) return t.skip(skip);
+    const file = join(work, 'notify-rules.yaml');
+    writeFileSync(file, stringify({ groups }));
+    const result = await runTool(promtool, ['check', 'rules', file]);
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.match(result.stdout, new RegExp(`SUCCESS: ${cases.length} rules found`));
+  });
+
+  test('every alert has a summary, a description and a runbook section that exists in docs/operations.md', (t) => {
+    if (skip) return t.skip(skip);
+    const guide = readFileSync(join(repoRoot, 'docs', 'operations.md'), 'utf8');
+    const anchors = new Set([...guide.matchAll(/^#{2,4} (.+)$/gm)].map((match) => (match[1] ?? '').trim().toLowerCase().replace(/[^a-z0-9 -]/g, '').replace(/ /g, '-')));
+    const alerts = groups.flatMap((group) => group.rules);
+    assert.deepEqual(alerts.map((rule) => rule.alert).sort(), cases.map((c) => c.alert).sort());
+    for (const rule of alerts) {
+      assert.ok(rule.annotations?.['summary'] && rule.annotations['description'], rule.alert);
+      const anchor = /#(.+)$/.exec(rule.annotations?.['runbook_url'] ?? '')?.[1] ?? '';
+      assert.equal(anchor, rule.alert.toLowerCase(), rule.alert);
+      assert.ok(anchors.has(anchor), `docs/operations.md has no section for ${rule.alert}`);
+    }
+  });
+
+  test('each alert fires on the series it watches and none fires on a healthy system', { timeout: 60_000 }, async (t) => {
+    if (skip) return t.skip(skip);
+    // Annotations are checked above and by `check rules`; stripping them keeps the expectations to what decides firing.
+    const rulesFile = join(work, 'rules-without-annotations.yaml');
+    writeFileSync(rulesFile, stringify({ groups: groups.map((group) => ({ ...group, rules: group.rules.map(({ annotations: _, ...rule }) => rule) })) }));
+    const series = (values: Record<string, string>) => Object.entries(values).map(([name, value]) => ({ series: name, values: value }));
+    const tests = [
+      ...cases.map((c) => ({
+        interval: '1m',
+        input_series: series(c.series),
+        alert_rule_test: [{ eval_time: c.at, alertname: c.alert, exp_alerts: c.firing.map((labels) => ({ exp_labels: { severity: c.severity, ...labels } })) }],
+      })),
+      { interval: '1m', input_series: series(healthy), alert_rule_test: cases.map((c) => ({ eval_time: '39m', alertname: c.alert, exp_alerts: [] })) },
+    ];
+    const testFile = join(work, 'tests.yaml');
+    writeFileSync(testFile, stringify({ rule_files: [rulesFile], evaluation_interval: '1m', tests }));
+    const result = await runTool(promtool, ['test', 'rules', testFile]);
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+  });
+});

@@ -1,0 +1,172 @@
+// `npm run bench [-- --quick] [-- --profile]`: Notify against its ceilings, each figure beside a baseline measured in
+// the same run (the machine is shared and noisy, so ratios travel better than absolutes). Prints the table, writes
+// test/load/results/<timestamp>.json, and exits 1 if any request got a 5xx or no answer, or a message was lost;
+// a missed target is reported, not failed. See docs/benchmark.md.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { currentLoad, describeMachine, type MachineDescription } from './report/machine.ts';
+import { readProfiles, summarizeProfiles, type ProfileSummary } from './report/profile-summary.ts';
+import { buildRows, renderTable, type Figures } from './report/rows.ts';
+import { runCeiling } from './scenarios/ceiling.ts';
+import { plans, type BenchContext, type TimeWindow } from './scenarios/context.ts';
+import { runDelivery } from './scenarios/delivery.ts';
+import { finalCheck, type FinalCheck } from './scenarios/final-check.ts';
+import { runIngest } from './scenarios/ingest.ts';
+import { runReplay } from './scenarios/replay.ts';
+import { runScaleOut } from './scenarios/scale-out.ts';
+import { benchTemplate } from './scenarios/send-requests.ts';
+import { sampleMemory, type MemorySampler } from './system/memory.ts';
+import { startSystemUnderTest, type SystemUnderTest } from './system/system-under-test.ts';
+
+const usage = `usage: npm run bench [-- --quick] [-- --profile]
+  --quick    about a minute: shorter runs, 2,000 messages for delivery (a smoke test of the bench, not a measurement)
+  --profile  run gateway, auth-svc, dispatch-svc and mailer-svc under node --cpu-prof and summarise where their CPU went`;
+
+const { values: flags } = parseArgs({ options: { quick: { type: 'boolean', default: false }, profile: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } } });
+if (flags.help) {
+  console.log(usage);
+  process.exit(0);
+}
+
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));
+const plan = plans[flags.quick ? 'quick' : 'full'];
+const startedAt = new Date();
+// ISO 8601 basic format: sortable, and no colons in a file name.
+const stamp = startedAt.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+const profileDir = flags.profile ? join(resultsDir, 'profiles', stamp) : undefined;
+const profiledServices = ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc'] as const;
+const command = `npm run bench${flags.quick || flags.profile ? ' --' : ''}${flags.quick ? ' --quick' : ''}${flags.profile ? ' --profile' : ''}`;
+const began = performance.now();
+const progress = (line: string): void => void process.stderr.write(`[${((performance.now() - began) / 1_000).toFixed(1).padStart(6)} s] ${line}\n`);
+
+const failures: string[] = [];
+const windows: TimeWindow[] = [];
+const figures: Figures = { connections: plan.connections };
+const loadAtStart = currentLoad();
+let machine: MachineDescription | undefined;
+let final: FinalCheck | undefined;
+let profiles: Array<ProfileSummary & { window: string }> = [];
+let system: SystemUnderTest | undefined;
+let memory: MemorySampler | undefined;
+
+function writeResults(): string {
+  mkdirSync(resultsDir, { recursive: true });
+  const file = join(resultsDir, `${stamp}.json`);
+  const results = {
+    startedAt: startedAt.toISOString(),
+    durationS: Math.round((performance.now() - began) / 100) / 10,
+    command,
+    plan,
+    machine,
+    loadAtEnd: currentLoad(),
+    passed: failures.length === 0,
+    failures,
+    rows: buildRows(figures),
+    figures,
+    final,
+    profiles,
+    profileDir: profileDir && relative(repoRoot, profileDir),
+  };
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+  return file;
+}
+
+/** The time limit or Ctrl-C: stop everything, keep what was measured, fail. */
+async function abort(reason: string): Promise<never> {
+  failures.push(reason);
+  progress(`${reason}: stopping`);
+  setTimeout(() => process.exit(1), 60_000).unref();
+  figures.memory = memory?.peaks();
+  await system?.stop().catch(() => undefined);
+  progress(`partial results in ${relative(process.cwd(), writeResults())}`);
+  process.exit(1);
+}
+setTimeout(() => void abort(`the run exceeded its limit of ${plan.limitMs / 60_000} minutes`), plan.limitMs).unref();
+process.once('SIGINT', () => void abort('interrupted'));
+
+function summarizeAll(): Array<ProfileSummary & { window: string }> {
+  if (!profileDir) return [];
+  // Each service is judged where it does the work the targets are about.
+  const wanted: Record<(typeof profiledServices)[number], readonly string[]> = {
+    gateway: ['ingest', 'replay'],
+    'auth-svc': ['ingest'],
+    'dispatch-svc': ['ingest', 'delivery'],
+    'mailer-svc': ['delivery'],
+  };
+  const summaries: Array<ProfileSummary & { window: string }> = [];
+  for (const service of profiledServices) {
+    const read = readProfiles(profileDir, service);
+    for (const label of wanted[service]) {
+      const chosen = windows.filter((window) => window.label === label);
+      if (read.length > 0 && chosen.length > 0) summaries.push({ ...summarizeProfiles(service, read, { windows: chosen, repoRoot, top: 15 }), window: label });
+    }
+  }
+  return summaries;
+}
+
+function printProfiles(summaries: ReadonlyArray<ProfileSummary & { window: string }>): void {
+  const share = (value: number): string => `${(value * 100).toFixed(1).padStart(5)}%`;
+  for (const summary of summaries) {
+    console.log(
+      `\nCPU profile ${summary.service} during ${summary.window}: busy ${summary.busyMs.toLocaleString('en-US')} ms of ${summary.sampledMs.toLocaleString('en-US')} ms sampled, GC ${share(summary.gcShare).trim()} of busy`,
+    );
+    console.log('  by package (self time, share of busy):');
+    for (const line of summary.packages.slice(0, 8)) console.log(`    ${share(line.share)}  ${line.name}`);
+    console.log('  top functions (self time):');
+    for (const line of summary.functions.slice(0, 10)) console.log(`    ${share(line.share)}  ${line.name}`);
+  }
+}
+
+progress(`${plan.name} run${flags.profile ? ' with CPU profiles' : ''}; load average at start ${loadAtStart.join(' ')}`);
+try {
+  progress('starting the system: run-unique database and prefixes, SMTP sink, services, tenants');
+  system = await startSystemUnderTest({
+    mailerReplicas: Math.max(...plan.scaleReplicas),
+    runningMailers: 1,
+    tenants: plan.tenants,
+    template: benchTemplate,
+    env: { MAILER_CONCURRENCY: String(plan.mailerConcurrency), SMTP_POOL_SIZE: String(plan.smtpPoolSize) },
+    ...(profileDir ? { profile: { dir: profileDir, services: profiledServices } } : {}),
+  });
+  const running = system;
+  memory = sampleMemory(() => running.processes());
+  machine = await describeMachine(running.db, loadAtStart);
+  const context: BenchContext = { plan, system: running, failures, accepted: 0, windows, progress };
+
+  figures.ceiling = await runCeiling(context);
+  figures.ingest = { paced: [] };
+  await runIngest(context, figures.ingest);
+  figures.replay = await runReplay(context);
+  figures.delivery = await runDelivery(context);
+  figures.scaleOut = await runScaleOut(context);
+  final = await finalCheck(context, figures.delivery.raw.messages);
+} catch (error) {
+  failures.push(`the bench stopped: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+} finally {
+  await memory?.stop();
+  figures.memory = memory?.peaks();
+  progress('stopping the system');
+  await system?.stop().catch((error: unknown) => failures.push(`stopping the system failed: ${String(error)}`));
+}
+// Profiles are written as each service exits, so they are read only now.
+profiles = summarizeAll();
+
+console.log(`\nNotify benchmark (${plan.name}), ${startedAt.toISOString()}`);
+if (machine) {
+  console.log(`machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, Node ${machine.node}, PostgreSQL ${machine.postgres}`);
+}
+console.log(`load average: ${loadAtStart.join(' ')} at start, ${currentLoad().join(' ')} at end (other work on this machine shows here)\n`);
+console.log(renderTable(buildRows(figures)));
+printProfiles(profiles);
+const file = writeResults();
+console.log(`\nresults: ${relative(process.cwd(), file)}${profileDir ? `\nprofiles: ${relative(process.cwd(), profileDir)}` : ''}`);
+if (failures.length > 0) {
+  console.log(`\nFAILED:\n${failures.map((failure) => `  - ${failure}`).join('\n')}`);
+  process.exitCode = 1;
+} else {
+  console.log('\nno 5xx, no unanswered request, no lost message');
+}
+process.exit();

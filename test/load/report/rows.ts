@@ -1,0 +1,127 @@
+// The results table: one row per figure, with its baseline from the same run, the ratio, the target and the verdict.
+// Scenarios that did not run (the bench stopped early) leave their rows out.
+import type { CeilingResult } from '../scenarios/ceiling.ts';
+import type { DeliveryResult } from '../scenarios/delivery.ts';
+import type { IngestResult } from '../scenarios/ingest.ts';
+import type { ReplayResult } from '../scenarios/replay.ts';
+import type { ScaleOutResult } from '../scenarios/scale-out.ts';
+import { judge, targets, type Target } from './targets.ts';
+
+export interface Figures {
+  /** Connections of the ceiling and saturation runs. */
+  connections: number;
+  ceiling?: CeilingResult;
+  ingest?: IngestResult;
+  replay?: ReplayResult;
+  delivery?: DeliveryResult;
+  scaleOut?: ScaleOutResult;
+  /** Peak RSS in MiB per service. */
+  memory?: Record<string, number>;
+}
+
+export interface Row {
+  readonly figure: string;
+  readonly measured: string;
+  readonly baseline: string;
+  readonly ratio: string;
+  readonly target: string;
+  /** pass, MISS (with the gap), or empty when the figure has no target. */
+  readonly result: string;
+}
+
+const whole = (value: number): string => Math.round(value).toLocaleString('en-US');
+const perSecond = (value: number): string => `${whole(value)}/s`;
+const ms = (value: number): string => (value < 10 ? value.toFixed(1) : whole(value));
+const twoPlaces = (value: number): string => value.toFixed(2);
+
+function row(figure: string, measured: string, options: { baseline?: string; ratio?: number; target?: Target; judged?: number } = {}): Row {
+  const { verdict, gap } = judge(options.target, options.judged);
+  return {
+    figure,
+    measured,
+    baseline: options.baseline ?? '',
+    ratio: options.ratio === undefined ? '' : twoPlaces(options.ratio),
+    target: options.target?.text ?? '',
+    result: verdict === 'MISS' ? `MISS (${gap})` : verdict,
+  };
+}
+
+export function buildRows(figures: Figures): Row[] {
+  const rows: Row[] = [];
+  const { connections, ceiling, ingest, replay, delivery, scaleOut, memory } = figures;
+  if (ceiling) rows.push(row(`HTTP ceiling: bare Koa, ${connections} connections (202/s)`, perSecond(ceiling.perSecond)));
+  if (ingest?.saturation) {
+    const saturated = ingest.saturation.acceptedPerSecond;
+    rows.push(row(`ingest at saturation, ${connections} connections (accepted/s)`, perSecond(saturated), { target: targets.ingestPerSecond, judged: saturated }));
+    if (ceiling && ceiling.perSecond > 0) {
+      const ratio = saturated / ceiling.perSecond;
+      rows.push(row('ingest / HTTP ceiling', twoPlaces(ratio), { baseline: `ceiling ${perSecond(ceiling.perSecond)}`, ratio, target: targets.ingestOfCeiling, judged: ratio }));
+    }
+  }
+  if (ingest) {
+    for (const paced of ingest.paced) {
+      const at1000 = paced.rate === 1_000;
+      rows.push(
+        row(`ingest latency at ${whole(paced.rate)}/s offered: p50 / p99`, `${ms(paced.load.latencyMs.p50)} / ${ms(paced.load.latencyMs.p99)} ms`, {
+          baseline: `achieved ${perSecond(paced.acceptedPerSecond)}`,
+          ...(at1000 ? { target: targets.p99At1000Ms, judged: paced.load.latencyMs.p99 } : {}),
+        }),
+      );
+    }
+    for (const paced of ingest.paced) {
+      rows.push(row(`queued->sent at ${whole(paced.rate)}/s offered: p50 / p99`, `${ms(paced.queuedToSent.p50Ms)} / ${ms(paced.queuedToSent.p99Ms)} ms`));
+    }
+  }
+  if (delivery) {
+    const notify = delivery.notify.perSecond;
+    rows.push(row(`delivery drain, ${whole(delivery.messages)} messages (sent/s)`, perSecond(notify), { target: targets.deliveryPerSecond, judged: notify }));
+    if (delivery.raw.perSecond > 0) {
+      const ratio = notify / delivery.raw.perSecond;
+      rows.push(row('delivery / raw pooled nodemailer', twoPlaces(ratio), { baseline: `raw ${perSecond(delivery.raw.perSecond)}`, ratio, target: targets.deliveryOfRaw, judged: ratio }));
+    }
+    rows.push(row('ingest at saturation, mailer stopped (accepted/s)', perSecond(delivery.preloadAcceptedPerSecond)));
+  }
+  if (scaleOut) {
+    const single = scaleOut.runs.find((run) => run.replicas === 1)?.perSecond;
+    for (const run of scaleOut.runs) {
+      const linear = single === undefined ? undefined : single * run.replicas;
+      const ratio = linear && linear > 0 ? run.perSecond / linear : undefined;
+      rows.push(
+        row(`scale-out, ${run.replicas} mailer${run.replicas === 1 ? '' : 's'}, sink +${scaleOut.delayMs} ms (sent/s)`, perSecond(run.perSecond), {
+          ...(linear === undefined ? {} : { baseline: `${run.replicas} x 1 replica = ${perSecond(linear)}` }),
+          ...(ratio === undefined ? {} : { ratio, target: targets.scaleOutOfLinear, judged: ratio }),
+        }),
+      );
+    }
+  }
+  if (replay) {
+    rows.push(
+      row(`idempotent replay at ${whole(replay.rate)}/s: p50 / p99`, `${ms(replay.replay.latencyMs.p50)} / ${ms(replay.replay.latencyMs.p99)} ms`, {
+        baseline: `${whole(replay.keys)} keys`,
+        target: targets.replayP99Ms,
+        judged: replay.replay.latencyMs.p99,
+      }),
+    );
+  }
+  for (const [service, mib] of Object.entries(memory ?? {})) rows.push(row(`peak RSS ${service}`, `${whole(mib)} MiB`));
+  return rows;
+}
+
+/** Plain-text table for the terminal. */
+export function renderTable(rows: readonly Row[]): string {
+  const header: Row = { figure: 'figure', measured: 'measured', baseline: 'baseline (same run)', ratio: 'ratio', target: 'target', result: 'result' };
+  const columns = ['figure', 'measured', 'baseline', 'ratio', 'target', 'result'] as const;
+  const widths = columns.map((column) => Math.max(...[header, ...rows].map((entry) => entry[column].length)));
+  const line = (entry: Row): string => columns.map((column, index) => entry[column].padEnd(widths[index] ?? 0)).join('  ').trimEnd();
+  return [line(header), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(line)].join('\n');
+}
+
+/** The same table in Markdown, for docs/benchmark.md. */
+export function renderMarkdown(rows: readonly Row[]): string {
+  const cells = (values: readonly string[]): string => `| ${values.map((value) => value.replaceAll('|', '\\|')).join(' | ')} |`;
+  return [
+    cells(['figure', 'measured', 'baseline (same run)', 'ratio', 'target', 'result']),
+    cells(['---', '---:', '---', '---:', '---', '---']),
+    ...rows.map((entry) => cells([entry.figure, entry.measured, entry.baseline, entry.ratio, entry.target, entry.result])),
+  ].join('\n');
+}

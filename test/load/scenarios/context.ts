@@ -1,0 +1,119 @@
+// What every scenario gets: the plan (sizes and durations), the running system, and where it reports failures,
+// progress and the time windows the CPU profiles are cut to.
+import type { LoadResult } from '../generators/load-result.ts';
+import { count5xx } from '../generators/load-result.ts';
+import type { SystemUnderTest } from '../system/system-under-test.ts';
+
+export interface BenchPlan {
+  readonly name: 'full' | 'quick';
+  /** Connections of the saturation runs and of the paced runs' socket pool, for the ceiling as for the gateway. */
+  readonly connections: number;
+  readonly tenants: number;
+  readonly ceilingS: number;
+  readonly warmupRate: number;
+  readonly warmupS: number;
+  /** Fixed offered rates (requests/s) at which latency is measured. */
+  readonly rates: readonly number[];
+  readonly rateS: number;
+  readonly saturationS: number;
+  readonly replayKeys: number;
+  readonly replayRate: number;
+  readonly replayS: number;
+  readonly deliveryMessages: number;
+  /** Mailer settings, set explicitly so the raw nodemailer baseline uses the very same. */
+  readonly mailerConcurrency: number;
+  readonly smtpPoolSize: number;
+  readonly scaleReplicas: readonly number[];
+  readonly scaleWindowS: number;
+  readonly scaleDelayMs: number;
+  /** Longest wait for a scenario's messages to be delivered before moving on. */
+  readonly settleTimeoutMs: number;
+  /** The whole run is stopped (and fails) past this. */
+  readonly limitMs: number;
+}
+
+export const plans: Record<BenchPlan['name'], BenchPlan> = {
+  full: {
+    name: 'full',
+    connections: 64,
+    tenants: 50,
+    ceilingS: 10,
+    warmupRate: 200,
+    warmupS: 3,
+    rates: [500, 1_000, 2_000],
+    rateS: 10,
+    saturationS: 15,
+    replayKeys: 2_000,
+    replayRate: 500,
+    replayS: 10,
+    deliveryMessages: 20_000,
+    mailerConcurrency: 32,
+    smtpPoolSize: 5,
+    scaleReplicas: [1, 2, 4],
+    scaleWindowS: 8,
+    scaleDelayMs: 100,
+    settleTimeoutMs: 90_000,
+    limitMs: 9 * 60_000,
+  },
+  quick: {
+    name: 'quick',
+    connections: 64,
+    tenants: 50,
+    ceilingS: 3,
+    warmupRate: 200,
+    warmupS: 1,
+    rates: [500, 1_000, 2_000],
+    rateS: 3,
+    saturationS: 4,
+    replayKeys: 300,
+    replayRate: 500,
+    replayS: 3,
+    deliveryMessages: 2_000,
+    mailerConcurrency: 32,
+    smtpPoolSize: 5,
+    scaleReplicas: [1, 2, 4],
+    scaleWindowS: 3,
+    scaleDelayMs: 100,
+    settleTimeoutMs: 20_000,
+    limitMs: 4 * 60_000,
+  },
+};
+
+/** A stretch of time on the monotonic clock, in microseconds (the clock V8's CPU profiles use). */
+export interface TimeWindow {
+  readonly label: string;
+  readonly startUs: number;
+  readonly endUs: number;
+}
+
+export interface BenchContext {
+  readonly plan: BenchPlan;
+  readonly system: SystemUnderTest;
+  /** Why the run fails (a 5xx, a lost message...); misses of targets are not failures. */
+  readonly failures: string[];
+  /** Messages the gateway accepted as new (202 without Idempotent-Replayed), across all scenarios. */
+  accepted: number;
+  readonly windows: TimeWindow[];
+  progress(line: string): void;
+}
+
+export function monotonicUs(): number {
+  return Number(process.hrtime.bigint() / 1_000n);
+}
+
+/** Runs `work`, recording its time window under `label` for the profile summary. */
+export async function inWindow<T>(context: BenchContext, label: string, work: () => Promise<T>): Promise<T> {
+  const startUs = monotonicUs();
+  try {
+    return await work();
+  } finally {
+    context.windows.push({ label, startUs, endUs: monotonicUs() });
+  }
+}
+
+/** Every request must be answered, and never with a 5xx: anything else fails the bench. */
+export function requireAnswers(context: BenchContext, what: string, result: LoadResult): void {
+  const serverErrors = count5xx(result);
+  if (serverErrors > 0) context.failures.push(`${what}: ${serverErrors} responses with a 5xx status (${JSON.stringify(result.statuses)})`);
+  if (result.errors > 0) context.failures.push(`${what}: ${result.errors} requests got no answer (connection error or timeout)`);
+}

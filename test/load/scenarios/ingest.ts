@@ -1,0 +1,82 @@
+// Ingest through the full system (gateway, auth-svc, dispatch-svc, PostgreSQL, Redis, NATS, one mailer delivering
+// as it goes): latency at fixed offered rates, then accepted sends per second at saturation. After each run the bench
+// waits for that run's messages to be delivered, so the next run starts without a backlog, and reads from the database
+// how long each message took from acceptance to `sent`.
+import { runClosedLoop, type ClosedLoopResult } from '../generators/closed-loop.ts';
+import { countOf } from '../generators/load-result.ts';
+import { runPaced, type PacedLoadResult } from '../generators/paced-load.ts';
+import { inWindow, requireAnswers, type BenchContext } from './context.ts';
+import { lastMessageId, queuedToSent, waitSettled, type DeliveryState, type QueuedToSent } from './message-progress.ts';
+import { closedLoopRequests, pacedRequests } from './send-requests.ts';
+
+export interface Settled extends DeliveryState {
+  readonly waitedS: number;
+}
+
+export interface PacedIngest {
+  readonly rate: number;
+  readonly load: PacedLoadResult;
+  /** 202 answers per second actually achieved. */
+  readonly acceptedPerSecond: number;
+  readonly queuedToSent: QueuedToSent;
+  readonly settled: Settled;
+}
+
+export interface SaturatedIngest {
+  readonly load: ClosedLoopResult;
+  readonly acceptedPerSecond: number;
+  readonly queuedToSent: QueuedToSent;
+  readonly settled: Settled;
+}
+
+/** Filled in as the runs finish, so a bench stopped half-way still reports what it measured. */
+export interface IngestResult {
+  readonly paced: PacedIngest[];
+  saturation?: SaturatedIngest;
+}
+
+/** Waits for the messages a run created to be delivered; a message that fails or never leaves fails the bench. */
+async function settle(context: BenchContext, what: string, after: number): Promise<{ settled: Settled; queuedToSent: QueuedToSent }> {
+  const range = { after, upTo: await lastMessageId(context.system.db) };
+  const settled = await waitSettled(context.system.db, range, context.plan.settleTimeoutMs);
+  context.progress(`  delivered ${settled.sent} of ${settled.total} within ${settled.waitedS.toFixed(1)} s of the run's end`);
+  if (settled.failed > 0) context.failures.push(`${what}: ${settled.failed} messages failed delivery`);
+  if (settled.pending > 0) context.progress(`${what}: ${settled.pending} messages still undelivered after ${Math.round(settled.waitedS)} s; checked again at the end`);
+  return { settled, queuedToSent: await queuedToSent(context.system.db, range) };
+}
+
+export async function runIngest(context: BenchContext, into: IngestResult): Promise<void> {
+  const { plan, system } = context;
+  const url = system.gatewayUrl;
+  const request = pacedRequests(system.tenants);
+
+  // Warm-up: connections, JIT, auth caches. Its messages count for the loss check, its figures are not reported.
+  context.progress(`ingest warm-up: ${plan.warmupRate}/s for ${plan.warmupS} s`);
+  const warmup = await inWindow(context, 'ingest', () => runPaced({ url, rate: plan.warmupRate, durationS: plan.warmupS, connections: plan.connections, request }));
+  requireAnswers(context, 'ingest warm-up', warmup);
+  context.accepted += countOf(warmup, 202) - warmup.replayed;
+
+  for (const rate of plan.rates) {
+    context.progress(`ingest at ${rate.toLocaleString('en-US')}/s offered for ${plan.rateS} s`);
+    const after = await lastMessageId(system.db);
+    const load = await inWindow(context, 'ingest', () => runPaced({ url, rate, durationS: plan.rateS, connections: plan.connections, request }));
+    requireAnswers(context, `ingest at ${rate}/s`, load);
+    context.accepted += countOf(load, 202) - load.replayed;
+    const acceptedPerSecond = countOf(load, 202) / load.durationS;
+    context.progress(`  achieved ${Math.round(acceptedPerSecond)}/s, latency p50 ${load.latencyMs.p50.toFixed(1)} ms, p99 ${load.latencyMs.p99.toFixed(1)} ms`);
+    const delivered = await settle(context, `ingest at ${rate}/s`, after);
+    into.paced.push({ rate, load, acceptedPerSecond, ...delivered });
+  }
+
+  context.progress(`ingest at saturation: ${plan.connections} connections for ${plan.saturationS} s`);
+  const after = await lastMessageId(system.db);
+  const load = await inWindow(context, 'ingest', () =>
+    runClosedLoop({ url, connections: plan.connections, durationS: plan.saturationS, requests: closedLoopRequests(system.tenants) }),
+  );
+  requireAnswers(context, 'ingest at saturation', load);
+  context.accepted += countOf(load, 202);
+  const acceptedPerSecond = countOf(load, 202) / load.durationS;
+  context.progress(`  accepted ${Math.round(acceptedPerSecond)}/s, latency p50 ${load.latencyMs.p50} ms, p99 ${load.latencyMs.p99} ms`);
+  const delivered = await settle(context, 'ingest at saturation', after);
+  into.saturation = { load, acceptedPerSecond, ...delivered };
+}

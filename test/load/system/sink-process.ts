@@ -1,0 +1,33 @@
+// The local SMTP sink (cli/src/local/smtp-sink.ts) in a process of its own, for the bench. It can be told to hold
+// every recipient for a while before accepting it, like a slow relay (the scale-out scenario), and answers how many
+// mails it has stored. Argument: the folder the .eml files go to.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createLogger } from '@notify/platform';
+import { startSmtpSink } from '@notify/cli/local';
+
+const dir = process.argv[2];
+if (!dir) throw new Error('usage: sink-process.ts <mail folder>');
+const send = (message: Record<string, unknown>): void => void process.send?.(message);
+
+let delayMs = 0;
+const sink = await startSmtpSink({
+  host: '127.0.0.1',
+  port: 0,
+  dir,
+  logger: createLogger('smtp-sink', 'silent'),
+  reply: () => (delayMs > 0 ? sleep(delayMs).then(() => undefined) : undefined),
+});
+
+process.on('message', (message: { type: string; id?: number; ms?: number }) => {
+  if (message.type === 'delay') {
+    delayMs = message.ms ?? 0;
+    send({ id: message.id, delayMs });
+  } else if (message.type === 'received') {
+    send({ id: message.id, received: sink.received() });
+  } else if (message.type === 'close') {
+    void sink.close().then(() => process.exit(0));
+  }
+});
+// The bench going away without a word must not leave the sink behind.
+process.on('disconnect', () => void sink.close().then(() => process.exit(0)));
+send({ type: 'ready', port: sink.port });

@@ -1,0 +1,176 @@
+// The whole system the bench measures, set up the way the end-to-end harness does it (run-unique database, NATS and
+// Redis prefixes, every service a real process) but tuned for load: services log at warn, the per-key rate limit is
+// out of the way, the SMTP sink runs in its own process, and mailer replicas can be started and stopped one by one.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { authProto, dispatchProto } from '@notify/proto';
+import { GrpcClient } from '@notify/platform';
+import { startStack, type ServiceName, type Stack } from '@notify/cli/local';
+import { createRunResources, infrastructure, type RunResources } from '../../harness/resources.ts';
+import { startBenchSink, type BenchSink } from './sink.ts';
+
+export interface BenchTenant {
+  readonly organizationId: number;
+  readonly projectId: number;
+  readonly apiKey: string;
+}
+
+export interface SystemUnderTestOptions {
+  readonly mailerReplicas: number;
+  /** Mailer replicas left running after start (the others wait for the scale-out scenario). */
+  readonly runningMailers: number;
+  readonly tenants: number;
+  /** Extra variables for every service. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Template slug every tenant's project gets. */
+  readonly template: string;
+  /** When set, these services run under `node --cpu-prof`, writing their profiles into this folder. */
+  readonly profile?: { readonly dir: string; readonly services: readonly ServiceName[] };
+}
+
+export interface SystemUnderTest {
+  readonly stack: Stack;
+  readonly sink: BenchSink;
+  readonly db: pg.Pool;
+  readonly resources: RunResources;
+  readonly gatewayUrl: string;
+  readonly tenants: readonly BenchTenant[];
+  /** Starts the given mailer replicas (those not running) and waits until each is ready. */
+  startMailers(indexes: readonly number[]): Promise<void>;
+  /** SIGTERMs the given replicas (each finishes the jobs it holds) and waits until they have exited. */
+  stopMailers(indexes: readonly number[]): Promise<void>;
+  /** Every service process running now, as [label, pid]; mailer replicas share the label `mailer-svc`. */
+  processes(): Array<readonly [string, number]>;
+  stop(): Promise<void>;
+}
+
+/** High enough that no key is ever throttled: the bench measures the pipeline, not the limiter's refusals. */
+const sendRate = '100000000/s';
+
+export async function startSystemUnderTest(options: SystemUnderTestOptions): Promise<SystemUnderTest> {
+  const resources = await createRunResources();
+  let sink: BenchSink | undefined;
+  let stack: Stack | undefined;
+  const internalToken = randomBytes(24).toString('hex');
+  const adminToken = randomBytes(24).toString('hex');
+  try {
+    sink = await startBenchSink(resources.mailDir);
+    const profiled = (service: ServiceName): Record<string, string> =>
+      options.profile?.services.includes(service)
+        ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${options.profile.dir} --cpu-prof-name=${service}.\${pid}.cpuprofile` }
+        : {};
+    stack = await startStack({
+      databaseUrl: resources.databaseUrl,
+      internalToken,
+      adminToken,
+      natsUrl: infrastructure.natsUrl,
+      natsPrefix: resources.natsPrefix,
+      redisUrl: infrastructure.redisUrl,
+      redisPrefix: resources.redisPrefix,
+      smtpUrl: `smtp://127.0.0.1:${sink.port}`,
+      mailerReplicas: options.mailerReplicas,
+      logLevel: 'warn',
+      output: process.env['BENCH_SERVICE_OUTPUT'] === 'stdout' ? undefined : null,
+      env: { ...options.env, NOTIFY_PUBLIC_SEND_RATE: sendRate },
+      serviceEnv: {
+        gateway: profiled('gateway'),
+        'auth-svc': profiled('auth-svc'),
+        'dispatch-svc': profiled('dispatch-svc'),
+        'mailer-svc': profiled('mailer-svc'),
+      },
+    });
+  } catch (error) {
+    await sink?.stop();
+    await resources.cleanup();
+    throw error;
+  }
+  const started = stack;
+  const startedSink = sink;
+
+  const stopMailers = async (indexes: readonly number[]): Promise<void> => {
+    await Promise.all(
+      indexes.map(async (index) => {
+        started.kill('mailer-svc', 'SIGTERM', index);
+        await started.exited('mailer-svc', index);
+      }),
+    );
+  };
+  const startMailers = async (indexes: readonly number[]): Promise<void> => {
+    await Promise.all(indexes.filter((index) => started.pid('mailer-svc', index) === undefined).map((index) => started.restart('mailer-svc', index)));
+  };
+  const db = new pg.Pool({ connectionString: resources.databaseUrl, max: 4 });
+  let stopped: Promise<void> | undefined;
+  // Once only: the normal end of the bench and an interrupt (Ctrl-C, the time limit) may both ask.
+  const teardown = (): Promise<void> =>
+    (stopped ??= (async () => {
+      await db.end();
+      await started.stop();
+      await startedSink.stop();
+      await resources.cleanup();
+    })());
+  let tenants: BenchTenant[];
+  try {
+    await stopMailers(Array.from({ length: options.mailerReplicas - options.runningMailers }, (_, offset) => options.runningMailers + offset));
+    tenants = await createTenants(started, adminToken, resources.runId, options.tenants, options.template);
+  } catch (error) {
+    await teardown();
+    throw error;
+  }
+
+  return {
+    stack: started,
+    sink: startedSink,
+    db,
+    resources,
+    gatewayUrl: started.env.GATEWAY_URL,
+    tenants,
+    startMailers,
+    stopMailers,
+    processes() {
+      const list: Array<readonly [string, number]> = [];
+      for (const service of ['gateway', 'auth-svc', 'dispatch-svc'] as const) {
+        const pid = started.pid(service);
+        if (pid !== undefined) list.push([service, pid]);
+      }
+      for (let index = 0; index < options.mailerReplicas; index += 1) {
+        const pid = started.pid('mailer-svc', index);
+        if (pid !== undefined) list.push(['mailer-svc', pid]);
+      }
+      return list;
+    },
+    stop: teardown,
+  };
+}
+
+/** One organization, plan, project, API key and active template per tenant, created a few at a time. */
+async function createTenants(stack: Stack, adminToken: string, runId: string, count: number, template: string): Promise<BenchTenant[]> {
+  const authAdmin = new GrpcClient(authProto.AuthAdminService.service, stack.env.AUTH_SVC_ADDR, { token: adminToken, deadlineMs: 10_000 });
+  const templates = new GrpcClient(dispatchProto.TemplateAdminService.service, stack.env.DISPATCH_SVC_ADDR, { token: adminToken, deadlineMs: 10_000 });
+  const createOne = async (index: number): Promise<BenchTenant> => {
+    const name = `bench-${runId}-${index}`;
+    const plan = await authAdmin.call('CreatePlan', { name: `${name}-plan`, monthlyQuota: 0, suspended: false });
+    const organization = await authAdmin.call('CreateOrganization', { name, planId: plan.id });
+    const project = await authAdmin.call('CreateProject', { organizationId: organization.id, name: `${name}-project` });
+    const key = await authAdmin.call('CreateApiKey', { projectId: project.id, name: 'bench' });
+    await templates.call('PutTemplate', {
+      projectId: project.id,
+      slug: template,
+      subject: 'Hello {{ name }}',
+      html: '<p>Hello {{ name }}, your code is <b>{{ code }}</b>.</p>',
+      text: 'Hello {{ name }}, your code is {{ code }}.',
+      variablesSchemaJson: '',
+      active: true,
+    });
+    return { organizationId: organization.id, projectId: project.id, apiKey: key.apiKey };
+  };
+  try {
+    const tenants: BenchTenant[] = [];
+    for (let first = 0; first < count; first += 10) {
+      tenants.push(...(await Promise.all(Array.from({ length: Math.min(10, count - first) }, (_, offset) => createOne(first + offset)))));
+    }
+    return tenants;
+  } finally {
+    authAdmin.close();
+    templates.close();
+  }
+}
