@@ -10,6 +10,9 @@ export function createRegistry(service: string): Registry {
   const registry = new Registry();
   registry.setDefaultLabels({ service });
   collectDefaultMetrics({ register: registry, prefix: 'notify_' });
+  // prom-client exports these gauges with a `_total` suffix, which Prometheus reserves for counters; the per-type
+  // gauges (notify_nodejs_active_handles etc.) carry the same information under conventional names.
+  for (const kind of ['handles', 'requests', 'resources']) registry.removeSingleMetric(`notify_nodejs_active_${kind}_total`);
   return registry;
 }
 

@@ -1,6 +1,7 @@
 // The public HTTP listener and its graceful stop: refuse new connections, let requests in flight finish, then close.
+import { randomUUID } from 'node:crypto';
 import { createServer, type RequestListener, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 
 export interface HttpListener {
   readonly port: number;
@@ -10,8 +11,44 @@ export interface HttpListener {
   drained(): Promise<void>;
 }
 
+/**
+ * Requests Node's parser refuses (malformed header, conflicting framing, oversized headers) never reach Koa; they still
+ * get the contract's headers and a `{detail, code}` body instead of Node's bare status line.
+ */
+const badRequest = { detail: 'The request could not be parsed as HTTP.', code: 'bad_request' };
+
+function rawResponse(status: string, body: object): string {
+  const text = JSON.stringify(body);
+  return (
+    `HTTP/1.1 ${status}\r\nX-Request-ID: ${randomUUID()}\r\nCache-Control: no-store\r\nContent-Language: en\r\n` +
+    `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`
+  );
+}
+
+function answerUnparsable(error: Error & { code?: string }, socket: Socket): void {
+  if (!socket.writable || error.code === 'ECONNRESET') return void socket.destroy();
+  socket.end(
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? rawResponse('431 Request Header Fields Too Large', { detail: 'The request headers are too large.', code: 'headers_too_large' })
+      : rawResponse('400 Bad Request', badRequest),
+  );
+}
+
+/** RFC 9112 §3.2: an HTTP/1.1 request without Host is answered 400, here in the contract's shape. */
+function requireHost(handler: RequestListener): RequestListener {
+  return (req, res) => {
+    if (req.httpVersion === '1.1' && req.headers.host === undefined) {
+      res.socket?.end(rawResponse('400 Bad Request', badRequest));
+      return;
+    }
+    handler(req, res);
+  };
+}
+
 export async function listen(handler: RequestListener, port: number, host = '0.0.0.0'): Promise<HttpListener> {
-  const server: Server = createServer(handler);
+  // Node's own check would answer a request without Host with a bare 400; requireHost answers it in the contract's shape.
+  const server: Server = createServer({ requireHostHeader: false }, requireHost(handler));
+  server.on('clientError', answerUnparsable);
   // A client that trickles its headers or body does not hold a connection forever.
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
