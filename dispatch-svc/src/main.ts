@@ -6,6 +6,7 @@ import { configSpec } from './config.ts';
 import { deliveryLimitNames, ensureDeliveryLimitStream, startDeliveryLimitConsumer } from './dead-letters/delivery-limit.ts';
 import { ensureEventsConsumer, startEventConsumer } from './events/event-consumer.ts';
 import { sweepExpiredIdempotencyRecords } from './idempotency/expiry-sweeper.ts';
+import { startConsumerMetrics, watchedConsumers } from './jetstream-metrics.ts';
 import { createDispatchMetrics } from './metrics.ts';
 import { assertRelayFitsDuplicateWindow, duplicateWindowMs } from './outbox/duplicate-window.ts';
 import { createJobPublisher } from './outbox/job-publisher.ts';
@@ -61,13 +62,14 @@ runService('dispatch-svc', configSpec, async ({ config, logger, registry, lifecy
   const sweeper = runPeriodically('idempotency sweep', idempotencySweepIntervalMs, () => sweepExpiredIdempotencyRecords(pool), logger);
   const consumer = startEventConsumer({ js, names, pool, metrics, logger, concurrency: 16 });
   const deliveryLimits = startDeliveryLimitConsumer({ js, jsm, pool, limits, metrics, logger });
+  const consumerMetrics = startConsumerMetrics({ jsm, consumers: watchedConsumers(names), registry, logger });
 
   addReadinessCheck('database', async () => (await pool.query('SELECT 1')).rowCount === 1);
   addReadinessCheck('nats', async () => (await nats.rtt()) >= 0); // rtt() rejects while disconnected
 
   lifecycle.onShutdown('gRPC health NOT_SERVING', ShutdownPriority.stopIntake, async () => server.stopServing());
   lifecycle.onShutdown('in-flight calls, outbox relay and consumers', ShutdownPriority.drain, async () => {
-    await Promise.all([server.close(Math.floor(config.shutdownTimeoutMs * 0.8)), relay.stop(), sweeper.stop(), consumer.stop(), deliveryLimits.stop()]);
+    await Promise.all([server.close(Math.floor(config.shutdownTimeoutMs * 0.8)), relay.stop(), sweeper.stop(), consumer.stop(), deliveryLimits.stop(), consumerMetrics.stop()]);
   });
   lifecycle.onShutdown('NATS connection', ShutdownPriority.closeClients, () => nats.drain());
   lifecycle.onShutdown('database pool', ShutdownPriority.closeClients, () => pool.end());

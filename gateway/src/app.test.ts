@@ -175,7 +175,7 @@ test('HTTP requests and send outcomes are counted by route, method and status', 
   assert.match(outcomes, /outcome="refused",service="gateway-test"\} [1-9]/);
   assert.match(outcomes, /outcome="accepted",service="gateway-test"\} 0/);
   const duration = await gateway.registry.getSingleMetricAsString('notify_http_request_duration_seconds');
-  assert.match(duration, /notify_http_request_duration_seconds_count\{service="gateway-test",route="\/api\/v1\/send\/",method="POST"\} [1-9]/);
+  assert.match(duration, /notify_http_request_duration_seconds_count\{service="gateway-test",route="\/api\/v1\/send\/",method="POST",status="401"\} [1-9]/);
 });
 
 test('one log line per request names method, route, status, time and request id, never the API key', async () => {

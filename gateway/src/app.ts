@@ -3,13 +3,15 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger, Registry } from '@notify/platform';
 import type { AuthClient } from './auth/authorize.ts';
+import type { BruteForceGuard } from './auth/brute-force-guard.ts';
 import { handleErrors } from './errors/error-handler.ts';
 import { healthz, readyz, type ReadinessChecks } from './http/health.ts';
 import { observe } from './http/observe.ts';
 import { requestContext } from './http/request-context.ts';
 import type { GatewayState } from './http/state.ts';
 import { unmatched } from './http/unmatched.ts';
-import { openApiRoute } from './openapi/route.ts';
+import { docsRoutes } from './openapi/docs.ts';
+import { openApiPath, openApiRoute } from './openapi/route.ts';
 import { createPanel, type PanelDeps } from './panel/panel.ts';
 import type { SendRateLimiter } from './rate-limit/limiter.ts';
 import type { DispatchClient } from './send/dispatch.ts';
@@ -20,6 +22,13 @@ export interface GatewayDeps {
   readonly auth: AuthClient;
   readonly dispatch: DispatchClient;
   readonly rateLimiter: SendRateLimiter;
+  /** Limits failed authentications per client address (NOTIFY_AUTH_FAILURE_RATE); absent, they are not limited. */
+  readonly bruteForce?: BruteForceGuard;
+  /**
+   * TRUSTED_PROXY_HOPS: reverse proxies in front of the gateway that append to X-Forwarded-For. The client address is the
+   * entry that many from the end; with 0 (the default) it is the TCP peer and X-Forwarded-For is ignored.
+   */
+  readonly trustedProxyHops?: number;
   /** Served on GET /readyz; the same checks runService serves on the ops port. */
   readonly readiness: ReadinessChecks;
   readonly logger: Logger;
@@ -36,6 +45,11 @@ export type { ReadinessChecks } from './http/health.ts';
 
 export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   const app = new Koa<GatewayState>();
+  // ctx.ip, the address failed authentications are counted against: X-Forwarded-For entries written by anyone but the
+  // trusted proxies are the client's own claims, so only the last `trustedProxyHops` are looked at.
+  const trustedProxyHops = deps.trustedProxyHops ?? 0;
+  app.proxy = trustedProxyHops > 0;
+  app.maxIpsCount = trustedProxyHops;
   // Errors never reach Koa's default handler (handleErrors answers them all); this only sees failures writing a response.
   app.on('error', (error: unknown) => deps.logger.error({ err: error }, 'response failed'));
 
@@ -46,7 +60,11 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   router.post('/api/v1/send/', '/api/v1/send', ...send);
   router.get('/healthz', '/healthz', healthz());
   router.get('/readyz', '/readyz', readyz(deps.readiness));
-  router.get('/api/v1/openapi.json', '/api/v1/openapi.json', openApiRoute());
+  router.get(openApiPath, openApiPath, openApiRoute());
+  const docs = docsRoutes();
+  router.get('/docs', '/docs', docs.page);
+  router.get('/docs', '/docs/', docs.redirect);
+  router.get('/docs/:file', '/docs/:file', docs.asset);
 
   app.use(handleErrors(deps.logger));
   app.use(requestContext());

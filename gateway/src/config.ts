@@ -12,7 +12,18 @@ export const configSpec = {
   redisUrl: url('REDIS_URL', { description: 'Redis holding the rate-limit counters shared by all replicas', default: 'redis://127.0.0.1:6379', protocols: ['redis', 'rediss'] }),
   redisKeyPrefix: text('REDIS_KEY_PREFIX', { description: 'prefix of every Redis key the gateway writes', default: 'notify:' }),
   sendRate: custom('NOTIFY_PUBLIC_SEND_RATE', { description: 'default send rate per API key, <count>/<unit> with unit s, sec, second, m, min, minute, h, hour, d or day', default: '120/min' }, parseRate),
-  gatewayReplicas: integer('NOTIFY_GATEWAY_REPLICAS', { description: "gateway replicas sharing the rate; without Redis each allows its share (rate / replicas)", default: 1, min: 1 }),
+  authFailureRate: custom(
+    'NOTIFY_AUTH_FAILURE_RATE',
+    { description: 'failed authentications (401) allowed per client address, <count>/<unit>; past it the address is answered 429 until the window ends, except requests with a valid key', default: '20/min' },
+    parseRate,
+  ),
+  trustedProxyHops: integer('TRUSTED_PROXY_HOPS', {
+    description: 'reverse proxies in front of the gateway that append to X-Forwarded-For (1 behind an ingress controller); the client address is that many entries from the end. 0: the TCP peer, X-Forwarded-For ignored',
+    default: 0,
+    min: 0,
+    max: 10,
+  }),
+  gatewayReplicas: integer('NOTIFY_GATEWAY_REPLICAS', { description: "gateway replicas sharing the send and failed-authentication rates; without Redis each allows its share (rate / replicas)", default: 1, min: 1 }),
   maxBodyBytes: integer('NOTIFY_MAX_BODY_BYTES', { description: 'largest request body accepted, in bytes (413 beyond)', default: 262_144, min: 1 }),
   ...panelConfigSpec,
 };

@@ -2,6 +2,7 @@
 import { degradable, GrpcClient, runService, ShutdownPriority } from '@notify/platform';
 import { authProto, dispatchProto } from '@notify/proto';
 import { createApp } from './app.ts';
+import { BruteForceGuard } from './auth/brute-force-guard.ts';
 import { configSpec } from './config.ts';
 import { listen } from './http/listener.ts';
 import { createPanelDeps } from './panel/dependencies.ts';
@@ -9,7 +10,7 @@ import { SendRateLimiter } from './rate-limit/limiter.ts';
 import { connectRedis } from './rate-limit/redis.ts';
 
 runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, addReadinessCheck }) => {
-  const grpcOptions = { token: config.internalToken, deadlineMs: config.grpcDeadlineMs };
+  const grpcOptions = { token: config.internalToken, deadlineMs: config.grpcDeadlineMs, registry };
   const auth = new GrpcClient(authProto.AuthService.service, config.authSvcAddr, grpcOptions);
   const dispatch = new GrpcClient(dispatchProto.DispatchService.service, config.dispatchSvcAddr, grpcOptions);
   const redis = connectRedis(config.redisUrl, logger);
@@ -17,6 +18,13 @@ runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, 
     redis,
     keyPrefix: config.redisKeyPrefix,
     defaultRate: config.sendRate,
+    replicas: config.gatewayReplicas,
+    logger,
+  });
+  const bruteForce = new BruteForceGuard({
+    redis,
+    keyPrefix: config.redisKeyPrefix,
+    rate: config.authFailureRate,
     replicas: config.gatewayReplicas,
     logger,
   });
@@ -30,9 +38,20 @@ runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, 
   for (const [name, check] of Object.entries(readiness)) addReadinessCheck(name, check);
 
   // The web panel: its own gRPC clients (PanelAuthService, PanelService) and its sessions on the same Redis.
-  const panel = createPanelDeps({ config, redis, logger });
+  const panel = createPanelDeps({ config, redis, logger, registry });
 
-  const app = createApp({ auth, dispatch, rateLimiter, readiness, logger, registry, maxBodyBytes: config.maxBodyBytes, panel: panel.deps });
+  const app = createApp({
+    auth,
+    dispatch,
+    rateLimiter,
+    bruteForce,
+    trustedProxyHops: config.trustedProxyHops,
+    readiness,
+    logger,
+    registry,
+    maxBodyBytes: config.maxBodyBytes,
+    panel: panel.deps,
+  });
   const listener = await listen(app.callback(), config.httpPort);
   logger.info({ port: listener.port }, 'HTTP listener ready');
 

@@ -60,7 +60,11 @@ const cases: { alert: string; series: Record<string, string>; at: string; firing
   },
   {
     alert: 'NotifyConsumerLagGrowing',
-    series: { [`notify_jobs_published_total{${dispatch}, path="direct"}`]: '0+100x40', [`notify_deliveries_total{${mailer}, outcome="sent"}`]: '0+40x40', [`notify_deliveries_total{${mailer}, outcome="failed"}`]: '0+0x40' },
+    // Two dispatch-svc replicas report the same consumer: 10 more jobs wait every minute, 150 per 15 minutes.
+    series: {
+      [`notify_jetstream_consumer_pending_messages{${dispatch}, pod="notify-dispatch-svc-a", consumer="mailer"}`]: '0+10x40',
+      [`notify_jetstream_consumer_pending_messages{${dispatch}, pod="notify-dispatch-svc-b", consumer="mailer"}`]: '0+10x40',
+    },
     at: '35m',
     firing: [{}],
     severity: 'warning',
@@ -107,6 +111,9 @@ const healthy: Record<string, string> = {
   [`notify_delivery_latency_seconds_bucket{${mailer}, le="10"}`]: '0+100x40',
   [`notify_delivery_latency_seconds_bucket{${mailer}, le="+Inf"}`]: '0+100x40',
   [`notify_outbox_backlog{${dispatch}}`]: '3x40',
+  // A long but steady mailer queue, and another consumer's growing one, are not the mailers falling behind.
+  [`notify_jetstream_consumer_pending_messages{${dispatch}, consumer="mailer"}`]: '5000x40',
+  [`notify_jetstream_consumer_pending_messages{${dispatch}, consumer="dispatch-events"}`]: '0+50x40',
   [`notify_mailer_in_flight{${mailer}}`]: '4x40',
   'kube_pod_container_status_waiting_reason{namespace="notify", pod="notify-gateway-7d9f", container="gateway", reason="CrashLoopBackOff"}': '0x40',
 };

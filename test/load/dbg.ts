@@ -1,22 +1,21 @@
-import { readFileSync } from 'node:fs';
-const require_load = () => readFileSync('/proc/loadavg','utf8').trim();
+import { readFileSync, mkdirSync, rmSync } from 'node:fs';
 import { startSystemUnderTest } from './system/system-under-test.ts';
 import { runPaced } from './generators/paced-load.ts';
 import { pacedRequests, benchTemplate } from './scenarios/send-requests.ts';
-import { deliveryState, lastMessageId } from './scenarios/message-progress.ts';
-const system = await startSystemUnderTest({ mailerReplicas: 1, runningMailers: 1, tenants: 5, template: benchTemplate });
+import { readProfiles, summarizeProfiles } from './report/profile-summary.ts';
+import { monotonicUs } from './scenarios/context.ts';
+const dir = '/tmp/benchdbg/prof'; rmSync(dir, { recursive: true, force: true }); mkdirSync(dir, { recursive: true });
+const system = await startSystemUnderTest({ mailerReplicas: 1, runningMailers: 1, tenants: 50, template: benchTemplate, profile: { dir, services: ['gateway', 'dispatch-svc', 'auth-svc'] } });
+let w;
 try {
-  for (const rate of [100, 300, 300, 600]) {
-  const r = await runPaced({ url: system.gatewayUrl, rate, durationS: 4, connections: 64, request: pacedRequests(system.tenants) });
-  console.log(rate, r.statuses, r.latencyMs, r.maxScheduleLagMs, require_load());
-  }
-  const upTo = await lastMessageId(system.db);
-  for (let i = 0; i < 20; i++) {
-    const s = await deliveryState(system.db, { after: 0, upTo });
-    const ev = await system.db.query("select state, count(*) from message_events group by state");
-    console.log(i, s, await system.sink.received(), ev.rows.map(r=>`${r.state}:${r.count}`).join(' '));
-    if (s.pending === 0) break;
-    await new Promise(r => setTimeout(r, 1000));
-  }
-  console.log(system.stack.logs.text().slice(-3000));
+  const startUs = monotonicUs();
+  const r = await runPaced({ url: system.gatewayUrl, rate: 100, durationS: 10, connections: 64, request: pacedRequests(system.tenants) });
+  w = [{ label: 'x', startUs, endUs: monotonicUs() }];
+  console.log(r.statuses, r.latencyMs, r.durationS, readFileSync('/proc/loadavg','utf8'));
 } finally { await system.stop(); }
+for (const s of ['gateway', 'dispatch-svc', 'auth-svc']) {
+  const sum = summarizeProfiles(s, readProfiles(dir, s), { windows: w, repoRoot: '/work/main/', top: 25 });
+  console.log(s, sum.busyMs, sum.sampledMs, sum.gcShare.toFixed(3));
+  for (const l of sum.packages.slice(0, 10)) console.log('   P', (l.share*100).toFixed(1), l.name);
+  for (const l of sum.functions.slice(0, 20)) console.log('   F', (l.share*100).toFixed(1), l.name);
+}

@@ -1,7 +1,7 @@
 // What the panel works with, built from the gateway's configuration: its gRPC clients, the session store and the
 // sign-in limiter (both on the gateway's Redis).
 import type { Redis } from 'ioredis';
-import { GrpcClient, type ConfigOf, type Logger } from '@notify/platform';
+import { GrpcClient, type ConfigOf, type Logger, type Registry } from '@notify/platform';
 import { authProto, dispatchProto } from '@notify/proto';
 import type { PanelAuthClient, PanelQueryClient } from './clients.ts';
 import type { panelConfigSpec } from './config.ts';
@@ -30,10 +30,12 @@ export interface PanelSetup {
   };
   readonly redis: Redis;
   readonly logger: Logger;
+  /** Where the panel's gRPC client calls are counted, beside the API's. */
+  readonly registry: Registry;
 }
 
-export function createPanelDeps({ config, redis, logger }: PanelSetup): { deps: PanelDeps; close(): void } {
-  const grpcOptions = { token: config.internalToken, deadlineMs: config.grpcDeadlineMs };
+export function createPanelDeps({ config, redis, logger, registry }: PanelSetup): { deps: PanelDeps; close(): void } {
+  const grpcOptions = { token: config.internalToken, deadlineMs: config.grpcDeadlineMs, registry };
   const auth = new GrpcClient(authProto.PanelAuthService.service, config.authSvcAddr, grpcOptions);
   const dispatch = new GrpcClient(dispatchProto.PanelService.service, config.dispatchSvcAddr, grpcOptions);
   return {

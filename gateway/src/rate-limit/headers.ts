@@ -11,8 +11,13 @@ export function rateLimitHeaders(decision: RateDecision): Record<string, string>
   };
 }
 
-/** 429 `{detail}` whose text and Retry-After name the same whole number of seconds. */
+/** 429 `{detail}` for a refused send rate. */
 export function throttled(decision: RateDecision): ApiError {
-  const seconds = Math.max(1, decision.resetSeconds);
+  return throttledFor(decision.resetSeconds);
+}
+
+/** 429 `{detail}` whose text and Retry-After name the same whole number of seconds (at least 1). */
+export function throttledFor(resetSeconds: number): ApiError {
+  const seconds = Math.max(1, Math.ceil(resetSeconds));
   return new ApiError(429, undefined, text('throttled', { seconds }), { headers: { 'Retry-After': String(seconds) } });
 }

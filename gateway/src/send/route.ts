@@ -1,7 +1,8 @@
 // POST /api/v1/send/: the contract's checks in its exact order, first failure wins (CONTRACT.md, "Order of checks").
 // Each step throws; the error handler renders.
 import type { Middleware, ParameterizedContext } from 'koa';
-import { authorize, notAuthenticated, type AuthClient } from '../auth/authorize.ts';
+import { authorize, notAuthenticated, type Access, type AuthClient } from '../auth/authorize.ts';
+import type { BruteForceGuard } from '../auth/brute-force-guard.ts';
 import { parseAuthorization } from '../auth/authorization-header.ts';
 import { parseOrganizationId } from '../auth/organization-header.ts';
 import { ensurePlanAllowsSend } from '../auth/plan.ts';
@@ -19,6 +20,8 @@ export interface SendRouteDeps {
   readonly auth: AuthClient;
   readonly dispatch: DispatchClient;
   readonly rateLimiter: SendRateLimiter;
+  /** Limits failed authentications per client address (NOTIFY_AUTH_FAILURE_RATE); absent, they are not limited. */
+  readonly bruteForce?: BruteForceGuard;
   /** NOTIFY_MAX_BODY_BYTES. */
   readonly maxBodyBytes: number;
 }
@@ -28,11 +31,16 @@ export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
     // 1. Size, before anything else: a chunked body is read here, under the limit, so 413 wins for it too.
     const bytes = await readBody(ctx.req, deps.maxBodyBytes);
 
-    // 2-4. Key, organization header, key's organization: one Authorize call, mapped in the contract's order.
+    // 2-4. Key, organization header, key's organization: one Authorize call, mapped in the contract's order. Failed
+    // attempts are limited per client address.
     const credential = parseAuthorization(ctx.get('Authorization') || undefined);
-    if (!credential.ok) throw notAuthenticated(credential.reason);
     const organization = parseOrganizationId(ctx.get('X-Organization-ID') || undefined);
-    const access = await authorize(deps.auth, credential.apiKey, organization);
+    const authenticate = async (): Promise<Access> => {
+      if (!credential.ok) throw notAuthenticated(credential.reason);
+      return authorize(deps.auth, credential.apiKey, organization);
+    };
+    const apiKey = credential.ok ? credential.apiKey : undefined;
+    const access = deps.bruteForce ? await deps.bruteForce.check(ctx.ip, apiKey, authenticate) : await authenticate();
     ctx.state.keyId = access.keyId;
 
     // 5. Plan: suspension, and the month's usage when the plan has a quota.

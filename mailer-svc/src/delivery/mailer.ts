@@ -181,8 +181,14 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
       return;
     }
     // Sent is final for the message; a failure only for the delivery it ended (an operator may re-queue it).
-    if (finished && (finished.state === 'sent' || finished.attempt > base)) {
+    if (finished && finished.attempt > base) {
       await settleFinished(msg, entry, job.messageId, finished);
+      return;
+    }
+    if (finished?.state === 'sent') {
+      // Sent by an earlier delivery, yet re-queued: reported as this delivery's attempt, which is the only one that
+      // can still move the message.
+      await settleFinished(msg, entry, job.messageId, { ...finished, attempt, occurredAt: now(), reason: `already sent by attempt ${finished.attempt}` });
       return;
     }
     if (!(await record(msg, entry, { messageId: job.messageId, state: 'sending', attempt, occurredAt: now() }))) return;

@@ -111,13 +111,15 @@ export function summarizeProfiles(service: string, profiles: readonly CpuProfile
   };
 }
 
-/** The profiles in `dir` whose file name starts with `<service>.` (the bench names them `<service>.<pid>.cpuprofile`). */
+/** Main-thread profiles (thread id 0 in Node's default file name) of every process of a service, from `<dir>/<service>/`. */
 export function readProfiles(dir: string, service: string): CpuProfile[] {
   let names: string[];
   try {
-    names = readdirSync(dir);
+    names = readdirSync(join(dir, service));
   } catch {
     return [];
   }
-  return names.filter((name) => name.startsWith(`${service}.`) && name.endsWith('.cpuprofile')).map((name) => JSON.parse(readFileSync(join(dir, name), 'utf8')) as CpuProfile);
+  return names
+    .filter((name) => /^CPU\.\d+\.\d+\.\d+\.0\.\d+\.cpuprofile$/.test(name))
+    .map((name) => JSON.parse(readFileSync(join(dir, service, name), 'utf8')) as CpuProfile);
 }

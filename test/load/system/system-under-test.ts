@@ -2,6 +2,7 @@
 // Redis prefixes, every service a real process) but tuned for load: services log at warn, the per-key rate limit is
 // out of the way, the SMTP sink runs in its own process, and mailer replicas can be started and stopped one by one.
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import pg from 'pg';
 import { authProto, dispatchProto } from '@notify/proto';
 import { GrpcClient } from '@notify/platform';
@@ -24,7 +25,7 @@ export interface SystemUnderTestOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Template slug every tenant's project gets. */
   readonly template: string;
-  /** When set, these services run under `node --cpu-prof`, writing their profiles into this folder. */
+  /** When set, these services run under `node --cpu-prof`, writing their profiles into `<dir>/<service>/`. */
   readonly profile?: { readonly dir: string; readonly services: readonly ServiceName[] };
 }
 
@@ -57,7 +58,9 @@ export async function startSystemUnderTest(options: SystemUnderTestOptions): Pro
     sink = await startBenchSink(resources.mailDir);
     const profiled = (service: ServiceName): Record<string, string> =>
       options.profile?.services.includes(service)
-        ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${options.profile.dir} --cpu-prof-name=${service}.\${pid}.cpuprofile` }
+        ? // One folder per service: Node names each file CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile, and the
+          // module-hooks thread that telemetry-register starts writes a profile of its own beside the main thread's.
+          { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(options.profile.dir, service)}` }
         : {};
     stack = await startStack({
       databaseUrl: resources.databaseUrl,

@@ -1,0 +1,134 @@
+// The brute-force limit as the send route applies it: through real gRPC clients against a stand-in auth-svc that
+// counts its Authorize calls, a real Redis, and the client address Koa derives with and without trusted proxies.
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { after, before, test } from 'node:test';
+import { status } from '@grpc/grpc-js';
+import type { Redis } from 'ioredis';
+import { createLogger, createRegistry, GrpcClient, GrpcServer, UserError } from '@notify/platform';
+import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
+import { createApp } from '../app.ts';
+import { SendRateLimiter } from '../rate-limit/limiter.ts';
+import { connectRedis } from '../rate-limit/redis.ts';
+import { internalToken, redisUrl } from '../testing/serve-app.ts';
+import { standIn } from '../testing/stand-in.ts';
+import { BruteForceGuard } from './brute-force-guard.ts';
+
+const quiet = createLogger('test', 'silent', new Writable({ write: (_chunk, _encoding, done) => done() }));
+const validKey = 'nk_0123456789abcdef.valid';
+const authorizeCalls: string[] = [];
+let services: GrpcServer;
+let redis: Redis;
+const keyPrefix = `notify-t-${randomBytes(4).toString('hex')}:`;
+const servers: Server[] = [];
+const clients: Array<{ close(): void }> = [];
+/** Gateways on the same services: one taking the TCP peer as the client, one behind a trusted proxy. */
+const gateways = { direct: '', proxied: '' };
+
+before(async () => {
+  services = new GrpcServer({ logger: quiet, registry: createRegistry('stand-ins') });
+  services.add(
+    authProto.AuthService.service,
+    standIn(authProto.AuthService.service, {
+      async Authorize(request: auth.AuthorizeRequest__Output): Promise<auth.AuthorizeResponse__Output> {
+        authorizeCalls.push(request.apiKey);
+        if (request.apiKey !== validKey) throw new UserError(status.UNAUTHENTICATED, 'invalid_api_key', 'unknown or revoked key');
+        return { keyId: 1, projectId: 2, organizationId: 7, plan: null, sendRate: '' };
+      },
+    }),
+    [internalToken],
+  );
+  services.add(
+    dispatchProto.DispatchService.service,
+    standIn(dispatchProto.DispatchService.service, {
+      async Send(): Promise<dispatch.SendResponse__Output> {
+        return { messageId: 1, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false };
+      },
+    }),
+    [internalToken],
+  );
+  const address = `127.0.0.1:${await services.listen(0, '127.0.0.1')}`;
+  redis = connectRedis(redisUrl, quiet);
+  await new Promise((resolve) => redis.once('ready', resolve));
+  gateways.direct = await serve(address, 0);
+  gateways.proxied = await serve(address, 1);
+});
+
+after(async () => {
+  for (const server of servers) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+  for (const client of clients) client.close();
+  const keys = await redis.keys(`${keyPrefix}*`);
+  if (keys.length > 0) await redis.del(...keys);
+  await redis.quit();
+  await services.close(1_000);
+});
+
+
+/** A gateway with a limit of 3 failures a minute per address, trusting `hops` proxies; returns its URL. */
+async function serve(servicesAddress: string, hops: number): Promise<string> {
+  const options = { token: internalToken, deadlineMs: 2_000 };
+  const authClient = new GrpcClient(authProto.AuthService.service, servicesAddress, options);
+  const dispatchClient = new GrpcClient(dispatchProto.DispatchService.service, servicesAddress, options);
+  clients.push(authClient, dispatchClient);
+  const prefix = `${keyPrefix}${hops}:`;
+  const app = createApp({
+    auth: authClient,
+    dispatch: dispatchClient,
+    rateLimiter: new SendRateLimiter({ redis, keyPrefix: prefix, defaultRate: { points: 1_000, windowSeconds: 60 }, replicas: 1, logger: quiet }),
+    bruteForce: new BruteForceGuard({ redis, keyPrefix: prefix, rate: { points: 3, windowSeconds: 60 }, replicas: 1, logger: quiet }),
+    trustedProxyHops: hops,
+    readiness: {},
+    logger: quiet,
+    registry: createRegistry('gateway-test'),
+    maxBodyBytes: 262_144,
+  });
+  const server = createServer(app.callback());
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+const body = JSON.stringify({ template: 'welcome', to: 'ana@example.com', channel: 'email', data: {} });
+
+async function send(url: string, headers: Record<string, string>): Promise<{ status: number; headers: Headers; body: unknown }> {
+  const response = await fetch(`${url}/api/v1/send/`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-organization-id': '7', ...headers }, body });
+  return { status: response.status, headers: response.headers, body: await response.json() };
+}
+
+test('past the limit a guessing address is answered 429 {detail} without a call to auth-svc, while a valid key from it is accepted', async () => {
+  assert.equal((await send(gateways.direct, { authorization: `Api-Key ${validKey}` })).status, 202);
+  const statuses = [];
+  for (let attempt = 0; attempt < 4; attempt++) statuses.push((await send(gateways.direct, { authorization: `Api-Key nk_guess.${attempt}` })).status);
+  assert.deepEqual(statuses, [401, 401, 401, 429]);
+  const callsWhenBlocked = authorizeCalls.length;
+  const blocked = await send(gateways.direct, { authorization: 'Api-Key nk_guess.more', 'accept-language': 'es' });
+  assert.equal(blocked.status, 429);
+  assert.deepEqual(Object.keys(blocked.body as object), ['detail']);
+  const seconds = blocked.headers.get('retry-after');
+  assert.match(seconds ?? '', /^[1-9][0-9]*$/);
+  assert.equal((blocked.body as { detail: string }).detail, `La solicitud fue limitada. Se espera que esté disponible en ${seconds} segundos.`);
+  assert.equal(blocked.headers.get('www-authenticate'), null);
+  assert.equal(blocked.headers.get('ratelimit'), null, 'not counted against any key');
+  assert.equal((await send(gateways.direct, {})).status, 429, 'no credential at all is refused alike');
+  assert.equal(authorizeCalls.length, callsWhenBlocked, 'blocked guesses reach auth-svc no more');
+  assert.equal((await send(gateways.direct, { authorization: `Api-Key ${validKey}` })).status, 202);
+});
+
+test('without trusted proxies X-Forwarded-For is ignored: forged addresses do not escape the block', async () => {
+  // The direct gateway blocked 127.0.0.1 in the test above.
+  assert.equal((await send(gateways.direct, { authorization: 'Api-Key nk_guess.x', 'x-forwarded-for': '198.51.100.77' })).status, 429);
+});
+
+test('behind one trusted proxy each client is counted by the address the proxy appended, not by what the client wrote', async () => {
+  const through = (client: string, forged?: string) => ({ authorization: 'Api-Key nk_guess.y', 'x-forwarded-for': forged ? `${forged}, ${client}` : client });
+  const first = [];
+  for (let attempt = 0; attempt < 4; attempt++) first.push((await send(gateways.proxied, through('203.0.113.10', `10.0.0.${attempt}`))).status);
+  assert.deepEqual(first, [401, 401, 401, 429], 'entries written before the proxy are ignored');
+  assert.equal((await send(gateways.proxied, through('203.0.113.11'))).status, 401, 'another client behind the same proxy is not blocked');
+});
