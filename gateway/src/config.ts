@@ -14,7 +14,7 @@ export const configSpec = {
   sendRate: custom('NOTIFY_PUBLIC_SEND_RATE', { description: 'default send rate per API key, <count>/<unit> with unit s, sec, second, m, min, minute, h, hour, d or day', default: '120/min' }, parseRate),
   authFailureRate: custom(
     'NOTIFY_AUTH_FAILURE_RATE',
-    { description: 'failed authentications (401) allowed per client address, <count>/<unit>; past it the address is answered 429 until the window ends, except requests with a valid key', default: '20/min' },
+    { description: 'API keys refused with 401 allowed per client address, <count>/<unit>; past it keys from that address are answered 429 until the window ends, except keys accepted recently', default: '20/min' },
     parseRate,
   ),
   trustedProxyHops: integer('TRUSTED_PROXY_HOPS', {

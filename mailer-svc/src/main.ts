@@ -14,6 +14,8 @@ import { assertTestFaultAllowed } from './test-fault.ts';
 
 /** Dispatch publishes with the same window; a job or event re-published within it is dropped as a duplicate. */
 const duplicateWindowMs = 2 * 60_000;
+/** Request timeout of the outcome ledger's reads and writes (milliseconds on a healthy cluster). */
+const ledgerTimeoutMs = 2_000;
 
 runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecycle, addReadinessCheck }) => {
   assertTestFaultAllowed(config.testFault, config.nodeEnv);
@@ -23,7 +25,9 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
   await ensureStreams(jsm, names, { replicas: config.natsStreamReplicas, duplicateWindowMs });
   await ensureConsumer(jsm, names.jobsStream, mailerConsumerConfig(names, config));
   const js = jetstream(nc);
-  const ledger = await openOutcomeLedger(js, jsm, { prefix: config.natsPrefix, replicas: config.natsStreamReplicas });
+  // Its own client with a short request timeout: a write lost while NATS restarts is retried as soon as the connection
+  // is back, instead of after the default 5 s, which may exceed what is left of the job's ack wait.
+  const ledger = await openOutcomeLedger(jetstream(nc, { timeout: ledgerTimeoutMs }), jsm, { prefix: config.natsPrefix, replicas: config.natsStreamReplicas });
   addReadinessCheck('nats', () => natsReachable(nc));
 
   const sender = createMailSender({ smtpUrl: config.smtpUrl, sender: config.mailFrom, poolSize: config.smtpPoolSize, logger });

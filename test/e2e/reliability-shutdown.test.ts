@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { PoolClient } from 'pg';
 import { audit, waitForStates } from '../harness/delivery-audit.ts';
-import { exitOf, gatewayReachesServices } from '../harness/process-exit.ts';
+import { exitOf, gatewayReachesServices } from '../harness/service-waits.ts';
 import { startReliableSystem } from '../harness/reliable-system.ts';
 import { SmtpScript } from '../harness/smtp-script.ts';
 import type { HttpResult, System, Tenant } from '../harness/system.ts';

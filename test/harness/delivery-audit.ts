@@ -62,3 +62,21 @@ export async function audit(db: pg.Pool, mailDir: string, ids: readonly number[]
   }
   return result;
 }
+
+/**
+ * Attempts per message that recorded `sending` but no outcome (deferred, sent or failed): the replica died or lost
+ * NATS in the middle of them. Only such an attempt can have reached the relay without the outcome ledger knowing it,
+ * so a duplicate email is explained by one of these (docs/delivery-guarantees.md, "Duplicates that remain").
+ */
+export async function attemptsWithoutOutcome(db: pg.Pool, ids: readonly number[]): Promise<Map<number, number>> {
+  const { rows } = await db.query<{ id: number; n: number }>(
+    `SELECT s.message_id AS id, count(*)::int AS n
+       FROM message_events s
+      WHERE s.message_id = ANY($1::bigint[]) AND s.state = 'sending'
+        AND NOT EXISTS (SELECT 1 FROM message_events o
+                         WHERE o.message_id = s.message_id AND o.attempt = s.attempt AND o.state IN ('deferred', 'sent', 'failed'))
+      GROUP BY s.message_id`,
+    [ids],
+  );
+  return new Map(rows.map((row) => [Number(row.id), row.n]));
+}

@@ -15,7 +15,6 @@ import { runDelivery } from './scenarios/delivery.ts';
 import { finalCheck, type FinalCheck } from './scenarios/final-check.ts';
 import { runIngest } from './scenarios/ingest.ts';
 import { runReplay } from './scenarios/replay.ts';
-import { runScaleOut } from './scenarios/scale-out.ts';
 import { benchTemplate } from './scenarios/send-requests.ts';
 import { sampleMemory, type MemorySampler } from './system/memory.ts';
 import { startSystemUnderTest, type SystemUnderTest } from './system/system-under-test.ts';
@@ -134,15 +133,14 @@ try {
   const running = system;
   memory = sampleMemory(() => running.processes());
   machine = await describeMachine(running.db, loadAtStart);
-  const context: BenchContext = { plan, system: running, failures, accepted: 0, windows, progress };
+  const context: BenchContext = { plan, system: running, failures, accepted: 0, abandoned: 0, windows, progress };
 
   figures.ceiling = await runCeiling(context);
-  figures.ingest = { paced: [] };
+  figures.ingest = { paced: [], skippedRates: [] };
   await runIngest(context, figures.ingest);
-  figures.replay = await runReplay(context);
-  figures.delivery = await runDelivery(context);
-  figures.scaleOut = await runScaleOut(context);
-  final = await finalCheck(context, figures.delivery.raw.messages);
+  figures.replay = await runReplay(context, figures.ingest.saturation?.acceptedPerSecond);
+  await runDelivery(context, figures);
+  final = await finalCheck(context, figures.delivery?.raw.messages ?? 0);
 } catch (error) {
   failures.push(`the bench stopped: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
 } finally {

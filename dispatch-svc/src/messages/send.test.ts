@@ -184,7 +184,7 @@ describe('refusals', () => {
       status.INVALID_ARGUMENT,
       'data_invalid',
     );
-    assert.deepEqual([...error.fields].sort(), ['count: must be integer', 'name: is required']);
+    assert.deepEqual([...error.fields].sort(), ['{"path":"count","keyword":"type","params":{"type":"integer"}}', '{"path":"name","keyword":"required","params":{}}']);
   });
 
   test('a malformed request is INVALID_ARGUMENT naming each fault', async () => {

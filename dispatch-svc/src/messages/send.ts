@@ -12,7 +12,7 @@ import type { DispatchMetrics } from '../metrics.ts';
 import type { JobPublisher } from '../outbox/job-publisher.ts';
 import { deleteOutboxRow, insertOutboxRow } from '../outbox/outbox-store.ts';
 import { findTemplate, slugPattern } from '../templates/template-store.ts';
-import type { VariablesSchemas } from '../templates/variables-schema.ts';
+import { encodeViolation, type VariablesSchemas } from '../templates/variables-schema.ts';
 import { countAcceptedMessage } from '../usage/usage-store.ts';
 import { insertMessage } from './message-store.ts';
 
@@ -79,9 +79,11 @@ async function accept(client: PoolClient, deps: SendDeps, request: dispatch.Send
   const template = await findTemplate(client, projectId, request.template);
   if (!template) throw new UserError(status.NOT_FOUND, 'template_not_found', `no template "${request.template}" in this project`);
   if (!template.active) throw new UserError(status.FAILED_PRECONDITION, 'template_inactive', `template "${request.template}" is not active`);
-  const dataFaults = deps.schemas.check(template, input.data);
-  if (dataFaults.length > 0) {
-    throw new UserError(status.INVALID_ARGUMENT, 'data_invalid', `data does not match the variables of template "${template.slug}"`, { fields: dataFaults });
+  const violations = deps.schemas.violations(template, input.data);
+  if (violations.length > 0) {
+    // Structured, so that the gateway can tell the caller in its own language.
+    const fields = violations.map(encodeViolation);
+    throw new UserError(status.INVALID_ARGUMENT, 'data_invalid', `data does not match the variables of template "${template.slug}"`, { fields });
   }
 
   const celeryTaskId = randomUUID();

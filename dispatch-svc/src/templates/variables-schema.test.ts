@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { VariablesSchemas } from './variables-schema.ts';
+import { encodeViolation, VariablesSchemas } from './variables-schema.ts';
 
 const schema = {
   type: 'object',
@@ -80,4 +80,69 @@ test('schemas with internal references keep validating after compilation', () =>
   const template = { id: 9, version: 1, variablesSchema: tree };
   assert.deepEqual(schemas.check(template, { tree: { child: { child: { n: 'x' } } } }), ['tree.child.child.n: must be integer']);
   assert.deepEqual(schemas.check(template, { tree: { child: { n: 2 } } }), []);
+});
+
+test('violations name the variable, the keyword and the parameters its text needs', () => {
+  const rich = {
+    id: 20,
+    version: 1,
+    variablesSchema: {
+      type: 'object',
+      required: ['name'],
+      additionalProperties: false,
+      properties: {
+        name: { type: 'string', minLength: 2, maxLength: 3, pattern: '^[A-Z]' },
+        amount: { type: 'integer', minimum: 1, maximum: 9 },
+        rate: { exclusiveMinimum: 0, exclusiveMaximum: 1 },
+        note: { type: ['string', 'null'] },
+        plan: { enum: ['free', 'pro'] },
+        kind: { const: 'invoice' },
+        email: { format: 'email' },
+        tags: { type: 'array', minItems: 1, maxItems: 2 },
+        step: { multipleOf: 5 },
+        order: { type: 'object', required: ['id'] },
+      },
+    },
+  };
+  const schemas = new VariablesSchemas();
+  const byPath = (data: unknown) => schemas.violations(rich, data).map((v) => `${v.path}|${v.keyword}|${JSON.stringify(v.params)}`).sort();
+  assert.deepEqual(byPath({ amount: 'x', extra: 1, note: 3, plan: 'gold', kind: 'bill', email: 'nope', tags: [], step: 7, order: {} }), [
+    'amount|type|{"type":"integer"}',
+    'email|format|{"format":"email"}',
+    'extra|additionalProperties|{}',
+    'kind|const|{}',
+    'name|required|{}',
+    'note|type|{"type":["string","null"]}',
+    'order.id|required|{}',
+    'plan|enum|{}',
+    'step|multipleOf|{}',
+    'tags|minItems|{"limit":1}',
+  ]);
+  assert.deepEqual(byPath({ name: 'abcd', amount: 0, rate: 1, tags: [1, 2, 3] }), [
+    'amount|minimum|{"limit":1}',
+    'name|maxLength|{"limit":3}',
+    'name|pattern|{"pattern":"^[A-Z]"}',
+    'rate|exclusiveMaximum|{"limit":1}',
+    'tags|maxItems|{"limit":2}',
+  ]);
+  assert.deepEqual(byPath({ name: 'a', amount: 10, rate: 0 }), [
+    'amount|maximum|{"limit":9}',
+    'name|minLength|{"limit":2}',
+    'name|pattern|{"pattern":"^[A-Z]"}',
+    'rate|exclusiveMinimum|{"limit":0}',
+  ]);
+  assert.deepEqual(schemas.violations(rich, { name: 'Ada' }), []);
+});
+
+test('a violation of data itself has an empty path, and repeated faults are reported once', () => {
+  const schemas = new VariablesSchemas();
+  const whole = { id: 21, version: 1, variablesSchema: { type: 'object', minProperties: 1, properties: { n: { anyOf: [{ type: 'string' }, { type: 'string', minLength: 1 }] } } } };
+  assert.deepEqual(schemas.violations(whole, {}), [{ path: '', keyword: 'minProperties', params: {} }]);
+  assert.deepEqual(schemas.violations(whole, { n: 1 }).map((v) => `${v.path}|${v.keyword}`), ['n|type', 'n|anyOf']);
+});
+
+test('a violation travels as a JSON object in one trailer string', () => {
+  const [first] = new VariablesSchemas().violations(template, { name: 'Ada', count: 'x' });
+  assert.ok(first);
+  assert.equal(encodeViolation(first), '{"path":"count","keyword":"type","params":{"type":"integer"}}');
 });

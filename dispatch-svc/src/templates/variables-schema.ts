@@ -1,5 +1,6 @@
-// A template's declared variables: its JSON Schema, compiled with ajv once per template version, and the messages
-// an integrator reads when `data` does not satisfy it ("name: is required", "count: must be integer").
+// A template's declared variables: its JSON Schema, compiled with ajv once per template version, and what is wrong when
+// `data` does not satisfy it: English messages for the panel preview ("name: is required"), and structured violations
+// for Send's data_invalid refusal, which the gateway renders in the caller's language.
 import { Ajv, type AnySchemaObject, type ErrorObject, type ValidateFunction } from 'ajv';
 import ajvFormats from 'ajv-formats';
 
@@ -34,6 +35,54 @@ function describeErrors(errors: readonly ErrorObject[]): string[] {
   return [...new Set(errors.map(describe))];
 }
 
+/**
+ * One way `data` breaks the schema, in terms a reader of any language can be told: the dotted path of the variable
+ * ('' for `data` itself), the ajv keyword that refused it, and the few parameters its text needs.
+ */
+export interface Violation {
+  readonly path: string;
+  readonly keyword: string;
+  readonly params: Readonly<Record<string, string | number | readonly string[]>>;
+}
+
+// The parameters worth sending per keyword. Others (enum's allowed values, const's value) can be as large as the
+// schema itself and would only bloat the trailer, whose size gRPC limits.
+const sentParams: Readonly<Record<string, readonly string[]>> = {
+  type: ['type'],
+  minLength: ['limit'],
+  maxLength: ['limit'],
+  minimum: ['limit'],
+  maximum: ['limit'],
+  exclusiveMinimum: ['limit'],
+  exclusiveMaximum: ['limit'],
+  minItems: ['limit'],
+  maxItems: ['limit'],
+  pattern: ['pattern'],
+  format: ['format'],
+};
+
+function violation(error: ErrorObject): Violation {
+  const path = dottedPath(error.instancePath);
+  // These two are reported on the object that holds the variable; the integrator thinks of the variable itself.
+  if (error.keyword === 'required') return { path: join(path, error.params['missingProperty']), keyword: 'required', params: {} };
+  if (error.keyword === 'additionalProperties') return { path: join(path, error.params['additionalProperty']), keyword: 'additionalProperties', params: {} };
+  const params: Record<string, string | number | readonly string[]> = {};
+  for (const name of sentParams[error.keyword] ?? []) {
+    const value: unknown = error.params[name];
+    if (typeof value === 'string' || typeof value === 'number') params[name] = value;
+    else if (Array.isArray(value)) params[name] = value.map(String);
+  }
+  return { path, keyword: error.keyword, params };
+}
+
+/**
+ * A violation as one entry of the `notify-field-errors` trailer: a JSON object in a string, because the trailer is a
+ * JSON array of strings for every refusal (PutTemplate's entries stay plain messages).
+ */
+export function encodeViolation(violation: Violation): string {
+  return JSON.stringify(violation);
+}
+
 export class VariablesSchemas {
   readonly #ajv: Ajv;
   /** Insertion-ordered, so the first key is the least recently used; bounded because templates come and go. */
@@ -58,11 +107,24 @@ export class VariablesSchemas {
     }
   }
 
-  /** Messages for every way `data` breaks the template's schema; empty when it satisfies it or declares none. */
+  /** English messages for every way `data` breaks the template's schema (the panel preview); empty when it satisfies it or declares none. */
   check(template: SchemaSource, data: unknown): string[] {
     if (!template.variablesSchema) return [];
     const validate = this.#validator(template, template.variablesSchema);
     return validate(data) ? [] : describeErrors(validate.errors ?? []);
+  }
+
+  /** Every distinct way `data` breaks the template's schema; empty when it satisfies it or declares none. */
+  violations(template: SchemaSource, data: unknown): Violation[] {
+    if (!template.variablesSchema) return [];
+    const validate = this.#validator(template, template.variablesSchema);
+    if (validate(data)) return [];
+    const distinct = new Map<string, Violation>();
+    for (const error of validate.errors ?? []) {
+      const found = violation(error);
+      distinct.set(encodeViolation(found), found);
+    }
+    return [...distinct.values()];
   }
 
   #validator(template: SchemaSource, schema: AnySchemaObject): ValidateFunction {

@@ -73,7 +73,7 @@ test('failures up to the limit stay 401; the one past it and every later guess a
   assert.equal(lines.filter((line) => line['address'] === '192.0.2.1').length, 1, 'one warning per blocked window');
 });
 
-test('a request without a usable credential counts as a failure too', async () => {
+test('a malformed key, which auth-svc is never asked about, counts as a failure too', async () => {
   const limiter = await guard({ points: 2 });
   const auth = authenticator([]);
   const statuses = [];

@@ -1,7 +1,8 @@
-// Failed authentications (every 401) are limited per client address: past NOTIFY_AUTH_FAILURE_RATE the address is
-// answered 429 until the window ends, without asking auth-svc, so a blocked guesser costs no key lookup. A request
-// whose key this replica saw accepted recently still goes through: a valid caller sharing the address (one NAT, one
-// proxy) keeps working. Counters are shared by the replicas in Redis; when Redis cannot answer, each replica keeps
+// Failed authentications (API keys refused with 401) are limited per client address: past NOTIFY_AUTH_FAILURE_RATE the
+// address is answered 429 until the window ends, its keys no longer judged: a blocked guesser learns nothing more and
+// costs no key lookup. A request whose key this replica saw accepted recently still goes through: a valid caller
+// sharing the address (one NAT, one proxy) keeps working. Letting any other key through to be judged would tell the
+// guesser which guess was right, so a valid key this replica has not seen waits out the window like the rest. Counters are shared by the replicas in Redis; when Redis cannot answer, each replica keeps
 // limiting in memory with its share of the rate, like the send rate.
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
@@ -54,9 +55,9 @@ export class BruteForceGuard {
   }
 
   /**
-   * Runs `authenticate` (checks 2-4) for a request from `ip` presenting `apiKey` (undefined: no usable credential).
-   * Throws 429 `{detail}` with Retry-After instead of judging the credential while the address is blocked, unless the
-   * key is known to be valid, and instead of the 401 that takes the address past the limit.
+   * Runs `authenticate` (checks 2-4) for a request from `ip` presenting `apiKey` (undefined: a malformed key). Throws
+   * 429 `{detail}` with Retry-After instead of judging the key while the address is blocked, unless the key is known
+   * to be valid, and instead of the 401 that takes the address past the limit.
    */
   async check<T>(ip: string, apiKey: string | undefined, authenticate: () => Promise<T>): Promise<T> {
     const address = limitedAddress(ip);

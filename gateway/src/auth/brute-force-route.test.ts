@@ -115,9 +115,23 @@ test('past the limit a guessing address is answered 429 {detail} without a call 
   assert.equal((blocked.body as { detail: string }).detail, `La solicitud fue limitada. Se espera que esté disponible en ${seconds} segundos.`);
   assert.equal(blocked.headers.get('www-authenticate'), null);
   assert.equal(blocked.headers.get('ratelimit'), null, 'not counted against any key');
-  assert.equal((await send(gateways.direct, {})).status, 429, 'no credential at all is refused alike');
+  assert.equal((await send(gateways.direct, { authorization: 'Api-Key not/a key' })).status, 429, 'a malformed key is refused alike');
   assert.equal(authorizeCalls.length, callsWhenBlocked, 'blocked guesses reach auth-svc no more');
   assert.equal((await send(gateways.direct, { authorization: `Api-Key ${validKey}` })).status, 202);
+});
+
+test('no credential, or another scheme, is no guess: answered 401, never counted or blocked', async () => {
+  // The direct gateway blocked 127.0.0.1 in the test above.
+  const credentials: Array<Record<string, string>> = [{}, { authorization: `Bearer ${validKey}` }, { authorization: 'Api-Key' }];
+  for (const headers of credentials) {
+    const response = await send(gateways.direct, headers);
+    assert.equal(response.status, 401, JSON.stringify(headers));
+    assert.equal(response.headers.get('www-authenticate'), 'Api-Key');
+  }
+  const fresh = [];
+  for (let attempt = 0; attempt < 5; attempt++) fresh.push((await send(gateways.proxied, { 'x-forwarded-for': '203.0.113.20' })).status);
+  for (let attempt = 0; attempt < 3; attempt++) fresh.push((await send(gateways.proxied, { authorization: 'Api-Key nk_guess.z', 'x-forwarded-for': '203.0.113.20' })).status);
+  assert.deepEqual(fresh, [401, 401, 401, 401, 401, 401, 401, 401], 'requests without a key did not use up the limit');
 });
 
 test('without trusted proxies X-Forwarded-For is ignored: forged addresses do not escape the block', async () => {

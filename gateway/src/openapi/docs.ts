@@ -13,7 +13,7 @@ import { text } from '../i18n/messages.ts';
 import type { GatewayState } from '../http/state.ts';
 import { openApiPath } from './route.ts';
 
-export const docsPath = '/docs';
+const docsPath = '/docs';
 
 const compress = promisify(gzip);
 const resolvePackageFile = createRequire(import.meta.url).resolve;

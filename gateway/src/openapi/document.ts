@@ -45,12 +45,26 @@ function response(description: string, schema: Schema, headers: Record<string, S
 const sendDescription = `Queues one email built from a stored template. The response confirms queuing only, not delivery.
 
 Checks run in this order; the first failure answers:
-1. body size (413) · 2. \`Authorization: Api-Key <key>\` (401) · 3. \`X-Organization-ID\` (400) · 4. the key's project in that organization (403 permission_denied)
-· 5. the plan allows more sends: not suspended, monthly quota not used up (403 plan_blocked) · 6. per-key rate (429) · 7. \`Content-Type: application/json\` (415)
-· 8. a JSON object in UTF-8 (400 parse_error) · 9. \`Idempotency-Key\` is a UUID (400 invalid_header) · 10. idempotency record: replay (202), in flight (409), another body (422)
-· 11. fields, all at once (422) · 12. template slug exists in the key's project (404) · 13. template active and \`data\` matching its variables (422) · 14. accepted (202).
+1. body size (413)
+2. \`Authorization: Api-Key <key>\` (401)
+3. \`X-Organization-ID\` (400)
+4. the key's project in that organization (403 permission_denied)
+5. the plan allows more sends: not suspended, monthly quota not used up (403 plan_blocked)
+6. per-key rate (429)
+7. \`Content-Type: application/json\` (415)
+8. a JSON object in UTF-8 (400 parse_error)
+9. \`Idempotency-Key\` is a UUID (400 invalid_header)
+10. idempotency record: replay (202), in flight (409), another body (422)
+11. fields, all at once (422)
+12. template slug exists in the key's project (404)
+13. template active and \`data\` matching its variables (422)
+14. accepted (202)
 
 Every request that passes checks 2-5 counts against the rate limit, whatever happens after.
+
+API keys refused with 401 are limited per client address: past the limit (20 a minute by default) a key presented
+from that address is answered 429 \`{detail}\` with \`Retry-After\`, without being judged, until the window ends; a key
+the gateway has seen accepted recently still passes. A request without an \`Api-Key\` credential is 401, never counted.
 
 Idempotency: a request repeated with the same \`Idempotency-Key\` (scope: the key's project) and the same JSON (key order and spacing do not matter)
 within the idempotency window (24 hours by default) answers the first 202 again with \`idempotent_replay: true\` and \`Idempotent-Replayed: true\`,
@@ -100,7 +114,11 @@ export const openApiDocument = {
           '413': response('The body is larger than the limit.', errorBody(['payload_too_large'])),
           '415': response('The body is not declared as uncompressed JSON.', errorBody(['unsupported_media_type']), rateHeaders),
           '422': response('Fields refused, each with its messages: request fields, `template` (inactive), `data` (template variables) or `Idempotency-Key` (used with another body).', ref('schemas/FieldErrors'), rateHeaders),
-          '429': response('Over the per-key rate; the text names the same seconds as Retry-After.', ref('schemas/Detail'), { ...rateHeaders, 'Retry-After': ref('headers/Retry-After') }),
+          '429': response(
+            'Over the per-key rate (with the rate-limit headers), or too many API keys refused for this client address (without them); the text names the same seconds as Retry-After.',
+            ref('schemas/Detail'),
+            { ...rateHeaders, 'Retry-After': ref('headers/Retry-After') },
+          ),
           '500': response('An internal error; retry later, quoting request_id.', serverErrorBody(['internal_error'])),
           '503': response('A dependency is down; retry after Retry-After.', serverErrorBody(['service_unavailable']), { 'Retry-After': ref('headers/Retry-After') }),
         },

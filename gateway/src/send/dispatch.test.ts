@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { errorMetadataKeys, RemoteError } from '@notify/platform';
 import { ApiError, FieldErrors } from '../errors/api-error.ts';
+import { text } from '../i18n/messages.ts';
 import { refusalOf } from './dispatch.ts';
 
 /** A failure as dispatch-svc sends it over the wire: status, `notify-error-code` and `notify-field-errors` trailers. */
@@ -26,10 +27,15 @@ test('an inactive template is a 422 on the template field', () => {
   assert.deepEqual([...refusal.fields], [['template', [{ key: 'template.inactive' }]]]);
 });
 
-test('data refused by the template variables is a 422 on data with dispatch-svc messages', () => {
-  const refusal = refusalOf(remote(status.INVALID_ARGUMENT, 'data_invalid', ['name: is required', 'age: must be integer']));
+test("data refused by the template variables is a 422 on data, each violation a text of the caller's language", () => {
+  const violations = [{ path: 'name', keyword: 'required', params: {} }, { path: 'age', keyword: 'type', params: { type: 'integer' } }];
+  const refusal = refusalOf(remote(status.INVALID_ARGUMENT, 'data_invalid', violations.map((violation) => JSON.stringify(violation))));
   assert.ok(refusal instanceof FieldErrors);
-  assert.deepEqual([...refusal.fields], [['data', ['name: is required', 'age: must be integer']]]);
+  assert.deepEqual([...refusal.fields], [['data', [text('variables.required', { variable: 'name' }), text('variables.type.integer', { variable: 'age' })]]]);
+  // Plain messages (a dispatch-svc from before violations) are still shown rather than lost.
+  const plain = refusalOf(remote(status.INVALID_ARGUMENT, 'data_invalid', ['name: is required']));
+  assert.ok(plain instanceof FieldErrors);
+  assert.deepEqual([...plain.fields], [['data', ['name: is required']]]);
   const general = refusalOf(remote(status.INVALID_ARGUMENT, 'data_invalid'));
   assert.ok(general instanceof FieldErrors);
   assert.deepEqual([...general.fields], [['data', [{ key: 'data.invalid' }]]]);

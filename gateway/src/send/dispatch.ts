@@ -8,6 +8,7 @@ import { planBlocked } from '../auth/plan.ts';
 import { ApiError, FieldErrors } from '../errors/api-error.ts';
 import { unexpectedRemoteFailure } from '../errors/dependency.ts';
 import { text } from '../i18n/messages.ts';
+import { variableFault } from './variable-faults.ts';
 
 export type DispatchClient = GrpcClient<dispatch.DispatchServiceDefinition>;
 
@@ -66,8 +67,9 @@ export function refusalOf(error: unknown): unknown {
   if (is(status.NOT_FOUND, 'template_not_found')) return new ApiError(404, 'template_not_found', text('template_not_found'), { cause: error });
   if (is(status.FAILED_PRECONDITION, 'template_inactive')) return FieldErrors.of('template', text('template.inactive'));
   if (is(status.INVALID_ARGUMENT, 'data_invalid')) {
-    // dispatch-svc names what the template's declared variables refused; without that, a general message.
-    return error.fields.length > 0 ? FieldErrors.of('data', ...error.fields) : FieldErrors.of('data', text('data.invalid'));
+    // dispatch-svc names what the template's declared variables refused, rendered here in the caller's language;
+    // without that, a general message.
+    return error.fields.length > 0 ? FieldErrors.of('data', ...error.fields.map(variableFault)) : FieldErrors.of('data', text('data.invalid'));
   }
   if (is(status.FAILED_PRECONDITION, 'idempotency_key_mismatch')) return FieldErrors.of('Idempotency-Key', text('idempotency_key.mismatch'));
   if (is(status.ABORTED, 'idempotency_key_in_use')) {

@@ -1,7 +1,8 @@
 // POST /api/v1/send/: the contract's checks in its exact order, first failure wins (CONTRACT.md, "Order of checks").
 // Each step throws; the error handler renders.
 import type { Middleware, ParameterizedContext } from 'koa';
-import { authorize, notAuthenticated, type Access, type AuthClient } from '../auth/authorize.ts';
+import { authenticate } from '../auth/authenticate.ts';
+import type { AuthClient } from '../auth/authorize.ts';
 import type { BruteForceGuard } from '../auth/brute-force-guard.ts';
 import { parseAuthorization } from '../auth/authorization-header.ts';
 import { parseOrganizationId } from '../auth/organization-header.ts';
@@ -35,12 +36,7 @@ export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
     // attempts are limited per client address.
     const credential = parseAuthorization(ctx.get('Authorization') || undefined);
     const organization = parseOrganizationId(ctx.get('X-Organization-ID') || undefined);
-    const authenticate = async (): Promise<Access> => {
-      if (!credential.ok) throw notAuthenticated(credential.reason);
-      return authorize(deps.auth, credential.apiKey, organization);
-    };
-    const apiKey = credential.ok ? credential.apiKey : undefined;
-    const access = deps.bruteForce ? await deps.bruteForce.check(ctx.ip, apiKey, authenticate) : await authenticate();
+    const access = await authenticate(deps, ctx.ip, credential, organization);
     ctx.state.keyId = access.keyId;
 
     // 5. Plan: suspension, and the month's usage when the plan has a quota.

@@ -39,7 +39,8 @@ export async function runClosedLoop(options: ClosedLoopOptions): Promise<ClosedL
     sent: result.requests.sent,
     completed,
     statuses,
-    errors: result.errors,
+    errors: result.errors - result.timeouts,
+    timeouts: result.timeouts,
     durationS: result.duration,
     // autocannon records whole milliseconds.
     latencyMs: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max, mean: result.latency.mean },

@@ -26,6 +26,7 @@ export function createHttpSender(options: { url: string; connections: number; ex
   const statuses: Record<string, number> = {};
   let answered = 0;
   let errors = 0;
+  let timeouts = 0;
   let replayed = 0;
   let started = 0;
   let pending = 0;
@@ -39,13 +40,15 @@ export function createHttpSender(options: { url: string; connections: number; ex
       started += 1;
       pending += 1;
       let done = false;
+      let timedOut = false;
       const settle = (status?: string): void => {
         if (done) return;
         done = true;
         clearTimeout(deadline);
         pending -= 1;
         last = performance.now();
-        if (status === undefined) errors += 1;
+        if (status === undefined && timedOut) timeouts += 1;
+        else if (status === undefined) errors += 1;
         else {
           if (answered === latencies.length) {
             const grown = new Float64Array(latencies.length * 2);
@@ -67,7 +70,10 @@ export function createHttpSender(options: { url: string; connections: number; ex
         headers: { ...spec.headers, 'content-length': String(spec.body.length) },
       });
       // From the start, not from when a socket was free: a request stuck in the queue is as unanswered as any.
-      const deadline = setTimeout(() => outgoing.destroy(new Error(`no answer within ${options.timeoutMs} ms`)), options.timeoutMs);
+      const deadline = setTimeout(() => {
+        timedOut = true;
+        outgoing.destroy(new Error(`no answer within ${options.timeoutMs} ms`));
+      }, options.timeoutMs);
       outgoing.on('error', () => settle());
       outgoing.on('response', (response) => {
         if (response.headers['idempotent-replayed'] === 'true') replayed += 1;
@@ -89,6 +95,7 @@ export function createHttpSender(options: { url: string; connections: number; ex
         completed: answered,
         statuses,
         errors,
+        timeouts,
         durationS: (last - first) / 1_000,
         latencyMs: summarize(latencies.subarray(0, answered)),
         replayed,

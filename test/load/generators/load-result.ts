@@ -15,8 +15,10 @@ export interface LoadResult {
   readonly completed: number;
   /** Responses by HTTP status, e.g. { "202": 9_998, "409": 2 }. */
   readonly statuses: Readonly<Record<string, number>>;
-  /** Connection errors and timeouts: requests that never got an answer. */
+  /** Requests that failed without an answer for another reason than the deadline (connection refused or reset). */
   readonly errors: number;
+  /** Requests still unanswered at the deadline (counted from when the request was started, queueing included). */
+  readonly timeouts: number;
   /** Seconds from the first request to the last answer. */
   readonly durationS: number;
   /** Latency of answered requests, in milliseconds. */

@@ -31,7 +31,7 @@ function kernel(): string {
 }
 
 export async function describeMachine(db: pg.Pool, loadAtStart: readonly number[]): Promise<MachineDescription> {
-  const { rows } = await db.query<{ version: string }>('SHOW server_version');
+  const { rows } = await db.query<{ version: string }>("SELECT current_setting('server_version') AS version");
   return {
     cpus: availableParallelism(),
     cpuModel: cpuModel(),

@@ -63,10 +63,21 @@ export function buildRows(figures: Figures): Row[] {
       const at1000 = paced.rate === 1_000;
       rows.push(
         row(`ingest latency at ${whole(paced.rate)}/s offered: p50 / p99`, `${ms(paced.load.latencyMs.p50)} / ${ms(paced.load.latencyMs.p99)} ms`, {
-          baseline: `achieved ${perSecond(paced.acceptedPerSecond)}`,
+          baseline: `achieved ${perSecond(paced.acceptedPerSecond)}${paced.load.timeouts > 0 ? `, ${whole(paced.load.timeouts)} unanswered in 10 s` : ''}`,
           ...(at1000 ? { target: targets.p99At1000Ms, judged: paced.load.latencyMs.p99 } : {}),
         }),
       );
+    }
+    for (const rate of ingest.skippedRates) {
+      const at1000 = rate === 1_000;
+      rows.push({
+        figure: `ingest latency at ${whole(rate)}/s offered: p50 / p99`,
+        measured: 'not run',
+        baseline: 'a lower rate was not sustained',
+        ratio: '',
+        target: at1000 ? targets.p99At1000Ms.text : '',
+        result: at1000 ? 'MISS (rate not sustained)' : '',
+      });
     }
     for (const paced of ingest.paced) {
       rows.push(row(`queued->sent at ${whole(paced.rate)}/s offered: p50 / p99`, `${ms(paced.queuedToSent.p50Ms)} / ${ms(paced.queuedToSent.p99Ms)} ms`));
@@ -79,7 +90,7 @@ export function buildRows(figures: Figures): Row[] {
       const ratio = notify / delivery.raw.perSecond;
       rows.push(row('delivery / raw pooled nodemailer', twoPlaces(ratio), { baseline: `raw ${perSecond(delivery.raw.perSecond)}`, ratio, target: targets.deliveryOfRaw, judged: ratio }));
     }
-    rows.push(row('ingest at saturation, mailer stopped (accepted/s)', perSecond(delivery.preloadAcceptedPerSecond)));
+    rows.push(row('ingest at saturation, mailers stopped (accepted/s)', perSecond(delivery.preloadAcceptedPerSecond)));
   }
   if (scaleOut) {
     const single = scaleOut.runs.find((run) => run.replicas === 1)?.perSecond;

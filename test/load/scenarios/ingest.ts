@@ -3,10 +3,10 @@
 // waits for that run's messages to be delivered, so the next run starts without a backlog, and reads from the database
 // how long each message took from acceptance to `sent`.
 import { runClosedLoop, type ClosedLoopResult } from '../generators/closed-loop.ts';
-import { countOf } from '../generators/load-result.ts';
+import { count5xx, countOf } from '../generators/load-result.ts';
 import { runPaced, type PacedLoadResult } from '../generators/paced-load.ts';
 import { inWindow, requireAnswers, type BenchContext } from './context.ts';
-import { lastMessageId, queuedToSent, waitSettled, type DeliveryState, type QueuedToSent } from './message-progress.ts';
+import { lastMessageId, queuedToSent, quietMessageId, waitSettled, type DeliveryState, type QueuedToSent } from './message-progress.ts';
 import { closedLoopRequests, pacedRequests } from './send-requests.ts';
 
 export interface Settled extends DeliveryState {
@@ -32,12 +32,22 @@ export interface SaturatedIngest {
 /** Filled in as the runs finish, so a bench stopped half-way still reports what it measured. */
 export interface IngestResult {
   readonly paced: PacedIngest[];
+  /** Offered rates not run because a lower one was already beyond what the system sustains. */
+  readonly skippedRates: number[];
   saturation?: SaturatedIngest;
 }
 
-/** Waits for the messages a run created to be delivered; a message that fails or never leaves fails the bench. */
+/** A run the system did not keep up with: it accepted clearly less than offered, or left requests unanswered or 5xx. */
+export function overloaded(run: PacedIngest): boolean {
+  return run.acceptedPerSecond < 0.9 * run.rate || run.load.timeouts > 0 || run.load.errors > 0 || count5xx(run.load) > 0;
+}
+
+/**
+ * Waits for the messages a run created to be delivered; a message that fails or never leaves fails the bench. Requests
+ * the client gave up on may still be in the services: the range closes once no new message appeared for a second.
+ */
 async function settle(context: BenchContext, what: string, after: number): Promise<{ settled: Settled; queuedToSent: QueuedToSent }> {
-  const range = { after, upTo: await lastMessageId(context.system.db) };
+  const range = { after, upTo: await quietMessageId(context.system.db, 15_000) };
   const settled = await waitSettled(context.system.db, range, context.plan.settleTimeoutMs);
   context.progress(`  delivered ${settled.sent} of ${settled.total} within ${settled.waitedS.toFixed(1)} s of the run's end`);
   if (settled.failed > 0) context.failures.push(`${what}: ${settled.failed} messages failed delivery`);
@@ -57,12 +67,19 @@ export async function runIngest(context: BenchContext, into: IngestResult): Prom
   context.accepted += countOf(warmup, 202) - warmup.replayed;
 
   for (const rate of plan.rates) {
+    const previous = into.paced.at(-1);
+    if (previous && overloaded(previous)) {
+      context.progress(`ingest at ${rate.toLocaleString('en-US')}/s offered: not run, ${previous.rate.toLocaleString('en-US')}/s was already not sustained`);
+      into.skippedRates.push(rate);
+      continue;
+    }
     context.progress(`ingest at ${rate.toLocaleString('en-US')}/s offered for ${plan.rateS} s`);
     const after = await lastMessageId(system.db);
     const load = await inWindow(context, 'ingest', () => runPaced({ url, rate, durationS: plan.rateS, connections: plan.connections, request }));
-    requireAnswers(context, `ingest at ${rate}/s`, load);
+    requireAnswers(context, `ingest at ${rate}/s`, load, { timeoutsAllowed: true });
     context.accepted += countOf(load, 202) - load.replayed;
-    const acceptedPerSecond = countOf(load, 202) / load.durationS;
+    // Over the scheduled duration: a system that falls behind stretches the run, and must not be credited for it.
+    const acceptedPerSecond = countOf(load, 202) / Math.max(plan.rateS, load.durationS);
     context.progress(`  achieved ${Math.round(acceptedPerSecond)}/s, latency p50 ${load.latencyMs.p50.toFixed(1)} ms, p99 ${load.latencyMs.p99.toFixed(1)} ms`);
     const delivered = await settle(context, `ingest at ${rate}/s`, after);
     into.paced.push({ rate, load, acceptedPerSecond, ...delivered });

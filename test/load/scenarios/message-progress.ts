@@ -35,6 +35,18 @@ export async function lastMessageId(db: pg.Pool): Promise<number> {
   return rows[0]?.id ?? 0;
 }
 
+/** The last message id once it has not moved for a second (at most `timeoutMs`): acceptance has come to rest. */
+export async function quietMessageId(db: pg.Pool, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  let last = await lastMessageId(db);
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const now = await lastMessageId(db);
+    if (now === last || Date.now() > deadline) return now;
+    last = now;
+  }
+}
+
 export async function deliveryState(db: pg.Pool, range: IdRange): Promise<DeliveryState> {
   const { rows } = await db.query<DeliveryState>(
     `SELECT count(*)::int AS total,
@@ -76,14 +88,16 @@ export async function queuedToSent(db: pg.Pool, range: IdRange): Promise<QueuedT
   return { messages: row?.messages ?? 0, p50Ms: row?.p50 ?? 0, p99Ms: row?.p99 ?? 0 };
 }
 
-export async function sentSpan(db: pg.Pool, range: IdRange): Promise<SentSpan> {
+/** The `sent` events of the range's messages (the first per message), only those at or after `since` if given. */
+export async function sentSpan(db: pg.Pool, range: IdRange, since?: Date): Promise<SentSpan> {
   const { rows } = await db.query<{ messages: number; span: number | null }>(
     `WITH delivered AS (
        SELECT min(e.occurred_at) AS at FROM message_events e
         WHERE e.state = 'sent' AND e.message_id > $1 AND e.message_id <= $2
-        GROUP BY e.message_id)
+        GROUP BY e.message_id
+       HAVING min(e.occurred_at) >= $3)
      SELECT count(*)::int AS messages, extract(epoch FROM max(at) - min(at))::float8 AS span FROM delivered`,
-    [range.after, range.upTo],
+    [range.after, range.upTo, since ?? new Date(0)],
   );
   const messages = rows[0]?.messages ?? 0;
   const spanS = rows[0]?.span ?? 0;

@@ -1,8 +1,11 @@
 // Idempotent replays: many Idempotency-Keys are accepted once, then the same requests (same key, same body, same
 // tenant) are sent again and again at a fixed rate. Every answer must be the stored 202 marked as a replay, and no
-// replay may create a message; the figure is the replays' latency.
+// replay may create a message; the figure is the replays' latency. The rate is the plan's, or half of what the system
+// accepted at saturation if that is lower: the figure is the latency of a replay, not of a queue.
 import { randomUUID } from 'node:crypto';
 import { countOf } from '../generators/load-result.ts';
+import { runBatch } from '../generators/batch-load.ts';
+import type { LoadResult } from '../generators/load-result.ts';
 import { runPaced, type PacedLoadResult, type PacedRequest } from '../generators/paced-load.ts';
 import { inWindow, requireAnswers, type BenchContext } from './context.ts';
 import { lastMessageId } from './message-progress.ts';
@@ -12,35 +15,41 @@ export interface ReplayResult {
   readonly keys: number;
   readonly rate: number;
   /** The first request of every key. */
-  readonly create: PacedLoadResult;
+  readonly create: LoadResult & { readonly replayed: number };
   readonly replay: PacedLoadResult;
   /** Messages created while replaying: must be 0. */
   readonly newMessages: number;
 }
 
-export async function runReplay(context: BenchContext): Promise<ReplayResult> {
+/** The plan's replay rate, or half of the saturation figure rounded down to 50/s if lower (at least 50/s). */
+export function replayRate(planned: number, saturatedPerSecond: number | undefined): number {
+  if (saturatedPerSecond === undefined) return planned;
+  return Math.min(planned, Math.max(50, Math.floor(saturatedPerSecond / 2 / 50) * 50));
+}
+
+export async function runReplay(context: BenchContext, saturatedPerSecond: number | undefined): Promise<ReplayResult> {
   const { plan, system } = context;
+  const rate = replayRate(plan.replayRate, saturatedPerSecond);
   const tenants = system.tenants;
   const keyed: PacedRequest[] = Array.from({ length: plan.replayKeys }, (_, index) => {
     const tenant = index % tenants.length;
     return { path: sendPath, headers: sendHeaders(tenants[tenant] as (typeof tenants)[number], randomUUID()), body: Buffer.from(sendBody(tenant)) };
   });
   const request = (index: number): PacedRequest => keyed[index % keyed.length] as PacedRequest;
-  const paced = { url: system.gatewayUrl, rate: plan.replayRate, connections: plan.connections, request };
 
-  context.progress(`replay: accepting ${plan.replayKeys.toLocaleString('en-US')} idempotency keys at ${plan.replayRate}/s`);
-  const create = await runPaced({ ...paced, durationS: plan.replayKeys / plan.replayRate });
+  context.progress(`replay: accepting ${plan.replayKeys.toLocaleString('en-US')} idempotency keys`);
+  const create = await runBatch({ url: system.gatewayUrl, connections: plan.connections, requests: keyed });
   requireAnswers(context, 'replay (first requests)', create);
   context.accepted += countOf(create, 202) - create.replayed;
 
-  context.progress(`replay: replaying them at ${plan.replayRate}/s for ${plan.replayS} s`);
+  context.progress(`replay: replaying them at ${rate}/s for ${plan.replayS} s`);
   const before = await lastMessageId(system.db);
-  const replay = await inWindow(context, 'replay', () => runPaced({ ...paced, durationS: plan.replayS }));
+  const replay = await inWindow(context, 'replay', () => runPaced({ url: system.gatewayUrl, rate, connections: plan.connections, request, durationS: plan.replayS }));
   requireAnswers(context, 'replay', replay);
   context.progress(`  latency p50 ${replay.latencyMs.p50.toFixed(1)} ms, p99 ${replay.latencyMs.p99.toFixed(1)} ms`);
   const newMessages = (await lastMessageId(system.db)) - before;
   const notReplayed = countOf(replay, 202) - replay.replayed;
   if (newMessages > 0) context.failures.push(`replay: ${newMessages} messages were created by requests that should have been replays`);
   if (notReplayed > 0) context.failures.push(`replay: ${notReplayed} answers were 202 without Idempotent-Replayed`);
-  return { keys: plan.replayKeys, rate: plan.replayRate, create, replay, newMessages };
+  return { keys: plan.replayKeys, rate, create, replay, newMessages };
 }

@@ -1,5 +1,5 @@
-// Waiting for a service process of the stack to exit, bounded: a test expecting a crash fails with the service's last
-// output instead of hanging when the process lives on.
+// Waiting on the stack's services, bounded: for a process to exit (a test expecting a crash fails with the service's
+// last output instead of hanging when the process lives on), and for the gateway to reach a restarted service.
 import type { ExitInfo, ServiceName, Stack } from '@notify/cli/local';
 
 export async function exitOf(stack: Stack, service: ServiceName, index = 0, timeoutMs = 15_000): Promise<ExitInfo> {

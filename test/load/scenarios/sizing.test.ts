@@ -1,0 +1,20 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { plans } from './context.ts';
+import { replayRate } from './replay.ts';
+import { scaleOutBacklog } from './scale-out.ts';
+
+test('replays run at the planned rate unless that is more than half of what the system accepted at saturation', () => {
+  assert.equal(replayRate(500, undefined), 500);
+  assert.equal(replayRate(500, 3_000), 500);
+  assert.equal(replayRate(500, 420), 200);
+  assert.equal(replayRate(500, 30), 50);
+});
+
+test('the scale-out backlog outlasts every window even at the best rate the sink delay allows', () => {
+  for (const plan of Object.values(plans)) {
+    const perReplica = (plan.smtpPoolSize * 1_000) / plan.scaleDelayMs;
+    const mostConsumed = plan.scaleReplicas.reduce((sum, replicas) => sum + replicas * perReplica * (plan.scaleWindowS + 1 + 3), 0);
+    assert.ok(scaleOutBacklog(plan) > mostConsumed, plan.name);
+  }
+});
