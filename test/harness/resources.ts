@@ -9,7 +9,6 @@ import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { createLogger } from '@notify/platform';
 import { migrate } from '@notify/platform/database';
-import { topology } from '@notify/platform/nats';
 
 export const infrastructure = {
   postgresAdminUrl: process.env['TEST_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -52,7 +51,7 @@ export async function createRunResources(): Promise<RunResources> {
     redisPrefix,
     mailDir,
     async cleanup() {
-      await dropStreams(natsPrefix);
+      await dropPrefixedStreams(infrastructure.natsUrl, natsPrefix);
       await deleteRedisKeys(redisPrefix);
       const client = new pg.Client({ connectionString: infrastructure.postgresAdminUrl });
       await client.connect();
@@ -63,13 +62,15 @@ export async function createRunResources(): Promise<RunResources> {
   };
 }
 
-async function dropStreams(prefix: string): Promise<void> {
-  const connection = await connect({ servers: infrastructure.natsUrl });
+/** Deletes every stream the run created: both work streams, the delivery-limit stream and KV buckets (`KV_<prefix>...`). */
+export async function dropPrefixedStreams(natsUrl: string, prefix: string): Promise<void> {
+  const connection = await connect({ servers: natsUrl });
   try {
     const jsm = await jetstreamManager(connection);
-    const names = topology(prefix);
-    for (const stream of [names.jobsStream, names.eventsStream]) {
-      await jsm.streams.delete(stream).catch(() => false);
+    const owned = [prefix.toUpperCase(), `KV_${prefix.toUpperCase()}`];
+    for await (const stream of jsm.streams.list()) {
+      const name = stream.config.name;
+      if (owned.some((start) => name.startsWith(start))) await jsm.streams.delete(name).catch(() => false);
     }
   } finally {
     await connection.close();
