@@ -50,6 +50,8 @@ test('the gauges follow the mailer consumer: pending, held unacknowledged, and r
     const consumer = await js.consumers.get(names.jobsStream, names.mailerConsumer);
     const taken = [await consumer.next(), await consumer.next()];
     taken[0]?.nak();
+    // The server must have the nak before the next pull, or that pull is served the next new job instead.
+    await nats.flush();
     assert.ok(await consumer.next({ expires: 2_000 }), 'the job handed back is delivered again');
     await eventually(
       async () =>
@@ -58,7 +60,10 @@ test('the gauges follow the mailer consumer: pending, held unacknowledged, and r
         (await value(registry, 'notify_jetstream_consumer_redelivered_messages', names.mailerConsumer)) === 1,
       3_000,
       'three pending, two held, one redelivered',
-    );
+    ).catch(async (error: unknown) => {
+      const seen = await Promise.all(['pending', 'ack_pending', 'redelivered'].map((kind) => value(registry, `notify_jetstream_consumer_${kind}_messages`, names.mailerConsumer)));
+      throw new Error(`${(error as Error).message}; saw pending, held, redelivered = ${seen.join(', ')}`);
+    });
   } finally {
     await metrics.stop();
   }
