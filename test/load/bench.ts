@@ -16,6 +16,7 @@ import { finalCheck, type FinalCheck } from './scenarios/final-check.ts';
 import { runIngest } from './scenarios/ingest.ts';
 import { runReplay } from './scenarios/replay.ts';
 import { benchTemplate } from './scenarios/send-requests.ts';
+import { snapshotCpu } from './system/cpu-usage.ts';
 import { sampleMemory, type MemorySampler } from './system/memory.ts';
 import { startSystemUnderTest, type SystemUnderTest } from './system/system-under-test.ts';
 
@@ -106,6 +107,22 @@ function summarizeAll(): Array<ProfileSummary & { window: string }> {
   return summaries;
 }
 
+function printCpu(measured: Figures): void {
+  const phases: Array<[string, Record<string, number> | undefined]> = [
+    ['accepting at saturation, mailer running', measured.ingest?.saturation?.cpuPerMessage],
+    ['accepting the backlog, mailers stopped', measured.delivery?.preloadCpuPerMessage],
+    ['delivering the backlog (per message sent)', measured.delivery?.drainCpuPerMessage],
+  ];
+  for (const [phase, perMessage] of phases) {
+    if (!perMessage) continue;
+    const parts = Object.entries(perMessage)
+      .filter(([, ms]) => ms >= 0.05)
+      .sort((a, b) => b[1] - a[1])
+      .map(([label, ms]) => `${label} ${ms.toFixed(2)}`);
+    console.log(`\nCPU ms per message, ${phase}:\n  ${parts.join(', ')}`);
+  }
+}
+
 function printProfiles(summaries: ReadonlyArray<ProfileSummary & { window: string }>): void {
   const share = (value: number): string => `${(value * 100).toFixed(1).padStart(5)}%`;
   for (const summary of summaries) {
@@ -133,7 +150,16 @@ try {
   const running = system;
   memory = sampleMemory(() => running.processes());
   machine = await describeMachine(running.db, loadAtStart);
-  const context: BenchContext = { plan, system: running, failures, accepted: 0, abandoned: 0, windows, progress };
+  const context: BenchContext = {
+    plan,
+    system: running,
+    failures,
+    accepted: 0,
+    abandoned: 0,
+    windows,
+    progress,
+    cpu: () => snapshotCpu({ services: () => running.processes(), helpers: [['smtp-sink', running.sink.pid]], db: running.db }),
+  };
 
   figures.ceiling = await runCeiling(context);
   figures.ingest = { paced: [], skippedRates: [] };
@@ -158,6 +184,7 @@ if (machine) {
 }
 console.log(`load average: ${loadAtStart.join(' ')} at start, ${currentLoad().join(' ')} at end (other work on this machine shows here)\n`);
 console.log(renderTable(buildRows(figures)));
+printCpu(figures);
 printProfiles(profiles);
 const file = writeResults();
 console.log(`\nresults: ${relative(process.cwd(), file)}${profileDir ? `\nprofiles: ${relative(process.cwd(), profileDir)}` : ''}`);

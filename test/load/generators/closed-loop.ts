@@ -1,5 +1,6 @@
 // Saturation: autocannon keeps `connections` requests in flight (a new one the moment an answer arrives), for a time
-// or for a number of requests, cycling through the given requests so every API key takes its turn.
+// or for a number of requests (then at most `maxDurationS`), cycling through the given requests so every API key
+// takes its turn.
 import autocannon from 'autocannon';
 import type { LoadResult } from './load-result.ts';
 
@@ -14,24 +15,45 @@ export interface ClosedLoopOptions {
   readonly connections: number;
   /** Run for this long... */
   readonly durationS?: number;
-  /** ...or until this many requests were answered. */
+  /** ...or until this many requests were answered, */
   readonly amount?: number;
+  /** ...but no longer than this. */
+  readonly maxDurationS?: number;
   readonly requests: readonly ClosedLoopRequest[];
 }
 
 export interface ClosedLoopResult extends LoadResult {
   /** Answers per second over the run, any status. */
   readonly answeredPerSecond: number;
+  /**
+   * Requests possibly still in flight when the run was stopped by time (autocannon drops them unanswered): the
+   * system may have accepted them all the same. An upper bound, one per connection.
+   */
+  readonly cutOff: number;
 }
 
 export async function runClosedLoop(options: ClosedLoopOptions): Promise<ClosedLoopResult> {
-  const result = await autocannon({
-    url: options.url,
-    connections: options.connections,
-    ...(options.amount === undefined ? { duration: options.durationS ?? 10 } : { amount: options.amount }),
-    timeout: 10,
-    requests: options.requests.map((spec) => ({ method: 'POST' as const, path: spec.path, headers: { ...spec.headers }, body: spec.body })),
+  let stoppedByTime = options.amount === undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: options.url,
+        connections: options.connections,
+        ...(options.amount === undefined ? { duration: options.durationS ?? 10 } : { amount: options.amount }),
+        timeout: 10,
+        requests: options.requests.map((spec) => ({ method: 'POST' as const, path: spec.path, headers: { ...spec.headers }, body: spec.body })),
+      },
+      (error, done) => (error ? reject(error instanceof Error ? error : new Error(String(error))) : resolve(done)),
+    );
+    if (options.amount !== undefined && options.maxDurationS !== undefined) {
+      timer = setTimeout(() => {
+        stoppedByTime = true;
+        instance.stop();
+      }, options.maxDurationS * 1_000);
+    }
   });
+  clearTimeout(timer);
   const statuses: Record<string, number> = {};
   for (const [status, stats] of Object.entries(result.statusCodeStats ?? {})) statuses[status] = stats.count ?? 0;
   const completed = Object.values(statuses).reduce((sum, count) => sum + count, 0);
@@ -45,5 +67,6 @@ export async function runClosedLoop(options: ClosedLoopOptions): Promise<ClosedL
     // autocannon records whole milliseconds.
     latencyMs: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max, mean: result.latency.mean },
     answeredPerSecond: completed / result.duration,
+    cutOff: stoppedByTime ? options.connections : 0,
   };
 }

@@ -22,11 +22,11 @@ const paced = (rate: number) => ({
 test('the ingest rows judge saturation against the ceiling and p99 at 1,000/s, and a skipped 1,000/s is a miss', () => {
   const rows = buildRows({
     connections: 64,
-    ceiling: { load: { sent: 1, completed: 1, statuses: {}, errors: 0, timeouts: 0, durationS: 1, latencyMs: latency, answeredPerSecond: 10_000 }, perSecond: 10_000 },
+    ceiling: { load: { sent: 1, completed: 1, statuses: {}, errors: 0, timeouts: 0, durationS: 1, latencyMs: latency, answeredPerSecond: 10_000, cutOff: 0 }, perSecond: 10_000 },
     ingest: {
       paced: [paced(500)],
       skippedRates: [1_000, 2_000],
-      saturation: { load: { sent: 1, completed: 1, statuses: {}, errors: 0, timeouts: 0, durationS: 1, latencyMs: latency, answeredPerSecond: 2_500 }, acceptedPerSecond: 2_500, queuedToSent: { messages: 1, p50Ms: 1, p99Ms: 1 }, settled: { total: 1, sent: 1, failed: 0, pending: 0, waitedS: 0 } },
+      saturation: { load: { sent: 1, completed: 1, statuses: {}, errors: 0, timeouts: 0, durationS: 1, latencyMs: latency, answeredPerSecond: 2_500, cutOff: 0 }, acceptedPerSecond: 2_500, cpuPerMessage: {}, queuedToSent: { messages: 1, p50Ms: 1, p99Ms: 1 }, settled: { total: 1, sent: 1, failed: 0, pending: 0, waitedS: 0 } },
     },
   });
   const byFigure = new Map(rows.map((row) => [row.figure, row]));

@@ -2,6 +2,7 @@
 // progress and the time windows the CPU profiles are cut to.
 import type { LoadResult } from '../generators/load-result.ts';
 import { count5xx } from '../generators/load-result.ts';
+import type { CpuSnapshot } from '../system/cpu-usage.ts';
 import type { SystemUnderTest } from '../system/system-under-test.ts';
 
 export interface BenchPlan {
@@ -20,6 +21,8 @@ export interface BenchPlan {
   readonly replayRate: number;
   readonly replayS: number;
   readonly deliveryMessages: number;
+  /** The delivery backlog is accepted for at most this long: a system far below the targets gets fewer messages. */
+  readonly deliveryPreloadMaxS: number;
   /** Mailer settings, set explicitly so the raw nodemailer baseline uses the very same. */
   readonly mailerConcurrency: number;
   readonly smtpPoolSize: number;
@@ -49,6 +52,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     replayRate: 500,
     replayS: 10,
     deliveryMessages: 20_000,
+    deliveryPreloadMaxS: 75,
     mailerConcurrency: 32,
     smtpPoolSize: 5,
     scaleReplicas: [1, 2, 4],
@@ -61,7 +65,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
   quick: {
     name: 'quick',
     connections: 64,
-    tenants: 50,
+    tenants: 20,
     ceilingS: 3,
     warmupRate: 200,
     warmupS: 1,
@@ -72,6 +76,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     replayRate: 500,
     replayS: 3,
     deliveryMessages: 2_000,
+    deliveryPreloadMaxS: 20,
     mailerConcurrency: 32,
     smtpPoolSize: 5,
     scaleReplicas: [1, 2, 4],
@@ -104,6 +109,8 @@ export interface BenchContext {
   abandoned: number;
   readonly windows: TimeWindow[];
   progress(line: string): void;
+  /** CPU time used so far per process group (see system/cpu-usage.ts). */
+  cpu(): Promise<CpuSnapshot>;
 }
 
 export function monotonicUs(): number {
@@ -125,9 +132,9 @@ export async function inWindow<T>(context: BenchContext, label: string, work: ()
  * it too, except where `timeoutsAllowed` (open-loop runs at a fixed rate: there the client's queue grows when the
  * offered rate is above what the system sustains, and the run is reported as not sustained instead).
  */
-export function requireAnswers(context: BenchContext, what: string, result: LoadResult, options: { timeoutsAllowed?: boolean } = {}): void {
+export function requireAnswers(context: BenchContext, what: string, result: LoadResult & { readonly cutOff?: number }, options: { timeoutsAllowed?: boolean } = {}): void {
   const serverErrors = count5xx(result);
-  context.abandoned += result.timeouts + result.errors;
+  context.abandoned += result.timeouts + result.errors + (result.cutOff ?? 0);
   if (serverErrors > 0) context.failures.push(`${what}: ${serverErrors} responses with a 5xx status (${JSON.stringify(result.statuses)})`);
   if (result.errors > 0) context.failures.push(`${what}: ${result.errors} requests lost their connection without an answer`);
   if (result.timeouts > 0 && !options.timeoutsAllowed) context.failures.push(`${what}: ${result.timeouts} requests unanswered within the deadline`);

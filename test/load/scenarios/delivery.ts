@@ -1,10 +1,12 @@
 // Delivery end to end. With every mailer stopped, a backlog is accepted through the API (its jobs wait in JetStream):
-// N messages for the delivery figure plus what the scale-out windows will take. Raw pooled nodemailer into the same
+// N messages for the delivery figure plus what the scale-out windows will take, or what the system accepts within
+// `deliveryPreloadMaxS` if that is less (a system far below its targets would otherwise hold the bench for many minutes). Raw pooled nodemailer into the same
 // sink, same pool and concurrency, gives the baseline; the scale-out windows run (slow sink); then the sink is made
 // fast again, one mailer starts, and the bench measures from the `sent` events in the database how fast the rest,
 // at least N messages, reach the sink.
 import { runClosedLoop, type ClosedLoopResult } from '../generators/closed-loop.ts';
 import { countOf } from '../generators/load-result.ts';
+import { cpuPerMessage } from '../system/cpu-usage.ts';
 import { inWindow, requireAnswers, type BenchContext } from './context.ts';
 import { lastMessageId, sentSpan, waitSettled, type DeliveryState, type SentSpan } from './message-progress.ts';
 import { sendRaw, type RawSendResult } from './raw-nodemailer.ts';
@@ -17,6 +19,10 @@ export interface DeliveryResult {
   /** Accepting the backlog with every mailer stopped: ingest at saturation without delivery competing for CPU. */
   readonly preload: ClosedLoopResult;
   readonly preloadAcceptedPerSecond: number;
+  /** CPU milliseconds per accepted message while the backlog was accepted (no mailer running). */
+  readonly preloadCpuPerMessage: Record<string, number>;
+  /** CPU milliseconds per delivered message during the drain. */
+  readonly drainCpuPerMessage: Record<string, number>;
   readonly raw: RawSendResult;
   readonly notify: SentSpan;
   /** From the mailer's start until every message was recorded as sent in the database. */
@@ -41,7 +47,15 @@ export async function runDelivery(context: BenchContext, into: { delivery?: Deli
   const backlog = plan.deliveryMessages + scaleOutBacklog(plan);
   context.progress(`delivery: accepting a backlog of ${backlog.toLocaleString('en-US')} messages with every mailer stopped`);
   const after = await lastMessageId(system.db);
-  const preload = await runClosedLoop({ url: system.gatewayUrl, connections: plan.connections, amount: backlog, requests: closedLoopRequests(system.tenants) });
+  const preloadCpuBefore = await context.cpu();
+  const preload = await runClosedLoop({
+    url: system.gatewayUrl,
+    connections: plan.connections,
+    amount: backlog,
+    maxDurationS: plan.deliveryPreloadMaxS,
+    requests: closedLoopRequests(system.tenants),
+  });
+  const preloadCpuPerMessage = cpuPerMessage(preloadCpuBefore, await context.cpu(), countOf(preload, 202));
   requireAnswers(context, 'delivery backlog', preload);
   context.accepted += countOf(preload, 202);
   const preloadAcceptedPerSecond = countOf(preload, 202) / preload.durationS;
@@ -51,7 +65,9 @@ export async function runDelivery(context: BenchContext, into: { delivery?: Deli
   const unpublished = await waitOutboxEmpty(context, 15_000);
   if (unpublished > 0) context.progress(`delivery: ${unpublished} jobs still in the outbox`);
 
-  const messages = plan.deliveryMessages;
+  // The baseline sends as many mails as the drain will deliver (the backlog less what the scale-out may take).
+  const messages = Math.max(1_000, Math.min(plan.deliveryMessages, countOf(preload, 202) - scaleOutBacklog(plan)));
+  if (messages < plan.deliveryMessages) context.progress(`delivery: the backlog was cut at ${plan.deliveryPreloadMaxS} s; about ${messages.toLocaleString('en-US')} messages for the drain`);
   context.progress(`delivery baseline: raw nodemailer, ${messages.toLocaleString('en-US')} mails, pool ${plan.smtpPoolSize}, ${plan.mailerConcurrency} in flight`);
   const raw = await sendRaw({ port: system.sink.port, messages, poolSize: plan.smtpPoolSize, concurrency: plan.mailerConcurrency });
   context.progress(`  ${Math.round(raw.perSecond)}/s`);
@@ -62,6 +78,7 @@ export async function runDelivery(context: BenchContext, into: { delivery?: Deli
 
   context.progress('delivery: one mailer drains the rest of the backlog');
   const drainStarted = new Date();
+  const drainCpuBefore = await context.cpu();
   const settled = await inWindow(context, 'delivery', async () => {
     await system.startMailers([0]);
     return waitSettled(system.db, range, plan.settleTimeoutMs);
@@ -69,6 +86,7 @@ export async function runDelivery(context: BenchContext, into: { delivery?: Deli
   if (settled.failed > 0) context.failures.push(`delivery: ${settled.failed} messages failed`);
   if (settled.pending > 0) context.progress(`delivery: ${settled.pending} messages undelivered after ${Math.round(settled.waitedS)} s; checked again at the end`);
   const notify = await sentSpan(system.db, range, drainStarted);
+  const drainCpuPerMessage = cpuPerMessage(drainCpuBefore, await context.cpu(), notify.messages);
   context.progress(`  ${Math.round(notify.perSecond)}/s over ${notify.messages.toLocaleString('en-US')} messages; all recorded as sent ${settled.waitedS.toFixed(1)} s after the mailer started`);
-  into.delivery = { messages: notify.messages, preload, preloadAcceptedPerSecond, raw, notify, settled };
+  into.delivery = { messages: notify.messages, preload, preloadAcceptedPerSecond, preloadCpuPerMessage, drainCpuPerMessage, raw, notify, settled };
 }

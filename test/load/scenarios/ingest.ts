@@ -5,6 +5,7 @@
 import { runClosedLoop, type ClosedLoopResult } from '../generators/closed-loop.ts';
 import { count5xx, countOf } from '../generators/load-result.ts';
 import { runPaced, type PacedLoadResult } from '../generators/paced-load.ts';
+import { cpuPerMessage } from '../system/cpu-usage.ts';
 import { inWindow, requireAnswers, type BenchContext } from './context.ts';
 import { lastMessageId, queuedToSent, quietMessageId, waitSettled, type DeliveryState, type QueuedToSent } from './message-progress.ts';
 import { closedLoopRequests, pacedRequests } from './send-requests.ts';
@@ -24,6 +25,8 @@ export interface PacedIngest {
 
 export interface SaturatedIngest {
   readonly load: ClosedLoopResult;
+  /** CPU milliseconds per accepted message, per process group, during the run. */
+  readonly cpuPerMessage: Record<string, number>;
   readonly acceptedPerSecond: number;
   readonly queuedToSent: QueuedToSent;
   readonly settled: Settled;
@@ -87,13 +90,15 @@ export async function runIngest(context: BenchContext, into: IngestResult): Prom
 
   context.progress(`ingest at saturation: ${plan.connections} connections for ${plan.saturationS} s`);
   const after = await lastMessageId(system.db);
+  const cpuBefore = await context.cpu();
   const load = await inWindow(context, 'ingest', () =>
     runClosedLoop({ url, connections: plan.connections, durationS: plan.saturationS, requests: closedLoopRequests(system.tenants) }),
   );
+  const cpu = cpuPerMessage(cpuBefore, await context.cpu(), countOf(load, 202));
   requireAnswers(context, 'ingest at saturation', load);
   context.accepted += countOf(load, 202);
   const acceptedPerSecond = countOf(load, 202) / load.durationS;
   context.progress(`  accepted ${Math.round(acceptedPerSecond)}/s, latency p50 ${load.latencyMs.p50} ms, p99 ${load.latencyMs.p99} ms`);
   const delivered = await settle(context, 'ingest at saturation', after);
-  into.saturation = { load, acceptedPerSecond, ...delivered };
+  into.saturation = { load, acceptedPerSecond, cpuPerMessage: cpu, ...delivered };
 }

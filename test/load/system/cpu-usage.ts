@@ -1,0 +1,89 @@
+// Where the machine's CPU time goes during a scenario, per process group: each service, this run's PostgreSQL
+// backends, the shared NATS and Redis servers, the bench itself, and the rest of the machine (other work that shares
+// it). Divided by the messages accepted, it says what one message costs and what limits the figure.
+import { readdirSync, readFileSync } from 'node:fs';
+import type pg from 'pg';
+
+/** Kernel clock ticks per second for /proc/<pid>/stat and /proc/stat times (USER_HZ, 100 on Linux). */
+const ticksPerSecond = 100;
+
+export type CpuSnapshot = ReadonlyMap<string, number>;
+
+export interface CpuSources {
+  /** Service processes as [label, pid]. */
+  readonly services: () => ReadonlyArray<readonly [string, number]>;
+  /** Other processes of the bench as [label, pid] (the SMTP sink). */
+  readonly helpers: ReadonlyArray<readonly [string, number | undefined]>;
+  readonly db: pg.Pool;
+}
+
+function processMs(pid: number): number {
+  try {
+    // Fields after the command name (which may contain spaces) start at field 3; utime and stime are fields 14 and 15.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1_000) / ticksPerSecond;
+  } catch {
+    return 0; // exited
+  }
+}
+
+/** Busy time of the whole machine (all CPUs), from the first line of /proc/stat. */
+function machineBusyMs(): number {
+  const [, ...values] = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/);
+  const [user, nice, system, , , irq, softirq, steal] = values.map(Number);
+  return (((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0)) * 1_000) / ticksPerSecond;
+}
+
+/** The machine's shared servers: the NATS on 4222 and the Redis on 6379 the run uses (private test instances excluded). */
+function sharedServers(): Array<[string, number]> {
+  const found: Array<[string, number]> = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      if (/nats-server/.test(command) && /-p 4222\b/.test(command)) found.push(['nats-server', Number(entry)]);
+      else if (/redis-server/.test(command) && /:6379\b/.test(command)) found.push(['redis-server', Number(entry)]);
+    } catch {
+      // exited while listed
+    }
+  }
+  return found;
+}
+
+async function postgresBackends(db: pg.Pool): Promise<number[]> {
+  const { rows } = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
+  return rows.map((row) => row.pid);
+}
+
+export async function snapshotCpu(sources: CpuSources): Promise<CpuSnapshot> {
+  const totals = new Map<string, number>();
+  const add = (label: string, ms: number): void => void totals.set(label, (totals.get(label) ?? 0) + ms);
+  for (const [label, pid] of sources.services()) add(label, processMs(pid));
+  for (const [label, pid] of sources.helpers) if (pid !== undefined) add(label, processMs(pid));
+  for (const pid of await postgresBackends(sources.db)) add('postgres (this run)', processMs(pid));
+  for (const [label, pid] of sharedServers()) add(label, processMs(pid));
+  add('bench (load generator)', processMs(process.pid));
+  add('machine', machineBusyMs());
+  return totals;
+}
+
+/**
+ * CPU milliseconds per accepted message between two snapshots, per group, plus `other`: machine time no group
+ * accounts for (other users of the machine, PostgreSQL's background writers, the kernel). A group missing from the
+ * first snapshot (a process started in between) counts from zero.
+ */
+export function cpuPerMessage(before: CpuSnapshot, after: CpuSnapshot, messages: number): Record<string, number> {
+  const perMessage: Record<string, number> = {};
+  let accounted = 0;
+  for (const [label, ms] of after) {
+    if (label === 'machine') continue;
+    const used = Math.max(0, ms - (before.get(label) ?? 0));
+    accounted += used;
+    perMessage[label] = used / Math.max(1, messages);
+  }
+  const machine = (after.get('machine') ?? 0) - (before.get('machine') ?? 0);
+  perMessage['other (not this run)'] = Math.max(0, machine - accounted) / Math.max(1, messages);
+  perMessage['machine total'] = machine / Math.max(1, messages);
+  return perMessage;
+}
