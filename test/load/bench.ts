@@ -6,6 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import type { LoadResult } from './generators/load-result.ts';
 import { currentLoad, describeMachine, type MachineDescription } from './report/machine.ts';
 import { readProfiles, summarizeProfiles, type ProfileSummary } from './report/profile-summary.ts';
 import { buildRows, renderTable, type Figures } from './report/rows.ts';
@@ -107,6 +108,26 @@ function summarizeAll(): Array<ProfileSummary & { window: string }> {
   return summaries;
 }
 
+/** Every load run's answers other than 202, so refusals (409, 429...) are visible even when they are not failures. */
+function printOtherAnswers(measured: Figures): void {
+  const runs: Array<[string, LoadResult | undefined]> = [
+    ['ceiling', measured.ceiling?.load],
+    ...(measured.ingest?.paced ?? []).map((run): [string, LoadResult] => [`ingest ${run.rate}/s`, run.load]),
+    ['ingest saturation', measured.ingest?.saturation?.load],
+    ['replay keys', measured.replay?.create],
+    ['replays', measured.replay?.replay],
+    ['delivery backlog', measured.delivery?.preload],
+  ];
+  const lines = runs.flatMap(([name, load]) => {
+    if (!load) return [];
+    const other = Object.entries(load.statuses).filter(([status]) => status !== '202');
+    const unanswered = load.timeouts + load.errors;
+    if (other.length === 0 && unanswered === 0) return [];
+    return [`  ${name}: ${[...other.map(([status, count]) => `${count} x ${status}`), ...(unanswered > 0 ? [`${unanswered} unanswered`] : [])].join(', ')}`];
+  });
+  console.log(lines.length === 0 ? '\nanswers other than 202: none' : `\nanswers other than 202:\n${lines.join('\n')}`);
+}
+
 function printCpu(measured: Figures): void {
   const phases: Array<[string, Record<string, number> | undefined]> = [
     ['accepting at saturation, mailer running', measured.ingest?.saturation?.cpuPerMessage],
@@ -184,6 +205,7 @@ if (machine) {
 }
 console.log(`load average: ${loadAtStart.join(' ')} at start, ${currentLoad().join(' ')} at end (other work on this machine shows here)\n`);
 console.log(renderTable(buildRows(figures)));
+printOtherAnswers(figures);
 printCpu(figures);
 printProfiles(profiles);
 const file = writeResults();
@@ -192,6 +214,6 @@ if (failures.length > 0) {
   console.log(`\nFAILED:\n${failures.map((failure) => `  - ${failure}`).join('\n')}`);
   process.exitCode = 1;
 } else {
-  console.log('\nno 5xx, no unanswered request, no lost message');
+  console.log('\npassed: no 5xx, no lost connection, no lost message (misses and requests left unanswered at an unsustainable fixed rate are reported above)');
 }
 process.exit();

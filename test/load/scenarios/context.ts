@@ -76,7 +76,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     replayRate: 500,
     replayS: 3,
     deliveryMessages: 2_000,
-    deliveryPreloadMaxS: 20,
+    deliveryPreloadMaxS: 12,
     mailerConcurrency: 32,
     smtpPoolSize: 5,
     scaleReplicas: [1, 2, 4],
