@@ -1,6 +1,6 @@
 // The API key format: `nk_<16 lowercase hex>.<secret>`, secret = 32 random bytes in base64url.
 // The prefix is public and indexed; only SHA-256 of the secret is stored, so a database leak reveals no usable key.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export interface ParsedApiKey {
   /** `nk_` and 16 hex characters: the lookup handle, safe to show and log. */
@@ -27,7 +27,7 @@ export function parseApiKey(apiKey: string): ParsedApiKey | undefined {
 }
 
 export function hashSecret(secret: string): Buffer {
-  return createHash('sha256').update(secret, 'utf8').digest();
+  return hash('sha256', secret, 'buffer');
 }
 
 /** Constant-time comparison of the presented secret with the stored hash. */

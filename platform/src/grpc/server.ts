@@ -1,6 +1,6 @@
 // gRPC server with the cross-cutting concerns as interceptors: internal-token check, metrics, logging of unexpected errors,
 // grpc.health.v1, and graceful shutdown (NOT_SERVING first, then drain in-flight calls).
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { MethodDefinition } from '@grpc/proto-loader';
 import { HealthImplementation } from 'grpc-health-check';
@@ -21,7 +21,7 @@ export type AsyncHandlers<D> = {
 /** The named methods of a generated service definition, without its `[index: string]` signature. */
 export type KnownMethods<D> = { [K in keyof D as string extends K ? never : K]: D[K] };
 
-const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
+const digest = (value: string): Buffer => hash('sha256', value, 'buffer');
 
 function serviceOf(path: string): string {
   return path.split('/')[1] ?? '';

@@ -37,6 +37,8 @@ export async function connectNats(servers: string, name: string, logger: Logger)
     name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
+    // Otherwise every request (each JetStream publish and ack) builds an Error, with its stack, in case it fails.
+    noAsyncTraces: true,
   });
   void (async () => {
     for await (const status of connection.status()) {
