@@ -6,7 +6,7 @@ import { dispatchProto } from '@notify/proto';
 import { deadLetterAdminHandlers } from './dead-letters/dead-letter-admin.ts';
 import { checkIdempotency } from './idempotency/idempotency-check.ts';
 import { getMessage, listMessages } from './messages/queries.ts';
-import { send, type SendDeps } from './messages/send.ts';
+import { createSendHandler, type SendDeps } from './messages/send.ts';
 import { panelServiceHandlers } from './panel/panel-service.ts';
 import type { LiquidSyntax } from './templates/liquid-syntax.ts';
 import { templateAdminHandlers } from './templates/template-admin.ts';
@@ -19,10 +19,11 @@ export interface ServiceDeps extends SendDeps {
 }
 
 export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void {
+  const send = createSendHandler(deps);
   server.add(
     dispatchProto.DispatchService.service,
     {
-      Send: (request) => send(deps, request),
+      Send: send,
       GetMessage: (request) => getMessage(deps.pool, request),
       ListMessages: (request) => listMessages(deps.pool, request),
       CheckIdempotency: (request) => checkIdempotency(deps, request),

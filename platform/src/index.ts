@@ -6,6 +6,7 @@ export { createLogger, redactedPaths, type Logger } from './logger.ts';
 export { Lifecycle, ShutdownPriority } from './lifecycle.ts';
 export { Counter, Gauge, Histogram, checkReadiness, createRegistry, degradable, startOpsServer, type OpsServer, type Readiness, type ReadinessCheck, type ReadinessState, type Registry } from './metrics.ts';
 export { commonConfig, runService, type ServiceContext } from './service.ts';
+export { Batcher, type BatcherOptions } from './batcher.ts';
 export { GrpcServer, type AsyncHandlers } from './grpc/server.ts';
 export { GrpcClient, channelOptions, type GrpcClientOptions } from './grpc/client.ts';
 export { RemoteError, toGrpcFailure } from './grpc/errors.ts';

@@ -240,7 +240,7 @@ test('while the first request is in flight the same key is 409 idempotency_key_i
     );
     first = sendWithKey(tenant, key, body());
     await waitFor(
-      async () => ((await count(`pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%organization_usage%'`, [])) > 0 ? true : undefined),
+      async () => ((await count(`pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%usage%'`, [])) > 0 ? true : undefined),
       { timeoutMs: 1_500, intervalMs: 10, what: 'the first request to wait inside its transaction' },
     );
     for (const payload of [body(), body({ to: 'grace@example.com' })]) {

@@ -129,8 +129,12 @@ export function startDeliveryLimitConsumer(deps: DeliveryLimitDeps): DurableCons
     js: deps.js,
     stream: deps.limits.stream,
     consumer: deps.limits.consumer,
+    // One advisory at a time per handler, four at once: each makes its own JetStream calls and its own transaction.
+    batchSize: 1,
     concurrency: 4,
     logger: deps.logger,
-    handle: (message) => handle(deps, message),
+    handle: async (messages) => {
+      for (const message of messages) await handle(deps, message);
+    },
   });
 }

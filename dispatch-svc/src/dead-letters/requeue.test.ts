@@ -24,17 +24,7 @@ after(async () => {
   await h?.close();
 });
 
-async function newMessage(): Promise<number> {
-  const response = await h.dispatch.call('Send', {
-    projectId: h.ids.projectId,
-    organizationId: h.ids.organizationId,
-    apiKeyId: h.ids.apiKeyId,
-    template: 'welcome',
-    to: 'ada@example.com',
-    dataJson: '{"name":"Ada"}',
-  });
-  return response.messageId;
-}
+const newMessage = (): Promise<number> => h.acceptMessage({ dataJson: '{"name":"Ada"}' });
 
 const apply = (messageId: number, state: DeliveryEvent['state'], attempt: number, extra: Partial<DeliveryEvent> = {}) =>
   applyDeliveryEvent(h.pool, { messageId, state, attempt, occurredAt: new Date().toISOString(), ...extra });

@@ -9,7 +9,7 @@ import { withTransaction, type Pool, type PoolClient } from '@notify/platform/da
 import { reopen, type MessageProgress } from '../events/state-machine.ts';
 import type { QueuedJob } from '../outbox/delivery-job.ts';
 import type { JobPublisher } from '../outbox/job-publisher.ts';
-import { deleteOutboxRow, replaceOutboxRow } from '../outbox/outbox-store.ts';
+import { deleteOutboxRows, replaceOutboxRow } from '../outbox/outbox-store.ts';
 import type { DispatchMetrics } from '../metrics.ts';
 
 export interface RequeueDeps {
@@ -120,7 +120,7 @@ async function publishAll(deps: RequeueDeps, jobs: readonly QueuedJob[]): Promis
     jobs.map(async (job) => {
       try {
         await deps.publisher.publish(job, 'direct');
-        await deleteOutboxRow(deps.pool, job.messageId);
+        await deleteOutboxRows(deps.pool, [job.messageId]);
       } catch (error) {
         deps.logger.warn({ err: error, messageId: job.messageId }, 're-queued job not confirmed by JetStream; the outbox relay will publish it');
       }

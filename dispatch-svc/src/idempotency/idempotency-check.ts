@@ -2,11 +2,11 @@
 // so the gateway asks here first. Nothing is written; Send judges the key again, under its lock, when it accepts.
 import { status } from '@grpc/grpc-js';
 import { UserError } from '@notify/platform';
-import { withTransaction, type Pool } from '@notify/platform/database';
+import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 import type { DispatchMetrics } from '../metrics.ts';
 import { toSendResponse } from '../messages/send.ts';
-import { findIdempotencyRecord, tryLockIdempotencyKey } from './idempotency-store.ts';
+import { peekIdempotencyKey } from './idempotency-store.ts';
 import { idempotencyKeyInUse, idempotencyKeyMismatch } from './idempotency-refusals.ts';
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -26,18 +26,16 @@ export async function checkIdempotency(
   validate(request);
   const { projectId, fingerprint } = request;
   const key = request.idempotencyKey.toLowerCase();
-  const replay = await withTransaction(deps.pool, async (client) => {
-    // The record first: once the first request committed it answers every later one, whoever holds the lock.
-    const record = await findIdempotencyRecord(client, projectId, key);
-    if (record && !record.expired) {
-      if (record.fingerprint !== fingerprint) throw idempotencyKeyMismatch();
-      return toSendResponse(record.response, true);
-    }
-    // No live record: the key is free unless a request holding it is being processed now. The lock taken to find out
-    // is this transaction's and ends with it a moment later.
-    if (!(await tryLockIdempotencyKey(client, projectId, key))) throw idempotencyKeyInUse();
-    return null;
-  });
+  // One round trip: the record first, since once the first request committed it answers every later one, whoever
+  // holds the lock; without a live record the key is free unless a request holding it is being processed now.
+  const { record, free } = await peekIdempotencyKey(deps.pool, { projectId, idempotencyKey: key });
+  let replay: dispatch.SendResponse__Output | null = null;
+  if (record && !record.expired) {
+    if (record.fingerprint !== fingerprint) throw idempotencyKeyMismatch();
+    replay = toSendResponse(record.response, true);
+  } else if (free !== true) {
+    throw idempotencyKeyInUse();
+  }
   if (replay) deps.metrics.messagesReplayed.inc();
   return { replay };
 }

@@ -1,7 +1,7 @@
 // Idempotency records: the first accepted response of a (project, Idempotency-Key), kept for NOTIFY_IDEMPOTENCY_TTL,
 // and the transaction-scoped advisory lock that makes a second request with the same key wait its turn or be refused.
-import { createHash } from 'node:crypto';
-import type { PoolClient } from '@notify/platform/database';
+import { hash } from 'node:crypto';
+import type { Pool, PoolClient } from '@notify/platform/database';
 
 /** The 202 body as the public API returns it (snake_case), stored so a replay answers exactly the same. */
 export interface StoredResponse {
@@ -22,49 +22,94 @@ export interface IdempotencyRecord {
  * in decimal. The namespace keeps it apart from other advisory locks on the same database (node-pg-migrate's).
  */
 export function idempotencyLockKey(projectId: number, idempotencyKey: string): string {
-  const digest = createHash('sha256').update(`notify.idempotency:${projectId}:${idempotencyKey.toLowerCase()}`).digest();
+  const digest = hash('sha256', `notify.idempotency:${projectId}:${idempotencyKey.toLowerCase()}`, 'buffer');
   return digest.readBigInt64BE(0).toString();
 }
 
+/** One (project, Idempotency-Key) of a send; the key lower-cased. */
+export interface ProjectKey {
+  readonly projectId: number;
+  readonly idempotencyKey: string;
+}
+
 /**
- * Takes the key's lock for the rest of the transaction without waiting. False means another request with the same
- * key is being processed right now: the caller answers "in use" rather than queueing behind it.
+ * Takes each key's lock for the rest of the transaction without waiting. False means another request with the same
+ * key is being processed right now: the caller answers "in use" rather than queueing behind it. In the order given.
  */
-export async function tryLockIdempotencyKey(client: PoolClient, projectId: number, idempotencyKey: string): Promise<boolean> {
+export async function tryLockIdempotencyKeys(client: PoolClient, keys: readonly ProjectKey[]): Promise<boolean[]> {
   const result = await client.query<{ locked: boolean }>({
-    name: 'idempotency-lock',
-    text: 'SELECT pg_try_advisory_xact_lock($1::bigint) AS locked',
-    values: [idempotencyLockKey(projectId, idempotencyKey)],
+    name: 'idempotency-lock-many',
+    text: `SELECT pg_try_advisory_xact_lock(lock_key) AS locked
+             FROM unnest($1::bigint[]) WITH ORDINALITY AS wanted(lock_key, position) ORDER BY position`,
+    values: [keys.map((key) => idempotencyLockKey(key.projectId, key.idempotencyKey))],
   });
-  return result.rows[0]?.locked === true;
+  return result.rows.map((row) => row.locked === true);
 }
 
-export async function findIdempotencyRecord(client: PoolClient, projectId: number, idempotencyKey: string): Promise<IdempotencyRecord | undefined> {
-  const result = await client.query<{ fingerprint: string; response: StoredResponse; expired: boolean }>({
-    name: 'idempotency-find',
-    text: `SELECT fingerprint, response, expires_at <= now() AS expired
-             FROM idempotency_keys WHERE project_id = $1 AND idempotency_key = $2`,
-    values: [projectId, idempotencyKey],
+export const projectKeyId = (key: ProjectKey): string => `${key.projectId}/${key.idempotencyKey}`;
+
+/**
+ * The records of these keys that exist, keyed by projectKeyId. Read in a statement of its own after the locks were
+ * taken, so that it sees what a request that held one of them committed.
+ */
+export async function findIdempotencyRecords(client: PoolClient, keys: readonly ProjectKey[]): Promise<Map<string, IdempotencyRecord>> {
+  const result = await client.query<IdempotencyRecord & ProjectKey>({
+    name: 'idempotency-find-many',
+    text: `SELECT project_id AS "projectId", idempotency_key AS "idempotencyKey", fingerprint, response, expires_at <= now() AS expired
+             FROM idempotency_keys
+            WHERE (project_id, idempotency_key) IN (SELECT * FROM unnest($1::bigint[], $2::uuid[]))`,
+    values: [keys.map((key) => key.projectId), keys.map((key) => key.idempotencyKey)],
   });
-  return result.rows[0];
+  return new Map(result.rows.map((row) => [projectKeyId(row), row]));
 }
 
-export async function deleteIdempotencyRecord(client: PoolClient, projectId: number, idempotencyKey: string): Promise<void> {
+export interface NewIdempotencyRecord extends ProjectKey {
+  readonly fingerprint: string;
+  readonly messageId: number;
+  readonly response: StoredResponse;
+}
+
+/**
+ * Stores the records of newly accepted messages. The caller holds each key's lock and saw no live record, so a row
+ * already there is an expired one, which this replaces.
+ */
+export async function saveIdempotencyRecords(client: PoolClient, records: readonly NewIdempotencyRecord[], ttlMs: number): Promise<void> {
   await client.query({
-    name: 'idempotency-delete',
-    text: 'DELETE FROM idempotency_keys WHERE project_id = $1 AND idempotency_key = $2',
-    values: [projectId, idempotencyKey],
-  });
-}
-
-export async function insertIdempotencyRecord(
-  client: PoolClient,
-  record: { projectId: number; idempotencyKey: string; fingerprint: string; messageId: number; response: StoredResponse; ttlMs: number },
-): Promise<void> {
-  await client.query({
-    name: 'idempotency-insert',
+    name: 'idempotency-save-many',
     text: `INSERT INTO idempotency_keys (project_id, idempotency_key, fingerprint, message_id, response, expires_at)
-           VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 millisecond')`,
-    values: [record.projectId, record.idempotencyKey, record.fingerprint, record.messageId, JSON.stringify(record.response), record.ttlMs],
+           SELECT project_id, idempotency_key, fingerprint, message_id, response, now() + $6 * interval '1 millisecond'
+             FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bigint[], $5::jsonb[])
+                  AS record(project_id, idempotency_key, fingerprint, message_id, response)
+           ON CONFLICT (project_id, idempotency_key) DO UPDATE
+              SET fingerprint = EXCLUDED.fingerprint, message_id = EXCLUDED.message_id, response = EXCLUDED.response,
+                  created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`,
+    values: [
+      records.map((r) => r.projectId),
+      records.map((r) => r.idempotencyKey),
+      records.map((r) => r.fingerprint),
+      records.map((r) => r.messageId),
+      records.map((r) => JSON.stringify(r.response)),
+      ttlMs,
+    ],
   });
+}
+
+/**
+ * CheckIdempotency's question in one statement: the live record of the key, if any, and otherwise whether its lock is
+ * free right now (taken and, the statement being its own transaction, released at once). `free` is null when there is
+ * a live record.
+ */
+export async function peekIdempotencyKey(pool: Pool, key: ProjectKey): Promise<{ record: IdempotencyRecord | undefined; free: boolean | null }> {
+  const result = await pool.query<{ fingerprint: string | null; response: StoredResponse | null; expired: boolean | null; free: boolean | null }>({
+    name: 'idempotency-peek',
+    text: `SELECT record.fingerprint, record.response, record.expires_at <= now() AS expired,
+                  CASE WHEN record.expires_at IS NULL OR record.expires_at <= now() THEN pg_try_advisory_xact_lock($3::bigint) END AS free
+             FROM (SELECT 1) AS one
+             LEFT JOIN idempotency_keys AS record ON record.project_id = $1 AND record.idempotency_key = $2`,
+    values: [key.projectId, key.idempotencyKey, idempotencyLockKey(key.projectId, key.idempotencyKey)],
+  });
+  const row = result.rows[0];
+  if (!row) throw new Error('the idempotency peek returned no row');
+  const record = row.fingerprint !== null && row.response !== null ? { fingerprint: row.fingerprint, response: row.response, expired: row.expired === true } : undefined;
+  return { record, free: row.free };
 }

@@ -15,34 +15,49 @@ export interface NewMessage {
 }
 
 /**
- * Inserts the message in state `queued` and records that transition in message_events (attempt 0), so a message's
- * history starts where its life does. Returns the new id and the acceptance time.
+ * Inserts the messages in state `queued` and records that transition in message_events (attempt 0), so a message's
+ * history starts where its life does. Returns each new id and the acceptance time, in the order given.
  */
-export async function insertMessage(client: PoolClient, message: NewMessage): Promise<{ id: number; createdAt: Date }> {
-  const result = await client.query<{ id: number; createdAt: Date }>({
-    name: 'message-insert',
+export async function insertMessages(client: PoolClient, messages: readonly NewMessage[]): Promise<{ id: number; createdAt: Date }[]> {
+  const column = <K extends keyof NewMessage>(key: K): NewMessage[K][] => messages.map((message) => message[key]);
+  const result = await client.query<{ id: number; createdAt: Date; celeryTaskId: string }>({
+    name: 'message-insert-many',
     text: `WITH message AS (
              INSERT INTO messages (project_id, organization_id, api_key_id, template_id, template_slug, template_version,
                                    recipient, data, celery_task_id, idempotency_key)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-             RETURNING id, created_at)
-           INSERT INTO message_events (message_id, state, attempt, occurred_at)
-           SELECT id, 'queued', 0, created_at FROM message
-           RETURNING message_id AS id, occurred_at AS "createdAt"`,
+             SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[],
+                                  $7::text[], $8::jsonb[], $9::uuid[], $10::uuid[])
+             RETURNING id, created_at, celery_task_id),
+           event AS (
+             INSERT INTO message_events (message_id, state, attempt, occurred_at)
+             SELECT id, 'queued', 0, created_at FROM message)
+           SELECT id, created_at AS "createdAt", celery_task_id AS "celeryTaskId" FROM message`,
     values: [
-      message.projectId,
-      message.organizationId,
-      message.apiKeyId,
-      message.templateId,
-      message.templateSlug,
-      message.templateVersion,
-      message.recipient,
-      JSON.stringify(message.data),
-      message.celeryTaskId,
-      message.idempotencyKey,
+      column('projectId'),
+      column('organizationId'),
+      column('apiKeyId'),
+      column('templateId'),
+      column('templateSlug'),
+      column('templateVersion'),
+      column('recipient'),
+      messages.map((message) => JSON.stringify(message.data)),
+      column('celeryTaskId'),
+      column('idempotencyKey'),
     ],
   });
-  const row = result.rows[0];
-  if (!row) throw new Error('INSERT ... RETURNING returned no row');
-  return row;
+  // RETURNING promises no order: the task id, unique per message, puts each row back in its place.
+  const byTask = new Map(result.rows.map((row) => [row.celeryTaskId, row]));
+  return messages.map((message) => {
+    const row = byTask.get(message.celeryTaskId);
+    if (!row) throw new Error('INSERT ... RETURNING returned no row for a message');
+    return { id: row.id, createdAt: row.createdAt };
+  });
+}
+
+/**
+ * Removes messages written earlier in the same transaction that it then refused (over quota), with their events,
+ * idempotency records and outbox rows (their foreign keys cascade).
+ */
+export async function deleteMessages(client: PoolClient, ids: readonly number[]): Promise<void> {
+  await client.query({ name: 'message-delete-many', text: 'DELETE FROM messages WHERE id = ANY($1::bigint[])', values: [ids] });
 }

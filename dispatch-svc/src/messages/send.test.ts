@@ -6,6 +6,7 @@ import { GrpcClient } from '@notify/platform';
 import { dispatchProto, type DeliveryJob, type dispatch } from '@notify/proto';
 import { sweepExpiredIdempotencyRecords } from '../idempotency/expiry-sweeper.ts';
 import { idempotencyLockKey } from '../idempotency/idempotency-store.ts';
+import { createSendHandler } from './send.ts';
 import { assertRefused } from '../testing/assertions.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 
@@ -162,6 +163,67 @@ describe('idempotency', () => {
     await assertRefused(h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'typo', template: 'welcom' })), status.NOT_FOUND, 'template_not_found');
     const response = await h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fixed' }));
     assert.equal(response.idempotentReplay, false);
+  });
+});
+
+describe('group commit', () => {
+  const direct = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest__Output => ({ ...request(overrides), monthlyQuota: 0 }) as dispatch.SendRequest__Output;
+  const settle = (send: ReturnType<typeof createSendHandler>, requests: dispatch.SendRequest__Output[]) => Promise.allSettled(requests.map((r) => send(r)));
+  const reasonOf = (result: PromiseSettledResult<unknown>): string => (result.status === 'rejected' ? (result.reason as { reason: string }).reason : 'accepted');
+  /** Rows written by one transaction share its id (xmin). */
+  const transactionsOf = async (ids: number[]): Promise<number> =>
+    (await h.pool.query<{ n: number }>('SELECT count(DISTINCT xmin::text)::int AS n FROM messages WHERE id = ANY($1::bigint[])', [ids])).rows[0]?.n ?? -1;
+
+  test('sends made at once share one transaction, and each is judged on its own', async () => {
+    const send = createSendHandler(h.deps);
+    const messagesBefore = await count('messages');
+    const key = randomUUID();
+    const results = await settle(send, [
+      direct({ to: 'one@example.com' }),
+      direct({ template: 'missing' }),
+      direct({ to: 'two@example.com', idempotencyKey: key, fingerprint: 'fp' }),
+      direct({ template: 'dormant' }),
+      direct({ to: 'two@example.com', idempotencyKey: key, fingerprint: 'fp' }),
+      direct({ template: 'typed', dataJson: JSON.stringify({ name: 'Ada', count: 'many' }) }),
+      direct({ to: 'three@example.com', template: 'typed', dataJson: JSON.stringify({ name: 'Ada', count: 3 }) }),
+    ]);
+    assert.deepEqual(results.map(reasonOf), ['accepted', 'template_not_found', 'accepted', 'template_inactive', 'idempotency_key_in_use', 'data_invalid', 'accepted']);
+    const ids = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value.messageId] : []));
+    assert.equal(await transactionsOf(ids), 1);
+    assert.equal(await count('messages'), messagesBefore + 3, 'refused sends write nothing');
+    const recipients = await h.pool.query<{ recipient: string; template_slug: string }>('SELECT recipient, template_slug FROM messages WHERE id = ANY($1::bigint[]) ORDER BY id', [ids]);
+    assert.deepEqual(recipients.rows.map((row) => `${row.recipient} ${row.template_slug}`), ['one@example.com welcome', 'two@example.com welcome', 'three@example.com typed']);
+    assert.equal(await count('message_events WHERE message_id = ANY($1::bigint[]) AND state = $2', [ids, 'queued']), 3);
+    assert.equal(await count('idempotency_keys WHERE idempotency_key = $1', [key]), 1);
+    assert.equal(await count('outbox'), 0);
+  });
+
+  test('a send the database refuses fails alone: the others of its batch are accepted', async () => {
+    const send = createSendHandler(h.deps);
+    // PostgreSQL's jsonb cannot hold U+0000, which JSON can: a value only the database finds wrong.
+    const results = await settle(send, [direct({ to: 'before@example.com' }), direct({ dataJson: '{"name":"\\u0000"}' }), direct({ to: 'after@example.com' })]);
+    assert.deepEqual(results.map((result) => result.status), ['fulfilled', 'rejected', 'fulfilled']);
+    const ids = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value.messageId] : []));
+    assert.equal(await count('messages WHERE id = ANY($1::bigint[])', [ids]), 2);
+  });
+
+  test('the quota is shared out in arrival order within a batch', async () => {
+    const send = createSendHandler(h.deps);
+    const used = (await h.pool.query<{ accepted: number }>(
+      `SELECT coalesce(sum(accepted), 0)::int AS accepted FROM organization_usage WHERE organization_id = $1 AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date`,
+      [h.ids.organizationId],
+    )).rows[0]?.accepted ?? 0;
+    const quota = used + 2;
+    const key = randomUUID();
+    const results = await settle(send, [
+      ...Array.from({ length: 3 }, (_, i) => ({ ...direct({ to: `q${i}@example.com` }), monthlyQuota: quota })),
+      { ...direct({ to: 'q3@example.com', idempotencyKey: key, fingerprint: 'fp' }), monthlyQuota: quota },
+    ]);
+    assert.deepEqual(results.map(reasonOf), ['accepted', 'accepted', 'plan_blocked', 'plan_blocked']);
+    // The refused sends' rows were written in the batch's transaction, then removed with everything that hangs off them.
+    assert.equal(await count(`messages WHERE recipient IN ('q2@example.com', 'q3@example.com')`), 0);
+    assert.equal(await count('idempotency_keys WHERE idempotency_key = $1', [key]), 0);
+    assert.equal(await count('outbox'), 0);
   });
 });
 

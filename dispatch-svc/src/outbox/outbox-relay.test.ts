@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { connectNats, jetstream } from '@notify/platform/nats';
 import type { dispatch } from '@notify/proto';
-import { send } from '../messages/send.ts';
+import { createSendHandler } from '../messages/send.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 import { createJobPublisher, type JobPublisher } from './job-publisher.ts';
 import { relayOutbox } from './outbox-relay.ts';
@@ -38,7 +38,7 @@ const relay = (publisher: JobPublisher, minAgeMs = 0, batchSize = 100) => relayO
 
 test('a send whose publish failed is still accepted, and its job waits in the outbox', async () => {
   const jobs = await h.jobsInStream();
-  const response = await send({ ...h.deps, publisher: unreachable }, request());
+  const response = await createSendHandler({ ...h.deps, publisher: unreachable })(request());
   assert.equal(response.status, 'queued');
   assert.equal(await outboxRows(), 1);
   assert.equal(await h.jobsInStream(), jobs);
@@ -67,7 +67,7 @@ test('the relay publishes a job whose direct publish failed and deletes its row'
 });
 
 test('JetStream keeps one job when the relay publishes one the send path already published', async () => {
-  const response = await send(h.deps, request());
+  const response = await createSendHandler(h.deps)(request());
   const jobs = await h.jobsInStream();
   // As if the send path crashed between the PubAck and deleting its row.
   const stored = await h.jsm.streams.getMessage(h.names.jobsStream, { last_by_subj: h.names.jobsSubject });
@@ -79,7 +79,7 @@ test('JetStream keeps one job when the relay publishes one the send path already
 });
 
 test('relays running side by side publish each row exactly once', async () => {
-  for (let index = 0; index < 7; index += 1) await send({ ...h.deps, publisher: unreachable }, request());
+  for (let index = 0; index < 7; index += 1) await createSendHandler({ ...h.deps, publisher: unreachable })(request());
   const jobs = await h.jobsInStream();
   const [first, second] = await Promise.all([relay(h.publisher, 0, 2), relay(h.publisher, 0, 2)]);
   assert.equal((first ?? 0) + (second ?? 0), 7);

@@ -5,7 +5,7 @@ import { withTransaction, type Pool } from '@notify/platform/database';
 import type { DispatchMetrics } from '../metrics.ts';
 import type { QueuedJob } from './delivery-job.ts';
 import type { JobPublisher } from './job-publisher.ts';
-import { countOutboxRows } from './outbox-store.ts';
+import { countOutboxRows, deleteOutboxRows } from './outbox-store.ts';
 
 export interface OutboxRelayDeps {
   readonly pool: Pool;
@@ -42,7 +42,7 @@ async function relayBatch(deps: OutboxRelayDeps, batchSize: number): Promise<{ c
       }
     });
     if (published.length > 0) {
-      await client.query({ name: 'outbox-delete-many', text: 'DELETE FROM outbox WHERE message_id = ANY($1::bigint[])', values: [published] });
+      await deleteOutboxRows(client, published);
     }
     if (failedIds.length > 0) {
       await client.query({

@@ -3,11 +3,11 @@ import type { DeliveryJob } from '@notify/proto';
 import type { Pool, PoolClient } from '@notify/platform/database';
 import type { QueuedJob } from './delivery-job.ts';
 
-export async function insertOutboxRow(client: PoolClient, job: DeliveryJob): Promise<void> {
+export async function insertOutboxRows(client: PoolClient, jobs: readonly DeliveryJob[]): Promise<void> {
   await client.query({
-    name: 'outbox-insert',
-    text: 'INSERT INTO outbox (message_id, payload) VALUES ($1, $2)',
-    values: [job.messageId, JSON.stringify(job)],
+    name: 'outbox-insert-many',
+    text: 'INSERT INTO outbox (message_id, payload) SELECT * FROM unnest($1::bigint[], $2::jsonb[])',
+    values: [jobs.map((job) => job.messageId), jobs.map((job) => JSON.stringify(job))],
   });
 }
 
@@ -24,9 +24,9 @@ export async function replaceOutboxRow(client: PoolClient, job: QueuedJob): Prom
   });
 }
 
-/** Called once JetStream confirmed the job; deleting nothing (the relay got there first) is fine. */
-export async function deleteOutboxRow(pool: Pool, messageId: number): Promise<void> {
-  await pool.query({ name: 'outbox-delete', text: 'DELETE FROM outbox WHERE message_id = $1', values: [messageId] });
+/** Called once JetStream confirmed the jobs; deleting nothing (the relay got there first) is fine. */
+export async function deleteOutboxRows(db: Pool | PoolClient, messageIds: readonly number[]): Promise<void> {
+  await db.query({ name: 'outbox-delete-many', text: 'DELETE FROM outbox WHERE message_id = ANY($1::bigint[])', values: [messageIds] });
 }
 
 export async function countOutboxRows(pool: Pool): Promise<number> {

@@ -40,6 +40,18 @@ export async function findTemplate(db: Pool | PoolClient, projectId: number, slu
   return result.rows[0];
 }
 
+/** The templates of these (project, slug) pairs that exist, keyed by templateKey. */
+export async function findTemplates(client: PoolClient, wanted: readonly { projectId: number; slug: string }[]): Promise<Map<string, TemplateRow>> {
+  const result = await client.query<TemplateRow>({
+    name: 'template-find-many',
+    text: `SELECT ${columns} FROM templates WHERE (project_id, slug) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))`,
+    values: [wanted.map((w) => w.projectId), wanted.map((w) => w.slug)],
+  });
+  return new Map(result.rows.map((row) => [templateKey(row.projectId, row.slug), row]));
+}
+
+export const templateKey = (projectId: number, slug: string): string => `${projectId}/${slug}`;
+
 export async function listTemplates(pool: Pool, projectId: number): Promise<TemplateRow[]> {
   const result = await pool.query<TemplateRow>(`SELECT ${columns} FROM templates WHERE project_id = $1 ORDER BY slug`, [projectId]);
   return result.rows;

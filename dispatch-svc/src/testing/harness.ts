@@ -49,6 +49,8 @@ export interface Harness {
   readonly tokens: { internal: string; admin: string };
   /** Messages currently stored in the jobs stream. */
   jobsInStream(): Promise<number>;
+  /** Sends one message to ada@example.com with the project's `template` (the caller puts it) and returns its id. */
+  acceptMessage(options?: { template?: string; dataJson?: string }): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -169,6 +171,17 @@ export async function startHarness(options: { idempotencyTtlMs?: number } = {}):
       tokens: { internal: internalToken, admin: adminToken },
       async jobsInStream() {
         return (await jsm.streams.info(names.jobsStream)).state.messages;
+      },
+      async acceptMessage(options = {}) {
+        const response = await dispatch.call('Send', {
+          projectId: ids.projectId,
+          organizationId: ids.organizationId,
+          apiKeyId: ids.apiKeyId,
+          template: options.template ?? 'welcome',
+          to: 'ada@example.com',
+          dataJson: options.dataJson ?? '{}',
+        });
+        return response.messageId;
       },
       close,
     };

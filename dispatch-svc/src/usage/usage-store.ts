@@ -2,22 +2,29 @@
 // The month is taken from the transaction's now(), the same instant the message's created_at records.
 import type { Pool, PoolClient } from '@notify/platform/database';
 
+/** What the sends of one organization in a batch ask for: `wanted` messages under `monthlyQuota` (0 = unlimited). */
+export interface UsageRequest {
+  readonly organizationId: number;
+  readonly wanted: number;
+  readonly monthlyQuota: number;
+}
+
 /**
- * Counts one accepted message, in the transaction that accepts it, unless the organization already used up
- * `monthlyQuota` (0 = unlimited): false then, and nothing changes. The upsert locks the organization's row until the
- * transaction ends, so concurrent sends are counted one after the other and the quota is never overshot; the send path
- * calls this last, right before committing, to hold that lock as briefly as possible.
+ * Counts up to `wanted` accepted messages per organization, in the transaction that accepts them, within what its
+ * quota leaves (platform/migrations: notify_grant_usage); returns how many each organization was granted. Each row
+ * stays locked until the transaction ends, so concurrent sends are counted one after the other and the quota is never
+ * overshot; organizations are locked in id order, so two transactions never wait on each other in a cycle.
  */
-export async function countAcceptedMessage(client: PoolClient, organizationId: number, monthlyQuota: number): Promise<boolean> {
-  const result = await client.query({
-    name: 'usage-count',
-    text: `INSERT INTO organization_usage AS usage (organization_id, month, accepted)
-           VALUES ($1, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 1)
-           ON CONFLICT (organization_id, month) DO UPDATE SET accepted = usage.accepted + 1
-            WHERE $2::bigint = 0 OR usage.accepted < $2::bigint`,
-    values: [organizationId, monthlyQuota],
+export async function grantUsage(client: PoolClient, requests: readonly UsageRequest[]): Promise<Map<number, number>> {
+  const ordered = [...requests].sort((a, b) => a.organizationId - b.organizationId);
+  const result = await client.query<{ organizationId: number; granted: number }>({
+    name: 'usage-grant',
+    text: `SELECT wanted.organization_id AS "organizationId", notify_grant_usage(wanted.organization_id, wanted.count, wanted.quota) AS granted
+             FROM unnest($1::bigint[], $2::integer[], $3::bigint[]) WITH ORDINALITY AS wanted(organization_id, count, quota, position)
+            ORDER BY wanted.position`,
+    values: [ordered.map((r) => r.organizationId), ordered.map((r) => r.wanted), ordered.map((r) => r.monthlyQuota)],
   });
-  return result.rowCount === 1;
+  return new Map(result.rows.map((row) => [Number(row.organizationId), row.granted]));
 }
 
 export interface MonthUsage {
