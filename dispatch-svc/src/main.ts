@@ -60,7 +60,7 @@ runService('dispatch-svc', configSpec, async ({ config, logger, registry, lifecy
     logger,
   );
   const sweeper = runPeriodically('idempotency sweep', idempotencySweepIntervalMs, () => sweepExpiredIdempotencyRecords(pool), logger);
-  const consumer = startEventConsumer({ js, names, pool, metrics, logger, concurrency: 16 });
+  const consumer = startEventConsumer({ js, names, pool, metrics, logger, maxBatchSize: 128 });
   const deliveryLimits = startDeliveryLimitConsumer({ js, jsm, pool, limits, metrics, logger });
   const consumerMetrics = startConsumerMetrics({ jsm, consumers: watchedConsumers(names), registry, logger });
 

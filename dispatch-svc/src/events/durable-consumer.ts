@@ -1,6 +1,7 @@
-// A durable pull consumer worked by one handler, `concurrency` messages at a time, that resumes by itself after the
-// subscription fails (NATS restarting, a stream leader moving) and stops cleanly for shutdown. The delivery events and
-// the delivery-limit advisories (dead-letters/delivery-limit.ts) are both consumed this way.
+// A durable pull consumer worked by one handler, in batches of the messages received together, `concurrency` batches at
+// a time, that resumes by itself after the subscription fails (NATS restarting, a stream leader moving) and stops
+// cleanly for shutdown. The delivery events (in batches, one transaction each) and the delivery-limit advisories
+// (dead-letters/delivery-limit.ts, one at a time) are both consumed this way.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@notify/platform';
 import type { JetStreamClient, JsMsg } from '@notify/platform/nats';
@@ -12,11 +13,18 @@ export interface DurableConsumerOptions {
   readonly js: JetStreamClient;
   readonly stream: string;
   readonly consumer: string;
-  /** Messages handled at once. */
+  /** Most messages handed to the handler at once. */
+  readonly batchSize: number;
+  /**
+   * How long a batch that is not full waits for more messages before it starts (0: it is what has been received).
+   * A few milliseconds let a steady trickle share one transaction instead of paying one each.
+   */
+  readonly lingerMs?: number;
+  /** Batches handled at once. */
   readonly concurrency: number;
   readonly logger: Logger;
-  /** Settles the message itself (ack, nak or term); a rejection is logged and the message left to its ack wait. */
-  handle(message: JsMsg): Promise<void>;
+  /** Settles every message of the batch (ack, nak or term); a rejection is logged and the batch left to its ack wait. */
+  handle(messages: readonly JsMsg[]): Promise<void>;
 }
 
 export interface DurableConsumer {
@@ -27,24 +35,66 @@ export interface DurableConsumer {
 export function consumeDurably(options: DurableConsumerOptions): DurableConsumer {
   const stopped = new AbortController();
   let close: (() => Promise<unknown>) | undefined;
+  /** Enough received messages to give every handler a full next batch while the current ones are handled. */
+  const inHand = options.batchSize * options.concurrency;
 
   async function consumeUntilClosed(): Promise<void> {
     const consumer = await options.js.consumers.get(options.stream, options.consumer);
-    const messages = await consumer.consume({ max_messages: options.concurrency * 2 });
+    const messages = await consumer.consume({ max_messages: inHand * 2 });
     close = () => messages.close();
     if (stopped.signal.aborted) await messages.close();
+    const received: JsMsg[] = [];
     const inFlight = new Set<Promise<void>>();
+    let startScheduled = false;
+
+    /** Hands what has been received to the free handlers, up to `batchSize` each. */
+    const startBatches = (): void => {
+      while (received.length > 0 && inFlight.size < options.concurrency) {
+        const batch = received.splice(0, options.batchSize);
+        const task: Promise<void> = options
+          .handle(batch)
+          .catch((error: unknown) =>
+            options.logger.error({ err: error, stream: options.stream, seqs: batch.map((message) => message.seq) }, 'message handler failed; its messages will be redelivered'),
+          )
+          .finally(() => {
+            inFlight.delete(task);
+            scheduleStart();
+          });
+        inFlight.add(task);
+      }
+    };
+    /**
+     * Messages that arrived together are yielded a microtask apart: a batch starts once the event loop turns, with all
+     * of them, or after `lingerMs` when that is not a full batch (a full one starts at once, see the loop below).
+     */
+    const scheduleStart = (): void => {
+      if (startScheduled) return;
+      startScheduled = true;
+      const start = (): void => {
+        startScheduled = false;
+        startBatches();
+      };
+      if (options.lingerMs && received.length < options.batchSize) setTimeout(start, options.lingerMs);
+      else setImmediate(start);
+    };
+
     try {
       for await (const message of messages) {
-        const task: Promise<void> = options
-          .handle(message)
-          .catch((error: unknown) => options.logger.error({ err: error, stream: options.stream, seq: message.seq }, 'message handler failed; it will be redelivered'))
-          .finally(() => inFlight.delete(task));
-        inFlight.add(task);
-        if (inFlight.size >= options.concurrency) await Promise.race(inFlight);
+        received.push(message);
+        if (received.length >= options.batchSize) startBatches();
+        scheduleStart();
+        // Pull no more while every handler is busy and their next batches are full: the rest waits in JetStream.
+        while (received.length >= inHand) {
+          startBatches();
+          if (received.length >= inHand) await Promise.race(inFlight);
+        }
       }
     } finally {
-      await Promise.all(inFlight);
+      // Stopping (or the subscription failed): what was received is still handled.
+      while (received.length > 0 || inFlight.size > 0) {
+        startBatches();
+        await Promise.all(inFlight);
+      }
     }
   }
 

@@ -1,48 +1,139 @@
-// Persisting one delivery event: record it once in message_events and move the message forward if the state machine
-// says so, in one transaction with the message row locked, so events of one message apply one at a time.
-import { withTransaction, type Pool } from '@notify/platform/database';
+// Persisting delivery events, a batch at a time: in one transaction the messages they name are locked, every event is
+// recorded once in message_events, and each message is moved forward as far as the state machine allows. A batch
+// costs the same five round trips (BEGIN, lock, insert, update, COMMIT) whether it holds one event or a hundred.
+import { withTransaction, type Pool, type PoolClient } from '@notify/platform/database';
 import type { DeliveryEvent } from '@notify/proto';
 import type { EventOutcome } from '../metrics.ts';
-import { decide, type MessageProgress } from './state-machine.ts';
+import { compareLifecycle, decide, type MessageProgress } from './state-machine.ts';
 
 /**
  * `applied`: recorded and the message moved; `recorded`: recorded, but late or after a terminal state, so the message
- * did not move; `duplicate`: this (message, attempt, state) was recorded before; `unknown_message`: no such message.
+ * did not move; `duplicate`: this (message, attempt, state) was recorded before, by an earlier batch or earlier in this
+ * one; `unknown_message`: no such message.
  */
 export type StoredOutcome = Exclude<EventOutcome, 'malformed'>;
 
-export async function applyDeliveryEvent(pool: Pool, event: DeliveryEvent): Promise<StoredOutcome> {
-  return withTransaction(pool, async (client) => {
-    const found = await client.query<MessageProgress>({
-      name: 'event-lock-message',
-      text: `SELECT state, state_attempt AS "stateAttempt", attempts, last_smtp_code AS "lastSmtpCode",
-                    last_smtp_response AS "lastSmtpResponse", failure_reason AS "failureReason"
-               FROM messages WHERE id = $1 FOR UPDATE`,
-      values: [event.messageId],
-    });
-    const current = found.rows[0];
-    if (!current) return 'unknown_message';
+/** An event's identity in message_events: its unique key. */
+const eventKey = (event: Pick<DeliveryEvent, 'messageId' | 'attempt' | 'state'>): string => `${event.messageId}:${event.attempt}:${event.state}`;
 
-    const inserted = await client.query({
-      name: 'event-insert',
-      text: `INSERT INTO message_events (message_id, state, attempt, smtp_code, smtp_response, reason, occurred_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)
-             ON CONFLICT (message_id, attempt, state) DO NOTHING`,
-      values: [event.messageId, event.state, event.attempt, event.smtpCode ?? null, event.smtpResponse ?? null, event.reason ?? null, event.occurredAt],
-    });
-    // Already recorded means already decided on: the first copy either moved the message or could not.
-    if (inserted.rowCount !== 1) return 'duplicate';
-
-    const decision = decide(current, event);
-    if (!decision.apply) return 'recorded';
-    const next = decision.next;
-    await client.query({
-      name: 'event-advance',
-      text: `UPDATE messages SET state = $2, state_attempt = $3, attempts = $4, last_smtp_code = $5, last_smtp_response = $6,
-                                 failure_reason = $7, updated_at = now()
-              WHERE id = $1`,
-      values: [event.messageId, next.state, next.stateAttempt, next.attempts, next.lastSmtpCode, next.lastSmtpResponse, next.failureReason],
-    });
-    return 'applied';
+/**
+ * Locks the rows in id order, as every replica does, so two batches naming the same messages wait for each other
+ * instead of deadlocking. Messages that do not exist are simply not returned.
+ */
+async function lockMessages(client: PoolClient, ids: readonly number[]): Promise<Map<number, MessageProgress>> {
+  const found = await client.query<MessageProgress & { id: number }>({
+    name: 'event-lock-messages',
+    text: `SELECT id, state, state_attempt AS "stateAttempt", attempts, last_smtp_code AS "lastSmtpCode",
+                  last_smtp_response AS "lastSmtpResponse", failure_reason AS "failureReason"
+             FROM messages WHERE id = ANY($1::bigint[])
+            ORDER BY id
+              FOR UPDATE`,
+    values: [ids],
   });
+  return new Map(found.rows.map(({ id, ...progress }) => [id, progress]));
+}
+
+/** Inserts the events in one statement; returns the keys of those not recorded before. */
+async function recordEvents(client: PoolClient, events: readonly DeliveryEvent[]): Promise<Set<string>> {
+  const inserted = await client.query<Pick<DeliveryEvent, 'messageId' | 'attempt' | 'state'>>({
+    name: 'event-insert-batch',
+    text: `INSERT INTO message_events (message_id, state, attempt, smtp_code, smtp_response, reason, occurred_at)
+           SELECT * FROM unnest($1::bigint[], $2::message_state[], $3::integer[], $4::integer[], $5::text[], $6::text[], $7::timestamptz[])
+           ON CONFLICT (message_id, attempt, state) DO NOTHING
+           RETURNING message_id AS "messageId", attempt, state`,
+    values: [
+      events.map((event) => event.messageId),
+      events.map((event) => event.state),
+      events.map((event) => event.attempt),
+      events.map((event) => event.smtpCode ?? null),
+      events.map((event) => event.smtpResponse ?? null),
+      events.map((event) => event.reason ?? null),
+      events.map((event) => event.occurredAt),
+    ],
+  });
+  return new Set(inserted.rows.map(eventKey));
+}
+
+/** Writes the progress each moved message ended at, in one statement. */
+async function advanceMessages(client: PoolClient, advanced: ReadonlyMap<number, MessageProgress>): Promise<void> {
+  const rows = [...advanced];
+  await client.query({
+    name: 'event-advance-batch',
+    text: `UPDATE messages AS m
+              SET state = n.state, state_attempt = n.state_attempt, attempts = n.attempts, last_smtp_code = n.last_smtp_code,
+                  last_smtp_response = n.last_smtp_response, failure_reason = n.failure_reason, updated_at = now()
+             FROM unnest($1::bigint[], $2::message_state[], $3::integer[], $4::integer[], $5::integer[], $6::text[], $7::text[])
+                  AS n (id, state, state_attempt, attempts, last_smtp_code, last_smtp_response, failure_reason)
+            WHERE m.id = n.id`,
+    values: [
+      rows.map(([id]) => id),
+      rows.map(([, next]) => next.state),
+      rows.map(([, next]) => next.stateAttempt),
+      rows.map(([, next]) => next.attempts),
+      rows.map(([, next]) => next.lastSmtpCode),
+      rows.map(([, next]) => next.lastSmtpResponse),
+      rows.map(([, next]) => next.failureReason),
+    ],
+  });
+}
+
+/** An event of a batch and its outcome, with what the caller passed along with the event (its NATS message). */
+export type Applied<T> = T & { outcome: StoredOutcome };
+
+/**
+ * Applies the events of `batch`, given in the order they were received, in one transaction; returns each item with
+ * its event's outcome, in the same order. A message's events are decided on in lifecycle order (attempt, then state),
+ * each from the progress the one before left, so events that arrive together (`sent` with its own `sending`) all move
+ * the message, while events after a terminal state or of an earlier attempt are recorded without moving it, as when
+ * they arrive one by one. It all commits or nothing does.
+ */
+export async function applyDeliveryEvents<T extends { readonly event: DeliveryEvent }>(pool: Pool, batch: readonly T[]): Promise<Applied<T>[]> {
+  if (batch.length === 0) return [];
+  return withTransaction(pool, async (client) => {
+    const locked = await lockMessages(client, [...new Set(batch.map(({ event }) => event.messageId))]);
+    // An event of a known message is a duplicate unless this batch is the one that records it.
+    const results = batch.map((item): Applied<T> => ({ ...item, outcome: locked.has(item.event.messageId) ? 'duplicate' : 'unknown_message' }));
+    // Grouped by message, the first copy of each (message, attempt, state) received: the one recorded, if any is.
+    const byMessage = new Map<number, Applied<T>[]>();
+    const firstCopies = new Set<string>();
+    for (const result of results) {
+      const key = eventKey(result.event);
+      if (result.outcome === 'unknown_message' || firstCopies.has(key)) continue;
+      firstCopies.add(key);
+      const received = byMessage.get(result.event.messageId);
+      if (received) received.push(result);
+      else byMessage.set(result.event.messageId, [result]);
+    }
+    if (byMessage.size === 0) return results;
+
+    // Sorting is stable: ties in lifecycle order (`sent` and `failed` of one attempt) go to the event received first.
+    for (const received of byMessage.values()) received.sort((a, b) => compareLifecycle(a.event, b.event));
+    const recorded = await recordEvents(client, [...byMessage.values()].flatMap((received) => received.map(({ event }) => event)));
+
+    const advanced = new Map<number, MessageProgress>();
+    for (const [id, progress] of locked) {
+      let current = progress;
+      for (const result of byMessage.get(id) ?? []) {
+        // Already recorded means already decided on: the first copy either moved the message or could not.
+        if (!recorded.has(eventKey(result.event))) continue;
+        const decision = decide(current, result.event);
+        if (!decision.apply) {
+          result.outcome = 'recorded';
+          continue;
+        }
+        current = decision.next;
+        advanced.set(id, current);
+        result.outcome = 'applied';
+      }
+    }
+    if (advanced.size > 0) await advanceMessages(client, advanced);
+    return results;
+  });
+}
+
+/** Applies one event on its own: a batch of one. */
+export async function applyDeliveryEvent(pool: Pool, event: DeliveryEvent): Promise<StoredOutcome> {
+  const [result] = await applyDeliveryEvents(pool, [{ event }]);
+  if (!result) throw new Error('a batch of one event gave no outcome');
+  return result.outcome;
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { DeliveryEvent } from '@notify/proto';
-import { decide, isTerminal, reopen, type MessageProgress } from './state-machine.ts';
+import { compareLifecycle, decide, isTerminal, reopen, type MessageProgress } from './state-machine.ts';
 
 const queued: MessageProgress = { state: 'queued', stateAttempt: 0, attempts: 0, lastSmtpCode: null, lastSmtpResponse: null, failureReason: null };
 
@@ -96,6 +96,30 @@ describe('duplicates and late events', () => {
       assert.equal(final.state, 'failed', JSON.stringify(order.map((event) => `${event.state}:${event.attempt}`)));
       assert.equal(final.stateAttempt, 2);
     }
+  });
+});
+
+describe('lifecycle order', () => {
+  test('orders events by attempt, then by state within an attempt', () => {
+    const shuffled = [sent(2), deferred(1), sending(2), sending(1)];
+    assert.deepEqual([...shuffled].sort(compareLifecycle), [sending(1), deferred(1), sending(2), sent(2)]);
+  });
+
+  test('events sorted in lifecycle order each move the message, and end it as in-order arrival does', () => {
+    const inOrder = [sending(1), deferred(1, 'greylisted'), sending(2), sent(2)];
+    const sorted = [sent(2), sending(2), deferred(1, 'greylisted'), sending(1)].sort(compareLifecycle);
+    let current = queued;
+    for (const event of sorted) {
+      const decision = decide(current, event);
+      assert.equal(decision.apply, true, `${event.state}:${event.attempt}`);
+      if (decision.apply) current = decision.next;
+    }
+    assert.deepEqual(current, run(inOrder));
+  });
+
+  test('sent and failed of one attempt are equal: the one taken first is final', () => {
+    assert.equal(compareLifecycle(sent(1), failed(1)), 0);
+    assert.equal(run([sending(1), failed(1), sent(1)]).state, 'failed');
   });
 });
 

@@ -54,6 +54,15 @@ export function reopen(current: MessageProgress, lastAttempt: number): MessagePr
   return { ...current, state: 'queued', stateAttempt: Math.max(lastAttempt, current.stateAttempt), failureReason: null };
 }
 
+/**
+ * The lifecycle order of two events of one message: by attempt, then by the state's rank. Applying a message's events
+ * in this order moves it as far as they allow and keeps the reply and reason of the latest step; `sent` and `failed`
+ * of one attempt compare equal, so which of them counts is left to the caller (the one received first).
+ */
+export function compareLifecycle(a: Pick<DeliveryEvent, 'state' | 'attempt'>, b: Pick<DeliveryEvent, 'state' | 'attempt'>): number {
+  return a.attempt - b.attempt || rank[a.state] - rank[b.state];
+}
+
 /** Decides whether `event` moves the message forward; it never moves a terminal message nor moves one backwards. */
 export function decide(current: MessageProgress, event: EventFacts): Decision {
   if (isTerminal(current.state)) return { apply: false, why: 'terminal' };
