@@ -26,6 +26,14 @@ describe('delivery job parsing', () => {
     assert.deepEqual(parseJob(encode([job])), { ok: false, reason: 'malformed job: not a JSON object' });
   });
 
+  it('reads a job in full after refusing one cut off inside a character (the decoder is shared)', () => {
+    const withEuro = { ...job, data: { price: '€5' } };
+    const bytes = encode(withEuro);
+    const cut = bytes.subarray(0, bytes.indexOf(0xe2) + 1);
+    assert.deepEqual(parseJob(cut), { ok: false, reason: 'malformed job: not UTF-8 JSON' });
+    assert.deepEqual(parseJob(bytes), { ok: true, job: withEuro });
+  });
+
   it('names every invalid field and keeps the message id so the failure can be recorded', () => {
     const parsed = parseJob(encode({ ...job, to: 'a@example.com\r\nBcc: b@example.com', data: null, template: { slug: 'x' } }));
     assert.deepEqual(parsed, { ok: false, reason: 'malformed job: invalid to, data, template', messageId: 7 });

@@ -22,11 +22,13 @@ const isTimestamp = (value: unknown): value is string => isString(value) && !Num
 // Control characters in a recipient would let data reach the SMTP envelope or headers unescaped.
 const isRecipient = (value: unknown): value is string => isString(value) && value.length > 0 && value.length <= 254 && !/[\u0000-\u001f\u007f,;<>]/.test(value);
 const isRequeue = (value: unknown): boolean => value === undefined || (isObject(value) && isId(value.attemptBase) && isTimestamp(value.at));
+/** One decoder for every job: without `stream`, decode() keeps no state between calls. `fatal` refuses invalid UTF-8. */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export function parseJob(bytes: Uint8Array): ParsedJob {
   let value: unknown;
   try {
-    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+    value = JSON.parse(utf8.decode(bytes));
   } catch {
     return { ok: false, reason: 'malformed job: not UTF-8 JSON' };
   }

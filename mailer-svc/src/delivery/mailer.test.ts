@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import type { DeliveryEvent, DeliveryJob } from '@notify/proto';
 import { createLogger, createRegistry } from '@notify/platform';
-import { connectNats, ensureConsumer, ensureStreams, jetstream, jetstreamManager, topology, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
+import { connectNats, ensureConsumer, ensureStreams, jetstream, jetstreamManager, topology, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
 import { startSmtpSink, type SmtpSink } from '../../../cli/src/local/smtp-sink.ts';
 import { createRenderer } from '../rendering/renderer.ts';
 import { mailerConsumerConfig } from './consumer-config.ts';
@@ -44,13 +44,30 @@ async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T |
   }
 }
 
+/** What happens to one event the mailer publishes: lost before it reaches the stream, or stored with its confirmation held back. */
+type EventFault = { lose: true } | { holdConfirmation: Promise<void> } | undefined;
+
+/** The mailer's JetStream client, with the faults `faultFor` picks applied to the delivery events it publishes. */
+function withEventFaults(js: JetStreamClient, faultFor: (event: DeliveryEvent) => EventFault): JetStreamClient {
+  const publish: JetStreamClient['publish'] = async (subject, payload, options) => {
+    const event = JSON.parse(typeof payload === 'string' ? payload : new TextDecoder().decode(payload)) as DeliveryEvent;
+    const fault = faultFor(event);
+    if (fault && 'lose' in fault) throw new Error(`test fault: the ${event.state} event of message ${event.messageId} was not recorded`);
+    const ack = await js.publish(subject, payload, options);
+    if (fault) await fault.holdConfirmation;
+    return ack;
+  };
+  return new Proxy(js, { get: (target, property) => (property === 'publish' ? publish : Reflect.get(target, property, target)) });
+}
+
 /** One isolated run: its own streams and consumer, an SMTP sink answering by recipient, and mailer replicas on demand. */
 interface Run {
   jsm: JetStreamManager;
   metrics: MailerMetrics;
   /** How many times the sink was offered each recipient. */
   offers: Map<string, number>;
-  startReplica(): Promise<Mailer>;
+  /** `faultFor` injects faults into the replica's event publishes (see withEventFaults). */
+  startReplica(faultFor?: (event: DeliveryEvent) => EventFault): Promise<Mailer>;
   publish(payload: unknown, msgID: string): Promise<void>;
   eventsOf(messageId: number): DeliveryEvent[];
   settledOf(messageId: number): DeliveryEvent | undefined;
@@ -141,8 +158,8 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
     jsm: readyJsm,
     metrics,
     offers,
-    async startReplica() {
-      const replica = await startMailer({ js, names, renderer: createRenderer(), sender: readySender, ledger: readyLedger, metrics, logger, ...(random ? { random } : {}) }, settings);
+    async startReplica(faultFor) {
+      const replica = await startMailer({ js: faultFor ? withEventFaults(js, faultFor) : js, names, renderer: createRenderer(), sender: readySender, ledger: readyLedger, metrics, logger, ...(random ? { random } : {}) }, settings);
       replicas.push(replica);
       return replica;
     },
@@ -348,7 +365,8 @@ describe('mailer under deferrals and load', () => {
       },
       8_000,
     );
-    assert.ok(most <= 2, `held ${most} jobs at once`);
+    // Exactly its concurrency: the jobs are delivered side by side, not one after another.
+    assert.equal(most, 2, `held ${most} jobs at once`);
   });
 
   it('keeps delivering new jobs while more deferred jobs than its concurrency wait out their retry delay', async () => {
@@ -358,5 +376,66 @@ describe('mailer under deferrals and load', () => {
     assert.equal((await waitFor('the sent event', () => run.settledOf(404))).state, 'sent');
     // The sent event is published just before the job is acknowledged: wait for the acknowledgement to land.
     await waitFor('only the deferred jobs to be pending', async () => ((await run.ackPending()) === 3 ? true : undefined));
+  });
+});
+
+describe('mailer with delivery events slow to be confirmed or lost', () => {
+  let run: Run;
+  /** Faults by message id, looked up for every event the replica publishes. */
+  const faults = new Map<number, (event: DeliveryEvent) => EventFault>();
+  const sentRedeliveries = async (): Promise<number> => (await run.metrics.finishedRedeliveries.get()).values.find((value) => value.labels.state === 'sent')?.value ?? 0;
+
+  before(async () => {
+    run = await startRun({ concurrency: 4, ackWaitMs: 10_000, maxAttempts: 3, maxAgeMs: 60_000, baseMs: 20, maxMs: 50 });
+    await run.startReplica((event) => faults.get(event.messageId)?.(event));
+  });
+  after(() => run?.close());
+
+  it('does not mail until JetStream confirmed the sending event', async () => {
+    const messageId = 501;
+    const to = 'held-sending@example.com';
+    const confirmSending = Promise.withResolvers<void>();
+    faults.set(messageId, (event) => (event.state === 'sending' ? { holdConfirmation: confirmSending.promise } : undefined));
+    await run.publish(job(messageId, to), String(messageId));
+    try {
+      await waitFor('the sending event', () => (run.eventsOf(messageId).length > 0 ? true : undefined));
+      await sleep(300);
+      assert.equal(run.offers.get(to), undefined, 'the relay is not offered the mail while sending is unconfirmed');
+      confirmSending.resolve();
+      await waitFor('the acknowledgement', async () => ((await run.queued()) === 0 ? true : undefined));
+      assert.equal(run.offers.get(to), 1);
+      assert.deepEqual(run.eventsOf(messageId).map((event) => event.state), ['sending', 'sent']);
+    } finally {
+      // A failed assertion must not leave the job held forever, or the run could not drain.
+      confirmSending.resolve();
+    }
+  });
+
+  it('does not mail a job whose sending event was not recorded: it comes back and is mailed once', async () => {
+    const messageId = 503;
+    const to = 'lost-sending@example.com';
+    let losses = 0;
+    faults.set(messageId, (event) => (event.state === 'sending' && losses++ === 0 ? { lose: true } : undefined));
+    await run.publish(job(messageId, to), String(messageId));
+    await waitFor('the redelivery to be mailed and settled', async () => ((await run.queued()) === 0 && run.offers.get(to) === 1 ? true : undefined));
+    assert.equal(losses, 2, 'the first sending was lost, the redelivery recorded its own');
+    assert.equal((await run.mailsTo(to)).length, 1);
+    assert.deepEqual(run.eventsOf(messageId).map((event) => event.state), ['sending', 'sent']);
+  });
+
+  it('does not acknowledge a job whose sent event was not recorded, and settles its redelivery from the ledger without mailing again', async () => {
+    const messageId = 504;
+    const to = 'lost-sent@example.com';
+    let losses = 0;
+    faults.set(messageId, (event) => (event.state === 'sent' && losses++ === 0 ? { lose: true } : undefined));
+    const redeliveriesBefore = await sentRedeliveries();
+    await run.publish(job(messageId, to), String(messageId));
+
+    await waitFor('the mail', async () => ((await run.mailsTo(to)).length > 0 ? true : undefined));
+    assert.equal(await run.queued(), 1, 'not acknowledged');
+    await waitFor('the redelivery to be settled', async () => ((await run.queued()) === 0 ? true : undefined));
+    assert.equal(await sentRedeliveries(), redeliveriesBefore + 1, 'the redelivery was settled from the ledger');
+    assert.equal(run.offers.get(to), 1, 'the relay was offered the message once');
+    assert.equal((await run.mailsTo(to)).length, 1);
   });
 });

@@ -3,11 +3,16 @@
 // when it is final, records the outcome event, and only then settles the job. A crash at any point leaves the job to
 // be offered again (at-least-once), and the ledger keeps a job offered again after its delivery finished from being
 // mailed a second time (see outcome-ledger.ts; the stable Message-ID lets receivers spot what still slips through).
+// `sending` is confirmed by JetStream before the SMTP send starts: it is also the proof that NATS, which holds the
+// ledger, is reachable, so that a mail is not sent while its outcome could not be written down (a NATS outage would
+// otherwise turn every job in flight into a second email on redelivery).
 //
 // It pulls with fetch() for exactly its free slots rather than consume(): consume() asks for more as soon as messages
 // arrive, not as they are finished, so a busy replica would hoard jobs whose ack wait runs out in its buffer. Asking
 // only for free slots bounds what each replica holds, which lets the consumer's max_ack_pending stay large enough for
-// jobs waiting out a retry delay (a delayed nak keeps its job pending on the server).
+// jobs waiting out a retry delay (a delayed nak keeps its job pending on the server). A busy replica pulls again once a
+// quarter of its slots are free, not at each free slot: one pull request (and its subscription) per few jobs rather
+// than one per job, while the other slots keep delivering.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DeliveryEvent } from '@notify/proto';
 import type { Logger } from '@notify/platform';
@@ -78,7 +83,18 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
   const heldSeqs = new Set<number>();
   let stopping = false;
   let batch: Awaited<ReturnType<typeof consumer.fetch>> | undefined;
-  const stopped = Promise.withResolvers<void>();
+  /** Aborted when intake stops: cuts short the pause after a failed pull. */
+  const intake = new AbortController();
+  /**
+   * Settles when a held job is finished or intake stops, and is then replaced by a fresh one. The pull loop waits on it
+   * for a free slot: racing the held jobs and a promise that only settles at shutdown instead would leave one reaction
+   * on that promise for every job ever delivered.
+   */
+  let slotFreed = Promise.withResolvers<void>();
+  const wakeLoop = (): void => {
+    slotFreed.resolve();
+    slotFreed = Promise.withResolvers<void>();
+  };
 
   const settle = async (msg: JsMsg, entry: Held, settlement: Settlement): Promise<void> => {
     // A job given back at the shutdown deadline belongs to another replica now.
@@ -88,7 +104,11 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
     // No reason on +TERM: servers before 2.10 do not read one and would leave the job pending. The event records why.
     else if (settlement.action === 'term') msg.term();
     else {
-      // Confirmed, so the job does not come back for a second send because an ack was lost.
+      // A double ack: the job counts as done (its slot freed, drain() satisfied) only once the server confirmed it took
+      // the acknowledgement, so an ack lost with a broken connection is logged rather than unseen (the job then comes
+      // back after its ack wait and is settled from the ledger, without mailing). The round trip holds only this job's
+      // slot: each held job settles in its own chain, so the others keep delivering and the pull loop refills every
+      // other free slot meanwhile.
       await msg.ackAck().catch((error: unknown) => logger.warn({ err: error, seq: msg.seq }, 'acknowledgement not confirmed; the job may be delivered again'));
     }
   };
@@ -229,19 +249,19 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
         held.delete(msg);
         heldSeqs.delete(msg.seq);
         metrics.inFlight.dec();
+        wakeLoop();
       });
     held.set(msg, entry);
   };
 
-  const waitForSlot = async (): Promise<void> => {
-    while (held.size >= settings.concurrency && !stopping) {
-      await Promise.race([...[...held.values()].map((entry) => entry.done), stopped.promise]);
-    }
+  const refillSlots = Math.ceil(settings.concurrency / 4);
+  const waitForSlots = async (): Promise<void> => {
+    while (settings.concurrency - held.size < refillSlots && !stopping) await slotFreed.promise;
   };
 
   const loop = (async () => {
     while (!stopping) {
-      await waitForSlot();
+      await waitForSlots();
       if (stopping) break;
       try {
         batch = await consumer.fetch({ max_messages: settings.concurrency - held.size, expires: fetchExpiresMs });
@@ -253,14 +273,16 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
         }
       } catch (error) {
         logger.error({ err: error }, 'pulling delivery jobs failed; retrying');
-        await Promise.race([sleep(resumeDelayMs), stopped.promise]);
+        // Rejects only when intake stops, which ends the loop.
+        await sleep(resumeDelayMs, undefined, { signal: intake.signal }).catch(() => undefined);
       }
     }
   })();
 
   const stopIntake = (): void => {
     stopping = true;
-    stopped.resolve();
+    intake.abort();
+    wakeLoop();
     batch?.stop();
   };
 
