@@ -4,6 +4,7 @@ import Koa from 'koa';
 import type { Logger, Registry } from '@notify/platform';
 import type { AuthClient } from './auth/authorize.ts';
 import type { BruteForceGuard } from './auth/brute-force-guard.ts';
+import type { CachedAuthorizer } from './auth/cached-authorizer.ts';
 import { handleErrors } from './errors/error-handler.ts';
 import { healthz, readyz, type ReadinessChecks } from './http/health.ts';
 import { observe } from './http/observe.ts';
@@ -20,6 +21,8 @@ import { sendRoute } from './send/route.ts';
 
 export interface GatewayDeps {
   readonly auth: AuthClient;
+  /** Accepted keys answered from memory (AUTH_CACHE_TTL); absent, every send asks auth-svc. */
+  readonly authorizations?: CachedAuthorizer;
   readonly dispatch: DispatchClient;
   readonly rateLimiter: SendRateLimiter;
   /** Limits failed authentications per client address (NOTIFY_AUTH_FAILURE_RATE); absent, they are not limited. */

@@ -25,5 +25,19 @@ export const configSpec = {
   }),
   gatewayReplicas: integer('NOTIFY_GATEWAY_REPLICAS', { description: "gateway replicas sharing the send and failed-authentication rates; without Redis each allows its share (rate / replicas)", default: 1, min: 1 }),
   maxBodyBytes: integer('NOTIFY_MAX_BODY_BYTES', { description: 'largest request body accepted, in bytes (413 beyond)', default: 262_144, min: 1 }),
+  // auth-svc writes api_keys.last_used_at only for the Authorize calls it answers (at most once a minute per key), and a
+  // cached acceptance makes none: a key in constant use is then seen by auth-svc once per TTL. The default keeps that
+  // well inside the minute, so last_used_at stays as meaningful as without the cache.
+  authCacheTtlMs: duration('AUTH_CACHE_TTL', {
+    description:
+      'how long an accepted API key is answered without asking auth-svc (0 disables the cache); revocations and plan changes arrive sooner over NATS, and nothing is cached while NATS is unreachable. auth-svc records a key\'s last use only when asked, so keep it well under a minute (its recording interval)',
+    default: '10s',
+  }),
+  natsUrl: text('NATS_URL', { description: 'NATS servers, comma-separated, where auth-svc announces key revocations and plan changes (not required: without it nothing is cached)', default: 'nats://127.0.0.1:4222' }),
+  natsPrefix: text('NOTIFY_NATS_PREFIX', {
+    description: 'prefix of NATS subjects, empty in production; isolates test runs',
+    default: '',
+    pattern: /^[A-Za-z0-9_-]*$/,
+  }),
   ...panelConfigSpec,
 };

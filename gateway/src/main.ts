@@ -1,13 +1,41 @@
 // gateway: the only HTTP edge of Notify. Config, clients, the HTTP listener, readiness and ordered shutdown.
-import { degradable, GrpcClient, runService, ShutdownPriority } from '@notify/platform';
+import { degradable, GrpcClient, runService, ShutdownPriority, type ConfigOf, type Logger, type Registry } from '@notify/platform';
+import { topology } from '@notify/platform/nats';
 import { authProto, dispatchProto } from '@notify/proto';
 import { createApp } from './app.ts';
+import { AuthorizationCache } from './auth/authorization-cache.ts';
+import { listenForInvalidations } from './auth/authorization-invalidation.ts';
+import { createAuthorizationCacheMetrics } from './auth/authorization-metrics.ts';
 import { BruteForceGuard } from './auth/brute-force-guard.ts';
+import { callAuthorize, type AuthClient } from './auth/authorize.ts';
+import { CachedAuthorizer } from './auth/cached-authorizer.ts';
 import { configSpec } from './config.ts';
 import { listen } from './http/listener.ts';
 import { createPanelDeps } from './panel/dependencies.ts';
 import { SendRateLimiter } from './rate-limit/limiter.ts';
 import { connectRedis } from './rate-limit/redis.ts';
+
+// Entries are accepted keys only (refusals are never stored): every key in active use, with room to spare.
+const authorizationCacheEntries = 10_000;
+
+/** The authorization cache and the NATS subscription that keeps it honest; the cache stays unused until that is live. */
+function startAuthorizationCache(options: { config: ConfigOf<typeof configSpec>; auth: AuthClient; logger: Logger; registry: Registry }) {
+  const { config, logger } = options;
+  const metrics = createAuthorizationCacheMetrics(options.registry);
+  const authorizations = new CachedAuthorizer({
+    authorize: callAuthorize(options.auth),
+    cache: new AuthorizationCache({ ttlMs: config.authCacheTtlMs, maxEntries: authorizationCacheEntries }),
+    lookups: metrics.lookups,
+  });
+  const invalidations = listenForInvalidations({
+    natsUrl: config.natsUrl,
+    subject: topology(config.natsPrefix).keyInvalidationSubject,
+    target: authorizations,
+    logger,
+    received: metrics.invalidations,
+  });
+  return { authorizations, invalidations };
+}
 
 runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, addReadinessCheck }) => {
   const grpcOptions = { token: config.internalToken, deadlineMs: config.grpcDeadlineMs, registry };
@@ -29,11 +57,16 @@ runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, 
     logger,
   });
 
+  // Accepted API keys answered from memory, kept honest by auth-svc's announcements on NATS (AUTH_CACHE_TTL=0: none).
+  const authorizationCache = config.authCacheTtlMs > 0 ? startAuthorizationCache({ config, auth, logger, registry }) : undefined;
+
   const readiness = {
     'auth-svc': () => auth.serving(),
     'dispatch-svc': () => dispatch.serving(),
     // Without Redis the rate limit falls back to this replica's in-memory share and the gateway keeps serving.
     redis: degradable(async () => (await redis.ping()) === 'PONG'),
+    // Without NATS every send asks auth-svc, as with the cache off: reported, never a reason to leave rotation.
+    ...(authorizationCache && { nats: degradable(async () => authorizationCache.invalidations.live) }),
   };
   for (const [name, check] of Object.entries(readiness)) addReadinessCheck(name, check);
 
@@ -42,6 +75,7 @@ runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, 
 
   const app = createApp({
     auth,
+    ...(authorizationCache && { authorizations: authorizationCache.authorizations }),
     dispatch,
     rateLimiter,
     bruteForce,
@@ -62,6 +96,7 @@ runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, 
     dispatch.close();
     panel.close();
   });
+  if (authorizationCache) lifecycle.onShutdown('NATS (key invalidations)', ShutdownPriority.closeClients, () => authorizationCache.invalidations.close());
   lifecycle.onShutdown('Redis', ShutdownPriority.closeClients, async () => {
     // QUIT needs a live connection; without one there is nothing to flush.
     if (redis.status === 'ready') await redis.quit();

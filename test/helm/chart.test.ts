@@ -40,6 +40,11 @@ function env(container: Container, name: string): { value?: string; valueFrom?: 
   return container.env?.find((variable) => variable.name === name);
 }
 
+/** The labels of a workload's pods. */
+function podSpecLabels(workload: K8sObject): Record<string, string> {
+  return ((workload.spec?.['template'] as { metadata?: { labels?: Record<string, string> } } | undefined)?.metadata?.labels) ?? {};
+}
+
 function deployment(rendered: Rendered, component: string): K8sObject {
   return rendered.get('Deployment', `notify-${component}`);
 }
@@ -147,6 +152,28 @@ describe('helm/notify', () => {
       assert.ok((service.spec?.['ports'] as { name: string; port: number }[]).some((p) => p.name === 'grpc' && p.port === port));
     }
     assert.notEqual(production.get('Service', 'notify-gateway').spec?.['clusterIP'], 'None');
+  });
+
+  test('the gateway reaches NATS for key invalidations and has its own AUTH_CACHE_TTL beside auth-svc\'s', async (t) => {
+    if (skip) return t.skip(skip);
+    const gateway = container(production, 'gateway');
+    assert.deepEqual(env(gateway, 'NATS_URL')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'NATS_URL' });
+    assert.equal(production.get('ConfigMap', 'notify').data?.['NOTIFY_NATS_PREFIX'], '', 'the same subject prefix as auth-svc');
+    assert.equal(production.get('ConfigMap', 'notify').data?.['AUTH_CACHE_TTL'], undefined, 'not shared: one name, two settings');
+    assert.equal(env(gateway, 'AUTH_CACHE_TTL')?.value, '10s');
+    assert.equal(env(container(production, 'auth-svc'), 'AUTH_CACHE_TTL')?.value, '10s');
+    const tuned = await render(helm, { valuesFiles: [productionValues], set: ['config.gateway.authCacheTtl=0s', 'config.authSvc.cacheTtl=30s'] });
+    assert.equal(env(container(tuned, 'gateway'), 'AUTH_CACHE_TTL')?.value, '0s');
+    assert.equal(env(container(tuned, 'auth-svc'), 'AUTH_CACHE_TTL')?.value, '30s');
+    const badTtl = await template(helm, { valuesFiles: [devValues], set: ['config.gateway.authCacheTtl=soon'] });
+    assert.match(badTtl.stderr, /authCacheTtl/);
+    // The dev NATS admits the gateway's pods (every pod of the release).
+    const gatewayLabels = podSpecLabels(deployment(dev, 'gateway'));
+    const natsFrom = (dev.get('NetworkPolicy', 'notify-nats').spec?.['ingress'] as { ports: { port: number }[]; from: { podSelector: { matchLabels: Record<string, string> } }[] }[]).find((rule) => rule.ports[0]?.port === 4222)?.from ?? [];
+    assert.ok(
+      natsFrom.some((peer) => Object.entries(peer.podSelector.matchLabels).every(([label, value]) => gatewayLabels[label] === value)),
+      `the gateway may connect to NATS: ${JSON.stringify(natsFrom)}`,
+    );
   });
 
   test('with existingSecret every secret comes from the operator\'s Secret, as files where the services read files', async (t) => {

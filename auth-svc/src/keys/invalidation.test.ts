@@ -1,12 +1,10 @@
 // Runs against a private nats-server on a free port, so the test can stop and restart it without disturbing anyone.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { createServer, type AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { Counter, createLogger, createRegistry } from '@notify/platform';
 import { createPool, type Pool } from '@notify/platform/database';
 import { connectNats, type NatsConnection } from '@notify/platform/nats';
+import { startPrivateNats, type PrivateNats } from '../../../test/harness/private-nats.ts';
 import { openInvalidationChannel, type InvalidationChannel } from './invalidation.ts';
 import { KeyCache } from './key-cache.ts';
 import type { KeyRecord } from './key-lookup.ts';
@@ -14,39 +12,12 @@ import { KeyResolver } from './key-resolver.ts';
 
 const logger = createLogger('invalidation-test', 'silent');
 const subject = 'tinvalidation_notify.auth.key-revoked';
-let port: number;
-let server: ChildProcess | undefined;
+let privateNats: PrivateNats;
 // Never queried: every lookup in these tests is answered by the cache or dropped from it.
 let pool: Pool;
 // Closed in `after` even when a test fails: a connection left open would keep reconnecting and the run would never end.
 const opened: Replica[] = [];
 
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  probe.listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const { port: free } = probe.address() as AddressInfo;
-  probe.close();
-  return free;
-}
-
-async function startNatsServer(): Promise<void> {
-  server = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const reachable = await connectNats(`nats://127.0.0.1:${port}`, 'probe', logger).then((c) => c.close().then(() => true), () => false);
-    if (reachable) return;
-    if (Date.now() > deadline) throw new Error('nats-server did not start');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-async function stopNatsServer(): Promise<void> {
-  if (!server || server.exitCode !== null) return;
-  const exited = once(server, 'exit');
-  server.kill('SIGTERM');
-  await exited;
-}
 
 interface Replica {
   nats: NatsConnection;
@@ -56,7 +27,7 @@ interface Replica {
 }
 
 async function replica(): Promise<Replica> {
-  const nats = await connectNats(`nats://127.0.0.1:${port}`, 'auth-svc-test', logger);
+  const nats = await connectNats(privateNats.url, 'auth-svc-test', logger);
   const cache = new KeyCache<KeyRecord>({ ttlMs: 60_000, maxEntries: 100 });
   const registers = [createRegistry('auth-svc')];
   const resolver = new KeyResolver({ pool, cache, lookups: new Counter({ name: 'lookups', help: 'test', labelNames: ['result'], registers }) });
@@ -90,9 +61,8 @@ async function eventually(condition: () => boolean, withinMs: number): Promise<v
 }
 
 before(async () => {
-  port = await freePort();
   pool = createPool('postgres://postgres@127.0.0.1:5432/postgres', { max: 1, applicationName: 'auth-svc-test', logger });
-  await startNatsServer();
+  privateNats = await startPrivateNats();
 });
 
 after(async () => {
@@ -100,7 +70,7 @@ after(async () => {
     await side.channel.close().catch(() => undefined);
     await side.nats.close();
   }
-  await stopNatsServer();
+  await privateNats.stop();
   await pool.end();
 });
 
@@ -128,7 +98,7 @@ test('an invalidation of every key empties every replica', async () => {
 test('with NATS down, revocation still takes effect locally and does not hang; after reconnecting the cache starts over', async () => {
   const side = await replica();
   fill(side.cache, 'nk_cached', 'nk_revoked');
-  await stopNatsServer();
+  await privateNats.kill('SIGTERM');
 
   const started = Date.now();
   await side.channel.invalidateKey('nk_revoked');
@@ -137,7 +107,7 @@ test('with NATS down, revocation still takes effect locally and does not hang; a
   assert.ok(side.cache.get('nk_cached'), 'still cached while disconnected');
 
   // Whatever was announced while this replica was away is lost to it: it must forget everything on reconnect.
-  await startNatsServer();
+  await privateNats.start();
   await eventually(() => side.cache.size === 0, 3_000);
   assert.equal((await side.received.get()).values.find((value) => value.labels['scope'] === 'all')?.value, 1);
 });

@@ -171,6 +171,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       INTERNAL_TOKEN: env.INTERNAL_TOKEN,
       REDIS_URL: env.REDIS_URL,
       REDIS_KEY_PREFIX: env.REDIS_KEY_PREFIX,
+      // auth-svc's key revocations and plan changes, which keep the gateway's authorization cache honest.
+      ...nats,
     },
   };
   const base = { ...pickInherited(process.env), LOG_LEVEL: options.logLevel ?? 'info', ...defined(options.env) };

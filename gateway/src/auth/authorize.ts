@@ -25,12 +25,20 @@ export function notAuthenticated(reason: MessageKey): ApiError {
   return new ApiError(401, undefined, text(reason), { headers: { 'WWW-Authenticate': 'Api-Key' } });
 }
 
-export async function authorize(client: AuthClient, apiKey: string, organization: ParsedOrganization): Promise<Access> {
+/** auth-svc's Authorize for a key and an organization id, straight or through the gateway's cache; rejects with its refusal. */
+export type AuthorizeCall = (apiKey: string, organizationId: number) => Promise<auth.AuthorizeResponse__Output>;
+
+/** Authorize asked of auth-svc itself, every time. */
+export function callAuthorize(client: AuthClient): AuthorizeCall {
+  return (apiKey, organizationId) => client.call('Authorize', { apiKey, organizationId });
+}
+
+export async function authorize(call: AuthorizeCall, apiKey: string, organization: ParsedOrganization): Promise<Access> {
   let response: auth.AuthorizeResponse__Output;
   try {
     // With an invalid header the key is still checked, against organization 0 (which never exists), so that an
     // unknown key is answered 401 before the header's 400.
-    response = await client.call('Authorize', { apiKey, organizationId: organization.ok ? organization.id : 0 });
+    response = await call(apiKey, organization.ok ? organization.id : 0);
   } catch (error) {
     // Only auth-svc's own verdict on the key is a 401; an UNAUTHENTICATED without it refused the gateway's token (503).
     if (error instanceof RemoteError && error.status === status.UNAUTHENTICATED && error.reason === 'invalid_api_key') throw notAuthenticated('auth.invalid');

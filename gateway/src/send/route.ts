@@ -4,6 +4,7 @@ import type { Middleware, ParameterizedContext } from 'koa';
 import { authenticate } from '../auth/authenticate.ts';
 import type { AuthClient } from '../auth/authorize.ts';
 import type { BruteForceGuard } from '../auth/brute-force-guard.ts';
+import type { CachedAuthorizer } from '../auth/cached-authorizer.ts';
 import { parseAuthorization } from '../auth/authorization-header.ts';
 import { parseOrganizationId } from '../auth/organization-header.ts';
 import { ensurePlanAllowsSend } from '../auth/plan.ts';
@@ -19,6 +20,8 @@ import { validateSendBody } from './validation.ts';
 
 export interface SendRouteDeps {
   readonly auth: AuthClient;
+  /** Accepted keys answered from memory (AUTH_CACHE_TTL); absent, every request asks auth-svc. */
+  readonly authorizations?: CachedAuthorizer;
   readonly dispatch: DispatchClient;
   readonly rateLimiter: SendRateLimiter;
   /** Limits failed authentications per client address (NOTIFY_AUTH_FAILURE_RATE); absent, they are not limited. */
@@ -32,8 +35,8 @@ export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
     // 1. Size, before anything else: a chunked body is read here, under the limit, so 413 wins for it too.
     const bytes = await readBody(ctx.req, deps.maxBodyBytes);
 
-    // 2-4. Key, organization header, key's organization: one Authorize call, mapped in the contract's order. Failed
-    // attempts are limited per client address.
+    // 2-4. Key, organization header, key's organization: one Authorize call (or its cached acceptance), mapped in the
+    // contract's order. Failed attempts are limited per client address.
     const credential = parseAuthorization(ctx.get('Authorization') || undefined);
     const organization = parseOrganizationId(ctx.get('X-Organization-ID') || undefined);
     const access = await authenticate(deps, ctx.ip, credential, organization);

@@ -1,0 +1,158 @@
+// Keeps the authorization cache honest: the gateway listens on the core NATS subject auth-svc publishes on when it
+// revokes a key (the key's prefix) or changes a plan (`*`, everything), and drops what it holds at once. Core pub/sub
+// is fire-and-forget, so the cache is only used while the subscription is known to be live: not before the server has
+// confirmed it, not while the connection is down (an announcement then would be lost to us), and after a reconnect only
+// once the subscription is registered again, starting from nothing. NATS is never required: unreachable at start, it
+// is retried in the background and every send asks auth-svc meanwhile, exactly as without a cache.
+import type { Counter, Logger } from '@notify/platform';
+import { connectNats, type NatsConnection } from '@notify/platform/nats';
+
+/** auth-svc's payload for "drop every entry" (auth-svc/src/keys/invalidation.ts); never a valid prefix. */
+const everyKey = '*';
+
+/** What the listener drives: the cached authorizer. */
+export interface InvalidationTarget {
+  invalidatePrefix(prefix: string): void;
+  invalidateAll(): void;
+  pause(): void;
+  resume(): void;
+}
+
+export interface InvalidationListenerOptions {
+  /** NATS_URL. */
+  readonly natsUrl: string;
+  /** `topology(NOTIFY_NATS_PREFIX).keyInvalidationSubject`, the subject auth-svc publishes on. */
+  readonly subject: string;
+  readonly target: InvalidationTarget;
+  readonly logger: Logger;
+  /** notify_gateway_auth_cache_invalidations_total{scope}. */
+  readonly received: Counter<'scope'>;
+  /** Wait between attempts while NATS cannot be reached at start (default 5 s). */
+  readonly retryMs?: number;
+}
+
+export interface InvalidationListener {
+  /** Whether the subscription is confirmed live now (the cache is in use). */
+  readonly live: boolean;
+  /** Stops listening and closes the connection; the cache is paused. */
+  close(): Promise<void>;
+}
+
+export function listenForInvalidations(options: InvalidationListenerOptions): InvalidationListener {
+  const { natsUrl, subject, target, logger, received } = options;
+  const retryMs = options.retryMs ?? 5_000;
+  let closed = false;
+  let live = false;
+  let connection: NatsConnection | undefined;
+  /** Bumped whenever the subscription stops being trustworthy, so that a confirmation asked for before it is void. */
+  let epoch = 0;
+  let wake: (() => void) | undefined;
+
+  const pause = (): void => {
+    epoch += 1;
+    live = false;
+    target.pause();
+  };
+
+  // A round trip to the server after (re)subscribing: once it answers, the server has the subscription, and every
+  // announcement from then on reaches us.
+  const goLiveAfterFlush = (nats: NatsConnection): void => {
+    const asked = epoch;
+    nats.flush().then(
+      () => {
+        if (closed || asked !== epoch) return;
+        live = true;
+        target.resume();
+        logger.info({ subject }, 'key invalidations subscribed: accepted API keys are cached');
+      },
+      (error: unknown) => {
+        if (!closed) logger.warn({ err: error }, 'NATS did not confirm the key invalidation subscription: authorizations stay uncached until it reconnects');
+      },
+    );
+  };
+
+  const follow = (nats: NatsConnection): void => {
+    const subscription = nats.subscribe(subject, {
+      callback: (error, message) => {
+        if (error) {
+          // Whatever went wrong, announcements may be missed from here on.
+          logger.warn({ err: error }, 'key invalidation subscription failed: authorizations are not cached until NATS reconnects');
+          received.inc({ scope: 'all' });
+          pause();
+          return;
+        }
+        const announced = message.string();
+        if (announced === everyKey) {
+          received.inc({ scope: 'all' });
+          target.invalidateAll();
+        } else {
+          received.inc({ scope: 'key' });
+          target.invalidatePrefix(announced);
+        }
+      },
+    });
+    void subscription.closed.then(() => {
+      if (closed) return;
+      logger.warn({ subject }, 'key invalidation subscription closed: authorizations are no longer cached');
+      pause();
+    });
+    void (async () => {
+      for await (const status of nats.status()) {
+        if (closed) break;
+        if (status.type === 'disconnect') {
+          // Announcements published while we are away are lost to us: nothing cached may be trusted, nor cached anew.
+          received.inc({ scope: 'all' });
+          pause();
+          logger.info('NATS disconnected: authorizations are not cached until it reconnects');
+        } else if (status.type === 'reconnect') {
+          goLiveAfterFlush(nats);
+        }
+      }
+    })();
+    goLiveAfterFlush(nats);
+  };
+
+  void (async () => {
+    let attempts = 0;
+    while (!closed) {
+      try {
+        const nats = await connectNats(natsUrl, 'gateway', logger);
+        if (closed) {
+          await nats.close();
+          return;
+        }
+        connection = nats;
+        follow(nats);
+        return;
+      } catch (error) {
+        if (closed) return;
+        attempts += 1;
+        // Said once at warn: the gateway works without NATS, only slower; later failures are the same story.
+        const level = attempts === 1 ? 'warn' : 'debug';
+        logger[level]({ err: error, retryInMs: retryMs }, 'NATS unreachable: authorizations are not cached (every send asks auth-svc) until it answers');
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, retryMs);
+          timer.unref();
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
+      }
+    }
+  })();
+
+  return {
+    get live() {
+      return live;
+    },
+    async close() {
+      closed = true;
+      pause();
+      wake?.();
+      // close, not drain: nothing of ours is pending, and a drain would wait on a server that may be gone.
+      if (connection && !connection.isClosed()) await connection.close();
+    },
+  };
+}
