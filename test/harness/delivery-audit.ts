@@ -80,3 +80,22 @@ export async function attemptsWithoutOutcome(db: pg.Pool, ids: readonly number[]
   );
   return new Map(rows.map((row) => [Number(row.id), row.n]));
 }
+
+/**
+ * Per message, its attempts that were in flight across one of `outages` (NATS killed and restarted): `sending`
+ * recorded before the outage began, the outcome after it ended. Such an attempt may have been mailed twice, the window
+ * docs/delivery-guarantees.md lists as case 3: a NATS server killed outright may forget its latest deliveries and
+ * offer the job again at once, as the same attempt, before the first mailer's ledger write has landed.
+ */
+export async function attemptsAcrossOutages(db: pg.Pool, ids: readonly number[], outages: readonly { from: Date; to: Date }[]): Promise<Map<number, number>> {
+  const { rows } = await db.query<{ id: number; n: number }>(
+    `SELECT s.message_id AS id, count(DISTINCT s.attempt)::int AS n
+       FROM message_events s
+       JOIN message_events o ON o.message_id = s.message_id AND o.attempt = s.attempt AND o.state IN ('deferred', 'sent', 'failed')
+       JOIN unnest($2::timestamptz[], $3::timestamptz[]) AS outage(began, ended) ON s.occurred_at < outage.began AND o.occurred_at >= outage.ended
+      WHERE s.message_id = ANY($1::bigint[]) AND s.state = 'sending'
+      GROUP BY s.message_id`,
+    [ids, outages.map((outage) => outage.from), outages.map((outage) => outage.to)],
+  );
+  return new Map(rows.map((row) => [Number(row.id), row.n]));
+}
