@@ -24,19 +24,33 @@ export function createPool(url: string, options: { max: number; applicationName:
   return pool;
 }
 
-/** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
+/**
+ * Runs `work` in one transaction: committed when it resolves, rolled back when it throws. While the client is checked
+ * out, the pool no longer listens for its errors, and pg emits 'error' on a client whose connection ends (a database
+ * restart terminates every backend) even between queries; unheard, that event would kill the process. So the
+ * transaction listens itself, fails with that error, and the broken client is destroyed rather than pooled.
+ */
 export async function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let connectionError: Error | undefined;
+  const onError = (error: Error): void => {
+    connectionError ??= error;
+  };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await work(client);
     await client.query('COMMIT');
     return result;
   } catch (error) {
+    // After a connection error pg only says "not queryable"; the connection's own error (SQLSTATE 57P01, a reset socket)
+    // is the one callers classify as a dependency outage.
+    if (connectionError) throw connectionError;
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   } finally {
-    client.release();
+    client.off('error', onError);
+    client.release(connectionError);
   }
 }
 
