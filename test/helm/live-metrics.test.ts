@@ -11,7 +11,7 @@ import { startSystem, type System, type Tenant } from '../harness/system.ts';
 import { chartDir, productionValues, render } from './chart.ts';
 import { dashboardExpressions, exposedNames, metricNames } from './promql.ts';
 import { waitFor } from '../harness/wait.ts';
-import { ensureHelm, ensurePromtool, repoRoot, runTool } from './tools.ts';
+import { ensureHelm, ensurePromtool, repoRoot, runTool, type Tool } from './tools.ts';
 
 /** Series the alerts read from outside Notify, and where they come from. */
 const external: Readonly<Record<string, string>> = {
@@ -21,10 +21,14 @@ const external: Readonly<Record<string, string>> = {
 
 let system: System;
 let tenant: Tenant;
+let helm: Tool;
+let promtool: Tool;
 const pages = new Map<string, string>();
 
+// The tools are fetched here, beside the system's start: in a fresh clone helm is compiled first, which may take
+// minutes that no test's own timeout is meant to cover.
 before(async () => {
-  system = await startSystem({ mailerReplicas: 1 });
+  [system, helm, promtool] = await Promise.all([startSystem({ mailerReplicas: 1 }), ensureHelm(), ensurePromtool()]);
   tenant = await system.createTenant('helm-smoke');
   await system.putTemplate(tenant.projectId, 'welcome', { subject: 'Hello {{ name }}', schema: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } });
 });
@@ -99,7 +103,6 @@ describe('a running system', () => {
   });
 
   test('promtool check metrics accepts the /metrics page of every service', { timeout: 60_000 }, async (t) => {
-    const promtool = await ensurePromtool();
     if ('skip' in promtool) return t.skip(promtool.skip);
     for (const [service, page] of await metricsPages()) {
       const result = await runTool(promtool.path, ['check', 'metrics'], { input: page });
@@ -116,7 +119,6 @@ describe('a running system', () => {
     for (const file of readdirSync(join(chartDir, 'dashboards'))) {
       for (const query of dashboardExpressions(JSON.parse(readFileSync(join(chartDir, 'dashboards', file), 'utf8')))) queries.push({ ...query, where: `${file}: ${query.where}` });
     }
-    const helm = await ensureHelm();
     if ('skip' in helm) t.diagnostic(`alerts not checked: ${helm.skip}`);
     else {
       const rule = (await render(helm.path, { valuesFiles: [productionValues] })).get('PrometheusRule', 'notify');
