@@ -3,6 +3,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { afterEach } from 'node:test';
 import pg from 'pg';
 import { authProto, dispatchProto } from '@notify/proto';
 import { createLogger, GrpcClient } from '@notify/platform';
@@ -52,6 +53,24 @@ export interface System {
   stop(): Promise<void>;
 }
 
+/** Systems started by this test file and not yet stopped. */
+const running = new Set<Stack>();
+
+/** What the services said at warn level or above, their own crash output, and their exits: the last `limit` lines. */
+export function serviceTrouble(stack: Stack, limit = 40): string {
+  const lines = stack.logs
+    .lines()
+    .filter((line) => !line.text.startsWith('{') || /"level":"(?:warn|error|fatal)"/.test(line.text))
+    .slice(-limit);
+  return lines.map((line) => `${line.source} | ${line.text}`).join('\n');
+}
+
+// When a test fails, the services' own account of it is printed under it: in CI the output is all there is to go on.
+afterEach((t) => {
+  if (!('passed' in t) || t.passed) return;
+  for (const stack of running) console.log(`services' warnings and errors up to the failure of "${t.name}":\n${serviceTrouble(stack) || '(none)'}`);
+});
+
 export async function startSystem(options: SystemOptions = {}): Promise<System> {
   const resources = await createRunResources();
   const quiet = createLogger('smtp-sink', 'silent');
@@ -80,6 +99,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     await resources.cleanup();
     throw error;
   }
+  running.add(stack);
   const db = new pg.Pool({ connectionString: resources.databaseUrl, max: 4 });
   const authAdmin = new GrpcClient(authProto.AuthAdminService.service, stack.env.AUTH_SVC_ADDR, { token: adminToken, deadlineMs: 5_000 });
   const templates = new GrpcClient(dispatchProto.TemplateAdminService.service, stack.env.DISPATCH_SVC_ADDR, { token: adminToken, deadlineMs: 5_000 });
@@ -154,6 +174,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
       templates.close();
       await db.end();
       await stack.stop();
+      running.delete(stack);
       await sink.close();
       await resources.cleanup();
     },
