@@ -5,12 +5,11 @@ import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import pg from 'pg';
-import { Counter, createLogger, createRegistry, GrpcClient, GrpcServer, RemoteError, type Registry } from '@notify/platform';
+import { Counter, createLogger, createRegistry, ExpiringCache, GrpcClient, GrpcServer, RemoteError, type Registry } from '@notify/platform';
 import { createPool, migrate, type Pool } from '@notify/platform/database';
 import { connectNats, topology, type NatsConnection } from '@notify/platform/nats';
 import { authProto, type auth } from '@notify/proto';
 import { createAuthService, type AuthService } from './auth-service.ts';
-import { KeyCache } from './keys/key-cache.ts';
 import type { KeyRecord } from './keys/key-lookup.ts';
 import { KeyResolver } from './keys/key-resolver.ts';
 
@@ -192,7 +191,7 @@ test('concurrent lookups of one prefix share a single database query', async () 
   pool.on('acquire', () => void (queries += 1));
   const resolver = new KeyResolver({
     pool,
-    cache: new KeyCache<KeyRecord>({ ttlMs: 60_000, maxEntries: 10 }),
+    cache: new ExpiringCache<KeyRecord | null>({ ttlMs: 60_000, maxEntries: 10 }),
     lookups: new Counter({ name: 'lookups', help: 'test', labelNames: ['result'], registers: [] }),
   });
   const records = await Promise.all(Array.from({ length: 10 }, () => resolver.resolve(key.prefix)));

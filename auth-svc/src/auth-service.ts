@@ -1,13 +1,12 @@
 // auth-svc's handlers and the machinery behind them (key cache, invalidation channel, last-use recording),
 // built from its dependencies without listening anywhere: main.ts serves them, tests run several "replicas" in one process.
-import type { AsyncHandlers, Logger, Registry } from '@notify/platform';
+import { ExpiringCache, type AsyncHandlers, type Logger, type Registry } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { NatsConnection } from '@notify/platform/nats';
 import type { auth } from '@notify/proto';
 import { createAdminHandlers } from './admin/handlers.ts';
 import { createAuthorizeHandlers } from './authorize.ts';
 import { openInvalidationChannel } from './keys/invalidation.ts';
-import { KeyCache } from './keys/key-cache.ts';
 import type { KeyRecord } from './keys/key-lookup.ts';
 import { KeyResolver } from './keys/key-resolver.ts';
 import { startUsageFlusher, UsageTracker } from './keys/usage-recorder.ts';
@@ -42,7 +41,7 @@ const usageIntervalMs = 60_000;
 
 export async function createAuthService(options: AuthServiceOptions): Promise<AuthService> {
   const { pool, nats, logger, registry } = options;
-  const cache = new KeyCache<KeyRecord>({ ttlMs: options.cacheTtlMs, maxEntries: cacheMaxEntries });
+  const cache = new ExpiringCache<KeyRecord | null>({ ttlMs: options.cacheTtlMs, maxEntries: cacheMaxEntries });
   const metrics = createAuthMetrics(registry, () => cache.size);
   const resolver = new KeyResolver({ pool, cache, lookups: metrics.cacheLookups });
   const invalidation = await openInvalidationChannel({

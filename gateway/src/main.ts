@@ -3,7 +3,6 @@ import { degradable, GrpcClient, runService, ShutdownPriority, type ConfigOf, ty
 import { topology } from '@notify/platform/nats';
 import { authProto, dispatchProto } from '@notify/proto';
 import { createApp } from './app.ts';
-import { AuthorizationCache } from './auth/authorization-cache.ts';
 import { listenForInvalidations } from './auth/authorization-invalidation.ts';
 import { createAuthorizationCacheMetrics } from './auth/authorization-metrics.ts';
 import { BruteForceGuard } from './auth/brute-force-guard.ts';
@@ -24,7 +23,8 @@ function startAuthorizationCache(options: { config: ConfigOf<typeof configSpec>;
   const metrics = createAuthorizationCacheMetrics(options.registry);
   const authorizations = new CachedAuthorizer({
     authorize: callAuthorize(options.auth),
-    cache: new AuthorizationCache({ ttlMs: config.authCacheTtlMs, maxEntries: authorizationCacheEntries }),
+    ttlMs: config.authCacheTtlMs,
+    maxEntries: authorizationCacheEntries,
     lookups: metrics.lookups,
   });
   const invalidations = listenForInvalidations({

@@ -1,12 +1,11 @@
 // Runs against a private nats-server on a free port, so the test can stop and restart it without disturbing anyone.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { Counter, createLogger, createRegistry } from '@notify/platform';
+import { Counter, createLogger, createRegistry, ExpiringCache } from '@notify/platform';
 import { createPool, type Pool } from '@notify/platform/database';
 import { connectNats, type NatsConnection } from '@notify/platform/nats';
 import { startPrivateNats, type PrivateNats } from '../../../test/harness/private-nats.ts';
 import { openInvalidationChannel, type InvalidationChannel } from './invalidation.ts';
-import { KeyCache } from './key-cache.ts';
 import type { KeyRecord } from './key-lookup.ts';
 import { KeyResolver } from './key-resolver.ts';
 
@@ -21,14 +20,14 @@ const opened: Replica[] = [];
 
 interface Replica {
   nats: NatsConnection;
-  cache: KeyCache<KeyRecord>;
+  cache: ExpiringCache<KeyRecord | null>;
   channel: InvalidationChannel;
   received: Counter<'scope'>;
 }
 
 async function replica(): Promise<Replica> {
   const nats = await connectNats(privateNats.url, 'auth-svc-test', logger);
-  const cache = new KeyCache<KeyRecord>({ ttlMs: 60_000, maxEntries: 100 });
+  const cache = new ExpiringCache<KeyRecord | null>({ ttlMs: 60_000, maxEntries: 100 });
   const registers = [createRegistry('auth-svc')];
   const resolver = new KeyResolver({ pool, cache, lookups: new Counter({ name: 'lookups', help: 'test', labelNames: ['result'], registers }) });
   const received = new Counter({ name: 'invalidations', help: 'test', labelNames: ['scope'], registers });
@@ -48,7 +47,7 @@ const record = (keyId: number): KeyRecord => ({
   plan: { planId: 1, name: 'free', suspended: false, monthlyQuota: 0 },
 });
 
-function fill(cache: KeyCache<KeyRecord>, ...prefixes: string[]): void {
+function fill(cache: ExpiringCache<KeyRecord | null>, ...prefixes: string[]): void {
   prefixes.forEach((prefix, index) => cache.set(prefix, record(index + 1), cache.ticket()));
 }
 

@@ -1,17 +1,16 @@
 // Prefix -> key record through the cache: concurrent misses for one prefix share a single query,
 // and invalidations (revocation, plan change) drop both cached entries and lookups still in flight.
 import type { Pool } from '@notify/platform/database';
-import type { Counter } from '@notify/platform';
-import { KeyCache } from './key-cache.ts';
+import type { Counter, ExpiringCache } from '@notify/platform';
 import { findKeyByPrefix, type KeyRecord } from './key-lookup.ts';
 
 export class KeyResolver {
   readonly #pool: Pool;
-  readonly #cache: KeyCache<KeyRecord>;
+  readonly #cache: ExpiringCache<KeyRecord | null>;
   readonly #inFlight = new Map<string, Promise<KeyRecord | null>>();
   readonly #lookups: Counter<'result'>;
 
-  constructor(options: { pool: Pool; cache: KeyCache<KeyRecord>; lookups: Counter<'result'> }) {
+  constructor(options: { pool: Pool; cache: ExpiringCache<KeyRecord | null>; lookups: Counter<'result'> }) {
     this.#pool = options.pool;
     this.#cache = options.cache;
     this.#lookups = options.lookups;
@@ -20,9 +19,9 @@ export class KeyResolver {
   /** The key with this prefix, or null when none exists. Unknown prefixes are cached too, so guessing costs the database nothing. */
   resolve(prefix: string): Promise<KeyRecord | null> {
     const cached = this.#cache.get(prefix);
-    if (cached) {
+    if (cached !== undefined) {
       this.#lookups.inc({ result: 'hit' });
-      return Promise.resolve(cached.value);
+      return Promise.resolve(cached);
     }
     this.#lookups.inc({ result: 'miss' });
     const pending = this.#inFlight.get(prefix);

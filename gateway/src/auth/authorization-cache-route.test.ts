@@ -16,7 +16,6 @@ import { SendRateLimiter } from '../rate-limit/limiter.ts';
 import { connectRedis } from '../rate-limit/redis.ts';
 import { internalToken, redisUrl } from '../testing/serve-app.ts';
 import { standIn } from '../testing/stand-in.ts';
-import { AuthorizationCache } from './authorization-cache.ts';
 import { createAuthorizationCacheMetrics } from './authorization-metrics.ts';
 import { callAuthorize } from './authorize.ts';
 import { BruteForceGuard } from './brute-force-guard.ts';
@@ -72,7 +71,8 @@ before(async () => {
   const metrics = createAuthorizationCacheMetrics(registry);
   authorizations = new CachedAuthorizer({
     authorize: callAuthorize(authClient),
-    cache: new AuthorizationCache({ ttlMs: 60_000, maxEntries: 100 }),
+    ttlMs: 60_000,
+    maxEntries: 100,
     lookups: metrics.lookups,
   });
   authorizations.resume(); // as the invalidation listener does once its subscription is confirmed

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Counter, createRegistry } from '@notify/platform';
 import type { auth } from '@notify/proto';
-import { AuthorizationCache } from './authorization-cache.ts';
 import { CachedAuthorizer } from './cached-authorizer.ts';
 
 type Response = auth.AuthorizeResponse__Output;
@@ -26,9 +25,8 @@ function fakeAuthSvc() {
 function setup(options: { live?: boolean } = {}) {
   const registry = createRegistry('gateway-test');
   const lookups = new Counter({ name: 'lookups', help: 'test', labelNames: ['result'], registers: [registry] });
-  const cache = new AuthorizationCache<Response>({ ttlMs: 60_000, maxEntries: 100 });
   const authSvc = fakeAuthSvc();
-  const authorizer = new CachedAuthorizer({ authorize: authSvc.authorize, cache, lookups });
+  const authorizer = new CachedAuthorizer({ authorize: authSvc.authorize, ttlMs: 60_000, maxEntries: 100, lookups });
   if (options.live ?? true) authorizer.resume();
   const counted = async () => {
     const values = (await lookups.get()).values;
@@ -141,4 +139,16 @@ test('while paused (invalidations cannot be received) every request asks auth-sv
   assert.equal(authSvc.calls.length, 4, 'what was cached is gone');
   await ask(keyA, 7);
   assert.equal(authSvc.calls.length, 5);
+
+  // An answer asked for before a pause is not trusted after the resume that follows it.
+  authorizer.resume();
+  const early = authorizer.authorize(keyB, 7);
+  authorizer.pause();
+  authorizer.resume();
+  authSvc.calls.at(-1)?.settle(accepted(2));
+  await early;
+  await ask(keyB, 7, accepted(2));
+  assert.equal(authSvc.calls.length, 7, 'the early answer was not stored');
+  await ask(keyB, 7);
+  assert.equal(authSvc.calls.length, 7, 'an answer asked for while live is');
 });

@@ -1,9 +1,11 @@
-// Authorize through the gateway's cache: an accepted key is answered from memory until it expires or auth-svc
-// announces a change; concurrent misses for the same key and organization share one call. Refusals are never stored:
-// each one reaches auth-svc, whose verdict the brute-force guard counts as before.
-import type { Counter } from '@notify/platform';
+// Authorize through the gateway's cache: an accepted key is answered from memory until its entry expires
+// (AUTH_CACHE_TTL, never extended by a hit) or auth-svc announces a change; concurrent misses for the same key and
+// organization share one call. Refusals are never stored: each one reaches auth-svc, whose verdict the brute-force
+// guard counts as before. The cache is used only while invalidations are received (`resume`), and starts from nothing
+// each time; an answer asked for before an invalidation or a pause is not stored after it (see ExpiringCache's ticket).
+import { ExpiringCache, type Counter } from '@notify/platform';
 import type { auth } from '@notify/proto';
-import { apiKeyPrefix, cacheKey, type AuthorizationCache } from './authorization-cache.ts';
+import { apiKeyPrefix, requestDigest } from './authorization-cache.ts';
 import type { AuthorizeCall } from './authorize.ts';
 
 type AuthorizeResponse = auth.AuthorizeResponse__Output;
@@ -11,9 +13,17 @@ type AuthorizeResponse = auth.AuthorizeResponse__Output;
 export interface CachedAuthorizerOptions {
   /** Authorize asked of auth-svc itself (`callAuthorize`). */
   readonly authorize: AuthorizeCall;
-  readonly cache: AuthorizationCache<AuthorizeResponse>;
+  /** AUTH_CACHE_TTL. */
+  readonly ttlMs: number;
+  readonly maxEntries: number;
   /** notify_gateway_auth_cache_total{result}. */
   readonly lookups: Counter<'result'>;
+}
+
+/** An accepted answer, stored under its key's prefix, for the request it answered. */
+interface Acceptance {
+  readonly digest: string;
+  readonly response: AuthorizeResponse;
 }
 
 interface Pending {
@@ -23,13 +33,15 @@ interface Pending {
 
 export class CachedAuthorizer {
   readonly #call: AuthorizeCall;
-  readonly #cache: AuthorizationCache<AuthorizeResponse>;
+  readonly #cache: ExpiringCache<Acceptance>;
   readonly #lookups: Counter<'result'>;
+  /** Calls under way, by request digest. */
   readonly #inFlight = new Map<string, Pending>();
+  #live = false;
 
   constructor(options: CachedAuthorizerOptions) {
     this.#call = options.authorize;
-    this.#cache = options.cache;
+    this.#cache = new ExpiringCache({ ttlMs: options.ttlMs, maxEntries: options.maxEntries });
     this.#lookups = options.lookups;
   }
 
@@ -42,32 +54,32 @@ export class CachedAuthorizer {
     // Organization 0 (an unusable header) is never accepted, and a key without the issued prefix could never be
     // invalidated: both go straight to auth-svc.
     if (prefix === undefined || organizationId <= 0) return this.#call(apiKey, organizationId);
-    const key = cacheKey(apiKey, organizationId);
-    const cached = this.#cache.get(key);
-    if (cached) {
+    const digest = requestDigest(apiKey, organizationId);
+    const cached = this.#cache.get(prefix);
+    if (cached?.digest === digest) {
       this.#lookups.inc({ result: 'hit' });
-      return Promise.resolve(cached);
+      return Promise.resolve(cached.response);
     }
     this.#lookups.inc({ result: 'miss' });
-    const pending = this.#inFlight.get(key);
+    const pending = this.#inFlight.get(digest);
     if (pending) return pending.answer;
     const ticket = this.#cache.ticket();
     const answer = this.#call(apiKey, organizationId)
       .then((response) => {
-        this.#cache.set(key, prefix, response, ticket);
+        if (this.#live) this.#cache.set(prefix, { digest, response }, ticket);
         return response;
       })
       .finally(() => {
-        if (this.#inFlight.get(key)?.answer === answer) this.#inFlight.delete(key);
+        if (this.#inFlight.get(digest)?.answer === answer) this.#inFlight.delete(digest);
       });
-    this.#inFlight.set(key, { prefix, answer });
+    this.#inFlight.set(digest, { prefix, answer });
     return answer;
   }
 
-  /** The key with this prefix was revoked: its answers go, and a request arriving now asks auth-svc anew. */
+  /** The key with this prefix was revoked: its answer goes, and a request arriving now asks auth-svc anew. */
   invalidatePrefix(prefix: string): void {
-    this.#cache.invalidatePrefix(prefix);
-    for (const [key, pending] of this.#inFlight) if (pending.prefix === prefix) this.#inFlight.delete(key);
+    this.#cache.invalidate(prefix);
+    for (const [digest, pending] of this.#inFlight) if (pending.prefix === prefix) this.#inFlight.delete(digest);
   }
 
   /** A plan changed (or messages may have been missed): every answer goes. */
@@ -78,13 +90,13 @@ export class CachedAuthorizer {
 
   /** Invalidations cannot be received: answer every request from auth-svc until `resume`. */
   pause(): void {
-    this.#cache.pause();
-    this.#inFlight.clear();
+    this.#live = false;
+    this.invalidateAll();
   }
 
   /** Invalidations are received again: start caching from nothing. */
   resume(): void {
-    this.#cache.resume();
-    this.#inFlight.clear();
+    this.invalidateAll();
+    this.#live = true;
   }
 }

@@ -1,28 +1,28 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { KeyCache } from './key-cache.ts';
+import { ExpiringCache } from './expiring-cache.ts';
 
 function clockedCache(options: { ttlMs?: number; maxEntries?: number } = {}) {
   const clock = { now: 1_000 };
-  const cache = new KeyCache<string>({ ttlMs: options.ttlMs ?? 10_000, maxEntries: options.maxEntries ?? 100, now: () => clock.now });
+  const cache = new ExpiringCache<string | null>({ ttlMs: options.ttlMs ?? 10_000, maxEntries: options.maxEntries ?? 100, now: () => clock.now });
   return { cache, clock };
 }
 
-test('a cached lookup is served until its time to live has passed', () => {
+test('a stored value is served until its time to live has passed', () => {
   const { cache, clock } = clockedCache();
   cache.set('nk_a', 'record', cache.ticket());
   clock.now += 9_999;
-  assert.deepEqual(cache.get('nk_a'), { value: 'record' });
+  assert.equal(cache.get('nk_a'), 'record');
   clock.now += 1;
   assert.equal(cache.get('nk_a'), undefined);
   assert.equal(cache.size, 0);
 });
 
-test('a prefix known to match nothing is cached as a negative entry', () => {
+test('null is a value: a key known to match nothing is cached as a negative entry', () => {
   const { cache } = clockedCache();
   assert.equal(cache.get('nk_unknown'), undefined);
   cache.set('nk_unknown', null, cache.ticket());
-  assert.deepEqual(cache.get('nk_unknown'), { value: null });
+  assert.strictEqual(cache.get('nk_unknown'), null);
 });
 
 test('beyond its bound the cache drops the least recently used entry', () => {
@@ -32,18 +32,18 @@ test('beyond its bound the cache drops the least recently used entry', () => {
   cache.set('nk_4', 'nk_4', cache.ticket());
   assert.equal(cache.size, 3);
   assert.equal(cache.get('nk_2'), undefined);
-  assert.deepEqual(cache.get('nk_1'), { value: 'nk_1' });
-  assert.deepEqual(cache.get('nk_3'), { value: 'nk_3' });
-  assert.deepEqual(cache.get('nk_4'), { value: 'nk_4' });
+  assert.equal(cache.get('nk_1'), 'nk_1');
+  assert.equal(cache.get('nk_3'), 'nk_3');
+  assert.equal(cache.get('nk_4'), 'nk_4');
 });
 
-test('invalidating a prefix drops it and leaves the others', () => {
+test('invalidating a key drops it and leaves the others', () => {
   const { cache } = clockedCache();
   cache.set('nk_a', 'a', cache.ticket());
   cache.set('nk_b', 'b', cache.ticket());
   cache.invalidate('nk_a');
   assert.equal(cache.get('nk_a'), undefined);
-  assert.deepEqual(cache.get('nk_b'), { value: 'b' });
+  assert.equal(cache.get('nk_b'), 'b');
   cache.clear();
   assert.equal(cache.get('nk_b'), undefined);
 });
@@ -61,11 +61,22 @@ test('a lookup that started before an invalidation is not cached', () => {
   assert.equal(cache.get('nk_b'), undefined);
 
   cache.set('nk_a', 'fresh', cache.ticket());
-  assert.deepEqual(cache.get('nk_a'), { value: 'fresh' });
+  assert.equal(cache.get('nk_a'), 'fresh');
 });
 
 test('a time to live of zero disables caching', () => {
   const { cache } = clockedCache({ ttlMs: 0 });
   cache.set('nk_a', 'a', cache.ticket());
+  assert.equal(cache.get('nk_a'), undefined);
+});
+
+test('a hit does not extend the time to live: the source is asked again at least once per TTL', () => {
+  const { cache, clock } = clockedCache({ ttlMs: 1_000 });
+  cache.set('nk_a', 'a', cache.ticket());
+  for (let step = 0; step < 3; step++) {
+    clock.now += 300;
+    assert.equal(cache.get('nk_a'), 'a');
+  }
+  clock.now += 100;
   assert.equal(cache.get('nk_a'), undefined);
 });

@@ -1,0 +1,69 @@
+// Recent answers kept in memory (auth-svc's key lookups, the gateway's accepted authorizations), each entry living
+// `ttlMs` from when it was stored: a hit never extends it, so the source is asked again at least once per TTL.
+// Bounded: beyond `maxEntries` the least recently used entry goes, so a flood of distinct keys cannot exhaust memory.
+
+/**
+ * Taken before asking the source and handed back with its answer: an answer asked for before an invalidation (or a
+ * clear) that arrived while the question ran is not stored, so a slow lookup cannot put back what was revoked.
+ */
+export type CacheTicket = number & { readonly __ticket: unique symbol };
+
+interface Entry<V> {
+  readonly value: V;
+  readonly expiresAt: number;
+}
+
+export class ExpiringCache<V> {
+  /** Map order is the order of last use. */
+  readonly #entries = new Map<string, Entry<V>>();
+  readonly #ttlMs: number;
+  readonly #maxEntries: number;
+  readonly #now: () => number;
+  #generation = 0;
+
+  /** `ttlMs` 0 stores nothing. */
+  constructor(options: { ttlMs: number; maxEntries: number; now?: () => number }) {
+    this.#ttlMs = options.ttlMs;
+    this.#maxEntries = options.maxEntries;
+    this.#now = options.now ?? Date.now;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** The stored value for `key`, or undefined when there is none (or it expired). */
+  get(key: string): V | undefined {
+    const entry = this.#entries.get(key);
+    if (!entry) return undefined;
+    this.#entries.delete(key);
+    if (entry.expiresAt <= this.#now()) return undefined;
+    this.#entries.set(key, entry); // re-insert: Map order is the recency order
+    return entry.value;
+  }
+
+  ticket(): CacheTicket {
+    return this.#generation as CacheTicket;
+  }
+
+  /** Stores `value` unless an invalidation or a clear happened since `ticket` was taken. */
+  set(key: string, value: V, ticket: CacheTicket): void {
+    if (ticket !== this.#generation || this.#ttlMs <= 0) return;
+    this.#entries.delete(key);
+    this.#entries.set(key, { value, expiresAt: this.#now() + this.#ttlMs });
+    for (const oldest of this.#entries.keys()) {
+      if (this.#entries.size <= this.#maxEntries) break;
+      this.#entries.delete(oldest);
+    }
+  }
+
+  invalidate(key: string): void {
+    this.#generation += 1;
+    this.#entries.delete(key);
+  }
+
+  clear(): void {
+    this.#generation += 1;
+    this.#entries.clear();
+  }
+}
