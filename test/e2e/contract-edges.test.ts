@@ -150,6 +150,9 @@ async function restartAndRecover(service: 'auth-svc' | 'dispatch-svc'): Promise<
   await system.stack.restart(service);
   // The gateway's gRPC channel reconnects with its own backoff: wait for a send to go through again.
   await waitFor(async () => ((await system.send(tenant, body)).status === 202 ? true : undefined), { timeoutMs: 20_000, intervalMs: 250, what: `sends to work again after ${service} restarted` });
+  // So does this test's own admin client of that service, which later tests call.
+  const admin = service === 'auth-svc' ? system.authAdmin : system.templates;
+  await waitFor(async () => ((await admin.serving().catch(() => false)) ? true : undefined), { timeoutMs: 20_000, intervalMs: 250, what: `this test's client to reach ${service} again` });
 }
 
 test('503 service_unavailable with Retry-After and the request id while auth-svc is down, never a 500 or an internal detail', async () => {
