@@ -82,20 +82,28 @@ export async function attemptsWithoutOutcome(db: pg.Pool, ids: readonly number[]
 }
 
 /**
- * Per message, its attempts that were in flight across one of `outages` (NATS killed and restarted): `sending`
- * recorded before the outage began, the outcome after it ended. Such an attempt may have been mailed twice, the window
- * docs/delivery-guarantees.md lists as case 3: a NATS server killed outright may forget its latest deliveries and
- * offer the job again at once, as the same attempt, before the first mailer's ledger write has landed.
+ * Per message, its attempts that a NATS kill (one of `outages`) could have made twice, the window
+ * docs/delivery-guarantees.md lists as case 3: a NATS server killed outright (SIGKILL) may lose the writes it had just
+ * acknowledged (a `sending` event, a ledger write) and its consumer's latest deliveries, and offers those jobs again
+ * at once after it restarts, as the same attempt. So an attempt counts when it overlaps the outage: its `sending`
+ * recorded before the outage ended plus `redeliveryGraceMs` (the copy offered again at once), its outcome after the
+ * outage began (the first copy was still in flight when NATS died).
  */
-export async function attemptsAcrossOutages(db: pg.Pool, ids: readonly number[], outages: readonly { from: Date; to: Date }[]): Promise<Map<number, number>> {
+export async function attemptsAcrossOutages(
+  db: pg.Pool,
+  ids: readonly number[],
+  outages: readonly { from: Date; to: Date }[],
+  redeliveryGraceMs = 5_000,
+): Promise<Map<number, number>> {
   const { rows } = await db.query<{ id: number; n: number }>(
     `SELECT s.message_id AS id, count(DISTINCT s.attempt)::int AS n
        FROM message_events s
        JOIN message_events o ON o.message_id = s.message_id AND o.attempt = s.attempt AND o.state IN ('deferred', 'sent', 'failed')
-       JOIN unnest($2::timestamptz[], $3::timestamptz[]) AS outage(began, ended) ON s.occurred_at < outage.began AND o.occurred_at >= outage.ended
+       JOIN unnest($2::timestamptz[], $3::timestamptz[]) AS outage(began, ended)
+         ON s.occurred_at < outage.ended + $4 * interval '1 millisecond' AND o.occurred_at >= outage.began
       WHERE s.message_id = ANY($1::bigint[]) AND s.state = 'sending'
       GROUP BY s.message_id`,
-    [ids, outages.map((outage) => outage.from), outages.map((outage) => outage.to)],
+    [ids, outages.map((outage) => outage.from), outages.map((outage) => outage.to), redeliveryGraceMs],
   );
   return new Map(rows.map((row) => [Number(row.id), row.n]));
 }
