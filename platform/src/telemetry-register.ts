@@ -3,4 +3,4 @@ import { register } from 'node:module';
 import { startTelemetry } from './telemetry.ts';
 
 register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
-startTelemetry(process.env);
+startTelemetry(process.env, process.argv[1], process.pid);

@@ -4,10 +4,11 @@
 // attempt base; after commit the jobs are published like a send's, and the outbox relay covers any publish that fails.
 // The job renders the template's current version: the one an operator fixes after a rendering failure, and the one
 // the message row then names.
-import type { Logger } from '@notify/platform';
+import { activeContext, contextFromTraceparent, linkTo, notifyAttributes, traceparentOf, type Logger } from '@notify/platform';
+import { startCreateSpan } from '@notify/platform/nats';
 import { withTransaction, type Pool, type PoolClient } from '@notify/platform/database';
 import { reopen, type MessageProgress } from '../events/state-machine.ts';
-import type { QueuedJob } from '../outbox/delivery-job.ts';
+import { jobMsgId, type OutgoingJob, type QueuedJob } from '../outbox/delivery-job.ts';
 import type { JobPublisher } from '../outbox/job-publisher.ts';
 import { deleteOutboxRows, replaceOutboxRow } from '../outbox/outbox-store.ts';
 import type { DispatchMetrics } from '../metrics.ts';
@@ -38,6 +39,7 @@ interface Candidate extends MessageProgress {
   acceptedAt: Date;
   /** Highest attempt any event of the message carried, recorded or not yet applied. */
   lastAttempt: number;
+  traceparent: string | null;
   slug: string;
   version: number;
   subject: string;
@@ -52,7 +54,7 @@ async function lockCandidates(client: PoolClient, projectId: number, ids: readon
     text: `SELECT m.id, m.state, m.state_attempt AS "stateAttempt", m.attempts, m.last_smtp_code AS "lastSmtpCode",
                   m.last_smtp_response AS "lastSmtpResponse", m.failure_reason AS "failureReason",
                   m.celery_task_id AS "celeryTaskId", m.organization_id AS "organizationId", m.recipient, m.data,
-                  m.created_at AS "acceptedAt",
+                  m.created_at AS "acceptedAt", m.traceparent,
                   (SELECT coalesce(max(e.attempt), 0) FROM message_events e WHERE e.message_id = m.id) AS "lastAttempt",
                   t.slug, t.version, t.subject, t.html, t.text, t.active
              FROM messages m JOIN templates t ON t.id = m.template_id
@@ -64,13 +66,25 @@ async function lockCandidates(client: PoolClient, projectId: number, ids: readon
   return new Map(found.rows.map((row) => [row.id, row]));
 }
 
-/** Reopens one locked failed message and writes its `queued` event and outbox row; returns its new job. */
-async function reopenMessage(client: PoolClient, projectId: number, candidate: Candidate, next: MessageProgress, at: Date): Promise<QueuedJob> {
+/**
+ * Reopens one locked failed message and writes its `queued` event and outbox row; returns its new job. The new
+ * delivery's create span continues the message's own trace (so one trace still shows its whole life) and links to the
+ * operator's request that re-queued it.
+ */
+async function reopenMessage(client: PoolClient, projectId: number, candidate: Candidate, next: MessageProgress, at: Date, subject: string): Promise<OutgoingJob> {
   const attemptBase = next.stateAttempt;
+  const requeue = { attemptBase, at: at.toISOString() };
+  const creation = startCreateSpan(
+    { destination: subject, messageId: jobMsgId({ messageId: candidate.id, requeue }), attributes: { [notifyAttributes.messageId]: candidate.id } },
+    candidate.traceparent ? contextFromTraceparent(candidate.traceparent) : activeContext(),
+    candidate.traceparent ? linkTo(traceparentOf(activeContext())) : [],
+  );
+  creation.end();
+  const traceparent = traceparentOf(creation);
   await client.query({
     name: 'requeue-message',
-    text: `UPDATE messages SET state = 'queued', state_attempt = $2, failure_reason = NULL, template_version = $3, updated_at = $4 WHERE id = $1`,
-    values: [candidate.id, attemptBase, candidate.version, at],
+    text: `UPDATE messages SET state = 'queued', state_attempt = $2, failure_reason = NULL, template_version = $3, updated_at = $4, traceparent = $5 WHERE id = $1`,
+    values: [candidate.id, attemptBase, candidate.version, at, traceparent || null],
   });
   await client.query({
     name: 'requeue-event',
@@ -87,18 +101,18 @@ async function reopenMessage(client: PoolClient, projectId: number, candidate: C
     data: candidate.data,
     template: { slug: candidate.slug, version: candidate.version, subject: candidate.subject, html: candidate.html, text: candidate.text },
     acceptedAt: candidate.acceptedAt.toISOString(),
-    requeue: { attemptBase, at: at.toISOString() },
+    requeue,
   };
   await replaceOutboxRow(client, job);
-  return job;
+  return { job, traceparent };
 }
 
 /** Re-queues the named messages of the project in one transaction; each one not a failed message is skipped with why. */
-async function requeueBatch(deps: RequeueDeps, projectId: number, ids: readonly number[]): Promise<RequeueResult & { jobs: QueuedJob[] }> {
+async function requeueBatch(deps: RequeueDeps, projectId: number, ids: readonly number[]): Promise<RequeueResult & { jobs: OutgoingJob[] }> {
   return withTransaction(deps.pool, async (client) => {
     const candidates = await lockCandidates(client, projectId, ids);
     const at = new Date();
-    const result: RequeueResult & { jobs: QueuedJob[] } = { requeued: [], skipped: [], jobs: [] };
+    const result: RequeueResult & { jobs: OutgoingJob[] } = { requeued: [], skipped: [], jobs: [] };
     for (const id of ids) {
       const candidate = candidates.get(id);
       const next = candidate && reopen(candidate, candidate.lastAttempt);
@@ -106,7 +120,7 @@ async function requeueBatch(deps: RequeueDeps, projectId: number, ids: readonly 
       else if (!next) result.skipped.push({ messageId: id, reason: 'not_failed' });
       else if (!candidate.active) result.skipped.push({ messageId: id, reason: 'template_inactive' });
       else {
-        result.jobs.push(await reopenMessage(client, projectId, candidate, next, at));
+        result.jobs.push(await reopenMessage(client, projectId, candidate, next, at, deps.publisher.subject));
         result.requeued.push(id);
       }
     }
@@ -115,11 +129,12 @@ async function requeueBatch(deps: RequeueDeps, projectId: number, ids: readonly 
 }
 
 /** Publishes committed jobs; one that JetStream does not confirm stays in the outbox for the relay. */
-async function publishAll(deps: RequeueDeps, jobs: readonly QueuedJob[]): Promise<void> {
+async function publishAll(deps: RequeueDeps, jobs: readonly OutgoingJob[]): Promise<void> {
   await Promise.all(
-    jobs.map(async (job) => {
+    jobs.map(async (outgoing) => {
+      const { job } = outgoing;
       try {
-        await deps.publisher.publish(job, 'direct');
+        await deps.publisher.publish(outgoing, 'direct');
         await deleteOutboxRows(deps.pool, [job.messageId]);
       } catch (error) {
         deps.logger.warn({ err: error, messageId: job.messageId }, 're-queued job not confirmed by JetStream; the outbox relay will publish it');

@@ -1,9 +1,11 @@
 // The durable pull consumer on the events stream: the DeliveryEvents received together are applied in one transaction
 // and acked after its commit, so a crash between the two only redelivers events the store then sees as duplicates.
-import type { Logger } from '@notify/platform';
+// Traces: the batch is one `process` span of its own, linked to every event's context (its database work is under it);
+// each event gets a `process` span in its message's trace, a child of the mailer's span that published it.
+import { notifyAttributes, recordFailure, withActiveSpan, type Logger, type Span } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
-import type { DeliveryEvent } from '@notify/proto';
-import { ensureConsumer, nanoseconds, type JetStreamClient, type JetStreamManager, type JsMsg, type Topology } from '@notify/platform/nats';
+import { deliveryEventId, type DeliveryEvent } from '@notify/proto';
+import { carriedContext, ensureConsumer, nanoseconds, startBatchProcessSpan, startProcessSpan, type JetStreamClient, type JetStreamManager, type JsMsg, type Topology } from '@notify/platform/nats';
 import type { DispatchMetrics } from '../metrics.ts';
 import { MalformedEventError, parseDeliveryEvent } from './delivery-event.ts';
 import { consumeDurably, type DurableConsumer } from './durable-consumer.ts';
@@ -43,16 +45,17 @@ export type EventConsumer = DurableConsumer;
 interface Parsed {
   readonly message: JsMsg;
   readonly event: DeliveryEvent;
+  readonly span: Span;
 }
 
 const logContext = (message: JsMsg) => ({ subject: message.subject, streamSequence: message.seq });
 
 /** Terminates the malformed events one by one, applies the others in one transaction, then settles each of them. */
 async function handle(deps: EventConsumerDeps, messages: readonly JsMsg[]): Promise<void> {
-  const parsed: Parsed[] = [];
+  const received: Omit<Parsed, 'span'>[] = [];
   for (const message of messages) {
     try {
-      parsed.push({ message, event: parseDeliveryEvent(message.data) });
+      received.push({ message, event: parseDeliveryEvent(message.data) });
     } catch (error) {
       if (!(error instanceof MalformedEventError)) throw error;
       deps.metrics.deliveryEvents.inc({ outcome: 'malformed' });
@@ -61,20 +64,39 @@ async function handle(deps: EventConsumerDeps, messages: readonly JsMsg[]): Prom
       message.term();
     }
   }
-  if (parsed.length === 0) return;
+  if (received.length === 0) return;
+  const carried = received.map(({ message }) => carriedContext(message.headers));
+  const batchSpan = startBatchProcessSpan({ destination: deps.names.eventsStream }, carried);
+  const parsed = received.map(({ message, event }, index): Parsed => {
+    const attributes = { [notifyAttributes.messageId]: event.messageId, [notifyAttributes.state]: event.state, [notifyAttributes.attempt]: event.attempt };
+    const span = startProcessSpan({ destination: message.subject, messageId: deliveryEventId(event), attributes }, carried[index] ?? carriedContext(undefined), [{ context: batchSpan.spanContext() }]);
+    return { message, event, span };
+  });
+  try {
+    await applyBatch(deps, parsed, batchSpan);
+  } finally {
+    batchSpan.end();
+    for (const { span } of parsed) span.end();
+  }
+}
+
+async function applyBatch(deps: EventConsumerDeps, parsed: readonly Parsed[], batchSpan: Span): Promise<void> {
   let applied: Applied<Parsed>[];
   try {
-    applied = await applyDeliveryEvents(deps.pool, parsed);
+    applied = await withActiveSpan(batchSpan, () => applyDeliveryEvents(deps.pool, parsed));
   } catch (error) {
     // Nothing of the batch was committed: every event of it is offered again.
-    for (const { message, event } of parsed) {
+    recordFailure(batchSpan, error);
+    for (const { message, event, span } of parsed) {
+      recordFailure(span, error);
       deps.logger.warn({ ...logContext(message), err: error, messageId: event.messageId }, 'delivery event not stored; it will be redelivered');
       message.nak(retryDelayMs);
     }
     return;
   }
-  for (const { message, event, outcome } of applied) {
+  for (const { message, event, span, outcome } of applied) {
     const context = logContext(message);
+    span.setAttribute(notifyAttributes.eventOutcome, outcome);
     deps.metrics.deliveryEvents.inc({ outcome });
     if (outcome === 'unknown_message') deps.logger.warn({ ...context, messageId: event.messageId }, 'delivery event for an unknown message dropped');
     else deps.logger.debug({ ...context, messageId: event.messageId, state: event.state, attempt: event.attempt, outcome }, 'delivery event stored');

@@ -12,6 +12,8 @@ export interface NewMessage {
   readonly data: Record<string, unknown>;
   readonly celeryTaskId: string;
   readonly idempotencyKey: string | null;
+  /** Of the message's create span (empty when there is no trace). */
+  readonly traceparent: string;
 }
 
 /**
@@ -24,9 +26,9 @@ export async function insertMessages(client: PoolClient, messages: readonly NewM
     name: 'message-insert-many',
     text: `WITH message AS (
              INSERT INTO messages (project_id, organization_id, api_key_id, template_id, template_slug, template_version,
-                                   recipient, data, celery_task_id, idempotency_key)
+                                   recipient, data, celery_task_id, idempotency_key, traceparent)
              SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[],
-                                  $7::text[], $8::jsonb[], $9::uuid[], $10::uuid[])
+                                  $7::text[], $8::jsonb[], $9::uuid[], $10::uuid[], $11::text[])
              RETURNING id, created_at, celery_task_id),
            event AS (
              INSERT INTO message_events (message_id, state, attempt, occurred_at)
@@ -43,6 +45,7 @@ export async function insertMessages(client: PoolClient, messages: readonly NewM
       messages.map((message) => JSON.stringify(message.data)),
       column('celeryTaskId'),
       column('idempotencyKey'),
+      messages.map((message) => message.traceparent || null),
     ],
   });
   // RETURNING promises no order: the task id, unique per message, puts each row back in its place.

@@ -1,7 +1,7 @@
 // DispatchService.GetMessage and ListMessages: a project's messages as the panel reads them. A message of another
 // project is indistinguishable from one that does not exist.
 import { status } from '@grpc/grpc-js';
-import { UserError } from '@notify/platform';
+import { traceIdOf, UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 import { messageStates, type MessageState } from '../events/state-machine.ts';
@@ -24,6 +24,7 @@ export interface MessageRow {
   failureReason: string | null;
   createdAt: Date;
   updatedAt: Date;
+  traceparent: string | null;
 }
 
 export interface EventRow {
@@ -39,7 +40,7 @@ export const columns = `id, project_id AS "projectId", organization_id AS "organ
                  template_version AS "templateVersion", recipient AS "to", state, celery_task_id AS "celeryTaskId",
                  idempotency_key AS "idempotencyKey", attempts, last_smtp_code AS "lastSmtpCode",
                  last_smtp_response AS "lastSmtpResponse", failure_reason AS "failureReason",
-                 created_at AS "createdAt", updated_at AS "updatedAt"`;
+                 created_at AS "createdAt", updated_at AS "updatedAt", traceparent`;
 
 /** The SMTP reply as one line, code first, whether or not the relay's text already starts with it. */
 export function formatSmtpReply(code: number | null, response: string | null): string {
@@ -64,6 +65,7 @@ export function toMessage(row: MessageRow, events: EventRow[]): dispatch.Message
     failureReason: row.failureReason ?? '',
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
+    traceId: traceIdOf(row.traceparent) ?? '',
     events: events.map((event) => ({
       state: event.state,
       attempt: event.attempt,

@@ -1,15 +1,18 @@
 // DispatchService.Send: concurrent sends are accepted together, in one transaction per batch (group commit), that
 // writes each message, its idempotency record and its outbox row and counts it against its organization's monthly
 // quota; a refused send writes nothing. After commit each job is published directly, and the outbox relay covers any
-// publish that did not get confirmed.
+// publish that did not get confirmed. Each accepted message gets a `create` span in its request's trace, whose context
+// is stored with it: every later step of its delivery, in whatever process, continues that trace.
 import { randomUUID } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
-import { Batcher, UserError, type Logger } from '@notify/platform';
+import { activeContext, annotateRequestSpan, Batcher, notifyAttributes, traceparentOf, UserError, type Context, type Logger, type Span } from '@notify/platform';
+import { startCreateSpan } from '@notify/platform/nats';
 import { withTransaction, type Pool, type PoolClient } from '@notify/platform/database';
 import type { DeliveryJob, dispatch } from '@notify/proto';
 import { idempotencyKeyInUse, idempotencyKeyMismatch } from '../idempotency/idempotency-refusals.ts';
 import { findIdempotencyRecords, projectKeyId, saveIdempotencyRecords, tryLockIdempotencyKeys, type NewIdempotencyRecord, type ProjectKey, type StoredResponse } from '../idempotency/idempotency-store.ts';
 import type { DispatchMetrics } from '../metrics.ts';
+import type { OutgoingJob } from '../outbox/delivery-job.ts';
 import type { JobPublisher } from '../outbox/job-publisher.ts';
 import { deleteOutboxRows, insertOutboxRows } from '../outbox/outbox-store.ts';
 import { findTemplates, slugPattern, templateKey, type TemplateRow } from '../templates/template-store.ts';
@@ -35,9 +38,11 @@ interface SendInput {
 interface Pending {
   readonly request: dispatch.SendRequest__Output;
   readonly input: SendInput;
+  /** The caller's trace: a batch serves many requests, so each send's own is kept for the span of its message. */
+  readonly context: Context;
 }
 
-type Outcome = { readonly replay: true; readonly response: StoredResponse } | { readonly replay: false; readonly response: StoredResponse; readonly job: DeliveryJob };
+type Outcome = { readonly replay: true; readonly response: StoredResponse } | { readonly replay: false; readonly response: StoredResponse; readonly outgoing: OutgoingJob };
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const controlCharacters = /[\u0000-\u001f\u007f]/;
@@ -138,7 +143,8 @@ async function acceptBatch(client: PoolClient, deps: SendDeps, batch: readonly P
   // 3. The rows of the sends still standing: messages with their first event, idempotency records, outbox rows.
   const accepted = open();
   if (accepted.length === 0) return settled as PromiseSettledResult<Outcome>[];
-  const newMessages = accepted.map((index): NewMessage => {
+  const creations = accepted.map((index) => startCreateSpan({ destination: deps.publisher.subject }, (batch[index] as Pending).context));
+  const newMessages = accepted.map((index, position): NewMessage => {
     const { request, input } = batch[index] as Pending;
     const template = templateOf.get(index) as TemplateRow;
     return {
@@ -152,9 +158,16 @@ async function acceptBatch(client: PoolClient, deps: SendDeps, batch: readonly P
       data: input.data,
       celeryTaskId: randomUUID(),
       idempotencyKey: input.idempotencyKey,
+      traceparent: traceparentOf(creations[position] as Span),
     };
   });
-  const inserted = await insertMessages(client, newMessages);
+  let inserted: { id: number; createdAt: Date }[];
+  try {
+    inserted = await insertMessages(client, newMessages);
+    inserted.forEach((row, position) => creations[position]?.setAttributes({ [notifyAttributes.messageId]: row.id, 'messaging.message.id': String(row.id) }));
+  } finally {
+    for (const span of creations) span.end();
+  }
   const records: NewIdempotencyRecord[] = [];
   const jobs = accepted.map((index, position): DeliveryJob => {
     const { request, input } = batch[index] as Pending;
@@ -175,7 +188,7 @@ async function acceptBatch(client: PoolClient, deps: SendDeps, batch: readonly P
       template: { slug: template.slug, version: template.version, subject: template.subject, html: template.html, text: template.text },
       acceptedAt: row.createdAt.toISOString(),
     };
-    settled[index] = fulfilled({ replay: false, response, job });
+    settled[index] = fulfilled({ replay: false, response, outgoing: { job, traceparent: message.traceparent } });
     return job;
   });
   if (records.length > 0) await saveIdempotencyRecords(client, records, deps.idempotencyTtlMs);
@@ -256,9 +269,10 @@ export function createSendHandler(deps: SendDeps): SendHandler {
   });
 
   /** Publishes a committed job; a failure is only logged, since the outbox row stays for the relay. */
-  async function publishDirect(job: DeliveryJob): Promise<void> {
+  async function publishDirect(outgoing: OutgoingJob): Promise<void> {
+    const { job } = outgoing;
     try {
-      await deps.publisher.publish(job, 'direct');
+      await deps.publisher.publish(outgoing, 'direct');
     } catch (error) {
       deps.logger.warn({ err: error, messageId: job.messageId }, 'job not confirmed by JetStream; the outbox relay will publish it');
       return;
@@ -273,13 +287,14 @@ export function createSendHandler(deps: SendDeps): SendHandler {
 
   return async (request) => {
     const input = validate(request);
-    const outcome = await acceptor.submit({ request, input });
+    const outcome = await acceptor.submit({ request, input, context: activeContext() });
+    annotateRequestSpan({ [notifyAttributes.messageId]: outcome.response.message_id });
     if (outcome.replay) {
       deps.metrics.messagesReplayed.inc();
       return toSendResponse(outcome.response, true);
     }
     deps.metrics.messagesAccepted.inc();
-    await publishDirect(outcome.job);
+    await publishDirect(outcome.outgoing);
     return toSendResponse(outcome.response, false);
   };
 }

@@ -18,6 +18,16 @@ export type QueuedJob = DeliveryJob & { requeue?: Requeue };
  * The message id for a first delivery; `<id>:requeue:<attemptBase>` for a re-queued one. The send path and the outbox
  * relay publishing one delivery twice get one job, while a re-queued delivery is never mistaken for the first.
  */
-export function jobMsgId(job: QueuedJob): string {
+export function jobMsgId(job: Pick<QueuedJob, 'messageId' | 'requeue'>): string {
   return job.requeue ? `${job.messageId}:requeue:${job.requeue.attemptBase}` : String(job.messageId);
+}
+
+/**
+ * A job on its way to JetStream, with the `traceparent` of the span that created it (stored on the message row): the
+ * publish continues that trace, and the job's headers carry it to the mailer. Empty for a message accepted before
+ * traces were carried past the queue.
+ */
+export interface OutgoingJob {
+  readonly job: QueuedJob;
+  readonly traceparent: string;
 }

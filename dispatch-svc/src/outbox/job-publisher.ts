@@ -1,13 +1,17 @@
 // Publishing a delivery job to JetStream. Nats-Msg-Id names the delivery (delivery-job.ts), so the send path and the
-// relay may both publish the same job: the stream keeps one within its duplicate window.
-import { OperationalError } from '@notify/platform';
-import type { JetStreamClient } from '@notify/platform/nats';
+// relay may both publish the same job: the stream keeps one within its duplicate window. Each publish is a `send`
+// span in the message's trace, and the job's headers carry the context its create span made (the conventions' rule
+// when creating and sending are apart), so the mailer's spans are children of the message's creation whoever published.
+import { notifyAttributes, OperationalError } from '@notify/platform';
+import { publishTraced, type JetStreamClient } from '@notify/platform/nats';
 import type { DispatchMetrics, PublishPath } from '../metrics.ts';
-import { jobMsgId, type QueuedJob } from './delivery-job.ts';
+import { jobMsgId, type OutgoingJob } from './delivery-job.ts';
 
 export interface JobPublisher {
+  /** The jobs subject: the destination of the messaging spans around a job. */
+  readonly subject: string;
   /** Resolves once JetStream has stored the job (or recognised it as a duplicate); rejects when it did not confirm in time. */
-  publish(job: QueuedJob, path: PublishPath): Promise<void>;
+  publish(outgoing: OutgoingJob, path: PublishPath): Promise<void>;
 }
 
 /**
@@ -27,9 +31,13 @@ export interface JobPublisherOptions {
 export function createJobPublisher(options: JobPublisherOptions): JobPublisher {
   const encoder = new TextEncoder();
   return {
-    async publish(job, path) {
+    subject: options.subject,
+    async publish({ job, traceparent }, path) {
       if (options.connected && !options.connected()) throw new OperationalError('NATS is unreachable; the job waits in the outbox');
-      const ack = await options.js.publish(options.subject, encoder.encode(JSON.stringify(job)), { msgID: jobMsgId(job), timeout: publishTimeoutMs });
+      const ack = await publishTraced(options.js, options.subject, encoder.encode(JSON.stringify(job)), { msgID: jobMsgId(job), timeout: publishTimeoutMs }, {
+        attributes: { [notifyAttributes.messageId]: job.messageId, 'notify.publish.path': path },
+        created: traceparent,
+      });
       if (!ack.duplicate) options.metrics.jobsPublished.inc({ path });
     },
   };

@@ -20,14 +20,15 @@ export interface OutboxRelayDeps {
 /** Claims one batch of due rows, publishes them together, deletes the confirmed ones and notes why the others failed. */
 async function relayBatch(deps: OutboxRelayDeps, batchSize: number): Promise<{ claimed: number; failed: number }> {
   return withTransaction(deps.pool, async (client) => {
-    const due = await client.query<{ messageId: number; payload: QueuedJob }>({
+    // The message's traceparent comes along, so a job published long after its request still joins that trace.
+    const due = await client.query<{ messageId: number; payload: QueuedJob; traceparent: string | null }>({
       name: 'outbox-claim',
-      text: `SELECT message_id AS "messageId", payload FROM outbox
-              WHERE created_at <= now() - $1 * interval '1 millisecond'
-              ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
+      text: `SELECT o.message_id AS "messageId", o.payload, m.traceparent FROM outbox o JOIN messages m ON m.id = o.message_id
+              WHERE o.created_at <= now() - $1 * interval '1 millisecond'
+              ORDER BY o.created_at LIMIT $2 FOR UPDATE OF o SKIP LOCKED`,
       values: [deps.minAgeMs, batchSize],
     });
-    const results = await Promise.allSettled(due.rows.map((row) => deps.publisher.publish(row.payload, 'relay')));
+    const results = await Promise.allSettled(due.rows.map((row) => deps.publisher.publish({ job: row.payload, traceparent: row.traceparent ?? '' }, 'relay')));
     const published: number[] = [];
     const failedIds: number[] = [];
     const errors: string[] = [];

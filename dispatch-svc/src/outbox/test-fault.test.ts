@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { DeliveryJob } from '@notify/proto';
 import { startHarness, type Harness } from '../testing/harness.ts';
+import type { OutgoingJob } from './delivery-job.ts';
 import { assertTestFaultAllowed, withTestFault } from './test-fault.ts';
 
 let h: Harness;
@@ -12,7 +13,8 @@ before(async () => {
 
 after(() => h?.close());
 
-const job = (messageId: number): DeliveryJob => ({
+const job = (messageId: number): OutgoingJob => ({ job: deliveryJob(messageId), traceparent: '' });
+const deliveryJob = (messageId: number): DeliveryJob => ({
   messageId,
   celeryTaskId: '0b6f2d52-8a55-4f0b-9a3e-5c0d7a9e6f11',
   projectId: h.ids.projectId,
@@ -32,7 +34,10 @@ test('a test fault is refused outside NODE_ENV=test', () => {
 
 test('exit-after-commit crashes before the send path publishes, and exit-after-publish right after JetStream stored the job', async () => {
   const order: string[] = [];
-  const recording = { publish: async (...args: Parameters<typeof h.publisher.publish>) => void (await h.publisher.publish(...args), order.push(`stored ${args[0].messageId}`)) };
+  const recording = {
+    subject: h.publisher.subject,
+    publish: async (...args: Parameters<typeof h.publisher.publish>) => void (await h.publisher.publish(...args), order.push(`stored ${args[0].job.messageId}`)),
+  };
   await withTestFault(recording, 'exit-after-commit', () => void order.push('crash')).publish(job(1), 'direct');
   await withTestFault(recording, 'exit-after-publish', () => void order.push('crash')).publish(job(2), 'direct');
   assert.deepEqual(order, ['crash', 'stored 1', 'stored 2', 'crash']);

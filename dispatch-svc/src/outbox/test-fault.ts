@@ -20,9 +20,10 @@ export function assertTestFaultAllowed(fault: DispatchTestFault, nodeEnv: string
 export function withTestFault(publisher: JobPublisher, fault: DispatchTestFault, crash: () => void): JobPublisher {
   if (fault === 'none') return publisher;
   return {
-    async publish(job, path) {
+    subject: publisher.subject,
+    async publish(outgoing, path) {
       if (path === 'direct' && fault === 'exit-after-commit') crash();
-      await publisher.publish(job, path);
+      await publisher.publish(outgoing, path);
       if (path === 'direct' && fault === 'exit-after-publish') crash();
     },
   };

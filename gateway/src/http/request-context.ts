@@ -1,6 +1,7 @@
 // Per-request identity and language, and the headers every response carries whatever happens next.
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
+import { annotateRequestSpan } from '@notify/platform';
 import { negotiateLanguage } from '../i18n/negotiate.ts';
 import type { GatewayState } from './state.ts';
 
@@ -15,6 +16,8 @@ export function requestContext(): Middleware<GatewayState> {
   return async (ctx, next) => {
     ctx.state.requestId = requestIdFrom(ctx.get('X-Request-ID') || undefined);
     ctx.state.language = negotiateLanguage(ctx.get('Accept-Language') || undefined);
+    // So that a tracing backend finds a request by the id its caller knows it by.
+    annotateRequestSpan({ 'notify.request.id': ctx.state.requestId });
     ctx.set({
       'X-Request-ID': ctx.state.requestId,
       'Cache-Control': 'no-store',

@@ -1,6 +1,7 @@
 // POST /api/v1/send/: the contract's checks in its exact order, first failure wins (CONTRACT.md, "Order of checks").
 // Each step throws; the error handler renders.
 import type { Middleware, ParameterizedContext } from 'koa';
+import { annotateRequestSpan, notifyAttributes } from '@notify/platform';
 import { authenticate } from '../auth/authenticate.ts';
 import type { AuthClient } from '../auth/authorize.ts';
 import type { BruteForceGuard } from '../auth/brute-force-guard.ts';
@@ -88,6 +89,7 @@ export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
 }
 
 function accept(ctx: ParameterizedContext<GatewayState>, body: AcceptedBody): void {
+  annotateRequestSpan({ [notifyAttributes.messageId]: body.message_id });
   ctx.status = 202;
   if (body.idempotent_replay) ctx.set('Idempotent-Replayed', 'true');
   ctx.body = body;

@@ -1,13 +1,16 @@
 // Records a delivery transition on the events stream. The Nats-Msg-Id makes a re-published event a duplicate that
-// JetStream drops, so publishing again after a lost PubAck is safe.
+// JetStream drops, so publishing again after a lost PubAck is safe. Each publish is a `send` span (a child of the job's
+// `process` span) whose context the event's headers carry back to dispatch-svc.
+import { notifyAttributes } from '@notify/platform';
 import { deliveryEventId, type DeliveryEvent } from '@notify/proto';
-import type { JetStreamClient, Topology } from '@notify/platform/nats';
+import { publishTraced, type JetStreamClient, type Topology } from '@notify/platform/nats';
 
 export type EventPublisher = (event: DeliveryEvent) => Promise<void>;
 
 export function createEventPublisher(js: JetStreamClient, names: Topology): EventPublisher {
   return async (event) => {
+    const attributes = { [notifyAttributes.messageId]: event.messageId, [notifyAttributes.state]: event.state };
     // retries covers a PubAck timeout or no responders while a stream leader is being elected.
-    await js.publish(names.eventsSubject(event.messageId), JSON.stringify(event), { msgID: deliveryEventId(event), retries: 3 });
+    await publishTraced(js, names.eventsSubject(event.messageId), JSON.stringify(event), { msgID: deliveryEventId(event), retries: 3 }, { attributes });
   };
 }

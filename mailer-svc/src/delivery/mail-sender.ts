@@ -15,6 +15,8 @@ export interface MailSenderOptions {
 }
 
 export interface MailSender {
+  /** Where mail goes (host and port only: the URL may hold credentials), for the SMTP spans. */
+  readonly relay: { readonly host: string; readonly port: number };
   /** Never throws: a refusal or a transport failure comes back as an outcome. */
   send(job: Pick<DeliveryJob, 'messageId' | 'to'>, mail: RenderedMail): Promise<DeliveryOutcome>;
   close(): void;
@@ -37,7 +39,9 @@ export function createMailSender(options: MailSenderOptions): MailSender {
   // A pooled connection that breaks while idle is reported here; the next send opens a new one.
   transport.on('error', (error) => options.logger.warn({ err: error }, 'SMTP transport error'));
 
+  const url = new URL(options.smtpUrl);
   return {
+    relay: { host: url.hostname, port: Number(url.port) || (url.protocol === 'smtps:' ? 465 : 587) },
     async send(job, mail) {
       try {
         const info = await transport.sendMail({

@@ -13,10 +13,14 @@
 // jobs waiting out a retry delay (a delayed nak keeps its job pending on the server). A busy replica pulls again once a
 // quarter of its slots are free, not at each free slot: one pull request (and its subscription) per few jobs rather
 // than one per job, while the other slots keep delivering.
+//
+// Traces: each job received is a `process` span, the child of the context its headers carry (the message's create span
+// in dispatch-svc), so every attempt, a retry hours later included, continues the trace of the request that accepted
+// it. Under it: `render`, `smtp send` (the relay's reply and enhanced status), and a `send` span per event published.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DeliveryEvent } from '@notify/proto';
-import type { Logger } from '@notify/platform';
-import type { JetStreamClient, JsMsg, Topology } from '@notify/platform/nats';
+import { inSpan, notifyAttributes, recordFailure, SpanKind, withActiveSpan, type Logger, type Span } from '@notify/platform';
+import { carriedContext, startProcessSpan, type JetStreamClient, type JsMsg, type Topology } from '@notify/platform/nats';
 import type { Renderer } from '../rendering/renderer.ts';
 import { decide, type RetryPolicy, type Settlement } from './decision.ts';
 import { createEventPublisher } from './events.ts';
@@ -24,7 +28,7 @@ import { attemptBase, deliveryStart, parseJob, type MailerJob } from './job.ts';
 import type { MailSender } from './mail-sender.ts';
 import type { MailerMetrics } from './metrics.ts';
 import type { FinishedDelivery, OutcomeLedger } from './outcome-ledger.ts';
-import type { DeliveryOutcome } from './smtp-outcome.ts';
+import { enhancedStatus, type DeliveryOutcome } from './smtp-outcome.ts';
 
 export interface MailerSettings extends RetryPolicy {
   concurrency: number;
@@ -132,17 +136,22 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
     return true;
   };
 
-  const attemptDelivery = async (job: MailerJob): Promise<DeliveryOutcome> => {
+  const attemptDelivery = async (job: MailerJob, attempt: number): Promise<DeliveryOutcome> => {
+    const about = { [notifyAttributes.messageId]: job.messageId, [notifyAttributes.attempt]: attempt };
     let mail;
     try {
-      mail = await deps.renderer.render(job);
+      mail = await inSpan('render', { attributes: { ...about, 'notify.template.slug': job.template.slug, 'notify.template.version': job.template.version } }, () => deps.renderer.render(job));
     } catch (error) {
       return { kind: 'permanent', reason: error instanceof Error ? error.message : String(error) };
     }
-    const stopTimer = metrics.sendDuration.startTimer();
-    const outcome = await deps.sender.send(job, mail);
-    stopTimer({ result: outcome.kind });
-    return outcome;
+    const relay = { 'server.address': deps.sender.relay.host, 'server.port': deps.sender.relay.port };
+    return inSpan('smtp send', { kind: SpanKind.CLIENT, attributes: { ...about, ...relay } }, async (span) => {
+      const stopTimer = metrics.sendDuration.startTimer();
+      const outcome = await deps.sender.send(job, mail);
+      stopTimer({ result: outcome.kind });
+      describeReply(span, outcome);
+      return outcome;
+    });
   };
 
   /**
@@ -173,11 +182,13 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
     }
   };
 
-  const deliver = async (msg: JsMsg, entry: Held): Promise<void> => {
+  const deliver = async (msg: JsMsg, entry: Held, span: Span): Promise<void> => {
     const deliveryCount = msg.info.deliveryCount;
     const now = (): string => new Date().toISOString();
     const parsed = parseJob(msg.data);
+    if (parsed.ok || parsed.messageId !== undefined) span.setAttribute(notifyAttributes.messageId, parsed.ok ? parsed.job.messageId : (parsed.messageId as number));
     if (!parsed.ok) {
+      recordFailure(span, new Error(parsed.reason));
       logger.error({ seq: msg.seq, messageId: parsed.messageId, reason: parsed.reason }, 'unreadable delivery job');
       metrics.deliveries.inc({ outcome: 'failed' });
       if (parsed.messageId !== undefined) {
@@ -191,6 +202,7 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
     const base = attemptBase(job);
     // Attempts of a re-queued delivery continue after the earlier ones, so old events never pass for new ones.
     const attempt = base + deliveryCount;
+    span.setAttribute(notifyAttributes.attempt, attempt);
     let finished: FinishedDelivery | undefined;
     try {
       finished = await deps.ledger.find(job.messageId);
@@ -212,9 +224,11 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
       return;
     }
     if (!(await record(msg, entry, { messageId: job.messageId, state: 'sending', attempt, occurredAt: now() }))) return;
-    const outcome = await attemptDelivery(job);
+    const outcome = await attemptDelivery(job, attempt);
     const decision = decide(outcome, { attempt: deliveryCount, ageMs: Date.now() - deliveryStart(job) }, settings, deps.random);
     const event: DeliveryEvent = { messageId: job.messageId, attempt, occurredAt: now(), ...decision.event };
+    span.setAttribute(notifyAttributes.state, event.state);
+    if (event.state === 'failed') recordFailure(span, new Error(event.reason ?? 'delivery failed'));
     if (event.state === 'sent' || event.state === 'failed') {
       // Even for a job given back at the shutdown deadline: the record is what stops the replica that took it over.
       await remember(job.messageId, { ...decision.event, state: event.state, attempt, occurredAt: event.occurredAt });
@@ -239,12 +253,22 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
     metrics.inFlight.inc();
     // Tells the server the job is still being worked on, so a slow relay does not get it redelivered elsewhere.
     const heartbeat = setInterval(() => entry.released || msg.working(), Math.max(1_000, Math.floor(settings.ackWaitMs / 3)));
-    entry.done = deliver(msg, entry)
+    const span = startProcessSpan(
+      {
+        destination: msg.subject,
+        messageId: msg.headers?.get('Nats-Msg-Id') || String(msg.seq),
+        attributes: { 'messaging.consumer.group.name': deps.names.mailerConsumer, 'messaging.nats.delivery_count': msg.info.deliveryCount },
+      },
+      carriedContext(msg.headers),
+    );
+    entry.done = withActiveSpan(span, () => deliver(msg, entry, span))
       .catch(async (error: unknown) => {
+        recordFailure(span, error);
         logger.error({ err: error, seq: msg.seq }, 'delivery crashed; job will be retried');
         await settle(msg, entry, { action: 'nak', delayMs: eventFailureRetryMs });
       })
       .finally(() => {
+        span.end();
         clearInterval(heartbeat);
         held.delete(msg);
         heldSeqs.delete(msg.seq);
@@ -307,4 +331,16 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
       await loop;
     },
   };
+}
+
+/** The relay's answer on the SMTP span: reply code, enhanced status and text; an error status unless accepted. */
+function describeReply(span: Span, outcome: DeliveryOutcome): void {
+  const status = enhancedStatus(outcome.smtpResponse);
+  span.setAttributes({
+    'notify.delivery.outcome': outcome.kind,
+    ...(outcome.smtpCode === undefined ? {} : { [notifyAttributes.smtpReplyCode]: outcome.smtpCode }),
+    ...(status === undefined ? {} : { [notifyAttributes.smtpEnhancedStatus]: status }),
+    ...(outcome.smtpResponse === undefined ? {} : { [notifyAttributes.smtpReply]: outcome.smtpResponse }),
+  });
+  if (outcome.kind !== 'accepted') recordFailure(span, new Error(outcome.reason));
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { acceptedOutcome, classifySendError } from './smtp-outcome.ts';
+import { acceptedOutcome, classifySendError, enhancedStatus } from './smtp-outcome.ts';
 
 function smtpError(fields: Record<string, unknown>, message = 'failed'): Error {
   return Object.assign(new Error(message), fields);
@@ -51,5 +51,14 @@ describe('SMTP outcome', () => {
   it('flattens a multi-line reply', () => {
     const outcome = classifySendError(smtpError({ responseCode: 550, response: '550-5.7.1 First line\r\n550 5.7.1 Second line', command: 'RCPT TO' }));
     assert.equal(outcome.smtpResponse, '550-5.7.1 First line 550 5.7.1 Second line');
+  });
+
+  it('reads the RFC 3463 enhanced status a reply starts with, and nothing from a reply without one', () => {
+    assert.equal(enhancedStatus('550 5.1.1 <ada@example.com>: Recipient address rejected'), '5.1.1');
+    assert.equal(enhancedStatus('451-4.7.1 Greylisted'), '4.7.1');
+    assert.equal(enhancedStatus('250 2.0.0 Ok: queued as 4F2A1'), '2.0.0');
+    assert.equal(enhancedStatus('550 No such user 5.1.1'), undefined);
+    assert.equal(enhancedStatus('550 5.1.1234 not a status'), undefined);
+    assert.equal(enhancedStatus(undefined), undefined);
   });
 });

@@ -24,6 +24,11 @@ export function normalizeResponse(response: string): string {
   return response.replace(/\s+/g, ' ').trim().slice(0, maxResponseLength);
 }
 
+/** The RFC 3463 enhanced status code a reply starts with (`550 5.1.1 No such user` → `5.1.1`), if it has one. */
+export function enhancedStatus(response: string | undefined): string | undefined {
+  return response === undefined ? undefined : /^[245]\d\d[ -]([245]\.\d{1,3}\.\d{1,3})(?:\s|$)/.exec(response)?.[1];
+}
+
 function replyCode(response: string): number | undefined {
   const match = /^([2-5]\d\d)[ -]/.exec(response);
   return match ? Number(match[1]) : undefined;

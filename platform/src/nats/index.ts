@@ -88,3 +88,4 @@ export async function ensureConsumer(jsm: JetStreamManager, stream: string, conf
 
 export { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 export const nanoseconds = ns;
+export { carriedContext, publishTraced, startBatchProcessSpan, startCreateSpan, startProcessSpan, startSendSpan, traceHeaders, type MessagingTarget } from './trace-context.ts';

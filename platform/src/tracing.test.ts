@@ -1,0 +1,87 @@
+// The trace context Notify stores and carries itself: a message row's traceparent, NATS headers, and the resource
+// every process names itself with. Spans here come from a real SDK tracer provider, recorded in memory.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import { context, trace } from '@opentelemetry/api';
+import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import { createLogger } from './logger.ts';
+import { carriedContext, connectNats, jetstream, jetstreamManager, publishTraced, startCreateSpan, type NatsConnection } from './nats/index.ts';
+import { serviceResource } from './telemetry.ts';
+import { contextFromTraceparent, linkTo, traceIdOf, traceparentOf } from './tracing.ts';
+
+const exporter = new InMemorySpanExporter();
+const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+let nc: NatsConnection;
+const stream = `TRACING_${randomBytes(4).toString('hex').toUpperCase()}`;
+const subject = `${stream.toLowerCase()}.jobs`;
+
+before(async () => {
+  trace.setGlobalTracerProvider(provider);
+  nc = await connectNats(process.env['TEST_NATS_URL'] ?? 'nats://127.0.0.1:4222', 'tracing-test', createLogger('tracing-test', 'silent'));
+  await (await jetstreamManager(nc)).streams.add({ name: stream, subjects: [subject] });
+});
+
+after(async () => {
+  await (await jetstreamManager(nc)).streams.delete(stream).catch(() => false);
+  await nc.close();
+  await provider.shutdown();
+});
+
+test('a stored traceparent gives back the span it was taken from, and nothing gives the root context', () => {
+  const span = trace.getTracer('test').startSpan('accept');
+  const traceparent = traceparentOf(span);
+  span.end();
+  const { traceId, spanId } = span.spanContext();
+  assert.equal(traceparent, `00-${traceId}-${spanId}-01`);
+  assert.equal(traceIdOf(traceparent), traceId);
+  assert.deepEqual(trace.getSpanContext(contextFromTraceparent(traceparent)), { traceId, spanId, traceFlags: 1, isRemote: true });
+  assert.deepEqual(linkTo(traceparent), [{ context: { traceId, spanId, traceFlags: 1, isRemote: true } }]);
+  for (const nothing of ['', null, undefined, 'not-a-traceparent', `00-${'0'.repeat(32)}-${spanId}-01`]) {
+    assert.equal(trace.getSpanContext(contextFromTraceparent(nothing)), undefined, String(nothing));
+    assert.equal(traceIdOf(nothing), null);
+    assert.deepEqual(linkTo(nothing), []);
+  }
+  assert.equal(traceparentOf(context.active()), '');
+});
+
+test('a job published long after its creation carries the creation context, under a send span that is its child', async () => {
+  const request = trace.getTracer('test').startSpan('request');
+  const creation = startCreateSpan({ destination: subject, attributes: { 'notify.message.id': 7 } }, trace.setSpan(context.active(), request));
+  creation.end();
+  request.end();
+  const created = traceparentOf(creation);
+  // Later, from no request at all (the outbox relay's pass).
+  const ack = await publishTraced(jetstream(nc), subject, 'job', { msgID: '7' }, { attributes: { 'notify.message.id': 7 }, created });
+  const stored = await (await jetstreamManager(nc)).streams.getMessage(stream, { seq: ack.seq });
+  assert.equal(stored?.header.get('traceparent'), created);
+  assert.equal(trace.getSpanContext(carriedContext(stored?.header))?.spanId, creation.spanContext().spanId);
+
+  const spans = exporter.getFinishedSpans();
+  const send = spans.find((span) => span.name === `send ${subject}`);
+  assert.ok(send);
+  assert.equal(send.spanContext().traceId, request.spanContext().traceId);
+  assert.equal(send.parentSpanContext?.spanId, creation.spanContext().spanId);
+  assert.deepEqual(
+    { system: send.attributes['messaging.system'], operation: send.attributes['messaging.operation.type'], destination: send.attributes['messaging.destination.name'], id: send.attributes['messaging.message.id'] },
+    { system: 'nats', operation: 'send', destination: subject, id: '7' },
+  );
+});
+
+test('a message published without a stored creation carries its own send span', async () => {
+  exporter.reset();
+  const ack = await publishTraced(jetstream(nc), subject, 'event', { msgID: '7:1:sent' }, {});
+  const stored = await (await jetstreamManager(nc)).streams.getMessage(stream, { seq: ack.seq });
+  const [send] = exporter.getFinishedSpans();
+  assert.ok(send);
+  assert.equal(stored?.header.get('traceparent'), `00-${send.spanContext().traceId}-${send.spanContext().spanId}-01`);
+});
+
+test('a process names itself after its package, with its version and an instance of its own', () => {
+  const entry = new URL('../../mailer-svc/src/main.ts', import.meta.url).pathname;
+  const attributes = serviceResource({}, entry, 4242).attributes;
+  assert.equal(attributes['service.name'], 'mailer-svc');
+  assert.equal(attributes['service.version'], '0.1.0');
+  assert.match(String(attributes['service.instance.id']), /^.+:4242$/);
+  assert.equal(serviceResource({ POD_NAME: 'notify-mailer-7d9c-x2' }, entry, 4242).attributes['service.instance.id'], 'notify-mailer-7d9c-x2');
+});
