@@ -176,6 +176,19 @@ describe('helm/notify', () => {
     );
   });
 
+  test('config.traceUrlTemplate reaches the gateway as written, and one that is no http(s) URL with {trace_id} is refused', async (t) => {
+    if (skip) return t.skip(skip);
+    const grafana = 'https://grafana.example.com/explore?left={"datasource":"tempo","queries":[{"query":"{trace_id}"}]}';
+    assert.equal(production.get('ConfigMap', 'notify').data?.['NOTIFY_TRACE_URL_TEMPLATE'], grafana);
+    assert.ok(container(production, 'gateway').envFrom?.some((source) => source.configMapRef?.name === 'notify'));
+    assert.equal(dev.get('ConfigMap', 'notify').data?.['NOTIFY_TRACE_URL_TEMPLATE'], undefined, 'unset by default: the panel shows trace ids as text');
+    for (const wrong of ['http://jaeger:16686/search', 'javascript:alert(1)//{trace_id}']) {
+      const result = await template(helm, { valuesFiles: [devValues], set: [`config.traceUrlTemplate=${wrong}`] });
+      assert.notEqual(result.code, 0, wrong);
+      assert.match(result.stderr, /traceUrlTemplate/, wrong);
+    }
+  });
+
   test('with existingSecret every secret comes from the operator\'s Secret, as files where the services read files', async (t) => {
     if (skip) return t.skip(skip);
     assert.deepEqual(production.ofKind('Secret'), [], 'the chart writes no Secret of its own');

@@ -92,6 +92,7 @@ export interface Container {
   image: string;
   command?: string[];
   env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
+  envFrom?: { configMapRef?: { name: string } }[];
   securityContext?: Record<string, unknown>;
   readinessProbe?: Record<string, unknown>;
   livenessProbe?: Record<string, unknown>;

@@ -1,6 +1,7 @@
 // The web panel's environment variables, part of the gateway's (config.ts spreads them in).
 import { boolean, custom, duration } from '@notify/platform';
 import { parseRate } from '../rate-limit/rate.ts';
+import { parseTraceUrlTemplate } from './trace-link.ts';
 
 export const panelConfigSpec = {
   panelCookieSecure: boolean('PANEL_COOKIE_SECURE', {
@@ -22,5 +23,14 @@ export const panelConfigSpec = {
     'PANEL_SIGN_IN_ACCOUNT_RATE',
     { description: 'failed panel sign-ins allowed per account (email), <count>/<unit>; a success starts the count again', default: '10/hour' },
     parseRate,
+  ),
+  traceUrlTemplate: custom(
+    'NOTIFY_TRACE_URL_TEMPLATE',
+    {
+      description:
+        "link from a message's trace id in the panel to the tracing backend: an http(s) URL with {trace_id} where the id goes (e.g. http://jaeger:16686/trace/{trace_id}); empty shows the id as text",
+      default: '',
+    },
+    parseTraceUrlTemplate,
   ),
 };

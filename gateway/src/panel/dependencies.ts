@@ -18,6 +18,8 @@ export interface PanelDeps {
   readonly trustProxy: boolean;
   /** PANEL_COOKIE_SECURE. */
   readonly cookieSecure: boolean;
+  /** NOTIFY_TRACE_URL_TEMPLATE; '' shows trace ids as text. */
+  readonly traceUrlTemplate: string;
 }
 
 export interface PanelSetup {
@@ -47,6 +49,7 @@ export function createPanelDeps({ config, redis, logger, registry }: PanelSetup)
       logger,
       trustProxy: config.panelTrustProxy,
       cookieSecure: config.panelCookieSecure,
+      traceUrlTemplate: config.traceUrlTemplate,
     },
     close() {
       auth.close();

@@ -3,13 +3,12 @@
 // order of checks and its mapping of every documented answer are proven here. The whole system is tested in test/e2e.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { createLogger, createRegistry, GrpcServer, UserError } from '@notify/platform';
+import { UserError, type GrpcServer } from '@notify/platform';
 import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
 import { internalToken, rawRequest, serveApp, type ServedApp } from '../testing/serve-app.ts';
-import { standIn } from '../testing/stand-in.ts';
+import { standIn, standInServer } from '../testing/stand-in.ts';
 import { sendFingerprint } from './fingerprint.ts';
 
 interface KeyRecord {
@@ -45,8 +44,7 @@ let servicesAddress: string;
 let gateway: ServedApp;
 
 before(async () => {
-  const quiet = createLogger('stand-ins', 'silent', new Writable({ write: (_chunk, _encoding, done) => done() }));
-  services = new GrpcServer({ logger: quiet, registry: createRegistry('stand-ins') });
+  services = standInServer();
   services.add(
     authProto.AuthService.service,
     standIn(authProto.AuthService.service, {

@@ -1,12 +1,15 @@
-// Test support: the gateway app on a free port with real gRPC clients, a real Redis limiter and captured log lines.
+// Test support: the gateway app (with its panel when asked) on a free port with real gRPC clients, a real Redis limiter
+// and captured log lines.
 import { randomBytes } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
-import { createLogger, createRegistry, degradable, GrpcClient, type Registry } from '@notify/platform';
+import { createLogger, createRegistry, degradable, GrpcClient, loadConfig, type Registry } from '@notify/platform';
 import { authProto, dispatchProto } from '@notify/proto';
 import { createApp } from '../app.ts';
+import { configSpec } from '../config.ts';
+import { createPanelDeps, type PanelDeps } from '../panel/dependencies.ts';
 import type { Rate } from '../rate-limit/rate.ts';
 import { SendRateLimiter } from '../rate-limit/limiter.ts';
 import { connectRedis } from '../rate-limit/redis.ts';
@@ -20,6 +23,8 @@ export interface ServedApp {
   readonly registry: Registry;
   /** Every log line written so far, as JSON objects. */
   readonly logs: Array<Record<string, unknown>>;
+  /** The panel's dependencies (its session store, to sign a test user in), when it was asked for. */
+  readonly panel?: PanelDeps;
   close(): Promise<void>;
 }
 
@@ -33,6 +38,8 @@ export async function serveApp(options: {
   token?: string;
   /** Redis of the rate limit (default: the machine's; an address where nothing listens tests the fallback). */
   redisUrl?: string;
+  /** Serves the panel too, with these of its environment variables (PANEL_*, NOTIFY_TRACE_URL_TEMPLATE) read as main.ts reads them. */
+  panelEnv?: Record<string, string>;
 }): Promise<ServedApp> {
   const logs: Array<Record<string, unknown>> = [];
   const sink = new Writable({
@@ -51,6 +58,22 @@ export async function serveApp(options: {
   await new Promise((resolve) => redis.once('ready', resolve).once('error', resolve));
   const keyPrefix = `notify-t-${randomBytes(4).toString('hex')}:`;
   const rateLimiter = new SendRateLimiter({ redis, keyPrefix, defaultRate: options.rate ?? { points: 120, windowSeconds: 60 }, replicas: 1, logger });
+  // The panel as main.ts builds it from the gateway's configuration, its sessions under the test's key prefix.
+  const panel =
+    options.panelEnv &&
+    createPanelDeps({
+      config: loadConfig(configSpec, {
+        AUTH_SVC_ADDR: options.authAddress,
+        DISPATCH_SVC_ADDR: options.dispatchAddress,
+        INTERNAL_TOKEN: grpcOptions.token,
+        GRPC_DEADLINE: `${grpcOptions.deadlineMs}ms`,
+        REDIS_KEY_PREFIX: keyPrefix,
+        ...options.panelEnv,
+      }),
+      redis,
+      logger,
+      registry,
+    });
   const app = createApp({
     auth,
     dispatch,
@@ -59,6 +82,7 @@ export async function serveApp(options: {
     logger,
     registry,
     maxBodyBytes: options.maxBodyBytes ?? 262_144,
+    ...(panel && { panel: panel.deps }),
   });
   const server: Server = createServer(app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -68,11 +92,13 @@ export async function serveApp(options: {
     port,
     registry,
     logs,
+    ...(panel && { panel: panel.deps }),
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       auth.close();
       dispatch.close();
+      panel?.close();
       if (redis.status !== 'ready') return redis.disconnect();
       const keys = await redis.keys(`${keyPrefix}*`);
       if (keys.length > 0) await redis.del(...keys);

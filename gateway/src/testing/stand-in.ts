@@ -1,8 +1,10 @@
-// Test support: handlers for a stand-in of auth-svc or dispatch-svc. Only the methods the gateway calls are written;
-// every other method of the service answers UNIMPLEMENTED, so the stand-ins need no change when the services grow.
+// Test support: stand-ins of auth-svc or dispatch-svc and the quiet server they run on. Only the methods the gateway
+// calls are written; every other method of the service answers UNIMPLEMENTED, so the stand-ins need no change when the
+// services grow.
+import { Writable } from 'node:stream';
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
-import { UserError, type AsyncHandlers } from '@notify/platform';
+import { createLogger, createRegistry, GrpcServer, UserError, type AsyncHandlers } from '@notify/platform';
 
 export function standIn<D extends ServiceDefinition>(definition: D, handlers: Partial<AsyncHandlers<D>>): AsyncHandlers<D> {
   const complete: Record<string, unknown> = { ...handlers };
@@ -12,4 +14,10 @@ export function standIn<D extends ServiceDefinition>(definition: D, handlers: Pa
     };
   }
   return complete as AsyncHandlers<D>;
+}
+
+/** The platform's GrpcServer to serve stand-ins on, logging nothing: the tests look at the gateway, not at them. */
+export function standInServer(): GrpcServer {
+  const quiet = createLogger('stand-ins', 'silent', new Writable({ write: (_chunk, _encoding, done) => done() }));
+  return new GrpcServer({ logger: quiet, registry: createRegistry('stand-ins') });
 }

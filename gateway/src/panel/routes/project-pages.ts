@@ -9,6 +9,7 @@ import { readForm } from '../form.ts';
 import type { PanelTextKey } from '../i18n/texts.ts';
 import { redirect, renderPage } from '../render.ts';
 import { setPreviewHeaders } from '../security/headers.ts';
+import { traceUrl } from '../trace-link.ts';
 import { filterQuery, messagesView } from '../views/messages.ts';
 import { liveStatus, messageView } from '../views/message.ts';
 import { overviewView } from '../views/overview.ts';
@@ -107,6 +108,7 @@ export const messagePage: Handler = (deps) => async (ctx) => {
       projectId: currentProject(panel).id,
       view,
       message,
+      traceUrl: traceUrl(deps.traceUrlTemplate, message.traceId),
       canRequeue: isOperator(panel),
       csrfToken: signedIn(panel).session.csrfToken,
       ...(notice ? { notice } : {}),

@@ -51,6 +51,13 @@ export function requeueButton(t: Translate, options: { projectId: number; messag
 </form>`;
 }
 
+/** The trace id, to copy or (with NOTIFY_TRACE_URL_TEMPLATE) to follow into the tracing backend in a new tab. */
+function traceId(t: Translate, id: string, url: string | undefined): Html | string {
+  if (!id) return t('message.none');
+  if (!url) return html`<code>${id}</code>`;
+  return html`<a href="${url}" target="_blank" rel="noopener noreferrer" title="${t('message.traceOpens')}"><code>${id}</code></a>`;
+}
+
 function timelineRows(t: Translate, message: dispatch.Message__Output): Html[] {
   return message.events.map(
     (event) => html`<tr>
@@ -65,7 +72,16 @@ function timelineRows(t: Translate, message: dispatch.Message__Output): Html[] {
 
 export function messageView(
   t: Translate,
-  options: { projectId: number; view: dispatch.MessageView__Output; message: dispatch.Message__Output; canRequeue: boolean; csrfToken: string; notice?: Notice },
+  options: {
+    projectId: number;
+    view: dispatch.MessageView__Output;
+    message: dispatch.Message__Output;
+    /** The message's trace in the tracing backend, when NOTIFY_TRACE_URL_TEMPLATE is set. */
+    traceUrl: string | undefined;
+    canRequeue: boolean;
+    csrfToken: string;
+    notice?: Notice;
+  },
 ): Html {
   const { message, view, projectId } = options;
   const statusUrl = `/panel/projects/${projectId}/messages/${message.id}/status`;
@@ -85,6 +101,7 @@ ${options.canRequeue && message.state === 'failed' ? requeueButton(t, { projectI
   <dt>${t('message.templateVersion')}</dt><dd>${message.templateVersion}</dd>
   <dt><code>celery_task_id</code></dt><dd><code>${message.celeryTaskId}</code></dd>
   <dt>${t('message.idempotencyKey')}</dt><dd>${message.idempotencyKey ? html`<code>${message.idempotencyKey}</code>` : t('message.none')}</dd>
+  <dt>${t('message.traceId')}</dt><dd>${traceId(t, message.traceId, options.traceUrl)}</dd>
   <dt>${t('message.attempts')}</dt><dd data-field="attempts">${message.attempts}</dd>
   <dt>${t('message.lastReply')}</dt><dd data-field="lastSmtpReply">${message.lastSmtpReply}</dd>
   <dt>${t('message.failureReason')}</dt><dd data-field="failureReason">${message.failureReason}</dd>
