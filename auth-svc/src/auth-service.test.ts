@@ -159,18 +159,20 @@ test('a valid key is refused with PERMISSION_DENIED for another organization or 
   }
 });
 
-test('malformed, unknown and wrong-secret keys are UNAUTHENTICATED and look alike', async () => {
+test('malformed, unknown and wrong-secret keys are UNAUTHENTICATED with the same message, each with its reason for the gateway', async () => {
   const { organization, apiKey } = await tenant();
   const [prefix, secret] = apiKey.split('.') as [string, string];
   const wrongSecret = `${prefix}.${secret.startsWith('A') ? 'B' : 'A'}${secret.slice(1)}`;
   const unknown = `nk_${randomBytes(8).toString('hex')}.${secret}`;
   const messages = new Set<string>();
+  const reasons: string[] = [];
   for (const candidate of ['', 'not-a-key', `${apiKey}x`, unknown, wrongSecret]) {
     const error = await refusal(first.internal.call('Authorize', { apiKey: candidate, organizationId: organization.id }));
     assert.equal(error.status, status.UNAUTHENTICATED);
-    assert.equal(error.reason, 'invalid_api_key');
+    reasons.push(error.reason);
     messages.add(error.message);
   }
+  assert.deepEqual(reasons, ['api_key_unknown', 'api_key_unknown', 'api_key_unknown', 'api_key_unknown', 'api_key_wrong_secret']);
   assert.equal(messages.size, 1);
   assert.equal(await metricValue(first.registry, 'notify_auth_authorize_total', { outcome: 'malformed' }), 3);
 });
@@ -227,7 +229,7 @@ test('a key revoked on one replica is refused by another within 2 seconds, thoug
   assert.equal((await refusal(first.internal.call('Authorize', request))).status, status.UNAUTHENTICATED);
   await eventually(async () => {
     const outcome = await second.internal.call('Authorize', request).then(() => undefined, (error: unknown) => error);
-    return outcome instanceof RemoteError && outcome.status === status.UNAUTHENTICATED && outcome.reason === 'invalid_api_key';
+    return outcome instanceof RemoteError && outcome.status === status.UNAUTHENTICATED && outcome.reason === 'api_key_revoked';
   }, 2_000);
 
   const again = await second.admin.call('RevokeApiKey', { id: key.id });
@@ -316,4 +318,34 @@ test('references to missing rows are NOT_FOUND and duplicates ALREADY_EXISTS', a
     assert.equal(error.status, status.ALREADY_EXISTS, error.message);
     assert.equal(error.reason, 'already_exists');
   }
+});
+
+test('ListKeyPrefixes pages through the prefix of every key in order, revoked ones included', async () => {
+  const keys = [await tenant(), await tenant(), await tenant()];
+  await first.admin.call('RevokeApiKey', { id: keys[1]?.key.id ?? 0 });
+  const pages: string[][] = [];
+  for (let after = ''; ; ) {
+    const page = (await second.internal.call('ListKeyPrefixes', { after, limit: 2 })).prefixes;
+    pages.push(page);
+    if (page.length < 2) break;
+    after = page[page.length - 1] as string;
+  }
+  const listed = pages.flat();
+  assert.deepEqual(listed, [...listed].sort(), 'in prefix order');
+  assert.equal(new Set(listed).size, listed.length, 'no prefix twice across pages');
+  for (const { apiKey } of keys) assert.ok(listed.includes(apiKey.split('.')[0] as string));
+  const { rows } = await first.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM api_keys');
+  assert.equal(listed.length, rows[0]?.n);
+  assert.ok(pages.slice(0, -1).every((page) => page.length === 2));
+});
+
+test('a new key is announced with its prefix, so the gateways learn it names a key', async () => {
+  const announced: string[] = [];
+  const subscription = first.nats.subscribe(topology(`t${runId}_`).keyInvalidationSubject, { callback: (_error, message) => void announced.push(message.string()) });
+  await first.nats.flush();
+  const { apiKey } = await tenant();
+  const prefix = apiKey.split('.')[0] as string;
+  for (let wait = 0; wait < 100 && !announced.includes(prefix); wait++) await new Promise((resolve) => setTimeout(resolve, 10));
+  subscription.unsubscribe();
+  assert.ok(announced.includes(prefix), `announced: ${announced.join(', ')}`);
 });

@@ -55,7 +55,7 @@ export async function createAuthService(options: AuthServiceOptions): Promise<Au
   const flusher = startUsageFlusher({ tracker: usage, pool, flushIntervalMs: options.usageFlushIntervalMs ?? 5_000, logger });
 
   return {
-    authorize: createAuthorizeHandlers({ resolver, usage, outcomes: metrics.authorizations }),
+    authorize: createAuthorizeHandlers({ pool, resolver, usage, outcomes: metrics.authorizations }),
     panel: createPanelAccessHandlers({ pool, logger }),
     admin: createAdminHandlers({ pool, invalidation }),
     async close() {

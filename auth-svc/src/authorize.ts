@@ -1,23 +1,32 @@
-// Authorize: API key -> project -> organization -> plan. Every refusal of the key itself looks the same to the caller
-// (unknown, malformed, wrong secret or revoked), so probing learns nothing about which keys exist.
+// Authorize: API key -> project -> organization -> plan. A refusal of the key names its reason to the gateway (unknown,
+// wrong secret, revoked), which counts guesses and misconfigured clients apart; the public 401 is the same for all.
+// ListKeyPrefixes: the prefixes of every key, for the gateway's brute-force guard.
 import { status } from '@grpc/grpc-js';
 import { UserError, type AsyncHandlers, type Counter } from '@notify/platform';
 import type { auth } from '@notify/proto';
+import type { Pool } from '@notify/platform/database';
 import { parseApiKey, secretMatches } from './keys/api-key.ts';
+import { listKeyPrefixes } from './keys/key-lookup.ts';
 import type { KeyResolver } from './keys/key-resolver.ts';
 import type { UsageTracker } from './keys/usage-recorder.ts';
 import type { AuthorizeOutcome } from './metrics.ts';
 
 export interface AuthorizeDependencies {
+  readonly pool: Pool;
   readonly resolver: KeyResolver;
   readonly usage: UsageTracker;
   readonly outcomes: Counter<'outcome'>;
 }
 
+/** The error code of each refusal of a key (proto/auth/v1/auth.proto). */
+export const refusalReasons = { malformed: 'api_key_unknown', unknown: 'api_key_unknown', wrong_secret: 'api_key_wrong_secret', revoked: 'api_key_revoked' } as const;
+
+const maxPrefixesPerPage = 10_000;
+
 export function createAuthorizeHandlers(deps: AuthorizeDependencies): AsyncHandlers<auth.AuthServiceDefinition> {
-  const refuse = (outcome: AuthorizeOutcome): never => {
+  const refuse = (outcome: Exclude<AuthorizeOutcome, 'ok' | 'wrong_organization'>): never => {
     deps.outcomes.inc({ outcome });
-    throw new UserError(status.UNAUTHENTICATED, 'invalid_api_key', 'the API key is invalid or has been revoked');
+    throw new UserError(status.UNAUTHENTICATED, refusalReasons[outcome], 'the API key is invalid or has been revoked');
   };
 
   return {
@@ -42,6 +51,11 @@ export function createAuthorizeHandlers(deps: AuthorizeDependencies): AsyncHandl
         plan: { ...key.plan },
         sendRate: key.sendRate,
       };
+    },
+
+    async ListKeyPrefixes(request) {
+      const limit = request.limit > 0 ? Math.min(request.limit, maxPrefixesPerPage) : maxPrefixesPerPage;
+      return { prefixes: await listKeyPrefixes(deps.pool, request.after, limit) };
     },
   };
 }

@@ -14,7 +14,7 @@ export const configSpec = {
   sendRate: custom('NOTIFY_PUBLIC_SEND_RATE', { description: 'default send rate per API key, <count>/<unit> with unit s, sec, second, m, min, minute, h, hour, d or day', default: '120/min' }, parseRate),
   authFailureRate: custom(
     'NOTIFY_AUTH_FAILURE_RATE',
-    { description: 'API keys refused with 401 allowed per client address, <count>/<unit>; past it keys from that address are answered 429 until the window ends, except keys accepted recently', default: '20/min' },
+    { description: 'API keys refused with 401 allowed per window, <count>/<unit>: per client address for presentations that name no key (past it they are answered 429 unasked, while real keys from that address are still judged), and per key for wrong secrets and revoked keys (past it their refusals are 429)', default: '20/min' },
     parseRate,
   ),
   trustedProxyHops: integer('TRUSTED_PROXY_HOPS', {

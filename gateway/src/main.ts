@@ -5,9 +5,10 @@ import { authProto, dispatchProto } from '@notify/proto';
 import { createApp } from './app.ts';
 import { listenForInvalidations } from './auth/authorization-invalidation.ts';
 import { createAuthorizationCacheMetrics } from './auth/authorization-metrics.ts';
-import { BruteForceGuard } from './auth/brute-force-guard.ts';
+import { BruteForceGuard, createBruteForceMetrics } from './auth/brute-force-guard.ts';
 import { callAuthorize, type AuthClient } from './auth/authorize.ts';
 import { CachedAuthorizer } from './auth/cached-authorizer.ts';
+import { KeyDirectory } from './auth/key-directory.ts';
 import { configSpec } from './config.ts';
 import { listen } from './http/listener.ts';
 import { createPanelDeps } from './panel/dependencies.ts';
@@ -17,24 +18,27 @@ import { connectRedis } from './rate-limit/redis.ts';
 // Entries are accepted keys only (refusals are never stored): every key in active use, with room to spare.
 const authorizationCacheEntries = 10_000;
 
-/** The authorization cache and the NATS subscription that keeps it honest; the cache stays unused until that is live. */
-function startAuthorizationCache(options: { config: ConfigOf<typeof configSpec>; auth: AuthClient; logger: Logger; registry: Registry }) {
-  const { config, logger } = options;
+/**
+ * What auth-svc's announcements on NATS keep honest: the prefixes of every key (for the brute-force guard) and, unless
+ * AUTH_CACHE_TTL=0, the authorization cache, which stays unused until the subscription is live.
+ */
+function startKeyKnowledge(options: { config: ConfigOf<typeof configSpec>; auth: AuthClient; logger: Logger; registry: Registry }) {
+  const { config, auth, logger } = options;
   const metrics = createAuthorizationCacheMetrics(options.registry);
-  const authorizations = new CachedAuthorizer({
-    authorize: callAuthorize(options.auth),
-    ttlMs: config.authCacheTtlMs,
-    maxEntries: authorizationCacheEntries,
-    lookups: metrics.lookups,
-  });
+  const directory = new KeyDirectory({ list: async (after, limit) => (await auth.call('ListKeyPrefixes', { after, limit })).prefixes, logger });
+  directory.start();
+  const authorizations =
+    config.authCacheTtlMs > 0
+      ? new CachedAuthorizer({ authorize: callAuthorize(auth), ttlMs: config.authCacheTtlMs, maxEntries: authorizationCacheEntries, lookups: metrics.lookups })
+      : undefined;
   const invalidations = listenForInvalidations({
     natsUrl: config.natsUrl,
     subject: topology(config.natsPrefix).keyInvalidationSubject,
-    target: authorizations,
+    targets: authorizations ? [directory, authorizations] : [directory],
     logger,
     received: metrics.invalidations,
   });
-  return { authorizations, invalidations };
+  return { directory, authorizations, invalidations };
 }
 
 runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, addReadinessCheck }) => {
@@ -49,24 +53,27 @@ runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, 
     replicas: config.gatewayReplicas,
     logger,
   });
+  const keys = startKeyKnowledge({ config, auth, logger, registry });
   const bruteForce = new BruteForceGuard({
     redis,
     keyPrefix: config.redisKeyPrefix,
     rate: config.authFailureRate,
     replicas: config.gatewayReplicas,
+    directory: keys.directory,
+    metrics: createBruteForceMetrics(registry),
     logger,
   });
-
-  // Accepted API keys answered from memory, kept honest by auth-svc's announcements on NATS (AUTH_CACHE_TTL=0: none).
-  const authorizationCache = config.authCacheTtlMs > 0 ? startAuthorizationCache({ config, auth, logger, registry }) : undefined;
 
   const readiness = {
     'auth-svc': () => auth.serving(),
     'dispatch-svc': () => dispatch.serving(),
+    // Until every key's prefix is known, a real key could not be told from a guess at a blocked address.
+    'api key prefixes': async () => keys.directory.loaded,
     // Without Redis the rate limit falls back to this replica's in-memory share and the gateway keeps serving.
     redis: degradable(async () => (await redis.ping()) === 'PONG'),
-    // Without NATS every send asks auth-svc, as with the cache off: reported, never a reason to leave rotation.
-    ...(authorizationCache && { nats: degradable(async () => authorizationCache.invalidations.live) }),
+    // Without NATS every send asks auth-svc, as with the cache off, and new keys are learnt from auth-svc's verdicts
+    // and the periodic reload: reported, never a reason to leave rotation.
+    nats: degradable(async () => keys.invalidations.live),
   };
   for (const [name, check] of Object.entries(readiness)) addReadinessCheck(name, check);
 
@@ -75,7 +82,7 @@ runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, 
 
   const app = createApp({
     auth,
-    ...(authorizationCache && { authorizations: authorizationCache.authorizations }),
+    ...(keys.authorizations && { authorizations: keys.authorizations }),
     dispatch,
     rateLimiter,
     bruteForce,
@@ -96,7 +103,10 @@ runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, 
     dispatch.close();
     panel.close();
   });
-  if (authorizationCache) lifecycle.onShutdown('NATS (key invalidations)', ShutdownPriority.closeClients, () => authorizationCache.invalidations.close());
+  lifecycle.onShutdown('NATS (key announcements)', ShutdownPriority.closeClients, async () => {
+    keys.directory.stop();
+    await keys.invalidations.close();
+  });
   lifecycle.onShutdown('Redis', ShutdownPriority.closeClients, async () => {
     // QUIT needs a live connection; without one there is nothing to flush.
     if (redis.status === 'ready') await redis.quit();

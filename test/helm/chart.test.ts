@@ -189,6 +189,26 @@ describe('helm/notify', () => {
     }
   });
 
+  test('the gateway counts failed keys at NOTIFY_AUTH_FAILURE_RATE and trusts as many proxies as the chart puts in front of it', async (t) => {
+    if (skip) return t.skip(skip);
+    const data = (rendered: Rendered) => rendered.get('ConfigMap', 'notify').data ?? {};
+    const bare = await render(helm, { valuesFiles: [devValues] });
+    assert.equal(data(bare)['NOTIFY_AUTH_FAILURE_RATE'], '20/min');
+    assert.equal(data(bare)['TRUSTED_PROXY_HOPS'], '0', 'nothing in front: the TCP peer is the client');
+    assert.equal(data(production)['TRUSTED_PROXY_HOPS'], '1', 'the production values enable the Ingress');
+    const ingress = await render(helm, { valuesFiles: [devValues], set: ['ingress.enabled=true'] });
+    assert.equal(data(ingress)['TRUSTED_PROXY_HOPS'], '1', 'the ingress controller appends the client address');
+    const route = await render(helm, { valuesFiles: [devValues], set: ['httpRoute.enabled=true', 'httpRoute.parentRefs[0].name=edge'] });
+    assert.equal(data(route)['TRUSTED_PROXY_HOPS'], '1', 'so does the Gateway API proxy');
+    const cdn = await render(helm, { valuesFiles: [devValues], set: ['ingress.enabled=true', 'config.gateway.trustedProxyHops=2', 'config.gateway.authFailureRate=50/hour'] });
+    assert.deepEqual([data(cdn)['TRUSTED_PROXY_HOPS'], data(cdn)['NOTIFY_AUTH_FAILURE_RATE']], ['2', '50/hour'], 'a CDN in front of the ingress: set by hand');
+    for (const wrong of ['config.gateway.trustedProxyHops=-1', 'config.gateway.trustedProxyHops=11', 'config.gateway.authFailureRate=many']) {
+      const result = await template(helm, { valuesFiles: [devValues], set: [wrong] });
+      assert.notEqual(result.code, 0, wrong);
+      assert.match(result.stderr, /trustedProxyHops|authFailureRate/, wrong);
+    }
+  });
+
   test('with existingSecret every secret comes from the operator\'s Secret, as files where the services read files', async (t) => {
     if (skip) return t.skip(skip);
     assert.deepEqual(production.ofKind('Secret'), [], 'the chart writes no Secret of its own');

@@ -58,6 +58,14 @@ const cases: { alert: string; series: Record<string, string>; at: string; firing
     firing: [{}],
     severity: 'warning',
   },
+  // A client retrying a revoked key every 10 s (60 per 10 minutes): a missed rotation. Guesses of unknown keys are not it.
+  {
+    alert: 'NotifyRevokedKeyInUse',
+    series: { [`notify_gateway_auth_failures_total{${selector}, pod="notify-gateway-a", reason="revoked"}`]: '0+6x40', [`notify_gateway_auth_failures_total{${selector}, pod="notify-gateway-a", reason="unknown_key"}`]: '0+600x40' },
+    at: '30m',
+    firing: [{}],
+    severity: 'warning',
+  },
   {
     alert: 'NotifyConsumerLagGrowing',
     // Two dispatch-svc replicas report the same consumer: 10 more jobs wait every minute, 150 per 15 minutes.
@@ -101,6 +109,9 @@ const cases: { alert: string; series: Record<string, string>; at: string; firing
 
 /** Healthy series for every alert at once: none may fire. */
 const healthy: Record<string, string> = {
+  // A flood of guesses and one stray revoked key are no missed rotation.
+  [`notify_gateway_auth_failures_total{${selector}, pod="notify-gateway-a", reason="unknown_key"}`]: '0+1000x40',
+  [`notify_gateway_auth_failures_total{${selector}, pod="notify-gateway-a", reason="revoked"}`]: '0+0x40',
   [`notify_http_requests_total{${send}, method="POST", status="202"}`]: '0+100x40',
   [`notify_http_requests_total{${send}, method="POST", status="500"}`]: '0+0x40',
   [`notify_http_request_duration_seconds_bucket{${send}, method="POST", le="0.1"}`]: '0+100x40',

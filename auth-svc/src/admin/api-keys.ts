@@ -1,4 +1,5 @@
-// API keys: issued with a fresh random secret shown once, stored as prefix + SHA-256 of the secret, revoked everywhere within a second.
+// API keys: issued with a fresh random secret shown once, stored as prefix + SHA-256 of the secret, revoked everywhere
+// within a second. Creation and revocation are both announced with the key's prefix (keys/invalidation.ts).
 import type { AsyncHandlers } from '@notify/platform';
 import type { auth } from '@notify/proto';
 import { generateApiKey } from '../keys/api-key.ts';
@@ -28,6 +29,8 @@ export function createApiKeyHandlers({ pool, invalidation }: AdminDependencies):
         // 64 random bits make a prefix collision practically impossible; if it happens, asking again succeeds.
         { duplicate: 'the generated key collided with an existing one; try again', missing: `project ${projectId} does not exist` },
       );
+      // Every replica forgets any earlier "no such key" for the prefix, and the gateways learn that it names a key.
+      await invalidation.invalidateKey(row.prefix);
       return { key: toApiKey(row), apiKey: key.apiKey };
     },
 

@@ -1,4 +1,5 @@
-// The one query on Authorize's path: a key by its prefix, with what the gateway needs to decide (project, organization, plan).
+// The one query on Authorize's path: a key by its prefix, with what the gateway needs to decide (project, organization,
+// plan); and the prefixes of every key, a page at a time, walked along the prefix's unique index.
 import type { Pool } from '@notify/platform/database';
 
 export interface PlanState {
@@ -55,4 +56,9 @@ export async function findKeyByPrefix(pool: Pool, prefix: string): Promise<KeyRe
     sendRate: row.send_rate ?? '',
     plan: { planId: row.plan_id, name: row.plan_name, suspended: row.suspended, monthlyQuota: row.monthly_quota },
   };
+}
+
+export async function listKeyPrefixes(pool: Pool, after: string, limit: number): Promise<string[]> {
+  const { rows } = await pool.query<{ prefix: string }>({ name: 'auth-key-prefixes', text: 'SELECT prefix FROM api_keys WHERE prefix > $1 ORDER BY prefix LIMIT $2', values: [after, limit] });
+  return rows.map((row) => row.prefix);
 }

@@ -1,10 +1,11 @@
 // Checks 2-4 for one send request, with the brute-force limit around them. A credential in the `Api-Key` form, well
-// formed or not, is a key presented: its refusal counts against the client address. No credential, or another scheme,
+// formed or not, is a key presented: its refusal counts against the key it names, or against the client address when
+// it names none (brute-force-guard.ts). No credential, or another scheme,
 // is refused at once and not counted: no key was tried, so nothing was guessed (and a misconfigured client that sends
 // none does not lock out the valid callers behind its address). A key answered from the authorization cache is a key
 // auth-svc accepted: the guard sees the same success it would have seen from the call.
 import type { ParsedAuthorization } from './authorization-header.ts';
-import { authorize, callAuthorize, notAuthenticated, type Access, type AuthClient, type AuthorizeCall } from './authorize.ts';
+import { authorize, callAuthorize, KeyRefused, notAuthenticated, type Access, type AuthClient, type AuthorizeCall } from './authorize.ts';
 import type { BruteForceGuard } from './brute-force-guard.ts';
 import type { CachedAuthorizer } from './cached-authorizer.ts';
 import type { ParsedOrganization } from './organization-header.ts';
@@ -13,7 +14,7 @@ export interface AuthenticateDeps {
   readonly auth: AuthClient;
   /** Accepted keys answered from memory (AUTH_CACHE_TTL); absent, every request asks auth-svc. */
   readonly authorizations?: CachedAuthorizer;
-  /** Limits failed authentications per client address; absent, they are not limited. */
+  /** Limits failed authentications per key and per client address; absent, they are not limited. */
   readonly bruteForce?: BruteForceGuard;
 }
 
@@ -22,7 +23,8 @@ export async function authenticate(deps: AuthenticateDeps, ip: string, credentia
   const cache = deps.authorizations;
   const call: AuthorizeCall = cache ? (apiKey, organizationId) => cache.authorize(apiKey, organizationId) : callAuthorize(deps.auth);
   const attempt = async (): Promise<Access> => {
-    if (!credential.ok) throw notAuthenticated(credential.reason);
+    // Not even token68, or longer than any key: a malformed key, refused without asking auth-svc.
+    if (!credential.ok) throw new KeyRefused('malformed');
     return authorize(call, credential.apiKey, organization);
   };
   if (!deps.bruteForce) return attempt();

@@ -18,7 +18,8 @@ import { internalToken, redisUrl } from '../testing/serve-app.ts';
 import { standIn } from '../testing/stand-in.ts';
 import { createAuthorizationCacheMetrics } from './authorization-metrics.ts';
 import { callAuthorize } from './authorize.ts';
-import { BruteForceGuard } from './brute-force-guard.ts';
+import { BruteForceGuard, createBruteForceMetrics } from './brute-force-guard.ts';
+import { loadedDirectory } from '../testing/key-directory.ts';
 import { CachedAuthorizer } from './cached-authorizer.ts';
 
 const quiet = createLogger('test', 'silent', new Writable({ write: (_chunk, _encoding, done) => done() }));
@@ -26,6 +27,7 @@ const prefix = 'nk_0123456789abcdef';
 const validKey = `${prefix}.${'S'.repeat(43)}`;
 /** Keys auth-svc accepts now; a test revokes one by deleting it (and announcing its prefix). */
 const accepted = new Set([validKey]);
+const revoked = new Set<string>();
 const authorizeCalls: string[] = [];
 let services: GrpcServer;
 let redis: Redis;
@@ -43,7 +45,11 @@ before(async () => {
     standIn(authProto.AuthService.service, {
       async Authorize(request: auth.AuthorizeRequest__Output): Promise<auth.AuthorizeResponse__Output> {
         authorizeCalls.push(request.apiKey);
-        if (!accepted.has(request.apiKey)) throw new UserError(status.UNAUTHENTICATED, 'invalid_api_key', 'unknown or revoked key');
+        if (revoked.has(request.apiKey)) throw new UserError(status.UNAUTHENTICATED, 'api_key_revoked', 'revoked key');
+        if (!accepted.has(request.apiKey)) {
+          const reason = request.apiKey.startsWith(`${prefix}.`) ? 'api_key_wrong_secret' : 'api_key_unknown';
+          throw new UserError(status.UNAUTHENTICATED, reason, 'unknown key or wrong secret');
+        }
         if (request.organizationId !== 7) throw new UserError(status.PERMISSION_DENIED, 'permission_denied', 'not this organization');
         return { keyId: 1, projectId: 2, organizationId: 7, plan: { planId: 1, name: 'free', suspended: false, monthlyQuota: 0 }, sendRate: '' };
       },
@@ -81,7 +87,7 @@ before(async () => {
     authorizations,
     dispatch: dispatchClient,
     rateLimiter: new SendRateLimiter({ redis, keyPrefix, defaultRate: { points: 1_000, windowSeconds: 60 }, replicas: 1, logger: quiet }),
-    bruteForce: new BruteForceGuard({ redis, keyPrefix, rate: { points: 3, windowSeconds: 60 }, replicas: 1, logger: quiet }),
+    bruteForce: new BruteForceGuard({ redis, keyPrefix, rate: { points: 3, windowSeconds: 60 }, replicas: 1, directory: await loadedDirectory(), metrics: createBruteForceMetrics(createRegistry('brute-force')), logger: quiet }),
     readiness: {},
     logger: quiet,
     registry,
@@ -130,29 +136,29 @@ test('a key auth-svc accepted is answered from the cache: later sends make no Au
   assert.equal(authorizeCalls.length, 3);
 });
 
-test('refused guesses all reach auth-svc and block the address as before; the cached valid key still passes it', async () => {
+test('guesses of the cached key secret are all judged by auth-svc and limited for that key; the key itself still passes from the cache', async () => {
   authorizeCalls.length = 0;
   const statuses = [];
   for (let attempt = 0; attempt < 4; attempt++) statuses.push((await send(`${prefix}.${String(attempt).repeat(43)}`)).status);
-  assert.deepEqual(statuses, [401, 401, 401, 429], 'the same guesses, the same answers as without a cache');
+  assert.deepEqual(statuses, [401, 401, 401, 429], 'the same answers as without a cache');
   assert.equal(authorizeCalls.length, 4, 'every guess was judged by auth-svc');
-  assert.equal((await send(`${prefix}.${'x'.repeat(43)}`)).status, 429, 'blocked');
-  assert.equal((await send(validKey)).status, 202, 'an accepted key passes the blocked address');
-  assert.equal(authorizeCalls.length, 4, 'answered from the cache');
+  assert.equal((await send(`${prefix}.${'x'.repeat(43)}`)).status, 429, 'the key is limited');
+  assert.equal(authorizeCalls.length, 5, 'judged too: a real key is always judged');
+  assert.equal((await send(validKey)).status, 202, 'the right secret passes its limited key');
+  assert.equal(authorizeCalls.length, 5, 'answered from the cache');
+  assert.equal((await send(`nk_${'0'.repeat(16)}.${'y'.repeat(43)}`)).status, 401, "the address was not charged for the key's failures");
 });
 
-test('once its prefix is announced revoked the key is judged by auth-svc again, and no longer passes the block', async () => {
+test('once its prefix is announced revoked the key is judged by auth-svc again, and its refusals count against it', async () => {
   accepted.delete(validKey);
+  revoked.add(validKey);
   authorizations.invalidatePrefix(prefix);
   authorizeCalls.length = 0;
   const before = await cacheLookups();
-  // 127.0.0.1 is blocked (test above). The key is still known valid, so it is judged, by auth-svc since the cache let
-  // go of it: refused, and that refusal counts against the blocked address (429, as without a cache).
+  // The key is over its limit (test above): judged by auth-svc since the cache let go of it, refused as revoked, 429.
   assert.equal((await send(validKey)).status, 429);
-  assert.deepEqual(authorizeCalls, [validKey]);
-  // Refused, it is forgotten: from now on it waits out the window like any other key, costing auth-svc nothing.
   assert.equal((await send(validKey)).status, 429);
-  assert.equal(authorizeCalls.length, 1);
+  assert.deepEqual(authorizeCalls, [validKey, validKey], 'never answered from the cache again');
   const lookups = await cacheLookups();
-  assert.deepEqual({ hit: lookups.hit - before.hit, miss: lookups.miss - before.miss }, { hit: 0, miss: 1 }, 'the blocked request was never looked up');
+  assert.deepEqual({ hit: lookups.hit - before.hit, miss: lookups.miss - before.miss }, { hit: 0, miss: 2 });
 });

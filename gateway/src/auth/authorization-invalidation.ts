@@ -1,5 +1,6 @@
-// Keeps the authorization cache honest: the gateway listens on the core NATS subject auth-svc publishes on when it
-// revokes a key (the key's prefix) or changes a plan (`*`, everything), and drops what it holds at once. Core pub/sub
+// Keeps the authorization cache and the key directory honest: the gateway listens on the core NATS subject auth-svc
+// publishes on when it creates or revokes a key (the key's prefix) or changes a plan (`*`, everything); the cache drops
+// what it holds at once, and the directory learns the prefix (key-directory.ts). Core pub/sub
 // is fire-and-forget, so the cache is only used while the subscription is known to be live: not before the server has
 // confirmed it, not while the connection is down (an announcement then would be lost to us), and after a reconnect only
 // once the subscription is registered again, starting from nothing. NATS is never required: unreachable at start, it
@@ -23,7 +24,8 @@ export interface InvalidationListenerOptions {
   readonly natsUrl: string;
   /** `topology(NOTIFY_NATS_PREFIX).keyInvalidationSubject`, the subject auth-svc publishes on. */
   readonly subject: string;
-  readonly target: InvalidationTarget;
+  /** What announcements drive: the key directory, and the cached authorizer when there is one. */
+  readonly targets: readonly InvalidationTarget[];
   readonly logger: Logger;
   /** notify_gateway_auth_cache_invalidations_total{scope}. */
   readonly received: Counter<'scope'>;
@@ -39,7 +41,13 @@ export interface InvalidationListener {
 }
 
 export function listenForInvalidations(options: InvalidationListenerOptions): InvalidationListener {
-  const { natsUrl, subject, target, logger, received } = options;
+  const { natsUrl, subject, logger, received } = options;
+  const target: InvalidationTarget = {
+    invalidatePrefix: (prefix) => options.targets.forEach((each) => each.invalidatePrefix(prefix)),
+    invalidateAll: () => options.targets.forEach((each) => each.invalidateAll()),
+    pause: () => options.targets.forEach((each) => each.pause()),
+    resume: () => options.targets.forEach((each) => each.resume()),
+  };
   const retryMs = options.retryMs ?? 5_000;
   let closed = false;
   let live = false;

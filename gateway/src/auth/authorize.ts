@@ -20,9 +20,34 @@ export interface Access {
   readonly sendRate: string;
 }
 
+/**
+ * Why a presented key was refused, for the brute-force guard and the metrics (the caller always sees the same 401):
+ * `malformed` (not in the issued form, never asked about), and auth-svc's verdicts.
+ */
+export type KeyRefusal = 'malformed' | 'unknown_key' | 'wrong_secret' | 'revoked';
+
+/** auth-svc's error codes for a refused key (proto/auth/v1/auth.proto). */
+const keyRefusals = new Map<string, KeyRefusal>([
+  ['api_key_unknown', 'unknown_key'],
+  ['api_key_wrong_secret', 'wrong_secret'],
+  ['api_key_revoked', 'revoked'],
+]);
+
+const challenge = { 'WWW-Authenticate': 'Api-Key' };
+
 /** 401 `{detail}` with the challenge naming the only scheme the API accepts. */
 export function notAuthenticated(reason: MessageKey): ApiError {
-  return new ApiError(401, undefined, text(reason), { headers: { 'WWW-Authenticate': 'Api-Key' } });
+  return new ApiError(401, undefined, text(reason), { headers: challenge });
+}
+
+/** The 401 of a presented key that was judged and refused, knowing why (the body does not say). */
+export class KeyRefused extends ApiError {
+  override name = 'KeyRefused';
+  readonly refusal: KeyRefusal;
+  constructor(refusal: KeyRefusal) {
+    super(401, undefined, text('auth.invalid'), { headers: challenge });
+    this.refusal = refusal;
+  }
 }
 
 /** auth-svc's Authorize for a key and an organization id, straight or through the gateway's cache; rejects with its refusal. */
@@ -41,7 +66,8 @@ export async function authorize(call: AuthorizeCall, apiKey: string, organizatio
     response = await call(apiKey, organization.ok ? organization.id : 0);
   } catch (error) {
     // Only auth-svc's own verdict on the key is a 401; an UNAUTHENTICATED without it refused the gateway's token (503).
-    if (error instanceof RemoteError && error.status === status.UNAUTHENTICATED && error.reason === 'invalid_api_key') throw notAuthenticated('auth.invalid');
+    const refusal = error instanceof RemoteError && error.status === status.UNAUTHENTICATED ? keyRefusals.get(error.reason) : undefined;
+    if (refusal) throw new KeyRefused(refusal);
     if (error instanceof RemoteError && error.status === status.PERMISSION_DENIED) {
       throw organization.ok
         ? new ApiError(403, 'permission_denied', text('permission_denied'))

@@ -15,7 +15,8 @@ import { SendRateLimiter } from '../rate-limit/limiter.ts';
 import { connectRedis } from '../rate-limit/redis.ts';
 import { internalToken, redisUrl } from '../testing/serve-app.ts';
 import { standIn } from '../testing/stand-in.ts';
-import { BruteForceGuard } from './brute-force-guard.ts';
+import { BruteForceGuard, createBruteForceMetrics } from './brute-force-guard.ts';
+import { loadedDirectory } from '../testing/key-directory.ts';
 
 const quiet = createLogger('test', 'silent', new Writable({ write: (_chunk, _encoding, done) => done() }));
 const validKey = 'nk_0123456789abcdef.valid';
@@ -35,7 +36,7 @@ before(async () => {
     standIn(authProto.AuthService.service, {
       async Authorize(request: auth.AuthorizeRequest__Output): Promise<auth.AuthorizeResponse__Output> {
         authorizeCalls.push(request.apiKey);
-        if (request.apiKey !== validKey) throw new UserError(status.UNAUTHENTICATED, 'invalid_api_key', 'unknown or revoked key');
+        if (request.apiKey !== validKey) throw new UserError(status.UNAUTHENTICATED, 'api_key_unknown', 'unknown or revoked key');
         return { keyId: 1, projectId: 2, organizationId: 7, plan: null, sendRate: '' };
       },
     }),
@@ -81,7 +82,7 @@ async function serve(servicesAddress: string, hops: number): Promise<string> {
     auth: authClient,
     dispatch: dispatchClient,
     rateLimiter: new SendRateLimiter({ redis, keyPrefix: prefix, defaultRate: { points: 1_000, windowSeconds: 60 }, replicas: 1, logger: quiet }),
-    bruteForce: new BruteForceGuard({ redis, keyPrefix: prefix, rate: { points: 3, windowSeconds: 60 }, replicas: 1, logger: quiet }),
+    bruteForce: new BruteForceGuard({ redis, keyPrefix: prefix, rate: { points: 3, windowSeconds: 60 }, replicas: 1, directory: await loadedDirectory(), metrics: createBruteForceMetrics(createRegistry('brute-force')), logger: quiet }),
     trustedProxyHops: hops,
     readiness: {},
     logger: quiet,

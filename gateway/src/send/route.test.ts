@@ -50,7 +50,7 @@ before(async () => {
     standIn(authProto.AuthService.service, {
       async Authorize(request: auth.AuthorizeRequest__Output): Promise<auth.AuthorizeResponse__Output> {
         const key = keys.get(request.apiKey);
-        if (!key) throw new UserError(status.UNAUTHENTICATED, 'invalid_api_key', 'unknown or revoked key');
+        if (!key) throw new UserError(status.UNAUTHENTICATED, 'api_key_unknown', 'unknown or revoked key');
         if (request.organizationId !== key.organizationId) throw new UserError(status.PERMISSION_DENIED, 'organization_mismatch', 'not this organization');
         return {
           keyId: key.keyId,

@@ -303,3 +303,13 @@ spec:
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/* TRUSTED_PROXY_HOPS: the value, or 1 when the chart's own Ingress or HTTPRoute puts one proxy in front, else 0. */}}
+{{- define "notify.trustedProxyHops" -}}
+{{- $hops := .Values.config.gateway.trustedProxyHops -}}
+{{- if kindIs "invalid" $hops -}}
+{{- if or .Values.ingress.enabled .Values.httpRoute.enabled }}1{{ else }}0{{ end -}}
+{{- else -}}
+{{- $hops | int -}}
+{{- end -}}
+{{- end }}

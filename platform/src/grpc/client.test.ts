@@ -21,6 +21,9 @@ before(async () => {
   server.add(
     authProto.AuthService.service,
     {
+      async ListKeyPrefixes(): Promise<auth.KeyPrefixes__Output> {
+        return { prefixes: [] };
+      },
       async Authorize(request: auth.AuthorizeRequest__Output): Promise<auth.AuthorizeResponse__Output> {
         if (request.apiKey === 'slow') await new Promise((resolve) => setTimeout(resolve, 300));
         if (request.apiKey !== 'good') throw new UserError(status.PERMISSION_DENIED, 'permission_denied', 'no');

@@ -22,6 +22,9 @@ before(async () => {
   server.add(
     authProto.AuthService.service,
     {
+      async ListKeyPrefixes(): Promise<auth.KeyPrefixes__Output> {
+        return { prefixes: [] };
+      },
       async Authorize(request: auth.AuthorizeRequest__Output): Promise<auth.AuthorizeResponse__Output> {
         if (request.apiKey !== 'good') throw new UserError(status.UNAUTHENTICATED, 'invalid_key', 'unknown key');
         return { keyId: 1, projectId: 2, organizationId: request.organizationId, plan: null, sendRate: '' };
