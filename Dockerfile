@@ -18,6 +18,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 COPY proto/package.json proto/
 COPY platform/package.json platform/
+COPY templating/package.json templating/
 COPY gateway/package.json gateway/
 COPY auth-svc/package.json auth-svc/
 COPY dispatch-svc/package.json dispatch-svc/
@@ -82,15 +83,16 @@ CMD ["node", "--import", "@notify/platform/telemetry-register", "auth-svc/src/ma
 FROM runtime AS dispatch-svc
 # node_modules of the root and of any workspace that needs its own versions (plus the manifests npm ci read).
 COPY --from=deps-dispatch-svc /app/ ./
+# Template checks and the web panel's previews use the renderer mailers send with.
+COPY templating/ templating/
 COPY dispatch-svc/ dispatch-svc/
-# The web panel's template previews render with the mailer's renderer (@notify/mailer-svc).
-COPY mailer-svc/ mailer-svc/
 EXPOSE 50052 9464
 CMD ["node", "--import", "@notify/platform/telemetry-register", "dispatch-svc/src/main.ts"]
 
 FROM runtime AS mailer-svc
 # node_modules of the root and of any workspace that needs its own versions (plus the manifests npm ci read).
 COPY --from=deps-mailer-svc /app/ ./
+COPY templating/ templating/
 COPY mailer-svc/ mailer-svc/
 EXPOSE 9464
 CMD ["node", "--import", "@notify/platform/telemetry-register", "mailer-svc/src/main.ts"]

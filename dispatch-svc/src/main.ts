@@ -15,7 +15,7 @@ import { relayOutbox } from './outbox/outbox-relay.ts';
 import { assertTestFaultAllowed, withTestFault } from './outbox/test-fault.ts';
 import { runPeriodically } from './periodic.ts';
 import { addDispatchServices } from './services.ts';
-import { LiquidSyntax } from './templates/liquid-syntax.ts';
+import { LiquidSyntax } from '@notify/templating';
 import { VariablesSchemas } from './templates/variables-schema.ts';
 
 const idempotencySweepIntervalMs = 60_000;

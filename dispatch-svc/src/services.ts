@@ -8,7 +8,7 @@ import { checkIdempotency } from './idempotency/idempotency-check.ts';
 import { getMessage, listMessages } from './messages/queries.ts';
 import { createSendHandler, type SendDeps } from './messages/send.ts';
 import { panelServiceHandlers } from './panel/panel-service.ts';
-import type { LiquidSyntax } from './templates/liquid-syntax.ts';
+import type { LiquidSyntax } from '@notify/templating';
 import { templateAdminHandlers } from './templates/template-admin.ts';
 import { getUsage } from './usage/get-usage.ts';
 

@@ -9,7 +9,7 @@ import { startMailer } from './delivery/mailer.ts';
 import { createMailerMetrics } from './delivery/metrics.ts';
 import { openOutcomeLedger } from './delivery/outcome-ledger.ts';
 import { natsReachable } from './nats-readiness.ts';
-import { createRenderer } from './rendering/renderer.ts';
+import { createRenderer } from '@notify/templating';
 import { assertTestFaultAllowed } from './test-fault.ts';
 
 /** Dispatch publishes with the same window; a job or event re-published within it is dropped as a duplicate. */

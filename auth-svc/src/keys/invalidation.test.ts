@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import { Counter, createLogger, createRegistry, ExpiringCache } from '@notify/platform';
 import { createPool, type Pool } from '@notify/platform/database';
 import { connectNats, type NatsConnection } from '@notify/platform/nats';
-import { startPrivateNats, type PrivateNats } from '../../../test/harness/private-nats.ts';
+import { startPrivateNats, type PrivateNats } from '@notify/test/harness/private-nats.ts';
 import { openInvalidationChannel, type InvalidationChannel } from './invalidation.ts';
 import type { KeyRecord } from './key-lookup.ts';
 import { KeyResolver } from './key-resolver.ts';

@@ -1,10 +1,10 @@
-// PanelService.GetMessageView: a message with its timeline and its subject, rendered by the mailer's own renderer
-// from the template version the message was accepted with (kept in template_versions) and the message's data.
+// PanelService.GetMessageView: a message with its timeline and its subject, rendered by the renderer mailers send with
+// (@notify/templating) from the template version the message was accepted with (template_versions) and its data.
 import { status } from '@grpc/grpc-js';
 import { UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
-import type { Renderer } from '@notify/mailer-svc/src/rendering/renderer.ts';
+import type { Renderer } from '@notify/templating';
 import { getMessage } from '../messages/queries.ts';
 
 interface SubjectSource {

@@ -3,7 +3,7 @@ import { status } from '@grpc/grpc-js';
 import { UserError, type AsyncHandlers } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
-import { createRenderer } from '@notify/mailer-svc/src/rendering/renderer.ts';
+import { createRenderer } from '@notify/templating';
 import { requeueMessages, type RequeueDeps } from '../dead-letters/requeue.ts';
 import type { VariablesSchemas } from '../templates/variables-schema.ts';
 import { searchMessages } from './message-search.ts';

@@ -1,14 +1,14 @@
 // PanelService.ListProjectTemplates and PreviewTemplate: a project's templates read-only, and the current version of
-// one rendered with sample data by the mailer's renderer (sandboxed: no file access, own properties only, time and
-// memory limits; the HTML part escapes the data, exactly as in a sent mail).
+// one rendered with sample data by the renderer mailers send with (@notify/templating: sandboxed, no file access, own
+// properties only, time and memory limits; the HTML part escapes the data, exactly as in a sent mail).
 import { status } from '@grpc/grpc-js';
 import { UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
-import type { Renderer } from '@notify/mailer-svc/src/rendering/renderer.ts';
+import type { Renderer } from '@notify/templating';
 import { findTemplate, listTemplates, slugPattern, toTemplateMessage } from '../templates/template-store.ts';
 import type { VariablesSchemas } from '../templates/variables-schema.ts';
-import { sampleData } from './sample-data.ts';
+import { sampleData } from '@notify/templating';
 
 /** Sample data is typed into a form by a person; anything larger is a mistake or an abuse. */
 export const maxPreviewDataBytes = 65_536;

@@ -3,7 +3,7 @@ import { status } from '@grpc/grpc-js';
 import { UserError, type AsyncHandlers } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
-import type { LiquidSyntax } from './liquid-syntax.ts';
+import type { LiquidSyntax } from '@notify/templating';
 import { findTemplate, listTemplates, putTemplate, setTemplateActive, slugPattern, toTemplateMessage, type TemplateContent } from './template-store.ts';
 import type { VariablesSchemas } from './variables-schema.ts';
 

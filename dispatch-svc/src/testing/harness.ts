@@ -21,7 +21,7 @@ import { ensureEventsConsumer } from '../events/event-consumer.ts';
 import { createDispatchMetrics, type DispatchMetrics } from '../metrics.ts';
 import { createJobPublisher, type JobPublisher } from '../outbox/job-publisher.ts';
 import { addDispatchServices, type ServiceDeps } from '../services.ts';
-import { LiquidSyntax } from '../templates/liquid-syntax.ts';
+import { LiquidSyntax } from '@notify/templating';
 import { VariablesSchemas } from '../templates/variables-schema.ts';
 
 const postgresAdminUrl = process.env['TEST_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, test } from 'node:test';
 import { Counter, createLogger, createRegistry } from '@notify/platform';
 import { connectNats, topology, type NatsConnection } from '@notify/platform/nats';
-import { startPrivateNats, type PrivateNats } from '../../../test/harness/private-nats.ts';
+import { startPrivateNats, type PrivateNats } from '@notify/test/harness/private-nats.ts';
 import { listenForInvalidations, type InvalidationListener, type InvalidationTarget } from './authorization-invalidation.ts';
 
 const logger = createLogger('invalidation-test', 'silent');

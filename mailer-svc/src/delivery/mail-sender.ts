@@ -2,7 +2,7 @@
 import { createTransport } from 'nodemailer';
 import type { DeliveryJob } from '@notify/proto';
 import type { Logger } from '@notify/platform';
-import type { RenderedMail } from '../rendering/renderer.ts';
+import type { RenderedMail } from '@notify/templating';
 import { messageIdFor, type Sender } from './mail-identity.ts';
 import { acceptedOutcome, classifySendError, type DeliveryOutcome } from './smtp-outcome.ts';
 

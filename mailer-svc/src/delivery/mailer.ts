@@ -21,7 +21,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { DeliveryEvent } from '@notify/proto';
 import { inSpan, notifyAttributes, recordFailure, SpanKind, withActiveSpan, type Logger, type Span } from '@notify/platform';
 import { carriedContext, startProcessSpan, type JetStreamClient, type JsMsg, type Topology } from '@notify/platform/nats';
-import type { Renderer } from '../rendering/renderer.ts';
+import type { Renderer } from '@notify/templating';
 import { decide, type RetryPolicy, type Settlement } from './decision.ts';
 import { createEventPublisher } from './events.ts';
 import { attemptBase, deliveryStart, parseJob, type MailerJob } from './job.ts';

@@ -2,7 +2,6 @@
 // access (include/render/layout only see an empty in-memory map), own properties only, and parse/render/memory limits.
 // HTML output is escaped by default; subject and text are plain text, so escaping them would show `&amp;` to readers.
 import { Liquid, type Template } from 'liquidjs';
-import type { DeliveryJob } from '@notify/proto';
 import { LruCache } from './template-cache.ts';
 
 export interface RenderedMail {
@@ -46,8 +45,15 @@ interface CachedTemplate {
   parsed: Template[];
 }
 
+/** What is rendered: a template version of a project (the delivery job's snapshot) with a message's data. */
+export interface TemplateSource {
+  readonly projectId: number;
+  readonly template: { readonly slug: string; readonly version: number; readonly subject: string; readonly html: string; readonly text: string };
+  readonly data: Record<string, unknown>;
+}
+
 export interface Renderer {
-  render(job: Pick<DeliveryJob, 'projectId' | 'template' | 'data'>): Promise<RenderedMail>;
+  render(source: TemplateSource): Promise<RenderedMail>;
 }
 
 /** Removes line breaks (and other control characters) so data can never end the Subject header and start another. */
@@ -78,7 +84,7 @@ export function createRenderer(overrides: Partial<RendererOptions> = {}): Render
     return parsed;
   };
 
-  const renderPart = async (job: Pick<DeliveryJob, 'projectId' | 'template' | 'data'>, part: Part): Promise<string> => {
+  const renderPart = async (job: TemplateSource, part: Part): Promise<string> => {
     const { slug, version } = job.template;
     const engine = part === 'html' ? html : plain;
     try {

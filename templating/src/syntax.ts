@@ -1,5 +1,5 @@
-// Liquid syntax is checked when a template is saved, so an unclosed tag is the operator's error at `notifyctl` time
-// and not a failed delivery later. Rendering itself is the mailer's job.
+// Liquid syntax is checked when a template is saved (dispatch-svc), so an unclosed tag is the operator's error at
+// `notifyctl` time and not a failed delivery later.
 import { Liquid } from 'liquidjs';
 
 export class LiquidSyntax {
