@@ -4,23 +4,24 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import pg from 'pg';
-import { Counter, createLogger, createRegistry, ExpiringCache, GrpcClient, GrpcServer, RemoteError, type Registry } from '@notify/platform';
-import { createPool, migrate, type Pool } from '@notify/platform/database';
-import { connectNats, topology, type NatsConnection } from '@notify/platform/nats';
-import { authProto, type auth } from '@notify/proto';
+import { Counter, createRegistry, ExpiringCache, GrpcClient, GrpcServer, RemoteError, type Registry } from '@notify/platform';
+import { createPool, type Pool } from '@notify/platform/database';
+import { connectNats, type NatsConnection } from '@notify/platform/nats';
+import { authProto, readKeyAnnouncement, schemaHeader, topology, type auth } from '@notify/proto';
+import { createTestDatabase, type TestDatabase } from '@notify/test/harness/database.ts';
+import { testEnvironment } from '@notify/test/harness/environment.ts';
+import { silentLogger } from '@notify/test/harness/logger.ts';
+import { refusal } from '@notify/test/harness/refusal.ts';
+import { waitFor } from '@notify/test/harness/wait.ts';
 import { createAuthService, type AuthService } from './auth-service.ts';
 import type { KeyRecord } from './keys/key-lookup.ts';
 import { KeyResolver } from './keys/key-resolver.ts';
 
-const adminUrl = 'postgres://postgres@127.0.0.1:5432/postgres';
-const natsUrl = 'nats://127.0.0.1:4222';
 const runId = randomBytes(4).toString('hex');
-const database = `notify_t_${runId}`;
-const databaseUrl = `postgres://postgres@127.0.0.1:5432/${database}`;
+let database: TestDatabase;
 const internalToken = `internal-${runId}-0123456789abcdef`;
 const adminToken = `admin-${runId}-0123456789abcdef`;
-const logger = createLogger('auth-svc-test', 'silent');
+const logger = silentLogger('auth-svc-test');
 
 interface Replica {
   pool: Pool;
@@ -34,8 +35,8 @@ interface Replica {
 }
 
 async function startReplica(): Promise<Replica> {
-  const pool = createPool(databaseUrl, { max: 4, applicationName: 'auth-svc-test', logger });
-  const nats = await connectNats(natsUrl, 'auth-svc-test', logger);
+  const pool = createPool(database.url, { max: 4, applicationName: 'auth-svc-test', logger });
+  const nats = await connectNats(testEnvironment.natsUrl, 'auth-svc-test', logger);
   const registry = createRegistry('auth-svc');
   // A long TTL: whatever a replica forgets within the test, it forgets because it was told to.
   const service = await createAuthService({
@@ -77,41 +78,14 @@ let first: Replica;
 let second: Replica;
 
 before(async () => {
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
-  await admin.end();
-  await migrate(databaseUrl, logger);
+  database = await createTestDatabase({ runId });
   [first, second] = await Promise.all([startReplica(), startReplica()]);
 });
 
 after(async () => {
   await Promise.all([first, second].filter(Boolean).map(stopReplica));
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-  await admin.end();
+  await database?.drop();
 });
-
-/** Resolves with the RemoteError `promise` rejects with; fails the test if it resolves. */
-async function refusal(promise: Promise<unknown>): Promise<RemoteError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof RemoteError, String(error));
-    return error;
-  }
-  assert.fail('the call succeeded');
-}
-
-async function eventually(condition: () => Promise<boolean>, withinMs: number): Promise<number> {
-  const started = Date.now();
-  while (!(await condition())) {
-    if (Date.now() - started > withinMs) assert.fail(`condition not met within ${withinMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return Date.now() - started;
-}
 
 async function metricValue(registry: Registry, name: string, labels: Record<string, string>): Promise<number> {
   const metric = await registry.getSingleMetric(name)?.get();
@@ -188,7 +162,7 @@ test('an unknown prefix is answered from the cache the second time', async () =>
 
 test('concurrent lookups of one prefix share a single database query', async () => {
   const { key } = await tenant();
-  const pool = createPool(databaseUrl, { max: 4, applicationName: 'auth-svc-test', logger });
+  const pool = createPool(database.url, { max: 4, applicationName: 'auth-svc-test', logger });
   let queries = 0;
   pool.on('acquire', () => void (queries += 1));
   const resolver = new KeyResolver({
@@ -227,10 +201,10 @@ test('a key revoked on one replica is refused by another within 2 seconds, thoug
   assert.notEqual(revoked.revokedAt, '');
   // The revoking replica refuses at once; the other one as soon as the NATS message arrives.
   assert.equal((await refusal(first.internal.call('Authorize', request))).status, status.UNAUTHENTICATED);
-  await eventually(async () => {
+  await waitFor(async () => {
     const outcome = await second.internal.call('Authorize', request).then(() => undefined, (error: unknown) => error);
     return outcome instanceof RemoteError && outcome.status === status.UNAUTHENTICATED && outcome.reason === 'api_key_revoked';
-  }, 2_000);
+  }, { timeoutMs: 2_000, intervalMs: 25, what: 'the other replica to refuse the revoked key' });
 
   const again = await second.admin.call('RevokeApiKey', { id: key.id });
   // last_used_at may move between the two calls (usage is flushed in the background); the revocation must not.
@@ -245,22 +219,22 @@ test('a plan change reaches the keys every replica has cached', async () => {
   const updated = await first.admin.call('UpdatePlan', { id: plan.id, suspended: true });
   assert.equal(updated.suspended, true);
   assert.equal(updated.monthlyQuota, 300, 'a field left out keeps its value');
-  await eventually(async () => (await second.internal.call('Authorize', request)).plan?.suspended === true, 2_000);
+  await waitFor(async () => (await second.internal.call('Authorize', request)).plan?.suspended === true, { timeoutMs: 2_000, intervalMs: 25, what: 'the other replica to see the plan suspended' });
 
   const requota = await first.admin.call('UpdatePlan', { id: plan.id, monthlyQuota: 0 });
   assert.deepEqual([requota.monthlyQuota, requota.suspended], [0, true]);
-  await eventually(async () => (await second.internal.call('Authorize', request)).plan?.monthlyQuota === 0, 2_000);
+  await waitFor(async () => (await second.internal.call('Authorize', request)).plan?.monthlyQuota === 0, { timeoutMs: 2_000, intervalMs: 25, what: 'the other replica to see the new quota' });
 });
 
 test('listing keys shows their use but never their secret', async () => {
   const { organization, project, key, apiKey } = await tenant();
   await first.internal.call('Authorize', { apiKey, organizationId: organization.id });
   let listed: auth.ApiKey__Output | undefined;
-  await eventually(async () => {
+  await waitFor(async () => {
     const { keys } = await first.admin.call('ListApiKeys', { projectId: project.id });
     listed = keys.find((candidate) => candidate.id === key.id);
     return listed?.lastUsedAt !== '';
-  }, 2_000);
+  }, { timeoutMs: 2_000, intervalMs: 25, what: 'the key to be listed as used' });
   assert.ok(listed);
   assert.equal(listed.prefix, key.prefix);
   assert.deepEqual(Object.keys(listed).sort(), ['createdAt', 'id', 'lastUsedAt', 'name', 'prefix', 'projectId', 'revokedAt']);
@@ -341,11 +315,11 @@ test('ListKeyPrefixes pages through the prefix of every key in order, revoked on
 
 test('a new key is announced with its prefix, so the gateways learn it names a key', async () => {
   const announced: string[] = [];
-  const subscription = first.nats.subscribe(topology(`t${runId}_`).keyInvalidationSubject, { callback: (_error, message) => void announced.push(message.string()) });
+  const subscription = first.nats.subscribe(topology(`t${runId}_`).keyInvalidationSubject, { callback: (_error, message) => void announced.push(JSON.stringify(readKeyAnnouncement(message.data, message.headers?.get(schemaHeader)))) });
   await first.nats.flush();
   const { apiKey } = await tenant();
   const prefix = apiKey.split('.')[0] as string;
-  for (let wait = 0; wait < 100 && !announced.includes(prefix); wait++) await new Promise((resolve) => setTimeout(resolve, 10));
+  for (let wait = 0; wait < 100 && !announced.includes(JSON.stringify({ keyPrefix: prefix })); wait++) await new Promise((resolve) => setTimeout(resolve, 10));
   subscription.unsubscribe();
-  assert.ok(announced.includes(prefix), `announced: ${announced.join(', ')}`);
+  assert.ok(announced.includes(JSON.stringify({ keyPrefix: prefix })), `announced: ${announced.join(', ')}`);
 });

@@ -1,9 +1,9 @@
 // auth-svc: answers "who is calling and may they send" for the gateway, and manages plans, organizations,
 // projects and API keys for notifyctl.
-import { GrpcServer, runService, ShutdownPriority } from '@notify/platform';
-import { createPool } from '@notify/platform/database';
-import { connectNats, topology } from '@notify/platform/nats';
-import { authProto } from '@notify/proto';
+import { degradable, GrpcServer, runService, ShutdownPriority } from '@notify/platform';
+import { createPool, databaseReachable } from '@notify/platform/database';
+import { connectNats, natsReachable } from '@notify/platform/nats';
+import { authProto, topology } from '@notify/proto';
 import { createAuthService } from './auth-service.ts';
 import { configSpec } from './config.ts';
 
@@ -25,11 +25,10 @@ runService('auth-svc', configSpec, async ({ config, logger, registry, lifecycle,
   server.add(authProto.PanelAuthService.service, service.panel, [config.internalToken]);
   await server.listen(config.grpcPort);
 
-  addReadinessCheck('database', async () => {
-    await pool.query('select 1');
-    return true;
-  });
-  addReadinessCheck('nats', async () => !nats.isClosed());
+  addReadinessCheck('database', () => databaseReachable(pool));
+  // Only key announcements travel on NATS (other replicas' caches then expire on their own): reported, never a reason
+  // to leave rotation.
+  addReadinessCheck('nats', degradable(() => natsReachable(nats)));
 
   lifecycle.onShutdown('gRPC health NOT_SERVING', ShutdownPriority.stopIntake, async () => server.stopServing());
   // Calls still running near the step's own deadline are cancelled, so the later steps still get their turn.

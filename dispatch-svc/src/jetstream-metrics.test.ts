@@ -3,9 +3,11 @@ import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { createLogger, createRegistry, type Registry } from '@notify/platform';
-import { connectNats, ensureConsumer, ensureStreams, jetstream, jetstreamManager, topology, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
+import { connectNats, ensureConsumer, ensureStream, jetstream, jetstreamManager, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
+import { streamDeclarations, topology } from '@notify/proto';
+import { testEnvironment } from '@notify/test/harness/environment.ts';
+import { waitFor } from '@notify/test/harness/wait.ts';
 import { startConsumerMetrics, watchedConsumers } from './jetstream-metrics.ts';
-import { eventually } from './testing/harness.ts';
 
 const names = topology(`t${randomBytes(4).toString('hex')}_`);
 const logLines: Record<string, unknown>[] = [];
@@ -19,9 +21,9 @@ let nats: NatsConnection;
 let jsm: JetStreamManager;
 
 before(async () => {
-  nats = await connectNats(process.env['TEST_NATS_URL'] ?? 'nats://127.0.0.1:4222', 'dispatch-test', logger);
+  nats = await connectNats(testEnvironment.natsUrl, 'dispatch-test', logger);
   jsm = await jetstreamManager(nats);
-  await ensureStreams(jsm, names, { replicas: 1, duplicateWindowMs: 60_000 });
+  for (const stream of [streamDeclarations(names).jobs, streamDeclarations(names).events]) await ensureStream(jsm, stream, 1);
   await ensureConsumer(jsm, names.jobsStream, { durable_name: names.mailerConsumer, ack_wait: 30_000_000_000 });
 });
 
@@ -43,7 +45,7 @@ test('the gauges follow the mailer consumer: pending, held unacknowledged, and r
   const registry = createRegistry('dispatch-svc');
   const metrics = startConsumerMetrics({ jsm, consumers: watchedConsumers(names), registry, logger, intervalMs: 20 });
   try {
-    await eventually(async () => (await value(registry, 'notify_jetstream_consumer_pending_messages', names.mailerConsumer)) === 5, 3_000, 'five pending jobs');
+    await waitFor(async () => (await value(registry, 'notify_jetstream_consumer_pending_messages', names.mailerConsumer)) === 5, { timeoutMs: 3_000, intervalMs: 25, what: 'five pending jobs' });
     assert.equal(await value(registry, 'notify_jetstream_consumer_ack_pending_messages', names.mailerConsumer), 0);
 
     // Two jobs taken and held, as a mailer does while it sends; one of them handed back and taken again.
@@ -53,13 +55,12 @@ test('the gauges follow the mailer consumer: pending, held unacknowledged, and r
     // The server must have the nak before the next pull, or that pull is served the next new job instead.
     await nats.flush();
     assert.ok(await consumer.next({ expires: 2_000 }), 'the job handed back is delivered again');
-    await eventually(
+    await waitFor(
       async () =>
         (await value(registry, 'notify_jetstream_consumer_pending_messages', names.mailerConsumer)) === 3 &&
         (await value(registry, 'notify_jetstream_consumer_ack_pending_messages', names.mailerConsumer)) === 2 &&
         (await value(registry, 'notify_jetstream_consumer_redelivered_messages', names.mailerConsumer)) === 1,
-      3_000,
-      'three pending, two held, one redelivered',
+      { timeoutMs: 3_000, intervalMs: 25, what: 'three pending, two held, one redelivered' },
     ).catch(async (error: unknown) => {
       const seen = await Promise.all(['pending', 'ack_pending', 'redelivered'].map((kind) => value(registry, `notify_jetstream_consumer_${kind}_messages`, names.mailerConsumer)));
       throw new Error(`${(error as Error).message}; saw pending, held, redelivered = ${seen.join(', ')}`);
@@ -74,14 +75,14 @@ test('a consumer that cannot be read keeps its last values and is logged at debu
   // The events consumer does not exist in this run: dispatch-svc creates it, as the mailers create theirs.
   const metrics = startConsumerMetrics({ jsm, consumers: watchedConsumers(names), registry, logger, intervalMs: 20 });
   try {
-    await eventually(async () => (await value(registry, 'notify_jetstream_consumer_pending_messages', names.mailerConsumer)) !== undefined, 3_000, 'the mailer gauges');
+    await waitFor(async () => (await value(registry, 'notify_jetstream_consumer_pending_messages', names.mailerConsumer)) !== undefined, { timeoutMs: 3_000, intervalMs: 25, what: 'the mailer gauges' });
     assert.equal(await value(registry, 'notify_jetstream_consumer_pending_messages', names.eventsConsumer), undefined, 'no made-up zero for a consumer never read');
     const before = await value(registry, 'notify_jetstream_consumer_ack_pending_messages', names.mailerConsumer);
     assert.ok(before !== undefined && before > 0, `the first test left jobs held (${before})`);
 
     await jsm.consumers.delete(names.jobsStream, names.mailerConsumer);
     const failures = (): number => logLines.filter((line) => line['consumer'] === names.mailerConsumer && line['msg']?.toString().includes('consumer info unavailable')).length;
-    await eventually(async () => failures() >= 2, 3_000, 'polls of the deleted consumer to fail');
+    await waitFor(async () => failures() >= 2, { timeoutMs: 3_000, intervalMs: 25, what: 'polls of the deleted consumer to fail' });
     assert.equal(await value(registry, 'notify_jetstream_consumer_ack_pending_messages', names.mailerConsumer), before);
     const levels = new Set(logLines.filter((line) => line['msg']?.toString().includes('consumer info unavailable')).map((line) => line['level']));
     assert.deepEqual([...levels], ['debug'], 'debug, not warn or error');

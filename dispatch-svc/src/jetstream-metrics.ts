@@ -1,9 +1,9 @@
 // JetStream's own count of the messages waiting for Notify's consumers, as gauges: the queue length the mailers and
 // the delivery-event consumer have not caught up with, which no counter difference can reconstruct after a restart.
 // dispatch-svc polls it because it already holds a JetStream manager and runs once per deployment, not per mailer.
-import { Gauge, type Logger, type Registry } from '@notify/platform';
-import type { JetStreamManager, Topology } from '@notify/platform/nats';
-import { runPeriodically, type PeriodicTask } from './periodic.ts';
+import { Gauge, runPeriodically, type Logger, type PeriodicTask, type Registry } from '@notify/platform';
+import type { JetStreamManager } from '@notify/platform/nats';
+import type { Topology } from '@notify/proto';
 
 /** Often enough for a 15-minute alert and a dashboard, cheap for the server (one request per consumer). */
 export const consumerPollIntervalMs = 5_000;

@@ -4,7 +4,6 @@
 import type { GrpcServer } from '@notify/platform';
 import { dispatchProto } from '@notify/proto';
 import { deadLetterAdminHandlers } from './dead-letters/dead-letter-admin.ts';
-import { checkIdempotency } from './idempotency/idempotency-check.ts';
 import { getMessage, listMessages } from './messages/queries.ts';
 import { createSendHandler, type SendDeps } from './messages/send.ts';
 import { panelServiceHandlers } from './panel/panel-service.ts';
@@ -26,7 +25,6 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       Send: send,
       GetMessage: (request) => getMessage(deps.pool, request),
       ListMessages: (request) => listMessages(deps.pool, request),
-      CheckIdempotency: (request) => checkIdempotency(deps, request),
       GetUsage: (request) => getUsage(deps.pool, request),
     },
     [deps.internalToken],

@@ -1,5 +1,6 @@
-// The gateway's environment variables, validated at start with every fault listed at once.
-import { custom, duration, integer, secret, text, url } from '@notify/platform';
+// The gateway's environment variables, validated at start with every fault listed at once. The NATS and token settings
+// are the platform's shared groups; README.md's settings table is generated from these declarations.
+import { custom, duration, integer, internalTokenSetting, natsSettings, text, url } from '@notify/platform';
 import { panelConfigSpec } from './panel/config.ts';
 import { parseRate } from './rate-limit/rate.ts';
 
@@ -7,14 +8,15 @@ export const configSpec = {
   httpPort: integer('HTTP_PORT', { description: 'port of the public HTTP listener; 0 picks a free one', default: 8080, min: 0, max: 65535 }),
   authSvcAddr: text('AUTH_SVC_ADDR', { description: 'gRPC target of auth-svc (e.g. dns:///auth-svc:50051)', default: '127.0.0.1:50051' }),
   dispatchSvcAddr: text('DISPATCH_SVC_ADDR', { description: 'gRPC target of dispatch-svc', default: '127.0.0.1:50052' }),
-  internalToken: secret('INTERNAL_TOKEN', { description: 'token the gateway presents to auth-svc and dispatch-svc' }),
+  ...internalTokenSetting,
   grpcDeadlineMs: duration('GRPC_DEADLINE', { description: 'deadline of each call to auth-svc and dispatch-svc', default: '2s', minMs: 1 }),
-  redisUrl: url('REDIS_URL', { description: 'Redis holding the rate-limit counters shared by all replicas', default: 'redis://127.0.0.1:6379', protocols: ['redis', 'rediss'] }),
+  // May carry a password (`rediss://:password@host:6379`): a secret, so it may come from REDIS_URL_FILE and is never printed.
+  redisUrl: url('REDIS_URL', { description: 'Redis holding the rate-limit counters shared by all replicas', default: 'redis://127.0.0.1:6379', protocols: ['redis', 'rediss'], secret: true }),
   redisKeyPrefix: text('REDIS_KEY_PREFIX', { description: 'prefix of every Redis key the gateway writes', default: 'notify:' }),
-  sendRate: custom('NOTIFY_PUBLIC_SEND_RATE', { description: 'default send rate per API key, <count>/<unit> with unit s, sec, second, m, min, minute, h, hour, d or day', default: '120/min' }, parseRate),
+  sendRate: custom('NOTIFY_PUBLIC_SEND_RATE', { description: 'default send rate per API key, `<count>/<unit>` with unit s, sec, second, m, min, minute, h, hour, d or day', default: '120/min' }, parseRate),
   authFailureRate: custom(
     'NOTIFY_AUTH_FAILURE_RATE',
-    { description: 'API keys refused with 401 allowed per window, <count>/<unit>: per client address for presentations that name no key (past it they are answered 429 unasked, while real keys from that address are still judged), and per key for wrong secrets and revoked keys (past it their refusals are 429)', default: '20/min' },
+    { description: 'API keys refused with 401 allowed per window, `<count>/<unit>`: per client address for presentations that name no key (past it they are answered 429 unasked, while real keys from that address are still judged), and per key for wrong secrets and revoked keys (past it their refusals are 429)', default: '20/min' },
     parseRate,
   ),
   trustedProxyHops: integer('TRUSTED_PROXY_HOPS', {
@@ -33,11 +35,6 @@ export const configSpec = {
       'how long an accepted API key is answered without asking auth-svc (0 disables the cache); revocations and plan changes arrive sooner over NATS, and nothing is cached while NATS is unreachable. auth-svc records a key\'s last use only when asked, so keep it well under a minute (its recording interval)',
     default: '10s',
   }),
-  natsUrl: text('NATS_URL', { description: 'NATS servers, comma-separated, where auth-svc announces key revocations and plan changes (not required: without it nothing is cached)', default: 'nats://127.0.0.1:4222' }),
-  natsPrefix: text('NOTIFY_NATS_PREFIX', {
-    description: 'prefix of NATS subjects, empty in production; isolates test runs',
-    default: '',
-    pattern: /^[A-Za-z0-9_-]*$/,
-  }),
+  ...natsSettings,
   ...panelConfigSpec,
 };

@@ -1,7 +1,6 @@
 // gateway: the only HTTP edge of Notify. Config, clients, the HTTP listener, readiness and ordered shutdown.
 import { degradable, GrpcClient, runService, ShutdownPriority, type ConfigOf, type Logger, type Registry } from '@notify/platform';
-import { topology } from '@notify/platform/nats';
-import { authProto, dispatchProto } from '@notify/proto';
+import { authProto, dispatchProto, topology } from '@notify/proto';
 import { createApp } from './app.ts';
 import { listenForInvalidations } from './auth/authorization-invalidation.ts';
 import { createAuthorizationCacheMetrics } from './auth/authorization-metrics.ts';

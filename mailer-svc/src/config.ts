@@ -2,14 +2,14 @@
 // The retry defaults are reasoned in docs/delivery-guarantees.md from RFC 5321 section 4.5.4.1: retries settle at
 // 30-60 minutes apart and a message is given up after 4 days; the attempt limit is a backstop that the default
 // schedule never reaches first (at least 30 min apart at the cap: fewer than 200 attempts fit in 4 days).
-import { custom, duration, integer, oneOf, text, url } from '@notify/platform';
+// The NATS and test-fault settings are the platform's shared groups; README.md's settings table is generated from these.
+import { custom, duration, integer, jetStreamSettings, natsSettings, testFaultSettings, url } from '@notify/platform';
 import { parseSender } from './delivery/mail-identity.ts';
 import { mailerTestFaults } from './test-fault.ts';
 
 export const mailerConfig = {
-  natsUrl: text('NATS_URL', { description: 'NATS servers, comma-separated', default: 'nats://127.0.0.1:4222' }),
-  natsPrefix: text('NOTIFY_NATS_PREFIX', { description: 'prefix of stream, subject and consumer names; empty in production', default: '', pattern: /^[A-Za-z0-9_-]*$/ }),
-  natsStreamReplicas: integer('NATS_STREAM_REPLICAS', { description: 'replicas of each JetStream stream (3 on a NATS cluster)', default: 1, min: 1, max: 5 }),
+  ...natsSettings,
+  ...jetStreamSettings,
   smtpUrl: url('SMTP_URL', { description: 'SMTP relay, smtp:// or smtps://, credentials in the URL', default: 'smtp://127.0.0.1:2525', protocols: ['smtp', 'smtps'], secret: true }),
   mailFrom: custom('MAIL_FROM', { description: 'From of every message; its domain also names the Message-ID', default: 'Notify <no-reply@notify.localhost>' }, parseSender),
   concurrency: integer('MAILER_CONCURRENCY', { description: 'jobs one replica delivers at once', default: 32, min: 1, max: 1_000 }),
@@ -19,6 +19,5 @@ export const mailerConfig = {
   retryBaseMs: duration('MAILER_RETRY_BASE', { description: 'ceiling of the first retry delay; doubles per attempt (equal jitter: the delay is drawn from the upper half)', default: '1m', minMs: 1 }),
   retryMaxMs: duration('MAILER_RETRY_MAX', { description: 'largest retry ceiling; retries at the cap come 30-60 min apart by default', default: '1h', minMs: 1 }),
   ackWaitMs: duration('MAILER_ACK_WAIT', { description: 'time a replica may hold a job without a sign of life before it is offered to another', default: '60s', minMs: 5_000 }),
-  nodeEnv: text('NODE_ENV', { description: 'deployment kind; only `test` allows NOTIFY_TEST_FAULT', default: 'production' }),
-  testFault: oneOf('NOTIFY_TEST_FAULT', mailerTestFaults, { description: 'TEST ONLY, refused unless NODE_ENV=test: `exit-after-send` kills the replica after the relay accepted a message, before it is acknowledged', default: 'none' }),
+  ...testFaultSettings(mailerTestFaults, '`exit-after-send` kills the replica after the relay accepted a message, before it is acknowledged'),
 };

@@ -1,33 +1,32 @@
 // mailer-svc: delivers queued messages. Pulls jobs from NOTIFY_JOBS, renders and sends them over SMTP, remembers each
 // finished delivery in its outcome ledger, and records every transition on NOTIFY_EVENTS for dispatch-svc.
 import { runService, ShutdownPriority } from '@notify/platform';
-import { connectNats, ensureConsumer, ensureStreams, jetstream, jetstreamManager, topology } from '@notify/platform/nats';
+import { connectNats, ensureConsumer, ensureStream, jetstream, jetstreamManager, natsReachable } from '@notify/platform/nats';
+import { streamDeclarations, topology } from '@notify/proto';
 import { mailerConfig } from './config.ts';
 import { mailerConsumerConfig } from './delivery/consumer-config.ts';
 import { createMailSender } from './delivery/mail-sender.ts';
 import { startMailer } from './delivery/mailer.ts';
 import { createMailerMetrics } from './delivery/metrics.ts';
 import { openOutcomeLedger } from './delivery/outcome-ledger.ts';
-import { natsReachable } from './nats-readiness.ts';
 import { createRenderer } from '@notify/templating';
 import { assertTestFaultAllowed } from './test-fault.ts';
 
-/** Dispatch publishes with the same window; a job or event re-published within it is dropped as a duplicate. */
-const duplicateWindowMs = 2 * 60_000;
 /** Request timeout of the outcome ledger's reads and writes (milliseconds on a healthy cluster). */
 const ledgerTimeoutMs = 2_000;
 
-runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecycle, addReadinessCheck }) => {
+runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecycle, addReadinessCheck, crash }) => {
   assertTestFaultAllowed(config.testFault, config.nodeEnv);
   const names = topology(config.natsPrefix);
   const nc = await connectNats(config.natsUrl, 'mailer-svc', logger);
   const jsm = await jetstreamManager(nc);
-  await ensureStreams(jsm, names, { replicas: config.natsStreamReplicas, duplicateWindowMs });
+  const streams = streamDeclarations(names);
+  for (const stream of [streams.jobs, streams.events, streams.deadLetters]) await ensureStream(jsm, stream, config.natsStreamReplicas);
   await ensureConsumer(jsm, names.jobsStream, mailerConsumerConfig(names, config));
   const js = jetstream(nc);
   // Its own client with a short request timeout: a write lost while NATS restarts is retried as soon as the connection
   // is back, instead of after the default 5 s, which may exceed what is left of the job's ack wait.
-  const ledger = await openOutcomeLedger(jetstream(nc, { timeout: ledgerTimeoutMs }), jsm, { prefix: config.natsPrefix, replicas: config.natsStreamReplicas });
+  const ledger = await openOutcomeLedger(jetstream(nc, { timeout: ledgerTimeoutMs }), jsm, { names, replicas: config.natsStreamReplicas });
   addReadinessCheck('nats', () => natsReachable(nc));
 
   const sender = createMailSender({ smtpUrl: config.smtpUrl, sender: config.mailFrom, poolSize: config.smtpPoolSize, logger });
@@ -40,7 +39,7 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
       ledger,
       metrics: createMailerMetrics(registry),
       logger,
-      ...(config.testFault === 'exit-after-send' ? { afterSend: () => process.kill(process.pid, 'SIGKILL') } : {}),
+      ...(config.testFault === 'exit-after-send' ? { afterSend: crash } : {}),
     },
     {
       concurrency: config.concurrency,

@@ -1,7 +1,10 @@
 // Configuration from the environment: declared once per service, validated at start with every fault listed at once.
 import { readFileSync } from 'node:fs';
 
-/** One environment variable: how to read it, its default, and what it is for (the README's table is written from these). */
+/**
+ * One environment variable: how to read it, its default, and what it is for. README.md's settings table is generated
+ * from these declarations (`npm run docs:settings`; test/structure/settings-table.test.ts fails when it is stale).
+ */
 export interface Field<T> {
   readonly env: string;
   readonly description: string;
@@ -153,4 +156,66 @@ export function duration(env: string, options: FieldOptions<string> & { minMs?: 
     if (options.minMs !== undefined && ms < options.minMs) throw new Error(`must be at least ${options.minMs} ms`);
     return ms;
   });
+}
+
+// ---- Settings several services read: declared once here and spread into each service's spec ------------------------
+
+/**
+ * NATS_URL and NOTIFY_NATS_PREFIX, read by every service that talks to NATS. The URL may carry credentials
+ * (`nats://user:password@host:4222`), so it is a secret: it may come from NATS_URL_FILE and is never printed.
+ */
+export const natsSettings = {
+  natsUrl: text('NATS_URL', {
+    description:
+      'NATS servers, comma-separated. The gateway hears key revocations and plan changes there; it serves without NATS, uncached',
+    default: 'nats://127.0.0.1:4222',
+    secret: true,
+  }),
+  natsPrefix: text('NOTIFY_NATS_PREFIX', {
+    description: 'prefix of stream, subject and consumer names; empty in production, it isolates test runs',
+    default: '',
+    pattern: /^[A-Za-z0-9_-]*$/,
+  }),
+};
+
+/** INTERNAL_TOKEN: the gateway presents it to auth-svc and dispatch-svc, which check it. */
+export const internalTokenSetting = {
+  internalToken: secret('INTERNAL_TOKEN', { description: 'bearer token of the internal gRPC calls: the gateway presents it to auth-svc and dispatch-svc (at least 16 characters)' }),
+};
+
+/** ADMIN_TOKEN: notifyctl presents it to the admin services of auth-svc and dispatch-svc, which check it. */
+export const adminTokenSetting = {
+  adminToken: secret('ADMIN_TOKEN', { description: 'bearer token notifyctl presents to the admin gRPC services of auth-svc and dispatch-svc (at least 16 characters)' }),
+};
+
+/** NATS_STREAM_REPLICAS, read by the services that create JetStream streams and buckets (dispatch-svc, mailer-svc). */
+export const jetStreamSettings = {
+  natsStreamReplicas: integer('NATS_STREAM_REPLICAS', { description: 'replicas of each JetStream stream (3 on a NATS cluster)', default: 1, min: 1, max: 5 }),
+};
+
+/**
+ * DATABASE_URL and DATABASE_POOL_SIZE, read by the services that own tables (auth-svc, dispatch-svc). The URL carries
+ * the password, so it may come from DATABASE_URL_FILE and is never printed. `maxPoolSize` bounds DATABASE_POOL_SIZE.
+ */
+export function databaseSettings(options: { maxPoolSize: number }) {
+  return {
+    databaseUrl: url('DATABASE_URL', {
+      description: "PostgreSQL holding the service's tables (auth-svc: plans, organizations, projects, API keys; dispatch-svc: templates, messages, idempotency records, the outbox)",
+      default: 'postgres://postgres@127.0.0.1:5432/notify',
+      protocols: ['postgres', 'postgresql'],
+      secret: true,
+    }),
+    databasePoolSize: integer('DATABASE_POOL_SIZE', { description: 'database connections per replica', default: 10, min: 1, max: options.maxPoolSize }),
+  };
+}
+
+/**
+ * NODE_ENV and NOTIFY_TEST_FAULT, the fault injection of the reliability tests. `faults` are the service's faults,
+ * `none` first (the default); `meaning` says what each does. The service refuses any fault unless NODE_ENV=test.
+ */
+export function testFaultSettings<const F extends string>(faults: readonly F[], meaning: string) {
+  return {
+    nodeEnv: text('NODE_ENV', { description: 'deployment kind; only `test` allows NOTIFY_TEST_FAULT', default: 'production' }),
+    testFault: oneOf('NOTIFY_TEST_FAULT', faults, { description: `TEST ONLY, refused unless NODE_ENV=test: ${meaning}`, default: 'none' }),
+  };
 }

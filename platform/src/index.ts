@@ -1,12 +1,13 @@
 // The shared runtime every service starts from. Database and NATS helpers are separate entry points
 // (`@notify/platform/database`, `@notify/platform/nats`) so a service loads only the clients it uses.
-export { boolean, ConfigError, custom, duration, integer, parseDuration, loadConfig, oneOf, secret, text, url, type ConfigOf, type Field } from './config.ts';
+export { adminTokenSetting, boolean, ConfigError, custom, databaseSettings, duration, integer, internalTokenSetting, jetStreamSettings, natsSettings, parseDuration, loadConfig, oneOf, secret, testFaultSettings, text, url, type ConfigOf, type Field } from './config.ts';
 export { OperationalError, UserError, errorMetadataKeys } from './errors.ts';
 export { createLogger, redactedPaths, type Logger } from './logger.ts';
 export { Lifecycle, ShutdownPriority } from './lifecycle.ts';
 export { Counter, Gauge, Histogram, checkReadiness, createRegistry, degradable, startOpsServer, type OpsServer, type Readiness, type ReadinessCheck, type ReadinessState, type Registry } from './metrics.ts';
 export { commonConfig, runService, type ServiceContext } from './service.ts';
 export { Batcher, type BatcherOptions } from './batcher.ts';
+export { runPeriodically, type PeriodicTask } from './periodic.ts';
 export { ExpiringCache, type CacheTicket } from './expiring-cache.ts';
 export { GrpcServer, type AsyncHandlers } from './grpc/server.ts';
 export { GrpcClient, channelOptions, type GrpcClientOptions } from './grpc/client.ts';

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { test } from 'node:test';
+import { silentLogger } from '@notify/test/harness/logger.ts';
 import { Lifecycle } from './lifecycle.ts';
-import { createLogger } from './logger.ts';
 
-const silent = createLogger('test', 'silent', new Writable({ write: (_c, _e, done) => done() }));
+const silent = silentLogger();
 
 test('handlers run by priority and a slow or failing one does not stop the rest', async () => {
   const lifecycle = new Lifecycle(silent, 50);

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { test } from 'node:test';
-import { createLogger } from './logger.ts';
+import { silentLogger } from '@notify/test/harness/logger.ts';
 import { checkReadiness, createRegistry, degradable, startOpsServer, type ReadinessCheck } from './metrics.ts';
 
 const up: ReadinessCheck = async () => true;
@@ -34,7 +33,7 @@ test('a degradable dependency that is down reports degraded and leaves the servi
 });
 
 test('the ops listener answers /readyz with the same verdict, 200 while degraded, and never shows a check error', async () => {
-  const logger = createLogger('test', 'silent', new Writable({ write: (_chunk, _encoding, done) => done() }));
+  const logger = silentLogger();
   const checks: Record<string, ReadinessCheck> = { database: up, redis: degradable(broken) };
   const ops = await startOpsServer({ port: 0, host: '127.0.0.1', registry: createRegistry('test'), checks, logger });
   try {

@@ -20,6 +20,8 @@ export interface ServiceContext<C> {
   readonly lifecycle: Lifecycle;
   /** Adds a named dependency check to /readyz. */
   addReadinessCheck(name: string, check: ReadinessCheck): void;
+  /** For test faults (NOTIFY_TEST_FAULT) only: kills the process at once, as SIGKILL from outside would, no shutdown step run. */
+  crash(): void;
 }
 
 /**
@@ -62,7 +64,14 @@ export function runService<S extends Record<string, Field<unknown>>>(
   void (async () => {
     const ops = await startOpsServer({ port: config.metricsPort, registry, checks, logger });
     lifecycle.onShutdown('operations listener', ShutdownPriority.final, () => ops.close());
-    await start({ config, logger, registry, lifecycle, addReadinessCheck: (check, fn) => void (checks[check] = fn) });
+    await start({
+      config,
+      logger,
+      registry,
+      lifecycle,
+      addReadinessCheck: (check, fn) => void (checks[check] = fn),
+      crash: () => process.kill(process.pid, 'SIGKILL'),
+    });
     logger.info('started');
   })().catch((error: unknown) => {
     logger.fatal({ err: error }, 'start failed');

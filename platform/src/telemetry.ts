@@ -3,11 +3,11 @@
 // exported only when OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) names a collector. Without
 // one, every span is non-recording and only the instrumentations that carry the trace between services are loaded:
 // recording spans nobody collects cost 10-15 % of each service's CPU (docs/benchmark.md).
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { GrpcInstrumentation } from '@opentelemetry/instrumentation-grpc';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
-import { KoaInstrumentation } from '@opentelemetry/instrumentation-koa';
+import { KoaInstrumentation, KoaLayerType } from '@opentelemetry/instrumentation-koa';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { defaultResource, envDetector, hostDetector, osDetector, processDetector, resourceFromAttributes, type Resource } from '@opentelemetry/resources';
 import { NodeSDK } from '@opentelemetry/sdk-node';
@@ -68,7 +68,15 @@ export function startTelemetry(env: Readonly<Record<string, string | undefined>>
       new GrpcInstrumentation({ ignoreGrpcMethods: ['Check', 'Watch'] }),
       // Spans inside one service: worth having only when they are recorded.
       // A query or command outside any request (a periodic task's) would be a trace of its own: left out.
-      ...(exporting ? [new KoaInstrumentation(), new PgInstrumentation({ requireParentSpan: true }), new IORedisInstrumentation({ requireParentSpan: true })] : []),
+      // Koa's middleware layers (each an anonymous function) and pg's pool checkouts say nothing a trace reader needs
+      // and would be a third of every trace: routes and queries are kept.
+      ...(exporting
+        ? [
+            new KoaInstrumentation({ ignoreLayersType: [KoaLayerType.MIDDLEWARE] }),
+            new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
+            new IORedisInstrumentation({ requireParentSpan: true }),
+          ]
+        : []),
     ],
   });
   sdk.start();

@@ -5,7 +5,8 @@ import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { context, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
-import { createLogger } from './logger.ts';
+import { testEnvironment } from '@notify/test/harness/environment.ts';
+import { silentLogger } from '@notify/test/harness/logger.ts';
 import { carriedContext, connectNats, jetstream, jetstreamManager, publishTraced, startCreateSpan, type NatsConnection } from './nats/index.ts';
 import { serviceResource } from './telemetry.ts';
 import { contextFromTraceparent, linkTo, traceIdOf, traceparentOf } from './tracing.ts';
@@ -18,7 +19,7 @@ const subject = `${stream.toLowerCase()}.jobs`;
 
 before(async () => {
   trace.setGlobalTracerProvider(provider);
-  nc = await connectNats(process.env['TEST_NATS_URL'] ?? 'nats://127.0.0.1:4222', 'tracing-test', createLogger('tracing-test', 'silent'));
+  nc = await connectNats(testEnvironment.natsUrl, 'tracing-test', silentLogger('tracing-test'));
   await (await jetstreamManager(nc)).streams.add({ name: stream, subjects: [subject] });
 });
 
@@ -52,9 +53,10 @@ test('a job published long after its creation carries the creation context, unde
   request.end();
   const created = traceparentOf(creation);
   // Later, from no request at all (the outbox relay's pass).
-  const ack = await publishTraced(jetstream(nc), subject, 'job', { msgID: '7' }, { attributes: { 'notify.message.id': 7 }, created });
+  const ack = await publishTraced(jetstream(nc), subject, { schema: 'test.Job', bytes: new TextEncoder().encode('job') }, { msgID: '7' }, { attributes: { 'notify.message.id': 7 }, created });
   const stored = await (await jetstreamManager(nc)).streams.getMessage(stream, { seq: ack.seq });
   assert.equal(stored?.header.get('traceparent'), created);
+  assert.equal(stored?.header.get('Notify-Schema'), 'test.Job', 'the schema travels beside the trace context');
   assert.equal(trace.getSpanContext(carriedContext(stored?.header))?.spanId, creation.spanContext().spanId);
 
   const spans = exporter.getFinishedSpans();
@@ -70,7 +72,7 @@ test('a job published long after its creation carries the creation context, unde
 
 test('a message published without a stored creation carries its own send span', async () => {
   exporter.reset();
-  const ack = await publishTraced(jetstream(nc), subject, 'event', { msgID: '7:1:sent' }, {});
+  const ack = await publishTraced(jetstream(nc), subject, { schema: 'test.Event', bytes: new TextEncoder().encode('event') }, { msgID: '7:1:sent' }, {});
   const stored = await (await jetstreamManager(nc)).streams.getMessage(stream, { seq: ack.seq });
   const [send] = exporter.getFinishedSpans();
   assert.ok(send);

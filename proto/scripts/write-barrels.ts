@@ -2,7 +2,7 @@
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-for (const dir of ['src/generated/notify/auth/v1', 'src/generated/notify/dispatch/v1']) {
+for (const dir of ['src/generated/notify/auth/v1', 'src/generated/notify/dispatch/v1', 'src/generated/notify/messaging/v1']) {
   const lines = readdirSync(dir)
     .filter((file) => file.endsWith('.ts') && file !== 'index.ts')
     .sort()

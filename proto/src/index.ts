@@ -21,7 +21,20 @@ function load<T>(file: string): T {
 export const authProto = load<AuthProto>('auth/v1/auth.proto').notify.auth.v1;
 export const dispatchProto = load<DispatchProto>('dispatch/v1/dispatch.proto').notify.dispatch.v1;
 
-export type { DeliveryEvent, DeliveryJob, DeliveryState } from './messaging.ts';
-export { deliveryEventId } from './messaging.ts';
+export type { DeliveryEvent, DeliveryJob, DeliveryState, KeyTarget, Read, Requeue, TemplateSnapshot, WireMessage } from './messaging.ts';
+export {
+  deliveryEventId,
+  deliveryJobId,
+  deliveryStates,
+  encodeDeliveryEvent,
+  encodeDeliveryJob,
+  encodeKeyAnnouncement,
+  readDeliveryEvent,
+  readDeliveryJob,
+  readKeyAnnouncement,
+  schemaHeader,
+} from './messaging.ts';
+export { duplicateWindowMs, outcomeTtlMs, streamDeclarations, topology, type StreamDeclaration, type Topology } from './streams.ts';
 export type * as auth from './generated/notify/auth/v1/index.ts';
 export type * as dispatch from './generated/notify/dispatch/v1/index.ts';
+export type * as messaging from './generated/notify/messaging/v1/index.ts';

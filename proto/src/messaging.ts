@@ -1,33 +1,194 @@
-// Payloads that cross NATS JetStream (JSON). Like the .proto files, the one place where this boundary is written down.
+// The messages that cross NATS (messaging/v1/messaging.proto), as the services hold them, and their one encoder and
+// reader each. Readers tolerate fields they do not know (a newer writer's additions) and refuse a message that lacks a
+// required field or is not of a schema they read, naming what is wrong; the caller logs it and dead-letters the bytes.
+//
+// A message without the `Notify-Schema` header is the JSON these payloads were before they were protobuf: jobs and
+// events written by a release before that one may still wait in the streams during an upgrade, and are read as such.
+import { fileURLToPath } from 'node:url';
+import protobuf from 'protobufjs';
+import type * as wire from './generated/notify/messaging/v1/index.ts';
 
-/** Published by dispatch-svc on NOTIFY_JOBS, Nats-Msg-Id = message id. Carries everything the mailer needs: it has no database. */
-export interface DeliveryJob {
-  messageId: number;
-  celeryTaskId: string;
-  projectId: number;
-  organizationId: number;
-  to: string;
-  data: Record<string, unknown>;
-  /** Snapshot of the template version accepted with the message. */
-  template: { slug: string; version: number; subject: string; html: string; text: string };
-  acceptedAt: string;
+/** The NATS header naming a message's full type, and so its version. */
+export const schemaHeader = 'Notify-Schema';
+
+/** Bytes ready to publish, and the schema header value that says how to read them. */
+export interface WireMessage {
+  readonly schema: string;
+  readonly bytes: Uint8Array;
 }
 
 export type DeliveryState = 'sending' | 'deferred' | 'sent' | 'failed';
+export const deliveryStates: readonly DeliveryState[] = ['sending', 'deferred', 'sent', 'failed'];
 
-/** Published by mailer-svc on NOTIFY_EVENTS for every transition, Nats-Msg-Id = `<messageId>:<attempt>:<state>`. */
-export interface DeliveryEvent {
-  messageId: number;
+export type TemplateSnapshot = wire.TemplateSnapshot__Output;
+export type Requeue = wire.Requeue__Output;
+
+/** The delivery job as the services hold it: `data` parsed, `requeue` only on a re-queued delivery. */
+export type DeliveryJob = Omit<wire.DeliveryJob__Output, 'dataJson' | 'template' | 'requeue'> & {
+  data: Record<string, unknown>;
+  template: TemplateSnapshot;
+  requeue?: Requeue;
+};
+
+/** A delivery event as the services hold it. */
+export type DeliveryEvent = Pick<wire.DeliveryEvent__Output, 'messageId' | 'attempt' | 'occurredAt' | 'smtpCode' | 'smtpResponse' | 'reason'> & {
   state: DeliveryState;
-  /** 1 for the first delivery attempt. */
-  attempt: number;
-  occurredAt: string;
-  smtpCode?: number;
-  smtpResponse?: string;
-  /** Why the message was deferred or failed, in words an integrator can act on. */
-  reason?: string;
+};
+
+/** What a key announcement asks every replica to forget. */
+export type KeyTarget = { keyPrefix: string } | { everyKey: true };
+
+/** A message read off the wire, or why it could not be (with its message id when that much was readable). */
+export type Read<T> = { ok: true; value: T } | { ok: false; reason: string; messageId?: number };
+
+const root = protobuf.loadSync(fileURLToPath(new URL('../messaging/v1/messaging.proto', import.meta.url)));
+/** The options the generated `__Output` types are made for (proto/package.json). */
+const toObjectOptions: protobuf.IConversionOptions = { longs: Number, enums: String, defaults: true, oneofs: true };
+
+function codec(name: string) {
+  const type = root.lookupType(`notify.messaging.v1.${name}`);
+  const schema = type.fullName.replace(/^\./, '');
+  return {
+    schema,
+    encode: (value: Record<string, unknown>): WireMessage => ({ schema, bytes: type.encode(type.fromObject(value)).finish() }),
+    /** Undefined when the bytes are not this type at all. */
+    decode: (bytes: Uint8Array): Record<string, unknown> | undefined => {
+      try {
+        return type.toObject(type.decode(bytes), toObjectOptions);
+      } catch {
+        return undefined;
+      }
+    },
+  };
 }
 
+const jobCodec = codec('DeliveryJob');
+const eventCodec = codec('DeliveryEvent');
+const keyCodec = codec('KeyAnnouncement');
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** The JSON of a message without a schema header (see the file's comment); undefined when it is not a JSON object. */
+function legacyJson(bytes: Uint8Array): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(utf8.decode(bytes));
+    return isObject(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isId = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) > 0;
+const isString = (value: unknown): value is string => typeof value === 'string';
+/** Proto3 cannot tell an absent string from an empty one: a required one must not be empty. */
+const isText = (value: unknown): value is string => isString(value) && value !== '';
+const isTimestamp = (value: unknown): value is string => isString(value) && !Number.isNaN(Date.parse(value));
+const isAttempt = (value: unknown): value is number => isId(value) && (value as number) <= 2_147_483_647;
+// Control characters in a recipient would let data reach the SMTP envelope or headers unescaped.
+const isRecipient = (value: unknown): value is string => isString(value) && value.length > 0 && value.length <= 254 && !/[\u0000-\u001f\u007f,;<>]/.test(value);
+const isTemplate = (value: unknown): value is TemplateSnapshot =>
+  isObject(value) && isText(value.slug) && isId(value.version) && isString(value.subject) && isString(value.html) && isString(value.text);
+const isRequeue = (value: unknown): boolean => value === undefined || value === null || (isObject(value) && isId(value.attemptBase) && isTimestamp(value.at));
+
+function refused<T>(what: string, problems: string, messageId: unknown): Read<T> {
+  const reason = `malformed ${what}: ${problems}`;
+  return isId(messageId) ? { ok: false, reason, messageId } : { ok: false, reason };
+}
+
+/** The fields of a decoded message, or why there are none: a schema this release does not read, or unreadable bytes. */
+function fieldsOf(bytes: Uint8Array, schema: string | undefined, expected: ReturnType<typeof codec>): Record<string, unknown> | string {
+  if (schema !== undefined && schema !== expected.schema) return `schema ${schema} is not ${expected.schema}`;
+  const fields = schema === undefined ? legacyJson(bytes) : expected.decode(bytes);
+  return fields ?? (schema === undefined ? 'not a JSON object' : `not a ${expected.schema}`);
+}
+
+export function encodeDeliveryJob(job: DeliveryJob): WireMessage {
+  return jobCodec.encode({ ...job, dataJson: JSON.stringify(job.data) });
+}
+
+/** Reads a job; `schema` is the message's Notify-Schema header. */
+export function readDeliveryJob(bytes: Uint8Array, schema: string | undefined): Read<DeliveryJob> {
+  const fields = fieldsOf(bytes, schema, jobCodec);
+  if (typeof fields === 'string') return refused('job', fields, undefined);
+  let data = fields.data;
+  if (schema !== undefined) {
+    try {
+      data = JSON.parse(fields.dataJson as string);
+    } catch {
+      data = undefined;
+    }
+  }
+  const problems = [
+    !isId(fields.messageId) && 'messageId',
+    !isText(fields.celeryTaskId) && 'celeryTaskId',
+    !isId(fields.projectId) && 'projectId',
+    !isId(fields.organizationId) && 'organizationId',
+    !isRecipient(fields.to) && 'to',
+    !isObject(data) && 'data',
+    !isTimestamp(fields.acceptedAt) && 'acceptedAt',
+    !isTemplate(fields.template) && 'template',
+    !isRequeue(fields.requeue) && 'requeue',
+  ].filter((problem): problem is string => problem !== false);
+  if (problems.length > 0) return refused('job', `invalid ${problems.join(', ')}`, fields.messageId);
+  const { messageId, celeryTaskId, projectId, organizationId, to, acceptedAt, template, requeue } = fields as unknown as wire.DeliveryJob__Output;
+  const job: DeliveryJob = { messageId, celeryTaskId, projectId, organizationId, to, data: data as Record<string, unknown>, template: template as TemplateSnapshot, acceptedAt };
+  if (requeue) job.requeue = { attemptBase: requeue.attemptBase, at: requeue.at };
+  return { ok: true, value: job };
+}
+
+/** The Nats-Msg-Id of a delivery: the message id for the first, `<id>:requeue:<attemptBase>` for a re-queued one. */
+export function deliveryJobId(job: Pick<DeliveryJob, 'messageId' | 'requeue'>): string {
+  return job.requeue ? `${job.messageId}:requeue:${job.requeue.attemptBase}` : String(job.messageId);
+}
+
+export function encodeDeliveryEvent(event: DeliveryEvent): WireMessage {
+  return eventCodec.encode(event);
+}
+
+/** Longer SMTP replies and reasons are cut: the row they end in is for reading, not an archive of a misbehaving relay. */
+const maxTextLength = 2_000;
+
+/** Reads an event; `schema` is the message's Notify-Schema header. */
+export function readDeliveryEvent(bytes: Uint8Array, schema: string | undefined): Read<DeliveryEvent> {
+  const fields = fieldsOf(bytes, schema, eventCodec);
+  if (typeof fields === 'string') return refused('event', fields, undefined);
+  const { messageId, state, attempt, occurredAt, smtpCode, smtpResponse, reason } = fields;
+  const problems = [
+    !isId(messageId) && 'messageId',
+    !(deliveryStates as readonly unknown[]).includes(state) && 'state',
+    !isAttempt(attempt) && 'attempt',
+    !isTimestamp(occurredAt) && 'occurredAt',
+    smtpCode != null && !(Number.isInteger(smtpCode) && (smtpCode as number) >= 100 && (smtpCode as number) <= 599) && 'smtpCode',
+    smtpResponse != null && !isString(smtpResponse) && 'smtpResponse',
+    reason != null && !isString(reason) && 'reason',
+  ].filter((problem): problem is string => problem !== false);
+  if (problems.length > 0) return refused('event', `invalid ${problems.join(', ')}`, messageId);
+  const event: DeliveryEvent = {
+    messageId: messageId as number,
+    state: state as DeliveryState,
+    attempt: attempt as number,
+    occurredAt: new Date(occurredAt as string).toISOString(),
+  };
+  if (smtpCode != null) event.smtpCode = smtpCode as number;
+  if (smtpResponse != null) event.smtpResponse = (smtpResponse as string).slice(0, maxTextLength);
+  if (reason != null) event.reason = (reason as string).slice(0, maxTextLength);
+  return { ok: true, value: event };
+}
+
+/** The Nats-Msg-Id of an event: one per delivery attempt and state, so a re-published event is a duplicate. */
 export function deliveryEventId(event: Pick<DeliveryEvent, 'messageId' | 'attempt' | 'state'>): string {
   return `${event.messageId}:${event.attempt}:${event.state}`;
+}
+
+export function encodeKeyAnnouncement(target: KeyTarget): WireMessage {
+  return keyCodec.encode(target);
+}
+
+/** What an announcement names; undefined when it cannot be read, which its readers take as "forget everything". */
+export function readKeyAnnouncement(bytes: Uint8Array, schema: string | undefined): KeyTarget | undefined {
+  if (schema !== keyCodec.schema) return undefined;
+  const fields = keyCodec.decode(bytes);
+  if (fields?.target === 'keyPrefix' && isString(fields.keyPrefix) && fields.keyPrefix !== '') return { keyPrefix: fields.keyPrefix };
+  if (fields?.target === 'everyKey' && fields.everyKey === true) return { everyKey: true };
+  return undefined;
 }

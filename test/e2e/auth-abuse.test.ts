@@ -90,7 +90,9 @@ function assertFlood(result: Flood, work: { unknown: number; lookups: number }):
   assert.deepEqual(result.guesses.slice(0, budget), Array(budget).fill(401), 'the 429s come after the budget');
   assert.deepEqual(tally(result.secrets), { 401: budget, 429: 150 - budget }, 'wrong secrets: limited per key');
   assert.equal(work.unknown, budget, 'auth-svc was asked about no more made-up keys than the budget');
-  assert.ok(work.lookups <= budget + integrators.length, `auth-svc looked up ${work.lookups} prefixes in its database: at most the ${budget} allowed guesses and each real key once`);
+  // A real key's entry made before the flood may expire during it (AUTH_CACHE_TTL, 10 s, outlasts the flood), so each
+  // real key may be looked up twice; the guesses beyond the budget never are.
+  assert.ok(work.lookups <= budget + 2 * integrators.length, `auth-svc looked up ${work.lookups} prefixes in its database: at most the ${budget} allowed guesses and each real key twice`);
 }
 
 test('from one address, made-up keys and wrong secrets get 429 after the budget while three valid integrators get 202 throughout', async () => {

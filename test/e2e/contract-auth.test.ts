@@ -1,4 +1,4 @@
-// CONTRACT.md checks 2-4 against the running services: the Api-Key credential (401), the X-Organization-ID header (400)
+// docs/contract.md "Order of checks" rows 2-4 against the running services: the Api-Key credential (401), the X-Organization-ID header (400)
 // and the key's organization (403), in that order, none of them counted against the rate limit or writing anything.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';

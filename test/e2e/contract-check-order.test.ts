@@ -1,4 +1,4 @@
-// CONTRACT.md "Order of checks (first failure wins)", one case per row: each request fails its row AND every row after
+// docs/contract.md "Order of checks (first failure wins)", one case per row: each request fails its row AND every row after
 // it, and must get its row's answer. Row 10 (the idempotency record) is proven in contract-quota-idempotency.test.ts.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';

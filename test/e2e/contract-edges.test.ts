@@ -1,4 +1,4 @@
-// CONTRACT.md checks 1, 7 and 8 and "Errors in general" against the running services: 413 before the body is read,
+// docs/contract.md "Order of checks" rows 1, 7 and 8 and "Errors in general" against the running services: 413 before the body is read,
 // 415 and 400 parse_error, 503 while auth-svc or dispatch-svc is down (never a 500, never internals), X-Request-ID and
 // Cache-Control on every response, unknown routes and methods, and the health and metrics surfaces.
 import assert from 'node:assert/strict';

@@ -1,11 +1,11 @@
-// CONTRACT.md check 5 (plan: suspension and monthly quota), check 10 and the "Idempotency" section, and the OpenAPI
+// docs/contract.md "Order of checks" row 5 (plan: suspension and monthly quota), row 10 and the "Idempotency" section, and the OpenAPI
 // document, against the running system. Every response in this file is also checked against the document it serves.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
-import { topology } from '@notify/platform/nats';
+import { topology } from '@notify/proto';
 import { openApiResponseCheck, type ResponseCheck } from '../harness/openapi.ts';
 import { infrastructure } from '../harness/resources.ts';
 import { startSystem, type HttpResult, type System, type Tenant } from '../harness/system.ts';

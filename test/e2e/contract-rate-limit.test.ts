@@ -1,4 +1,4 @@
-// CONTRACT.md "Rate limit" against the running services with NOTIFY_PUBLIC_SEND_RATE=5/min: the draft-standard headers on
+// docs/contract.md "Rate limit" against the running services with NOTIFY_PUBLIC_SEND_RATE=5/min: the draft-standard headers on
 // every counted response, the 429 text and Retry-After, per-key budgets shared by two gateway processes through Redis,
 // and only requests past checks 2-5 counted. (The rate's syntax: contract-rate-config.test.ts; Redis outages:
 // contract-redis-outage.test.ts.)

@@ -1,4 +1,4 @@
-// CONTRACT.md "Rate limit": the budget is shared by the replicas through Redis; if Redis is unreachable each replica
+// docs/contract.md "Rate limit": the budget is shared by the replicas through Redis; if Redis is unreachable each replica
 // keeps serving with an in-memory limiter of its share, and it returns to Redis once Redis is back. Two gateway
 // replicas (NOTIFY_GATEWAY_REPLICAS=2, rate 6/min, so a share of 3) run against a private redis-server this file
 // stalls, kills and restarts, and a third joins while it is down; the stack's own gateway is not used here.

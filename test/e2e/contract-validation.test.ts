@@ -1,4 +1,4 @@
-// CONTRACT.md "Fields (422 rules)" and checks 11-13 against the running services: every rule of every field, all errors
+// docs/contract.md "Fields (422 rules)" and checks 11-13 against the running services: every rule of every field, all errors
 // at once, unknown fields, 404 for an unknown template versus 422 for an inactive one, a template's declared variables,
 // and nothing written for any refusal.
 import assert from 'node:assert/strict';

@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { schemaHeaders } from '@notify/platform/nats';
+import { encodeDeliveryEvent, type DeliveryEvent } from '@notify/proto';
 import { mailCounts, waitForStates } from '../harness/delivery-audit.ts';
 import { startReliableSystem } from '../harness/reliable-system.ts';
 import { infrastructure } from '../harness/resources.ts';
@@ -193,8 +195,11 @@ describe('delivery events delivered twice or out of order', () => {
         ...(event.smtp_code ? { smtpCode: event.smtp_code, smtpResponse: `${event.smtp_code} replayed` } : {}),
         ...(event.reason ? { reason: event.reason } : {}),
       }));
-      // Without Nats-Msg-Id, so the stream keeps every copy and dispatch-svc must recognise them itself.
-      for (const payload of [...payloads, ...payloads]) await js.publish(subject, JSON.stringify(payload));
+      // As the mailer publishes them, but without Nats-Msg-Id, so the stream keeps every copy and dispatch-svc must recognise them itself.
+      for (const payload of [...payloads, ...payloads]) {
+        const message = encodeDeliveryEvent(payload as DeliveryEvent);
+        await js.publish(subject, message.bytes, { headers: schemaHeaders(message) });
+      }
       await waitFor(
         async () => {
           const info = await jsm.consumers.info(`${prefix.toUpperCase()}NOTIFY_EVENTS`, `${prefix.toUpperCase()}dispatch-events`);

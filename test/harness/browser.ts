@@ -7,8 +7,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { testEnvironment } from './environment.ts';
 
-export const chromiumPath = process.env['TEST_CHROMIUM'] ?? '/usr/bin/chromium';
+export const chromiumPath = testEnvironment.chromiumPath;
 export const artifactsDir = fileURLToPath(new URL('../artifacts/', import.meta.url));
 
 const run = promisify(execFile);

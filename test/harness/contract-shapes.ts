@@ -1,4 +1,4 @@
-// The response shapes CONTRACT.md allows, as assertions shared by the contract suites: each names the response it
+// The response shapes docs/contract.md allows, as assertions shared by the contract suites: each names the response it
 // looked at, so a failure shows what the gateway actually answered.
 import assert from 'node:assert/strict';
 import type pg from 'pg';

@@ -1,6 +1,7 @@
 // Waiting on the stack's services, bounded: for a process to exit (a test expecting a crash fails with the service's
 // last output instead of hanging when the process lives on), and for the gateway to reach a restarted service.
 import type { ExitInfo, ServiceName, Stack } from '@notify/cli/local';
+import { waitFor } from './wait.ts';
 
 export async function exitOf(stack: Stack, service: ServiceName, index = 0, timeoutMs = 15_000): Promise<ExitInfo> {
   let timer: NodeJS.Timeout | undefined;
@@ -23,12 +24,12 @@ export async function exitOf(stack: Stack, service: ServiceName, index = 0, time
  * answers 404 once both answer, and creates nothing.
  */
 export async function gatewayReachesServices(send: () => Promise<{ status: number }>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let status = 0;
-  while (Date.now() < deadline) {
-    status = (await send()).status;
-    if (status === 404) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`the gateway still answers ${status} instead of 404 ${timeoutMs} ms after a restart`);
+  await waitFor(
+    async () => {
+      const { status } = await send();
+      if (status !== 404) throw new Error(`it answers ${status} instead of 404`);
+      return true;
+    },
+    { timeoutMs, what: 'the gateway to reach auth-svc and dispatch-svc again after a restart' },
+  );
 }

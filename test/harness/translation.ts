@@ -1,4 +1,4 @@
-// The same refusal produced in English and in Spanish, compared text by text (CONTRACT.md: Accept-Language chooses the
+// The same refusal produced in English and in Spanish, compared text by text (docs/contract.md, "Errors in general": Accept-Language chooses the
 // language, Content-Language names it, codes and field names never change).
 import assert from 'node:assert/strict';
 import type { HttpResult } from './system.ts';

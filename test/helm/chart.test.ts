@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { chartDir, devValues, everythingOn, lint, podSpec, productionValues, render, template, workloadKinds, type Container, type K8sObject, type Rendered } from './chart.ts';
-import { ensureHelm, ensureKubeStrict } from './tools.ts';
+import { ensureHelm, ensureKubeStrict, repoRoot } from './tools.ts';
 import { validateStrictly, validateWithModels } from './validate.ts';
 
 const external = ['secrets.databaseUrl=postgres://notify:pw@db.example:5432/notify', 'secrets.redisUrl=redis://redis.example:6379', 'secrets.natsUrl=nats://nats.example:4222', 'secrets.smtpUrl=smtp://relay.example:587'];
@@ -157,7 +157,7 @@ describe('helm/notify', () => {
   test('the gateway reaches NATS for key invalidations and has its own AUTH_CACHE_TTL beside auth-svc\'s', async (t) => {
     if (skip) return t.skip(skip);
     const gateway = container(production, 'gateway');
-    assert.deepEqual(env(gateway, 'NATS_URL')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'NATS_URL' });
+    assert.equal(env(gateway, 'NATS_URL_FILE')?.value, '/var/run/secrets/notify/nats-url');
     assert.equal(production.get('ConfigMap', 'notify').data?.['NOTIFY_NATS_PREFIX'], '', 'the same subject prefix as auth-svc');
     assert.equal(production.get('ConfigMap', 'notify').data?.['AUTH_CACHE_TTL'], undefined, 'not shared: one name, two settings');
     assert.equal(env(gateway, 'AUTH_CACHE_TTL')?.value, '10s');
@@ -223,16 +223,44 @@ describe('helm/notify', () => {
     const auth = container(production, 'auth-svc');
     assert.equal(env(auth, 'DATABASE_URL_FILE')?.value, '/var/run/secrets/notify/database-url');
     assert.equal(env(auth, 'ADMIN_TOKEN_FILE')?.value, '/var/run/secrets/notify/admin-token');
-    assert.deepEqual(env(auth, 'NATS_URL')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'NATS_URL' }, 'NATS_URL has no _FILE form');
+    assert.equal(env(auth, 'NATS_URL_FILE')?.value, '/var/run/secrets/notify/nats-url');
     assert.equal(env(auth, 'DATABASE_URL'), undefined);
+    assert.equal(env(auth, 'NATS_URL'), undefined);
     const volume = podSpec(deployment(production, 'auth-svc')).volumes?.find((candidate) => candidate.name === 'secrets');
-    assert.deepEqual(volume?.secret?.items?.map((item) => item.path).sort(), ['admin-token', 'database-url', 'internal-token']);
+    assert.deepEqual(volume?.secret?.items?.map((item) => item.path).sort(), ['admin-token', 'database-url', 'internal-token', 'nats-url']);
 
     // Custom key names and environment variables instead of files.
     const custom = await render(helm, { valuesFiles: [productionValues], set: ['secrets.keys.databaseUrl=PG_URL', 'secrets.mountAsFiles=false'] });
     assert.deepEqual(env(container(custom, 'dispatch-svc'), 'DATABASE_URL')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'PG_URL' });
     assert.deepEqual(env(podSpec(custom.get('Job', 'notify-migration')).containers[0] as Container, 'DATABASE_URL')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'PG_URL' });
     assert.equal(env(container(custom, 'mailer-svc'), 'SMTP_URL_FILE'), undefined);
+    assert.deepEqual(env(container(custom, 'gateway'), 'REDIS_URL')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'REDIS_URL' });
+    assert.deepEqual(env(container(custom, 'mailer-svc'), 'NATS_URL')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'NATS_URL' });
+  });
+
+  test('the connection URLs, which may carry passwords, reach every service as files from the Secret', (t) => {
+    if (skip) return t.skip(skip);
+    const files: Record<string, Record<string, string>> = {
+      gateway: { REDIS_URL: 'redis-url', NATS_URL: 'nats-url', INTERNAL_TOKEN: 'internal-token' },
+      'auth-svc': { DATABASE_URL: 'database-url', NATS_URL: 'nats-url', INTERNAL_TOKEN: 'internal-token', ADMIN_TOKEN: 'admin-token' },
+      'dispatch-svc': { DATABASE_URL: 'database-url', NATS_URL: 'nats-url', INTERNAL_TOKEN: 'internal-token', ADMIN_TOKEN: 'admin-token' },
+      'mailer-svc': { NATS_URL: 'nats-url', SMTP_URL: 'smtp-url' },
+    };
+    for (const [rendered, secretName] of [[production, 'notify-connections'], [externalUrls, 'notify-secrets']] as const) {
+      for (const [component, expected] of Object.entries(files)) {
+        const c = container(rendered, component);
+        const mount = c.volumeMounts?.find((candidate) => candidate.name === 'secrets');
+        assert.equal(mount?.mountPath, '/var/run/secrets/notify', component);
+        const volume = podSpec(deployment(rendered, component)).volumes?.find((candidate) => candidate.name === 'secrets');
+        assert.equal(volume?.secret?.secretName, secretName, component);
+        // The Secret's keys are named after the variables (secrets.keys), each mounted under its file name.
+        assert.deepEqual(Object.fromEntries((volume?.secret?.items ?? []).map((item) => [item.key, item.path])), expected, component);
+        for (const [variable, file] of Object.entries(expected)) {
+          assert.equal(env(c, `${variable}_FILE`)?.value, `/var/run/secrets/notify/${file}`, `${component} ${variable}_FILE`);
+          assert.equal(env(c, variable), undefined, `${component} reads ${variable} from its file only`);
+        }
+      }
+    }
   });
 
   test('without existingSecret the chart writes the URLs it is given and generates tokens of 48 characters', (t) => {
@@ -351,6 +379,28 @@ describe('helm/notify', () => {
       }
     }
     assert.deepEqual(dashboards.map((map) => (JSON.parse(Object.values(map.data ?? {})[0] ?? '{}') as { title: string }).title).sort(), ['Notify overview', 'Notify services']);
+  });
+
+  test('each alert links its runbook at metrics.prometheusRule.runbookBaseUrl, by default the runbooks\' file in this repository', async (t) => {
+    if (skip) return t.skip(skip);
+    const runbooks = (rendered: Rendered) =>
+      (rendered.get('PrometheusRule', 'notify').spec as { groups: { rules: { alert: string; annotations: Record<string, string> }[] }[] }).groups
+        .flatMap((group) => group.rules)
+        .map((rule) => [rule.alert, rule.annotations['runbook_url']]);
+    const expected = (rendered: Rendered, base: string) => runbooks(rendered).map(([alert]) => [alert, `${base}#${alert?.toLowerCase()}`]);
+    assert.ok(runbooks(dev).length >= 9);
+    // By default: the file's path inside the repository, which exists and holds the runbooks.
+    assert.deepEqual(runbooks(dev), expected(dev, 'docs/operations.md'));
+    assert.match(readFileSync(join(repoRoot, 'docs', 'operations.md'), 'utf8'), /^## Runbooks$/m);
+    // The production example points at where the on-call reads that file.
+    assert.deepEqual(runbooks(production), expected(production, 'https://git.example.com/platform/notify/blob/v0.1.0/docs/operations.md'));
+    const wiki = await render(helm, { valuesFiles: [devValues], set: [...everythingOn, 'metrics.prometheusRule.runbookBaseUrl=https://wiki.example.com/notify/operations'] });
+    assert.deepEqual(runbooks(wiki), expected(wiki, 'https://wiki.example.com/notify/operations'));
+    for (const wrong of ['https://wiki.example.com/ops#runbooks', 'javascript:alert(1)', 'runbooks please', '']) {
+      const result = await template(helm, { valuesFiles: [devValues], set: [...everythingOn, `metrics.prometheusRule.runbookBaseUrl=${wrong}`] });
+      assert.notEqual(result.code, 0, wrong);
+      assert.match(result.stderr, /runbookBaseUrl/, wrong);
+    }
   });
 
   test('the helm test hook sends through the gateway with the operator\'s key and follows the message with notifyctl', (t) => {

@@ -79,7 +79,15 @@ const cases: { alert: string; series: Record<string, string>; at: string; firing
   },
   {
     alert: 'NotifyFailedDeliveryRatioHigh',
-    series: { [`notify_deliveries_total{${mailer}, outcome="sent"}`]: '0+90x40', [`notify_deliveries_total{${mailer}, outcome="failed"}`]: '0+10x40', [`notify_deliveries_total{${mailer}, outcome="deferred"}`]: '0+500x40' },
+    // 10 % failed, whatever the reason: the failures of each reason add up (none alone passes 5 %).
+    series: {
+      [`notify_deliveries_total{${mailer}, outcome="sent"}`]: '0+90x40',
+      [`notify_deliveries_total{${mailer}, outcome="failed", reason="rejected"}`]: '0+4x40',
+      [`notify_deliveries_total{${mailer}, outcome="failed", reason="retries_exhausted"}`]: '0+3x40',
+      [`notify_deliveries_total{${mailer}, outcome="failed", reason="render_failed"}`]: '0+3x40',
+      [`notify_deliveries_total{${mailer}, outcome="failed", reason="too_old"}`]: '0+0x40',
+      [`notify_deliveries_total{${mailer}, outcome="deferred"}`]: '0+500x40',
+    },
     at: '35m',
     firing: [{}],
     severity: 'warning',
@@ -118,7 +126,8 @@ const healthy: Record<string, string> = {
   [`notify_http_request_duration_seconds_bucket{${send}, method="POST", le="+Inf"}`]: '0+100x40',
   [`notify_jobs_published_total{${dispatch}, path="direct"}`]: '0+100x40',
   [`notify_deliveries_total{${mailer}, outcome="sent"}`]: '0+100x40',
-  [`notify_deliveries_total{${mailer}, outcome="failed"}`]: '0+1x40',
+  [`notify_deliveries_total{${mailer}, outcome="failed", reason="rejected"}`]: '0+1x40',
+  [`notify_deliveries_total{${mailer}, outcome="failed", reason="unreadable_job"}`]: '0+0x40',
   [`notify_delivery_latency_seconds_bucket{${mailer}, le="10"}`]: '0+100x40',
   [`notify_delivery_latency_seconds_bucket{${mailer}, le="+Inf"}`]: '0+100x40',
   [`notify_outbox_backlog{${dispatch}}`]: '3x40',

@@ -10,11 +10,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { connect } from '@nats-io/transport-node';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { topology } from '@notify/platform/nats';
+import { createTestDatabase, type TestDatabase } from '../harness/database.ts';
 import { freePort } from '../harness/free-port.ts';
-import { infrastructure } from '../harness/resources.ts';
+import { dropPrefixedStreams, infrastructure } from '../harness/resources.ts';
 import { waitFor } from '../harness/wait.ts';
 import { commandLine, imageConfig, parseDockerfile, type ImageConfig } from './dockerfile.ts';
 import { stageImage, type StagedImage } from './staged-image.ts';
@@ -26,8 +24,8 @@ type Service = (typeof services)[number];
 const targets = [...services, 'toolbox'] as const;
 
 const runId = randomBytes(4).toString('hex');
-const database = `notify_t_${runId}`;
-const databaseUrl = Object.assign(new URL(infrastructure.postgresAdminUrl), { pathname: `/${database}` }).toString();
+/** Empty: the toolbox image's migration is under test. */
+let database: TestDatabase;
 const natsPrefix = `t${runId}_`;
 const internalToken = randomBytes(24).toString('hex');
 const adminToken = randomBytes(24).toString('hex');
@@ -38,24 +36,15 @@ const staged = new Map<string, StagedImage>();
 const running: ChildProcess[] = [];
 
 before(async () => {
-  const admin = new pg.Client({ connectionString: infrastructure.postgresAdminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
-  await admin.end();
+  database = await createTestDatabase({ adminUrl: infrastructure.postgresAdminUrl, runId, migrated: false });
   for (const target of targets) staged.set(target, await stageImage(dockerfile, imageConfig(dockerfile, target), repoRoot));
 });
 
 after(async () => {
   for (const child of running) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   for (const image of staged.values()) image.remove();
-  const nats = await connect({ servers: infrastructure.natsUrl });
-  const jsm = await jetstreamManager(nats);
-  for (const stream of [topology(natsPrefix).jobsStream, topology(natsPrefix).eventsStream]) await jsm.streams.delete(stream).catch(() => false);
-  await nats.close();
-  const admin = new pg.Client({ connectionString: infrastructure.postgresAdminUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-  await admin.end();
+  await dropPrefixedStreams(infrastructure.natsUrl, natsPrefix);
+  await database?.drop();
   rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -148,12 +137,12 @@ describe('container images', () => {
 
   test('the toolbox image migrates an empty database with its default command, and again finds nothing to do', { timeout: 60_000 }, async () => {
     for (const expected of [/migrations applied/, /schema up to date/]) {
-      const migrate = start('toolbox', { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' });
+      const migrate = start('toolbox', { DATABASE_URL: database.url, LOG_LEVEL: 'info' });
       const { code } = await exited(migrate);
       assert.equal(code, 0, outputOf(migrate));
       assert.match(outputOf(migrate), expected);
     }
-    const db = new pg.Client({ connectionString: databaseUrl });
+    const db = new pg.Client({ connectionString: database.url });
     await db.connect();
     const { rows } = await db.query<{ count: number }>('SELECT count(*)::int AS count FROM pgmigrations');
     await db.end();
@@ -173,7 +162,7 @@ describe('container images', () => {
   test('every service starts from its image\'s command line, answers /readyz, writes nothing into its image and exits 0 on SIGTERM', { timeout: 120_000 }, async () => {
     const ports = { authGrpc: await freePort(), dispatchGrpc: await freePort(), http: await freePort() };
     const metrics: Record<Service, number> = { 'auth-svc': await freePort(), 'dispatch-svc': await freePort(), 'mailer-svc': await freePort(), gateway: await freePort() };
-    const common = { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, INTERNAL_TOKEN: internalToken, ADMIN_TOKEN: adminToken, DATABASE_URL: databaseUrl };
+    const common = { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, INTERNAL_TOKEN: internalToken, ADMIN_TOKEN: adminToken, DATABASE_URL: database.url };
     const env: Record<Service, Record<string, string>> = {
       'auth-svc': { ...common, GRPC_PORT: String(ports.authGrpc) },
       'dispatch-svc': { ...common, GRPC_PORT: String(ports.dispatchGrpc) },

@@ -17,12 +17,13 @@ import { finalCheck, type FinalCheck } from './scenarios/final-check.ts';
 import { runIngest } from './scenarios/ingest.ts';
 import { runReplay } from './scenarios/replay.ts';
 import { benchTemplate } from './scenarios/send-requests.ts';
+import { runTracingCost, tracingRate } from './scenarios/tracing-cost.ts';
 import { snapshotCpu } from './system/cpu-usage.ts';
 import { sampleMemory, type MemorySampler } from './system/memory.ts';
 import { startSystemUnderTest, type SystemUnderTest } from './system/system-under-test.ts';
 
 const usage = `usage: npm run bench [-- --quick] [-- --profile]
-  --quick    about a minute: shorter runs, 2,000 messages for delivery (a smoke test of the bench, not a measurement)
+  --quick    about two minutes: shorter runs, 2,000 messages for delivery (a smoke test of the bench, not a measurement)
   --profile  run gateway, auth-svc, dispatch-svc and mailer-svc under node --cpu-prof and summarise where their CPU went`;
 
 const { values: flags } = parseArgs({ options: { quick: { type: 'boolean', default: false }, profile: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } } });
@@ -92,10 +93,10 @@ function summarizeAll(): Array<ProfileSummary & { window: string }> {
   if (!profileDir) return [];
   // Each service is judged where it does the work the targets are about.
   const wanted: Record<(typeof profiledServices)[number], readonly string[]> = {
-    gateway: ['ingest', 'replay'],
+    gateway: ['ingest', 'replay', 'tracing on'],
     'auth-svc': ['ingest'],
-    'dispatch-svc': ['ingest', 'delivery'],
-    'mailer-svc': ['delivery'],
+    'dispatch-svc': ['ingest', 'delivery', 'tracing on'],
+    'mailer-svc': ['delivery', 'tracing on'],
   };
   const summaries: Array<ProfileSummary & { window: string }> = [];
   for (const service of profiledServices) {
@@ -117,6 +118,8 @@ function printOtherAnswers(measured: Figures): void {
     ['replay keys', measured.replay?.create],
     ['replays', measured.replay?.replay],
     ['delivery backlog', measured.delivery?.preload],
+    ['tracing on', measured.tracing?.on?.load],
+    ['tracing off', measured.tracing?.off?.load],
   ];
   const lines = runs.flatMap(([name, load]) => {
     if (!load) return [];
@@ -133,6 +136,8 @@ function printCpu(measured: Figures): void {
     ['accepting at saturation, mailer running', measured.ingest?.saturation?.cpuPerMessage],
     ['accepting the backlog, mailers stopped', measured.delivery?.preloadCpuPerMessage],
     ['delivering the backlog (per message sent)', measured.delivery?.drainCpuPerMessage],
+    [`accepting and delivering at ${measured.tracing?.rate}/s, no OTLP endpoint`, measured.tracing?.off?.cpuPerMessage],
+    [`accepting and delivering at ${measured.tracing?.rate}/s, spans exported to OTLP`, measured.tracing?.on?.cpuPerMessage],
   ];
   for (const [phase, perMessage] of phases) {
     if (!perMessage) continue;
@@ -141,6 +146,14 @@ function printCpu(measured: Figures): void {
       .sort((a, b) => b[1] - a[1])
       .map(([label, ms]) => `${label} ${ms.toFixed(2)}`);
     console.log(`\nCPU ms per message, ${phase}:\n  ${parts.join(', ')}`);
+  }
+  const traced = measured.tracing?.on;
+  if (traced) {
+    const perMessage = (count: number): string => (count / Math.max(1, traced.messages)).toFixed(1);
+    const parts = Object.entries(traced.spansByService)
+      .sort((a, b) => b[1] - a[1])
+      .map(([service, count]) => `${service} ${perMessage(count)}`);
+    console.log(`\nspans per message received by the OTLP receiver: ${perMessage(traced.spans)} (${parts.join(', ')}), ${traced.exportRequests} export requests`);
   }
 }
 
@@ -179,7 +192,7 @@ try {
     abandoned: 0,
     windows,
     progress,
-    cpu: () => snapshotCpu({ services: () => running.processes(), helpers: [['smtp-sink', running.sink.pid]], db: running.db }),
+    cpu: (helpers = []) => snapshotCpu({ services: () => running.processes(), helpers: [['smtp-sink', running.sink.pid], ...helpers], db: running.db }),
   };
 
   figures.ceiling = await runCeiling(context);
@@ -187,6 +200,8 @@ try {
   await runIngest(context, figures.ingest);
   figures.replay = await runReplay(context, figures.ingest.saturation?.acceptedPerSecond);
   await runDelivery(context, figures);
+  figures.tracing = { rate: tracingRate(plan.tracingRate, figures.ingest.saturation?.acceptedPerSecond) };
+  await runTracingCost(context, figures.tracing);
   final = await finalCheck(context, figures.delivery?.raw.messages ?? 0);
 } catch (error) {
   failures.push(`the bench stopped: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

@@ -1,15 +1,18 @@
 // Runs against a private nats-server on a free port, so the test can stop and restart it without disturbing anyone.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { Counter, createLogger, createRegistry, ExpiringCache } from '@notify/platform';
+import { Counter, createRegistry, ExpiringCache } from '@notify/platform';
 import { createPool, type Pool } from '@notify/platform/database';
 import { connectNats, type NatsConnection } from '@notify/platform/nats';
+import { testEnvironment } from '@notify/test/harness/environment.ts';
+import { silentLogger } from '@notify/test/harness/logger.ts';
 import { startPrivateNats, type PrivateNats } from '@notify/test/harness/private-nats.ts';
+import { waitFor } from '@notify/test/harness/wait.ts';
 import { openInvalidationChannel, type InvalidationChannel } from './invalidation.ts';
 import type { KeyRecord } from './key-lookup.ts';
 import { KeyResolver } from './key-resolver.ts';
 
-const logger = createLogger('invalidation-test', 'silent');
+const logger = silentLogger('invalidation-test');
 const subject = 'tinvalidation_notify.auth.key-revoked';
 let privateNats: PrivateNats;
 // Never queried: every lookup in these tests is answered by the cache or dropped from it.
@@ -51,16 +54,8 @@ function fill(cache: ExpiringCache<KeyRecord | null>, ...prefixes: string[]): vo
   prefixes.forEach((prefix, index) => cache.set(prefix, record(index + 1), cache.ticket()));
 }
 
-async function eventually(condition: () => boolean, withinMs: number): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (!condition()) {
-    if (Date.now() > deadline) assert.fail(`condition not met within ${withinMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 before(async () => {
-  pool = createPool('postgres://postgres@127.0.0.1:5432/postgres', { max: 1, applicationName: 'auth-svc-test', logger });
+  pool = createPool(testEnvironment.postgresAdminUrl, { max: 1, applicationName: 'auth-svc-test', logger });
   privateNats = await startPrivateNats();
 });
 
@@ -80,7 +75,7 @@ test('a revoked prefix is dropped here at once and on the other replica soon aft
   const announced = here.channel.invalidateKey('nk_revoked');
   assert.equal(here.cache.get('nk_revoked'), undefined);
   await announced;
-  await eventually(() => there.cache.get('nk_revoked') === undefined, 1_000);
+  await waitFor(() => there.cache.get('nk_revoked') === undefined, { timeoutMs: 1_000, intervalMs: 20, what: 'the other replica to drop the revoked prefix' });
   assert.ok(there.cache.get('nk_kept'));
   assert.ok(here.cache.get('nk_kept'));
 });
@@ -91,7 +86,7 @@ test('an invalidation of every key empties every replica', async () => {
   fill(there.cache, 'nk_a', 'nk_b');
   await here.channel.invalidateAll();
   assert.equal(here.cache.size, 0);
-  await eventually(() => there.cache.size === 0, 1_000);
+  await waitFor(() => there.cache.size === 0, { timeoutMs: 1_000, intervalMs: 20, what: 'the other replica to empty its cache' });
 });
 
 test('with NATS down, revocation still takes effect locally and does not hang; after reconnecting the cache starts over', async () => {
@@ -107,6 +102,6 @@ test('with NATS down, revocation still takes effect locally and does not hang; a
 
   // Whatever was announced while this replica was away is lost to it: it must forget everything on reconnect.
   await privateNats.start();
-  await eventually(() => side.cache.size === 0, 3_000);
+  await waitFor(() => side.cache.size === 0, { timeoutMs: 3_000, intervalMs: 20, what: 'the cache to start over after the reconnect' });
   assert.equal((await side.received.get()).values.find((value) => value.labels['scope'] === 'all')?.value, 1);
 });

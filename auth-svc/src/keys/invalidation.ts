@@ -2,11 +2,10 @@
 // every replica (itself included) drops the entry. Core pub/sub is fire-and-forget: if a message is lost, the entry
 // still expires after AUTH_CACHE_TTL, and a replica that was disconnected clears its whole cache when it reconnects.
 import type { Counter, Logger } from '@notify/platform';
-import type { NatsConnection } from '@notify/platform/nats';
+import { publishMessage, type NatsConnection } from '@notify/platform/nats';
+import { encodeKeyAnnouncement, readKeyAnnouncement, schemaHeader, type KeyTarget } from '@notify/proto';
 import type { KeyResolver } from './key-resolver.ts';
 
-/** Payload meaning "drop every entry" (plan changes touch many keys). Never a valid prefix. */
-const everyKey = '*';
 const publishTimeoutMs = 1_000;
 
 export interface InvalidationChannel {
@@ -35,13 +34,14 @@ export async function openInvalidationChannel(options: {
         logger.warn({ err: error }, 'key invalidation subscription failed');
         return;
       }
-      const target = message.string();
-      if (target === everyKey) {
+      // One that cannot be read (another release's) empties the whole cache: always safe.
+      const target = readKeyAnnouncement(message.data, message.headers?.get(schemaHeader) || undefined);
+      if (target !== undefined && 'keyPrefix' in target) {
+        received.inc({ scope: 'key' });
+        resolver.invalidate(target.keyPrefix);
+      } else {
         received.inc({ scope: 'all' });
         resolver.invalidateAll();
-      } else {
-        received.inc({ scope: 'key' });
-        resolver.invalidate(target);
       }
     },
   });
@@ -57,10 +57,10 @@ export async function openInvalidationChannel(options: {
   })();
   await nats.flush();
 
-  const announce = async (target: string): Promise<void> => {
+  const announce = async (target: KeyTarget): Promise<void> => {
     let timer: NodeJS.Timeout | undefined;
     try {
-      nats.publish(subject, target);
+      publishMessage(nats, subject, encodeKeyAnnouncement(target));
       await Promise.race([
         nats.flush(),
         new Promise<never>((_, reject) => {
@@ -69,7 +69,7 @@ export async function openInvalidationChannel(options: {
       ]);
     } catch (error) {
       // The database change stands; other replicas converge when their entry expires.
-      logger.warn({ err: error, prefix: target }, 'key invalidation not confirmed by NATS; other replicas rely on cache expiry');
+      logger.warn({ err: error, target }, 'key invalidation not confirmed by NATS; other replicas rely on cache expiry');
     } finally {
       clearTimeout(timer);
     }
@@ -78,11 +78,11 @@ export async function openInvalidationChannel(options: {
   return {
     invalidateKey(prefix) {
       resolver.invalidate(prefix);
-      return announce(prefix);
+      return announce({ keyPrefix: prefix });
     },
     invalidateAll() {
       resolver.invalidateAll();
-      return announce(everyKey);
+      return announce({ everyKey: true });
     },
     async close() {
       closed = true;

@@ -4,22 +4,23 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import pg from 'pg';
-import { createLogger, createRegistry, GrpcClient, GrpcServer, RemoteError } from '@notify/platform';
-import { createPool, migrate, type Pool } from '@notify/platform/database';
-import { connectNats, topology, type NatsConnection } from '@notify/platform/nats';
-import { authProto } from '@notify/proto';
+import { createRegistry, GrpcClient, GrpcServer } from '@notify/platform';
+import { createPool, type Pool } from '@notify/platform/database';
+import { connectNats, type NatsConnection } from '@notify/platform/nats';
+import { authProto, topology } from '@notify/proto';
+import { createTestDatabase, type TestDatabase } from '@notify/test/harness/database.ts';
+import { testEnvironment } from '@notify/test/harness/environment.ts';
+import { silentLogger } from '@notify/test/harness/logger.ts';
+import { refusal } from '@notify/test/harness/refusal.ts';
 import { createAuthService, type AuthService } from '../auth-service.ts';
 import { hashPassword } from './password.ts';
 
-const adminUrl = process.env['TEST_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const runId = randomBytes(4).toString('hex');
-const database = `notify_t_${runId}`;
-const databaseUrl = Object.assign(new URL(adminUrl), { pathname: `/${database}` }).toString();
 const internalToken = `internal-${runId}-0123456789abcdef`;
 const adminToken = `admin-${runId}-0123456789abcdef`;
-const logger = createLogger('auth-svc-test', 'silent');
+const logger = silentLogger('auth-svc-test');
 
+let database: TestDatabase;
 let pool: Pool;
 let nats: NatsConnection;
 let service: AuthService;
@@ -28,21 +29,10 @@ let admin: GrpcClient<typeof authProto.AuthAdminService.service>;
 let panel: GrpcClient<typeof authProto.PanelAuthService.service>;
 const ids = { acme: 0, globex: 0, acmeBilling: 0, acmeShop: 0, globexMain: 0 };
 
-async function onDatabase(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 before(async () => {
-  await onDatabase(`CREATE DATABASE ${database}`);
-  await migrate(databaseUrl, logger);
-  pool = createPool(databaseUrl, { max: 4, applicationName: 'auth-svc-test', logger });
-  nats = await connectNats(process.env['TEST_NATS_URL'] ?? 'nats://127.0.0.1:4222', 'auth-svc-test', logger);
+  database = await createTestDatabase({ runId });
+  pool = createPool(database.url, { max: 4, applicationName: 'auth-svc-test', logger });
+  nats = await connectNats(testEnvironment.natsUrl, 'auth-svc-test', logger);
   const registry = createRegistry('auth-svc');
   service = await createAuthService({ pool, nats, invalidationSubject: topology(`t${runId}_`).keyInvalidationSubject, cacheTtlMs: 1_000, logger, registry });
   server = new GrpcServer({ logger, registry });
@@ -67,18 +57,8 @@ after(async () => {
   await service?.close();
   await nats?.drain();
   await pool?.end();
-  await onDatabase(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  await database?.drop();
 });
-
-async function refusal(promise: Promise<unknown>): Promise<RemoteError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof RemoteError, String(error));
-    return error;
-  }
-  assert.fail('the call succeeded');
-}
 
 const password = 'a long enough password';
 

@@ -8,10 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
-import { Redis } from 'ioredis';
-import { topology } from '@notify/platform/nats';
+import { deletePrefixedKeys, dropPrefixedStreams } from '@notify/test/harness/resources.ts';
+import { waitFor } from '@notify/test/harness/wait.ts';
 import { run as notifyctl } from '../cli.ts';
 import { dropDatabase } from './database.ts';
 import { curlCommand, demoSendRequest } from './instructions.ts';
@@ -30,22 +28,8 @@ const quiet = { info: () => undefined, warn: () => undefined };
 
 async function cleanup(): Promise<void> {
   await dropDatabase(adminUrl, databaseName);
-  const nats = await connect({ servers: 'nats://127.0.0.1:4222' });
-  try {
-    const jsm = await jetstreamManager(nats);
-    const names = topology(natsPrefix);
-    for (const stream of [names.jobsStream, names.eventsStream]) await jsm.streams.delete(stream).catch(() => false);
-  } finally {
-    await nats.close();
-  }
-  const redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 1 });
-  try {
-    await redis.connect();
-    const keys = await redis.keys(`${redisPrefix}*`);
-    if (keys.length > 0) await redis.del(...keys);
-  } finally {
-    redis.disconnect();
-  }
+  await dropPrefixedStreams('nats://127.0.0.1:4222', natsPrefix);
+  await deletePrefixedKeys('redis://127.0.0.1:6379', redisPrefix);
   rmSync(dataDir, { recursive: true, force: true });
 }
 
@@ -54,14 +38,6 @@ async function ctl(launched: Launched, argv: string[]): Promise<{ code: number; 
   let stderr = '';
   const code = await notifyctl(argv, { stdout: (text) => void (stdout += text), stderr: (text) => void (stderr += text) }, launched.stack.env);
   return { code, stdout, stderr };
-}
-
-async function eventually(what: string, check: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 describe('local launcher on private resources', { timeout: 90_000 }, () => {
@@ -130,7 +106,7 @@ describe('local launcher on private resources', { timeout: 90_000 }, () => {
     const body = JSON.parse(stdout.slice(stdout.indexOf('\r\n\r\n') + 4)) as Record<string, unknown>;
     assert.equal(body['status'], 'queued');
     assert.equal(body['idempotent_replay'], false);
-    await eventually('the demo mail in the sink', () => launched.sink.received() >= 1, 20_000).catch(explain);
+    await waitFor(() => launched.sink.received() >= 1, { timeoutMs: 20_000, what: 'the demo mail in the sink' }).catch(explain);
     const mails = readdirSync(launched.mailDir).filter((name) => name.endsWith('.eml'));
     assert.equal(mails.length, 1);
     assert.match(readFileSync(join(launched.mailDir, mails[0] ?? ''), 'utf8'), /^Subject: Welcome, Ada!$/m);

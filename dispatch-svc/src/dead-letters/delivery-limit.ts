@@ -5,50 +5,22 @@
 // such message `failed` ("delivery limit reached"), then deletes the job: none vanishes silently.
 import type { Logger } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
-import { ensureConsumer, nanoseconds, type JetStreamClient, type JetStreamManager, type JsMsg, type Topology } from '@notify/platform/nats';
+import { consumeDurably, ensureConsumer, ensureStream, nanoseconds, type DurableConsumer, type JetStreamClient, type JetStreamManager, type JsMsg } from '@notify/platform/nats';
+import { readDeliveryJob, schemaHeader, streamDeclarations, type Topology } from '@notify/proto';
 import { applyDeliveryEvent } from '../events/event-store.ts';
-import { consumeDurably, type DurableConsumer } from '../events/durable-consumer.ts';
-import type { QueuedJob } from '../outbox/delivery-job.ts';
 import type { DispatchMetrics } from '../metrics.ts';
 
 export const deliveryLimitReason = 'delivery limit reached';
-
-export interface DeliveryLimitNames {
-  readonly stream: string;
-  /** The advisory subject of the mailers' consumer on the jobs stream. */
-  readonly subject: string;
-  readonly consumer: string;
-}
-
-export function deliveryLimitNames(prefix: string, names: Topology): DeliveryLimitNames {
-  return {
-    stream: `${prefix.toUpperCase()}NOTIFY_DELIVERY_LIMITS`,
-    subject: `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${names.jobsStream}.${names.mailerConsumer}`,
-    consumer: `${prefix.toUpperCase()}dispatch-delivery-limits`,
-  };
-}
 
 /** An advisory not handled within this time is offered again (handling one takes milliseconds, and is idempotent). */
 const ackWaitMs = 10_000;
 /** Delay before an advisory that failed for a dependency (database down) is offered again. */
 const retryDelayMs = 2_000;
-/** Advisories older than this are dropped by the stream; by then the jobs they name have long been dealt with by hand. */
-const retentionMs = 7 * 86_400_000;
 
 /** Creates (or updates) the advisories' stream and its durable consumer; safe from every replica at every start. */
-export async function ensureDeliveryLimitStream(jsm: JetStreamManager, limits: DeliveryLimitNames, replicas: number): Promise<void> {
-  const config = {
-    name: limits.stream,
-    subjects: [limits.subject],
-    retention: 'workqueue' as const,
-    storage: 'file' as const,
-    num_replicas: replicas,
-    max_age: nanoseconds(retentionMs),
-  };
-  const exists = await jsm.streams.info(limits.stream).then(() => true, () => false);
-  if (exists) await jsm.streams.update(limits.stream, config);
-  else await jsm.streams.add(config);
-  await ensureConsumer(jsm, limits.stream, { durable_name: limits.consumer, ack_wait: nanoseconds(ackWaitMs), max_deliver: -1 });
+export async function ensureDeliveryLimitStream(jsm: JetStreamManager, names: Topology, replicas: number): Promise<void> {
+  await ensureStream(jsm, streamDeclarations(names).deliveryLimits, replicas);
+  await ensureConsumer(jsm, names.deliveryLimitsStream, { durable_name: names.deliveryLimitsConsumer, ack_wait: nanoseconds(ackWaitMs), max_deliver: -1 });
 }
 
 interface MaxDeliveriesAdvisory {
@@ -75,7 +47,7 @@ export interface DeliveryLimitDeps {
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
   readonly pool: Pool;
-  readonly limits: DeliveryLimitNames;
+  readonly names: Topology;
   readonly metrics: DispatchMetrics;
   readonly logger: Logger;
 }
@@ -98,16 +70,12 @@ async function handle(deps: DeliveryLimitDeps, message: JsMsg): Promise<void> {
       message.ack();
       return;
     }
-    let job: Partial<QueuedJob> | undefined;
-    try {
-      job = stored.json<Partial<QueuedJob>>();
-    } catch {
-      job = undefined;
-    }
-    const messageId = job?.messageId;
-    if (typeof messageId === 'number' && Number.isSafeInteger(messageId) && messageId > 0) {
+    const job = readDeliveryJob(stored.data, stored.header?.get(schemaHeader) || undefined);
+    // A job refused as unreadable still names its message when that much could be read.
+    const messageId = job.ok ? job.value.messageId : job.messageId;
+    if (messageId !== undefined) {
       // Numbered like the mailer numbers attempts, so it follows every event the delivery's attempts recorded.
-      const attempt = (job?.requeue?.attemptBase ?? 0) + Math.max(1, advisory.deliveries);
+      const attempt = ((job.ok && job.value.requeue?.attemptBase) || 0) + Math.max(1, advisory.deliveries);
       const reason = `${deliveryLimitReason}: offered ${advisory.deliveries} times without an outcome`;
       const outcome = await applyDeliveryEvent(deps.pool, { messageId, state: 'failed', attempt, occurredAt: new Date(advisory.timestamp).toISOString(), reason });
       deps.metrics.deliveryLimits.inc({ outcome: 'failed' });
@@ -127,8 +95,8 @@ async function handle(deps: DeliveryLimitDeps, message: JsMsg): Promise<void> {
 export function startDeliveryLimitConsumer(deps: DeliveryLimitDeps): DurableConsumer {
   return consumeDurably({
     js: deps.js,
-    stream: deps.limits.stream,
-    consumer: deps.limits.consumer,
+    stream: deps.names.deliveryLimitsStream,
+    consumer: deps.names.deliveryLimitsConsumer,
     // One advisory at a time per handler, four at once: each makes its own JetStream calls and its own transaction.
     batchSize: 1,
     concurrency: 4,

@@ -5,9 +5,8 @@ import { status } from '@grpc/grpc-js';
 import { after, before, describe, test } from 'node:test';
 import { GrpcClient } from '@notify/platform';
 import { dispatchProto, type DeliveryEvent } from '@notify/proto';
+import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { applyDeliveryEvent } from '../events/event-store.ts';
-import type { QueuedJob } from '../outbox/delivery-job.ts';
-import { assertRefused } from '../testing/assertions.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 
 let h: Harness;
@@ -42,12 +41,7 @@ async function failedMessage(): Promise<number> {
 const row = async (id: number) =>
   (await h.pool.query('SELECT state, state_attempt, attempts, failure_reason, last_smtp_code, template_version FROM messages WHERE id = $1', [id])).rows[0];
 
-/** The last job JetStream stored, with the Nats-Msg-Id it was stored under. */
-async function lastJob(): Promise<{ msgId: string | undefined; job: QueuedJob }> {
-  const stored = await h.jsm.streams.getMessage(h.names.jobsStream, { last_by_subj: h.names.jobsSubject });
-  assert.ok(stored);
-  return { msgId: stored.header?.get('Nats-Msg-Id'), job: stored.json<QueuedJob>() };
-}
+const lastJob = () => h.lastJob();
 
 describe('listing dead letters', () => {
   test('lists only the failed messages of the project, with reason, attempts and last SMTP reply', async () => {

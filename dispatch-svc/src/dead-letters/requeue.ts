@@ -6,9 +6,10 @@
 // the message row then names.
 import { activeContext, contextFromTraceparent, linkTo, notifyAttributes, traceparentOf, type Logger } from '@notify/platform';
 import { startCreateSpan } from '@notify/platform/nats';
+import { deliveryJobId, type DeliveryJob } from '@notify/proto';
 import { withTransaction, type Pool, type PoolClient } from '@notify/platform/database';
 import { reopen, type MessageProgress } from '../events/state-machine.ts';
-import { jobMsgId, type OutgoingJob, type QueuedJob } from '../outbox/delivery-job.ts';
+import type { OutgoingJob } from '../outbox/delivery-job.ts';
 import type { JobPublisher } from '../outbox/job-publisher.ts';
 import { deleteOutboxRows, replaceOutboxRow } from '../outbox/outbox-store.ts';
 import type { DispatchMetrics } from '../metrics.ts';
@@ -75,7 +76,7 @@ async function reopenMessage(client: PoolClient, projectId: number, candidate: C
   const attemptBase = next.stateAttempt;
   const requeue = { attemptBase, at: at.toISOString() };
   const creation = startCreateSpan(
-    { destination: subject, messageId: jobMsgId({ messageId: candidate.id, requeue }), attributes: { [notifyAttributes.messageId]: candidate.id } },
+    { destination: subject, messageId: deliveryJobId({ messageId: candidate.id, requeue }), attributes: { [notifyAttributes.messageId]: candidate.id } },
     candidate.traceparent ? contextFromTraceparent(candidate.traceparent) : activeContext(),
     candidate.traceparent ? linkTo(traceparentOf(activeContext())) : [],
   );
@@ -92,7 +93,7 @@ async function reopenMessage(client: PoolClient, projectId: number, candidate: C
            ON CONFLICT (message_id, attempt, state) DO NOTHING`,
     values: [candidate.id, attemptBase + 1, `re-queued by an operator (template version ${candidate.version})`, at],
   });
-  const job: QueuedJob = {
+  const job: DeliveryJob = {
     messageId: candidate.id,
     celeryTaskId: candidate.celeryTaskId,
     projectId,

@@ -5,8 +5,10 @@ import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
 import { createLogger } from '@notify/platform';
-import { deliveryEventId, type DeliveryEvent } from '@notify/proto';
-import { eventually, startHarness, type Harness } from '../testing/harness.ts';
+import { schemaHeaders } from '@notify/platform/nats';
+import { deliveryEventId, encodeDeliveryEvent, type DeliveryEvent } from '@notify/proto';
+import { waitFor } from '@notify/test/harness/wait.ts';
+import { startHarness, type Harness } from '../testing/harness.ts';
 import { startEventConsumer, type EventConsumer } from './event-consumer.ts';
 
 let h: Harness;
@@ -52,30 +54,47 @@ after(async () => {
 
 const newMessage = (): Promise<number> => h.acceptMessage();
 
-const encode = (value: unknown): Uint8Array => new TextEncoder().encode(typeof value === 'string' ? value : JSON.stringify(value));
-
-/** Publishes as the mailer does; `dedupe: false` publishes without Nats-Msg-Id, so the stream keeps a second copy. */
+/**
+ * Publishes an event as the mailer does, or text as a writer without a schema header (read as the JSON of the release
+ * before); `dedupe: false` publishes without Nats-Msg-Id, so the stream keeps a second copy.
+ */
 async function publish(messageId: number, event: DeliveryEvent | string, dedupe = true): Promise<void> {
-  const options = typeof event !== 'string' && dedupe ? { msgID: deliveryEventId(event) } : {};
-  await h.js.publish(h.names.eventsSubject(messageId), encode(event), options);
+  const subject = h.names.eventsSubject(messageId);
+  if (typeof event === 'string') {
+    await h.js.publish(subject, new TextEncoder().encode(event));
+    return;
+  }
+  const message = encodeDeliveryEvent(event);
+  await h.js.publish(subject, message.bytes, { headers: schemaHeaders(message), ...(dedupe ? { msgID: deliveryEventId(event) } : {}) });
+}
+
+/** The reasons of the dead letters written for events so far. */
+async function deadLetterReasons(): Promise<string[]> {
+  const reasons: string[] = [];
+  const { last_seq: last } = (await h.jsm.streams.info(h.names.deadLettersStream)).state;
+  for (let seq = 1; seq <= last; seq += 1) {
+    const stored = await h.jsm.streams.getMessage(h.names.deadLettersStream, { seq }).catch(() => null);
+    if (stored?.subject === h.names.deadLettersSubject('events')) reasons.push(stored.header.get('Notify-Dead-Letter-Reason'));
+  }
+  return reasons;
 }
 
 const consumerInfo = () => h.jsm.consumers.info(h.names.eventsStream, h.names.eventsConsumer);
 
 /** Waits until the consumer has acked or terminated everything published so far. */
 async function settled(timeoutMs = 5_000): Promise<void> {
-  await eventually(async () => {
+  await waitFor(async () => {
     const info = await consumerInfo();
     return info.num_pending === 0 && info.num_ack_pending === 0;
-  }, timeoutMs, 'the events consumer to settle');
+  }, { timeoutMs, intervalMs: 25, what: 'the events consumer to settle' });
 }
 
 /** Waits until the server has handed out `count` events it has no acknowledgement for, then lets the client read them. */
 async function inHand(count: number): Promise<void> {
-  await eventually(async () => {
+  await waitFor(async () => {
     const info = await consumerInfo();
     return info.num_pending === 0 && info.num_ack_pending === count;
-  }, 5_000, `${count} events handed out`);
+  }, { timeoutMs: 5_000, intervalMs: 25, what: `${count} events handed out` });
   await sleep(500);
 }
 
@@ -172,15 +191,17 @@ test('a failure is final: a later event does not move a failed message', async (
   );
 });
 
-test('malformed events are terminated and events for unknown messages are acked, and neither stops the consumer', async () => {
+test('malformed events are dead-lettered and terminated, events for unknown messages acked, and neither stops the consumer', async () => {
   const messageId = await newMessage();
   const before = await outcomeCounts();
+  const lettersBefore = (await deadLetterReasons()).length;
   await publish(messageId, 'not json at all');
   await publish(messageId, JSON.stringify({ messageId, state: 'delivered', attempt: 1, occurredAt: new Date().toISOString() }));
   await publish(999_999, { messageId: 999_999, state: 'sending', attempt: 1, occurredAt: new Date().toISOString() });
   await publish(messageId, { messageId, state: 'sending', attempt: 1, occurredAt: new Date().toISOString() });
   await settled();
   assert.deepEqual(await outcomesSince(before), { malformed: 2, unknown_message: 1, applied: 1 });
+  assert.deepEqual((await deadLetterReasons()).slice(lettersBefore), ['malformed event: not a JSON object', 'malformed event: invalid state']);
   const message = await h.dispatch.call('GetMessage', { projectId: h.ids.projectId, messageId });
   assert.equal(message.state, 'sending');
   assert.equal((await h.jsm.streams.info(h.names.eventsStream)).state.messages, 0, 'nothing is left to redeliver');
@@ -194,7 +215,7 @@ test('the events received while a batch commits are applied together in the next
 
   // The first batch: one event, its COMMIT held.
   await publish(a, { messageId: a, state: 'sending', attempt: 1, occurredAt: at(1), reason: 'test: hold first' });
-  await eventually(async () => (await heldCommits()) === 1, 5_000, 'the first batch to wait at its commit');
+  await waitFor(async () => (await heldCommits()) === 1, { timeoutMs: 5_000, intervalMs: 25, what: 'the first batch to wait at its commit' });
 
   // Everything published meanwhile is received while the first batch commits.
   await publish(b, { messageId: b, state: 'sent', attempt: 1, occurredAt: at(3), smtpCode: 250, smtpResponse: '250 OK' });
@@ -212,9 +233,9 @@ test('the events received while a batch commits are applied together in the next
 
   // The first batch commits and is acked; the second, all eight events, waits at its own COMMIT.
   await releaseFirst();
-  await eventually(async () => (await stateOf(a)) === 'sending' && (await heldCommits()) === 1, 5_000, 'the second batch to wait at its commit');
+  await waitFor(async () => (await stateOf(a)) === 'sending' && (await heldCommits()) === 1, { timeoutMs: 5_000, intervalMs: 25, what: 'the second batch to wait at its commit' });
   // Acked: the first batch's event, and the malformed one, terminated on its own before the transaction.
-  await eventually(async () => (await consumerInfo()).num_ack_pending === 7, 5_000, 'the first batch acked');
+  await waitFor(async () => (await consumerInfo()).num_ack_pending === 7, { timeoutMs: 5_000, intervalMs: 25, what: 'the first batch acked' });
   await sleep(300);
   assert.equal((await consumerInfo()).num_ack_pending, 7, 'no event of the second batch is acked before its commit');
   assert.deepEqual(await eventRows(b), ['queued:0'], 'nor visible');
@@ -242,7 +263,7 @@ test('a batch whose transaction fails is nak\'d whole, and applied when it is of
   const releaseRefusal = await holdLock('test: refuse first');
 
   await publish(a, { messageId: a, state: 'sending', attempt: 1, occurredAt: at(1), reason: 'test: hold third' });
-  await eventually(async () => (await heldCommits()) === 1, 5_000, 'the first batch to wait at its commit');
+  await waitFor(async () => (await heldCommits()) === 1, { timeoutMs: 5_000, intervalMs: 25, what: 'the first batch to wait at its commit' });
   await publish(b, { messageId: b, state: 'sending', attempt: 1, occurredAt: at(1), reason: 'test: refuse first' });
   await publish(c, { messageId: c, state: 'sending', attempt: 1, occurredAt: at(1) });
   await publish(c, { messageId: c, state: 'sent', attempt: 1, occurredAt: at(2), smtpCode: 250, smtpResponse: '250 OK' });
@@ -251,7 +272,7 @@ test('a batch whose transaction fails is nak\'d whole, and applied when it is of
   const notStored = () => logLines.filter((line) => line['msg'] === 'delivery event not stored; it will be redelivered');
   const failuresBefore = notStored().length;
   await releaseHold();
-  await eventually(async () => notStored().length === failuresBefore + 3, 5_000, 'the batch to fail');
+  await waitFor(async () => notStored().length === failuresBefore + 3, { timeoutMs: 5_000, intervalMs: 25, what: 'the batch to fail' });
   const failures = notStored().slice(failuresBefore);
   assert.deepEqual(failures.map((line) => line['messageId']).sort(), [b, c, c].sort(), 'every event of the batch is offered again');
   assert.equal(new Set(failures.map((line) => line['streamSequence'])).size, 3);

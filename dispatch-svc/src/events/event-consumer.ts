@@ -4,11 +4,9 @@
 // each event gets a `process` span in its message's trace, a child of the mailer's span that published it.
 import { notifyAttributes, recordFailure, withActiveSpan, type Logger, type Span } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
-import { deliveryEventId, type DeliveryEvent } from '@notify/proto';
-import { carriedContext, ensureConsumer, nanoseconds, startBatchProcessSpan, startProcessSpan, type JetStreamClient, type JetStreamManager, type JsMsg, type Topology } from '@notify/platform/nats';
+import { deliveryEventId, readDeliveryEvent, schemaHeader, type DeliveryEvent, type Topology } from '@notify/proto';
+import { carriedContext, consumeDurably, deadLetter, ensureConsumer, type DurableConsumer, nanoseconds, startBatchProcessSpan, startProcessSpan, type JetStreamClient, type JetStreamManager, type JsMsg } from '@notify/platform/nats';
 import type { DispatchMetrics } from '../metrics.ts';
-import { MalformedEventError, parseDeliveryEvent } from './delivery-event.ts';
-import { consumeDurably, type DurableConsumer } from './durable-consumer.ts';
 import { applyDeliveryEvents, type Applied } from './event-store.ts';
 
 /**
@@ -50,19 +48,28 @@ interface Parsed {
 
 const logContext = (message: JsMsg) => ({ subject: message.subject, streamSequence: message.seq });
 
-/** Terminates the malformed events one by one, applies the others in one transaction, then settles each of them. */
+/**
+ * An event no release of this reader can read: redelivering it would fail the same way, so its bytes go to the dead
+ * letters and it is terminated. Offered again later if even the dead letter could not be written (nothing vanishes).
+ */
+async function refuse(deps: EventConsumerDeps, message: JsMsg, reason: string): Promise<void> {
+  deps.logger.error({ ...logContext(message), reason }, 'unreadable delivery event dead-lettered');
+  if (!(await deadLetter(deps.js, deps.names.deadLettersSubject('events'), message, reason))) {
+    message.nak(retryDelayMs);
+    return;
+  }
+  deps.metrics.deliveryEvents.inc({ outcome: 'malformed' });
+  // No reason text: servers before 2.10.4 do not recognise `+TERM <reason>` and would leave the event pending.
+  message.term();
+}
+
+/** Dead-letters the unreadable events one by one, applies the others in one transaction, then settles each of them. */
 async function handle(deps: EventConsumerDeps, messages: readonly JsMsg[]): Promise<void> {
   const received: Omit<Parsed, 'span'>[] = [];
   for (const message of messages) {
-    try {
-      received.push({ message, event: parseDeliveryEvent(message.data) });
-    } catch (error) {
-      if (!(error instanceof MalformedEventError)) throw error;
-      deps.metrics.deliveryEvents.inc({ outcome: 'malformed' });
-      deps.logger.error({ ...logContext(message), err: error }, 'malformed delivery event terminated');
-      // No reason text: servers before 2.10.4 do not recognise `+TERM <reason>` and would leave the event pending.
-      message.term();
-    }
+    const read = readDeliveryEvent(message.data, message.headers?.get(schemaHeader) || undefined);
+    if (read.ok) received.push({ message, event: read.value });
+    else await refuse(deps, message, read.reason);
   }
   if (received.length === 0) return;
   const carried = received.map(({ message }) => carriedContext(message.headers));

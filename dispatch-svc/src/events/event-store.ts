@@ -4,7 +4,7 @@
 import { withTransaction, type Pool, type PoolClient } from '@notify/platform/database';
 import type { DeliveryEvent } from '@notify/proto';
 import type { EventOutcome } from '../metrics.ts';
-import { compareLifecycle, decide, type MessageProgress } from './state-machine.ts';
+import { compareLifecycle, advance, type MessageProgress } from './state-machine.ts';
 
 /**
  * `applied`: recorded and the message moved; `recorded`: recorded, but late or after a terminal state, so the message
@@ -116,7 +116,7 @@ export async function applyDeliveryEvents<T extends { readonly event: DeliveryEv
       for (const result of byMessage.get(id) ?? []) {
         // Already recorded means already decided on: the first copy either moved the message or could not.
         if (!recorded.has(eventKey(result.event))) continue;
-        const decision = decide(current, result.event);
+        const decision = advance(current, result.event);
         if (!decision.apply) {
           result.outcome = 'recorded';
           continue;

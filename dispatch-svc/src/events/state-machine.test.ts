@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { DeliveryEvent } from '@notify/proto';
-import { compareLifecycle, decide, isTerminal, reopen, type MessageProgress } from './state-machine.ts';
+import { compareLifecycle, advance, isTerminal, reopen, type MessageProgress } from './state-machine.ts';
 
 const queued: MessageProgress = { state: 'queued', stateAttempt: 0, attempts: 0, lastSmtpCode: null, lastSmtpResponse: null, failureReason: null };
 
@@ -10,7 +10,7 @@ type Facts = Pick<DeliveryEvent, 'state' | 'attempt' | 'smtpCode' | 'smtpRespons
 /** Applies events in the order given, as the event store would, and returns the final progress. */
 function run(events: Facts[], start: MessageProgress = queued): MessageProgress {
   return events.reduce((current, event) => {
-    const decision = decide(current, event);
+    const decision = advance(current, event);
     return decision.apply ? decision.next : current;
   }, start);
 }
@@ -22,7 +22,7 @@ const failed = (attempt: number): Facts => ({ state: 'failed', attempt, smtpCode
 
 describe('forward moves', () => {
   test('a queued message moves to sending on its first attempt', () => {
-    const decision = decide(queued, sending(1));
+    const decision = advance(queued, sending(1));
     assert.equal(decision.apply, true);
     assert.deepEqual(decision.apply && decision.next, { ...queued, state: 'sending', stateAttempt: 1, attempts: 1 });
   });
@@ -67,7 +67,7 @@ describe('forward moves', () => {
 describe('duplicates and late events', () => {
   test('the same event twice applies once', () => {
     const once = run([sending(1)]);
-    assert.deepEqual(decide(once, sending(1)), { apply: false, why: 'stale' });
+    assert.deepEqual(advance(once, sending(1)), { apply: false, why: 'stale' });
   });
 
   test('a sending that arrives after its own deferral does not move the message back', () => {
@@ -77,8 +77,8 @@ describe('duplicates and late events', () => {
 
   test('an event of an earlier attempt does not move the message back', () => {
     const current = run([sending(1), deferred(1), sending(2)]);
-    assert.deepEqual(decide(current, deferred(1)), { apply: false, why: 'stale' });
-    assert.deepEqual(decide(current, sending(1)), { apply: false, why: 'stale' });
+    assert.deepEqual(advance(current, deferred(1)), { apply: false, why: 'stale' });
+    assert.deepEqual(advance(current, sending(1)), { apply: false, why: 'stale' });
   });
 
   test('out-of-order arrival ends in the same state as in-order arrival', () => {
@@ -110,7 +110,7 @@ describe('lifecycle order', () => {
     const sorted = [sent(2), sending(2), deferred(1, 'greylisted'), sending(1)].sort(compareLifecycle);
     let current = queued;
     for (const event of sorted) {
-      const decision = decide(current, event);
+      const decision = advance(current, event);
       assert.equal(decision.apply, true, `${event.state}:${event.attempt}`);
       if (decision.apply) current = decision.next;
     }
@@ -133,15 +133,15 @@ describe('terminal states', () => {
 
   test('a sent message never changes, even for a later attempt', () => {
     const current = run([sending(1), sent(1)]);
-    assert.deepEqual(decide(current, sending(2)), { apply: false, why: 'terminal' });
-    assert.deepEqual(decide(current, failed(1)), { apply: false, why: 'terminal' });
-    assert.deepEqual(decide(current, failed(5)), { apply: false, why: 'terminal' });
+    assert.deepEqual(advance(current, sending(2)), { apply: false, why: 'terminal' });
+    assert.deepEqual(advance(current, failed(1)), { apply: false, why: 'terminal' });
+    assert.deepEqual(advance(current, failed(5)), { apply: false, why: 'terminal' });
   });
 
   test('a failed message never changes, even to sent', () => {
     const current = run([sending(1), failed(1)]);
-    assert.deepEqual(decide(current, sent(1)), { apply: false, why: 'terminal' });
-    assert.deepEqual(decide(current, sent(2)), { apply: false, why: 'terminal' });
+    assert.deepEqual(advance(current, sent(1)), { apply: false, why: 'terminal' });
+    assert.deepEqual(advance(current, sent(2)), { apply: false, why: 'terminal' });
   });
 });
 
@@ -163,7 +163,7 @@ describe('re-queueing a dead letter', () => {
     const reopened = reopen(failedAt2, 2);
     assert.ok(reopened);
     for (const late of [sending(1), deferred(1), sending(2), failed(2), sent(2), sent(1)]) {
-      assert.deepEqual(decide(reopened, late), { apply: false, why: 'stale' }, `${late.state}:${late.attempt}`);
+      assert.deepEqual(advance(reopened, late), { apply: false, why: 'stale' }, `${late.state}:${late.attempt}`);
     }
   });
 
@@ -183,7 +183,7 @@ describe('re-queueing a dead letter', () => {
     const failedAgain = run([sending(3), failed(3)], first);
     const second = reopen(failedAgain, 3);
     assert.ok(second);
-    assert.deepEqual(decide(second, failed(3)), { apply: false, why: 'stale' });
+    assert.deepEqual(advance(second, failed(3)), { apply: false, why: 'stale' });
     assert.equal(run([sending(4), sent(4)], second).state, 'sent');
   });
 });

@@ -1,4 +1,4 @@
-// The forward-only message lifecycle of CONTRACT.md as a pure decision: given what the message row holds and one
+// The forward-only message lifecycle of docs/contract.md ("Message lifecycle") as a pure decision: given what the message row holds and one
 // delivery event, does the row move, and to what. Persisting the decision is event-store.ts's job.
 import type { DeliveryEvent, DeliveryState } from '@notify/proto';
 
@@ -63,8 +63,8 @@ export function compareLifecycle(a: Pick<DeliveryEvent, 'state' | 'attempt'>, b:
   return a.attempt - b.attempt || rank[a.state] - rank[b.state];
 }
 
-/** Decides whether `event` moves the message forward; it never moves a terminal message nor moves one backwards. */
-export function decide(current: MessageProgress, event: EventFacts): Decision {
+/** Whether `event` moves the message forward, and to what; it never moves a terminal message nor moves one backwards. */
+export function advance(current: MessageProgress, event: EventFacts): Decision {
   if (isTerminal(current.state)) return { apply: false, why: 'terminal' };
   if (!isAfter(event, current)) return { apply: false, why: 'stale' };
   // A `sending` event carries no SMTP reply: the row keeps the last one seen, which is what an operator wants to read.

@@ -1,4 +1,4 @@
-// How a request is refused over its Idempotency-Key, the same from CheckIdempotency and from Send.
+// How Send refuses a request over its Idempotency-Key (the contract's check 10).
 import { status } from '@grpc/grpc-js';
 import { UserError } from '@notify/platform';
 

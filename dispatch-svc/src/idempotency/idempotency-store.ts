@@ -1,7 +1,7 @@
 // Idempotency records: the first accepted response of a (project, Idempotency-Key), kept for NOTIFY_IDEMPOTENCY_TTL,
 // and the transaction-scoped advisory lock that makes a second request with the same key wait its turn or be refused.
 import { hash } from 'node:crypto';
-import type { Pool, PoolClient } from '@notify/platform/database';
+import type { PoolClient } from '@notify/platform/database';
 
 /** The 202 body as the public API returns it (snake_case), stored so a replay answers exactly the same. */
 export interface StoredResponse {
@@ -92,24 +92,4 @@ export async function saveIdempotencyRecords(client: PoolClient, records: readon
       ttlMs,
     ],
   });
-}
-
-/**
- * CheckIdempotency's question in one statement: the live record of the key, if any, and otherwise whether its lock is
- * free right now (taken and, the statement being its own transaction, released at once). `free` is null when there is
- * a live record.
- */
-export async function peekIdempotencyKey(pool: Pool, key: ProjectKey): Promise<{ record: IdempotencyRecord | undefined; free: boolean | null }> {
-  const result = await pool.query<{ fingerprint: string | null; response: StoredResponse | null; expired: boolean | null; free: boolean | null }>({
-    name: 'idempotency-peek',
-    text: `SELECT record.fingerprint, record.response, record.expires_at <= now() AS expired,
-                  CASE WHEN record.expires_at IS NULL OR record.expires_at <= now() THEN pg_try_advisory_xact_lock($3::bigint) END AS free
-             FROM (SELECT 1) AS one
-             LEFT JOIN idempotency_keys AS record ON record.project_id = $1 AND record.idempotency_key = $2`,
-    values: [key.projectId, key.idempotencyKey, idempotencyLockKey(key.projectId, key.idempotencyKey)],
-  });
-  const row = result.rows[0];
-  if (!row) throw new Error('the idempotency peek returned no row');
-  const record = row.fingerprint !== null && row.response !== null ? { fingerprint: row.fingerprint, response: row.response, expired: row.expired === true } : undefined;
-  return { record, free: row.free };
 }

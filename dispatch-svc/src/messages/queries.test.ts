@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
+import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { applyDeliveryEvent } from '../events/event-store.ts';
-import { assertRefused } from '../testing/assertions.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 import { formatSmtpReply } from './queries.ts';
 

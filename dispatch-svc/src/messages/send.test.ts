@@ -4,10 +4,10 @@ import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
 import { dispatchProto, type DeliveryJob, type dispatch } from '@notify/proto';
+import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { sweepExpiredIdempotencyRecords } from '../idempotency/expiry-sweeper.ts';
 import { idempotencyLockKey } from '../idempotency/idempotency-store.ts';
 import { createSendHandler } from './send.ts';
-import { assertRefused } from '../testing/assertions.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 
 let h: Harness;
@@ -60,10 +60,8 @@ describe('accepting a message', () => {
     assert.equal(await count('outbox'), 0);
     assert.equal(await h.jobsInStream(), jobsBefore + 1);
 
-    const stored = await h.jsm.streams.getMessage(h.names.jobsStream, { last_by_subj: h.names.jobsSubject });
-    assert.ok(stored);
-    assert.equal(stored.header.get('Nats-Msg-Id'), String(response.messageId));
-    const job = stored.json<DeliveryJob>();
+    const { msgId, job } = await h.lastJob();
+    assert.equal(msgId, String(response.messageId));
     assert.equal(job.messageId, response.messageId);
     assert.equal(job.celeryTaskId, response.celeryTaskId);
     assert.equal(job.to, 'ada@example.com');
@@ -91,7 +89,7 @@ describe('idempotency', () => {
     const jobs = await h.jobsInStream();
 
     const replay = await h.dispatch.call('Send', request({ idempotencyKey: key.toUpperCase(), fingerprint: 'fp-1' }));
-    assert.deepEqual(replay, { ...first, idempotentReplay: true });
+    assert.deepEqual(replay, { ...first, idempotentReplay: true, organizationAccepted: 0 });
     assert.equal(await count('messages'), messages);
     assert.equal(await h.jobsInStream(), jobs);
     assert.match(await h.registry.getSingleMetricAsString('notify_messages_replayed_total'), /notify_messages_replayed_total\{[^}]*\} 1/);
@@ -166,8 +164,76 @@ describe('idempotency', () => {
   });
 });
 
+describe('the fields the gateway refused (check 11), judged after the key (check 10)', () => {
+  /** A send whose body the gateway's validation refused: its fields are not sent. */
+  const refusedFields = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest => request({ template: '', to: '', dataJson: '', fieldsInvalid: true, ...overrides });
+
+  test('without a key: fields_invalid at once, nothing written', async () => {
+    const [messages, jobs] = [await count('messages'), await h.jobsInStream()];
+    await assertRefused(h.dispatch.call('Send', refusedFields()), status.INVALID_ARGUMENT, 'fields_invalid');
+    assert.deepEqual([await count('messages'), await h.jobsInStream()], [messages, jobs]);
+  });
+
+  test('with a free key: fields_invalid, nothing stored, and the key accepts the corrected request', async () => {
+    const key = randomUUID();
+    await assertRefused(h.dispatch.call('Send', refusedFields({ idempotencyKey: key, fingerprint: 'typo' })), status.INVALID_ARGUMENT, 'fields_invalid');
+    assert.equal(await count('idempotency_keys WHERE idempotency_key = $1', [key]), 0);
+    const corrected = await h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fixed' }));
+    assert.equal(corrected.idempotentReplay, false);
+  });
+
+  test('a key accepted with the same fingerprint replays the stored response, whatever the fields', async () => {
+    const key = randomUUID();
+    const first = await h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fp-same' }));
+    const messages = await count('messages');
+    const replay = await h.dispatch.call('Send', refusedFields({ idempotencyKey: key.toUpperCase(), fingerprint: 'fp-same' }));
+    assert.deepEqual(replay, { ...first, idempotentReplay: true, organizationAccepted: 0 });
+    assert.equal(await count('messages'), messages);
+  });
+
+  test('a key accepted with another fingerprint is a mismatch, not fields_invalid', async () => {
+    const key = randomUUID();
+    await h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fp-a' }));
+    await assertRefused(h.dispatch.call('Send', refusedFields({ idempotencyKey: key, fingerprint: 'fp-b' })), status.FAILED_PRECONDITION, 'idempotency_key_mismatch');
+  });
+
+  test('a key in flight is in use, not fields_invalid', async () => {
+    const key = randomUUID();
+    const holder = await h.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT pg_advisory_xact_lock($1::bigint)', [idempotencyLockKey(h.ids.projectId, key)]);
+      await assertRefused(h.dispatch.call('Send', refusedFields({ idempotencyKey: key, fingerprint: 'fp' })), status.ABORTED, 'idempotency_key_in_use');
+      await holder.query('ROLLBACK');
+    } finally {
+      holder.release();
+    }
+    await assertRefused(h.dispatch.call('Send', refusedFields({ idempotencyKey: key, fingerprint: 'fp' })), status.INVALID_ARGUMENT, 'fields_invalid');
+  });
+});
+
+describe("the organization's month count in Send's answer", () => {
+  /** The organization's usage row this month, as the quota counts it. */
+  const used = async (): Promise<number> =>
+    (await h.pool.query<{ accepted: number }>(
+      `SELECT coalesce(sum(accepted), 0)::int AS accepted FROM organization_usage WHERE organization_id = $1 AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date`,
+      [h.ids.organizationId],
+    )).rows[0]?.accepted ?? -1;
+
+  test('each accepted send answers the count with itself included; a replay answers 0 and counts nothing', async () => {
+    const before = await used();
+    const key = randomUUID();
+    const answers = [];
+    for (let i = 0; i < 3; i += 1) answers.push((await h.dispatch.call('Send', request({ to: `count${i}@example.com` }))).organizationAccepted);
+    answers.push((await h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fp', monthlyQuota: before + 10 }))).organizationAccepted);
+    assert.deepEqual(answers, [before + 1, before + 2, before + 3, before + 4]);
+    assert.equal((await h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fp' }))).organizationAccepted, 0);
+    assert.equal(await used(), before + 4);
+  });
+});
+
 describe('group commit', () => {
-  const direct = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest__Output => ({ ...request(overrides), monthlyQuota: 0 }) as dispatch.SendRequest__Output;
+  const direct = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest__Output => ({ fieldsInvalid: false, ...request(overrides), monthlyQuota: 0 }) as dispatch.SendRequest__Output;
   const settle = (send: ReturnType<typeof createSendHandler>, requests: dispatch.SendRequest__Output[]) => Promise.allSettled(requests.map((r) => send(r)));
   const reasonOf = (result: PromiseSettledResult<unknown>): string => (result.status === 'rejected' ? (result.reason as { reason: string }).reason : 'accepted');
   /** Rows written by one transaction share its id (xmin). */
@@ -186,13 +252,17 @@ describe('group commit', () => {
       direct({ to: 'two@example.com', idempotencyKey: key, fingerprint: 'fp' }),
       direct({ template: 'typed', dataJson: JSON.stringify({ name: 'Ada', count: 'many' }) }),
       direct({ to: 'three@example.com', template: 'typed', dataJson: JSON.stringify({ name: 'Ada', count: 3 }) }),
+      direct({ template: '', to: '', dataJson: '', fieldsInvalid: true, idempotencyKey: randomUUID(), fingerprint: 'fp' }),
     ]);
-    assert.deepEqual(results.map(reasonOf), ['accepted', 'template_not_found', 'accepted', 'template_inactive', 'idempotency_key_in_use', 'data_invalid', 'accepted']);
+    assert.deepEqual(results.map(reasonOf), ['accepted', 'template_not_found', 'accepted', 'template_inactive', 'idempotency_key_in_use', 'data_invalid', 'accepted', 'fields_invalid']);
     const ids = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value.messageId] : []));
     assert.equal(await transactionsOf(ids), 1);
     assert.equal(await count('messages'), messagesBefore + 3, 'refused sends write nothing');
     const recipients = await h.pool.query<{ recipient: string; template_slug: string }>('SELECT recipient, template_slug FROM messages WHERE id = ANY($1::bigint[]) ORDER BY id', [ids]);
     assert.deepEqual(recipients.rows.map((row) => `${row.recipient} ${row.template_slug}`), ['one@example.com welcome', 'two@example.com welcome', 'three@example.com typed']);
+    // Each accepted send of the batch answers the organization's count after the whole batch.
+    const counts = new Set(results.flatMap((result) => (result.status === 'fulfilled' ? [result.value.organizationAccepted] : [])));
+    assert.equal(counts.size, 1);
     assert.equal(await count('message_events WHERE message_id = ANY($1::bigint[]) AND state = $2', [ids, 'queued']), 3);
     assert.equal(await count('idempotency_keys WHERE idempotency_key = $1', [key]), 1);
     assert.equal(await count('outbox'), 0);
@@ -220,6 +290,8 @@ describe('group commit', () => {
       { ...direct({ to: 'q3@example.com', idempotencyKey: key, fingerprint: 'fp' }), monthlyQuota: quota },
     ]);
     assert.deepEqual(results.map(reasonOf), ['accepted', 'accepted', 'plan_blocked', 'plan_blocked']);
+    // Cut short by the quota, the count is exactly the quota: the gateway stops the next requests at check 5.
+    assert.deepEqual(results.flatMap((result) => (result.status === 'fulfilled' ? [result.value.organizationAccepted] : [])), [quota, quota]);
     // The refused sends' rows were written in the batch's transaction, then removed with everything that hangs off them.
     assert.equal(await count(`messages WHERE recipient IN ('q2@example.com', 'q3@example.com')`), 0);
     assert.equal(await count('idempotency_keys WHERE idempotency_key = $1', [key]), 0);

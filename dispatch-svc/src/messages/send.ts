@@ -1,8 +1,10 @@
-// DispatchService.Send: concurrent sends are accepted together, in one transaction per batch (group commit), that
-// writes each message, its idempotency record and its outbox row and counts it against its organization's monthly
-// quota; a refused send writes nothing. After commit each job is published directly, and the outbox relay covers any
-// publish that did not get confirmed. Each accepted message gets a `create` span in its request's trace, whose context
-// is stored with it: every later step of its delivery, in whatever process, continues that trace.
+// DispatchService.Send, the one call of a send: checks 10-14 of docs/contract.md's "Order of checks" (the Idempotency-Key's record, the
+// gateway's verdict on the fields, the template, its data, the monthly quota), then acceptance. Concurrent sends are
+// judged and accepted together, in one transaction per batch (group commit), that writes each message, its
+// idempotency record and its outbox row and counts it against its organization's monthly quota; a refused send writes
+// nothing. After commit each job is published directly, and the outbox relay covers any publish that did not get
+// confirmed. Each accepted message gets a `create` span in its request's trace, whose context is stored with it: every
+// later step of its delivery, in whatever process, continues that trace.
 import { randomUUID } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
 import { activeContext, annotateRequestSpan, Batcher, notifyAttributes, traceparentOf, UserError, type Context, type Logger, type Span } from '@notify/platform';
@@ -30,6 +32,7 @@ export interface SendDeps {
 }
 
 interface SendInput {
+  /** `{}` when the gateway found the fields invalid: nothing of the body is read then. */
   readonly data: Record<string, unknown>;
   /** Lower-cased UUID, or null when the caller sent none. */
   readonly idempotencyKey: string | null;
@@ -42,7 +45,9 @@ interface Pending {
   readonly context: Context;
 }
 
-type Outcome = { readonly replay: true; readonly response: StoredResponse } | { readonly replay: false; readonly response: StoredResponse; readonly outgoing: OutgoingJob };
+type Outcome =
+  | { readonly replay: true; readonly response: StoredResponse }
+  | { readonly replay: false; readonly response: StoredResponse; readonly outgoing: OutgoingJob; readonly organizationAccepted: number };
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const controlCharacters = /[\u0000-\u001f\u007f]/;
@@ -50,28 +55,36 @@ const isPositiveId = (value: number): boolean => Number.isSafeInteger(value) && 
 
 /**
  * The gateway validates the public request; this re-checks what the database relies on, so a caller that skipped
- * that validation gets INVALID_ARGUMENT and not an internal error.
+ * that validation gets INVALID_ARGUMENT and not an internal error. The body's fields are not looked at when the
+ * gateway already refused them (`fields_invalid`).
  */
 function validate(request: dispatch.SendRequest__Output): SendInput {
   const faults: string[] = [];
   if (!isPositiveId(request.projectId)) faults.push('project_id: must be a positive integer');
   if (!isPositiveId(request.organizationId)) faults.push('organization_id: must be a positive integer');
   if (!isPositiveId(request.apiKeyId)) faults.push('api_key_id: must be a positive integer');
-  if (!slugPattern.test(request.template)) faults.push('template: must be 1-100 characters of A-Z, a-z, 0-9, _ and -');
-  if (request.to === '' || request.to.length > 254 || controlCharacters.test(request.to)) faults.push('to: must be one email address');
-  let data: unknown;
-  try {
-    data = JSON.parse(request.dataJson);
-  } catch {
-    data = undefined;
+  let data: unknown = {};
+  if (!request.fieldsInvalid) {
+    if (!slugPattern.test(request.template)) faults.push('template: must be 1-100 characters of A-Z, a-z, 0-9, _ and -');
+    if (request.to === '' || request.to.length > 254 || controlCharacters.test(request.to)) faults.push('to: must be one email address');
+    try {
+      data = JSON.parse(request.dataJson);
+    } catch {
+      data = undefined;
+    }
+    if (typeof data !== 'object' || data === null || Array.isArray(data)) faults.push('data: must be a JSON object');
   }
-  if (typeof data !== 'object' || data === null || Array.isArray(data)) faults.push('data: must be a JSON object');
   const key = request.idempotencyKey;
   if (key !== '' && !uuidPattern.test(key)) faults.push('idempotency_key: must be a UUID');
   if (key !== '' && request.fingerprint === '') faults.push('fingerprint: is required with an idempotency key');
   if (!Number.isSafeInteger(request.monthlyQuota) || request.monthlyQuota < 0) faults.push('monthly_quota: must be a non-negative integer');
   if (faults.length > 0) throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', `invalid send request: ${faults.join('; ')}`, { fields: faults });
   return { data: data as Record<string, unknown>, idempotencyKey: key === '' ? null : key.toLowerCase() };
+}
+
+/** The gateway's field validation refused the body, and no idempotency record answered first; the gateway renders the 422. */
+function fieldsInvalid(): UserError {
+  return new UserError(status.INVALID_ARGUMENT, 'fields_invalid', 'the request\'s fields are invalid (check 11)');
 }
 
 /**
@@ -91,61 +104,148 @@ const refused = (reason: unknown): PromiseRejectedResult => ({ status: 'rejected
 const fulfilled = <T>(value: T): PromiseFulfilledResult<T> => ({ status: 'fulfilled', value });
 
 /**
- * Steps 1-4 of each send of a batch, in one transaction: the idempotency keys, the templates, the rows of the sends
- * that passed, then the month's usage. Each statement serves the whole batch. A refused send leaves nothing behind.
+ * The sends of one batch on their way through the steps of acceptBatch: a step settles the sends it refuses (or
+ * answers, as a replay), and the steps after it see only the sends still open.
  */
-async function acceptBatch(client: PoolClient, deps: SendDeps, batch: readonly Pending[]): Promise<PromiseSettledResult<Outcome>[]> {
-  const settled: (PromiseSettledResult<Outcome> | undefined)[] = batch.map(() => undefined);
-  const open = (): number[] => batch.flatMap((_, index) => (settled[index] === undefined ? [index] : []));
+class BatchVerdicts {
+  readonly sends: readonly Pending[];
+  readonly #settled: (PromiseSettledResult<Outcome> | undefined)[];
 
-  // 1. Idempotency keys: the lock of each (a second send of a key in the same batch finds it in use), then the records.
+  constructor(sends: readonly Pending[]) {
+    this.sends = sends;
+    this.#settled = sends.map(() => undefined);
+  }
+
+  send(index: number): Pending {
+    return this.sends[index] as Pending;
+  }
+
+  /** Indexes of the sends no step has settled yet, in arrival order. */
+  open(): number[] {
+    return this.sends.flatMap((_, index) => (this.#settled[index] === undefined ? [index] : []));
+  }
+
+  refuse(index: number, reason: unknown): void {
+    this.#settled[index] = refused(reason);
+  }
+
+  answer(index: number, outcome: Outcome): void {
+    this.#settled[index] = fulfilled(outcome);
+  }
+
+  /** Every send's verdict, once the last step has settled them all. */
+  results(): PromiseSettledResult<Outcome>[] {
+    return this.#settled.map((result) => result ?? refused(new Error('a send of the batch was left without a verdict')));
+  }
+}
+
+/** A send whose rows were written (step 4), waiting for the quota's verdict (step 5). */
+interface Written {
+  readonly index: number;
+  readonly messageId: number;
+  readonly response: StoredResponse;
+  readonly outgoing: OutgoingJob;
+}
+
+/**
+ * The steps of one batch, in one transaction: each statement serves the whole batch, and a refused send leaves
+ * nothing behind. The order is the contract's: the idempotency record (check 10) before the fields (11), the
+ * template (12) and its data (13); the quota, judged for the contract before all of them by the gateway (check 5), is
+ * counted last here, so that the usage rows are locked only until the commit right after.
+ */
+async function acceptBatch(client: PoolClient, deps: SendDeps, sends: readonly Pending[]): Promise<PromiseSettledResult<Outcome>[]> {
+  const batch = new BatchVerdicts(sends);
+  await judgeIdempotencyKeys(client, batch);
+  refuseInvalidFields(batch);
+  const templates = await judgeTemplates(client, deps, batch);
+  const written = await writeAcceptedRows(client, deps, batch, templates);
+  await countMonthlyUsage(client, batch, written);
+  return batch.results();
+}
+
+/**
+ * Step 1 (check 10): each Idempotency-Key's lock, taken without waiting (a key another transaction holds, or that an
+ * earlier send of this batch holds, is in use: 409), then the live records of the keys held: the same fingerprint is a
+ * replay of the stored response, another one a mismatch.
+ */
+async function judgeIdempotencyKeys(client: PoolClient, batch: BatchVerdicts): Promise<void> {
   const keyed = new Map<string, number>();
-  for (const index of open()) {
-    const { request, input } = batch[index] as Pending;
+  for (const index of batch.open()) {
+    const { request, input } = batch.send(index);
     if (input.idempotencyKey === null) continue;
     const id = projectKeyId({ projectId: request.projectId, idempotencyKey: input.idempotencyKey });
-    if (keyed.has(id)) settled[index] = refused(idempotencyKeyInUse());
+    if (keyed.has(id)) batch.refuse(index, idempotencyKeyInUse());
     else keyed.set(id, index);
   }
-  if (keyed.size > 0) {
-    const keyOf = (index: number): ProjectKey => ({ projectId: (batch[index] as Pending).request.projectId, idempotencyKey: (batch[index] as Pending).input.idempotencyKey ?? '' });
-    const candidates = [...keyed.values()];
-    const locked = await tryLockIdempotencyKeys(client, candidates.map(keyOf));
-    const holders = candidates.filter((index, position) => {
-      if (!locked[position]) settled[index] = refused(idempotencyKeyInUse());
-      return locked[position];
-    });
-    const records = holders.length > 0 ? await findIdempotencyRecords(client, holders.map(keyOf)) : new Map();
-    for (const index of holders) {
-      const record = records.get(projectKeyId(keyOf(index)));
-      if (!record || record.expired) continue;
-      settled[index] = record.fingerprint === (batch[index] as Pending).request.fingerprint ? fulfilled({ replay: true, response: record.response }) : refused(idempotencyKeyMismatch());
-    }
+  if (keyed.size === 0) return;
+  const keyOf = (index: number): ProjectKey => ({ projectId: batch.send(index).request.projectId, idempotencyKey: batch.send(index).input.idempotencyKey ?? '' });
+  const candidates = [...keyed.values()];
+  const locked = await tryLockIdempotencyKeys(client, candidates.map(keyOf));
+  const holders = candidates.filter((index, position) => {
+    if (!locked[position]) batch.refuse(index, idempotencyKeyInUse());
+    return locked[position];
+  });
+  // A statement of its own, after the locks: it sees what a request that held one of them committed.
+  if (holders.length === 0) return;
+  const records = await findIdempotencyRecords(client, holders.map(keyOf));
+  for (const index of holders) {
+    const record = records.get(projectKeyId(keyOf(index)));
+    if (!record || record.expired) continue;
+    if (record.fingerprint === batch.send(index).request.fingerprint) batch.answer(index, { replay: true, response: record.response });
+    else batch.refuse(index, idempotencyKeyMismatch());
   }
+}
 
-  // 2. Templates, and the data against each template's variables.
+/** Step 2 (check 11): the gateway refused these sends' fields; with their keys judged, nothing is left to decide. */
+function refuseInvalidFields(batch: BatchVerdicts): void {
+  for (const index of batch.open()) {
+    if (batch.send(index).request.fieldsInvalid) batch.refuse(index, fieldsInvalid());
+  }
+}
+
+/** Step 3 (checks 12-13): each send's template, active, with data that satisfies its declared variables. */
+async function judgeTemplates(client: PoolClient, deps: SendDeps, batch: BatchVerdicts): Promise<Map<number, TemplateRow>> {
   const templateOf = new Map<number, TemplateRow>();
-  if (open().length > 0) {
-    const wanted = new Map(open().map((index) => {
-      const { projectId, template } = (batch[index] as Pending).request;
+  const open = batch.open();
+  if (open.length === 0) return templateOf;
+  const wanted = new Map(
+    open.map((index) => {
+      const { projectId, template } = batch.send(index).request;
       return [templateKey(projectId, template), { projectId, slug: template }];
-    }));
-    const templates = await findTemplates(client, [...wanted.values()]);
-    for (const index of open()) {
-      const { request, input } = batch[index] as Pending;
-      const template = templates.get(templateKey(request.projectId, request.template));
-      const refusal = refuseTemplate(deps, request, input, template);
-      if (refusal) settled[index] = refused(refusal);
-      else if (template) templateOf.set(index, template);
-    }
+    }),
+  );
+  const templates = await findTemplates(client, [...wanted.values()]);
+  for (const index of open) {
+    const { request, input } = batch.send(index);
+    const template = templates.get(templateKey(request.projectId, request.template));
+    const refusal = refuseTemplate(deps, request, input, template);
+    if (refusal) batch.refuse(index, refusal);
+    else if (template) templateOf.set(index, template);
   }
+  return templateOf;
+}
 
-  // 3. The rows of the sends still standing: messages with their first event, idempotency records, outbox rows.
-  const accepted = open();
-  if (accepted.length === 0) return settled as PromiseSettledResult<Outcome>[];
-  const creations = accepted.map((index) => startCreateSpan({ destination: deps.publisher.subject }, (batch[index] as Pending).context));
+/** Why a send cannot use its template, if it cannot. */
+function refuseTemplate(deps: SendDeps, request: dispatch.SendRequest__Output, input: SendInput, template: TemplateRow | undefined): UserError | undefined {
+  if (!template) return new UserError(status.NOT_FOUND, 'template_not_found', `no template "${request.template}" in this project`);
+  if (!template.active) return new UserError(status.FAILED_PRECONDITION, 'template_inactive', `template "${request.template}" is not active`);
+  const violations = deps.schemas.violations(template, input.data);
+  if (violations.length === 0) return undefined;
+  // Structured, so that the gateway can tell the caller in its own language.
+  const fields = violations.map(encodeViolation);
+  return new UserError(status.INVALID_ARGUMENT, 'data_invalid', `data does not match the variables of template "${template.slug}"`, { fields });
+}
+
+/**
+ * Step 4: the rows of the sends still standing: messages with their first event (each under a `create` span of its
+ * request's trace), idempotency records, outbox rows.
+ */
+async function writeAcceptedRows(client: PoolClient, deps: SendDeps, batch: BatchVerdicts, templateOf: ReadonlyMap<number, TemplateRow>): Promise<Written[]> {
+  const accepted = batch.open();
+  if (accepted.length === 0) return [];
+  const creations = accepted.map((index) => startCreateSpan({ destination: deps.publisher.subject }, batch.send(index).context));
   const newMessages = accepted.map((index, position): NewMessage => {
-    const { request, input } = batch[index] as Pending;
+    const { request, input } = batch.send(index);
     const template = templateOf.get(index) as TemplateRow;
     return {
       projectId: request.projectId,
@@ -169,8 +269,9 @@ async function acceptBatch(client: PoolClient, deps: SendDeps, batch: readonly P
     for (const span of creations) span.end();
   }
   const records: NewIdempotencyRecord[] = [];
-  const jobs = accepted.map((index, position): DeliveryJob => {
-    const { request, input } = batch[index] as Pending;
+  const jobs: DeliveryJob[] = [];
+  const written = accepted.map((index, position): Written => {
+    const { request, input } = batch.send(index);
     const message = newMessages[position] as NewMessage;
     const row = inserted[position] as { id: number; createdAt: Date };
     const template = templateOf.get(index) as TemplateRow;
@@ -188,48 +289,45 @@ async function acceptBatch(client: PoolClient, deps: SendDeps, batch: readonly P
       template: { slug: template.slug, version: template.version, subject: template.subject, html: template.html, text: template.text },
       acceptedAt: row.createdAt.toISOString(),
     };
-    settled[index] = fulfilled({ replay: false, response, outgoing: { job, traceparent: message.traceparent } });
-    return job;
+    jobs.push(job);
+    return { index, messageId: row.id, response, outgoing: { job, traceparent: message.traceparent } };
   });
   if (records.length > 0) await saveIdempotencyRecords(client, records, deps.idempotencyTtlMs);
   await insertOutboxRows(client, jobs);
+  return written;
+}
 
-  // 4. The month's usage, per organization: the first sends of the batch are counted first. Last, so that each
-  // organization's usage row stays locked only until the commit right after (concurrent batches wait on it); the
-  // rows of a send the quota refuses go again with their message (the foreign keys cascade), unseen by anyone.
+/**
+ * Step 5 (the quota): the month's usage, per organization, the first sends of the batch counted first; each accepted
+ * send learns its organization's count, which the gateway remembers for check 5. Last, so that each organization's
+ * usage row stays locked only until the commit right after (concurrent batches wait on it); the rows of a send the
+ * quota refuses go again with their message (the foreign keys cascade), unseen by anyone.
+ */
+async function countMonthlyUsage(client: PoolClient, batch: BatchVerdicts, written: readonly Written[]): Promise<void> {
+  if (written.length === 0) return;
   const perOrganization = new Map<number, { wanted: number; monthlyQuota: number }>();
-  for (const index of accepted) {
-    const { organizationId, monthlyQuota } = (batch[index] as Pending).request;
+  for (const { index } of written) {
+    const { organizationId, monthlyQuota } = batch.send(index).request;
     const entry = perOrganization.get(organizationId) ?? { wanted: 0, monthlyQuota };
     // Sends of one organization carry the same plan unless it just changed; the strictest quota then applies.
     const strictest = entry.monthlyQuota === 0 ? monthlyQuota : monthlyQuota === 0 ? entry.monthlyQuota : Math.min(entry.monthlyQuota, monthlyQuota);
     perOrganization.set(organizationId, { wanted: entry.wanted + 1, monthlyQuota: strictest });
   }
-  const granted = await grantUsage(client, [...perOrganization].map(([organizationId, entry]) => ({ organizationId, ...entry })));
+  const grants = await grantUsage(client, [...perOrganization].map(([organizationId, entry]) => ({ organizationId, ...entry })));
+  const left = new Map([...grants].map(([organizationId, grant]) => [organizationId, grant.granted]));
   const overQuota: number[] = [];
-  accepted.forEach((index, position) => {
-    const { organizationId } = (batch[index] as Pending).request;
-    const left = granted.get(organizationId) ?? 0;
-    if (left > 0) {
-      granted.set(organizationId, left - 1);
-      return;
+  for (const { index, messageId, response, outgoing } of written) {
+    const { organizationId } = batch.send(index).request;
+    const remaining = left.get(organizationId) ?? 0;
+    if (remaining > 0) {
+      left.set(organizationId, remaining - 1);
+      batch.answer(index, { replay: false, response, outgoing, organizationAccepted: grants.get(organizationId)?.accepted ?? 0 });
+      continue;
     }
-    settled[index] = refused(new UserError(status.FAILED_PRECONDITION, 'plan_blocked', "the organization's monthly quota is used up"));
-    overQuota.push((inserted[position] as { id: number }).id);
-  });
+    batch.refuse(index, new UserError(status.FAILED_PRECONDITION, 'plan_blocked', "the organization's monthly quota is used up"));
+    overQuota.push(messageId);
+  }
   if (overQuota.length > 0) await deleteMessages(client, overQuota);
-  return settled as PromiseSettledResult<Outcome>[];
-}
-
-/** Why a send cannot use its template, if it cannot. */
-function refuseTemplate(deps: SendDeps, request: dispatch.SendRequest__Output, input: SendInput, template: TemplateRow | undefined): UserError | undefined {
-  if (!template) return new UserError(status.NOT_FOUND, 'template_not_found', `no template "${request.template}" in this project`);
-  if (!template.active) return new UserError(status.FAILED_PRECONDITION, 'template_inactive', `template "${request.template}" is not active`);
-  const violations = deps.schemas.violations(template, input.data);
-  if (violations.length === 0) return undefined;
-  // Structured, so that the gateway can tell the caller in its own language.
-  const fields = violations.map(encodeViolation);
-  return new UserError(status.INVALID_ARGUMENT, 'data_invalid', `data does not match the variables of template "${template.slug}"`, { fields });
 }
 
 /**
@@ -247,12 +345,13 @@ async function acceptInTransaction(deps: SendDeps, batch: readonly Pending[]): P
   }
 }
 
-/** A stored 202 body as SendResponse; CheckIdempotency answers replays with it too. */
-export const toSendResponse = (stored: StoredResponse, replay: boolean): dispatch.SendResponse__Output => ({
+/** A stored 202 body as SendResponse, with the organization's month count when this send was counted (0 for a replay). */
+const toSendResponse = (stored: StoredResponse, replay: boolean, organizationAccepted: number): dispatch.SendResponse__Output => ({
   messageId: stored.message_id,
   status: stored.status,
   celeryTaskId: stored.celery_task_id,
   idempotentReplay: replay,
+  organizationAccepted,
 });
 
 export type SendHandler = (request: dispatch.SendRequest__Output) => Promise<dispatch.SendResponse__Output>;
@@ -287,14 +386,16 @@ export function createSendHandler(deps: SendDeps): SendHandler {
 
   return async (request) => {
     const input = validate(request);
+    // Without a key there is no record to judge before check 11: refused at once, without a transaction.
+    if (request.fieldsInvalid && input.idempotencyKey === null) throw fieldsInvalid();
     const outcome = await acceptor.submit({ request, input, context: activeContext() });
     annotateRequestSpan({ [notifyAttributes.messageId]: outcome.response.message_id });
     if (outcome.replay) {
       deps.metrics.messagesReplayed.inc();
-      return toSendResponse(outcome.response, true);
+      return toSendResponse(outcome.response, true, 0);
     }
     deps.metrics.messagesAccepted.inc();
     await publishDirect(outcome.outgoing);
-    return toSendResponse(outcome.response, false);
+    return toSendResponse(outcome.response, false, outcome.organizationAccepted);
   };
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { assertRelayFitsDuplicateWindow, duplicateWindowMs, relayRepublishBoundMs } from './duplicate-window.ts';
+import { duplicateWindowMs } from '@notify/proto';
+import { assertRelayFitsDuplicateWindow, relayRepublishBoundMs } from './duplicate-window.ts';
 
 test('the default relay timing republishes well inside the duplicate window', () => {
   assert.ok(relayRepublishBoundMs(5_000, 1_000) <= duplicateWindowMs / 4);

@@ -3,10 +3,8 @@
 // the row is OUTBOX_RELAY_MIN_AGE old, on a pass every OUTBOX_RELAY_INTERVAL; that second copy is dropped only while
 // the first is younger than the window. Beyond it (both NATS and PostgreSQL in trouble for minutes), the mailer's
 // outcome ledger is what keeps a second job from becoming a second email (docs/delivery-guarantees.md).
+import { duplicateWindowMs } from '@notify/proto';
 import { publishTimeoutMs } from './job-publisher.ts';
-
-/** The window both streams are created with (mailer-svc uses the same value). */
-export const duplicateWindowMs = 2 * 60_000;
 
 /** The latest a relay republish can follow the first publish, with the window's margin for a slow pass: twice over. */
 export function relayRepublishBoundMs(minAgeMs: number, intervalMs: number): number {

@@ -4,8 +4,9 @@
 // when creating and sending are apart), so the mailer's spans are children of the message's creation whoever published.
 import { notifyAttributes, OperationalError } from '@notify/platform';
 import { publishTraced, type JetStreamClient } from '@notify/platform/nats';
+import { deliveryJobId, encodeDeliveryJob } from '@notify/proto';
 import type { DispatchMetrics, PublishPath } from '../metrics.ts';
-import { jobMsgId, type OutgoingJob } from './delivery-job.ts';
+import type { OutgoingJob } from './delivery-job.ts';
 
 export interface JobPublisher {
   /** The jobs subject: the destination of the messaging spans around a job. */
@@ -29,12 +30,11 @@ export interface JobPublisherOptions {
 }
 
 export function createJobPublisher(options: JobPublisherOptions): JobPublisher {
-  const encoder = new TextEncoder();
   return {
     subject: options.subject,
     async publish({ job, traceparent }, path) {
       if (options.connected && !options.connected()) throw new OperationalError('NATS is unreachable; the job waits in the outbox');
-      const ack = await publishTraced(options.js, options.subject, encoder.encode(JSON.stringify(job)), { msgID: jobMsgId(job), timeout: publishTimeoutMs }, {
+      const ack = await publishTraced(options.js, options.subject, encodeDeliveryJob(job), { msgID: deliveryJobId(job), timeout: publishTimeoutMs }, {
         attributes: { [notifyAttributes.messageId]: job.messageId, 'notify.publish.path': path },
         created: traceparent,
       });

@@ -3,7 +3,7 @@
 import type { Logger } from '@notify/platform';
 import { withTransaction, type Pool } from '@notify/platform/database';
 import type { DispatchMetrics } from '../metrics.ts';
-import type { QueuedJob } from './delivery-job.ts';
+import type { DeliveryJob } from '@notify/proto';
 import type { JobPublisher } from './job-publisher.ts';
 import { countOutboxRows, deleteOutboxRows } from './outbox-store.ts';
 
@@ -21,7 +21,7 @@ export interface OutboxRelayDeps {
 async function relayBatch(deps: OutboxRelayDeps, batchSize: number): Promise<{ claimed: number; failed: number }> {
   return withTransaction(deps.pool, async (client) => {
     // The message's traceparent comes along, so a job published long after its request still joins that trace.
-    const due = await client.query<{ messageId: number; payload: QueuedJob; traceparent: string | null }>({
+    const due = await client.query<{ messageId: number; payload: DeliveryJob; traceparent: string | null }>({
       name: 'outbox-claim',
       text: `SELECT o.message_id AS "messageId", o.payload, m.traceparent FROM outbox o JOIN messages m ON m.id = o.message_id
               WHERE o.created_at <= now() - $1 * interval '1 millisecond'

@@ -1,7 +1,6 @@
 // The outbox table: a row per delivery job that JetStream has not confirmed yet, written in the message's transaction.
 import type { DeliveryJob } from '@notify/proto';
 import type { Pool, PoolClient } from '@notify/platform/database';
-import type { QueuedJob } from './delivery-job.ts';
 
 export async function insertOutboxRows(client: PoolClient, jobs: readonly DeliveryJob[]): Promise<void> {
   await client.query({
@@ -15,7 +14,7 @@ export async function insertOutboxRows(client: PoolClient, jobs: readonly Delive
  * The outbox row of a new delivery of a message (a re-queued dead letter). It replaces a row the earlier delivery may
  * have left behind (published, but its delete failed), so the relay only ever publishes the current delivery.
  */
-export async function replaceOutboxRow(client: PoolClient, job: QueuedJob): Promise<void> {
+export async function replaceOutboxRow(client: PoolClient, job: DeliveryJob): Promise<void> {
   await client.query({
     name: 'outbox-replace',
     text: `INSERT INTO outbox (message_id, payload) VALUES ($1, $2)

@@ -5,8 +5,8 @@ import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
 import { dispatchProto } from '@notify/proto';
+import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { applyDeliveryEvent } from '../events/event-store.ts';
-import { assertRefused } from '../testing/assertions.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 
 let h: Harness;

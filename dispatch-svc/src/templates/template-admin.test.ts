@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
 import { dispatchProto, type dispatch } from '@notify/proto';
-import { assertRefused } from '../testing/assertions.ts';
+import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 
 let h: Harness;

@@ -1,31 +1,18 @@
 // For dispatch-svc's integration tests: a database and a NATS prefix unique to the run (removed afterwards), the rows
 // auth-svc would own (plan, organization, projects, API key), and dispatch-svc's services served in-process.
 import { randomBytes } from 'node:crypto';
-import { Writable } from 'node:stream';
-import pg from 'pg';
-import { createLogger, createRegistry, GrpcClient, GrpcServer, type Logger } from '@notify/platform';
-import { createPool, migrate, type Pool } from '@notify/platform/database';
-import {
-  connectNats,
-  ensureStreams,
-  jetstream,
-  jetstreamManager,
-  topology,
-  type JetStreamClient,
-  type JetStreamManager,
-  type NatsConnection,
-  type Topology,
-} from '@notify/platform/nats';
-import { dispatchProto } from '@notify/proto';
-import { ensureEventsConsumer } from '../events/event-consumer.ts';
-import { createDispatchMetrics, type DispatchMetrics } from '../metrics.ts';
-import { createJobPublisher, type JobPublisher } from '../outbox/job-publisher.ts';
-import { addDispatchServices, type ServiceDeps } from '../services.ts';
-import { LiquidSyntax } from '@notify/templating';
-import { VariablesSchemas } from '../templates/variables-schema.ts';
+import { createRegistry, GrpcClient, GrpcServer, type Logger } from '@notify/platform';
+import { createPool, type Pool } from '@notify/platform/database';
+import { connectNats, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
+import { dispatchProto, readDeliveryJob, schemaHeader, type DeliveryJob, type Topology } from '@notify/proto';
+import { createTestDatabase } from '@notify/test/harness/database.ts';
+import { testEnvironment } from '@notify/test/harness/environment.ts';
+import { silentLogger } from '@notify/test/harness/logger.ts';
+import { buildDispatch } from '../build.ts';
+import type { DispatchMetrics } from '../metrics.ts';
+import type { JobPublisher } from '../outbox/job-publisher.ts';
+import type { ServiceDeps } from '../services.ts';
 
-const postgresAdminUrl = process.env['TEST_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const natsUrl = process.env['TEST_NATS_URL'] ?? 'nats://127.0.0.1:4222';
 const internalToken = 'internal-token-for-dispatch-tests';
 const adminToken = 'admin-token-for-dispatch-tests-01';
 
@@ -49,34 +36,11 @@ export interface Harness {
   readonly tokens: { internal: string; admin: string };
   /** Messages currently stored in the jobs stream. */
   jobsInStream(): Promise<number>;
+  /** The last job JetStream stored, read as the mailer reads it, with the Nats-Msg-Id it was stored under. */
+  lastJob(): Promise<{ msgId: string | undefined; job: DeliveryJob }>;
   /** Sends one message to ada@example.com with the project's `template` (the caller puts it) and returns its id. */
   acceptMessage(options?: { template?: string; dataJson?: string }): Promise<number>;
   close(): Promise<void>;
-}
-
-const silent = (): Logger => createLogger('dispatch-test', 'silent', new Writable({ write: (_chunk, _encoding, done) => done() }));
-
-async function createDatabase(name: string): Promise<string> {
-  const admin = new pg.Client({ connectionString: postgresAdminUrl });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(postgresAdminUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
-async function dropDatabase(name: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: postgresAdminUrl });
-  await admin.connect();
-  try {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  } finally {
-    await admin.end();
-  }
 }
 
 /** The rows auth-svc owns that messages and templates reference, written directly. */
@@ -102,48 +66,49 @@ async function seed(pool: Pool): Promise<Harness['ids']> {
 
 export async function startHarness(options: { idempotencyTtlMs?: number } = {}): Promise<Harness> {
   const runId = randomBytes(4).toString('hex');
-  const database = `notify_t_${runId}`;
   // Undone in reverse order by close(), or at once if starting fails half-way, so no run leaves anything behind.
   const undo: (() => Promise<unknown>)[] = [];
   const close = async (): Promise<void> => {
     for (const step of undo.reverse()) await step().catch(() => undefined);
   };
   try {
-    const databaseUrl = await createDatabase(database);
-    undo.push(() => dropDatabase(database));
-    const logger = silent();
-    await migrate(databaseUrl, logger);
-    const pool = createPool(databaseUrl, { max: 8, applicationName: 'dispatch-test', logger });
+    const logger = silentLogger('dispatch-test');
+    const database = await createTestDatabase({ runId, logger });
+    undo.push(() => database.drop());
+    const pool = createPool(database.url, { max: 8, applicationName: 'dispatch-test', logger });
     undo.push(() => pool.end());
     const ids = await seed(pool);
 
-    const names = topology(`t${runId}_`);
-    const nats = await connectNats(natsUrl, 'dispatch-test', logger);
+    const nats = await connectNats(testEnvironment.natsUrl, 'dispatch-test', logger);
     undo.push(() => nats.close());
-    const jsm = await jetstreamManager(nats);
-    undo.push(async () => {
-      for (const stream of [names.jobsStream, names.eventsStream]) await jsm.streams.delete(stream).catch(() => false);
-    });
-    await ensureStreams(jsm, names, { replicas: 1, duplicateWindowMs: 120_000 });
-    await ensureEventsConsumer(jsm, names);
-    const js = jetstream(nats);
-
     const registry = createRegistry('dispatch-svc');
-    const metrics = createDispatchMetrics(registry);
-    const publisher = createJobPublisher({ js, subject: names.jobsSubject, metrics });
-    const deps: ServiceDeps = {
-      pool,
-      publisher,
-      schemas: new VariablesSchemas(),
-      liquid: new LiquidSyntax(),
-      metrics,
-      logger,
-      idempotencyTtlMs: options.idempotencyTtlMs ?? 86_400_000,
-      internalToken,
-      adminToken,
-    };
+    const built = await buildDispatch(
+      {
+        natsPrefix: `t${runId}_`,
+        natsStreamReplicas: 1,
+        internalToken,
+        adminToken,
+        idempotencyTtlMs: options.idempotencyTtlMs ?? 86_400_000,
+        outboxRelayIntervalMs: 1_000,
+        outboxRelayMinAgeMs: 5_000,
+        testFault: 'none',
+      },
+      {
+        pool,
+        nats,
+        logger,
+        registry,
+        crash: () => {
+          throw new Error('dispatch-svc tests set no test fault');
+        },
+      },
+    );
+    const { names, js, jsm, metrics, publisher, deps } = built;
+    undo.push(async () => {
+      for (const stream of [names.jobsStream, names.eventsStream, names.deliveryLimitsStream, names.deadLettersStream]) await jsm.streams.delete(stream).catch(() => false);
+    });
     const server = new GrpcServer({ logger, registry });
-    addDispatchServices(server, deps);
+    built.serve(server);
     const address = `127.0.0.1:${await server.listen(0, '127.0.0.1')}`;
     undo.push(() => server.close(1_000));
     const dispatch = new GrpcClient(dispatchProto.DispatchService.service, address, { token: internalToken, deadlineMs: 5_000 });
@@ -172,6 +137,13 @@ export async function startHarness(options: { idempotencyTtlMs?: number } = {}):
       async jobsInStream() {
         return (await jsm.streams.info(names.jobsStream)).state.messages;
       },
+      async lastJob() {
+        const stored = await jsm.streams.getMessage(names.jobsStream, { last_by_subj: names.jobsSubject });
+        if (!stored) throw new Error('no job in the stream');
+        const read = readDeliveryJob(stored.data, stored.header.get(schemaHeader) || undefined);
+        if (!read.ok) throw new Error(read.reason);
+        return { msgId: stored.header.get('Nats-Msg-Id') || undefined, job: read.value };
+      },
       async acceptMessage(options = {}) {
         const response = await dispatch.call('Send', {
           projectId: ids.projectId,
@@ -189,14 +161,4 @@ export async function startHarness(options: { idempotencyTtlMs?: number } = {}):
     await close();
     throw error;
   }
-}
-
-/** Polls `check` until it returns true or `timeoutMs` passes. */
-export async function eventually(check: () => Promise<boolean>, timeoutMs = 5_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }

@@ -1,5 +1,5 @@
-// DispatchService.GetUsage: the gateway asks it before the rest of a request's checks when the plan has a quota, so that
-// a used-up quota is refused in the contract's order (check 5); Send's own count keeps the quota exact.
+// DispatchService.GetUsage: the gateway asks it for check 5 (a used-up quota refused before the rate and the rest) when
+// the plan has a quota and no recent Send answer told it the organization's count; Send's own count keeps the quota exact.
 import { status } from '@grpc/grpc-js';
 import { UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';

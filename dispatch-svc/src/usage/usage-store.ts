@@ -9,22 +9,47 @@ export interface UsageRequest {
   readonly monthlyQuota: number;
 }
 
+/** What one organization of a batch got: `granted` of the messages it wanted, and its month's count after them. */
+export interface UsageGrant {
+  readonly granted: number;
+  /**
+   * Messages the organization has accepted this month once these are counted. Exact when the quota cut the grant short
+   * (the count is then the quota); otherwise the count as of the statement's start plus `granted`, which misses what a
+   * concurrent transaction committed while this one waited for the row: a lower bound, for the gateway's check 5,
+   * which the quota itself never relies on.
+   */
+  readonly accepted: number;
+}
+
 /**
  * Counts up to `wanted` accepted messages per organization, in the transaction that accepts them, within what its
- * quota leaves (platform/migrations: notify_grant_usage); returns how many each organization was granted. Each row
+ * quota leaves (platform/migrations: notify_grant_usage); returns what each organization was granted. Each row
  * stays locked until the transaction ends, so concurrent sends are counted one after the other and the quota is never
  * overshot; organizations are locked in id order, so two transactions never wait on each other in a cycle.
  */
-export async function grantUsage(client: PoolClient, requests: readonly UsageRequest[]): Promise<Map<number, number>> {
+export async function grantUsage(client: PoolClient, requests: readonly UsageRequest[]): Promise<Map<number, UsageGrant>> {
   const ordered = [...requests].sort((a, b) => a.organizationId - b.organizationId);
-  const result = await client.query<{ organizationId: number; granted: number }>({
+  // `before` is read with the statement's snapshot, so it never sees the function's own update (nor a concurrent one
+  // committed after the statement started).
+  const result = await client.query<{ organizationId: number; granted: number; before: number }>({
     name: 'usage-grant',
-    text: `SELECT wanted.organization_id AS "organizationId", notify_grant_usage(wanted.organization_id, wanted.count, wanted.quota) AS granted
+    text: `SELECT wanted.organization_id AS "organizationId", notify_grant_usage(wanted.organization_id, wanted.count, wanted.quota) AS granted,
+                  coalesce(usage.accepted, 0)::bigint AS before
              FROM unnest($1::bigint[], $2::integer[], $3::bigint[]) WITH ORDINALITY AS wanted(organization_id, count, quota, position)
+             LEFT JOIN organization_usage AS usage
+                    ON usage.organization_id = wanted.organization_id AND usage.month = date_trunc('month', now() AT TIME ZONE 'UTC')::date
             ORDER BY wanted.position`,
     values: [ordered.map((r) => r.organizationId), ordered.map((r) => r.wanted), ordered.map((r) => r.monthlyQuota)],
   });
-  return new Map(result.rows.map((row) => [Number(row.organizationId), row.granted]));
+  const asked = new Map(ordered.map((request) => [request.organizationId, request]));
+  return new Map(
+    result.rows.map((row) => {
+      const organizationId = Number(row.organizationId);
+      const request = asked.get(organizationId);
+      const cut = request !== undefined && row.granted < request.wanted;
+      return [organizationId, { granted: row.granted, accepted: cut ? request.monthlyQuota : Number(row.before) + row.granted }];
+    }),
+  );
 }
 
 export interface MonthUsage {

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import type { dispatch } from '@notify/proto';
-import { assertRefused } from '../testing/assertions.ts';
+import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 
 let h: Harness;
@@ -82,7 +82,7 @@ test('a replay uses no quota, even when the quota is used up since', async () =>
   const key = randomUUID();
   const first = await h.dispatch.call('Send', request({ monthlyQuota: 1, idempotencyKey: key, fingerprint: 'fp' }));
   const replay = await h.dispatch.call('Send', request({ monthlyQuota: 1, idempotencyKey: key, fingerprint: 'fp' }));
-  assert.deepEqual(replay, { ...first, idempotentReplay: true });
+  assert.deepEqual(replay, { ...first, idempotentReplay: true, organizationAccepted: 0 });
   assert.equal(await usage(), 1);
   await assertRefused(h.dispatch.call('Send', request({ monthlyQuota: 1 })), status.FAILED_PRECONDITION, 'plan_blocked');
 });

@@ -5,16 +5,17 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import type { Redis } from 'ioredis';
-import { createLogger, createRegistry, GrpcClient, GrpcServer, UserError, type Registry } from '@notify/platform';
+import { createRegistry, GrpcClient, GrpcServer, UserError, type Registry } from '@notify/platform';
 import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
+import { testEnvironment } from '@notify/test/harness/environment.ts';
+import { silentLogger } from '@notify/test/harness/logger.ts';
 import { createApp } from '../app.ts';
 import { SendRateLimiter } from '../rate-limit/limiter.ts';
 import { connectRedis } from '../rate-limit/redis.ts';
-import { internalToken, redisUrl } from '../testing/serve-app.ts';
+import { internalToken } from '../testing/serve-app.ts';
 import { standIn } from '../testing/stand-in.ts';
 import { createAuthorizationCacheMetrics } from './authorization-metrics.ts';
 import { callAuthorize } from './authorize.ts';
@@ -22,7 +23,7 @@ import { BruteForceGuard, createBruteForceMetrics } from './brute-force-guard.ts
 import { loadedDirectory } from '../testing/key-directory.ts';
 import { CachedAuthorizer } from './cached-authorizer.ts';
 
-const quiet = createLogger('test', 'silent', new Writable({ write: (_chunk, _encoding, done) => done() }));
+const quiet = silentLogger();
 const prefix = 'nk_0123456789abcdef';
 const validKey = `${prefix}.${'S'.repeat(43)}`;
 /** Keys auth-svc accepts now; a test revokes one by deleting it (and announcing its prefix). */
@@ -60,13 +61,13 @@ before(async () => {
     dispatchProto.DispatchService.service,
     standIn(dispatchProto.DispatchService.service, {
       async Send(): Promise<dispatch.SendResponse__Output> {
-        return { messageId: 1, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false };
+        return { messageId: 1, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 1 };
       },
     }),
     [internalToken],
   );
   const address = `127.0.0.1:${await services.listen(0, '127.0.0.1')}`;
-  redis = connectRedis(redisUrl, quiet);
+  redis = connectRedis(testEnvironment.redisUrl, quiet);
   await new Promise((resolve) => redis.once('ready', resolve));
 
   const options = { token: internalToken, deadlineMs: 2_000 };

@@ -1,13 +1,17 @@
 // Runs against a private nats-server on a free port, so the test can stop and restart it without disturbing anyone.
-// The announcements are published the way auth-svc publishes them: the prefix, or `*`, on the key invalidation subject.
+// The announcements are published the way auth-svc publishes them: a KeyAnnouncement naming the prefix, or `*` for
+// every key, on the key invalidation subject.
 import assert from 'node:assert/strict';
 import { after, afterEach, before, test } from 'node:test';
-import { Counter, createLogger, createRegistry } from '@notify/platform';
-import { connectNats, topology, type NatsConnection } from '@notify/platform/nats';
+import { Counter, createRegistry } from '@notify/platform';
+import { connectNats, publishMessage, type NatsConnection } from '@notify/platform/nats';
+import { encodeKeyAnnouncement, topology } from '@notify/proto';
+import { silentLogger } from '@notify/test/harness/logger.ts';
 import { startPrivateNats, type PrivateNats } from '@notify/test/harness/private-nats.ts';
+import { waitFor } from '@notify/test/harness/wait.ts';
 import { listenForInvalidations, type InvalidationListener, type InvalidationTarget } from './authorization-invalidation.ts';
 
-const logger = createLogger('invalidation-test', 'silent');
+const logger = silentLogger('invalidation-test');
 const subject = topology('tgateway_').keyInvalidationSubject;
 let nats: PrivateNats;
 let publisher: NatsConnection | undefined;
@@ -17,7 +21,7 @@ const listeners: InvalidationListener[] = [];
 /** auth-svc's side: one announcement, flushed. */
 async function announce(target: string, on = subject): Promise<void> {
   publisher ??= await connectNats(nats.url, 'auth-svc-stand-in', logger);
-  publisher.publish(on, target);
+  publishMessage(publisher, on, encodeKeyAnnouncement(target === '*' ? { everyKey: true } : { keyPrefix: target }));
   await publisher.flush();
 }
 
@@ -39,14 +43,6 @@ function listen(target: InvalidationTarget, retryMs = 100) {
   listeners.push(listener);
   const count = async (scope: string) => (await received.get()).values.find((value) => value.labels['scope'] === scope)?.value ?? 0;
   return { listener, count };
-}
-
-async function eventually(condition: () => boolean, withinMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (!condition()) {
-    if (Date.now() > deadline) assert.fail(`${what}: not within ${withinMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 before(async () => {
@@ -72,21 +68,21 @@ test('NATS unreachable at start: nothing is cached, and caching starts once NATS
   assert.deepEqual(target.events, [], 'never resumed: the cache stays paused as it was built');
 
   await nats.start();
-  await eventually(() => listener.live, 3_000, 'the listener to go live');
+  await waitFor(() => listener.live, { timeoutMs: 3_000, intervalMs: 20, what: 'the listener to go live' });
   assert.deepEqual(target.events, ['resume']);
   await announce('nk_0123456789abcdef');
-  await eventually(() => target.events.length === 2, 1_000, 'the announcement to arrive');
+  await waitFor(() => target.events.length === 2, { timeoutMs: 1_000, intervalMs: 20, what: 'the announcement to arrive' });
   assert.deepEqual(target.events, ['resume', 'key nk_0123456789abcdef']);
 });
 
 test('a revoked prefix and `*` reach the cache as auth-svc announces them; another prefix\'s subject does not', async () => {
   const target = recordingTarget();
   const { listener, count } = listen(target);
-  await eventually(() => listener.live, 3_000, 'the listener to go live');
+  await waitFor(() => listener.live, { timeoutMs: 3_000, intervalMs: 20, what: 'the listener to go live' });
   await announce('nk_aaaaaaaaaaaaaaaa', topology('tother_').keyInvalidationSubject);
   await announce('nk_aaaaaaaaaaaaaaaa');
   await announce('*');
-  await eventually(() => target.events.length === 3, 1_000, 'both announcements to arrive');
+  await waitFor(() => target.events.length === 3, { timeoutMs: 1_000, intervalMs: 20, what: 'both announcements to arrive' });
   assert.deepEqual(target.events, ['resume', 'key nk_aaaaaaaaaaaaaaaa', 'all']);
   assert.deepEqual([await count('key'), await count('all')], [1, 1]);
 });
@@ -94,28 +90,28 @@ test('a revoked prefix and `*` reach the cache as auth-svc announces them; anoth
 test('NATS lost: the cache is paused at once; reconnected: it starts over, live again', async () => {
   const target = recordingTarget();
   const { listener, count } = listen(target);
-  await eventually(() => listener.live, 3_000, 'the listener to go live');
+  await waitFor(() => listener.live, { timeoutMs: 3_000, intervalMs: 20, what: 'the listener to go live' });
   await publisher?.close();
   publisher = undefined;
 
   await nats.kill('SIGTERM');
-  await eventually(() => target.events.includes('pause'), 3_000, 'the cache to be paused');
+  await waitFor(() => target.events.includes('pause'), { timeoutMs: 3_000, intervalMs: 20, what: 'the cache to be paused' });
   assert.equal(listener.live, false);
   assert.equal(await count('all'), 1, 'counted as an invalidation of everything');
 
   await nats.start();
-  await eventually(() => listener.live, 5_000, 'the listener to go live again');
+  await waitFor(() => listener.live, { timeoutMs: 5_000, intervalMs: 20, what: 'the listener to go live again' });
   assert.deepEqual(target.events, ['resume', 'pause', 'resume']);
   // The subscription was registered again before the cache went live: an announcement now is not lost.
   await announce('nk_bbbbbbbbbbbbbbbb');
-  await eventually(() => target.events.length === 4, 1_000, 'the announcement after the reconnect to arrive');
+  await waitFor(() => target.events.length === 4, { timeoutMs: 1_000, intervalMs: 20, what: 'the announcement after the reconnect to arrive' });
   assert.equal(target.events.at(-1), 'key nk_bbbbbbbbbbbbbbbb');
 });
 
 test('closing stops listening and leaves the cache paused', async () => {
   const target = recordingTarget();
   const { listener } = listen(target);
-  await eventually(() => listener.live, 3_000, 'the listener to go live');
+  await waitFor(() => listener.live, { timeoutMs: 3_000, intervalMs: 20, what: 'the listener to go live' });
   await listener.close();
   assert.equal(listener.live, false);
   assert.deepEqual(target.events, ['resume', 'pause']);

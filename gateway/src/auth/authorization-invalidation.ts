@@ -1,15 +1,14 @@
 // Keeps the authorization cache and the key directory honest: the gateway listens on the core NATS subject auth-svc
-// publishes on when it creates or revokes a key (the key's prefix) or changes a plan (`*`, everything); the cache drops
+// publishes a KeyAnnouncement on when it creates or revokes a key (its prefix) or changes a plan (every key); the cache drops
 // what it holds at once, and the directory learns the prefix (key-directory.ts). Core pub/sub
 // is fire-and-forget, so the cache is only used while the subscription is known to be live: not before the server has
 // confirmed it, not while the connection is down (an announcement then would be lost to us), and after a reconnect only
 // once the subscription is registered again, starting from nothing. NATS is never required: unreachable at start, it
 // is retried in the background and every send asks auth-svc meanwhile, exactly as without a cache.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Counter, Logger } from '@notify/platform';
-import { connectNats, type NatsConnection } from '@notify/platform/nats';
-
-/** auth-svc's payload for "drop every entry" (auth-svc/src/keys/invalidation.ts); never a valid prefix. */
-const everyKey = '*';
+import { connectNats, type Msg, type NatsConnection } from '@notify/platform/nats';
+import { readKeyAnnouncement, schemaHeader } from '@notify/proto';
 
 /** What the listener drives: the cached authorizer. */
 export interface InvalidationTarget {
@@ -42,19 +41,13 @@ export interface InvalidationListener {
 
 export function listenForInvalidations(options: InvalidationListenerOptions): InvalidationListener {
   const { natsUrl, subject, logger, received } = options;
-  const target: InvalidationTarget = {
-    invalidatePrefix: (prefix) => options.targets.forEach((each) => each.invalidatePrefix(prefix)),
-    invalidateAll: () => options.targets.forEach((each) => each.invalidateAll()),
-    pause: () => options.targets.forEach((each) => each.pause()),
-    resume: () => options.targets.forEach((each) => each.resume()),
-  };
-  const retryMs = options.retryMs ?? 5_000;
+  const target = allOf(options.targets);
   let closed = false;
   let live = false;
   let connection: NatsConnection | undefined;
   /** Bumped whenever the subscription stops being trustworthy, so that a confirmation asked for before it is void. */
   let epoch = 0;
-  let wake: (() => void) | undefined;
+  const retry = new AbortController();
 
   const pause = (): void => {
     epoch += 1;
@@ -82,21 +75,14 @@ export function listenForInvalidations(options: InvalidationListenerOptions): In
   const follow = (nats: NatsConnection): void => {
     const subscription = nats.subscribe(subject, {
       callback: (error, message) => {
-        if (error) {
-          // Whatever went wrong, announcements may be missed from here on.
-          logger.warn({ err: error }, 'key invalidation subscription failed: authorizations are not cached until NATS reconnects');
-          received.inc({ scope: 'all' });
-          pause();
+        if (!error) {
+          apply(message, target, received);
           return;
         }
-        const announced = message.string();
-        if (announced === everyKey) {
-          received.inc({ scope: 'all' });
-          target.invalidateAll();
-        } else {
-          received.inc({ scope: 'key' });
-          target.invalidatePrefix(announced);
-        }
+        // Whatever went wrong, announcements may be missed from here on.
+        logger.warn({ err: error }, 'key invalidation subscription failed: authorizations are not cached until NATS reconnects');
+        received.inc({ scope: 'all' });
+        pause();
       },
     });
     void subscription.closed.then(() => {
@@ -120,36 +106,12 @@ export function listenForInvalidations(options: InvalidationListenerOptions): In
     goLiveAfterFlush(nats);
   };
 
-  void (async () => {
-    let attempts = 0;
-    while (!closed) {
-      try {
-        const nats = await connectNats(natsUrl, 'gateway', logger);
-        if (closed) {
-          await nats.close();
-          return;
-        }
-        connection = nats;
-        follow(nats);
-        return;
-      } catch (error) {
-        if (closed) return;
-        attempts += 1;
-        // Said once at warn: the gateway works without NATS, only slower; later failures are the same story.
-        const level = attempts === 1 ? 'warn' : 'debug';
-        logger[level]({ err: error, retryInMs: retryMs }, 'NATS unreachable: authorizations are not cached (every send asks auth-svc) until it answers');
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, retryMs);
-          timer.unref();
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        wake = undefined;
-      }
-    }
-  })();
+  void connectPatiently(natsUrl, options.retryMs ?? 5_000, logger, retry.signal).then((nats) => {
+    if (!nats) return;
+    if (closed) return void nats.close();
+    connection = nats;
+    follow(nats);
+  });
 
   return {
     get live() {
@@ -158,9 +120,46 @@ export function listenForInvalidations(options: InvalidationListenerOptions): In
     async close() {
       closed = true;
       pause();
-      wake?.();
+      retry.abort();
       // close, not drain: nothing of ours is pending, and a drain would wait on a server that may be gone.
       if (connection && !connection.isClosed()) await connection.close();
     },
   };
+}
+
+/** One target driving all of them. */
+function allOf(targets: readonly InvalidationTarget[]): InvalidationTarget {
+  return {
+    invalidatePrefix: (prefix) => targets.forEach((each) => each.invalidatePrefix(prefix)),
+    invalidateAll: () => targets.forEach((each) => each.invalidateAll()),
+    pause: () => targets.forEach((each) => each.pause()),
+    resume: () => targets.forEach((each) => each.resume()),
+  };
+}
+
+/** Applies one announcement; one that cannot be read (another release's) drops everything, which is always safe. */
+function apply(message: Msg, target: InvalidationTarget, received: Counter<'scope'>): void {
+  const announced = readKeyAnnouncement(message.data, message.headers?.get(schemaHeader) || undefined);
+  if (announced !== undefined && 'keyPrefix' in announced) {
+    received.inc({ scope: 'key' });
+    target.invalidatePrefix(announced.keyPrefix);
+  } else {
+    received.inc({ scope: 'all' });
+    target.invalidateAll();
+  }
+}
+
+/** Connects, retrying every `retryMs` while NATS cannot be reached; undefined once `stop` is aborted. */
+async function connectPatiently(natsUrl: string, retryMs: number, logger: Logger, stop: AbortSignal): Promise<NatsConnection | undefined> {
+  for (let attempt = 1; !stop.aborted; attempt += 1) {
+    try {
+      return await connectNats(natsUrl, 'gateway', logger);
+    } catch (error) {
+      if (stop.aborted) return undefined;
+      // Said once at warn: the gateway works without NATS, only slower; later failures are the same story.
+      logger[attempt === 1 ? 'warn' : 'debug']({ err: error, retryInMs: retryMs }, 'NATS unreachable: authorizations are not cached (every send asks auth-svc) until it answers');
+      await sleep(retryMs, undefined, { signal: stop, ref: false }).catch(() => undefined);
+    }
+  }
+  return undefined;
 }

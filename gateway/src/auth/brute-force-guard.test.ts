@@ -4,6 +4,7 @@ import { Writable } from 'node:stream';
 import { after, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { createLogger, createRegistry } from '@notify/platform';
+import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { ApiError } from '../errors/api-error.ts';
 import { text } from '../i18n/messages.ts';
 import { connectRedis } from '../rate-limit/redis.ts';
@@ -14,7 +15,7 @@ import { loadedDirectory } from '../testing/key-directory.ts';
 
 const lines: Array<Record<string, unknown>> = [];
 const logger = createLogger('test', 'warn', new Writable({ write: (chunk: Buffer, _encoding, done) => (lines.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>), done()) }));
-const redisUrl = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+const redisUrl = testEnvironment.redisUrl;
 const prefix = `notify-t-${randomBytes(4).toString('hex')}:`;
 const clients: Redis[] = [];
 

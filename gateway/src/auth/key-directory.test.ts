@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { test } from 'node:test';
-import { createLogger } from '@notify/platform';
+import { silentLogger } from '@notify/test/harness/logger.ts';
 import { KeyDirectory, type ListKeyPrefixes } from './key-directory.ts';
 
-const logger = createLogger('test', 'silent', new Writable({ write: (_chunk, _encoding, done) => done() }));
+const logger = silentLogger();
 const prefixes = (count: number, from = 0): string[] => Array.from({ length: count }, (_, index) => `nk_${(from + index).toString(16).padStart(16, '0')}`);
 
 /** auth-svc's ListKeyPrefixes over a sorted list, recording each page asked for. */

@@ -1,4 +1,4 @@
-// The OpenAPI 3.1 document of the public API, served at GET /api/v1/openapi.json. Written from CONTRACT.md and the
+// The OpenAPI 3.1 document of the public API, served at GET /api/v1/openapi.json. Written from docs/contract.md and the
 // gateway's own limits, so the rules it states are the ones the gateway applies; tests check live responses against it.
 import type { ErrorCode } from '../errors/api-error.ts';
 import { maxRecipientLength, maxTemplateLength } from '../send/validation.ts';

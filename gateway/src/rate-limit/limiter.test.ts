@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { after, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { createLogger } from '@notify/platform';
+import { testEnvironment } from '@notify/test/harness/environment.ts';
+import { silentLogger } from '@notify/test/harness/logger.ts';
 import { ApiError } from '../errors/api-error.ts';
 import { rateLimitHeaders, throttled } from './headers.ts';
 import { fallbackShare, SendRateLimiter } from './limiter.ts';
 import { connectRedis } from './redis.ts';
 
-const logger = createLogger('test', 'silent', new Writable({ write: (_chunk, _encoding, done) => done() }));
-const redisUrl = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+const logger = silentLogger();
+const redisUrl = testEnvironment.redisUrl;
 const prefix = `notify-t-${randomBytes(4).toString('hex')}:`;
 const clients: Redis[] = [];
 

@@ -1,5 +1,5 @@
 // Check 6: the per-key send rate, shared by every gateway replica through Redis. When Redis cannot answer, each replica
-// keeps serving with an in-memory limiter holding its share of the rate (CONTRACT.md, "Rate limit").
+// keeps serving with an in-memory limiter holding its share of the rate (docs/contract.md, "Rate limit").
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Logger } from '@notify/platform';

@@ -1,4 +1,4 @@
-// NOTIFY_PUBLIC_SEND_RATE and per-key rates: `<count>/<unit>`, e.g. `120/min` (CONTRACT.md, "Rate limit").
+// NOTIFY_PUBLIC_SEND_RATE and per-key rates: `<count>/<unit>`, e.g. `120/min` (docs/contract.md, "Rate limit").
 
 export interface Rate {
   /** Requests allowed per window. */

@@ -84,3 +84,11 @@ test('an undocumented status or reason is left as the bug it is', () => {
     assert.equal(refusalOf(error), error);
   }
 });
+
+test("fields_invalid (no idempotency record decided first) answers with the gateway's own field errors", () => {
+  const own = FieldErrors.of('to', text('to.email'));
+  assert.equal(refusalOf(remote(status.INVALID_ARGUMENT, 'fields_invalid'), own), own);
+  // Never asked for without them: then it is a bug, not a refusal to render.
+  const error = remote(status.INVALID_ARGUMENT, 'fields_invalid');
+  assert.equal(refusalOf(error), error);
+});

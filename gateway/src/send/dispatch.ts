@@ -1,6 +1,6 @@
-// Checks 10 and 12-14 happen in dispatch-svc (idempotency record, template, data, acceptance in one transaction), and
-// it keeps the monthly usage check 5 compares with the quota; this makes the calls and maps dispatch-svc's answers onto
-// the contract's statuses and bodies.
+// Checks 10-14 happen in dispatch-svc, in one Send call per request (idempotency record, the verdict of the gateway's
+// field validation, template, data, quota and acceptance in one transaction); it also keeps the monthly usage check 5
+// compares with the quota. This makes the calls and maps dispatch-svc's answers onto the contract's statuses and bodies.
 import { status } from '@grpc/grpc-js';
 import { RemoteError, type GrpcClient } from '@notify/platform';
 import type { dispatch } from '@notify/proto';
@@ -29,26 +29,23 @@ function acceptedBody(response: dispatch.SendResponse__Output): AcceptedBody {
   };
 }
 
-export async function dispatchSend(client: DispatchClient, request: dispatch.SendRequest): Promise<AcceptedBody> {
-  try {
-    return acceptedBody(await client.call('Send', request));
-  } catch (error) {
-    throw refusalOf(error);
-  }
+/** What Send answered: the 202 body, and the organization's count of messages this month once this one was counted (0 for a replay). */
+export interface SendAnswer {
+  readonly accepted: AcceptedBody;
+  readonly organizationAccepted: number;
 }
 
 /**
- * Check 10 ahead of field validation: the stored 202 body when this is a replay, undefined when the key is free (Send
- * judges it again, atomically); a key in flight or used with another body is refused as Send would refuse it.
+ * The one call of a send. `fieldErrors` are the gateway's own verdict on the body (check 11), sent along as
+ * `fields_invalid`: they are what the caller gets when the idempotency record (check 10) decides nothing.
  */
-export async function findReplay(client: DispatchClient, request: dispatch.CheckIdempotencyRequest): Promise<AcceptedBody | undefined> {
-  let response: dispatch.CheckIdempotencyResponse__Output;
+export async function dispatchSend(client: DispatchClient, request: dispatch.SendRequest, fieldErrors?: FieldErrors): Promise<SendAnswer> {
   try {
-    response = await client.call('CheckIdempotency', request);
+    const response = await client.call('Send', request);
+    return { accepted: acceptedBody(response), organizationAccepted: response.organizationAccepted };
   } catch (error) {
-    throw refusalOf(error);
+    throw refusalOf(error, fieldErrors);
   }
-  return response.replay ? acceptedBody(response.replay) : undefined;
 }
 
 /** Messages the organization had accepted this calendar month (UTC). */
@@ -60,10 +57,14 @@ export async function acceptedThisMonth(client: DispatchClient, organizationId: 
   }
 }
 
-/** The error the caller sees for a failed call: each (status, reason) dispatch-svc documents, 503 when it is down, else a bug. */
-export function refusalOf(error: unknown): unknown {
+/**
+ * The error the caller sees for a failed call: each (status, reason) dispatch-svc documents, 503 when it is down, else
+ * a bug. `fields_invalid` answers with the gateway's own field errors, the ones it sent the call with.
+ */
+export function refusalOf(error: unknown, fieldErrors?: FieldErrors): unknown {
   if (!(error instanceof RemoteError)) return error;
   const is = (code: status, reason: string): boolean => error.status === code && error.reason === reason;
+  if (is(status.INVALID_ARGUMENT, 'fields_invalid') && fieldErrors) return fieldErrors;
   if (is(status.NOT_FOUND, 'template_not_found')) return new ApiError(404, 'template_not_found', text('template_not_found'), { cause: error });
   if (is(status.FAILED_PRECONDITION, 'template_inactive')) return FieldErrors.of('template', text('template.inactive'));
   if (is(status.INVALID_ARGUMENT, 'data_invalid')) {

@@ -1,4 +1,4 @@
-// The idempotency fingerprint: the same JSON in another key order or spacing is the same request (CONTRACT.md, "Idempotency").
+// The idempotency fingerprint: the same JSON in another key order or spacing is the same request (docs/contract.md, "Idempotency").
 import { createHash } from 'node:crypto';
 
 /**

@@ -28,14 +28,20 @@ const keys = new Map<string, KeyRecord>([
   ['full.key', { keyId: 16, organizationId: 9, monthlyQuota: 3 }],
   ['quota.key', { keyId: 17, organizationId: 10, monthlyQuota: 5 }],
   ['idempotent.key', { keyId: 18, organizationId: 7 }],
+  ['steady.key', { keyId: 19, organizationId: 11, monthlyQuota: 1_000 }],
+  ['warm.key', { keyId: 20, organizationId: 12, monthlyQuota: 2, sendRate: '5/hour' }],
 ]);
 
-/** What the dispatch-svc stand-in knows: the month's usage per organization, and idempotency records per key. */
+/**
+ * What the dispatch-svc stand-in knows: the month's usage per organization (counted by each accepted Send, which
+ * refuses past the quota as dispatch-svc does), and idempotency records per key (judged by Send before anything else).
+ */
 const usage = new Map<number, number>([[9, 3], [10, 2]]);
 const usageAsked: number[] = [];
 type KeyState = 'in_flight' | { fingerprint: string; response: dispatch.SendResponse__Output };
 const idempotencyKeys = new Map<string, KeyState>();
-const checked: dispatch.CheckIdempotencyRequest__Output[] = [];
+/** Every call the gateway made to dispatch-svc, by method, in order. */
+const dispatchCalls: string[] = [];
 
 const received: dispatch.SendRequest__Output[] = [];
 const celeryTaskId = randomUUID();
@@ -67,7 +73,14 @@ before(async () => {
     dispatchProto.DispatchService.service,
     standIn(dispatchProto.DispatchService.service, {
       async Send(request: dispatch.SendRequest__Output): Promise<dispatch.SendResponse__Output> {
+        dispatchCalls.push('Send');
         received.push(request);
+        // Check 10 first, then the gateway's verdict on the fields (11), then the template and the rest.
+        const state = request.idempotencyKey === '' ? undefined : idempotencyKeys.get(request.idempotencyKey);
+        if (state === 'in_flight') throw new UserError(status.ABORTED, 'idempotency_key_in_use', 'in flight');
+        if (state && state.fingerprint !== request.fingerprint) throw new UserError(status.FAILED_PRECONDITION, 'idempotency_key_mismatch', 'other body');
+        if (state) return { ...state.response, idempotentReplay: true, organizationAccepted: 0 };
+        if (request.fieldsInvalid) throw new UserError(status.INVALID_ARGUMENT, 'fields_invalid', 'fields refused by the gateway');
         switch (request.template) {
           case 'missing':
             throw new UserError(status.NOT_FOUND, 'template_not_found', 'no such template');
@@ -87,17 +100,14 @@ before(async () => {
             await new Promise((resolve) => setTimeout(resolve, 1_000));
             break;
         }
-        return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: request.template === 'replayed' };
-      },
-      async CheckIdempotency(request: dispatch.CheckIdempotencyRequest__Output): Promise<dispatch.CheckIdempotencyResponse__Output> {
-        checked.push(request);
-        const state = idempotencyKeys.get(request.idempotencyKey);
-        if (state === undefined) return { replay: null };
-        if (state === 'in_flight') throw new UserError(status.ABORTED, 'idempotency_key_in_use', 'in flight');
-        if (state.fingerprint !== request.fingerprint) throw new UserError(status.FAILED_PRECONDITION, 'idempotency_key_mismatch', 'other body');
-        return { replay: { ...state.response, idempotentReplay: true } };
+        if (request.template === 'replayed') return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: true, organizationAccepted: 0 };
+        const used = usage.get(request.organizationId) ?? 0;
+        if (request.monthlyQuota > 0 && used >= request.monthlyQuota) throw new UserError(status.FAILED_PRECONDITION, 'plan_blocked', 'quota used up');
+        usage.set(request.organizationId, used + 1);
+        return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: false, organizationAccepted: used + 1 };
       },
       async GetUsage(request: dispatch.GetUsageRequest__Output): Promise<dispatch.Usage__Output> {
+        dispatchCalls.push('GetUsage');
         usageAsked.push(request.organizationId);
         return { organizationId: request.organizationId, month: '2025-01', accepted: usage.get(request.organizationId) ?? 0 };
       },
@@ -143,6 +153,7 @@ test('an accepted send is 202 with exactly the seed fields, and dispatch-svc get
     idempotencyKey: idempotencyKey.toLowerCase(),
     fingerprint: sendFingerprint(valid, 7),
     monthlyQuota: 0,
+    fieldsInvalid: false,
   });
 });
 
@@ -344,53 +355,139 @@ test('a quota used up by requests in flight together, refused by Send, is 403 pl
   assert.deepEqual(await response.json(), { detail: "The organization's plan does not allow more sends.", code: 'plan_blocked' });
 });
 
-test('the idempotency check gets the project, the lower-cased key and the fingerprint of the body as parsed; without a key it is not asked', async () => {
+/** The calls to dispatch-svc that `act` made. */
+async function callsOf(act: () => Promise<unknown>): Promise<string[]> {
+  const before = dispatchCalls.length;
+  await act();
+  return dispatchCalls.slice(before);
+}
+
+test('with a key, a body with invalid fields still goes to Send, once, as fields_invalid, and the answer is the gateway\'s own 422', async () => {
   const key = randomUUID();
-  const body = { ...valid, to: 'not an address' };
-  await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': key.toUpperCase() } });
-  assert.deepEqual(checked.at(-1), { projectId: 21, idempotencyKey: key, fingerprint: sendFingerprint(body, 7) });
-  const asked = checked.length;
-  assert.equal((await send({ key: 'idempotent.key' })).status, 202);
-  assert.equal(checked.length, asked);
+  const body = { ...valid, to: 'not an address', channel: 'sms' };
+  let response: Response | undefined;
+  assert.deepEqual(await callsOf(async () => (response = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': key.toUpperCase(), 'Accept-Language': 'es' } }))), ['Send']);
+  assert.equal(response?.status, 422);
+  assert.deepEqual(await response?.json(), { to: ['Introduzca una dirección de correo electrónico válida.'], channel: ['El único canal admitido es "email".'] });
+  assert.deepEqual(received.at(-1), {
+    projectId: 21,
+    organizationId: 7,
+    apiKeyId: 18,
+    template: '',
+    to: '',
+    dataJson: '',
+    idempotencyKey: key,
+    fingerprint: sendFingerprint(body, 7),
+    monthlyQuota: 0,
+    fieldsInvalid: true,
+  });
+  // Without a key there is no record to judge first: the 422 is answered without dispatch-svc.
+  assert.deepEqual(await callsOf(async () => assert.equal((await send({ key: 'idempotent.key', body })).status, 422)), []);
 });
 
-test('a replay is answered from the idempotency check, without a new Send', async () => {
+test('a replay is answered by the one Send call', async () => {
   const key = randomUUID();
-  const stored = { messageId: 77, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false };
+  const stored = { messageId: 77, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0 };
   idempotencyKeys.set(key, { fingerprint: sendFingerprint(valid, 7), response: stored });
-  const sent = received.length;
-  const response = await send({ key: 'idempotent.key', headers: { 'Idempotency-Key': key } });
+  let response: Response | undefined;
+  assert.deepEqual(await callsOf(async () => (response = await send({ key: 'idempotent.key', headers: { 'Idempotency-Key': key } }))), ['Send']);
+  assert.equal(response?.status, 202);
+  assert.equal(response?.headers.get('idempotent-replayed'), 'true');
+  assert.deepEqual(await response?.json(), { message_id: 77, status: 'queued', celery_task_id: stored.celeryTaskId, idempotent_replay: true });
+});
+
+test('a replay of a key whose body has invalid fields is the stored 202, not a 422 (check 10 before 11)', async () => {
+  const key = randomUUID();
+  const body = { ...valid, to: 'not an address', extra: true };
+  const stored = { messageId: 79, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0 };
+  idempotencyKeys.set(key, { fingerprint: sendFingerprint(body, 7), response: stored });
+  const response = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': key } });
   assert.equal(response.status, 202);
   assert.equal(response.headers.get('idempotent-replayed'), 'true');
-  assert.deepEqual(await response.json(), { message_id: 77, status: 'queued', celery_task_id: stored.celeryTaskId, idempotent_replay: true });
-  assert.equal(received.length, sent);
+  assert.deepEqual(await response.json(), { message_id: 79, status: 'queued', celery_task_id: stored.celeryTaskId, idempotent_replay: true });
+  assert.equal(received.at(-1)?.fieldsInvalid, true);
 });
 
 test('a key in flight (409) or used with another body (422) wins over invalid fields and an unknown template', async () => {
   const inFlight = randomUUID();
   idempotencyKeys.set(inFlight, 'in_flight');
   const used = randomUUID();
-  idempotencyKeys.set(used, { fingerprint: 'of another body', response: { messageId: 78, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false } });
-  const sent = received.length;
-  for (const body of [{ template: 'a b', to: 'x' }, { ...valid, template: 'missing' }]) {
-    const busy = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': inFlight } });
-    assert.equal(busy.status, 409);
-    assert.equal(busy.headers.get('retry-after'), '1');
-    assert.deepEqual(await busy.json(), { detail: 'A request with this Idempotency-Key is still being processed; retry in a moment.', code: 'idempotency_key_in_use' });
+  idempotencyKeys.set(used, { fingerprint: 'of another body', response: { messageId: 78, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0 } });
+  for (const [body, fieldsInvalid] of [[{ template: 'a b', to: 'x' }, true], [{ ...valid, template: 'missing' }, false]] as const) {
+    let busy: Response | undefined;
+    assert.deepEqual(await callsOf(async () => (busy = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': inFlight } }))), ['Send']);
+    assert.equal(received.at(-1)?.fieldsInvalid, fieldsInvalid);
+    assert.equal(busy?.status, 409);
+    assert.equal(busy?.headers.get('retry-after'), '1');
+    assert.deepEqual(await busy?.json(), { detail: 'A request with this Idempotency-Key is still being processed; retry in a moment.', code: 'idempotency_key_in_use' });
     const mismatch = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': used } });
     assert.equal(mismatch.status, 422);
     assert.deepEqual(await mismatch.json(), { 'Idempotency-Key': ['This Idempotency-Key was already used with a different request.'] });
   }
-  assert.equal(received.length, sent);
 });
 
-test('a free key goes on to field validation and then to Send with the same fingerprint', async () => {
+test('a free key with invalid fields is 422 on the fields; corrected, the same key is accepted', async () => {
   const key = randomUUID();
   const invalid = await send({ key: 'idempotent.key', body: { ...valid, channel: 'sms' }, headers: { 'Idempotency-Key': key } });
   assert.equal(invalid.status, 422);
   assert.deepEqual(await invalid.json(), { channel: ['The only supported channel is "email".'] });
   assert.equal((await send({ key: 'idempotent.key', headers: { 'Idempotency-Key': key } })).status, 202);
-  assert.equal(received.at(-1)?.fingerprint, checked.at(-1)?.fingerprint);
+  assert.equal(received.at(-1)?.fingerprint, sendFingerprint(valid, 7));
+});
+
+test('in steady state every send makes exactly one call to dispatch-svc: Send, with a quota or without, keyed, replayed or refused', async () => {
+  // The first send of an organization with a quota asks its usage once; Send's answers keep the figure from then on.
+  assert.deepEqual(await callsOf(() => send({ key: 'steady.key', organization: '11' })), ['GetUsage', 'Send']);
+  const replayedKey = randomUUID();
+  idempotencyKeys.set(replayedKey, { fingerprint: sendFingerprint(valid, 11), response: { messageId: 80, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0 } });
+  const requests: Array<Parameters<typeof send>[0]> = [
+    {},
+    { headers: { 'Idempotency-Key': randomUUID() } },
+    { headers: { 'Idempotency-Key': replayedKey } },
+    { body: { ...valid, template: 'missing' } },
+    { body: { ...valid, to: 'nope' }, headers: { 'Idempotency-Key': randomUUID() } },
+  ];
+  for (let round = 0; round < 3; round += 1) {
+    for (const request of requests) {
+      assert.deepEqual(await callsOf(() => send({ key: 'steady.key', organization: '11', ...request })), ['Send'], JSON.stringify(request));
+      assert.deepEqual(await callsOf(() => send({ key: 'second.key', ...request })), ['Send'], `unlimited plan: ${JSON.stringify(request)}`);
+    }
+  }
+});
+
+test('over the quota with the usage remembered from Send answers: 403 plan_blocked before the rate, without asking dispatch-svc', async () => {
+  const first = await send({ key: 'warm.key', organization: '12' });
+  assert.equal(first.status, 202);
+  assert.match(first.headers.get('ratelimit') ?? '', /^"send";r=4;/);
+  assert.deepEqual(await callsOf(async () => assert.equal((await send({ key: 'warm.key', organization: '12' })).status, 202)), ['Send']);
+  // Send said the organization has 2 of its 2: the next requests stop at check 5, whatever else is wrong with them.
+  for (const request of [{}, { raw: 'not json' }, { headers: { 'Idempotency-Key': randomUUID() } }, { body: { template: 'a b' } }]) {
+    let refused: Response | undefined;
+    assert.deepEqual(await callsOf(async () => (refused = await send({ key: 'warm.key', organization: '12', ...request }))), []);
+    assert.equal(refused?.status, 403);
+    assert.deepEqual(await refused?.json(), { detail: "The organization's plan does not allow more sends.", code: 'plan_blocked' });
+    assert.equal(refused?.headers.get('ratelimit'), null);
+  }
+  // The refusals took nothing from the rate: with the quota raised, the next send has 2 of 5 left, not fewer.
+  (keys.get('warm.key') as KeyRecord).monthlyQuota = 3;
+  const raised = await send({ key: 'warm.key', organization: '12' });
+  assert.equal(raised.status, 202);
+  assert.match(raised.headers.get('ratelimit') ?? '', /^"send";r=2;/);
+});
+
+test('a quota that Send found used up is remembered: the next request stops at check 5 without a call or the rate', async () => {
+  usage.set(13, 0);
+  keys.set('raced.key', { keyId: 21, organizationId: 13, monthlyQuota: 4 });
+  // The gateway remembers 0 of 4, while other requests used the quota up meanwhile.
+  assert.equal((await send({ key: 'raced.key', organization: '13' })).status, 202);
+  usage.set(13, 4);
+  const refusedBySend = await send({ key: 'raced.key', organization: '13' });
+  assert.equal(refusedBySend.status, 403);
+  assert.notEqual(refusedBySend.headers.get('ratelimit'), null);
+  let next: Response | undefined;
+  assert.deepEqual(await callsOf(async () => (next = await send({ key: 'raced.key', organization: '13' }))), []);
+  assert.equal(next?.status, 403);
+  assert.equal(next?.headers.get('ratelimit'), null);
 });
 
 test('a service refusing the internal token is 503 service_unavailable, logged as an error naming INTERNAL_TOKEN, never 401', async () => {

@@ -1,4 +1,4 @@
-// POST /api/v1/send/: the contract's checks in its exact order, first failure wins (CONTRACT.md, "Order of checks").
+// POST /api/v1/send/: the contract's checks in its exact order, first failure wins (docs/contract.md, "Order of checks").
 // Each step throws; the error handler renders.
 import type { Middleware, ParameterizedContext } from 'koa';
 import { annotateRequestSpan, notifyAttributes } from '@notify/platform';
@@ -8,13 +8,13 @@ import type { BruteForceGuard } from '../auth/brute-force-guard.ts';
 import type { CachedAuthorizer } from '../auth/cached-authorizer.ts';
 import { parseAuthorization } from '../auth/authorization-header.ts';
 import { parseOrganizationId } from '../auth/organization-header.ts';
-import { ensurePlanAllowsSend } from '../auth/plan.ts';
-import { FieldErrors } from '../errors/api-error.ts';
+import { ensurePlanAllowsSend, MonthlyUsageMemory } from '../auth/plan.ts';
+import { ApiError, FieldErrors } from '../errors/api-error.ts';
 import type { GatewayState } from '../http/state.ts';
 import { rateLimitHeaders, throttled } from '../rate-limit/headers.ts';
 import type { SendRateLimiter } from '../rate-limit/limiter.ts';
 import { ensureJsonBody, parseJsonObject, readBody } from './body.ts';
-import { acceptedThisMonth, dispatchSend, findReplay, type AcceptedBody, type DispatchClient } from './dispatch.ts';
+import { acceptedThisMonth, dispatchSend, type AcceptedBody, type DispatchClient, type SendAnswer } from './dispatch.ts';
 import { sendFingerprint } from './fingerprint.ts';
 import { parseIdempotencyKey } from './idempotency-key.ts';
 import { validateSendBody } from './validation.ts';
@@ -31,7 +31,12 @@ export interface SendRouteDeps {
   readonly maxBodyBytes: number;
 }
 
+/**
+ * One call to dispatch-svc per request in steady state: Send, after checks 1-9 (GetUsage too, for check 5, only when
+ * the plan has a quota and no recent Send answer told this gateway the organization's count: see auth/plan.ts).
+ */
 export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
+  const usage = new MonthlyUsageMemory({ ask: (organizationId) => acceptedThisMonth(deps.dispatch, organizationId) });
   return async (ctx) => {
     // 1. Size, before anything else: a chunked body is read here, under the limit, so 413 wins for it too.
     const bytes = await readBody(ctx.req, deps.maxBodyBytes);
@@ -43,8 +48,10 @@ export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
     const access = await authenticate(deps, ctx.ip, credential, organization);
     ctx.state.keyId = access.keyId;
 
-    // 5. Plan: suspension, and the month's usage when the plan has a quota.
-    await ensurePlanAllowsSend(access.plan, () => acceptedThisMonth(deps.dispatch, access.organizationId));
+    // 5. Plan: suspension, and the month's usage when the plan has a quota (remembered from dispatch-svc's answers).
+    const { organizationId } = access;
+    const monthlyQuota = access.plan?.monthlyQuota ?? 0;
+    await ensurePlanAllowsSend(access.plan, () => usage.acceptedThisMonth(organizationId));
 
     // 6. Rate: from here on the request counts, whatever happens after.
     const decision = await deps.rateLimiter.consume(access.keyId, access.sendRate);
@@ -56,35 +63,39 @@ export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
     const input = parseJsonObject(bytes);
     const idempotencyKey = parseIdempotencyKey(ctx.headers['idempotency-key']);
 
-    // 10. The idempotency record: a replay is answered now, before the fields are judged; a key in flight (409) or
-    // used with another body (422) is refused. The fingerprint is the parsed body as sent, valid or not.
-    const fingerprint = sendFingerprint(input, access.organizationId);
-    if (idempotencyKey !== undefined) {
-      const replay = await findReplay(deps.dispatch, { projectId: access.projectId, idempotencyKey, fingerprint });
-      if (replay) {
-        accept(ctx, replay);
-        return;
-      }
-    }
-
-    // 11. Fields.
+    // 11, judged here but answered in order: with an Idempotency-Key its record (check 10) comes first, so dispatch-svc
+    // is told the verdict and answers a replay, 409 or 422 mismatch before it; without one, there is nothing to ask.
     const validation = validateSendBody(input);
-    if (!validation.valid) throw new FieldErrors(validation.fields);
-    const { body } = validation;
+    const fieldErrors = validation.valid ? undefined : new FieldErrors(validation.fields);
+    if (fieldErrors && idempotencyKey === undefined) throw fieldErrors;
 
-    // 12-14 in dispatch-svc, in one transaction that also judges the key again and counts the message against the quota.
-    const accepted = await dispatchSend(deps.dispatch, {
-      projectId: access.projectId,
-      organizationId: access.organizationId,
-      apiKeyId: access.keyId,
-      template: body.template,
-      to: body.to,
-      dataJson: JSON.stringify(body.data),
-      idempotencyKey: idempotencyKey ?? '',
-      fingerprint,
-      monthlyQuota: access.plan?.monthlyQuota ?? 0,
-    });
-    accept(ctx, accepted);
+    // 10-14 in dispatch-svc, one call, one transaction: the key's record, then the fields' verdict, the template, the
+    // data and the quota (counted against it, exactly). The fingerprint is the parsed body as sent, valid or not.
+    const fields = validation.valid
+      ? { template: validation.body.template, to: validation.body.to, dataJson: JSON.stringify(validation.body.data), fieldsInvalid: false }
+      : { template: '', to: '', dataJson: '', fieldsInvalid: true };
+    let answer: SendAnswer;
+    try {
+      answer = await dispatchSend(
+        deps.dispatch,
+        {
+          projectId: access.projectId,
+          organizationId,
+          apiKeyId: access.keyId,
+          ...fields,
+          idempotencyKey: idempotencyKey ?? '',
+          fingerprint: sendFingerprint(input, organizationId),
+          monthlyQuota,
+        },
+        fieldErrors,
+      );
+    } catch (error) {
+      // The quota was used up by requests that passed check 5 together with this one: the next ones stop at check 5.
+      if (monthlyQuota > 0 && error instanceof ApiError && error.code === 'plan_blocked') usage.record(organizationId, monthlyQuota);
+      throw error;
+    }
+    if (monthlyQuota > 0 && answer.organizationAccepted > 0) usage.record(organizationId, answer.organizationAccepted);
+    accept(ctx, answer.accepted);
   };
 }
 

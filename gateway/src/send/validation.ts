@@ -1,5 +1,5 @@
-// Checks 10/11 in the gateway: the send body's fields, every rule of every field judged at once by one compiled schema,
-// each failure named by one message (CONTRACT.md, "Fields (422 rules)").
+// Check 11 in the gateway: the send body's fields, every rule of every field judged at once by one compiled schema,
+// each failure named by one message (docs/contract.md, "Fields (422 rules)").
 import { Ajv, type ErrorObject } from 'ajv';
 import validator from 'validator';
 import { text, type Text } from '../i18n/messages.ts';

@@ -7,6 +7,7 @@ import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { createLogger, createRegistry, degradable, GrpcClient, loadConfig, type Registry } from '@notify/platform';
 import { authProto, dispatchProto } from '@notify/proto';
+import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { createApp } from '../app.ts';
 import { configSpec } from '../config.ts';
 import { createPanelDeps, type PanelDeps } from '../panel/dependencies.ts';
@@ -14,7 +15,6 @@ import type { Rate } from '../rate-limit/rate.ts';
 import { SendRateLimiter } from '../rate-limit/limiter.ts';
 import { connectRedis } from '../rate-limit/redis.ts';
 
-export const redisUrl = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 export const internalToken = 'internal-token-for-gateway-tests';
 
 export interface ServedApp {
@@ -53,7 +53,7 @@ export async function serveApp(options: {
   const grpcOptions = { token: options.token ?? internalToken, deadlineMs: options.deadlineMs ?? 2_000 };
   const auth = new GrpcClient(authProto.AuthService.service, options.authAddress, grpcOptions);
   const dispatch = new GrpcClient(dispatchProto.DispatchService.service, options.dispatchAddress, grpcOptions);
-  const redis = connectRedis(options.redisUrl ?? redisUrl, logger);
+  const redis = connectRedis(options.redisUrl ?? testEnvironment.redisUrl, logger);
   // Connected, or known to be unreachable: either way the limiter's behaviour is settled.
   await new Promise((resolve) => redis.once('ready', resolve).once('error', resolve));
   const keyPrefix = `notify-t-${randomBytes(4).toString('hex')}:`;

@@ -1,10 +1,10 @@
 // Test support: stand-ins of auth-svc or dispatch-svc and the quiet server they run on. Only the methods the gateway
 // calls are written; every other method of the service answers UNIMPLEMENTED, so the stand-ins need no change when the
 // services grow.
-import { Writable } from 'node:stream';
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
-import { createLogger, createRegistry, GrpcServer, UserError, type AsyncHandlers } from '@notify/platform';
+import { createRegistry, GrpcServer, UserError, type AsyncHandlers } from '@notify/platform';
+import { silentLogger } from '@notify/test/harness/logger.ts';
 
 export function standIn<D extends ServiceDefinition>(definition: D, handlers: Partial<AsyncHandlers<D>>): AsyncHandlers<D> {
   const complete: Record<string, unknown> = { ...handlers };
@@ -18,6 +18,5 @@ export function standIn<D extends ServiceDefinition>(definition: D, handlers: Pa
 
 /** The platform's GrpcServer to serve stand-ins on, logging nothing: the tests look at the gateway, not at them. */
 export function standInServer(): GrpcServer {
-  const quiet = createLogger('stand-ins', 'silent', new Writable({ write: (_chunk, _encoding, done) => done() }));
-  return new GrpcServer({ logger: quiet, registry: createRegistry('stand-ins') });
+  return new GrpcServer({ logger: silentLogger('stand-ins'), registry: createRegistry('stand-ins') });
 }

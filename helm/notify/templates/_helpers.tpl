@@ -100,8 +100,8 @@ notify.io/grpc-client: "true"
 {{/* Environment variable of each secret setting, and whether the services can read it from a file (<VAR>_FILE). */}}
 {{- define "notify.secretSettings" -}}
 databaseUrl: { env: DATABASE_URL, file: database-url, fromFile: true }
-redisUrl: { env: REDIS_URL, file: redis-url, fromFile: false }
-natsUrl: { env: NATS_URL, file: nats-url, fromFile: false }
+redisUrl: { env: REDIS_URL, file: redis-url, fromFile: true }
+natsUrl: { env: NATS_URL, file: nats-url, fromFile: true }
 smtpUrl: { env: SMTP_URL, file: smtp-url, fromFile: true }
 internalToken: { env: INTERNAL_TOKEN, file: internal-token, fromFile: true }
 adminToken: { env: ADMIN_TOKEN, file: admin-token, fromFile: true }

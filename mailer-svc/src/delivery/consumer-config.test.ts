@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { topology } from '@notify/platform/nats';
+import { topology } from '@notify/proto';
 import { mailerConsumerConfig } from './consumer-config.ts';
 
 describe('mailer consumer configuration', () => {

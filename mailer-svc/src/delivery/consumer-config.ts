@@ -1,5 +1,6 @@
 // The durable pull consumer every mailer replica shares on the jobs stream.
-import { nanoseconds, type Topology } from '@notify/platform/nats';
+import { nanoseconds } from '@notify/platform/nats';
+import { type Topology } from '@notify/proto';
 
 export interface ConsumerSettings {
   maxAttempts: number;

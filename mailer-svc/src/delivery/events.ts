@@ -2,8 +2,8 @@
 // JetStream drops, so publishing again after a lost PubAck is safe. Each publish is a `send` span (a child of the job's
 // `process` span) whose context the event's headers carry back to dispatch-svc.
 import { notifyAttributes } from '@notify/platform';
-import { deliveryEventId, type DeliveryEvent } from '@notify/proto';
-import { publishTraced, type JetStreamClient, type Topology } from '@notify/platform/nats';
+import { deliveryEventId, encodeDeliveryEvent, type DeliveryEvent, type Topology } from '@notify/proto';
+import { publishTraced, type JetStreamClient } from '@notify/platform/nats';
 
 export type EventPublisher = (event: DeliveryEvent) => Promise<void>;
 
@@ -11,6 +11,6 @@ export function createEventPublisher(js: JetStreamClient, names: Topology): Even
   return async (event) => {
     const attributes = { [notifyAttributes.messageId]: event.messageId, [notifyAttributes.state]: event.state };
     // retries covers a PubAck timeout or no responders while a stream leader is being elected.
-    await publishTraced(js, names.eventsSubject(event.messageId), JSON.stringify(event), { msgID: deliveryEventId(event), retries: 3 }, { attributes });
+    await publishTraced(js, names.eventsSubject(event.messageId), encodeDeliveryEvent(event), { msgID: deliveryEventId(event), retries: 3 }, { attributes });
   };
 }

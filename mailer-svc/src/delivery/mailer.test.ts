@@ -4,22 +4,36 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { simpleParser, type ParsedMail } from 'mailparser';
-import type { DeliveryEvent, DeliveryJob } from '@notify/proto';
+import { encodeDeliveryJob, readDeliveryEvent, schemaHeader, streamDeclarations, topology, type DeliveryEvent, type DeliveryJob } from '@notify/proto';
 import { createLogger, createRegistry } from '@notify/platform';
-import { connectNats, ensureConsumer, ensureStreams, jetstream, jetstreamManager, topology, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
+import { connectNats, ensureConsumer, ensureStream, headers as natsHeaders, jetstream, schemaHeaders, jetstreamManager, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
 import { startSmtpSink, type SmtpSink } from '@notify/cli/local';
 import { createRenderer } from '@notify/templating';
+import { testEnvironment } from '@notify/test/harness/environment.ts';
+import { waitFor as poll } from '@notify/test/harness/wait.ts';
 import { mailerConsumerConfig } from './consumer-config.ts';
 import { parseSender } from './mail-identity.ts';
 import { createMailSender, type MailSender } from './mail-sender.ts';
 import { startMailer, type Mailer, type MailerSettings } from './mailer.ts';
 import { createMailerMetrics, type MailerMetrics } from './metrics.ts';
-import { ledgerBucket, openOutcomeLedger, type OutcomeLedger } from './outcome-ledger.ts';
+import { openOutcomeLedger, type OutcomeLedger } from './outcome-ledger.ts';
 
-const logger = createLogger('mailer-test', 'silent');
+/** What the mailers log at warn and above, parsed, for the tests that check a refusal is logged. */
+const logged: Array<Record<string, unknown>> = [];
+const logger = createLogger(
+  'mailer-test',
+  'warn',
+  new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) logged.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  }),
+);
 
 function job(messageId: number, to: string): DeliveryJob & { requeue?: { attemptBase: number; at: string } } {
   return {
@@ -34,15 +48,8 @@ function job(messageId: number, to: string): DeliveryJob & { requeue?: { attempt
   };
 }
 
-async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
+/** The harness's waitFor, with what is awaited first and 5 s unless told. */
+const waitFor = <T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 5_000): Promise<T> => poll(probe, { timeoutMs, intervalMs: 25, what });
 
 /** What happens to one event the mailer publishes: lost before it reaches the stream, or stored with its confirmation held back. */
 type EventFault = { lose: true } | { holdConfirmation: Promise<void> } | undefined;
@@ -50,7 +57,9 @@ type EventFault = { lose: true } | { holdConfirmation: Promise<void> } | undefin
 /** The mailer's JetStream client, with the faults `faultFor` picks applied to the delivery events it publishes. */
 function withEventFaults(js: JetStreamClient, faultFor: (event: DeliveryEvent) => EventFault): JetStreamClient {
   const publish: JetStreamClient['publish'] = async (subject, payload, options) => {
-    const event = JSON.parse(typeof payload === 'string' ? payload : new TextDecoder().decode(payload)) as DeliveryEvent;
+    const read = readDeliveryEvent(payload as Uint8Array, options?.headers?.get(schemaHeader));
+    if (!read.ok) throw new Error(read.reason);
+    const event = read.value;
     const fault = faultFor(event);
     if (fault && 'lose' in fault) throw new Error(`test fault: the ${event.state} event of message ${event.messageId} was not recorded`);
     const ack = await js.publish(subject, payload, options);
@@ -68,7 +77,12 @@ interface Run {
   offers: Map<string, number>;
   /** `faultFor` injects faults into the replica's event publishes (see withEventFaults). */
   startReplica(faultFor?: (event: DeliveryEvent) => EventFault): Promise<Mailer>;
-  publish(payload: unknown, msgID: string): Promise<void>;
+  /** Publishes a job as dispatch-svc does. */
+  publish(job: DeliveryJob, msgID: string): Promise<void>;
+  /** Publishes bytes as a job, with a schema header when `schema` is given. */
+  publishBytes(bytes: Uint8Array, schema: string | undefined, msgID: string): Promise<void>;
+  /** The dead letters the run's mailers wrote: each one's reason header and bytes. */
+  deadLetters(): Promise<{ reason: string; bytes: Uint8Array }[]>;
   eventsOf(messageId: number): DeliveryEvent[];
   settledOf(messageId: number): DeliveryEvent | undefined;
   mailsTo(address: string): Promise<ParsedMail[]>;
@@ -100,7 +114,8 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
     } finally {
       await jsm?.streams.delete(names.jobsStream).catch(() => false);
       await jsm?.streams.delete(names.eventsStream).catch(() => false);
-      await jsm?.streams.delete(`KV_${ledgerBucket(prefix)}`).catch(() => false);
+      await jsm?.streams.delete(names.deadLettersStream).catch(() => false);
+      await jsm?.streams.delete(`KV_${names.outcomesBucket}`).catch(() => false);
       await nc?.drain();
       await sink?.close();
       await rm(mailDir, { recursive: true, force: true });
@@ -126,19 +141,21 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
         return undefined;
       },
     });
-    nc = await connectNats('nats://127.0.0.1:4222', 'mailer-test', logger);
+    nc = await connectNats(testEnvironment.natsUrl, 'mailer-test', logger);
     jsm = await jetstreamManager(nc);
-    await ensureStreams(jsm, names, { replicas: 1, duplicateWindowMs: 120_000 });
+    const streams = streamDeclarations(names);
+    for (const stream of [streams.jobs, streams.events, streams.deadLetters]) await ensureStream(jsm, stream, 1);
     await ensureConsumer(jsm, names.jobsStream, mailerConsumerConfig(names, settings));
-    ledger = await openOutcomeLedger(jetstream(nc), jsm, { prefix, replicas: 1 });
+    ledger = await openOutcomeLedger(jetstream(nc), jsm, { names, replicas: 1 });
 
     // A temporary consumer reads every event the run publishes.
-    const info = await jsm.consumers.add(names.eventsStream, { ack_policy: 'explicit', filter_subject: names.eventsSubject(0).replace(/0$/, '>'), inactive_threshold: 30_000_000_000 });
+    const info = await jsm.consumers.add(names.eventsStream, { ack_policy: 'explicit', filter_subject: names.eventsSubjects, inactive_threshold: 30_000_000_000 });
     const eventMessages = await jetstream(nc).consumers.get(names.eventsStream, info.name).then((consumer) => consumer.consume());
     stopEvents = () => eventMessages.stop();
     void (async () => {
       for await (const msg of eventMessages) {
-        events.push(msg.json<DeliveryEvent>());
+        const read = readDeliveryEvent(msg.data, msg.headers?.get(schemaHeader));
+        if (read.ok) events.push(read.value);
         msg.ack();
       }
     })();
@@ -163,7 +180,24 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
       replicas.push(replica);
       return replica;
     },
-    publish: async (payload, msgID) => void (await js.publish(names.jobsSubject, JSON.stringify(payload), { msgID })),
+    publish: async (payload, msgID) => {
+      const message = encodeDeliveryJob(payload);
+      await js.publish(names.jobsSubject, message.bytes, { msgID, headers: schemaHeaders(message) });
+    },
+    async publishBytes(bytes, schema, msgID) {
+      const headers = natsHeaders();
+      if (schema !== undefined) headers.set(schemaHeader, schema);
+      await js.publish(names.jobsSubject, bytes, { msgID, headers });
+    },
+    async deadLetters() {
+      const letters: { reason: string; bytes: Uint8Array }[] = [];
+      const last = (await readyJsm.streams.info(names.deadLettersStream)).state.last_seq;
+      for (let seq = 1; seq <= last; seq += 1) {
+        const stored = await readyJsm.streams.getMessage(names.deadLettersStream, { seq }).catch(() => null);
+        if (stored) letters.push({ reason: stored.header.get('Notify-Dead-Letter-Reason'), bytes: stored.data });
+      }
+      return letters;
+    },
     eventsOf,
     settledOf: (messageId) => eventsOf(messageId).find((event) => event.state === 'sent' || event.state === 'failed'),
     async mailsTo(address) {
@@ -300,15 +334,26 @@ describe('mailer with NATS and SMTP', () => {
     assert.equal(run.offers.get('broken@example.com'), undefined);
   });
 
-  it('fails a malformed job that names its message, and leaves the queue empty', async () => {
-    await run.publish({ messageId: 105, to: 'x@example.com' }, '105');
+  it('refuses a job missing required fields with a log line and a dead letter, fails its message, and keeps delivering', async () => {
+    // A v1 job as a broken writer might send it: a message id and nothing else that a delivery needs.
+    const { bytes, schema } = encodeDeliveryJob({ messageId: 105 } as DeliveryJob);
+    await run.publishBytes(bytes, schema, '105');
     const failed = await waitFor('the failed event', () => run.settledOf(105));
-    assert.match(failed.reason ?? '', /^malformed job: invalid/);
-    await run.publish('not a job', 'garbage');
+    assert.equal(failed.reason, 'malformed job: invalid celeryTaskId, projectId, organizationId, to, data, acceptedAt, template');
+    assert.ok(logged.some((line) => line.msg === 'unreadable delivery job dead-lettered' && line.messageId === 105 && line.reason === failed.reason), 'the refusal is logged');
+    await run.publishBytes(new TextEncoder().encode('not a job'), schema, 'garbage');
     await waitFor('an empty jobs stream', async () => ((await run.queued()) === 0 ? true : undefined));
+    const letters = await waitFor('both dead letters', async () => {
+      const found = await run.deadLetters();
+      return found.length === 2 ? found : undefined;
+    });
+    assert.deepEqual(letters.map((letter) => letter.reason), [failed.reason, 'malformed job: not a notify.messaging.v1.DeliveryJob']);
+    assert.deepEqual(Buffer.from(letters[0]?.bytes ?? []), Buffer.from(bytes), 'the job is kept as it was received');
+    await run.publish(job(112, 'after-broken@example.com'), '112');
+    assert.equal((await waitFor('the sent event', () => run.settledOf(112))).state, 'sent', 'the mailer still delivers');
     const counts = await run.metrics.deliveries.get();
-    const count = (outcome: string): number => counts.values.find((value) => value.labels.outcome === outcome)?.value ?? 0;
-    assert.deepEqual([count('sent'), count('deferred'), count('failed')], [5, 3, 8]);
+    const count = (outcome: string): number => counts.values.filter((value) => value.labels.outcome === outcome).reduce((sum, value) => sum + value.value, 0);
+    assert.deepEqual([count('sent'), count('deferred'), count('failed')], [6, 3, 8]);
   });
 
   it('stops pulling on shutdown but finishes the job it holds', async () => {

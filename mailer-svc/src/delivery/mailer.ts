@@ -1,11 +1,5 @@
-// The mailer's work loop: pulls jobs from the shared durable consumer and delivers up to `concurrency` at once.
-// For each job it checks the outcome ledger, records `sending`, renders and sends, writes the outcome to the ledger
-// when it is final, records the outcome event, and only then settles the job. A crash at any point leaves the job to
-// be offered again (at-least-once), and the ledger keeps a job offered again after its delivery finished from being
-// mailed a second time (see outcome-ledger.ts; the stable Message-ID lets receivers spot what still slips through).
-// `sending` is confirmed by JetStream before the SMTP send starts: it is also the proof that NATS, which holds the
-// ledger, is reachable, so that a mail is not sent while its outcome could not be written down (a NATS outage would
-// otherwise turn every job in flight into a second email on redelivery).
+// The mailer's work loop: pulls jobs from the shared durable consumer and delivers up to `concurrency` at once, each
+// as job-delivery.ts describes.
 //
 // It pulls with fetch() for exactly its free slots rather than consume(): consume() asks for more as soon as messages
 // arrive, not as they are finished, so a busy replica would hoard jobs whose ack wait runs out in its buffer. Asking
@@ -15,20 +9,17 @@
 // than one per job, while the other slots keep delivering.
 //
 // Traces: each job received is a `process` span, the child of the context its headers carry (the message's create span
-// in dispatch-svc), so every attempt, a retry hours later included, continues the trace of the request that accepted
-// it. Under it: `render`, `smtp send` (the relay's reply and enhanced status), and a `send` span per event published.
+// in dispatch-svc), so every attempt, a retry hours later included, continues the trace of the request that accepted it.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DeliveryEvent } from '@notify/proto';
-import { inSpan, notifyAttributes, recordFailure, SpanKind, withActiveSpan, type Logger, type Span } from '@notify/platform';
-import { carriedContext, startProcessSpan, type JetStreamClient, type JsMsg, type Topology } from '@notify/platform/nats';
+import { recordFailure, withActiveSpan, type Logger } from '@notify/platform';
+import { carriedContext, startProcessSpan, type JetStreamClient, type JsMsg } from '@notify/platform/nats';
+import type { Topology } from '@notify/proto';
 import type { Renderer } from '@notify/templating';
-import { decide, type RetryPolicy, type Settlement } from './decision.ts';
-import { createEventPublisher } from './events.ts';
-import { attemptBase, deliveryStart, parseJob, type MailerJob } from './job.ts';
+import type { RetryPolicy } from './decision.ts';
+import { createJobDelivery, eventFailureRetryMs, type HeldJob } from './job-delivery.ts';
 import type { MailSender } from './mail-sender.ts';
 import type { MailerMetrics } from './metrics.ts';
-import type { FinishedDelivery, OutcomeLedger } from './outcome-ledger.ts';
-import { enhancedStatus, type DeliveryOutcome } from './smtp-outcome.ts';
+import type { OutcomeLedger } from './outcome-ledger.ts';
 
 export interface MailerSettings extends RetryPolicy {
   concurrency: number;
@@ -59,8 +50,6 @@ export interface Mailer {
   drain(deadlineMs: number): Promise<void>;
 }
 
-/** Delay before a job whose event could not be recorded is offered again. */
-const eventFailureRetryMs = 2_000;
 /**
  * Delay before a job given back by a stopping replica is offered again: long enough for this replica's connection, and
  * the pull request still open on it, to be gone. NATS 2.9 redelivers a job handed back at once (a plain nak) while
@@ -72,16 +61,15 @@ const resumeDelayMs = 1_000;
 /** How long one pull request waits for jobs on an idle stream. */
 const fetchExpiresMs = 10_000;
 
-/** A job this replica holds. `released` once it was acknowledged, offered again or terminated. */
-interface Held {
-  released: boolean;
+/** A job this replica holds, and its delivery's end. */
+interface Held extends HeldJob {
   done: Promise<void>;
 }
 
 export async function startMailer(deps: MailerDependencies, settings: MailerSettings): Promise<Mailer> {
   const { logger, metrics } = deps;
   const consumer = await deps.js.consumers.get(deps.names.jobsStream, deps.names.mailerConsumer);
-  const publishEvent = createEventPublisher(deps.js, deps.names);
+  const delivery = createJobDelivery(deps, settings);
   const held = new Map<JsMsg, Held>();
   /** Stream sequences of the jobs held, so a second copy of one (see handBackDelayMs) is never worked on in parallel. */
   const heldSeqs = new Set<number>();
@@ -100,148 +88,6 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
     slotFreed = Promise.withResolvers<void>();
   };
 
-  const settle = async (msg: JsMsg, entry: Held, settlement: Settlement): Promise<void> => {
-    // A job given back at the shutdown deadline belongs to another replica now.
-    if (entry.released) return;
-    entry.released = true;
-    if (settlement.action === 'nak') msg.nak(settlement.delayMs);
-    // No reason on +TERM: servers before 2.10 do not read one and would leave the job pending. The event records why.
-    else if (settlement.action === 'term') msg.term();
-    else {
-      // A double ack: the job counts as done (its slot freed, drain() satisfied) only once the server confirmed it took
-      // the acknowledgement, so an ack lost with a broken connection is logged rather than unseen (the job then comes
-      // back after its ack wait and is settled from the ledger, without mailing). The round trip holds only this job's
-      // slot: each held job settles in its own chain, so the others keep delivering and the pull loop refills every
-      // other free slot meanwhile.
-      await msg.ackAck().catch((error: unknown) => logger.warn({ err: error, seq: msg.seq }, 'acknowledgement not confirmed; the job may be delivered again'));
-    }
-  };
-
-  /**
-   * Publishes the event, then settles the job (when `settlement` is given). If the event cannot be recorded, the job
-   * comes back shortly instead, so no transition is ever lost.
-   */
-  const record = async (msg: JsMsg, entry: Held, event: DeliveryEvent, settlement?: Settlement): Promise<boolean> => {
-    // Given back at the shutdown deadline: the replica that takes the job over records its own attempt.
-    if (entry.released) return false;
-    try {
-      await publishEvent(event);
-    } catch (error) {
-      logger.error({ err: error, messageId: event.messageId, state: event.state }, 'delivery event not recorded; job will be retried');
-      await settle(msg, entry, { action: 'nak', delayMs: eventFailureRetryMs });
-      return false;
-    }
-    if (settlement === undefined) return true;
-    await settle(msg, entry, settlement);
-    return true;
-  };
-
-  const attemptDelivery = async (job: MailerJob, attempt: number): Promise<DeliveryOutcome> => {
-    const about = { [notifyAttributes.messageId]: job.messageId, [notifyAttributes.attempt]: attempt };
-    let mail;
-    try {
-      mail = await inSpan('render', { attributes: { ...about, 'notify.template.slug': job.template.slug, 'notify.template.version': job.template.version } }, () => deps.renderer.render(job));
-    } catch (error) {
-      return { kind: 'permanent', reason: error instanceof Error ? error.message : String(error) };
-    }
-    const relay = { 'server.address': deps.sender.relay.host, 'server.port': deps.sender.relay.port };
-    return inSpan('smtp send', { kind: SpanKind.CLIENT, attributes: { ...about, ...relay } }, async (span) => {
-      const stopTimer = metrics.sendDuration.startTimer();
-      const outcome = await deps.sender.send(job, mail);
-      stopTimer({ result: outcome.kind });
-      describeReply(span, outcome);
-      return outcome;
-    });
-  };
-
-  /**
-   * A job whose delivery already finished (the ledger says so) is not attempted again: its final event is published
-   * once more (a duplicate the events stream or dispatch-svc drops if it was recorded) and the job settled as then.
-   */
-  const settleFinished = async (msg: JsMsg, entry: Held, messageId: number, finished: FinishedDelivery): Promise<void> => {
-    logger.warn({ messageId, state: finished.state, attempt: finished.attempt, deliveryCount: msg.info.deliveryCount }, 'job offered again after its delivery finished; settled without mailing');
-    const { state, attempt, occurredAt, smtpCode, smtpResponse, reason } = finished;
-    const event: DeliveryEvent = {
-      messageId,
-      state,
-      attempt,
-      occurredAt,
-      ...(smtpCode === undefined ? {} : { smtpCode }),
-      ...(smtpResponse === undefined ? {} : { smtpResponse }),
-      ...(reason === undefined ? {} : { reason }),
-    };
-    if (await record(msg, entry, event, state === 'sent' ? { action: 'ack' } : { action: 'term' })) metrics.finishedRedeliveries.inc({ state });
-  };
-
-  /** Writes a final outcome to the ledger; a failure is logged, since the event and settlement still have to happen. */
-  const remember = async (messageId: number, finished: FinishedDelivery): Promise<void> => {
-    try {
-      await deps.ledger.record(messageId, finished, settings.ackWaitMs);
-    } catch (error) {
-      logger.error({ err: error, messageId, state: finished.state }, 'outcome not recorded in the ledger; a redelivery of this job would be attempted again');
-    }
-  };
-
-  const deliver = async (msg: JsMsg, entry: Held, span: Span): Promise<void> => {
-    const deliveryCount = msg.info.deliveryCount;
-    const now = (): string => new Date().toISOString();
-    const parsed = parseJob(msg.data);
-    if (parsed.ok || parsed.messageId !== undefined) span.setAttribute(notifyAttributes.messageId, parsed.ok ? parsed.job.messageId : (parsed.messageId as number));
-    if (!parsed.ok) {
-      recordFailure(span, new Error(parsed.reason));
-      logger.error({ seq: msg.seq, messageId: parsed.messageId, reason: parsed.reason }, 'unreadable delivery job');
-      metrics.deliveries.inc({ outcome: 'failed' });
-      if (parsed.messageId !== undefined) {
-        await record(msg, entry, { messageId: parsed.messageId, state: 'failed', attempt: deliveryCount, occurredAt: now(), reason: parsed.reason }, { action: 'term' });
-      } else {
-        await settle(msg, entry, { action: 'term' });
-      }
-      return;
-    }
-    const job = parsed.job;
-    const base = attemptBase(job);
-    // Attempts of a re-queued delivery continue after the earlier ones, so old events never pass for new ones.
-    const attempt = base + deliveryCount;
-    span.setAttribute(notifyAttributes.attempt, attempt);
-    let finished: FinishedDelivery | undefined;
-    try {
-      finished = await deps.ledger.find(job.messageId);
-    } catch (error) {
-      // Sending without knowing could mail twice; the job waits for NATS instead.
-      logger.error({ err: error, messageId: job.messageId }, 'outcome ledger unreadable; job will be retried');
-      await settle(msg, entry, { action: 'nak', delayMs: eventFailureRetryMs });
-      return;
-    }
-    // Sent is final for the message; a failure only for the delivery it ended (an operator may re-queue it).
-    if (finished && finished.attempt > base) {
-      await settleFinished(msg, entry, job.messageId, finished);
-      return;
-    }
-    if (finished?.state === 'sent') {
-      // Sent by an earlier delivery, yet re-queued: reported as this delivery's attempt, which is the only one that
-      // can still move the message.
-      await settleFinished(msg, entry, job.messageId, { ...finished, attempt, occurredAt: now(), reason: `already sent by attempt ${finished.attempt}` });
-      return;
-    }
-    if (!(await record(msg, entry, { messageId: job.messageId, state: 'sending', attempt, occurredAt: now() }))) return;
-    const outcome = await attemptDelivery(job, attempt);
-    const decision = decide(outcome, { attempt: deliveryCount, ageMs: Date.now() - deliveryStart(job) }, settings, deps.random);
-    const event: DeliveryEvent = { messageId: job.messageId, attempt, occurredAt: now(), ...decision.event };
-    span.setAttribute(notifyAttributes.state, event.state);
-    if (event.state === 'failed') recordFailure(span, new Error(event.reason ?? 'delivery failed'));
-    if (event.state === 'sent' || event.state === 'failed') {
-      // Even for a job given back at the shutdown deadline: the record is what stops the replica that took it over.
-      await remember(job.messageId, { ...decision.event, state: event.state, attempt, occurredAt: event.occurredAt });
-      if (event.state === 'sent') deps.afterSend?.();
-    }
-    metrics.deliveries.inc({ outcome: event.state });
-    if (await record(msg, entry, event, decision.settle)) {
-      if (event.state === 'sent') metrics.latency.observe(Math.max(0, Date.now() - Date.parse(job.acceptedAt)) / 1_000);
-      const level = event.state === 'sent' ? 'info' : 'warn';
-      logger[level]({ messageId: job.messageId, attempt, state: event.state, smtpCode: event.smtpCode, reason: event.reason }, 'delivery attempt finished');
-    }
-  };
-
   const hold = (msg: JsMsg): void => {
     if (heldSeqs.has(msg.seq)) {
       // The copy being delivered settles the job; this one is left alone (settling it would settle that one too).
@@ -249,7 +95,7 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
       return;
     }
     heldSeqs.add(msg.seq);
-    const entry: Held = { released: false, done: Promise.resolve() };
+    const entry: Held = { msg, released: false, done: Promise.resolve() };
     metrics.inFlight.inc();
     // Tells the server the job is still being worked on, so a slow relay does not get it redelivered elsewhere.
     const heartbeat = setInterval(() => entry.released || msg.working(), Math.max(1_000, Math.floor(settings.ackWaitMs / 3)));
@@ -261,11 +107,11 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
       },
       carriedContext(msg.headers),
     );
-    entry.done = withActiveSpan(span, () => deliver(msg, entry, span))
+    entry.done = withActiveSpan(span, () => delivery.deliver(entry, span))
       .catch(async (error: unknown) => {
         recordFailure(span, error);
         logger.error({ err: error, seq: msg.seq }, 'delivery crashed; job will be retried');
-        await settle(msg, entry, { action: 'nak', delayMs: eventFailureRetryMs });
+        await delivery.settle(entry, { action: 'nak', delayMs: eventFailureRetryMs });
       })
       .finally(() => {
         span.end();
@@ -331,16 +177,4 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
       await loop;
     },
   };
-}
-
-/** The relay's answer on the SMTP span: reply code, enhanced status and text; an error status unless accepted. */
-function describeReply(span: Span, outcome: DeliveryOutcome): void {
-  const status = enhancedStatus(outcome.smtpResponse);
-  span.setAttributes({
-    'notify.delivery.outcome': outcome.kind,
-    ...(outcome.smtpCode === undefined ? {} : { [notifyAttributes.smtpReplyCode]: outcome.smtpCode }),
-    ...(status === undefined ? {} : { [notifyAttributes.smtpEnhancedStatus]: status }),
-    ...(outcome.smtpResponse === undefined ? {} : { [notifyAttributes.smtpReply]: outcome.smtpResponse }),
-  });
-  if (outcome.kind !== 'accepted') recordFailure(span, new Error(outcome.reason));
 }

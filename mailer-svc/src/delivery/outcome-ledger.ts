@@ -6,7 +6,7 @@
 // docs/delivery-guarantees.md says which duplicates remain.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kvm, type KV } from '@nats-io/kv';
-import type { DeliveryEvent } from '@notify/proto';
+import { outcomeTtlMs, type DeliveryEvent, type Topology } from '@notify/proto';
 import { nanoseconds, type JetStreamClient, type JetStreamManager } from '@notify/platform/nats';
 
 /** How one delivery ended, as its final event recorded it. */
@@ -19,19 +19,8 @@ export interface OutcomeLedger {
   record(messageId: number, outcome: FinishedDelivery, deadlineMs: number): Promise<void>;
 }
 
-/**
- * How long an outcome is kept. A job comes back after its delivery finished within the consumer's ack wait (lost
- * acknowledgement, killed replica), or after a NATS or PostgreSQL outage made the outbox relay publish it again past
- * the stream's duplicate window; a day covers both with a wide margin, at a few hundred bytes per message.
- */
-export const outcomeTtlMs = 24 * 3_600_000;
 /** Pause between two attempts to record an outcome while NATS is unreachable. */
 const recordRetryMs = 500;
-
-/** The bucket's name: one per NATS prefix, like the streams (its stream is `KV_<bucket>`). */
-export function ledgerBucket(prefix: string): string {
-  return `${prefix.toUpperCase()}NOTIFY_OUTCOMES`;
-}
 
 function parse(value: string): FinishedDelivery | undefined {
   try {
@@ -46,8 +35,8 @@ function parse(value: string): FinishedDelivery | undefined {
 }
 
 /** Creates the bucket if it is missing (safe from every replica at every start) and keeps its TTL and replicas current. */
-export async function openOutcomeLedger(js: JetStreamClient, jsm: JetStreamManager, options: { prefix: string; replicas: number; ttlMs?: number }): Promise<OutcomeLedger> {
-  const bucket = ledgerBucket(options.prefix);
+export async function openOutcomeLedger(js: JetStreamClient, jsm: JetStreamManager, options: { names: Topology; replicas: number; ttlMs?: number }): Promise<OutcomeLedger> {
+  const bucket = options.names.outcomesBucket;
   const ttlMs = options.ttlMs ?? outcomeTtlMs;
   const kv: KV = await new Kvm(js).create(bucket, { history: 1, ttl: ttlMs, replicas: options.replicas });
   // Kvm.create leaves an existing bucket as it was; a changed TTL or replica count is applied here.

@@ -24,6 +24,11 @@ export function createPool(url: string, options: { max: number; applicationName:
   return pool;
 }
 
+/** The readiness check of a pool: a real round trip, so a database that stopped answering takes the replica out of rotation. */
+export async function databaseReachable(pool: pg.Pool): Promise<boolean> {
+  return (await pool.query('SELECT 1')).rowCount === 1;
+}
+
 /**
  * Runs `work` in one transaction: committed when it resolves, rolled back when it throws. While the client is checked
  * out, the pool no longer listens for its errors, and pg emits 'error' on a client whose connection ends (a database

@@ -1,13 +1,13 @@
 // withTransaction when the database ends the connection of a checked-out client (a restart terminates every backend):
 // the transaction fails with the connection's error, the process lives on, and the pool hands out a working client next.
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
-import { createLogger } from '../logger.ts';
+import { testEnvironment } from '@notify/test/harness/environment.ts';
+import { silentLogger } from '@notify/test/harness/logger.ts';
 import { createPool, withTransaction, type Pool } from './index.ts';
 
-const url = process.env['TEST_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const logger = createLogger('transaction-test', 'silent', new Writable({ write: (_chunk, _encoding, done) => done() }));
+const url = testEnvironment.postgresAdminUrl;
+const logger = silentLogger('transaction-test');
 let pool: Pool;
 let admin: Pool;
 

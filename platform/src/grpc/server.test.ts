@@ -1,17 +1,16 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { authProto } from '@notify/proto';
 import type { auth } from '@notify/proto';
+import { silentLogger } from '@notify/test/harness/logger.ts';
 import { UserError } from '../errors.ts';
-import { createLogger } from '../logger.ts';
 import { createRegistry } from '../metrics.ts';
 import { GrpcClient } from './client.ts';
 import { RemoteError } from './errors.ts';
 import { GrpcServer } from './server.ts';
 
-const logger = createLogger('test', 'silent', new Writable({ write: (_c, _e, done) => done() }));
+const logger = silentLogger();
 const registry = createRegistry('test');
 const token = 'internal-token-for-tests-0123456789';
 let server: GrpcServer;

@@ -1,35 +1,12 @@
-// NATS JetStream: connection, the names of streams, subjects and consumers (one prefix isolates a test run), and their creation.
+// NATS JetStream: the connection, streams and consumers created from their declarations (proto/src/streams.ts), the
+// link's state and readiness, durable consumption, dead letters, and trace context carried in headers.
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, jetstreamManager, RetentionPolicy, StorageType, type ConsumerConfig, type JetStreamManager } from '@nats-io/jetstream';
+import type { StreamDeclaration } from '@notify/proto';
 import type { Logger } from '../logger.ts';
 
-export type { NatsConnection } from '@nats-io/transport-node';
-
-export interface Topology {
-  readonly jobsStream: string;
-  readonly jobsSubject: string;
-  readonly eventsStream: string;
-  /** Subject of one message's delivery events; the stream captures `<prefix>notify.events.>`. */
-  eventsSubject(messageId: number): string;
-  readonly mailerConsumer: string;
-  readonly eventsConsumer: string;
-  /** Core NATS subject on which auth-svc replicas announce revoked keys. */
-  readonly keyInvalidationSubject: string;
-}
-
-/** `prefix` is empty in production; tests pass a run-unique one such as `t1f3a_`. */
-export function topology(prefix: string): Topology {
-  const subjectPrefix = prefix.toLowerCase().replace(/[^a-z0-9_-]/g, '_');
-  return {
-    jobsStream: `${prefix.toUpperCase()}NOTIFY_JOBS`,
-    jobsSubject: `${subjectPrefix}notify.jobs.email`,
-    eventsStream: `${prefix.toUpperCase()}NOTIFY_EVENTS`,
-    eventsSubject: (messageId) => `${subjectPrefix}notify.events.${messageId}`,
-    mailerConsumer: `${prefix.toUpperCase()}mailer`,
-    eventsConsumer: `${prefix.toUpperCase()}dispatch-events`,
-    keyInvalidationSubject: `${subjectPrefix}notify.auth.key-revoked`,
-  };
-}
+export { headers } from '@nats-io/transport-node';
+export type { Msg, NatsConnection } from '@nats-io/transport-node';
 
 export async function connectNats(servers: string, name: string, logger: Logger): Promise<NatsConnection> {
   const connection = await connect({
@@ -50,32 +27,25 @@ export async function connectNats(servers: string, name: string, logger: Logger)
   return connection;
 }
 
-export interface StreamOptions {
-  replicas: number;
-  /** JetStream drops a second publish with the same Nats-Msg-Id within this window. */
-  duplicateWindowMs: number;
-}
-
 const ns = (ms: number): number => ms * 1_000_000;
 
-/** Creates both streams, or updates them to this configuration; safe to run from every replica at every start. */
-export async function ensureStreams(jsm: JetStreamManager, names: Topology, options: StreamOptions): Promise<void> {
-  const streams = [
-    { name: names.jobsStream, subjects: [names.jobsSubject] },
-    { name: names.eventsStream, subjects: [names.eventsSubject(0).replace(/0$/, '>')] },
-  ];
-  for (const stream of streams) {
-    const config = {
-      ...stream,
-      retention: RetentionPolicy.Workqueue,
-      storage: StorageType.File,
-      num_replicas: options.replicas,
-      duplicate_window: ns(options.duplicateWindowMs),
-    };
-    const exists = await jsm.streams.info(stream.name).then(() => true, () => false);
-    if (exists) await jsm.streams.update(stream.name, config);
-    else await jsm.streams.add(config);
-  }
+/**
+ * Creates a stream as proto/src/streams.ts declares it, or updates it to that declaration: safe to run from every
+ * replica at every start. `replicas` is the deployment's (NATS_STREAM_REPLICAS).
+ */
+export async function ensureStream(jsm: JetStreamManager, declaration: StreamDeclaration, replicas: number): Promise<void> {
+  const config = {
+    name: declaration.name,
+    subjects: [...declaration.subjects],
+    retention: declaration.retention === 'workqueue' ? RetentionPolicy.Workqueue : RetentionPolicy.Limits,
+    storage: StorageType.File,
+    num_replicas: replicas,
+    ...(declaration.duplicateWindowMs === undefined ? {} : { duplicate_window: ns(declaration.duplicateWindowMs) }),
+    ...(declaration.maxAgeMs === undefined ? {} : { max_age: ns(declaration.maxAgeMs) }),
+  };
+  const exists = await jsm.streams.info(declaration.name).then(() => true, () => false);
+  if (exists) await jsm.streams.update(declaration.name, config);
+  else await jsm.streams.add(config);
 }
 
 /** Creates a durable pull consumer or updates it in place. */
@@ -88,4 +58,8 @@ export async function ensureConsumer(jsm: JetStreamManager, stream: string, conf
 
 export { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 export const nanoseconds = ns;
-export { carriedContext, publishTraced, startBatchProcessSpan, startCreateSpan, startProcessSpan, startSendSpan, traceHeaders, type MessagingTarget } from './trace-context.ts';
+export { consumeDurably, type DurableConsumer, type DurableConsumerOptions } from './durable-consumer.ts';
+export { deadLetter } from './dead-letters.ts';
+export { publishMessage, schemaHeaders } from './wire.ts';
+export { natsReachable, watchNatsLink, type NatsLink } from './link.ts';
+export { carriedContext, publishTraced, startBatchProcessSpan, startCreateSpan, startProcessSpan, startSendSpan, type MessagingTarget } from './trace-context.ts';

@@ -2,7 +2,9 @@
 // the message's headers, and the spans around publishing and processing follow the OpenTelemetry semantic conventions
 // for messaging (messaging.system=nats, destination, message id, operation name and type, producer/consumer kinds).
 import type { JetStreamClient, JetStreamPublishOptions, PubAck } from '@nats-io/jetstream';
-import { headers as natsHeaders, type MsgHdrs, type Payload } from '@nats-io/transport-node';
+import type { MsgHdrs } from '@nats-io/transport-node';
+import type { WireMessage } from '@notify/proto';
+import { schemaHeaders } from './wire.ts';
 import { trace } from '@opentelemetry/api';
 import { contextFromTraceparent, recordFailure, SpanKind, startSpan, traceparentHeader, traceparentOf, type Attributes, type Context, type Link, type Span } from '../tracing.ts';
 
@@ -78,15 +80,17 @@ export function startBatchProcessSpan(target: MessagingTarget, carried: readonly
 export async function publishTraced(
   js: JetStreamClient,
   subject: string,
-  payload: Payload,
+  message: WireMessage,
   options: Partial<JetStreamPublishOptions> & { msgID: string },
   trace: { attributes?: Attributes; created?: string },
 ): Promise<PubAck> {
   const target = { destination: subject, messageId: options.msgID, ...(trace.attributes ? { attributes: trace.attributes } : {}) };
   const span = trace.created === undefined ? startSendSpan(target) : startSendSpan(target, { parent: contextFromTraceparent(trace.created), created: true });
   try {
-    const headers = traceHeaders(trace.created ?? traceparentOf(span));
-    const ack = await js.publish(subject, payload, { ...options, ...(headers ? { headers } : {}) });
+    const headers = schemaHeaders(message);
+    const traceparent = trace.created ?? traceparentOf(span);
+    if (traceparent) headers.set(traceparentHeader, traceparent);
+    const ack = await js.publish(subject, message.bytes, { ...options, headers });
     if (ack.duplicate) span.setAttribute('messaging.nats.duplicate', true);
     return ack;
   } catch (error) {
@@ -95,14 +99,6 @@ export async function publishTraced(
   } finally {
     span.end();
   }
-}
-
-/** Headers carrying a traceparent (and the Nats-Msg-Id is passed to publish() separately). */
-export function traceHeaders(traceparent: string): MsgHdrs | undefined {
-  if (!traceparent) return undefined;
-  const headers = natsHeaders();
-  headers.set(traceparentHeader, traceparent);
-  return headers;
 }
 
 /** The context a received message carries (the root context when it carries none, or an invalid one). */

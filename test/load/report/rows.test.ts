@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { tracingTotals, type TracingRun } from '../scenarios/tracing-cost.ts';
 import { buildRows, renderMarkdown, renderTable } from './rows.ts';
 import { judge, targets } from './targets.ts';
 
@@ -37,4 +38,44 @@ test('the ingest rows judge saturation against the ceiling and p99 at 1,000/s, a
   assert.equal(byFigure.get('ingest latency at 2,000/s offered: p50 / p99')?.result, '');
   assert.match(renderTable(rows), /^figure\s+measured/);
   assert.match(renderMarkdown(rows), /^\| figure \| measured/);
+});
+
+const tracingRun = (mode: 'on' | 'off', cpuPerMessage: Record<string, number>, spans: number): TracingRun => ({
+  mode,
+  load: { sent: 400, completed: 400, statuses: { '202': 400 }, errors: 0, timeouts: 0, durationS: 2, latencyMs: latency, offeredRate: 200, replayed: 0, maxScheduleLagMs: 1 },
+  messages: 400,
+  delivered: { total: 400, sent: 400, failed: 0, pending: 0, waitedS: 1 },
+  windowS: 5,
+  cpuPerMessage,
+  spans,
+  spansByService: spans > 0 ? { gateway: spans / 2, 'dispatch-svc': spans / 2 } : ({} as Record<string, number>),
+  exportRequests: spans > 0 ? 12 : 0,
+  undecodable: 0,
+});
+
+test('the tracing rows put CPU per message with spans exported beside the default, for the services and the whole system, and count the spans', () => {
+  const off = tracingRun('off', { gateway: 1, 'auth-svc': 0.1, 'dispatch-svc': 0.5, 'mailer-svc': 1.4, 'postgres (this run)': 0.5, 'nats-server': 0.5, 'other (not this run)': 3, 'machine total': 7 }, 0);
+  const on = tracingRun('on', { gateway: 1.5, 'auth-svc': 0.1, 'dispatch-svc': 1, 'mailer-svc': 1.9, 'postgres (this run)': 0.5, 'nats-server': 0.5, 'otlp-receiver': 2, 'other (not this run)': 0, 'machine total': 7.5 }, 12_000);
+  assert.deepEqual(tracingTotals(on.cpuPerMessage), { services: 4.5, system: 5.5, receiver: 2 });
+  const rows = buildRows({ connections: 64, tracing: { rate: 200, off, on } });
+  assert.deepEqual(
+    rows.map((entry) => [entry.figure, entry.measured, entry.baseline, entry.ratio]),
+    [
+      ['CPU per message at 200/s, no OTLP endpoint (default): services', '3.00 ms', '400 messages', ''],
+      ['CPU per message at 200/s, spans exported to OTLP: services', '4.50 ms', 'no endpoint 3.00 ms', '1.50'],
+      ['CPU per message at 200/s, no OTLP endpoint (default): system', '4.00 ms', '400 messages', ''],
+      ['CPU per message at 200/s, spans exported to OTLP: system', '5.50 ms', 'no endpoint 4.00 ms', '1.38'],
+      ['spans received by the OTLP receiver', '12,000', '30.0 per message, 12 exports, receiver 2.00 ms/message', ''],
+    ],
+  );
+  // A bench stopped after the traced run still reports it, without a ratio.
+  const onlyOn = buildRows({ connections: 64, tracing: { rate: 200, on } });
+  assert.deepEqual(
+    onlyOn.map((entry) => [entry.figure, entry.ratio]),
+    [
+      ['CPU per message at 200/s, spans exported to OTLP: services', ''],
+      ['CPU per message at 200/s, spans exported to OTLP: system', ''],
+      ['spans received by the OTLP receiver', ''],
+    ],
+  );
 });

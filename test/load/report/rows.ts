@@ -5,6 +5,7 @@ import type { DeliveryResult } from '../scenarios/delivery.ts';
 import type { IngestResult } from '../scenarios/ingest.ts';
 import type { ReplayResult } from '../scenarios/replay.ts';
 import type { ScaleOutResult } from '../scenarios/scale-out.ts';
+import { tracingTotals, type TracingCostResult } from '../scenarios/tracing-cost.ts';
 import { judge, targets, type Target } from './targets.ts';
 
 export interface Figures {
@@ -15,6 +16,7 @@ export interface Figures {
   replay?: ReplayResult;
   delivery?: DeliveryResult;
   scaleOut?: ScaleOutResult;
+  tracing?: TracingCostResult;
   /** Peak RSS in MiB per service. */
   memory?: Record<string, number>;
 }
@@ -48,7 +50,7 @@ function row(figure: string, measured: string, options: { baseline?: string; rat
 
 export function buildRows(figures: Figures): Row[] {
   const rows: Row[] = [];
-  const { connections, ceiling, ingest, replay, delivery, scaleOut, memory } = figures;
+  const { connections, ceiling, ingest, replay, delivery, scaleOut, tracing, memory } = figures;
   if (ceiling) rows.push(row(`HTTP ceiling: bare Koa, ${connections} connections (202/s)`, perSecond(ceiling.perSecond)));
   if (ingest?.saturation) {
     const saturated = ingest.saturation.acceptedPerSecond;
@@ -114,7 +116,41 @@ export function buildRows(figures: Figures): Row[] {
       }),
     );
   }
+  if (tracing) rows.push(...tracingRows(tracing));
   for (const [service, mib] of Object.entries(memory ?? {})) rows.push(row(`peak RSS ${service}`, `${whole(mib)} MiB`));
+  return rows;
+}
+
+/**
+ * Tracing cost: CPU per message (accepted and delivered) of the four services and of the whole system, with no OTLP
+ * endpoint and with spans exported, the second beside the first; and the spans the receiver got, which prove the
+ * figure includes real export.
+ */
+function tracingRows(tracing: TracingCostResult): Row[] {
+  const rows: Row[] = [];
+  const { off, on } = tracing;
+  const at = `${whole(tracing.rate)}/s`;
+  const cpu = (value: number): string => `${twoPlaces(value)} ms`;
+  const offTotals = off && tracingTotals(off.cpuPerMessage);
+  const onTotals = on && tracingTotals(on.cpuPerMessage);
+  const ratio = (traced: number, plain: number | undefined): { baseline?: string; ratio?: number } =>
+    plain === undefined || plain <= 0 ? {} : { baseline: `no endpoint ${cpu(plain)}`, ratio: traced / plain };
+  for (const [what, key] of [
+    ['services', 'services'],
+    ['system', 'system'],
+  ] as const) {
+    if (off && offTotals) {
+      rows.push(row(`CPU per message at ${at}, no OTLP endpoint (default): ${what}`, cpu(offTotals[key]), { baseline: `${whole(off.messages)} messages` }));
+    }
+    if (on && onTotals) rows.push(row(`CPU per message at ${at}, spans exported to OTLP: ${what}`, cpu(onTotals[key]), ratio(onTotals[key], offTotals?.[key])));
+  }
+  if (on && onTotals) {
+    rows.push(
+      row('spans received by the OTLP receiver', whole(on.spans), {
+        baseline: `${(on.spans / Math.max(1, on.messages)).toFixed(1)} per message, ${whole(on.exportRequests)} exports, receiver ${cpu(onTotals.receiver)}/message`,
+      }),
+    );
+  }
   return rows;
 }
 

@@ -29,6 +29,10 @@ export interface BenchPlan {
   readonly scaleReplicas: readonly number[];
   readonly scaleWindowS: number;
   readonly scaleDelayMs: number;
+  /** Tracing cost: the offered rate (at most half of what was accepted at saturation), and each run's length. */
+  readonly tracingRate: number;
+  readonly tracingS: number;
+  readonly tracingWarmupS: number;
   /** Longest wait for a scenario's messages to be delivered before moving on. */
   readonly settleTimeoutMs: number;
   /** Longest wait, at the end, for every accepted message to be delivered before it counts as lost. */
@@ -58,6 +62,9 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     scaleReplicas: [1, 2, 4],
     scaleWindowS: 5,
     scaleDelayMs: 100,
+    tracingRate: 200,
+    tracingS: 10,
+    tracingWarmupS: 2,
     settleTimeoutMs: 90_000,
     finalTimeoutMs: 120_000,
     limitMs: 9 * 60_000,
@@ -82,6 +89,9 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     scaleReplicas: [1, 2, 4],
     scaleWindowS: 2,
     scaleDelayMs: 100,
+    tracingRate: 200,
+    tracingS: 4,
+    tracingWarmupS: 1,
     settleTimeoutMs: 20_000,
     finalTimeoutMs: 60_000,
     limitMs: 4 * 60_000,
@@ -109,8 +119,8 @@ export interface BenchContext {
   abandoned: number;
   readonly windows: TimeWindow[];
   progress(line: string): void;
-  /** CPU time used so far per process group (see system/cpu-usage.ts). */
-  cpu(): Promise<CpuSnapshot>;
+  /** CPU time used so far per process group (see system/cpu-usage.ts), with `helpers` counted as groups of their own. */
+  cpu(helpers?: ReadonlyArray<readonly [string, number | undefined]>): Promise<CpuSnapshot>;
 }
 
 export function monotonicUs(): number {

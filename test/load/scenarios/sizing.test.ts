@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { plans } from './context.ts';
 import { replayRate } from './replay.ts';
 import { scaleOutBacklog } from './scale-out.ts';
+import { tracingRate } from './tracing-cost.ts';
 
 test('replays run at the planned rate unless that is more than half of what the system accepted at saturation', () => {
   assert.equal(replayRate(500, undefined), 500);
@@ -17,4 +18,11 @@ test('the scale-out backlog outlasts every window even at the best rate the sink
     const mostConsumed = plan.scaleReplicas.reduce((sum, replicas) => sum + replicas * perReplica * (plan.scaleWindowS + 1 + 3), 0);
     assert.ok(scaleOutBacklog(plan) > mostConsumed, plan.name);
   }
+});
+
+test('the tracing cost runs at the planned rate unless that is more than half of what the system accepted at saturation', () => {
+  assert.equal(tracingRate(200, undefined), 200);
+  assert.equal(tracingRate(200, 663), 200);
+  assert.equal(tracingRate(200, 391), 150);
+  assert.equal(tracingRate(200, 60), 50);
 });

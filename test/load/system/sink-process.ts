@@ -2,8 +2,8 @@
 // every recipient for a while before accepting it, like a slow relay (the scale-out scenario), and answers how many
 // mails it has stored. Argument: the folder the .eml files go to.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createLogger } from '@notify/platform';
 import { startSmtpSink } from '@notify/cli/local';
+import { silentLogger } from '../../harness/logger.ts';
 
 const dir = process.argv[2];
 if (!dir) throw new Error('usage: sink-process.ts <mail folder>');
@@ -14,7 +14,7 @@ const sink = await startSmtpSink({
   host: '127.0.0.1',
   port: 0,
   dir,
-  logger: createLogger('smtp-sink', 'silent'),
+  logger: silentLogger('smtp-sink'),
   reply: () => (delayMs > 0 ? sleep(delayMs).then(() => undefined) : undefined),
 });
 

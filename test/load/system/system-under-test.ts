@@ -1,13 +1,12 @@
-// The whole system the bench measures, set up the way the end-to-end harness does it (run-unique database, NATS and
-// Redis prefixes, every service a real process) but tuned for load: services log at warn, the per-key rate limit is
-// out of the way, the SMTP sink runs in its own process, and mailer replicas can be started and stopped one by one.
-import { randomBytes } from 'node:crypto';
+// The whole system the bench measures, started by the end-to-end harness (test/harness/launch-system.ts: run-unique
+// database, NATS and Redis prefixes, every service a real process) but tuned for load: services log at warn, the
+// per-key rate limit is out of the way, the SMTP sink runs in its own process, and mailer replicas can be started and
+// stopped one by one.
 import { join } from 'node:path';
-import pg from 'pg';
-import { authProto, dispatchProto } from '@notify/proto';
-import { GrpcClient } from '@notify/platform';
-import { startStack, type ServiceName, type Stack } from '@notify/cli/local';
-import { createRunResources, infrastructure, type RunResources } from '../../harness/resources.ts';
+import type pg from 'pg';
+import type { ServiceName, Stack } from '@notify/cli/local';
+import { launchSystem, type System } from '../../harness/launch-system.ts';
+import type { RunResources } from '../../harness/resources.ts';
 import { startBenchSink, type BenchSink } from './sink.ts';
 
 export interface BenchTenant {
@@ -49,46 +48,30 @@ export interface SystemUnderTest {
 const sendRate = '100000000/s';
 
 export async function startSystemUnderTest(options: SystemUnderTestOptions): Promise<SystemUnderTest> {
-  const resources = await createRunResources();
-  let sink: BenchSink | undefined;
-  let stack: Stack | undefined;
-  const internalToken = randomBytes(24).toString('hex');
-  const adminToken = randomBytes(24).toString('hex');
-  try {
-    sink = await startBenchSink(resources.mailDir);
-    const profiled = (service: ServiceName): Record<string, string> =>
-      options.profile?.services.includes(service)
-        ? // One folder per service: Node names each file CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile, and the
-          // module-hooks thread that telemetry-register starts writes a profile of its own beside the main thread's.
-          { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(options.profile.dir, service)}` }
-        : {};
-    stack = await startStack({
-      databaseUrl: resources.databaseUrl,
-      internalToken,
-      adminToken,
-      natsUrl: infrastructure.natsUrl,
-      natsPrefix: resources.natsPrefix,
-      redisUrl: infrastructure.redisUrl,
-      redisPrefix: resources.redisPrefix,
-      smtpUrl: `smtp://127.0.0.1:${sink.port}`,
-      mailerReplicas: options.mailerReplicas,
-      logLevel: 'warn',
-      output: process.env['BENCH_SERVICE_OUTPUT'] === 'stdout' ? undefined : null,
-      env: { ...options.env, NOTIFY_PUBLIC_SEND_RATE: sendRate },
-      serviceEnv: {
-        gateway: profiled('gateway'),
-        'auth-svc': profiled('auth-svc'),
-        'dispatch-svc': profiled('dispatch-svc'),
-        'mailer-svc': profiled('mailer-svc'),
-      },
-    });
-  } catch (error) {
-    await sink?.stop();
-    await resources.cleanup();
-    throw error;
-  }
-  const started = stack;
-  const startedSink = sink;
+  const profiled = (service: ServiceName): Record<string, string> =>
+    options.profile?.services.includes(service)
+      ? // One folder per service: Node names each file CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile, and the
+        // module-hooks thread that telemetry-register starts writes a profile of its own beside the main thread's.
+        { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(options.profile.dir, service)}` }
+      : {};
+  const system = await launchSystem({
+    startSink: async (mailDir) => {
+      const sink = await startBenchSink(mailDir);
+      return { ...sink, close: () => sink.stop() };
+    },
+    mailerReplicas: options.mailerReplicas,
+    logLevel: 'warn',
+    output: process.env['BENCH_SERVICE_OUTPUT'] === 'stdout' ? undefined : null,
+    env: { ...options.env, NOTIFY_PUBLIC_SEND_RATE: sendRate },
+    serviceEnv: {
+      gateway: profiled('gateway'),
+      'auth-svc': profiled('auth-svc'),
+      'dispatch-svc': profiled('dispatch-svc'),
+      'mailer-svc': profiled('mailer-svc'),
+    },
+    adminDeadlineMs: 10_000,
+  });
+  const started = system.stack;
 
   const stopMailers = async (indexes: readonly number[]): Promise<void> => {
     await Promise.all(
@@ -101,20 +84,13 @@ export async function startSystemUnderTest(options: SystemUnderTestOptions): Pro
   const startMailers = async (indexes: readonly number[]): Promise<void> => {
     await Promise.all(indexes.filter((index) => started.pid('mailer-svc', index) === undefined).map((index) => started.restart('mailer-svc', index)));
   };
-  const db = new pg.Pool({ connectionString: resources.databaseUrl, max: 4 });
   let stopped: Promise<void> | undefined;
   // Once only: the normal end of the bench and an interrupt (Ctrl-C, the time limit) may both ask.
-  const teardown = (): Promise<void> =>
-    (stopped ??= (async () => {
-      await db.end();
-      await started.stop();
-      await startedSink.stop();
-      await resources.cleanup();
-    })());
+  const teardown = (): Promise<void> => (stopped ??= system.stop());
   let tenants: BenchTenant[];
   try {
     await stopMailers(Array.from({ length: options.mailerReplicas - options.runningMailers }, (_, offset) => options.runningMailers + offset));
-    tenants = await createTenants(started, adminToken, resources.runId, options.tenants, options.template);
+    tenants = await createTenants(system, options.tenants, options.template);
   } catch (error) {
     await teardown();
     throw error;
@@ -122,10 +98,10 @@ export async function startSystemUnderTest(options: SystemUnderTestOptions): Pro
 
   return {
     stack: started,
-    sink: startedSink,
-    db,
-    resources,
-    gatewayUrl: started.env.GATEWAY_URL,
+    sink: system.sink,
+    db: system.db,
+    resources: system.resources,
+    gatewayUrl: system.gatewayUrl,
     tenants,
     startMailers,
     stopMailers,
@@ -146,34 +122,19 @@ export async function startSystemUnderTest(options: SystemUnderTestOptions): Pro
 }
 
 /** One organization, plan, project, API key and active template per tenant, created a few at a time. */
-async function createTenants(stack: Stack, adminToken: string, runId: string, count: number, template: string): Promise<BenchTenant[]> {
-  const authAdmin = new GrpcClient(authProto.AuthAdminService.service, stack.env.AUTH_SVC_ADDR, { token: adminToken, deadlineMs: 10_000 });
-  const templates = new GrpcClient(dispatchProto.TemplateAdminService.service, stack.env.DISPATCH_SVC_ADDR, { token: adminToken, deadlineMs: 10_000 });
+async function createTenants(system: Pick<System, 'createTenant' | 'putTemplate' | 'resources'>, count: number, template: string): Promise<BenchTenant[]> {
   const createOne = async (index: number): Promise<BenchTenant> => {
-    const name = `bench-${runId}-${index}`;
-    const plan = await authAdmin.call('CreatePlan', { name: `${name}-plan`, monthlyQuota: 0, suspended: false });
-    const organization = await authAdmin.call('CreateOrganization', { name, planId: plan.id });
-    const project = await authAdmin.call('CreateProject', { organizationId: organization.id, name: `${name}-project` });
-    const key = await authAdmin.call('CreateApiKey', { projectId: project.id, name: 'bench' });
-    await templates.call('PutTemplate', {
-      projectId: project.id,
-      slug: template,
+    const { organizationId, projectId, apiKey } = await system.createTenant(`bench-${system.resources.runId}-${index}`);
+    await system.putTemplate(projectId, template, {
       subject: 'Hello {{ name }}',
       html: '<p>Hello {{ name }}, your code is <b>{{ code }}</b>.</p>',
       text: 'Hello {{ name }}, your code is {{ code }}.',
-      variablesSchemaJson: '',
-      active: true,
     });
-    return { organizationId: organization.id, projectId: project.id, apiKey: key.apiKey };
+    return { organizationId, projectId, apiKey };
   };
-  try {
-    const tenants: BenchTenant[] = [];
-    for (let first = 0; first < count; first += 10) {
-      tenants.push(...(await Promise.all(Array.from({ length: Math.min(10, count - first) }, (_, offset) => createOne(first + offset)))));
-    }
-    return tenants;
-  } finally {
-    authAdmin.close();
-    templates.close();
+  const tenants: BenchTenant[] = [];
+  for (let first = 0; first < count; first += 10) {
+    tenants.push(...(await Promise.all(Array.from({ length: Math.min(10, count - first) }, (_, offset) => createOne(first + offset)))));
   }
+  return tenants;
 }

@@ -3,9 +3,10 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
+import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { SignInLimiter } from './sign-in-limiter.ts';
 
-const redisUrl = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+const redisUrl = testEnvironment.redisUrl;
 const keyPrefix = `notify-t-${randomBytes(4).toString('hex')}:`;
 let redis: Redis;
 

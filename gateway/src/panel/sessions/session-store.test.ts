@@ -4,9 +4,10 @@ import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { OperationalError } from '@notify/platform';
+import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { SessionStore } from './session-store.ts';
 
-const redisUrl = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+const redisUrl = testEnvironment.redisUrl;
 const keyPrefix = `notify-t-${randomBytes(4).toString('hex')}:`;
 let redis: Redis;
 const user = { userId: 7, organizationId: 3, passwordChangedAt: '2026-01-31T09:00:00.000Z' };

@@ -1,10 +1,10 @@
 // A durable pull consumer worked by one handler, in batches of the messages received together, `concurrency` batches at
 // a time, that resumes by itself after the subscription fails (NATS restarting, a stream leader moving) and stops
-// cleanly for shutdown. The delivery events (in batches, one transaction each) and the delivery-limit advisories
-// (dead-letters/delivery-limit.ts, one at a time) are both consumed this way.
+// cleanly for shutdown. dispatch-svc consumes the delivery events (in batches, one transaction each) and the
+// delivery-limit advisories (one at a time) this way.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Logger } from '@notify/platform';
-import type { JetStreamClient, JsMsg } from '@notify/platform/nats';
+import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
+import type { Logger } from '../logger.ts';
 
 /** Pause before consuming again after the subscription itself failed. */
 const resubscribeDelayMs = 1_000;

@@ -1,5 +1,5 @@
 // A background task run at a fixed pause between passes (never overlapping), stoppable for shutdown.
-import type { Logger } from '@notify/platform';
+import type { Logger } from './logger.ts';
 
 export interface PeriodicTask {
   /** Lets a pass in progress finish, then stops. */

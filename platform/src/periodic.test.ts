@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { test } from 'node:test';
-import { createLogger } from '@notify/platform';
+import { silentLogger } from '@notify/test/harness/logger.ts';
 import { runPeriodically } from './periodic.ts';
 
-const logger = createLogger('test', 'silent', new Writable({ write: (_chunk, _encoding, done) => done() }));
+const logger = silentLogger();
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 test('passes repeat, and a failing pass does not stop the next ones', async () => {

@@ -2,22 +2,22 @@
 // time and at most `concurrency` batches at once, and stopping still handles what was received.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
-import { createLogger } from '@notify/platform';
-import { connectNats, ensureConsumer, jetstream, jetstreamManager, nanoseconds, type JetStreamManager, type JsMsg, type NatsConnection } from '@notify/platform/nats';
-import { eventually } from '../testing/harness.ts';
+import { testEnvironment } from '@notify/test/harness/environment.ts';
+import { silentLogger } from '@notify/test/harness/logger.ts';
+import { waitFor } from '@notify/test/harness/wait.ts';
+import { connectNats, ensureConsumer, jetstream, jetstreamManager, nanoseconds, type JetStreamManager, type JsMsg, type NatsConnection } from './index.ts';
 import { consumeDurably, type DurableConsumer } from './durable-consumer.ts';
 
 const prefix = `T${randomBytes(4).toString('hex')}_`;
-const logger = createLogger('dispatch-test', 'silent', new Writable({ write: (_chunk, _encoding, done) => done() }));
+const logger = silentLogger('dispatch-test');
 let nats: NatsConnection;
 let jsm: JetStreamManager;
 const streams: string[] = [];
 
 before(async () => {
-  nats = await connectNats(process.env['TEST_NATS_URL'] ?? 'nats://127.0.0.1:4222', 'dispatch-test', logger);
+  nats = await connectNats(testEnvironment.natsUrl, 'dispatch-test', logger);
   jsm = await jetstreamManager(nats);
 });
 
@@ -45,10 +45,10 @@ async function publish(subject: string, from: number, to: number): Promise<void>
 
 /** Waits until the server has handed out `count` messages and holds none back, then gives the client time to read them. */
 async function delivered(stream: string, consumer: string, count: number): Promise<void> {
-  await eventually(async () => {
+  await waitFor(async () => {
     const info = await jsm.consumers.info(stream, consumer);
     return info.num_pending === 0 && info.num_ack_pending === count;
-  }, 5_000, `${count} messages handed out`);
+  }, { timeoutMs: 5_000, intervalMs: 25, what: `${count} messages handed out` });
   await sleep(500);
 }
 
@@ -70,7 +70,7 @@ async function consumeFourPublishedBefore(name: string): Promise<number[][]> {
     },
   });
   try {
-    await eventually(async () => batches.flat().length === 4, 5_000, 'the four messages');
+    await waitFor(async () => batches.flat().length === 4, { timeoutMs: 5_000, intervalMs: 25, what: 'the four messages' });
     return batches;
   } finally {
     await consuming.stop();
@@ -110,14 +110,14 @@ test('the messages received while a batch is handled make up the next one, up to
   });
   try {
     await publish(subject, 1, 1);
-    await eventually(async () => batches.length === 1, 5_000, 'the first batch');
+    await waitFor(async () => batches.length === 1, { timeoutMs: 5_000, intervalMs: 25, what: 'the first batch' });
     assert.deepEqual(batches, [[1]], 'a lone message is handled at once');
     await publish(subject, 2, 8);
     await delivered(stream, consumer, 8);
     assert.equal(batches.length, 1, 'nothing else is handled while the only handler is busy');
 
     firstBatchDone.resolve();
-    await eventually(async () => (await jsm.consumers.info(stream, consumer)).num_ack_pending === 0, 5_000, 'every message handled');
+    await waitFor(async () => (await jsm.consumers.info(stream, consumer)).num_ack_pending === 0, { timeoutMs: 5_000, intervalMs: 25, what: 'every message handled' });
     assert.deepEqual(batches[1], [2, 3, 4, 5], 'the next batch is what had been received, up to the batch size');
     assert.deepEqual(batches.flat(), [1, 2, 3, 4, 5, 6, 7, 8], 'each message handled once, in order');
     assert.ok(batches.every((batch) => batch.length >= 1 && batch.length <= 4), JSON.stringify(batches));
@@ -161,7 +161,7 @@ test('no more than `concurrency` batches are handled at once, and stopping handl
   await stopping;
   assert.equal(mostBusy, 3);
   assert.deepEqual(handled.sort(), [1, 2, 3, 4, 5, 6], 'the messages waiting in hand were handled before stop() resolved');
-  await eventually(async () => (await jsm.streams.info(stream)).state.messages === 0, 5_000, 'every message acknowledged');
+  await waitFor(async () => (await jsm.streams.info(stream)).state.messages === 0, { timeoutMs: 5_000, intervalMs: 25, what: 'every message acknowledged' });
 });
 
 test('a batch whose handler fails is left to its ack wait and offered again, and consuming goes on', async () => {
@@ -183,7 +183,7 @@ test('a batch whose handler fails is left to its ack wait and offered again, and
   });
   try {
     await publish(subject, 1, 3);
-    await eventually(async () => (await jsm.streams.info(stream)).state.messages === 0, 8_000, 'every message acknowledged');
+    await waitFor(async () => (await jsm.streams.info(stream)).state.messages === 0, { timeoutMs: 8_000, intervalMs: 25, what: 'every message acknowledged' });
     assert.equal(seen.filter((value) => value === 1).length, 2, 'the message of the failed batch came back once');
   } finally {
     await consuming.stop();
@@ -212,13 +212,13 @@ test('with a linger, a trickle of messages waits to share a batch, while a full 
       await publish(subject, value, value);
       await sleep(50);
     }
-    await eventually(async () => batches.length === 1, 5_000, 'the lingering batch');
+    await waitFor(async () => batches.length === 1, { timeoutMs: 5_000, intervalMs: 25, what: 'the lingering batch' });
     assert.deepEqual(batches[0]?.values, [1, 2, 3], 'three messages 50 ms apart share one batch');
     assert.ok((batches[0]?.at ?? 0) - started >= 900, 'it waited for the linger');
 
     const fullStarted = Date.now();
     await publish(subject, 4, 8);
-    await eventually(async () => batches.length === 2, 5_000, 'the full batch');
+    await waitFor(async () => batches.length === 2, { timeoutMs: 5_000, intervalMs: 25, what: 'the full batch' });
     assert.deepEqual(batches[1]?.values, [4, 5, 6, 7, 8]);
     assert.ok((batches[1]?.at ?? 0) - fullStarted < 900, 'a full batch does not wait for the linger');
   } finally {

@@ -1,0 +1,102 @@
+// dispatch-svc assembled from its settings and its clients: the streams and consumers it owns, the job publisher, the
+// gRPC services' dependencies, and the background work. main.ts runs it; the test harness builds the same thing.
+import type { ConfigOf, GrpcServer, Logger, Registry } from '@notify/platform';
+import { runPeriodically } from '@notify/platform';
+import type { Pool } from '@notify/platform/database';
+import { ensureStream, jetstream, jetstreamManager, watchNatsLink, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
+import { streamDeclarations, topology, type Topology } from '@notify/proto';
+import { LiquidSyntax } from '@notify/templating';
+import type { configSpec } from './config.ts';
+import { ensureDeliveryLimitStream, startDeliveryLimitConsumer } from './dead-letters/delivery-limit.ts';
+import { ensureEventsConsumer, startEventConsumer } from './events/event-consumer.ts';
+import { sweepExpiredIdempotencyRecords } from './idempotency/expiry-sweeper.ts';
+import { startConsumerMetrics, watchedConsumers } from './jetstream-metrics.ts';
+import { createDispatchMetrics, type DispatchMetrics } from './metrics.ts';
+import { createJobPublisher, type JobPublisher } from './outbox/job-publisher.ts';
+import { relayOutbox } from './outbox/outbox-relay.ts';
+import { withTestFault } from './outbox/test-fault.ts';
+import { addDispatchServices, type ServiceDeps } from './services.ts';
+import { VariablesSchemas } from './templates/variables-schema.ts';
+
+export type DispatchSettings = Pick<
+  ConfigOf<typeof configSpec>,
+  'natsPrefix' | 'natsStreamReplicas' | 'internalToken' | 'adminToken' | 'idempotencyTtlMs' | 'outboxRelayIntervalMs' | 'outboxRelayMinAgeMs' | 'testFault'
+>;
+
+export interface DispatchClients {
+  readonly pool: Pool;
+  readonly nats: NatsConnection;
+  readonly logger: Logger;
+  readonly registry: Registry;
+  /** What NOTIFY_TEST_FAULT's points call to die like a crash (the service's `crash`). */
+  readonly crash: () => void;
+}
+
+export interface Dispatch {
+  readonly names: Topology;
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly metrics: DispatchMetrics;
+  readonly publisher: JobPublisher;
+  /** What the gRPC services run with. */
+  readonly deps: ServiceDeps;
+  /** Adds DispatchService, TemplateAdminService, DeadLetterAdminService and PanelService to `server`. */
+  serve(server: GrpcServer): void;
+  /** Starts the outbox relay, the idempotency sweep, the event and delivery-limit consumers and the queue gauges. */
+  startBackground(): { stop(): Promise<void> };
+}
+
+const idempotencySweepIntervalMs = 60_000;
+
+/** Creates (or updates) the streams and consumers dispatch-svc relies on; safe from every replica at every start. */
+export async function buildDispatch(settings: DispatchSettings, clients: DispatchClients): Promise<Dispatch> {
+  const { pool, nats, logger, registry } = clients;
+  const names = topology(settings.natsPrefix);
+  const jsm = await jetstreamManager(nats);
+  const streams = streamDeclarations(names);
+  for (const stream of [streams.jobs, streams.events, streams.deadLetters]) await ensureStream(jsm, stream, settings.natsStreamReplicas);
+  await ensureEventsConsumer(jsm, names);
+  await ensureDeliveryLimitStream(jsm, names, settings.natsStreamReplicas);
+  const js = jetstream(nats);
+  const metrics = createDispatchMetrics(registry);
+  const link = watchNatsLink(nats);
+  // A test fault (refused outside NODE_ENV=test) must look like a crash, with no shutdown steps.
+  const publisher = withTestFault(createJobPublisher({ js, subject: names.jobsSubject, metrics, connected: link.connected }), settings.testFault, clients.crash);
+  const deps: ServiceDeps = {
+    pool,
+    publisher,
+    schemas: new VariablesSchemas(),
+    liquid: new LiquidSyntax(),
+    metrics,
+    logger,
+    idempotencyTtlMs: settings.idempotencyTtlMs,
+    internalToken: settings.internalToken,
+    adminToken: settings.adminToken,
+  };
+  return {
+    names,
+    js,
+    jsm,
+    metrics,
+    publisher,
+    deps,
+    serve: (server) => addDispatchServices(server, deps),
+    startBackground() {
+      const relay = runPeriodically(
+        'outbox relay',
+        settings.outboxRelayIntervalMs,
+        () => relayOutbox({ pool, publisher, metrics, logger, minAgeMs: settings.outboxRelayMinAgeMs }),
+        logger,
+      );
+      const sweeper = runPeriodically('idempotency sweep', idempotencySweepIntervalMs, () => sweepExpiredIdempotencyRecords(pool), logger);
+      const consumer = startEventConsumer({ js, names, pool, metrics, logger, maxBatchSize: 128 });
+      const deliveryLimits = startDeliveryLimitConsumer({ js, jsm, pool, names, metrics, logger });
+      const consumerMetrics = startConsumerMetrics({ jsm, consumers: watchedConsumers(names), registry, logger });
+      return {
+        stop: async () => {
+          await Promise.all([relay.stop(), sweeper.stop(), consumer.stop(), deliveryLimits.stop(), consumerMetrics.stop()]);
+        },
+      };
+    },
+  };
+}

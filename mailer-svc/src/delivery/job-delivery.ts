@@ -1,0 +1,207 @@
+// The delivery of one job the mailer holds: it checks the outcome ledger, records `sending`, renders and sends, writes
+// the outcome to the ledger when it is final, records the outcome event, and only then settles the job. A crash at any
+// point leaves the job to be offered again (at-least-once), and the ledger keeps a job offered again after its delivery
+// finished from being mailed a second time (see outcome-ledger.ts; the stable Message-ID lets receivers spot what still
+// slips through). `sending` is confirmed by JetStream before the SMTP send starts: it is also the proof that NATS,
+// which holds the ledger, is reachable, so that a mail is not sent while its outcome could not be written down (a NATS
+// outage would otherwise turn every job in flight into a second email on redelivery).
+//
+// A job that cannot be read (proto/src/messaging.ts says why) is never retried: its bytes go to the dead letters, its
+// message (when it names one) ends `failed` with the reason, and it is terminated.
+//
+// Traces: under the job's `process` span (mailer.ts), `render`, `smtp send` (the relay's reply and enhanced status), and
+// a `send` span per event published.
+import { inSpan, notifyAttributes, recordFailure, SpanKind, type Span } from '@notify/platform';
+import { deadLetter, type JsMsg } from '@notify/platform/nats';
+import { readDeliveryJob, schemaHeader, type DeliveryEvent, type DeliveryJob } from '@notify/proto';
+import { failureReason, judgeAttempt, type Settlement } from './decision.ts';
+import { createEventPublisher } from './events.ts';
+import { attemptBase, deliveryStart } from './job.ts';
+import type { MailerDependencies, MailerSettings } from './mailer.ts';
+import { deliveryLabels } from './metrics.ts';
+import type { FinishedDelivery } from './outcome-ledger.ts';
+import { enhancedStatus, type DeliveryOutcome } from './smtp-outcome.ts';
+
+/** A job this replica holds. `released` once it was acknowledged, offered again or terminated. */
+export interface HeldJob {
+  readonly msg: JsMsg;
+  released: boolean;
+}
+
+export interface JobDelivery {
+  /** Delivers the job, or settles it from the ledger, and settles it; rejects only on a bug (the caller offers it again). */
+  deliver(held: HeldJob, span: Span): Promise<void>;
+  /** Acknowledges, offers again or terminates the job, once: a job already released belongs to another replica now. */
+  settle(held: HeldJob, settlement: Settlement): Promise<void>;
+}
+
+/** Delay before a job whose event could not be recorded is offered again. */
+export const eventFailureRetryMs = 2_000;
+
+export function createJobDelivery(deps: MailerDependencies, settings: MailerSettings): JobDelivery {
+  const { logger, metrics } = deps;
+  const publishEvent = createEventPublisher(deps.js, deps.names);
+  const now = (): string => new Date().toISOString();
+
+  const settle = async (held: HeldJob, settlement: Settlement): Promise<void> => {
+    if (held.released) return;
+    held.released = true;
+    const { msg } = held;
+    if (settlement.action === 'nak') msg.nak(settlement.delayMs);
+    // No reason on +TERM: servers before 2.10 do not read one and would leave the job pending. The event records why.
+    else if (settlement.action === 'term') msg.term();
+    else {
+      // A double ack: the job counts as done (its slot freed, drain() satisfied) only once the server confirmed it took
+      // the acknowledgement, so an ack lost with a broken connection is logged rather than unseen (the job then comes
+      // back after its ack wait and is settled from the ledger, without mailing). The round trip holds only this job's
+      // slot: each held job settles in its own chain, so the others keep delivering.
+      await msg.ackAck().catch((error: unknown) => logger.warn({ err: error, seq: msg.seq }, 'acknowledgement not confirmed; the job may be delivered again'));
+    }
+  };
+
+  /**
+   * Publishes the event, then settles the job (when `settlement` is given). If the event cannot be recorded, the job
+   * comes back shortly instead, so no transition is ever lost. False when the event was not recorded.
+   */
+  const recordEvent = async (held: HeldJob, event: DeliveryEvent, settlement?: Settlement): Promise<boolean> => {
+    // Given back at the shutdown deadline: the replica that takes the job over records its own attempt.
+    if (held.released) return false;
+    try {
+      await publishEvent(event);
+    } catch (error) {
+      logger.error({ err: error, messageId: event.messageId, state: event.state }, 'delivery event not recorded; job will be retried');
+      await settle(held, { action: 'nak', delayMs: eventFailureRetryMs });
+      return false;
+    }
+    if (settlement !== undefined) await settle(held, settlement);
+    return true;
+  };
+
+  /** Writes a final outcome to the ledger; a failure is logged, since the event and settlement still have to happen. */
+  const writeOutcome = async (messageId: number, finished: FinishedDelivery): Promise<void> => {
+    try {
+      await deps.ledger.record(messageId, finished, settings.ackWaitMs);
+    } catch (error) {
+      logger.error({ err: error, messageId, state: finished.state }, 'outcome not recorded in the ledger; a redelivery of this job would be attempted again');
+    }
+  };
+
+  const attemptDelivery = async (job: DeliveryJob, attempt: number): Promise<{ outcome: DeliveryOutcome; stage: 'render' | 'send' }> => {
+    const about = { [notifyAttributes.messageId]: job.messageId, [notifyAttributes.attempt]: attempt };
+    let mail;
+    try {
+      mail = await inSpan('render', { attributes: { ...about, 'notify.template.slug': job.template.slug, 'notify.template.version': job.template.version } }, () => deps.renderer.render(job));
+    } catch (error) {
+      return { outcome: { kind: 'permanent', reason: error instanceof Error ? error.message : String(error) }, stage: 'render' };
+    }
+    const relay = { 'server.address': deps.sender.relay.host, 'server.port': deps.sender.relay.port };
+    return inSpan('smtp send', { kind: SpanKind.CLIENT, attributes: { ...about, ...relay } }, async (span) => {
+      const stopTimer = metrics.sendDuration.startTimer();
+      const outcome = await deps.sender.send(job, mail);
+      stopTimer({ result: outcome.kind });
+      describeReply(span, outcome);
+      return { outcome, stage: 'send' as const };
+    });
+  };
+
+  /**
+   * A job whose delivery already finished (the ledger says so) is not attempted again: its final event is published
+   * once more (a duplicate the events stream or dispatch-svc drops if it was recorded) and the job settled as then.
+   */
+  const settleFromLedger = async (held: HeldJob, messageId: number, finished: FinishedDelivery): Promise<void> => {
+    logger.warn({ messageId, state: finished.state, attempt: finished.attempt, deliveryCount: held.msg.info.deliveryCount }, 'job offered again after its delivery finished; settled without mailing');
+    const { state, attempt, occurredAt, smtpCode, smtpResponse, reason } = finished;
+    const event: DeliveryEvent = {
+      messageId,
+      state,
+      attempt,
+      occurredAt,
+      ...(smtpCode === undefined ? {} : { smtpCode }),
+      ...(smtpResponse === undefined ? {} : { smtpResponse }),
+      ...(reason === undefined ? {} : { reason }),
+    };
+    if (await recordEvent(held, event, state === 'sent' ? { action: 'ack' } : { action: 'term' })) metrics.finishedRedeliveries.inc({ state });
+  };
+
+  /** Dead-letters a job that cannot be read and fails its message when it names one; offered again if neither could be written. */
+  const refuseUnreadable = async (held: HeldJob, span: Span, reason: string, messageId: number | undefined): Promise<void> => {
+    const { msg } = held;
+    recordFailure(span, new Error(reason));
+    logger.error({ seq: msg.seq, messageId, reason }, 'unreadable delivery job dead-lettered');
+    if (!(await deadLetter(deps.js, deps.names.deadLettersSubject('jobs'), msg, reason))) {
+      await settle(held, { action: 'nak', delayMs: eventFailureRetryMs });
+      return;
+    }
+    metrics.deliveries.inc(deliveryLabels('failed', 'unreadable_job'));
+    if (messageId === undefined) await settle(held, { action: 'term' });
+    else await recordEvent(held, { messageId, state: 'failed', attempt: msg.info.deliveryCount, occurredAt: now(), reason }, { action: 'term' });
+  };
+
+  const deliver = async (held: HeldJob, span: Span): Promise<void> => {
+    const deliveryCount = held.msg.info.deliveryCount;
+    const read = readDeliveryJob(held.msg.data, held.msg.headers?.get(schemaHeader) || undefined);
+    const messageId = read.ok ? read.value.messageId : read.messageId;
+    if (messageId !== undefined) span.setAttribute(notifyAttributes.messageId, messageId);
+    if (!read.ok) {
+      await refuseUnreadable(held, span, read.reason, messageId);
+      return;
+    }
+    const job = read.value;
+    const base = attemptBase(job);
+    // Attempts of a re-queued delivery continue after the earlier ones, so old events never pass for new ones.
+    const attempt = base + deliveryCount;
+    span.setAttribute(notifyAttributes.attempt, attempt);
+    let finished: FinishedDelivery | undefined;
+    try {
+      finished = await deps.ledger.find(job.messageId);
+    } catch (error) {
+      // Sending without knowing could mail twice; the job waits for NATS instead.
+      logger.error({ err: error, messageId: job.messageId }, 'outcome ledger unreadable; job will be retried');
+      await settle(held, { action: 'nak', delayMs: eventFailureRetryMs });
+      return;
+    }
+    // Sent is final for the message; a failure only for the delivery it ended (an operator may re-queue it).
+    if (finished && finished.attempt > base) {
+      await settleFromLedger(held, job.messageId, finished);
+      return;
+    }
+    if (finished?.state === 'sent') {
+      // Sent by an earlier delivery, yet re-queued: reported as this delivery's attempt, which is the only one that
+      // can still move the message.
+      await settleFromLedger(held, job.messageId, { ...finished, attempt, occurredAt: now(), reason: `already sent by attempt ${finished.attempt}` });
+      return;
+    }
+    if (!(await recordEvent(held, { messageId: job.messageId, state: 'sending', attempt, occurredAt: now() }))) return;
+    const { outcome, stage } = await attemptDelivery(job, attempt);
+    const context = { attempt: deliveryCount, ageMs: Date.now() - deliveryStart(job) };
+    const decision = judgeAttempt(outcome, context, settings, deps.random);
+    const event: DeliveryEvent = { messageId: job.messageId, attempt, occurredAt: now(), ...decision.event };
+    span.setAttribute(notifyAttributes.state, event.state);
+    if (event.state === 'failed') recordFailure(span, new Error(event.reason ?? 'delivery failed'));
+    if (event.state === 'sent' || event.state === 'failed') {
+      // Even for a job given back at the shutdown deadline: the record is what stops the replica that took it over.
+      await writeOutcome(job.messageId, { ...decision.event, state: event.state, attempt, occurredAt: event.occurredAt });
+      if (event.state === 'sent') deps.afterSend?.();
+    }
+    metrics.deliveries.inc(deliveryLabels(decision.event.state, failureReason(outcome, context, settings, stage)));
+    if (await recordEvent(held, event, decision.settle)) {
+      if (event.state === 'sent') metrics.latency.observe(Math.max(0, Date.now() - Date.parse(job.acceptedAt)) / 1_000);
+      const level = event.state === 'sent' ? 'info' : 'warn';
+      logger[level]({ messageId: job.messageId, attempt, state: event.state, smtpCode: event.smtpCode, reason: event.reason }, 'delivery attempt finished');
+    }
+  };
+
+  return { deliver, settle };
+}
+
+/** The relay's answer on the SMTP span: reply code, enhanced status and text; an error status unless accepted. */
+function describeReply(span: Span, outcome: DeliveryOutcome): void {
+  const status = enhancedStatus(outcome.smtpResponse);
+  span.setAttributes({
+    'notify.delivery.outcome': outcome.kind,
+    ...(outcome.smtpCode === undefined ? {} : { [notifyAttributes.smtpReplyCode]: outcome.smtpCode }),
+    ...(status === undefined ? {} : { [notifyAttributes.smtpEnhancedStatus]: status }),
+    ...(outcome.smtpResponse === undefined ? {} : { [notifyAttributes.smtpReply]: outcome.smtpResponse }),
+  });
+  if (outcome.kind !== 'accepted') recordFailure(span, new Error(outcome.reason));
+}

@@ -1,0 +1,161 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import protobuf from 'protobufjs';
+import {
+  deliveryJobId,
+  encodeDeliveryEvent,
+  encodeDeliveryJob,
+  encodeKeyAnnouncement,
+  readDeliveryEvent,
+  readDeliveryJob,
+  readKeyAnnouncement,
+  type DeliveryEvent,
+  type DeliveryJob,
+} from './messaging.ts';
+
+const job: DeliveryJob = {
+  messageId: 7,
+  celeryTaskId: '6f1c1b7e-3f0e-4e43-9d3e-1f1f6b0c2a11',
+  projectId: 3,
+  organizationId: 2,
+  to: 'ana@example.com',
+  data: { name: 'Ana', price: '€5', nested: { list: [1, null, true] } },
+  template: { slug: 'welcome', version: 1, subject: 'Hi {{ name }}', html: '<p>{{ name }}</p>', text: '{{ name }}' },
+  acceptedAt: '2025-01-01T00:00:00.000Z',
+};
+const event: DeliveryEvent = { messageId: 7, state: 'deferred', attempt: 2, occurredAt: '2025-01-02T03:04:05.678Z', smtpCode: 451, smtpResponse: '451 try later', reason: 'greylisted' };
+const json = (value: unknown): Uint8Array => new TextEncoder().encode(typeof value === 'string' ? value : JSON.stringify(value));
+
+/**
+ * The v1 messages as a later release might write them: a field this release does not know, on the job and on the event.
+ * Parsed from text so the test does not depend on this release's .proto.
+ */
+const newer = protobuf.parse(`
+  syntax = "proto3";
+  package notify.messaging.v1;
+  message TemplateSnapshot { string slug = 1; int32 version = 2; string subject = 3; string html = 4; string text = 5; }
+  message DeliveryJob {
+    int64 message_id = 1; string celery_task_id = 2; int64 project_id = 3; int64 organization_id = 4; string to = 5;
+    string data_json = 6; TemplateSnapshot template = 7; string accepted_at = 8;
+    repeated string tags = 40;
+  }
+  message DeliveryEvent { int64 message_id = 1; string state = 2; int32 attempt = 3; string occurred_at = 4; string webhook_id = 41; }
+`).root;
+const newerJob = (fields: Record<string, unknown>): Uint8Array => {
+  const type = newer.lookupType('notify.messaging.v1.DeliveryJob');
+  return type.encode(type.fromObject(fields)).finish();
+};
+const v1Job = { ...job, dataJson: JSON.stringify(job.data) };
+
+describe('delivery jobs', () => {
+  it('read back exactly as encoded, the header naming the versioned type', () => {
+    const message = encodeDeliveryJob(job);
+    assert.equal(message.schema, 'notify.messaging.v1.DeliveryJob');
+    assert.deepEqual(readDeliveryJob(message.bytes, message.schema), { ok: true, value: job });
+  });
+
+  it('carry a re-queue only on a re-queued delivery, which its Nats-Msg-Id tells apart', () => {
+    const requeued: DeliveryJob = { ...job, requeue: { attemptBase: 4, at: '2025-02-01T00:00:00.000Z' } };
+    const message = encodeDeliveryJob(requeued);
+    assert.deepEqual(readDeliveryJob(message.bytes, message.schema), { ok: true, value: requeued });
+    assert.equal(deliveryJobId(job), '7');
+    assert.equal(deliveryJobId(requeued), '7:requeue:4');
+  });
+
+  it('tolerate a field a newer writer added', () => {
+    const bytes = newerJob({ ...v1Job, tags: ['billing', 'eu'] });
+    assert.deepEqual(readDeliveryJob(bytes, 'notify.messaging.v1.DeliveryJob'), { ok: true, value: job });
+  });
+
+  it('are refused, naming each missing or invalid field and keeping the message id, when a required field is absent', () => {
+    const { to: _to, template: _template, ...withoutRecipientAndTemplate } = v1Job;
+    const read = readDeliveryJob(newerJob(withoutRecipientAndTemplate), 'notify.messaging.v1.DeliveryJob');
+    assert.deepEqual(read, { ok: false, reason: 'malformed job: invalid to, template', messageId: 7 });
+    assert.deepEqual(readDeliveryJob(newerJob({ ...v1Job, messageId: 0 }), 'notify.messaging.v1.DeliveryJob'), { ok: false, reason: 'malformed job: invalid messageId' });
+    assert.deepEqual(readDeliveryJob(newerJob({ ...v1Job, dataJson: '[1]' }), 'notify.messaging.v1.DeliveryJob'), { ok: false, reason: 'malformed job: invalid data', messageId: 7 });
+  });
+
+  it('refuse a recipient list or header injection', () => {
+    for (const to of ['a@example.com, b@example.com', 'a@example.com\r\nBcc: b@example.com']) {
+      const message = encodeDeliveryJob({ ...job, to });
+      assert.equal(readDeliveryJob(message.bytes, message.schema).ok, false, to);
+    }
+  });
+
+  it('are refused when of a schema this release does not read, or not protobuf at all', () => {
+    const message = encodeDeliveryJob(job);
+    assert.deepEqual(readDeliveryJob(message.bytes, 'notify.messaging.v2.DeliveryJob'), { ok: false, reason: 'malformed job: schema notify.messaging.v2.DeliveryJob is not notify.messaging.v1.DeliveryJob' });
+    assert.deepEqual(readDeliveryJob(Uint8Array.of(0xff, 0xff, 0xff), message.schema), { ok: false, reason: 'malformed job: not a notify.messaging.v1.DeliveryJob' });
+  });
+
+  it('written as JSON by the release before (no schema header) are still read, with the same rules', () => {
+    assert.deepEqual(readDeliveryJob(json(job), undefined), { ok: true, value: job });
+    assert.deepEqual(readDeliveryJob(json('{nope'), undefined), { ok: false, reason: 'malformed job: not a JSON object' });
+    assert.deepEqual(readDeliveryJob(json({ ...job, data: null }), undefined), { ok: false, reason: 'malformed job: invalid data', messageId: 7 });
+  });
+});
+
+describe('delivery events', () => {
+  it('read back exactly as encoded, optional fields absent when not given', () => {
+    const message = encodeDeliveryEvent(event);
+    assert.equal(message.schema, 'notify.messaging.v1.DeliveryEvent');
+    assert.deepEqual(readDeliveryEvent(message.bytes, message.schema), { ok: true, value: event });
+    const sending: DeliveryEvent = { messageId: 1, state: 'sending', attempt: 1, occurredAt: '2025-01-02T03:04:05.000Z' };
+    const bare = encodeDeliveryEvent(sending);
+    assert.deepEqual(readDeliveryEvent(bare.bytes, bare.schema), { ok: true, value: sending });
+  });
+
+  it('tolerate a field a newer writer added', () => {
+    const type = newer.lookupType('notify.messaging.v1.DeliveryEvent');
+    const bytes = type.encode(type.fromObject({ messageId: 1, state: 'sent', attempt: 1, occurredAt: '2025-01-02T03:04:05.000Z', webhookId: 'wh_1' })).finish();
+    assert.deepEqual(readDeliveryEvent(bytes, 'notify.messaging.v1.DeliveryEvent'), { ok: true, value: { messageId: 1, state: 'sent', attempt: 1, occurredAt: '2025-01-02T03:04:05.000Z' } });
+  });
+
+  it('cut a very long SMTP reply to a readable length', () => {
+    const message = encodeDeliveryEvent({ ...event, smtpResponse: 'x'.repeat(10_000) });
+    const read = readDeliveryEvent(message.bytes, message.schema);
+    assert.equal(read.ok && read.value.smtpResponse?.length, 2_000);
+  });
+
+  it('refuse anything that is not a delivery event, naming what is wrong', () => {
+    const cases: Array<[Partial<DeliveryEvent> & Record<string, unknown>, string]> = [
+      [{ ...event, messageId: 0 }, 'messageId'],
+      [{ ...event, state: 'queued' as never }, 'state'],
+      [{ ...event, attempt: 0 }, 'attempt'],
+      [{ ...event, occurredAt: 'yesterday' }, 'occurredAt'],
+      [{ ...event, smtpCode: 42 }, 'smtpCode'],
+    ];
+    for (const [value, field] of cases) {
+      const message = encodeDeliveryEvent(value as DeliveryEvent);
+      const read = readDeliveryEvent(message.bytes, message.schema);
+      assert.equal(read.ok, false, field);
+      assert.match(!read.ok ? read.reason : '', new RegExp(`invalid ${field}`), field);
+    }
+  });
+
+  it('written as JSON by the release before are still read; other JSON is refused', () => {
+    assert.deepEqual(readDeliveryEvent(json(event), undefined), { ok: true, value: event });
+    const nulls = readDeliveryEvent(json({ messageId: 1, state: 'sending', attempt: 1, occurredAt: '2025-01-02T03:04:05Z', smtpCode: null, reason: null }), undefined);
+    assert.deepEqual(nulls, { ok: true, value: { messageId: 1, state: 'sending', attempt: 1, occurredAt: '2025-01-02T03:04:05.000Z' } });
+    for (const value of ['not json', '[1]', 'null', { ...event, messageId: '7' }, { ...event, attempt: 1.5 }, { ...event, reason: 5 }]) {
+      assert.equal(readDeliveryEvent(json(value), undefined).ok, false, JSON.stringify(value));
+    }
+    assert.equal(readDeliveryEvent(Uint8Array.of(0xff, 0xfe), undefined).ok, false);
+  });
+});
+
+describe('key announcements', () => {
+  it('name one key prefix or every key', () => {
+    for (const target of [{ keyPrefix: 'nk_0123456789abcdef' }, { everyKey: true as const }]) {
+      const message = encodeKeyAnnouncement(target);
+      assert.equal(message.schema, 'notify.messaging.v1.KeyAnnouncement');
+      assert.deepEqual(readKeyAnnouncement(message.bytes, message.schema), target);
+    }
+  });
+
+  it('that cannot be read name nothing (their readers then forget every key)', () => {
+    assert.equal(readKeyAnnouncement(json('nk_0123456789abcdef'), undefined), undefined);
+    assert.equal(readKeyAnnouncement(Uint8Array.of(), 'notify.messaging.v1.KeyAnnouncement'), undefined);
+    assert.equal(readKeyAnnouncement(Uint8Array.of(0xff, 0xff), 'notify.messaging.v1.KeyAnnouncement'), undefined);
+  });
+});
