@@ -4,6 +4,7 @@
 #   docker build --target auth-svc     -t notify-auth-svc .
 #   docker build --target dispatch-svc -t notify-dispatch-svc .
 #   docker build --target mailer-svc   -t notify-mailer-svc .
+#   docker build --target webhook-svc  -t notify-webhook-svc .
 #   docker build --target toolbox      -t notify-toolbox .     # schema migration (default command), notifyctl, helm test
 # Node runs the TypeScript sources directly (type stripping), so the images ship the sources and no build output.
 # Each image holds only its service's workspaces and production dependencies, owned by root and read-only to the
@@ -23,6 +24,7 @@ COPY gateway/package.json gateway/
 COPY auth-svc/package.json auth-svc/
 COPY dispatch-svc/package.json dispatch-svc/
 COPY mailer-svc/package.json mailer-svc/
+COPY webhook-svc/package.json webhook-svc/
 COPY cli/package.json cli/
 COPY test/package.json test/
 ENV NPM_CONFIG_UPDATE_NOTIFIER=false NPM_CONFIG_FUND=false NPM_CONFIG_AUDIT=false
@@ -44,6 +46,10 @@ RUN --mount=type=cache,target=/root/.npm,sharing=locked \
 FROM manifests AS deps-mailer-svc
 RUN --mount=type=cache,target=/root/.npm,sharing=locked \
     npm ci --omit=dev --workspace mailer-svc --include-workspace-root=false --ignore-scripts
+
+FROM manifests AS deps-webhook-svc
+RUN --mount=type=cache,target=/root/.npm,sharing=locked \
+    npm ci --omit=dev --workspace webhook-svc --include-workspace-root=false --ignore-scripts
 
 FROM manifests AS deps-toolbox
 RUN --mount=type=cache,target=/root/.npm,sharing=locked \
@@ -96,6 +102,13 @@ COPY templating/ templating/
 COPY mailer-svc/ mailer-svc/
 EXPOSE 9464
 CMD ["node", "--import", "@notify/platform/telemetry-register", "mailer-svc/src/main.ts"]
+
+FROM runtime AS webhook-svc
+# node_modules of the root and of any workspace that needs its own versions (plus the manifests npm ci read).
+COPY --from=deps-webhook-svc /app/ ./
+COPY webhook-svc/ webhook-svc/
+EXPOSE 9464
+CMD ["node", "--import", "@notify/platform/telemetry-register", "webhook-svc/src/main.ts"]
 
 # Schema migration (the chart's hook Job runs the default command), notifyctl and the `helm test` smoke test.
 FROM runtime AS toolbox

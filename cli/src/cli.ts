@@ -12,11 +12,13 @@ import { panelUserCommands } from './commands/panel-user.ts';
 import { planCommands } from './commands/plan.ts';
 import { projectCommands } from './commands/project.ts';
 import { templateCommands } from './commands/template.ts';
+import { suppressionCommands } from './commands/suppression.ts';
+import { webhookCommands } from './commands/webhook.ts';
 import { Connections } from './connections.ts';
 import { commandHelp, globalHelp, groupHelp } from './help.ts';
 import type { Io } from './output.ts';
 
-export const groups: readonly CommandGroup[] = [planCommands, orgCommands, projectCommands, keyCommands, templateCommands, messagesCommands, deadLettersCommands, panelUserCommands];
+export const groups: readonly CommandGroup[] = [planCommands, orgCommands, projectCommands, keyCommands, templateCommands, messagesCommands, deadLettersCommands, suppressionCommands, webhookCommands, panelUserCommands];
 
 export const exitCodes = { ok: 0, remote: 1, usage: 2 } as const;
 

@@ -1,6 +1,6 @@
 // The gRPC clients notifyctl talks through, built from the environment only when a command needs them.
-// Admin surfaces (AuthAdminService, TemplateAdminService) take ADMIN_TOKEN; message listing lives on the internal
-// DispatchService, so it takes INTERNAL_TOKEN.
+// Admin surfaces (AuthAdminService, TemplateAdminService, DeadLetterAdminService, WebhookAdminService) take
+// ADMIN_TOKEN; message listing lives on the internal DispatchService, so it takes INTERNAL_TOKEN.
 import { GrpcClient } from '@notify/platform';
 import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
 import { UsageError } from './args.ts';
@@ -40,7 +40,7 @@ export class Connections {
     return token;
   }
 
-  #connect<D extends auth.AuthAdminServiceDefinition | dispatch.TemplateAdminServiceDefinition | dispatch.DispatchServiceDefinition | dispatch.DeadLetterAdminServiceDefinition>(
+  #connect<D extends auth.AuthAdminServiceDefinition | dispatch.TemplateAdminServiceDefinition | dispatch.DispatchServiceDefinition | dispatch.DeadLetterAdminServiceDefinition | dispatch.SuppressionAdminServiceDefinition | dispatch.WebhookAdminServiceDefinition>(
     definition: D,
     target: Target,
     token: string,
@@ -63,6 +63,16 @@ export class Connections {
   deadLetterAdmin(): GrpcClient<dispatch.DeadLetterAdminServiceDefinition> {
     const token = this.#token('ADMIN_TOKEN', 'dead letters need the admin token of dispatch-svc');
     return this.#connect(dispatchProto.DeadLetterAdminService.service as dispatch.DeadLetterAdminServiceDefinition, 'dispatch', token);
+  }
+
+  suppressionAdmin(): GrpcClient<dispatch.SuppressionAdminServiceDefinition> {
+    const token = this.#token('ADMIN_TOKEN', 'the suppression list needs the admin token of dispatch-svc');
+    return this.#connect(dispatchProto.SuppressionAdminService.service as dispatch.SuppressionAdminServiceDefinition, 'dispatch', token);
+  }
+
+  webhookAdmin(): GrpcClient<dispatch.WebhookAdminServiceDefinition> {
+    const token = this.#token('ADMIN_TOKEN', 'webhooks need the admin token of dispatch-svc');
+    return this.#connect(dispatchProto.WebhookAdminService.service as dispatch.WebhookAdminServiceDefinition, 'dispatch', token);
   }
 
   dispatch(): GrpcClient<dispatch.DispatchServiceDefinition> {

@@ -9,6 +9,7 @@ import { LiquidSyntax } from '@notify/templating';
 import type { configSpec } from './config.ts';
 import { ensureDeliveryLimitStream, startDeliveryLimitConsumer } from './dead-letters/delivery-limit.ts';
 import { ensureEventsConsumer, startEventConsumer } from './events/event-consumer.ts';
+import { startWebhookRelay } from './events/webhook-relay.ts';
 import { sweepExpiredIdempotencyRecords } from './idempotency/expiry-sweeper.ts';
 import { startConsumerMetrics, watchedConsumers } from './jetstream-metrics.ts';
 import { createDispatchMetrics, type DispatchMetrics } from './metrics.ts';
@@ -20,7 +21,7 @@ import { VariablesSchemas } from './templates/variables-schema.ts';
 
 export type DispatchSettings = Pick<
   ConfigOf<typeof configSpec>,
-  'natsPrefix' | 'natsStreamReplicas' | 'internalToken' | 'adminToken' | 'idempotencyTtlMs' | 'outboxRelayIntervalMs' | 'outboxRelayMinAgeMs' | 'testFault'
+  'natsPrefix' | 'natsStreamReplicas' | 'internalToken' | 'adminToken' | 'idempotencyTtlMs' | 'outboxRelayIntervalMs' | 'outboxRelayMinAgeMs' | 'testFault' | 'webhookAllowPrivate'
 >;
 
 export interface DispatchClients {
@@ -40,9 +41,9 @@ export interface Dispatch {
   readonly publisher: JobPublisher;
   /** What the gRPC services run with. */
   readonly deps: ServiceDeps;
-  /** Adds DispatchService, TemplateAdminService, DeadLetterAdminService and PanelService to `server`. */
+  /** Adds DispatchService, TemplateAdminService, DeadLetterAdminService, WebhookAdminService and PanelService to `server`. */
   serve(server: GrpcServer): void;
-  /** Starts the outbox relay, the idempotency sweep, the event and delivery-limit consumers and the queue gauges. */
+  /** Starts the outbox and webhook relays, the idempotency sweep, the event and delivery-limit consumers and the queue gauges. */
   startBackground(): { stop(): Promise<void> };
 }
 
@@ -54,7 +55,7 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
   const names = topology(settings.natsPrefix);
   const jsm = await jetstreamManager(nats);
   const streams = streamDeclarations(names);
-  for (const stream of [streams.jobs, streams.events, streams.deadLetters]) await ensureStream(jsm, stream, settings.natsStreamReplicas);
+  for (const stream of [streams.jobs, streams.events, streams.deadLetters, streams.webhooks]) await ensureStream(jsm, stream, settings.natsStreamReplicas);
   await ensureEventsConsumer(jsm, names);
   await ensureDeliveryLimitStream(jsm, names, settings.natsStreamReplicas);
   const js = jetstream(nats);
@@ -72,6 +73,7 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
     idempotencyTtlMs: settings.idempotencyTtlMs,
     internalToken: settings.internalToken,
     adminToken: settings.adminToken,
+    webhookAllowPrivate: settings.webhookAllowPrivate,
   };
   return {
     names,
@@ -89,12 +91,14 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
         logger,
       );
       const sweeper = runPeriodically('idempotency sweep', idempotencySweepIntervalMs, () => sweepExpiredIdempotencyRecords(pool), logger);
-      const consumer = startEventConsumer({ js, names, pool, metrics, logger, maxBatchSize: 128 });
+      const webhookRelay = startWebhookRelay({ pool, js, names, logger, connected: link.connected }, settings.outboxRelayIntervalMs);
+      const consumer = startEventConsumer({ js, names, pool, metrics, logger, maxBatchSize: 128, afterCommit: webhookRelay.wake });
       const deliveryLimits = startDeliveryLimitConsumer({ js, jsm, pool, names, metrics, logger });
       const consumerMetrics = startConsumerMetrics({ jsm, consumers: watchedConsumers(names), registry, logger });
       return {
         stop: async () => {
-          await Promise.all([relay.stop(), sweeper.stop(), consumer.stop(), deliveryLimits.stop(), consumerMetrics.stop()]);
+          await consumer.stop();
+          await Promise.all([relay.stop(), webhookRelay.stop(), sweeper.stop(), deliveryLimits.stop(), consumerMetrics.stop()]);
         },
       };
     },

@@ -1,6 +1,6 @@
 // dispatch-svc's environment (README.md's settings table is generated from these declarations). The database, NATS,
 // token and test-fault settings are the platform's shared groups; the variables every service reads come from runService.
-import { adminTokenSetting, databaseSettings, duration, integer, internalTokenSetting, jetStreamSettings, natsSettings, testFaultSettings } from '@notify/platform';
+import { adminTokenSetting, boolean, databaseSettings, duration, integer, internalTokenSetting, jetStreamSettings, natsSettings, testFaultSettings } from '@notify/platform';
 import { dispatchTestFaults } from './outbox/test-fault.ts';
 
 export const configSpec = {
@@ -13,5 +13,9 @@ export const configSpec = {
   idempotencyTtlMs: duration('NOTIFY_IDEMPOTENCY_TTL', { description: 'how long an Idempotency-Key replays its first response', default: '24h', minMs: 1_000 }),
   outboxRelayIntervalMs: duration('OUTBOX_RELAY_INTERVAL', { description: 'pause between two passes of the outbox relay', default: '1s', minMs: 50 }),
   outboxRelayMinAgeMs: duration('OUTBOX_RELAY_MIN_AGE', { description: 'age an outbox row reaches before the relay republishes it (the send path publishes it first)', default: '5s', minMs: 0 }),
+  webhookAllowPrivate: boolean('NOTIFY_WEBHOOK_ALLOW_PRIVATE', {
+    description: 'accept webhook endpoint URLs over plain http:// (local development; https:// is required otherwise)',
+    default: false,
+  }),
   ...testFaultSettings(dispatchTestFaults, 'kill the process after a send commits (`exit-after-commit`) or after its job is published (`exit-after-publish`)'),
 };

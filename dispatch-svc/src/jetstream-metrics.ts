@@ -18,6 +18,8 @@ export function watchedConsumers(names: Topology): WatchedConsumer[] {
   return [
     { stream: names.jobsStream, consumer: names.mailerConsumer },
     { stream: names.eventsStream, consumer: names.eventsConsumer },
+    // The webhook senders' deliveries: those waiting a retry delay count as unacknowledged.
+    { stream: names.webhooksStream, consumer: names.webhookConsumer },
   ];
 }
 

@@ -1,17 +1,21 @@
 // The gRPC services dispatch-svc serves, bound to their handlers and tokens: DispatchService for the gateway (internal
-// token), TemplateAdminService and DeadLetterAdminService for operators (admin token), PanelService for the gateway's
-// web panel (internal token). main.ts and the tests both serve them from here.
+// token), TemplateAdminService, DeadLetterAdminService, SuppressionAdminService and WebhookAdminService for operators
+// (admin token), PanelService for the gateway's web panel (internal token). main.ts and the tests both serve them from here.
 import type { GrpcServer } from '@notify/platform';
 import { dispatchProto } from '@notify/proto';
 import { deadLetterAdminHandlers } from './dead-letters/dead-letter-admin.ts';
+import { searchProjectMessages } from './messages/message-list.ts';
 import { getMessage, listMessages } from './messages/queries.ts';
 import { createSendHandler, type SendDeps } from './messages/send.ts';
+import { suppressionAdminHandlers } from './suppressions/suppression-admin.ts';
 import { panelServiceHandlers } from './panel/panel-service.ts';
 import type { LiquidSyntax } from '@notify/templating';
 import { templateAdminHandlers } from './templates/template-admin.ts';
 import { getUsage } from './usage/get-usage.ts';
+import { webhookAdminHandlers } from './webhooks/webhook-admin.ts';
+import type { WebhookDeps } from './webhooks/webhook-operations.ts';
 
-export interface ServiceDeps extends SendDeps {
+export interface ServiceDeps extends SendDeps, WebhookDeps {
   readonly liquid: LiquidSyntax;
   readonly internalToken: string;
   readonly adminToken: string;
@@ -25,11 +29,14 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       Send: send,
       GetMessage: (request) => getMessage(deps.pool, request),
       ListMessages: (request) => listMessages(deps.pool, request),
+      SearchProjectMessages: (request) => searchProjectMessages(deps.pool, request),
       GetUsage: (request) => getUsage(deps.pool, request),
     },
     [deps.internalToken],
   );
   server.add(dispatchProto.TemplateAdminService.service, templateAdminHandlers(deps), [deps.adminToken]);
   server.add(dispatchProto.DeadLetterAdminService.service, deadLetterAdminHandlers(deps), [deps.adminToken]);
+  server.add(dispatchProto.SuppressionAdminService.service, suppressionAdminHandlers(deps), [deps.adminToken]);
+  server.add(dispatchProto.WebhookAdminService.service, webhookAdminHandlers(deps), [deps.adminToken]);
   server.add(dispatchProto.PanelService.service, panelServiceHandlers(deps), [deps.internalToken]);
 }

@@ -11,6 +11,7 @@ import { observe } from './http/observe.ts';
 import { requestContext } from './http/request-context.ts';
 import type { GatewayState } from './http/state.ts';
 import { unmatched } from './http/unmatched.ts';
+import { getMessageRoute, listMessagesRoute } from './messages/read-route.ts';
 import { docsRoutes } from './openapi/docs.ts';
 import { openApiPath, openApiRoute } from './openapi/route.ts';
 import { createPanel, type PanelDeps } from './panel/panel.ts';
@@ -25,6 +26,8 @@ export interface GatewayDeps {
   readonly authorizations?: CachedAuthorizer;
   readonly dispatch: DispatchClient;
   readonly rateLimiter: SendRateLimiter;
+  /** NOTIFY_PUBLIC_READ_RATE: the reads' own bucket (policy `read`), apart from the sends'. */
+  readonly readRateLimiter: SendRateLimiter;
   /** Limits failed authentications per client address (NOTIFY_AUTH_FAILURE_RATE); absent, they are not limited. */
   readonly bruteForce?: BruteForceGuard;
   /**
@@ -61,6 +64,12 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   const send = [countSendOutcomes(deps.registry), sendRoute(deps)] as const;
   router.post('/api/v1/send/', '/api/v1/send/', ...send);
   router.post('/api/v1/send/', '/api/v1/send', ...send);
+  const list = listMessagesRoute(deps);
+  const get = getMessageRoute(deps);
+  router.get('/api/v1/messages/', '/api/v1/messages/', list);
+  router.get('/api/v1/messages/', '/api/v1/messages', list);
+  router.get('/api/v1/messages/{message_id}/', '/api/v1/messages/:messageId/', get);
+  router.get('/api/v1/messages/{message_id}/', '/api/v1/messages/:messageId', get);
   router.get('/healthz', '/healthz', healthz());
   router.get('/readyz', '/readyz', readyz(deps.readiness));
   router.get(openApiPath, openApiPath, openApiRoute());

@@ -14,6 +14,11 @@ export const configSpec = {
   redisUrl: url('REDIS_URL', { description: 'Redis holding the rate-limit counters shared by all replicas', default: 'redis://127.0.0.1:6379', protocols: ['redis', 'rediss'], secret: true }),
   redisKeyPrefix: text('REDIS_KEY_PREFIX', { description: 'prefix of every Redis key the gateway writes', default: 'notify:' }),
   sendRate: custom('NOTIFY_PUBLIC_SEND_RATE', { description: 'default send rate per API key, `<count>/<unit>` with unit s, sec, second, m, min, minute, h, hour, d or day', default: '120/min' }, parseRate),
+  readRate: custom(
+    'NOTIFY_PUBLIC_READ_RATE',
+    { description: 'message status reads (GET /api/v1/messages/...) allowed per API key, `<count>/<unit>`; a bucket of its own that never uses up the send rate', default: '600/min' },
+    parseRate,
+  ),
   authFailureRate: custom(
     'NOTIFY_AUTH_FAILURE_RATE',
     { description: 'API keys refused with 401 allowed per window, `<count>/<unit>`: per client address for presentations that name no key (past it they are answered 429 unasked, while real keys from that address are still judged), and per key for wrong secrets and revoked keys (past it their refusals are 429)', default: '20/min' },

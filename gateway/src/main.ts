@@ -52,6 +52,14 @@ runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, 
     replicas: config.gatewayReplicas,
     logger,
   });
+  const readRateLimiter = new SendRateLimiter({
+    redis,
+    keyPrefix: config.redisKeyPrefix,
+    policy: 'read',
+    defaultRate: config.readRate,
+    replicas: config.gatewayReplicas,
+    logger,
+  });
   const keys = startKeyKnowledge({ config, auth, logger, registry });
   const bruteForce = new BruteForceGuard({
     redis,
@@ -84,6 +92,7 @@ runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, 
     ...(keys.authorizations && { authorizations: keys.authorizations }),
     dispatch,
     rateLimiter,
+    readRateLimiter,
     bruteForce,
     trustedProxyHops: config.trustedProxyHops,
     readiness,

@@ -6,9 +6,12 @@ import {
   encodeDeliveryEvent,
   encodeDeliveryJob,
   encodeKeyAnnouncement,
+  encodeWebhookDelivery,
   readDeliveryEvent,
   readDeliveryJob,
   readKeyAnnouncement,
+  readWebhookDelivery,
+  webhookDeliveryId,
   type DeliveryEvent,
   type DeliveryJob,
 } from './messaging.ts';
@@ -157,5 +160,22 @@ describe('key announcements', () => {
     assert.equal(readKeyAnnouncement(json('nk_0123456789abcdef'), undefined), undefined);
     assert.equal(readKeyAnnouncement(Uint8Array.of(), 'notify.messaging.v1.KeyAnnouncement'), undefined);
     assert.equal(readKeyAnnouncement(Uint8Array.of(0xff, 0xff), 'notify.messaging.v1.KeyAnnouncement'), undefined);
+  });
+});
+
+describe('webhook deliveries', () => {
+  it('name one event and one endpoint, and are published once per generation of attempts', () => {
+    const message = encodeWebhookDelivery({ eventId: 42, endpointId: 3 });
+    assert.equal(message.schema, 'notify.messaging.v1.WebhookDelivery');
+    assert.deepEqual(readWebhookDelivery(message.bytes, message.schema), { ok: true, value: { eventId: 42, endpointId: 3 } });
+    assert.equal(webhookDeliveryId({ eventId: 42, endpointId: 3 }, 0), 'evt_42:3:0');
+    assert.notEqual(webhookDeliveryId({ eventId: 42, endpointId: 3 }, 2), webhookDeliveryId({ eventId: 42, endpointId: 3 }, 0));
+  });
+
+  it('without the schema header or with a missing id are refused', () => {
+    const message = encodeWebhookDelivery({ eventId: 42, endpointId: 3 });
+    assert.equal(readWebhookDelivery(message.bytes, undefined).ok, false);
+    const missing = encodeWebhookDelivery({ eventId: 42, endpointId: 0 });
+    assert.deepEqual(readWebhookDelivery(missing.bytes, missing.schema), { ok: false, reason: 'malformed webhook delivery: invalid endpointId' });
   });
 });

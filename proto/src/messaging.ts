@@ -35,6 +35,9 @@ export type DeliveryEvent = Pick<wire.DeliveryEvent__Output, 'messageId' | 'atte
   state: DeliveryState;
 };
 
+/** One webhook event to deliver to one endpoint. */
+export type WebhookDelivery = wire.WebhookDelivery__Output;
+
 /** What a key announcement asks every replica to forget. */
 export type KeyTarget = { keyPrefix: string } | { everyKey: true };
 
@@ -65,6 +68,7 @@ function codec(name: string) {
 const jobCodec = codec('DeliveryJob');
 const eventCodec = codec('DeliveryEvent');
 const keyCodec = codec('KeyAnnouncement');
+const webhookCodec = codec('WebhookDelivery');
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** The JSON of a message without a schema header (see the file's comment); undefined when it is not a JSON object. */
@@ -191,4 +195,23 @@ export function readKeyAnnouncement(bytes: Uint8Array, schema: string | undefine
   if (fields?.target === 'keyPrefix' && isString(fields.keyPrefix) && fields.keyPrefix !== '') return { keyPrefix: fields.keyPrefix };
   if (fields?.target === 'everyKey' && fields.everyKey === true) return { everyKey: true };
   return undefined;
+}
+
+export function encodeWebhookDelivery(delivery: WebhookDelivery): WireMessage {
+  return webhookCodec.encode({ ...delivery });
+}
+
+/** Reads a webhook delivery; only the protobuf form exists (it was never JSON). */
+export function readWebhookDelivery(bytes: Uint8Array, schema: string | undefined): Read<WebhookDelivery> {
+  if (schema !== webhookCodec.schema) return refused('webhook delivery', `schema ${schema ?? '(none)'} is not ${webhookCodec.schema}`, undefined);
+  const fields = webhookCodec.decode(bytes);
+  if (!fields) return refused('webhook delivery', `not a ${webhookCodec.schema}`, undefined);
+  const problems = [!isId(fields.eventId) && 'eventId', !isId(fields.endpointId) && 'endpointId'].filter((problem): problem is string => problem !== false);
+  if (problems.length > 0) return refused('webhook delivery', `invalid ${problems.join(', ')}`, undefined);
+  return { ok: true, value: { eventId: fields.eventId as number, endpointId: fields.endpointId as number } };
+}
+
+/** The Nats-Msg-Id of a webhook delivery: one per publish generation (see WebhookDelivery in messaging.proto). */
+export function webhookDeliveryId(delivery: WebhookDelivery, attempts: number): string {
+  return `evt_${delivery.eventId}:${delivery.endpointId}:${attempts}`;
 }

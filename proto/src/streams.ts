@@ -21,6 +21,11 @@ export interface Topology {
   /** Stream keeping the bytes of every job or event no reader could read (`<deadLettersSubject>.jobs|events`). */
   readonly deadLettersStream: string;
   deadLettersSubject(origin: 'jobs' | 'events'): string;
+  /** Webhook deliveries (dispatch-svc → webhook-svc), one subject per endpoint, and the senders' durable consumer. */
+  readonly webhooksStream: string;
+  webhooksSubject(endpointId: number): string;
+  readonly webhooksSubjects: string;
+  readonly webhookConsumer: string;
   /** The mailers' record of finished deliveries (a key-value bucket; its stream is `KV_<bucket>`). */
   readonly outcomesBucket: string;
 }
@@ -46,6 +51,10 @@ export function topology(prefix: string): Topology {
     deadLettersStream: `${streamPrefix}NOTIFY_DEAD_LETTERS`,
     deadLettersSubject: (origin) => `${subjectPrefix}notify.dead-letters.${origin}`,
     outcomesBucket: `${streamPrefix}NOTIFY_OUTCOMES`,
+    webhooksStream: `${streamPrefix}NOTIFY_WEBHOOKS`,
+    webhooksSubject: (endpointId) => `${subjectPrefix}notify.webhooks.${endpointId}`,
+    webhooksSubjects: `${subjectPrefix}notify.webhooks.>`,
+    webhookConsumer: `${streamPrefix}webhook-sender`,
   };
 }
 
@@ -77,6 +86,7 @@ export function streamDeclarations(names: Topology) {
     jobs: { name: names.jobsStream, subjects: [names.jobsSubject], retention: 'workqueue', duplicateWindowMs },
     events: { name: names.eventsStream, subjects: [names.eventsSubjects], retention: 'workqueue', duplicateWindowMs },
     deliveryLimits: { name: names.deliveryLimitsStream, subjects: [names.deliveryLimitsSubject], retention: 'workqueue', maxAgeMs: deliveryLimitsMaxAgeMs },
+    webhooks: { name: names.webhooksStream, subjects: [names.webhooksSubjects], retention: 'workqueue', duplicateWindowMs },
     deadLetters: { name: names.deadLettersStream, subjects: [names.deadLettersSubject('jobs'), names.deadLettersSubject('events')], retention: 'limits', maxAgeMs: deadLettersMaxAgeMs },
   } as const satisfies Record<string, StreamDeclaration>;
 }

@@ -9,7 +9,7 @@ import { ensureHelm, ensureKubeStrict, repoRoot } from './tools.ts';
 import { validateStrictly, validateWithModels } from './validate.ts';
 
 const external = ['secrets.databaseUrl=postgres://notify:pw@db.example:5432/notify', 'secrets.redisUrl=redis://redis.example:6379', 'secrets.natsUrl=nats://nats.example:4222', 'secrets.smtpUrl=smtp://relay.example:587'];
-const notifyContainers = ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc'];
+const notifyContainers = ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc'];
 
 let helm = '';
 let kubeStrict = '';
@@ -127,9 +127,9 @@ describe('helm/notify', () => {
     }
   });
 
-  test('gateway and mailers are probed over HTTP on the ops port, auth-svc and dispatch-svc with native gRPC probes', (t) => {
+  test('gateway, mailers and webhook senders are probed over HTTP on the ops port, auth-svc and dispatch-svc with native gRPC probes', (t) => {
     if (skip) return t.skip(skip);
-    for (const component of ['gateway', 'mailer-svc']) {
+    for (const component of ['gateway', 'mailer-svc', 'webhook-svc']) {
       const c = container(production, component);
       assert.deepEqual(c.readinessProbe?.['httpGet'], { path: '/readyz', port: 'metrics' }, component);
       assert.deepEqual(c.livenessProbe?.['httpGet'], { path: '/healthz', port: 'metrics' }, component);
@@ -174,6 +174,17 @@ describe('helm/notify', () => {
       natsFrom.some((peer) => Object.entries(peer.podSelector.matchLabels).every(([label, value]) => gatewayLabels[label] === value)),
       `the gateway may connect to NATS: ${JSON.stringify(natsFrom)}`,
     );
+  });
+
+  test('dispatch-svc requires https webhook URLs unless config.dispatchSvc.webhookAllowPrivate is true', async (t) => {
+    if (skip) return t.skip(skip);
+    assert.equal(production.get('ConfigMap', 'notify').data?.['NOTIFY_WEBHOOK_ALLOW_PRIVATE'], 'false');
+    assert.ok(container(production, 'dispatch-svc').envFrom?.some((source) => source.configMapRef?.name === 'notify'));
+    const allowed = await render(helm, { valuesFiles: [devValues], set: ['config.dispatchSvc.webhookAllowPrivate=true'] });
+    assert.equal(allowed.get('ConfigMap', 'notify').data?.['NOTIFY_WEBHOOK_ALLOW_PRIVATE'], 'true');
+    const wrong = await template(helm, { valuesFiles: [devValues], set: ['config.dispatchSvc.webhookAllowPrivate=yes'] });
+    assert.notEqual(wrong.code, 0);
+    assert.match(wrong.stderr, /webhookAllowPrivate/);
   });
 
   test('config.traceUrlTemplate reaches the gateway as written, and one that is no http(s) URL with {trace_id} is refused', async (t) => {
@@ -326,6 +337,7 @@ describe('helm/notify', () => {
     const ports = (component: string): (string | number)[] => rules(component).flatMap((rule) => rule.ports.map((port) => port.port));
     assert.equal(rules('gateway').find((rule) => rule.ports[0]?.port === 'http')?.from, undefined, 'anyone may reach the API');
     assert.deepEqual(ports('mailer-svc'), ['metrics']);
+    assert.deepEqual(ports('webhook-svc'), ['metrics']);
     for (const component of ['auth-svc', 'dispatch-svc']) {
       assert.deepEqual(ports(component), ['grpc', 'metrics']);
       const from = rules(component).find((rule) => rule.ports[0]?.port === 'grpc')?.from;
@@ -345,6 +357,29 @@ describe('helm/notify', () => {
     }
   });
 
+  test('the webhook sender may connect only to DNS, the release, port 443 of public addresses and what the operator adds', async (t) => {
+    if (skip) return t.skip(skip);
+    type EgressRule = { ports?: { port: number; protocol: string }[]; to?: Record<string, { cidr?: string; except?: string[] } | Record<string, unknown>>[] };
+    const policy = production.get('NetworkPolicy', 'notify-webhook-svc-egress');
+    assert.deepEqual(policy.spec?.['policyTypes'], ['Egress']);
+    assert.deepEqual((policy.spec?.['podSelector'] as { matchLabels: Record<string, string> }).matchLabels['app.kubernetes.io/component'], 'webhook-svc');
+    const egress = policy.spec?.['egress'] as EgressRule[];
+    assert.deepEqual(egress[0], { ports: [{ port: 53, protocol: 'UDP' }, { port: 53, protocol: 'TCP' }] });
+    assert.deepEqual(egress[1], { to: [{ podSelector: { matchLabels: { 'app.kubernetes.io/instance': 'notify' } } }] });
+    const https = egress[2];
+    assert.deepEqual(https?.ports, [{ port: 443, protocol: 'TCP' }]);
+    const blocks = (https?.to ?? []).map((peer) => peer['ipBlock'] as { cidr: string; except: string[] });
+    assert.deepEqual(blocks.map((block) => block.cidr), ['0.0.0.0/0', '::/0']);
+    for (const refused of ['10.0.0.0/8', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.168.0.0/16']) assert.ok(blocks[0]?.except.includes(refused), refused);
+    for (const refused of ['::1/128', 'fc00::/7', 'fe80::/10']) assert.ok(blocks[1]?.except.includes(refused), refused);
+    // Then only what the operator lists: the production example's NATS and PostgreSQL.
+    assert.deepEqual(egress.slice(3), [
+      { to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'messaging' } } }], ports: [{ port: 4222, protocol: 'TCP' }] },
+      { to: [{ ipBlock: { cidr: '10.0.0.0/8' } }], ports: [{ port: 5432, protocol: 'TCP' }] },
+    ]);
+    assert.equal((dev.get('NetworkPolicy', 'notify-webhook-svc-egress').spec?.['egress'] as EgressRule[]).length, 3, 'nothing else unless the operator adds it');
+  });
+
   test('PodDisruptionBudgets keep every component available and the gateway scales with an HPA', (t) => {
     if (skip) return t.skip(skip);
     for (const component of notifyContainers) assert.equal(production.get('PodDisruptionBudget', `notify-${component}`).spec?.['maxUnavailable'], 1);
@@ -362,7 +397,7 @@ describe('helm/notify', () => {
     assert.equal(endpoint?.['port'], 'metrics');
     assert.equal(endpoint?.['honorLabels'], true, 'the services\' own `service` label must survive the scrape');
     const monitored = production.ofKind('Service').filter((service) => service.metadata.labels?.['notify.io/metrics'] === 'true');
-    assert.equal(monitored.length, 4);
+    assert.equal(monitored.length, 5);
 
     const dashboards = production.objects.filter((object) => object.kind === 'ConfigMap' && object.metadata.labels?.['grafana_dashboard'] === '1');
     assert.deepEqual(dashboards.map((map) => Object.keys(map.data ?? {})[0]).sort(), ['notify-overview.json', 'notify-services.json']);

@@ -76,7 +76,7 @@ async function metricsPages(): Promise<Map<string, string>> {
     timeoutMs: 10_000,
     what: 'the revocation to reach the key cache',
   });
-  const targets: [string, number][] = [['gateway', ports.gateway], ['auth-svc', ports.auth], ['dispatch-svc', ports.dispatch], ...ports.mailer.map((port, index): [string, number] => [`mailer-svc-${index}`, port])];
+  const targets: [string, number][] = [['gateway', ports.gateway], ['auth-svc', ports.auth], ['dispatch-svc', ports.dispatch], ['webhook-svc', ports.webhook], ...ports.mailer.map((port, index): [string, number] => [`mailer-svc-${index}`, port])];
   for (const [service, port] of targets) {
     const response = await fetch(`http://127.0.0.1:${port}/metrics`);
     assert.equal(response.status, 200, service);

@@ -37,6 +37,7 @@ const selector = 'namespace="notify", job="notify-gateway"';
 const mailer = 'namespace="notify", job="notify-mailer-svc"';
 const dispatch = 'namespace="notify", job="notify-dispatch-svc"';
 const send = `${selector}, route="/api/v1/send/"`;
+const webhook = 'namespace="notify", job="notify-webhook-svc"';
 
 /** One case per alert: series, when to look, and the alerts expected then (labels beyond alertname and severity). */
 const cases: { alert: string; series: Record<string, string>; at: string; firing: Record<string, string>[]; severity: string }[] = [
@@ -106,6 +107,14 @@ const cases: { alert: string; series: Record<string, string>; at: string; firing
   { alert: 'NotifyOutboxBacklog', series: { [`notify_outbox_backlog{${dispatch}, pod="notify-dispatch-svc-a"}`]: '500x30' }, at: '20m', firing: [{}], severity: 'critical' },
   // Nothing scraped from any mailer: absent() keeps the equality matchers as labels.
   { alert: 'NotifyNoActiveMailer', series: { [`notify_outbox_backlog{${dispatch}}`]: '0x30' }, at: '10m', firing: [{ namespace: 'notify' }], severity: 'critical' },
+  // Every attempt fails (a NetworkPolicy blocking egress, DNS down): 30 failed attempts a minute, none succeeded.
+  {
+    alert: 'NotifyWebhookAttemptsFailing',
+    series: { [`notify_webhook_attempts_total{${webhook}, result="retrying"}`]: '0+30x80', [`notify_webhook_attempts_total{${webhook}, result="succeeded"}`]: '0+0x80' },
+    at: '75m',
+    firing: [{}],
+    severity: 'warning',
+  },
   {
     alert: 'NotifyPodCrashLooping',
     series: { 'kube_pod_container_status_waiting_reason{namespace="notify", pod="notify-gateway-7d9f", container="gateway", reason="CrashLoopBackOff"}': '1x30' },
@@ -135,6 +144,9 @@ const healthy: Record<string, string> = {
   [`notify_jetstream_consumer_pending_messages{${dispatch}, consumer="mailer"}`]: '5000x40',
   [`notify_jetstream_consumer_pending_messages{${dispatch}, consumer="dispatch-events"}`]: '0+50x40',
   [`notify_mailer_in_flight{${mailer}}`]: '4x40',
+  // One dead endpoint among healthy ones: its retries are a small share of the attempts.
+  [`notify_webhook_attempts_total{${webhook}, result="succeeded"}`]: '0+100x40',
+  [`notify_webhook_attempts_total{${webhook}, result="retrying"}`]: '0+5x40',
   'kube_pod_container_status_waiting_reason{namespace="notify", pod="notify-gateway-7d9f", container="gateway", reason="CrashLoopBackOff"}': '0x40',
 };
 

@@ -19,7 +19,7 @@ import { stageImage, type StagedImage } from './staged-image.ts';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const dockerfile = parseDockerfile(readFileSync(join(repoRoot, 'Dockerfile'), 'utf8'));
-const services = ['auth-svc', 'dispatch-svc', 'mailer-svc', 'gateway'] as const;
+const services = ['auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc', 'gateway'] as const;
 type Service = (typeof services)[number];
 const targets = [...services, 'toolbox'] as const;
 
@@ -161,12 +161,13 @@ describe('container images', () => {
 
   test('every service starts from its image\'s command line, answers /readyz, writes nothing into its image and exits 0 on SIGTERM', { timeout: 120_000 }, async () => {
     const ports = { authGrpc: await freePort(), dispatchGrpc: await freePort(), http: await freePort() };
-    const metrics: Record<Service, number> = { 'auth-svc': await freePort(), 'dispatch-svc': await freePort(), 'mailer-svc': await freePort(), gateway: await freePort() };
+    const metrics: Record<Service, number> = { 'auth-svc': await freePort(), 'dispatch-svc': await freePort(), 'mailer-svc': await freePort(), 'webhook-svc': await freePort(), gateway: await freePort() };
     const common = { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, INTERNAL_TOKEN: internalToken, ADMIN_TOKEN: adminToken, DATABASE_URL: database.url };
     const env: Record<Service, Record<string, string>> = {
       'auth-svc': { ...common, GRPC_PORT: String(ports.authGrpc) },
       'dispatch-svc': { ...common, GRPC_PORT: String(ports.dispatchGrpc) },
       'mailer-svc': { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, SMTP_URL: 'smtp://127.0.0.1:2525' },
+      'webhook-svc': { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, DATABASE_URL: database.url },
       gateway: {
         HTTP_PORT: String(ports.http),
         AUTH_SVC_ADDR: `dns:///127.0.0.1:${ports.authGrpc}`,
@@ -179,7 +180,7 @@ describe('container images', () => {
     const before = new Map(services.map((service) => [service, image(service).snapshot()]));
     const children = new Map<Service, ChildProcess>();
     // In dependency order, as the chart's probes would let them in.
-    for (const stage of [['auth-svc', 'dispatch-svc'], ['mailer-svc'], ['gateway']] as Service[][]) {
+    for (const stage of [['auth-svc', 'dispatch-svc'], ['mailer-svc', 'webhook-svc'], ['gateway']] as Service[][]) {
       for (const service of stage) children.set(service, start(service, { ...env[service], METRICS_PORT: String(metrics[service]) }));
       for (const service of stage) {
         const child = children.get(service) as ChildProcess;

@@ -18,6 +18,7 @@ import { runIngest } from './scenarios/ingest.ts';
 import { runReplay } from './scenarios/replay.ts';
 import { benchTemplate } from './scenarios/send-requests.ts';
 import { runTracingCost, tracingRate } from './scenarios/tracing-cost.ts';
+import { runWebhookCost, webhookTotals } from './scenarios/webhook-cost.ts';
 import { snapshotCpu } from './system/cpu-usage.ts';
 import { sampleMemory, type MemorySampler } from './system/memory.ts';
 import { startSystemUnderTest, type SystemUnderTest } from './system/system-under-test.ts';
@@ -120,6 +121,9 @@ function printOtherAnswers(measured: Figures): void {
     ['delivery backlog', measured.delivery?.preload],
     ['tracing on', measured.tracing?.on?.load],
     ['tracing off', measured.tracing?.off?.load],
+    ['webhooks none', measured.webhooks?.none?.load],
+    ['webhooks endpoint', measured.webhooks?.endpoint?.load],
+    ['webhook burst', measured.webhooks?.burst?.load],
   ];
   const lines = runs.flatMap(([name, load]) => {
     if (!load) return [];
@@ -138,6 +142,8 @@ function printCpu(measured: Figures): void {
     ['delivering the backlog (per message sent)', measured.delivery?.drainCpuPerMessage],
     [`accepting and delivering at ${measured.tracing?.rate}/s, no OTLP endpoint`, measured.tracing?.off?.cpuPerMessage],
     [`accepting and delivering at ${measured.tracing?.rate}/s, spans exported to OTLP`, measured.tracing?.on?.cpuPerMessage],
+    [`accepting and delivering at ${measured.webhooks?.rate}/s from one tenant, no webhook endpoint`, measured.webhooks?.none?.cpuPerMessage],
+    [`accepting and delivering at ${measured.webhooks?.rate}/s from one tenant, one webhook endpoint`, measured.webhooks?.endpoint?.cpuPerMessage],
   ];
   for (const [phase, perMessage] of phases) {
     if (!perMessage) continue;
@@ -154,6 +160,10 @@ function printCpu(measured: Figures): void {
       .sort((a, b) => b[1] - a[1])
       .map(([service, count]) => `${service} ${perMessage(count)}`);
     console.log(`\nspans per message received by the OTLP receiver: ${perMessage(traced.spans)} (${parts.join(', ')}), ${traced.exportRequests} export requests`);
+  }
+  const hooked = measured.webhooks?.endpoint;
+  if (hooked) {
+    console.log(`\nwebhook events received: ${hooked.events} for ${hooked.messages} messages; receiver ${webhookTotals(hooked.cpuPerMessage).receiver.toFixed(2)} ms of CPU per message (left out of the totals)`);
   }
 }
 
@@ -178,7 +188,8 @@ try {
     runningMailers: 1,
     tenants: plan.tenants,
     template: benchTemplate,
-    env: { MAILER_CONCURRENCY: String(plan.mailerConcurrency), SMTP_POOL_SIZE: String(plan.smtpPoolSize) },
+    // Private targets allowed: the webhook-cost scenario's receiver listens on 127.0.0.1.
+    env: { MAILER_CONCURRENCY: String(plan.mailerConcurrency), SMTP_POOL_SIZE: String(plan.smtpPoolSize), NOTIFY_WEBHOOK_ALLOW_PRIVATE: 'true' },
     ...(profileDir ? { profile: { dir: profileDir, services: profiledServices } } : {}),
   });
   const running = system;
@@ -202,6 +213,8 @@ try {
   await runDelivery(context, figures);
   figures.tracing = { rate: tracingRate(plan.tracingRate, figures.ingest.saturation?.acceptedPerSecond) };
   await runTracingCost(context, figures.tracing);
+  figures.webhooks = { rate: figures.tracing.rate };
+  await runWebhookCost(context, figures.webhooks);
   final = await finalCheck(context, figures.delivery?.raw.messages ?? 0);
 } catch (error) {
   failures.push(`the bench stopped: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

@@ -25,6 +25,7 @@ const declarations: readonly { service: string; file: string; name: string }[] =
   { service: 'auth-svc', file: 'auth-svc/src/config.ts', name: 'configSpec' },
   { service: 'dispatch-svc', file: 'dispatch-svc/src/config.ts', name: 'configSpec' },
   { service: 'mailer-svc', file: 'mailer-svc/src/config.ts', name: 'mailerConfig' },
+  { service: 'webhook-svc', file: 'webhook-svc/src/config.ts', name: 'webhookConfig' },
 ];
 
 export async function loadServiceSpecs(): Promise<ServiceSpec[]> {

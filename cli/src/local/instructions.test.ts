@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
-import { curlCommand, demoSendRequest, shellQuote } from './instructions.ts';
+import { curlCommand, demoSendRequest, readyMessage, shellQuote } from './instructions.ts';
+import type { StackEnvironment } from './stack.ts';
 
 test('the demo request carries every header the contract requires and the welcome body', () => {
   const request = demoSendRequest('http://127.0.0.1:8080', { apiKey: 'nk_abc.s3cret', organizationId: 7 }, '5b0c4b52-3c1e-4a39-9f43-4a4f0c8d2f11');
@@ -38,4 +39,23 @@ test('the printed curl command is one shell command with each header and the bod
     '-H', 'Idempotency-Key: 00000000-0000-4000-8000-000000000000',
     '--data', request.body,
   ]);
+});
+
+test('the ready message shows how to create a webhook endpoint for the demo project and listen to it', () => {
+  const env: StackEnvironment = {
+    GATEWAY_URL: 'http://127.0.0.1:8080',
+    AUTH_SVC_ADDR: '127.0.0.1:50051',
+    DISPATCH_SVC_ADDR: '127.0.0.1:50052',
+    ADMIN_TOKEN: 'admin',
+    INTERNAL_TOKEN: 'internal',
+    DATABASE_URL: 'postgres://127.0.0.1/notify',
+    NATS_URL: 'nats://127.0.0.1:4222',
+    NOTIFY_NATS_PREFIX: '',
+    REDIS_URL: 'redis://127.0.0.1:6379',
+    REDIS_KEY_PREFIX: 'notify:',
+    SMTP_URL: 'smtp://127.0.0.1:2525',
+  };
+  const message = readyMessage({ request: demoSendRequest(env.GATEWAY_URL, { apiKey: 'k', organizationId: 1 }), env, mailDir: '.data/mail', projectId: 4 });
+  assert.match(message, /npm run notifyctl -- webhook create --project 4 --url http:\/\/127\.0\.0\.1:9000\//);
+  assert.match(message, /npm run notifyctl -- webhook listen --port 9000 --secret whsec_/);
 });

@@ -1,4 +1,5 @@
-// What `npm start` prints once everything is up: a curl to paste, where the mail lands, and how to point notifyctl here.
+// What `npm start` prints once everything is up: a curl to paste, where the mail lands, how to point notifyctl here,
+// and how to receive the demo project's webhooks on this machine.
 import { randomUUID } from 'node:crypto';
 import type { StackEnvironment } from './stack.ts';
 
@@ -36,6 +37,9 @@ export function curlCommand(request: HttpRequest): string {
   return lines.join(' \\\n');
 }
 
+/** Where `notifyctl webhook listen` receives in the printed instructions. */
+const demoWebhookPort = 9000;
+
 export function readyMessage(options: { request: HttpRequest; env: StackEnvironment; mailDir: string; projectId: number }): string {
   const { env } = options;
   const exports = ['AUTH_SVC_ADDR', 'DISPATCH_SVC_ADDR', 'ADMIN_TOKEN', 'INTERNAL_TOKEN'] as const;
@@ -52,6 +56,13 @@ Use notifyctl against this stack (ADMIN_TOKEN for admin commands, INTERNAL_TOKEN
 
 ${exports.map((name) => `export ${name}=${shellQuote(env[name])}`).join('\n')}
 npm run notifyctl -- messages list --project ${options.projectId}
+
+Watch the webhooks of the demo project (plain http to this machine is allowed here): create an endpoint, which prints
+its signing secret once, then, in another shell with the same exports, receive and verify what is sent to it:
+
+npm run notifyctl -- webhook create --project ${options.projectId} --url http://127.0.0.1:${demoWebhookPort}/
+npm run notifyctl -- webhook listen --port ${demoWebhookPort} --secret whsec_...   # the secret create printed
+npm run notifyctl -- webhook attempts --id ID   # ID as create printed it: each attempt, its status and latency
 
 Ctrl-C stops everything.
 `;

@@ -1,12 +1,12 @@
 // The whole Notify system as real child processes on this machine: auth-svc and dispatch-svc, then the mailer
-// replicas, then the gateway, each started only when what it depends on answers /readyz. Used by `npm start` and by
+// replicas and the webhook sender, then the gateway, each started only when what it depends on answers /readyz. Used by `npm start` and by
 // the end-to-end suites, which also need to kill, pause and restart single services.
 import { fileURLToPath } from 'node:url';
 import { reservePorts } from './ports.ts';
 import { PrefixedOutput, type LogLine, type OutputTarget } from './prefixed-output.ts';
 import { ServiceProcess, type ExitInfo } from './service-process.ts';
 
-export type ServiceName = 'auth-svc' | 'dispatch-svc' | 'mailer-svc' | 'gateway';
+export type ServiceName = 'auth-svc' | 'dispatch-svc' | 'mailer-svc' | 'webhook-svc' | 'gateway';
 
 export interface StackPorts {
   /** Public HTTP API. */
@@ -15,14 +15,14 @@ export interface StackPorts {
   readonly auth: number;
   readonly dispatch: number;
   /** Ops listeners (/metrics, /healthz, /readyz), one per process. */
-  readonly metrics: { readonly auth: number; readonly dispatch: number; readonly gateway: number; readonly mailer: readonly number[] };
+  readonly metrics: { readonly auth: number; readonly dispatch: number; readonly gateway: number; readonly webhook: number; readonly mailer: readonly number[] };
 }
 
 export interface StackPortOptions {
   gateway?: number;
   auth?: number;
   dispatch?: number;
-  metrics?: { auth?: number; dispatch?: number; gateway?: number; mailer?: readonly number[] };
+  metrics?: { auth?: number; dispatch?: number; gateway?: number; webhook?: number; mailer?: readonly number[] };
 }
 
 export interface StackOptions {
@@ -120,20 +120,21 @@ function defined(env: Readonly<Record<string, string | undefined>> | undefined):
 
 async function choosePorts(wanted: StackPortOptions, mailers: number): Promise<StackPorts> {
   const mailerPorts = Array.from({ length: mailers }, (_, index) => ({ name: `mailer-svc-${index} metrics`, port: wanted.metrics?.mailer?.[index] ?? 0 }));
-  const [gateway, auth, dispatch, authMetrics, dispatchMetrics, gatewayMetrics, ...mailer] = await reservePorts([
+  const [gateway, auth, dispatch, authMetrics, dispatchMetrics, gatewayMetrics, webhookMetrics, ...mailer] = await reservePorts([
     { name: 'gateway HTTP', port: wanted.gateway ?? 0 },
     { name: 'auth-svc gRPC', port: wanted.auth ?? 0 },
     { name: 'dispatch-svc gRPC', port: wanted.dispatch ?? 0 },
     { name: 'auth-svc metrics', port: wanted.metrics?.auth ?? 0 },
     { name: 'dispatch-svc metrics', port: wanted.metrics?.dispatch ?? 0 },
     { name: 'gateway metrics', port: wanted.metrics?.gateway ?? 0 },
+    { name: 'webhook-svc metrics', port: wanted.metrics?.webhook ?? 0 },
     ...mailerPorts,
   ]);
   return {
     gateway: gateway as number,
     auth: auth as number,
     dispatch: dispatch as number,
-    metrics: { auth: authMetrics as number, dispatch: dispatchMetrics as number, gateway: gatewayMetrics as number, mailer },
+    metrics: { auth: authMetrics as number, dispatch: dispatchMetrics as number, gateway: gatewayMetrics as number, webhook: webhookMetrics as number, mailer },
   };
 }
 
@@ -164,6 +165,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     'auth-svc': { GRPC_PORT: String(ports.auth), DATABASE_URL: env.DATABASE_URL, ...nats, ...tokens },
     'dispatch-svc': { GRPC_PORT: String(ports.dispatch), DATABASE_URL: env.DATABASE_URL, ...nats, ...tokens },
     'mailer-svc': { ...nats, SMTP_URL: env.SMTP_URL },
+    'webhook-svc': { DATABASE_URL: env.DATABASE_URL, ...nats },
     gateway: {
       HTTP_PORT: String(ports.gateway),
       AUTH_SVC_ADDR: env.AUTH_SVC_ADDR,
@@ -183,7 +185,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     METRICS_PORT: String(metricsPort),
   });
 
-  const labels = ['auth-svc', 'dispatch-svc', 'gateway', ...ports.metrics.mailer.map((_, index) => `mailer-svc-${index}`)];
+  const labels = ['auth-svc', 'dispatch-svc', 'webhook-svc', 'gateway', ...ports.metrics.mailer.map((_, index) => `mailer-svc-${index}`)];
   const output = new PrefixedOutput({ target: options.output === undefined ? process.stdout : options.output, width: Math.max(...labels.map((label) => label.length)) });
   const make = (service: ServiceName, label: string, metricsPort: number): ServiceProcess =>
     new ServiceProcess({ label, dir: service, rootDir, metricsPort, env: environmentOf(service, metricsPort), output });
@@ -192,10 +194,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     'auth-svc': [make('auth-svc', 'auth-svc', ports.metrics.auth)],
     'dispatch-svc': [make('dispatch-svc', 'dispatch-svc', ports.metrics.dispatch)],
     'mailer-svc': ports.metrics.mailer.map((port, index) => make('mailer-svc', `mailer-svc-${index}`, port)),
+    'webhook-svc': [make('webhook-svc', 'webhook-svc', ports.metrics.webhook)],
     gateway: [make('gateway', 'gateway', ports.metrics.gateway)],
   };
   // Each stage depends on the ones before it; processes within a stage start together.
-  const stages: ServiceProcess[][] = [[...processes['auth-svc'], ...processes['dispatch-svc']], processes['mailer-svc'], processes.gateway];
+  const stages: ServiceProcess[][] = [[...processes['auth-svc'], ...processes['dispatch-svc']], [...processes['mailer-svc'], ...processes['webhook-svc']], processes.gateway];
 
   // If this process dies without stopping the stack, its children must not outlive it.
   const killAll = (): void => stages.flat().forEach((child) => child.killNow());

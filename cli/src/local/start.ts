@@ -41,7 +41,8 @@ try {
     mailerReplicas: 2,
     ports: { gateway: 8080, auth: 50051, dispatch: 50052, metrics: { auth: 9464, dispatch: 9465, gateway: 9466, mailer: [9467, 9468] } },
     // Tuning variables from the shell (NOTIFY_PUBLIC_SEND_RATE, MAILER_CONCURRENCY, LOG_LEVEL...) reach the services.
-    env: process.env,
+    // Webhooks may go to this machine over plain http (`notifyctl webhook listen`) unless the shell says otherwise.
+    env: { NOTIFY_WEBHOOK_ALLOW_PRIVATE: 'true', ...process.env },
     logLevel: process.env['LOG_LEVEL'] ?? 'info',
   });
 } catch (error) {

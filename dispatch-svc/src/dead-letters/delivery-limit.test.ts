@@ -40,7 +40,7 @@ test('a job offered up to the delivery limit without an outcome ends its message
   assert.equal(await takeWithoutSettling(), undefined, 'the server offers it no more');
 
   await waitFor(async () => (await h.pool.query(`SELECT 1 FROM messages WHERE id = $1 AND state = 'failed'`, [messageId])).rowCount === 1, { timeoutMs: 5_000, intervalMs: 25, what: 'the message to fail' });
-  const message = await h.dispatch.call('GetMessage', { projectId: h.ids.projectId, messageId });
+  const message = await h.dispatch.call('GetMessage', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, messageId });
   assert.equal(message.failureReason, 'delivery limit reached: offered 2 times without an outcome');
   assert.equal(message.attempts, maxDeliver);
   assert.deepEqual(message.events.map((event) => `${event.state}:${event.attempt}`), ['queued:0', `failed:${maxDeliver}`]);

@@ -75,7 +75,7 @@ describe('re-queueing dead letters', () => {
     assert.deepEqual(response, { requeued: [id], skipped: [] });
 
     assert.deepEqual(await row(id), { state: 'queued', state_attempt: 2, attempts: 2, failure_reason: null, last_smtp_code: 451, template_version: 2 });
-    const message = await h.dispatch.call('GetMessage', { projectId: h.ids.projectId, messageId: id });
+    const message = await h.dispatch.call('GetMessage', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, messageId: id });
     assert.deepEqual(
       message.events.map((event) => `${event.state}:${event.attempt}`),
       ['queued:0', 'sending:1', 'deferred:1', 'sending:2', 'failed:2', 'queued:3'],

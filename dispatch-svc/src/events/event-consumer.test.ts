@@ -181,7 +181,7 @@ test('a failure is final: a later event does not move a failed message', async (
   await settled();
   await publish(messageId, { messageId, state: 'sending', attempt: 2, occurredAt });
   await settled();
-  const message = await h.dispatch.call('GetMessage', { projectId: h.ids.projectId, messageId });
+  const message = await h.dispatch.call('GetMessage', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, messageId });
   assert.equal(message.state, 'failed');
   assert.equal(message.failureReason, 'recipient rejected');
   assert.equal(message.attempts, 1);
@@ -202,7 +202,7 @@ test('malformed events are dead-lettered and terminated, events for unknown mess
   await settled();
   assert.deepEqual(await outcomesSince(before), { malformed: 2, unknown_message: 1, applied: 1 });
   assert.deepEqual((await deadLetterReasons()).slice(lettersBefore), ['malformed event: not a JSON object', 'malformed event: invalid state']);
-  const message = await h.dispatch.call('GetMessage', { projectId: h.ids.projectId, messageId });
+  const message = await h.dispatch.call('GetMessage', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, messageId });
   assert.equal(message.state, 'sending');
   assert.equal((await h.jsm.streams.info(h.names.eventsStream)).state.messages, 0, 'nothing is left to redeliver');
 });

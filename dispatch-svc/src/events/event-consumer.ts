@@ -35,6 +35,8 @@ export interface EventConsumerDeps {
    * with the traffic. Replicas lock the messages of their batches in id order, so any interleaving is safe.
    */
   readonly maxBatchSize: number;
+  /** Called after a batch that moved a message has committed: its webhook events are then ready to publish. */
+  readonly afterCommit?: () => void;
 }
 
 /** Stops pulling, applies and acks the events already received, then resolves. */
@@ -101,6 +103,7 @@ async function applyBatch(deps: EventConsumerDeps, parsed: readonly Parsed[], ba
     }
     return;
   }
+  if (applied.some(({ outcome }) => outcome === 'applied')) deps.afterCommit?.();
   for (const { message, event, span, outcome } of applied) {
     const context = logContext(message);
     span.setAttribute(notifyAttributes.eventOutcome, outcome);

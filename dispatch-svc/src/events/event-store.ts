@@ -5,6 +5,7 @@ import { withTransaction, type Pool, type PoolClient } from '@notify/platform/da
 import type { DeliveryEvent } from '@notify/proto';
 import type { EventOutcome } from '../metrics.ts';
 import { compareLifecycle, advance, type MessageProgress } from './state-machine.ts';
+import { recordWebhookEvents } from './webhook-events.ts';
 
 /**
  * `applied`: recorded and the message moved; `recorded`: recorded, but late or after a terminal state, so the message
@@ -111,6 +112,7 @@ export async function applyDeliveryEvents<T extends { readonly event: DeliveryEv
     const recorded = await recordEvents(client, [...byMessage.values()].flatMap((received) => received.map(({ event }) => event)));
 
     const advanced = new Map<number, MessageProgress>();
+    const moves: DeliveryEvent[] = [];
     for (const [id, progress] of locked) {
       let current = progress;
       for (const result of byMessage.get(id) ?? []) {
@@ -123,10 +125,15 @@ export async function applyDeliveryEvents<T extends { readonly event: DeliveryEv
         }
         current = decision.next;
         advanced.set(id, current);
+        moves.push(result.event);
         result.outcome = 'applied';
       }
     }
-    if (advanced.size > 0) await advanceMessages(client, advanced);
+    if (advanced.size > 0) {
+      await advanceMessages(client, advanced);
+      // In this transaction: a state change and the webhook event reporting it commit together or not at all.
+      await recordWebhookEvents(client, moves);
+    }
     return results;
   });
 }

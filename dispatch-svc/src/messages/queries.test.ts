@@ -8,9 +8,12 @@ import { formatSmtpReply } from './queries.ts';
 
 let h: Harness;
 const ids: number[] = [];
+/** Every lookup names the project and its organization. */
+let scope: { projectId: number; organizationId: number };
 
 before(async () => {
   h = await startHarness();
+  scope = { projectId: h.ids.projectId, organizationId: h.ids.organizationId };
   await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'welcome', subject: 'Hi', text: 'Hi {{ name }}', active: true });
   for (let index = 0; index < 5; index += 1) {
     const response = await h.dispatch.call('Send', {
@@ -37,7 +40,7 @@ before(async () => {
 after(() => h.close());
 
 test('a message is returned with its transitions in lifecycle order', async () => {
-  const message = await h.dispatch.call('GetMessage', { projectId: h.ids.projectId, messageId: ids[0] });
+  const message = await h.dispatch.call('GetMessage', { ...scope, messageId: ids[0] });
   assert.equal(message.state, 'sent');
   assert.equal(message.template, 'welcome');
   assert.equal(message.templateVersion, 1);
@@ -54,15 +57,17 @@ test('a message is returned with its transitions in lifecycle order', async () =
 });
 
 test('a failed message shows why', async () => {
-  const message = await h.dispatch.call('GetMessage', { projectId: h.ids.projectId, messageId: ids[1] });
+  const message = await h.dispatch.call('GetMessage', { ...scope, messageId: ids[1] });
   assert.equal(message.state, 'failed');
   assert.equal(message.failureReason, 'recipient rejected');
   assert.equal(message.lastSmtpReply, '550 5.1.1 unknown user');
 });
 
-test('a message of another project is not found', async () => {
-  await assertRefused(h.dispatch.call('GetMessage', { projectId: h.ids.otherProjectId, messageId: ids[0] }), status.NOT_FOUND, 'message_not_found');
-  await assertRefused(h.dispatch.call('GetMessage', { projectId: h.ids.projectId, messageId: 999_999 }), status.NOT_FOUND, 'message_not_found');
+test('a message of another project or organization is not found, exactly like one that does not exist', async () => {
+  await assertRefused(h.dispatch.call('GetMessage', { ...scope, projectId: h.ids.otherProjectId, messageId: ids[0] }), status.NOT_FOUND, 'message_not_found');
+  await assertRefused(h.dispatch.call('GetMessage', { ...scope, organizationId: h.ids.organizationId + 1_000, messageId: ids[0] }), status.NOT_FOUND, 'message_not_found');
+  await assertRefused(h.dispatch.call('GetMessage', { projectId: h.ids.projectId, messageId: ids[0] }), status.NOT_FOUND, 'message_not_found');
+  await assertRefused(h.dispatch.call('GetMessage', { ...scope, messageId: 999_999 }), status.NOT_FOUND, 'message_not_found');
 });
 
 test('messages are listed newest first, a page at a time', async () => {

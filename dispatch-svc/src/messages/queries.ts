@@ -1,5 +1,5 @@
-// DispatchService.GetMessage and ListMessages: a project's messages as the panel reads them. A message of another
-// project is indistinguishable from one that does not exist.
+// DispatchService.GetMessage and ListMessages (notifyctl's listing by id, also behind ListDeadLetters). A message of another project or organization
+// is indistinguishable from one that does not exist.
 import { status } from '@grpc/grpc-js';
 import { traceIdOf, UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
@@ -77,12 +77,15 @@ export function toMessage(row: MessageRow, events: EventRow[]): dispatch.Message
   };
 }
 
-/** The message with its transitions in lifecycle order (attempt, then position within the attempt). */
+/**
+ * The message with its transitions in lifecycle order (attempt, then position within the attempt). Matched on project
+ * and organization both: a caller that names the wrong one sees the same NOT_FOUND as for an id that never existed.
+ */
 export async function getMessage(pool: Pool, request: dispatch.GetMessageRequest__Output): Promise<dispatch.Message__Output> {
   const found = await pool.query<MessageRow>({
     name: 'message-get',
-    text: `SELECT ${columns} FROM messages WHERE id = $1 AND project_id = $2`,
-    values: [request.messageId, request.projectId],
+    text: `SELECT ${columns} FROM messages WHERE id = $1 AND project_id = $2 AND organization_id = $3`,
+    values: [request.messageId, request.projectId, request.organizationId],
   });
   const row = found.rows[0];
   if (!row) throw new UserError(status.NOT_FOUND, 'message_not_found', `no message ${request.messageId} in this project`);

@@ -19,6 +19,7 @@ import type { JobPublisher } from '../outbox/job-publisher.ts';
 import { deleteOutboxRows, insertOutboxRows } from '../outbox/outbox-store.ts';
 import { findTemplates, slugPattern, templateKey, type TemplateRow } from '../templates/template-store.ts';
 import { encodeViolation, type VariablesSchemas } from '../templates/variables-schema.ts';
+import { findSuppressions, suppressionKey, type Suppression } from '../suppressions/suppression-store.ts';
 import { grantUsage } from '../usage/usage-store.ts';
 import { deleteMessages, insertMessages, type NewMessage } from './message-store.ts';
 
@@ -150,7 +151,8 @@ interface Written {
 /**
  * The steps of one batch, in one transaction: each statement serves the whole batch, and a refused send leaves
  * nothing behind. The order is the contract's: the idempotency record (check 10) before the fields (11), the
- * template (12) and its data (13); the quota, judged for the contract before all of them by the gateway (check 5), is
+ * template (12) and its data (13), then the suppression list (a 422 on `to`, docs/contract.md "Recipients that must not
+ * be mailed"): a suppressed recipient creates nothing and uses no quota; the quota, judged for the contract before all of them by the gateway (check 5), is
  * counted last here, so that the usage rows are locked only until the commit right after.
  */
 async function acceptBatch(client: PoolClient, deps: SendDeps, sends: readonly Pending[]): Promise<PromiseSettledResult<Outcome>[]> {
@@ -158,6 +160,7 @@ async function acceptBatch(client: PoolClient, deps: SendDeps, sends: readonly P
   await judgeIdempotencyKeys(client, batch);
   refuseInvalidFields(batch);
   const templates = await judgeTemplates(client, deps, batch);
+  await refuseSuppressedRecipients(client, batch);
   const written = await writeAcceptedRows(client, deps, batch, templates);
   await countMonthlyUsage(client, batch, written);
   return batch.results();
@@ -237,7 +240,29 @@ function refuseTemplate(deps: SendDeps, request: dispatch.SendRequest__Output, i
 }
 
 /**
- * Step 4: the rows of the sends still standing: messages with their first event (each under a `create` span of its
+ * Step 4: a recipient on the project's suppression list is refused on `to` with the entry's reason and date (the
+ * gateway words it); one lookup of the list's primary key for the whole batch.
+ */
+async function refuseSuppressedRecipients(client: PoolClient, batch: BatchVerdicts): Promise<void> {
+  const open = batch.open();
+  const wanted = open.map((index) => ({ projectId: batch.send(index).request.projectId, address: batch.send(index).request.to }));
+  const suppressed = await findSuppressions(client, wanted);
+  if (suppressed.size === 0) return;
+  for (const [position, index] of open.entries()) {
+    const { projectId, address } = wanted[position] as { projectId: number; address: string };
+    const entry = suppressed.get(suppressionKey(projectId, address));
+    if (entry) batch.refuse(index, recipientSuppressed(entry));
+  }
+}
+
+/** Structured like data_invalid: [reason, date] for the gateway to put in words in the caller's language. */
+function recipientSuppressed(entry: Suppression): UserError {
+  const since = entry.createdAt.toISOString().slice(0, 10);
+  return new UserError(status.FAILED_PRECONDITION, 'recipient_suppressed', `${entry.address} is suppressed (${entry.reason}, since ${since})`, { fields: [entry.reason, since] });
+}
+
+/**
+ * Step 5: the rows of the sends still standing: messages with their first event (each under a `create` span of its
  * request's trace), idempotency records, outbox rows.
  */
 async function writeAcceptedRows(client: PoolClient, deps: SendDeps, batch: BatchVerdicts, templateOf: ReadonlyMap<number, TemplateRow>): Promise<Written[]> {
@@ -298,7 +323,7 @@ async function writeAcceptedRows(client: PoolClient, deps: SendDeps, batch: Batc
 }
 
 /**
- * Step 5 (the quota): the month's usage, per organization, the first sends of the batch counted first; each accepted
+ * Step 6 (the quota): the month's usage, per organization, the first sends of the batch counted first; each accepted
  * send learns its organization's count, which the gateway remembers for check 5. Last, so that each organization's
  * usage row stays locked only until the commit right after (concurrent batches wait on it); the rows of a send the
  * quota refuses go again with their message (the foreign keys cascade), unseen by anyone.

@@ -41,11 +41,8 @@ async function renderSubject(pool: Pool, renderer: Renderer, projectId: number, 
 }
 
 export async function getMessageView(pool: Pool, renderer: Renderer, request: dispatch.GetMessageViewRequest__Output): Promise<dispatch.MessageView__Output> {
-  const message = await getMessage(pool, { projectId: request.projectId, messageId: request.messageId });
-  // Indistinguishable from a message that does not exist, like another project's.
-  if (message.organizationId !== request.organizationId) {
-    throw new UserError(status.NOT_FOUND, 'message_not_found', `no message ${request.messageId} in this project`);
-  }
+  // Another organization's message is indistinguishable from one that does not exist, like another project's.
+  const message = await getMessage(pool, { projectId: request.projectId, organizationId: request.organizationId, messageId: request.messageId });
   const subject = await renderSubject(pool, renderer, request.projectId, message.id);
   return { message, renderedSubject: subject.subject, subjectError: subject.error };
 }

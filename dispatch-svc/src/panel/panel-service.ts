@@ -1,4 +1,5 @@
-// PanelService (internal token): what the gateway's web panel reads, and the operator's re-queue button.
+// PanelService (internal token): what the gateway's web panel reads, the operator's re-queue button, and the
+// project's webhook endpoints and suppression list.
 import { status } from '@grpc/grpc-js';
 import { UserError, type AsyncHandlers } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
@@ -10,8 +11,11 @@ import { searchMessages } from './message-search.ts';
 import { getMessageView } from './message-view.ts';
 import { getOverview } from './overview.ts';
 import { listProjectTemplates, previewTemplate } from './template-preview.ts';
+import { panelSuppressionHandlers } from '../suppressions/suppression-admin.ts';
+import { panelWebhookHandlers } from '../webhooks/webhook-admin.ts';
+import type { WebhookDeps } from '../webhooks/webhook-operations.ts';
 
-export interface PanelServiceDeps extends RequeueDeps {
+export interface PanelServiceDeps extends RequeueDeps, WebhookDeps {
   readonly pool: Pool;
   readonly schemas: VariablesSchemas;
 }
@@ -36,5 +40,7 @@ export function panelServiceHandlers(deps: PanelServiceDeps): AsyncHandlers<disp
       const result = await requeueMessages(deps, request.projectId, [request.messageId]);
       return { requeued: result.requeued, skipped: result.skipped };
     },
+    ...panelWebhookHandlers(deps),
+    ...panelSuppressionHandlers(deps),
   };
 }

@@ -47,7 +47,7 @@ test('a message keeps the template version it was accepted with', async () => {
   const first = await send();
   await put({ slug, subject: 'v2' });
   const second = await send();
-  const versions = await Promise.all([first, second].map((response) => h.dispatch.call('GetMessage', { projectId: h.ids.projectId, messageId: response.messageId })));
+  const versions = await Promise.all([first, second].map((response) => h.dispatch.call('GetMessage', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, messageId: response.messageId })));
   assert.deepEqual(versions.map((message) => message.templateVersion), [1, 2]);
 });
 

@@ -64,7 +64,7 @@ async function seed(pool: Pool): Promise<Harness['ids']> {
   return { organizationId, projectId, otherProjectId, apiKeyId };
 }
 
-export async function startHarness(options: { idempotencyTtlMs?: number } = {}): Promise<Harness> {
+export async function startHarness(options: { idempotencyTtlMs?: number; webhookAllowPrivate?: boolean } = {}): Promise<Harness> {
   const runId = randomBytes(4).toString('hex');
   // Undone in reverse order by close(), or at once if starting fails half-way, so no run leaves anything behind.
   const undo: (() => Promise<unknown>)[] = [];
@@ -92,6 +92,7 @@ export async function startHarness(options: { idempotencyTtlMs?: number } = {}):
         outboxRelayIntervalMs: 1_000,
         outboxRelayMinAgeMs: 5_000,
         testFault: 'none',
+        webhookAllowPrivate: options.webhookAllowPrivate ?? false,
       },
       {
         pool,
@@ -105,7 +106,7 @@ export async function startHarness(options: { idempotencyTtlMs?: number } = {}):
     );
     const { names, js, jsm, metrics, publisher, deps } = built;
     undo.push(async () => {
-      for (const stream of [names.jobsStream, names.eventsStream, names.deliveryLimitsStream, names.deadLettersStream]) await jsm.streams.delete(stream).catch(() => false);
+      for (const stream of [names.jobsStream, names.eventsStream, names.deliveryLimitsStream, names.deadLettersStream, names.webhooksStream]) await jsm.streams.delete(stream).catch(() => false);
     });
     const server = new GrpcServer({ logger, registry });
     built.serve(server);

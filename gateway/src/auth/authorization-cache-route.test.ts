@@ -88,6 +88,7 @@ before(async () => {
     authorizations,
     dispatch: dispatchClient,
     rateLimiter: new SendRateLimiter({ redis, keyPrefix, defaultRate: { points: 1_000, windowSeconds: 60 }, replicas: 1, logger: quiet }),
+    readRateLimiter: new SendRateLimiter({ redis, policy: 'read', keyPrefix, defaultRate: { points: 1_000, windowSeconds: 60 }, replicas: 1, logger: quiet }),
     bruteForce: new BruteForceGuard({ redis, keyPrefix, rate: { points: 3, windowSeconds: 60 }, replicas: 1, directory: await loadedDirectory(), metrics: createBruteForceMetrics(createRegistry('brute-force')), logger: quiet }),
     readiness: {},
     logger: quiet,

@@ -83,6 +83,7 @@ async function serve(servicesAddress: string, hops: number): Promise<string> {
     auth: authClient,
     dispatch: dispatchClient,
     rateLimiter: new SendRateLimiter({ redis, keyPrefix: prefix, defaultRate: { points: 1_000, windowSeconds: 60 }, replicas: 1, logger: quiet }),
+    readRateLimiter: new SendRateLimiter({ redis, policy: 'read', keyPrefix: prefix, defaultRate: { points: 1_000, windowSeconds: 60 }, replicas: 1, logger: quiet }),
     bruteForce: new BruteForceGuard({ redis, keyPrefix: prefix, rate: { points: 3, windowSeconds: 60 }, replicas: 1, directory: await loadedDirectory(), metrics: createBruteForceMetrics(createRegistry('brute-force')), logger: quiet }),
     trustedProxyHops: hops,
     readiness: {},

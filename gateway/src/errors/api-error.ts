@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'unsupported_media_type'
   | 'parse_error'
   | 'template_not_found'
+  | 'message_not_found'
   | 'idempotency_key_in_use'
   | 'service_unavailable'
   | 'internal_error'

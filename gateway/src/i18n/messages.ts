@@ -39,6 +39,7 @@ const en = {
   'template.inactive': 'This template is inactive.',
   'to.control': 'Control characters, such as line breaks, are not allowed.',
   'to.email': 'Enter a valid email address.',
+  'to.suppressed': 'This address is suppressed ({reason}, since {since}).',
   'channel.choice': 'The only supported channel is "email".',
   'data.depth': 'Nesting is limited to {max} levels.',
   'data.keys': 'The keys "__proto__", "constructor" and "prototype" are not allowed.',
@@ -67,6 +68,13 @@ const en = {
   'variables.pattern': '{variable}: must match the pattern "{pattern}".',
   'variables.format': '{variable}: must have the format "{format}".',
   'variables.invalid': '{variable}: does not satisfy the rule "{rule}" of the template.',
+  // Reading messages (GET /api/v1/messages/...).
+  message_not_found: 'No message with this id exists in the project of this API key.',
+  'messages.status': 'Must be one of: {choices}.',
+  'messages.time': 'Enter an RFC 3339 time, such as 2026-01-31T09:30:00Z.',
+  'messages.limit': 'Must be an integer between 1 and {max}.',
+  'messages.cursor': 'This cursor is not one this API gave; start again without it.',
+  'messages.repeated': 'Give this parameter once.',
 } as const;
 
 export type MessageKey = keyof typeof en;
@@ -106,6 +114,7 @@ const es: Record<MessageKey, string> = {
   'template.inactive': 'Esta plantilla está inactiva.',
   'to.control': 'No se permiten caracteres de control, como los saltos de línea.',
   'to.email': 'Introduzca una dirección de correo electrónico válida.',
+  'to.suppressed': 'Esta dirección está suprimida ({reason}, desde {since}).',
   'channel.choice': 'El único canal admitido es "email".',
   'data.depth': 'El anidamiento está limitado a {max} niveles.',
   'data.keys': 'Las claves "__proto__", "constructor" y "prototype" no están permitidas.',
@@ -133,6 +142,12 @@ const es: Record<MessageKey, string> = {
   'variables.pattern': '{variable}: debe coincidir con el patrón "{pattern}".',
   'variables.format': '{variable}: debe tener el formato "{format}".',
   'variables.invalid': '{variable}: no cumple la regla "{rule}" de la plantilla.',
+  message_not_found: 'No existe ningún mensaje con este id en el proyecto de esta clave de API.',
+  'messages.status': 'Debe ser uno de: {choices}.',
+  'messages.time': 'Indique una hora RFC 3339, como 2026-01-31T09:30:00Z.',
+  'messages.limit': 'Debe ser un número entero entre 1 y {max}.',
+  'messages.cursor': 'Este cursor no lo dio esta API; vuelva a empezar sin él.',
+  'messages.repeated': 'Indique este parámetro una sola vez.',
 };
 
 /** Every text by language; both name the same placeholders (checked by messages.test.ts). */

@@ -1,6 +1,7 @@
 // The OpenAPI 3.1 document of the public API, served at GET /api/v1/openapi.json. Written from docs/contract.md and the
 // gateway's own limits, so the rules it states are the ones the gateway applies; tests check live responses against it.
 import type { ErrorCode } from '../errors/api-error.ts';
+import { listLimits, messageStatuses, rfc3339Pattern } from '../messages/read-query.ts';
 import { maxRecipientLength, maxTemplateLength } from '../send/validation.ts';
 
 type Schema = Record<string, unknown>;
@@ -37,6 +38,50 @@ const json = (schema: Schema): Schema => ({ 'application/json': { schema } });
 const commonHeaders = { 'X-Request-ID': ref('headers/X-Request-ID'), 'Cache-Control': ref('headers/Cache-Control'), 'Content-Language': ref('headers/Content-Language') };
 /** Headers on every response that counted against the rate limit (checks 2-5 passed). */
 const rateHeaders = { RateLimit: ref('headers/RateLimit'), 'RateLimit-Policy': ref('headers/RateLimit-Policy') };
+/** The reads' own bucket (NOTIFY_PUBLIC_READ_RATE), on every read response counted against it. */
+const readRateHeaders = { RateLimit: ref('headers/ReadRateLimit'), 'RateLimit-Policy': ref('headers/ReadRateLimit-Policy') };
+
+/** Request headers every operation reads besides Authorization. */
+const requestHeaders = [
+  { name: 'X-Organization-ID', in: 'header', required: true, description: 'The organization, a positive integer.', schema: { type: 'string', pattern: '^[1-9][0-9]*$' } },
+  { name: 'Accept-Language', in: 'header', required: false, description: 'English (default) or Spanish, q-values honoured.', schema: { type: 'string' }, example: 'es;q=0.9,en;q=0.8' },
+  { name: 'X-Request-ID', in: 'header', required: false, description: 'Echoed on the response when it is 1-128 of `A-Za-z0-9._-`; otherwise a new UUID is used.', schema: { type: 'string' } },
+];
+
+/** The statuses both read operations share: the send endpoint's checks 2-4, then the read bucket. */
+function readResponses(): Record<string, Schema> {
+  return {
+    '400': response('`X-Organization-ID` missing or malformed (invalid_header).', errorBody(['invalid_header'])),
+    '401': response('Missing `Authorization`, another scheme, or an unknown or revoked key.', ref('schemas/Detail'), { 'WWW-Authenticate': ref('headers/WWW-Authenticate') }),
+    '403': response('The key may not act on this organization (permission_denied).', errorBody(['permission_denied'])),
+    '429': response(
+      'Over the per-key read rate (with the read rate-limit headers), or too many API keys refused for this client address (without them).',
+      ref('schemas/Detail'),
+      { ...readRateHeaders, 'Retry-After': ref('headers/Retry-After') },
+    ),
+    '500': response('An internal error; retry later, quoting request_id.', serverErrorBody(['internal_error'])),
+    '503': response('A dependency is down; retry after Retry-After.', serverErrorBody(['service_unavailable']), { 'Retry-After': ref('headers/Retry-After') }),
+  };
+}
+
+const readDescription = `Same authentication, \`X-Organization-ID\`, languages and error shapes as the send endpoint. A key sees only its own
+project's messages: any other id, another project's or another organization's included, is 404 message_not_found (never 403).
+Reads count against their own per-key bucket (\`NOTIFY_PUBLIC_READ_RATE\`, 600 a minute by default, policy \`"read"\`), never
+against sends.`;
+
+const messageProperties: Record<string, Schema> = {
+  message_id: { type: 'integer', minimum: 1 },
+  status: ref('schemas/MessageStatus'),
+  to: { type: 'string' },
+  template: { type: 'string', description: 'The template slug it was accepted with.' },
+  template_version: { type: 'integer', minimum: 1 },
+  celery_task_id: { type: 'string', format: 'uuid', description: 'Id of the background job that processes the message.' },
+  attempts: { type: 'integer', minimum: 0, description: 'Delivery attempts made so far.' },
+  created_at: { type: 'string', format: 'date-time', description: 'Acceptance time (RFC 3339, UTC).' },
+  updated_at: { type: 'string', format: 'date-time', description: 'Time of the last transition (RFC 3339, UTC).' },
+  last_smtp_reply: { type: ['string', 'null'], description: "The relay's last reply, code first; null before any." },
+  failure_reason: { type: ['string', 'null'], description: 'Why the message failed; null unless it did.' },
+};
 
 function response(description: string, schema: Schema, headers: Record<string, Schema> = {}): Schema {
   return { description, headers: { ...commonHeaders, ...headers }, content: json(schema) };
@@ -76,9 +121,11 @@ export const openApiDocument = {
     title: 'Notify',
     version: '1.0.0',
     summary: 'Template-based email notifications over one HTTP endpoint.',
+    license: { name: 'Proprietary: use under your Notify service agreement', identifier: 'LicenseRef-Notify-Service-Agreement' },
     description:
       'Texts (`detail` and field messages) are in English or Spanish, chosen by `Accept-Language`; clients must not parse them. Codes and field names never change with the language.',
   },
+  servers: [{ url: '/', description: 'The gateway serving this document (its own origin).' }],
   security: [{ ApiKey: [] }],
   paths: {
     '/api/v1/send/': {
@@ -88,10 +135,9 @@ export const openApiDocument = {
         description: sendDescription,
         security: [{ ApiKey: [] }],
         parameters: [
-          { name: 'X-Organization-ID', in: 'header', required: true, description: 'The organization, a positive integer.', schema: { type: 'string', pattern: '^[1-9][0-9]*$' } },
+          ...requestHeaders.slice(0, 1),
           { name: 'Idempotency-Key', in: 'header', required: false, description: 'A UUID chosen by the caller (any version, any case), to retry safely.', schema: { type: 'string', format: 'uuid' } },
-          { name: 'Accept-Language', in: 'header', required: false, description: 'English (default) or Spanish, q-values honoured.', schema: { type: 'string' }, example: 'es;q=0.9,en;q=0.8' },
-          { name: 'X-Request-ID', in: 'header', required: false, description: 'Echoed on the response when it is 1-128 of `A-Za-z0-9._-`; otherwise a new UUID is used.', schema: { type: 'string' } },
+          ...requestHeaders.slice(1),
         ],
         requestBody: {
           required: true,
@@ -124,6 +170,51 @@ export const openApiDocument = {
         },
       },
     },
+    // The reads are documented without the trailing slash (both forms are served) so that linters and generated
+    // clients take them as written; only the seed's send path keeps its slash.
+    '/api/v1/messages': {
+      get: {
+        operationId: 'listMessages',
+        summary: "List the key's project's messages, newest first (also served with a trailing slash)",
+        description: `${readDescription}
+
+Keyset pagination: pass \`next\` back as \`cursor\` for the following page. Pages neither skip nor repeat a message
+while new ones are accepted; new messages appear on a fresh first page. A filter that does not parse is 422, every parameter at once.`,
+        security: [{ ApiKey: [] }],
+        parameters: [
+          ...requestHeaders,
+          { name: 'status', in: 'query', required: false, description: 'Only messages in this lifecycle state.', schema: ref('schemas/MessageStatus') },
+          { name: 'to', in: 'query', required: false, description: 'Only messages to this address (compared case-insensitively).', schema: { type: 'string', maxLength: maxRecipientLength } },
+          { name: 'template', in: 'query', required: false, description: 'Only messages of this template slug.', schema: { type: 'string', maxLength: maxTemplateLength, pattern: '^[A-Za-z0-9_-]*$' } },
+          { name: 'created_after', in: 'query', required: false, description: 'Accepted at or after this time (RFC 3339).', schema: { type: 'string', format: 'date-time', pattern: rfc3339Pattern } },
+          { name: 'created_before', in: 'query', required: false, description: 'Accepted before this time (RFC 3339).', schema: { type: 'string', format: 'date-time', pattern: rfc3339Pattern } },
+          { name: 'limit', in: 'query', required: false, description: 'Messages per page.', schema: { type: 'integer', minimum: 1, maximum: listLimits.max, default: listLimits.default } },
+          { name: 'cursor', in: 'query', required: false, description: '`next` of the previous page; opaque.', schema: { type: 'string', maxLength: 200 } },
+        ],
+        responses: {
+          '200': response('A page of messages, without their events.', ref('schemas/MessagePage'), readRateHeaders),
+          '422': response('Query parameters refused, each with its messages (an unknown parameter is refused too).', ref('schemas/FieldErrors'), readRateHeaders),
+          ...readResponses(),
+        },
+      },
+    },
+    '/api/v1/messages/{message_id}': {
+      get: {
+        operationId: 'getMessage',
+        summary: 'Read one message and its transitions (also served with a trailing slash)',
+        description: readDescription,
+        security: [{ ApiKey: [] }],
+        parameters: [
+          { name: 'message_id', in: 'path', required: true, description: 'The `message_id` the send answered.', schema: { type: 'integer', minimum: 1 } },
+          ...requestHeaders,
+        ],
+        responses: {
+          '200': response('The message with its transitions, oldest first.', ref('schemas/Message'), readRateHeaders),
+          '404': response("No message with this id in the key's project and organization.", errorBody(['message_not_found']), readRateHeaders),
+          ...readResponses(),
+        },
+      },
+    },
   },
   components: {
     securitySchemes: {
@@ -143,7 +234,7 @@ export const openApiDocument = {
           template: { type: 'string', minLength: 1, maxLength: maxTemplateLength, pattern: '^[A-Za-z0-9_-]+$', description: 'Slug of an active template of the key\'s project.' },
           to: { type: 'string', format: 'email', maxLength: maxRecipientLength, description: 'One address (addr-spec): no display name, no list, no control characters.' },
           channel: { type: 'string', const: 'email' },
-          data: { type: 'object', description: 'The template variables: a JSON object, at most 32 levels deep, without the keys `__proto__`, `constructor` or `prototype`.' },
+          data: { type: 'object', additionalProperties: true, description: 'The template variables: a JSON object, at most 32 levels deep, without the keys `__proto__`, `constructor` or `prototype`.' },
         },
       },
       Accepted: {
@@ -155,6 +246,43 @@ export const openApiDocument = {
           status: { type: 'string', const: 'queued' },
           celery_task_id: { type: 'string', format: 'uuid', description: 'Id of the background job that processes the message.' },
           idempotent_replay: { type: 'boolean', description: '`true` when this answers an earlier identical request again.' },
+        },
+      },
+      MessageStatus: {
+        enum: [...messageStatuses],
+        description: 'queued -> sending -> sent; sending -> deferred (retried later) -> sending; sending -> failed. States never move backwards.',
+      },
+      MessageEvent: {
+        type: 'object',
+        required: ['status', 'attempt', 'at', 'smtp_reply', 'reason'],
+        additionalProperties: false,
+        properties: {
+          status: ref('schemas/MessageStatus'),
+          attempt: { type: 'integer', minimum: 0, description: '0 for the acceptance, then the delivery attempt it belongs to.' },
+          at: { type: 'string', format: 'date-time' },
+          smtp_reply: { type: ['string', 'null'], description: "The relay's reply, code first, for SMTP outcomes; else null." },
+          reason: { type: ['string', 'null'] },
+        },
+      },
+      MessageSummary: {
+        type: 'object',
+        required: Object.keys(messageProperties),
+        additionalProperties: false,
+        properties: messageProperties,
+      },
+      Message: {
+        type: 'object',
+        required: [...Object.keys(messageProperties), 'events'],
+        additionalProperties: false,
+        properties: { ...messageProperties, events: { type: 'array', items: ref('schemas/MessageEvent'), description: 'Oldest first.' } },
+      },
+      MessagePage: {
+        type: 'object',
+        required: ['results', 'next'],
+        additionalProperties: false,
+        properties: {
+          results: { type: 'array', maxItems: listLimits.max, items: ref('schemas/MessageSummary') },
+          next: { type: ['string', 'null'], description: 'The cursor of the next page; null on the last page.' },
         },
       },
       Detail: {
@@ -176,6 +304,8 @@ export const openApiDocument = {
       'Content-Language': { description: 'Language of the texts in the body.', required: true, schema: { enum: ['en', 'es'] } },
       RateLimit: { description: 'IETF draft-ietf-httpapi-ratelimit-headers: requests remaining and seconds to reset.', schema: { type: 'string', pattern: '^"send";r=\\d+;t=\\d+$' } },
       'RateLimit-Policy': { description: 'IETF draft-ietf-httpapi-ratelimit-headers: quota per window, e.g. `"send";q=120;w=60`.', schema: { type: 'string', pattern: '^"send";q=\\d+;w=\\d+$' } },
+      ReadRateLimit: { description: 'IETF draft-ietf-httpapi-ratelimit-headers for the read bucket: requests remaining and seconds to reset.', schema: { type: 'string', pattern: '^"read";r=\\d+;t=\\d+$' } },
+      'ReadRateLimit-Policy': { description: 'The read bucket, quota per window, e.g. `"read";q=600;w=60`.', schema: { type: 'string', pattern: '^"read";q=\\d+;w=\\d+$' } },
       'Retry-After': { description: 'Whole seconds to wait, at least 1.', required: true, schema: { type: 'string', pattern: '^[1-9][0-9]*$' } },
       'Idempotent-Replayed': { description: 'Present, `true`, on a replay.', schema: { type: 'string', const: 'true' } },
       'WWW-Authenticate': { description: 'The challenge: `Api-Key`.', required: true, schema: { type: 'string', const: 'Api-Key' } },

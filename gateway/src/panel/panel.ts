@@ -15,6 +15,8 @@ import { errorView, projectsView } from './views/pages.ts';
 import { requireProject, requireSignIn } from './routes/guards.ts';
 import { keysPage, messagePage, messageStatus, messagesPage, overviewPage, requeueMessage, templatePage, templatePreviewFrame, templatesPage } from './routes/project-pages.ts';
 import { signIn, signInPage, signOut } from './routes/sign-in.ts';
+import { removeSuppression, suppressionsPage } from './routes/suppression-pages.ts';
+import { createWebhook, replayWebhookEvent, setWebhookEnabled, webhookAttemptsPage, webhooksPage } from './routes/webhook-pages.ts';
 import { cameOverHttps } from './security/client.ts';
 import { setPageHeaders } from './security/headers.ts';
 import { serveAsset } from './static.ts';
@@ -49,6 +51,13 @@ function routes(deps: PanelDeps): Router<PanelState> {
   router.get('panel.template', `${projectPath}/templates/:slug`, page, project, templatePage(deps));
   router.get('panel.template-preview', `${projectPath}/templates/:slug/preview`, page, project, templatePreviewFrame(deps));
   router.get('panel.keys', `${projectPath}/keys`, page, project, keysPage(deps));
+  router.get('panel.webhooks', `${projectPath}/webhooks`, page, project, webhooksPage(deps));
+  router.post('panel.webhook-create', `${projectPath}/webhooks`, page, project, createWebhook(deps));
+  router.get('panel.webhook-attempts', `${projectPath}/webhooks/:webhookId`, page, project, webhookAttemptsPage(deps));
+  router.post('panel.webhook-enabled', `${projectPath}/webhooks/:webhookId/enabled`, page, project, setWebhookEnabled(deps));
+  router.post('panel.webhook-replay', `${projectPath}/webhooks/:webhookId/events/:eventId/replay`, page, project, replayWebhookEvent(deps));
+  router.get('panel.suppressions', `${projectPath}/suppressions`, page, project, suppressionsPage(deps));
+  router.post('panel.suppression-remove', `${projectPath}/suppressions/remove`, page, project, removeSuppression(deps));
   return router;
 }
 

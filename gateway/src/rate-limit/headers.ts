@@ -6,12 +6,12 @@ import type { RateDecision } from './limiter.ts';
 /** `RateLimit-Policy` and `RateLimit`, on every response counted against the limit. */
 export function rateLimitHeaders(decision: RateDecision): Record<string, string> {
   return {
-    'RateLimit-Policy': `"send";q=${decision.rate.points};w=${decision.rate.windowSeconds}`,
-    RateLimit: `"send";r=${decision.remaining};t=${decision.resetSeconds}`,
+    'RateLimit-Policy': `"${decision.policy}";q=${decision.rate.points};w=${decision.rate.windowSeconds}`,
+    RateLimit: `"${decision.policy}";r=${decision.remaining};t=${decision.resetSeconds}`,
   };
 }
 
-/** 429 `{detail}` for a refused send rate. */
+/** 429 `{detail}` for a refused send or read rate. */
 export function throttled(decision: RateDecision): ApiError {
   return throttledFor(decision.resetSeconds);
 }

@@ -56,6 +56,20 @@ test('the count is shared through Redis by every replica', async () => {
   await admin.quit();
 });
 
+test('the read bucket is counted apart from the send bucket of the same key', async () => {
+  const sends = limiter({ points: 1 });
+  const redis = connectRedis(redisUrl, logger);
+  clients.push(redis);
+  const reads = new SendRateLimiter({ redis, keyPrefix: prefix, policy: 'read', defaultRate: { points: 1, windowSeconds: 60 }, replicas: 1, logger });
+  await Promise.all([ready(clients.at(-1)), ready(clients.at(-2))]);
+  assert.equal((await sends.consume(108, '')).allowed, true);
+  const read = await reads.consume(108, '');
+  assert.equal(read.allowed, true);
+  assert.equal(read.policy, 'read');
+  assert.equal((await reads.consume(108, '')).allowed, false);
+  assert.equal((await sends.consume(108, '')).allowed, false);
+});
+
 test('keys are counted separately', async () => {
   const rateLimiter = limiter({ points: 1 });
   await ready(clients.at(-1));
@@ -89,16 +103,20 @@ test('without Redis each replica keeps serving with its share of the rate', asyn
 });
 
 test('the headers carry the policy, what remains and when the window resets', () => {
-  const decision = { allowed: true, rate: { points: 120, windowSeconds: 60 }, remaining: 119, resetSeconds: 60 };
+  const decision = { allowed: true, policy: 'send', rate: { points: 120, windowSeconds: 60 }, remaining: 119, resetSeconds: 60 };
   assert.deepEqual(rateLimitHeaders(decision), { 'RateLimit-Policy': '"send";q=120;w=60', RateLimit: '"send";r=119;t=60' });
+  assert.deepEqual(rateLimitHeaders({ ...decision, policy: 'read', rate: { points: 600, windowSeconds: 60 }, remaining: 599 }), {
+    'RateLimit-Policy': '"read";q=600;w=60',
+    RateLimit: '"read";r=599;t=60',
+  });
 });
 
 test('a throttled answer names the same whole seconds in Retry-After and in its text', () => {
-  const refusal = throttled({ allowed: false, rate: { points: 1, windowSeconds: 60 }, remaining: 0, resetSeconds: 42 });
+  const refusal = throttled({ allowed: false, policy: 'send', rate: { points: 1, windowSeconds: 60 }, remaining: 0, resetSeconds: 42 });
   assert.ok(refusal instanceof ApiError);
   assert.equal(refusal.status, 429);
   assert.equal(refusal.code, undefined);
   assert.deepEqual(refusal.headers, { 'Retry-After': '42' });
   assert.deepEqual(refusal.detail, { key: 'throttled', params: { seconds: 42 } });
-  assert.deepEqual(throttled({ allowed: false, rate: { points: 1, windowSeconds: 1 }, remaining: 0, resetSeconds: 0 }).headers, { 'Retry-After': '1' });
+  assert.deepEqual(throttled({ allowed: false, policy: 'send', rate: { points: 1, windowSeconds: 1 }, remaining: 0, resetSeconds: 0 }).headers, { 'Retry-After': '1' });
 });

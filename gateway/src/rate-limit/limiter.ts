@@ -1,5 +1,6 @@
 // Check 6: the per-key send rate, shared by every gateway replica through Redis. When Redis cannot answer, each replica
-// keeps serving with an in-memory limiter holding its share of the rate (docs/contract.md, "Rate limit").
+// keeps serving with an in-memory limiter holding its share of the rate (docs/contract.md, "Rate limit"). The reads of
+// messages use a second instance, policy `read`, whose counters are apart (docs/contract.md, "Reading messages").
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Logger } from '@notify/platform';
@@ -8,6 +9,8 @@ import { parseRate, type Rate } from './rate.ts';
 /** The outcome of counting one request. */
 export interface RateDecision {
   readonly allowed: boolean;
+  /** The bucket's name in the RateLimit headers: `send`, or `read` for the message status reads. */
+  readonly policy: string;
   readonly rate: Rate;
   readonly remaining: number;
   /** Whole seconds until the window resets; at least 1 when the request was refused. */
@@ -16,9 +19,11 @@ export interface RateDecision {
 
 export interface SendRateLimiterOptions {
   readonly redis: Redis;
-  /** REDIS_KEY_PREFIX; counters live under `<prefix>send-rate:`. */
+  /** REDIS_KEY_PREFIX; counters live under `<prefix><policy>-rate:`. */
   readonly keyPrefix: string;
-  /** NOTIFY_PUBLIC_SEND_RATE, for keys without a rate of their own. */
+  /** The bucket: `send` (the default) or `read`, each counted apart, so reads never use up sends. */
+  readonly policy?: string;
+  /** NOTIFY_PUBLIC_SEND_RATE, for keys without a rate of their own (NOTIFY_PUBLIC_READ_RATE for the read bucket). */
   readonly defaultRate: Rate;
   /** NOTIFY_GATEWAY_REPLICAS: the in-memory fallback allows `points / replicas` so the replicas together keep the rate. */
   readonly replicas: number;
@@ -43,10 +48,11 @@ export class SendRateLimiter {
   /** Counts one request of API key `keyId` against `keyRate` (its own rate), or the default rate when that is empty. */
   async consume(keyId: number, keyRate: string): Promise<RateDecision> {
     const rate = this.#rateOf(keyRate);
+    const policy = this.#options.policy ?? 'send';
     try {
-      return decision(true, rate, await this.#limiterFor(rate).consume(String(keyId)));
+      return decision(true, policy, rate, await this.#limiterFor(rate).consume(String(keyId)));
     } catch (error) {
-      if (error instanceof RateLimiterRes) return decision(false, rate, error);
+      if (error instanceof RateLimiterRes) return decision(false, policy, rate, error);
       throw error;
     }
   }
@@ -72,7 +78,7 @@ export class SendRateLimiter {
     if (!limiter) {
       // The rate is part of the key, so a key whose rate changes starts a fresh window instead of inheriting one
       // measured against another limit.
-      const keyPrefix = `${this.#options.keyPrefix}send-rate:${id}`;
+      const keyPrefix = `${this.#options.keyPrefix}${this.#options.policy ?? 'send'}-rate:${id}`;
       limiter = new RateLimiterRedis({
         storeClient: this.#options.redis,
         keyPrefix,
@@ -91,7 +97,7 @@ export class SendRateLimiter {
   }
 }
 
-function decision(allowed: boolean, rate: Rate, result: RateLimiterRes): RateDecision {
+function decision(allowed: boolean, policy: string, rate: Rate, result: RateLimiterRes): RateDecision {
   const resetSeconds = Math.max(0, Math.ceil(result.msBeforeNext / 1000));
-  return { allowed, rate, remaining: result.remainingPoints, resetSeconds: allowed ? resetSeconds : Math.max(1, resetSeconds) };
+  return { allowed, policy, rate, remaining: result.remainingPoints, resetSeconds: allowed ? resetSeconds : Math.max(1, resetSeconds) };
 }

@@ -92,3 +92,9 @@ test("fields_invalid (no idempotency record decided first) answers with the gate
   const error = remote(status.INVALID_ARGUMENT, 'fields_invalid');
   assert.equal(refusalOf(error), error);
 });
+
+test('a suppressed recipient is a 422 on `to` naming the reason and date, in the words of the caller', () => {
+  const refusal = refusalOf(remote(status.FAILED_PRECONDITION, 'recipient_suppressed', ['hard_bounce', '2026-11-25']));
+  assert.ok(refusal instanceof FieldErrors);
+  assert.deepEqual([...refusal.fields], [['to', [text('to.suppressed', { reason: 'hard_bounce', since: '2026-11-25' })]]]);
+});

@@ -72,6 +72,10 @@ export function refusalOf(error: unknown, fieldErrors?: FieldErrors): unknown {
     // without that, a general message.
     return error.fields.length > 0 ? FieldErrors.of('data', ...error.fields.map(variableFault)) : FieldErrors.of('data', text('data.invalid'));
   }
+  if (is(status.FAILED_PRECONDITION, 'recipient_suppressed')) {
+    const [reason = 'manual', since = ''] = error.fields;
+    return FieldErrors.of('to', text('to.suppressed', { reason, since }));
+  }
   if (is(status.FAILED_PRECONDITION, 'idempotency_key_mismatch')) return FieldErrors.of('Idempotency-Key', text('idempotency_key.mismatch'));
   if (is(status.ABORTED, 'idempotency_key_in_use')) {
     return new ApiError(409, 'idempotency_key_in_use', text('idempotency_key_in_use'), { headers: { 'Retry-After': '1' }, cause: error });

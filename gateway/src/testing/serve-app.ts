@@ -32,6 +32,8 @@ export async function serveApp(options: {
   authAddress: string;
   dispatchAddress: string;
   rate?: Rate;
+  /** NOTIFY_PUBLIC_READ_RATE (default 600/min). */
+  readRate?: Rate;
   maxBodyBytes?: number;
   deadlineMs?: number;
   /** The token presented to the services (default: the one they accept). */
@@ -58,6 +60,7 @@ export async function serveApp(options: {
   await new Promise((resolve) => redis.once('ready', resolve).once('error', resolve));
   const keyPrefix = `notify-t-${randomBytes(4).toString('hex')}:`;
   const rateLimiter = new SendRateLimiter({ redis, keyPrefix, defaultRate: options.rate ?? { points: 120, windowSeconds: 60 }, replicas: 1, logger });
+  const readRateLimiter = new SendRateLimiter({ redis, keyPrefix, policy: 'read', defaultRate: options.readRate ?? { points: 600, windowSeconds: 60 }, replicas: 1, logger });
   // The panel as main.ts builds it from the gateway's configuration, its sessions under the test's key prefix.
   const panel =
     options.panelEnv &&
@@ -78,6 +81,7 @@ export async function serveApp(options: {
     auth,
     dispatch,
     rateLimiter,
+    readRateLimiter,
     readiness: { 'auth-svc': () => auth.serving(), 'dispatch-svc': () => dispatch.serving(), redis: degradable(async () => (await redis.ping()) === 'PONG') },
     logger,
     registry,

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { tracingTotals, type TracingRun } from '../scenarios/tracing-cost.ts';
+import { cpuPerEvent, webhookTotals, type WebhookRun } from '../scenarios/webhook-cost.ts';
 import { buildRows, renderMarkdown, renderTable } from './rows.ts';
 import { judge, targets } from './targets.ts';
 
@@ -77,5 +78,53 @@ test('the tracing rows put CPU per message with spans exported beside the defaul
       ['CPU per message at 200/s, spans exported to OTLP: system', ''],
       ['spans received by the OTLP receiver', ''],
     ],
+  );
+});
+
+const webhookRun = (mode: 'none' | 'endpoint', cpuPerMessage: Record<string, number>, events: number): WebhookRun => ({
+  mode,
+  load: { sent: 400, completed: 400, statuses: { '202': 400 }, errors: 0, timeouts: 0, durationS: 2, latencyMs: latency, offeredRate: 200, replayed: 0, maxScheduleLagMs: 1 },
+  messages: 400,
+  delivered: { total: 400, sent: 400, failed: 0, pending: 0, waitedS: 1 },
+  windowS: 3,
+  cpuPerMessage,
+  events,
+});
+
+test('the webhook rows put CPU per message with an endpoint beside none, the extra CPU per event, the events and the burst rate', () => {
+  const none = webhookRun('none', { gateway: 1, 'auth-svc': 0.1, 'dispatch-svc': 0.5, 'mailer-svc': 1.4, 'webhook-svc': 0, 'postgres (this run)': 0.5, 'other (not this run)': 3, 'machine total': 7 }, 0);
+  const endpoint = webhookRun(
+    'endpoint',
+    { gateway: 1, 'auth-svc': 0.1, 'dispatch-svc': 0.7, 'mailer-svc': 1.4, 'webhook-svc': 0.8, 'postgres (this run)': 0.7, 'nats-server': 0.1, 'webhook-receiver': 0.3, 'other (not this run)': 0, 'machine total': 8 },
+    400,
+  );
+  // The receiver and the machine's other work are not Notify's.
+  assert.deepEqual(webhookTotals(endpoint.cpuPerMessage), { services: 4, system: 4.8, receiver: 0.3 });
+  // 400 messages: (4.0 - 3.0) ms x 400 over 400 events; the system also pays PostgreSQL and NATS.
+  assert.equal(cpuPerEvent(none, endpoint, 'services'), 1);
+  assert.ok(Math.abs((cpuPerEvent(none, endpoint, 'system') ?? 0) - 1.3) < 1e-9);
+  // Half the messages with an event each: the same extra CPU over half the events is twice as much per event.
+  assert.equal(cpuPerEvent(none, { ...endpoint, events: 200 }, 'services'), 2);
+  assert.equal(cpuPerEvent(none, { ...endpoint, events: 0 }, 'services'), undefined);
+
+  const burst = { messages: 500, events: 500, load: endpoint.load, fromStartS: 2.4, spanS: 1.996, perSecond: 250 };
+  const rows = buildRows({ connections: 64, webhooks: { rate: 200, none, endpoint, burst } });
+  assert.deepEqual(
+    rows.map((entry) => [entry.figure, entry.measured, entry.baseline, entry.ratio]),
+    [
+      ['CPU per message at 200/s, no webhook endpoint: services', '3.00 ms', '400 messages', ''],
+      ['CPU per message at 200/s, one webhook endpoint: services', '4.00 ms', 'no endpoint 3.00 ms', '1.33'],
+      ['CPU per message at 200/s, no webhook endpoint: system', '3.50 ms', '400 messages', ''],
+      ['CPU per message at 200/s, one webhook endpoint: system', '4.80 ms', 'no endpoint 3.50 ms', '1.37'],
+      ['extra CPU per webhook event: services', '1.00 ms', '(with - without) / 400 events', ''],
+      ['extra CPU per webhook event: system', '1.30 ms', '(with - without) / 400 events', ''],
+      ['webhook events delivered (204)', '400', '400 messages sent, receiver 0.30 ms/message', ''],
+      ['webhook events/s, one webhook-svc, one endpoint', '250/s', '500 events in 2.0 s; 2.4 s from its restart to the last', ''],
+    ],
+  );
+  // A bench stopped before the endpoint run reports the first half alone, with no figure per event.
+  assert.deepEqual(
+    buildRows({ connections: 64, webhooks: { rate: 200, none } }).map((entry) => entry.figure),
+    ['CPU per message at 200/s, no webhook endpoint: services', 'CPU per message at 200/s, no webhook endpoint: system'],
   );
 });

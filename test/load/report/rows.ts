@@ -6,6 +6,7 @@ import type { IngestResult } from '../scenarios/ingest.ts';
 import type { ReplayResult } from '../scenarios/replay.ts';
 import type { ScaleOutResult } from '../scenarios/scale-out.ts';
 import { tracingTotals, type TracingCostResult } from '../scenarios/tracing-cost.ts';
+import { cpuPerEvent, webhookTotals, type WebhookCostResult } from '../scenarios/webhook-cost.ts';
 import { judge, targets, type Target } from './targets.ts';
 
 export interface Figures {
@@ -17,6 +18,7 @@ export interface Figures {
   delivery?: DeliveryResult;
   scaleOut?: ScaleOutResult;
   tracing?: TracingCostResult;
+  webhooks?: WebhookCostResult;
   /** Peak RSS in MiB per service. */
   memory?: Record<string, number>;
 }
@@ -50,7 +52,7 @@ function row(figure: string, measured: string, options: { baseline?: string; rat
 
 export function buildRows(figures: Figures): Row[] {
   const rows: Row[] = [];
-  const { connections, ceiling, ingest, replay, delivery, scaleOut, tracing, memory } = figures;
+  const { connections, ceiling, ingest, replay, delivery, scaleOut, tracing, webhooks, memory } = figures;
   if (ceiling) rows.push(row(`HTTP ceiling: bare Koa, ${connections} connections (202/s)`, perSecond(ceiling.perSecond)));
   if (ingest?.saturation) {
     const saturated = ingest.saturation.acceptedPerSecond;
@@ -117,6 +119,7 @@ export function buildRows(figures: Figures): Row[] {
     );
   }
   if (tracing) rows.push(...tracingRows(tracing));
+  if (webhooks) rows.push(...webhookRows(webhooks));
   for (const [service, mib] of Object.entries(memory ?? {})) rows.push(row(`peak RSS ${service}`, `${whole(mib)} MiB`));
   return rows;
 }
@@ -148,6 +151,52 @@ function tracingRows(tracing: TracingCostResult): Row[] {
     rows.push(
       row('spans received by the OTLP receiver', whole(on.spans), {
         baseline: `${(on.spans / Math.max(1, on.messages)).toFixed(1)} per message, ${whole(on.exportRequests)} exports, receiver ${cpu(onTotals.receiver)}/message`,
+      }),
+    );
+  }
+  return rows;
+}
+
+/**
+ * Webhook cost: CPU per message (accepted and delivered, one tenant) of the five services and of the whole system,
+ * without an endpoint and with one subscribed to message.sent, the second beside the first; the extra CPU per event
+ * delivered; the events the receiver got; and the events per second one webhook-svc sent in the burst.
+ */
+function webhookRows(webhooks: WebhookCostResult): Row[] {
+  const rows: Row[] = [];
+  const { none, endpoint, burst } = webhooks;
+  const at = `${whole(webhooks.rate)}/s`;
+  const cpu = (value: number): string => `${twoPlaces(value)} ms`;
+  const noneTotals = none && webhookTotals(none.cpuPerMessage);
+  const endpointTotals = endpoint && webhookTotals(endpoint.cpuPerMessage);
+  for (const key of ['services', 'system'] as const) {
+    if (none && noneTotals) rows.push(row(`CPU per message at ${at}, no webhook endpoint: ${key}`, cpu(noneTotals[key]), { baseline: `${whole(none.messages)} messages` }));
+    if (endpoint && endpointTotals) {
+      const plain = noneTotals?.[key];
+      rows.push(
+        row(`CPU per message at ${at}, one webhook endpoint: ${key}`, cpu(endpointTotals[key]), {
+          ...(plain === undefined || plain <= 0 ? {} : { baseline: `no endpoint ${cpu(plain)}`, ratio: endpointTotals[key] / plain }),
+        }),
+      );
+    }
+  }
+  if (none && endpoint) {
+    for (const key of ['services', 'system'] as const) {
+      const extra = cpuPerEvent(none, endpoint, key);
+      if (extra !== undefined) rows.push(row(`extra CPU per webhook event: ${key}`, cpu(extra), { baseline: `(with - without) / ${whole(endpoint.events)} events` }));
+    }
+  }
+  if (endpoint && endpointTotals) {
+    rows.push(
+      row('webhook events delivered (204)', whole(endpoint.events), {
+        baseline: `${whole(endpoint.delivered.sent)} messages sent, receiver ${cpu(endpointTotals.receiver)}/message`,
+      }),
+    );
+  }
+  if (burst) {
+    rows.push(
+      row('webhook events/s, one webhook-svc, one endpoint', perSecond(burst.perSecond), {
+        baseline: `${whole(burst.events)} events in ${burst.spanS.toFixed(1)} s; ${burst.fromStartS.toFixed(1)} s from its restart to the last`,
       }),
     );
   }

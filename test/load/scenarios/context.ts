@@ -33,6 +33,10 @@ export interface BenchPlan {
   readonly tracingRate: number;
   readonly tracingS: number;
   readonly tracingWarmupS: number;
+  /** Webhook cost: each run's length (at the tracing rate), and the messages of the one-sender burst. */
+  readonly webhookS: number;
+  readonly webhookWarmupS: number;
+  readonly webhookBurst: number;
   /** Longest wait for a scenario's messages to be delivered before moving on. */
   readonly settleTimeoutMs: number;
   /** Longest wait, at the end, for every accepted message to be delivered before it counts as lost. */
@@ -65,6 +69,9 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     tracingRate: 200,
     tracingS: 10,
     tracingWarmupS: 2,
+    webhookS: 10,
+    webhookWarmupS: 2,
+    webhookBurst: 2_000,
     settleTimeoutMs: 90_000,
     finalTimeoutMs: 120_000,
     limitMs: 9 * 60_000,
@@ -92,6 +99,9 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     tracingRate: 200,
     tracingS: 4,
     tracingWarmupS: 1,
+    webhookS: 4,
+    webhookWarmupS: 1,
+    webhookBurst: 500,
     settleTimeoutMs: 20_000,
     finalTimeoutMs: 60_000,
     limitMs: 4 * 60_000,

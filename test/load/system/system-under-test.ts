@@ -107,7 +107,7 @@ export async function startSystemUnderTest(options: SystemUnderTestOptions): Pro
     stopMailers,
     processes() {
       const list: Array<readonly [string, number]> = [];
-      for (const service of ['gateway', 'auth-svc', 'dispatch-svc'] as const) {
+      for (const service of ['gateway', 'auth-svc', 'dispatch-svc', 'webhook-svc'] as const) {
         const pid = started.pid(service);
         if (pid !== undefined) list.push([service, pid]);
       }

@@ -18,14 +18,14 @@ import { templatesView, templateView } from '../views/templates.ts';
 import { idParam, isOperator, verifyCsrf } from './guards.ts';
 import { parseFilters } from './message-filters.ts';
 
-type Handler = (deps: PanelDeps) => Middleware<PanelState>;
+export type Handler = (deps: PanelDeps) => Middleware<PanelState>;
 
-function scope(ctx: PanelContext): { projectId: number; organizationId: number } {
+export function scope(ctx: PanelContext): { projectId: number; organizationId: number } {
   return { projectId: currentProject(ctx).id, organizationId: signedIn(ctx).access.organization.id };
 }
 
 /** NOT_FOUND from a service is the panel's "not found"; anything else goes on to the error page. */
-async function found<T>(call: Promise<T>): Promise<T> {
+export async function found<T>(call: Promise<T>): Promise<T> {
   try {
     return await call;
   } catch (error) {

@@ -6,7 +6,7 @@ import { csrfField } from '../security/csrf.ts';
 import { assetUrl } from '../static.ts';
 import { html, type Html } from './html.ts';
 
-export type Section = 'overview' | 'messages' | 'templates' | 'keys';
+export type Section = 'overview' | 'messages' | 'templates' | 'keys' | 'webhooks' | 'suppressions';
 
 export interface PageFrame {
   readonly t: Translate;
@@ -20,11 +20,13 @@ export interface PageFrame {
   readonly live?: boolean;
 }
 
-const sections: readonly { section: Section; path: string; label: 'nav.overview' | 'nav.messages' | 'nav.templates' | 'nav.keys' }[] = [
+const sections: readonly { section: Section; path: string; label: 'nav.overview' | 'nav.messages' | 'nav.templates' | 'nav.keys' | 'nav.webhooks' | 'nav.suppressions' }[] = [
   { section: 'overview', path: '', label: 'nav.overview' },
   { section: 'messages', path: '/messages', label: 'nav.messages' },
   { section: 'templates', path: '/templates', label: 'nav.templates' },
   { section: 'keys', path: '/keys', label: 'nav.keys' },
+  { section: 'webhooks', path: '/webhooks', label: 'nav.webhooks' },
+  { section: 'suppressions', path: '/suppressions', label: 'nav.suppressions' },
 ];
 
 function header(frame: PageFrame): Html {

@@ -1,0 +1,60 @@
+// Webhook events, written in the transaction that applies the state changes they report (so no crash loses one): a
+// webhook_events row per transition that maps to a type, when the project has an enabled endpoint subscribed to it,
+// and a pending webhook_deliveries row per such endpoint. The webhook relay publishes them (webhook-relay.ts).
+import type { PoolClient } from '@notify/platform/database';
+import type { DeliveryEvent, DeliveryState } from '@notify/proto';
+
+/** The webhook event type of each state that has one (CONTRACT.md, "Webhooks"); `sending` has none. */
+export const webhookTypes: Partial<Record<DeliveryState, string>> = { sent: 'message.sent', deferred: 'message.deferred', failed: 'message.failed' };
+
+/**
+ * Records the webhook events of `applied`: the events that moved their message, in the order they were applied. The
+ * messages are locked by the caller, so each one's `sequence` continues from its last recorded event without a race.
+ * Returns how many events were recorded.
+ */
+export async function recordWebhookEvents(client: PoolClient, applied: readonly DeliveryEvent[]): Promise<number> {
+  const typed = applied.filter((event) => webhookTypes[event.state] !== undefined);
+  if (typed.length === 0) return 0;
+  const order = new Map<number, number>();
+  const ordinals = typed.map((event) => {
+    const next = (order.get(event.messageId) ?? 0) + 1;
+    order.set(event.messageId, next);
+    return next;
+  });
+  const result = await client.query({
+    name: 'webhook-events-record',
+    text: `WITH t AS (
+             SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::integer[], $5::integer[], $6::text[], $7::text[], $8::timestamptz[], $9::integer[])
+                      AS t (message_id, type, status, attempt, smtp_code, smtp_response, reason, occurred_at, ordinal)
+           ), due AS (
+             SELECT t.*, m.project_id, m.recipient, m.template_slug, m.celery_task_id,
+                    coalesce((SELECT max(e.sequence) FROM webhook_events e WHERE e.message_id = t.message_id), 0) + t.ordinal AS sequence
+               FROM t JOIN messages m ON m.id = t.message_id
+              WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = m.project_id AND w.enabled AND t.type = ANY (w.event_types))
+           ), events AS (
+             INSERT INTO webhook_events (project_id, message_id, type, sequence, payload)
+             SELECT project_id, message_id, type, sequence,
+                    jsonb_build_object('type', type, 'timestamp', to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                      'data', jsonb_build_object('message_id', message_id, 'status', status, 'to', recipient, 'template', template_slug,
+                        'attempt', attempt, 'smtp_reply', CASE WHEN smtp_code IS NULL THEN NULL ELSE concat_ws(' ', smtp_code, smtp_response) END,
+                        'reason', reason, 'celery_task_id', celery_task_id, 'sequence', sequence))
+               FROM due
+             RETURNING id, project_id, type
+           )
+           INSERT INTO webhook_deliveries (event_id, endpoint_id, next_attempt_at)
+           SELECT events.id, w.id, now() FROM events JOIN webhook_endpoints w ON w.project_id = events.project_id AND w.enabled AND events.type = ANY (w.event_types)
+           RETURNING event_id`,
+    values: [
+      typed.map((event) => event.messageId),
+      typed.map((event) => webhookTypes[event.state]),
+      typed.map((event) => event.state),
+      typed.map((event) => event.attempt),
+      typed.map((event) => event.smtpCode ?? null),
+      typed.map((event) => event.smtpResponse ?? null),
+      typed.map((event) => event.reason ?? null),
+      typed.map((event) => event.occurredAt),
+      ordinals,
+    ],
+  });
+  return new Set(result.rows.map((row: { event_id: string }) => row.event_id)).size;
+}

@@ -1,0 +1,113 @@
+// Webhook events against a real PostgreSQL and JetStream: recorded in the transaction that applies the state change,
+// only for subscribed, enabled endpoints of the message's project, then published one message per delivery.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { readWebhookDelivery, schemaHeader, type DeliveryEvent } from '@notify/proto';
+import { startHarness, type Harness } from '../testing/harness.ts';
+import { applyDeliveryEvents } from './event-store.ts';
+import { relayWebhookEvents } from './webhook-relay.ts';
+
+let h: Harness;
+let subscribed: number;
+let failedOnly: number;
+
+const endpoint = async (projectId: number, types: string[], enabled = true): Promise<number> => {
+  const result = await h.pool.query<{ id: number }>(
+    `INSERT INTO webhook_endpoints (project_id, organization_id, url, event_types, secret, enabled) VALUES ($1, $2, 'https://hooks.example.com/', $3, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', $4) RETURNING id`,
+    [projectId, h.ids.organizationId, types, enabled],
+  );
+  return Number(result.rows[0]?.id);
+};
+
+before(async () => {
+  h = await startHarness();
+  await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'welcome', subject: 'Hi', text: 'Hi', active: true });
+  subscribed = await endpoint(h.ids.projectId, ['message.sent', 'message.deferred']);
+  failedOnly = await endpoint(h.ids.projectId, ['message.failed']);
+  await endpoint(h.ids.projectId, ['message.sent', 'message.deferred'], false);
+  await endpoint(h.ids.otherProjectId, ['message.sent', 'message.deferred']);
+});
+
+after(async () => {
+  await h.close();
+});
+
+const at = (second: number): string => new Date(Date.UTC(2026, 0, 1, 0, 0, second)).toISOString();
+const apply = (events: DeliveryEvent[]) => applyDeliveryEvents(h.pool, events.map((event) => ({ event })));
+
+interface EventRow {
+  id: string;
+  type: string;
+  sequence: number;
+  payload: { type: string; timestamp: string; data: Record<string, unknown> };
+  published_at: Date | null;
+}
+const eventsOf = async (messageId: number): Promise<EventRow[]> =>
+  (await h.pool.query<EventRow>('SELECT id, type, sequence, payload, published_at FROM webhook_events WHERE message_id = $1 ORDER BY sequence', [messageId])).rows;
+const deliveriesOf = async (eventId: string): Promise<number[]> =>
+  (await h.pool.query<{ endpoint_id: string }>(`SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1 AND state = 'pending' ORDER BY endpoint_id`, [eventId])).rows.map((row) =>
+    Number(row.endpoint_id),
+  );
+const relay = () => relayWebhookEvents({ pool: h.pool, js: h.js, names: h.names, logger: h.logger, connected: () => true });
+
+test('each transition with a type is one webhook event, in the same transaction, with a growing sequence', async () => {
+  const messageId = await h.acceptMessage();
+  await apply([
+    { messageId, state: 'sending', attempt: 1, occurredAt: at(1) },
+    { messageId, state: 'deferred', attempt: 1, occurredAt: at(2), smtpCode: 451, smtpResponse: '4.7.1 try later', reason: 'greylisted' },
+  ]);
+  await apply([
+    { messageId, state: 'sending', attempt: 2, occurredAt: at(3) },
+    { messageId, state: 'sent', attempt: 2, occurredAt: at(4), smtpCode: 250, smtpResponse: '2.0.0 OK' },
+  ]);
+  const events = await eventsOf(messageId);
+  assert.deepEqual(events.map(({ type, sequence }) => [type, sequence]), [['message.deferred', 1], ['message.sent', 2]]);
+  const celery = (await h.pool.query<{ id: string }>('SELECT celery_task_id AS id FROM messages WHERE id = $1', [messageId])).rows[0]?.id;
+  assert.deepEqual(events[1]?.payload, {
+    type: 'message.sent',
+    timestamp: '2026-01-01T00:00:04.000Z',
+    data: { message_id: messageId, status: 'sent', to: 'ada@example.com', template: 'welcome', attempt: 2, smtp_reply: '250 2.0.0 OK', reason: null, celery_task_id: celery, sequence: 2 },
+  });
+  assert.equal(events[0]?.payload.data.reason, 'greylisted');
+  // Only the enabled endpoint of this project subscribed to the type gets a delivery.
+  for (const event of events) assert.deepEqual(await deliveriesOf(event.id), [subscribed]);
+});
+
+test('a duplicate or late event records no second webhook event', async () => {
+  const messageId = await h.acceptMessage();
+  const sent: DeliveryEvent = { messageId, state: 'sent', attempt: 1, occurredAt: at(5), smtpCode: 250, smtpResponse: '2.0.0 OK' };
+  await apply([sent]);
+  await apply([sent, { messageId, state: 'failed', attempt: 1, occurredAt: at(6), reason: 'late' }]);
+  assert.deepEqual((await eventsOf(messageId)).map(({ type }) => type), ['message.sent']);
+});
+
+test('a transition nobody subscribed to records nothing', async () => {
+  await h.pool.query('UPDATE webhook_endpoints SET enabled = false WHERE id = $1', [failedOnly]);
+  const messageId = await h.acceptMessage();
+  await apply([{ messageId, state: 'failed', attempt: 1, occurredAt: at(7), smtpCode: 550, smtpResponse: '5.1.1 unknown', reason: 'rejected' }]);
+  assert.deepEqual(await eventsOf(messageId), []);
+  await h.pool.query('UPDATE webhook_endpoints SET enabled = true WHERE id = $1', [failedOnly]);
+});
+
+test('the relay publishes one message per pending delivery, marks the event published, and republishes a replay', async () => {
+  const messageId = await h.acceptMessage();
+  await apply([{ messageId, state: 'sent', attempt: 1, occurredAt: at(8), smtpCode: 250, smtpResponse: '2.0.0 OK' }]);
+  const [event] = await eventsOf(messageId);
+  assert.ok(event);
+  assert.ok((await relay()) >= 1);
+  assert.ok((await eventsOf(messageId))[0]?.published_at);
+  const subject = h.names.webhooksSubject(subscribed);
+  const stored = await h.jsm.streams.getMessage(h.names.webhooksStream, { last_by_subj: subject });
+  assert.ok(stored);
+  assert.equal(stored.header.get('Nats-Msg-Id'), `evt_${event.id}:${subscribed}:0`);
+  assert.deepEqual(readWebhookDelivery(stored.data, stored.header.get(schemaHeader)), { ok: true, value: { eventId: Number(event.id), endpointId: subscribed } });
+  assert.equal(await relay(), 0);
+
+  // A replay (WebhookAdminService) sets the delivery pending and the event unpublished: it goes out again under a new
+  // Nats-Msg-Id (its attempts so far), so JetStream does not drop it as the first publish's duplicate.
+  await h.pool.query(`UPDATE webhook_deliveries SET state = 'pending', attempts = 1 WHERE event_id = $1`, [event.id]);
+  await h.pool.query('UPDATE webhook_events SET published_at = NULL WHERE id = $1', [event.id]);
+  const before = (await h.jsm.streams.info(h.names.webhooksStream)).state.messages;
+  assert.equal(await relay(), 1);
+  assert.equal((await h.jsm.streams.info(h.names.webhooksStream)).state.messages, before + 1);
+});

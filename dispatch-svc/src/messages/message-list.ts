@@ -1,0 +1,90 @@
+// DispatchService.SearchProjectMessages: the public API's listing (docs/contract.md, "Reading messages"). Newest first by
+// acceptance time, keyset pages on (created_at, id), so a page never skips nor repeats a message while others are
+// accepted. The cursor is opaque to callers: the last row's exact created_at (microseconds) and id, encoded, so it needs
+// no lookup and names nothing of another tenant. Each statement holds only the filters in use, so the planner takes the
+// index that starts with the project and the filtered column (migration web-panel).
+import { status } from '@grpc/grpc-js';
+import { UserError } from '@notify/platform';
+import type { Pool } from '@notify/platform/database';
+import type { dispatch } from '@notify/proto';
+import { messageStates } from '../events/state-machine.ts';
+import { columns, toMessage, type MessageRow } from './queries.ts';
+
+export const listLimits = { default: 50, max: 100 } as const;
+
+interface Cursor {
+  /** created_at as microseconds since the Unix epoch: exact, unlike a JavaScript Date. */
+  readonly createdMicros: bigint;
+  readonly id: number;
+}
+
+const cursorVersion = 'v1';
+
+export function encodeCursor(cursor: Cursor): string {
+  return Buffer.from(`${cursorVersion}.${cursor.createdMicros}.${cursor.id}`, 'utf8').toString('base64url');
+}
+
+/** undefined for anything this service did not give out. */
+export function decodeCursor(text: string): Cursor | undefined {
+  if (!/^[A-Za-z0-9_-]{1,100}$/.test(text)) return undefined;
+  const match = /^v1\.(-?\d{1,19})\.([1-9]\d{0,15})$/.exec(Buffer.from(text, 'base64url').toString('utf8'));
+  if (!match?.[1] || !match[2]) return undefined;
+  const id = Number(match[2]);
+  return Number.isSafeInteger(id) ? { createdMicros: BigInt(match[1]), id } : undefined;
+}
+
+const rfc3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$/i;
+
+function parseTime(field: string, value: string, faults: string[]): Date | undefined {
+  if (value === '') return undefined;
+  const time = new Date(value);
+  if (!rfc3339.test(value) || Number.isNaN(time.getTime())) faults.push(`${field}: must be an RFC 3339 time`);
+  return time;
+}
+
+/** The statement for one page, with only the filters in use; exported so a test can ask PostgreSQL how it runs it. */
+export function listStatement(request: dispatch.SearchProjectMessagesRequest__Output): { text: string; values: unknown[]; limit: number } {
+  const faults: string[] = [];
+  if (request.state !== '' && !(messageStates as readonly string[]).includes(request.state)) faults.push(`status: must be one of ${messageStates.join(', ')}`);
+  const after = parseTime('created_after', request.createdAfter, faults);
+  const before = parseTime('created_before', request.createdBefore, faults);
+  const cursor = request.cursor === '' ? undefined : decodeCursor(request.cursor);
+  if (request.cursor !== '' && !cursor) faults.push('cursor: is not one this service gave');
+  if (request.limit < 0 || request.limit > listLimits.max) faults.push(`limit: must be between 1 and ${listLimits.max}`);
+  if (faults.length > 0) throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', `invalid listing: ${faults.join('; ')}`, { fields: faults });
+
+  const where = ['project_id = $1', 'organization_id = $2'];
+  const values: unknown[] = [request.projectId, request.organizationId];
+  const add = (condition: (placeholder: string) => string, value: unknown): void => {
+    values.push(value);
+    where.push(condition(`$${values.length}`));
+  };
+  if (request.state !== '') add((p) => `state = ${p}::message_state`, request.state);
+  if (request.template !== '') add((p) => `template_slug = ${p}`, request.template);
+  // lower() on both sides, matching the expression index.
+  if (request.to !== '') add((p) => `lower(recipient) = lower(${p})`, request.to);
+  if (after) add((p) => `created_at >= ${p}`, after);
+  if (before) add((p) => `created_at < ${p}`, before);
+  if (cursor) {
+    values.push(cursor.createdMicros.toString());
+    add((p) => `(created_at, id) < (timestamptz 'epoch' + $${values.length - 1}::bigint * interval '1 microsecond', ${p})`, cursor.id);
+  }
+  const limit = request.limit === 0 ? listLimits.default : request.limit;
+  // One row more than asked tells whether another page exists, without counting.
+  values.push(limit + 1);
+  const text = `SELECT ${columns}, (extract(epoch FROM created_at) * 1000000)::bigint::text AS "createdMicros"
+                  FROM messages WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${values.length}`;
+  return { text, values, limit };
+}
+
+export async function searchProjectMessages(pool: Pool, request: dispatch.SearchProjectMessagesRequest__Output): Promise<dispatch.SearchProjectMessagesResponse__Output> {
+  const { text, values, limit } = listStatement(request);
+  const result = await pool.query<MessageRow & { createdMicros: string }>(text, values);
+  const page = result.rows.slice(0, limit);
+  const last = page.at(-1);
+  const more = result.rows.length > limit && last !== undefined;
+  return {
+    messages: page.map((row) => toMessage(row, [])),
+    nextCursor: more ? encodeCursor({ createdMicros: BigInt(last.createdMicros), id: last.id }) : '',
+  };
+}

@@ -1,0 +1,78 @@
+// Each project's suppression list (docs/contract.md, "Recipients that must not be mailed"): addresses that must not be
+// mailed, with why, since when and the message that caused it. The send path looks its recipients up inside the
+// transaction that accepts them; operators list, add and remove entries.
+import type { Pool, PoolClient } from '@notify/platform/database';
+
+export const suppressionReasons = ['hard_bounce', 'complaint', 'unsubscribed', 'manual'] as const;
+export type SuppressionReason = (typeof suppressionReasons)[number];
+
+export interface Suppression {
+  readonly projectId: number;
+  /** Normalized (normalizeAddress). */
+  readonly address: string;
+  readonly reason: SuppressionReason;
+  readonly messageId: number | null;
+  readonly createdAt: Date;
+}
+
+/**
+ * An address as the list compares it: the domain case-insensitively, the local part as given (RFC 5321 lets a server
+ * tell `Ana` from `ana`; most do not, but merging them would suppress someone else).
+ */
+export function normalizeAddress(address: string): string {
+  const at = address.lastIndexOf('@');
+  return at < 0 ? address : `${address.slice(0, at)}@${address.slice(at + 1).toLowerCase()}`;
+}
+
+const columns = `project_id AS "projectId", address, reason, message_id AS "messageId", created_at AS "createdAt"`;
+
+/** The suppressions of these (project, address) pairs, keyed by `suppressionKey`: one primary-key lookup per pair. */
+export async function findSuppressions(client: PoolClient, wanted: readonly { projectId: number; address: string }[]): Promise<Map<string, Suppression>> {
+  if (wanted.length === 0) return new Map();
+  const result = await client.query<Suppression>({
+    name: 'suppression-find-many',
+    text: `SELECT ${columns} FROM suppressions
+            WHERE (project_id, address) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))`,
+    values: [wanted.map((each) => each.projectId), wanted.map((each) => normalizeAddress(each.address))],
+  });
+  return new Map(result.rows.map((row) => [suppressionKey(row.projectId, row.address), row]));
+}
+
+export const suppressionKey = (projectId: number, address: string): string => `${projectId}:${normalizeAddress(address)}`;
+
+/** Adds an entry; an address already suppressed keeps its first reason and time. Returns the entry as stored. */
+export async function addSuppression(
+  client: Pool | PoolClient,
+  entry: { projectId: number; address: string; reason: SuppressionReason; messageId?: number },
+): Promise<Suppression> {
+  const result = await client.query<Suppression>({
+    name: 'suppression-add',
+    text: `WITH added AS (
+             INSERT INTO suppressions (project_id, address, reason, message_id) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (project_id, address) DO NOTHING RETURNING ${columns})
+           SELECT * FROM added
+           UNION ALL SELECT ${columns} FROM suppressions WHERE project_id = $1 AND address = $2 AND NOT EXISTS (SELECT 1 FROM added)`,
+    values: [entry.projectId, normalizeAddress(entry.address), entry.reason, entry.messageId ?? null],
+  });
+  const [row] = result.rows;
+  if (!row) throw new Error('the suppression was neither added nor found');
+  return row;
+}
+
+/** Removes an entry; false when the address was not suppressed. */
+export async function removeSuppression(pool: Pool, projectId: number, address: string): Promise<boolean> {
+  const result = await pool.query({ name: 'suppression-remove', text: 'DELETE FROM suppressions WHERE project_id = $1 AND address = $2', values: [projectId, normalizeAddress(address)] });
+  return (result.rowCount ?? 0) > 0;
+}
+
+/** A project's entries, newest first, only those whose address contains `search` when it is given; at most `limit`. */
+export async function listSuppressions(pool: Pool, query: { projectId: number; search: string; limit: number }): Promise<Suppression[]> {
+  const result = await pool.query<Suppression>({
+    name: 'suppression-list',
+    text: `SELECT ${columns} FROM suppressions
+            WHERE project_id = $1 AND ($2 = '' OR strpos(lower(address), lower($2)) > 0)
+            ORDER BY created_at DESC, address LIMIT $3`,
+    values: [query.projectId, query.search, query.limit],
+  });
+  return result.rows;
+}

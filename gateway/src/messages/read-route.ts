@@ -1,0 +1,135 @@
+// GET /api/v1/messages/{message_id}/ and GET /api/v1/messages/ (docs/contract.md, "Reading messages"): the send
+// endpoint's authentication, organization header and error shapes, then the key's own read bucket
+// (NOTIFY_PUBLIC_READ_RATE), never the send one. dispatch-svc matches every lookup on project and organization, so
+// another tenant's message answers exactly like one that does not exist.
+import { status } from '@grpc/grpc-js';
+import type { Middleware, ParameterizedContext } from 'koa';
+import { RemoteError } from '@notify/platform';
+import type { dispatch } from '@notify/proto';
+import { authenticate } from '../auth/authenticate.ts';
+import { parseAuthorization } from '../auth/authorization-header.ts';
+import type { Access, AuthClient } from '../auth/authorize.ts';
+import type { BruteForceGuard } from '../auth/brute-force-guard.ts';
+import type { CachedAuthorizer } from '../auth/cached-authorizer.ts';
+import { parseOrganizationId } from '../auth/organization-header.ts';
+import { ApiError, FieldErrors } from '../errors/api-error.ts';
+import { unexpectedRemoteFailure } from '../errors/dependency.ts';
+import type { GatewayState } from '../http/state.ts';
+import { text } from '../i18n/messages.ts';
+import { rateLimitHeaders, throttled } from '../rate-limit/headers.ts';
+import type { SendRateLimiter } from '../rate-limit/limiter.ts';
+import type { DispatchClient } from '../send/dispatch.ts';
+import { parseListQuery } from './read-query.ts';
+
+export interface ReadRouteDeps {
+  readonly auth: AuthClient;
+  readonly authorizations?: CachedAuthorizer;
+  readonly dispatch: DispatchClient;
+  /** NOTIFY_PUBLIC_READ_RATE, policy `read`. */
+  readonly readRateLimiter: SendRateLimiter;
+  readonly bruteForce?: BruteForceGuard;
+}
+
+export interface MessageEventBody {
+  status: string;
+  attempt: number;
+  at: string;
+  smtp_reply: string | null;
+  reason: string | null;
+}
+
+export interface MessageBody {
+  message_id: number;
+  status: string;
+  to: string;
+  template: string;
+  template_version: number;
+  celery_task_id: string;
+  attempts: number;
+  created_at: string;
+  updated_at: string;
+  last_smtp_reply: string | null;
+  failure_reason: string | null;
+  events?: MessageEventBody[];
+}
+
+const orNull = (value: string): string | null => (value === '' ? null : value);
+
+function smtpReply(code: number, response: string): string | null {
+  const reply = response.trim();
+  if (code === 0) return orNull(reply);
+  return reply.startsWith(String(code)) ? reply : `${code} ${reply}`.trim();
+}
+
+export function messageBody(message: dispatch.Message__Output, withEvents: boolean): MessageBody {
+  const body: MessageBody = {
+    message_id: message.id,
+    status: message.state,
+    to: message.to,
+    template: message.template,
+    template_version: message.templateVersion,
+    celery_task_id: message.celeryTaskId,
+    attempts: message.attempts,
+    created_at: message.createdAt,
+    updated_at: message.updatedAt,
+    last_smtp_reply: orNull(message.lastSmtpReply),
+    failure_reason: orNull(message.failureReason),
+  };
+  if (withEvents) {
+    body.events = message.events.map((event) => ({
+      status: event.state,
+      attempt: event.attempt,
+      at: event.occurredAt,
+      smtp_reply: smtpReply(event.smtpCode, event.smtpResponse),
+      reason: orNull(event.reason),
+    }));
+  }
+  return body;
+}
+
+const messageNotFound = (cause?: unknown): ApiError => new ApiError(404, 'message_not_found', text('message_not_found'), { cause });
+
+/** Checks 2-4 as for a send, then the read bucket; the headers go on every counted response. */
+async function admit(deps: ReadRouteDeps, ctx: ParameterizedContext<GatewayState>): Promise<Access> {
+  const credential = parseAuthorization(ctx.get('Authorization') || undefined);
+  const organization = parseOrganizationId(ctx.get('X-Organization-ID') || undefined);
+  const access = await authenticate(deps, ctx.ip, credential, organization);
+  ctx.state.keyId = access.keyId;
+  // A key's own rate is a send rate: reads always use NOTIFY_PUBLIC_READ_RATE.
+  const decision = await deps.readRateLimiter.consume(access.keyId, '');
+  ctx.set(rateLimitHeaders(decision));
+  if (!decision.allowed) throw throttled(decision);
+  return access;
+}
+
+export function getMessageRoute(deps: ReadRouteDeps): Middleware<GatewayState> {
+  return async (ctx) => {
+    const access = await admit(deps, ctx);
+    const raw = String((ctx as unknown as { params: Record<string, string> }).params.messageId ?? '');
+    // Anything but an id this API could have given is a message that does not exist.
+    const messageId = /^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : 0;
+    if (!Number.isSafeInteger(messageId) || messageId === 0) throw messageNotFound();
+    try {
+      const message = await deps.dispatch.call('GetMessage', { projectId: access.projectId, organizationId: access.organizationId, messageId });
+      ctx.body = messageBody(message, true);
+    } catch (error) {
+      if (error instanceof RemoteError && error.status === status.NOT_FOUND) throw messageNotFound(error);
+      throw unexpectedRemoteFailure(error);
+    }
+  };
+}
+
+export function listMessagesRoute(deps: ReadRouteDeps): Middleware<GatewayState> {
+  return async (ctx) => {
+    const access = await admit(deps, ctx);
+    const query = parseListQuery(ctx.query);
+    try {
+      const page = await deps.dispatch.call('SearchProjectMessages', { projectId: access.projectId, organizationId: access.organizationId, ...query });
+      ctx.body = { results: page.messages.map((message) => messageBody(message, false)), next: orNull(page.nextCursor) };
+    } catch (error) {
+      // The gateway judged every other parameter; what dispatch-svc can still refuse is the cursor.
+      if (error instanceof RemoteError && error.status === status.INVALID_ARGUMENT) throw new FieldErrors(new Map([['cursor', [text('messages.cursor')]]]), { cause: error });
+      throw unexpectedRemoteFailure(error);
+    }
+  };
+}

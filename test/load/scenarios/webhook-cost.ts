@@ -1,0 +1,241 @@
+// What a webhook per message costs. The same workload runs twice on the same system: sends at a fixed rate (the
+// tracing-cost rate) from one tenant, accepted and delivered as they come (one mailer running), first with no webhook
+// endpoint, then with one endpoint of that tenant's project, created through WebhookAdminService and subscribed to
+// message.sent, pointing at a receiver on 127.0.0.1 that answers 204 at once (in a process of its own, so its CPU is
+// reported apart and left out of the totals). The CPU of every process is counted from the first request until every
+// message of the run is delivered and, with the endpoint, the receiver has got an event per message sent; divided by
+// the messages. The difference of the two, divided by the events delivered, is the CPU one webhook event costs.
+// Then a burst measures what one sender (webhook-svc, one replica) achieves: with webhook-svc stopped, N messages are
+// sent as fast as the gateway takes them and delivered, and their events relayed onto JetStream; webhook-svc is
+// started again and the receiver times the N events from the first to the last.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { dispatchProto } from '@notify/proto';
+import { GrpcClient } from '@notify/platform';
+import { runBatch } from '../generators/batch-load.ts';
+import { countOf, type LoadResult } from '../generators/load-result.ts';
+import { runPaced, type PacedLoadResult } from '../generators/paced-load.ts';
+import { cpuPerMessage } from '../system/cpu-usage.ts';
+import { startBenchWebhookReceiver, type BenchWebhookReceiver, type WebhookCounts } from '../system/webhook-receiver.ts';
+import { inWindow, requireAnswers, type BenchContext } from './context.ts';
+import { lastMessageId, quietMessageId, waitSettled, type DeliveryState } from './message-progress.ts';
+import { pacedRequests, sendBody, sendHeaders, sendPath } from './send-requests.ts';
+
+export type WebhookMode = 'none' | 'endpoint';
+
+export interface WebhookRun {
+  readonly mode: WebhookMode;
+  readonly load: PacedLoadResult;
+  /** Messages the run created (the divisor), and their state when the window closed. */
+  readonly messages: number;
+  readonly delivered: DeliveryState & { waitedS: number };
+  readonly windowS: number;
+  /** CPU milliseconds per message, per process group (see system/cpu-usage.ts). */
+  readonly cpuPerMessage: Record<string, number>;
+  /** Webhook requests the receiver answered during the window (0 without an endpoint). */
+  readonly events: number;
+}
+
+export interface WebhookBurst {
+  /** Messages sent, and the webhook events the receiver got for them. */
+  readonly messages: number;
+  readonly events: number;
+  readonly load: LoadResult;
+  /** From webhook-svc's start (ready) to the last event, and from the first event to the last (receiver clock). */
+  readonly fromStartS: number;
+  readonly spanS: number;
+  /** (events - 1) / span: the steady rate one sender achieved. */
+  readonly perSecond: number;
+}
+
+export interface WebhookCostResult {
+  /** Requests per second offered in both runs. */
+  readonly rate: number;
+  none?: WebhookRun;
+  endpoint?: WebhookRun;
+  burst?: WebhookBurst;
+}
+
+/** The five Notify services: where a webhook's cost lands (webhook-svc signs and sends it). */
+export const webhookServiceLabels = ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc'] as const;
+/** The receiver's CPU group: the integrator's work, not Notify's. */
+export const webhookReceiverLabel = 'webhook-receiver';
+const notAccounted = new Set(['machine total', 'other (not this run)', webhookReceiverLabel]);
+
+/**
+ * CPU milliseconds per message: `services`, the five services; `system`, every process of the run (services,
+ * PostgreSQL, NATS, Redis, the SMTP sink and the load generator) without the receiver and the machine's other work;
+ * `receiver`, the receiver alone.
+ */
+export function webhookTotals(perMessage: Readonly<Record<string, number>>): { services: number; system: number; receiver: number } {
+  let services = 0;
+  let system = 0;
+  for (const [label, ms] of Object.entries(perMessage)) {
+    if (notAccounted.has(label)) continue;
+    system += ms;
+    if ((webhookServiceLabels as readonly string[]).includes(label)) services += ms;
+  }
+  return { services, system, receiver: perMessage[webhookReceiverLabel] ?? 0 };
+}
+
+/**
+ * The extra CPU per webhook event, in milliseconds: (CPU of the run with the endpoint - CPU without) / events, each
+ * run's CPU being its per-message figure times its messages. Undefined without events.
+ */
+export function cpuPerEvent(none: Pick<WebhookRun, 'messages' | 'cpuPerMessage'>, endpoint: Pick<WebhookRun, 'messages' | 'cpuPerMessage' | 'events'>, key: 'services' | 'system'): number | undefined {
+  if (endpoint.events <= 0 || none.messages <= 0) return undefined;
+  // Scaled to the endpoint run's messages, so runs of slightly different sizes compare.
+  const extra = (webhookTotals(endpoint.cpuPerMessage)[key] - webhookTotals(none.cpuPerMessage)[key]) * endpoint.messages;
+  return extra / endpoint.events;
+}
+
+/** Polls the receiver until it has got `expected` more requests than `before`, or nothing new for `quietMs` past `timeoutMs`. */
+async function receiverCaughtUp(receiver: BenchWebhookReceiver, before: number, expected: number, timeoutMs: number, quietMs = 1_500): Promise<WebhookCounts> {
+  const deadline = performance.now() + timeoutMs;
+  let last = await receiver.counts();
+  let since = performance.now();
+  for (;;) {
+    if (last.requests - before >= expected) return last;
+    await sleep(100);
+    const now = await receiver.counts();
+    if (now.requests !== last.requests) {
+      last = now;
+      since = performance.now();
+    } else if (performance.now() > deadline && performance.now() - since >= quietMs) {
+      return now;
+    }
+  }
+}
+
+async function measure(context: BenchContext, mode: WebhookMode, rate: number, receiver: BenchWebhookReceiver): Promise<WebhookRun> {
+  const { plan, system } = context;
+  const label = mode === 'endpoint' ? 'one endpoint (message.sent, answers 204)' : 'no webhook endpoint';
+  const url = system.gatewayUrl;
+  // One tenant: the endpoint belongs to one project, and every message of the run must be one of its events.
+  const request = pacedRequests(system.tenants.slice(0, 1));
+  const helpers: Array<readonly [string, number | undefined]> = [[webhookReceiverLabel, receiver.pid]];
+
+  // Warm-up: connections, JIT, caches (and the sender's connection to the receiver), settled before the window.
+  const warmAfter = await lastMessageId(system.db);
+  const warmBefore = (await receiver.counts()).requests;
+  const warmup = await runPaced({ url, rate, durationS: plan.webhookWarmupS, connections: plan.connections, request });
+  requireAnswers(context, `webhook ${mode} warm-up`, warmup);
+  context.accepted += countOf(warmup, 202) - warmup.replayed;
+  const warmed = await waitSettled(system.db, { after: warmAfter, upTo: await quietMessageId(system.db, 15_000) }, plan.settleTimeoutMs);
+  await receiverCaughtUp(receiver, warmBefore, mode === 'endpoint' ? warmed.sent : 0, mode === 'endpoint' ? plan.settleTimeoutMs : 0);
+
+  context.progress(`webhook cost, ${label}: ${rate}/s for ${plan.webhookS} s, each message accepted and delivered`);
+  const after = await lastMessageId(system.db);
+  const countsBefore = await receiver.counts();
+  const cpuBefore = await context.cpu(helpers);
+  const opened = performance.now();
+  const { load, delivered, countsAfter } = await inWindow(context, `webhook ${mode}`, async () => {
+    const load = await runPaced({ url, rate, durationS: plan.webhookS, connections: plan.connections, request });
+    const upTo = load.timeouts + load.errors === 0 ? await lastMessageId(system.db) : await quietMessageId(system.db, 15_000);
+    const delivered = await waitSettled(system.db, { after, upTo }, plan.settleTimeoutMs);
+    // With the endpoint, the window closes once the receiver has one message.sent per message sent.
+    const countsAfter = mode === 'endpoint' ? await receiverCaughtUp(receiver, countsBefore.requests, delivered.sent, plan.settleTimeoutMs) : await receiver.counts();
+    return { load, delivered, countsAfter };
+  });
+  const cpuAfter = await context.cpu(helpers);
+  const windowS = (performance.now() - opened) / 1_000;
+  requireAnswers(context, `webhook ${mode}`, load);
+  context.accepted += countOf(load, 202) - load.replayed;
+  if (delivered.failed > 0) context.failures.push(`webhook ${mode}: ${delivered.failed} messages failed delivery`);
+  if (delivered.pending > 0) context.progress(`webhook ${mode}: ${delivered.pending} messages undelivered when the window closed; checked again at the end`);
+  const run: WebhookRun = {
+    mode,
+    load,
+    messages: delivered.total,
+    delivered,
+    windowS,
+    cpuPerMessage: cpuPerMessage(cpuBefore, cpuAfter, delivered.total),
+    events: countsAfter.requests - countsBefore.requests,
+  };
+  const totals = webhookTotals(run.cpuPerMessage);
+  context.progress(
+    `  ${run.messages.toLocaleString('en-US')} messages in ${windowS.toFixed(1)} s: services ${totals.services.toFixed(2)} ms, system ${totals.system.toFixed(2)} ms of CPU per message; ${run.events.toLocaleString('en-US')} webhook events received`,
+  );
+  return run;
+}
+
+/** Polls until the events of the range's messages are all published to JetStream (the relay's part is done). */
+async function waitRelayed(context: BenchContext, after: number, upTo: number, expected: number): Promise<number> {
+  const deadline = performance.now() + context.plan.settleTimeoutMs;
+  for (;;) {
+    const { rows } = await context.system.db.query<{ published: number }>(
+      'SELECT count(*)::int AS published FROM webhook_events WHERE message_id > $1 AND message_id <= $2 AND published_at IS NOT NULL',
+      [after, upTo],
+    );
+    const published = rows[0]?.published ?? 0;
+    if (published >= expected || performance.now() > deadline) return published;
+    await sleep(250);
+  }
+}
+
+/** N messages delivered with webhook-svc stopped, then the time one webhook-svc takes to send their N events. */
+async function measureBurst(context: BenchContext, receiver: BenchWebhookReceiver): Promise<WebhookBurst> {
+  const { plan, system } = context;
+  const [tenant] = system.tenants;
+  if (!tenant) throw new Error('no tenant');
+  context.progress(`webhook burst: ${plan.webhookBurst.toLocaleString('en-US')} messages delivered with webhook-svc stopped`);
+  system.stack.kill('webhook-svc', 'SIGTERM');
+  await system.stack.exited('webhook-svc');
+  const after = await lastMessageId(system.db);
+  const requests = Array.from({ length: plan.webhookBurst }, (_, index) => ({ path: sendPath, headers: sendHeaders(tenant), body: Buffer.from(sendBody(index)) }));
+  const load = await runBatch({ url: system.gatewayUrl, connections: plan.connections, requests });
+  requireAnswers(context, 'webhook burst', load);
+  const accepted = countOf(load, 202);
+  context.accepted += accepted;
+  const upTo = load.timeouts + load.errors === 0 ? await lastMessageId(system.db) : await quietMessageId(system.db, 15_000);
+  const delivered = await waitSettled(system.db, { after, upTo }, plan.settleTimeoutMs);
+  if (delivered.failed > 0) context.failures.push(`webhook burst: ${delivered.failed} messages failed delivery`);
+  const relayed = await waitRelayed(context, after, upTo, delivered.sent);
+  if (relayed < delivered.sent) context.progress(`webhook burst: only ${relayed} of ${delivered.sent} events relayed before webhook-svc started again`);
+
+  context.progress(`webhook burst: ${relayed.toLocaleString('en-US')} events waiting; one webhook-svc started`);
+  await receiver.resetTimes();
+  const before = (await receiver.counts()).requests;
+  const started = performance.now();
+  const counts = await inWindow(context, 'webhook burst', async () => {
+    await system.stack.restart('webhook-svc');
+    return receiverCaughtUp(receiver, before, relayed, plan.settleTimeoutMs);
+  });
+  const ready = performance.now();
+  const events = counts.requests - before;
+  const spanS = counts.firstAt !== null && counts.lastAt !== null ? (counts.lastAt - counts.firstAt) / 1_000 : 0;
+  // The receiver's clock is another process's: the time from the start is the poll's, to within 100 ms.
+  const fromStartS = (ready - started) / 1_000;
+  const burst: WebhookBurst = { messages: delivered.sent, events, load, fromStartS, spanS, perSecond: spanS > 0 ? (events - 1) / spanS : 0 };
+  if (events < delivered.sent) context.failures.push(`webhook burst: the receiver got ${events} events for ${delivered.sent} messages sent`);
+  context.progress(`  ${events.toLocaleString('en-US')} events in ${spanS.toFixed(2)} s from the first to the last (${Math.round(burst.perSecond)}/s), ${fromStartS.toFixed(1)} s from the start`);
+  return burst;
+}
+
+/** Runs both halves at `into.rate`, then the burst, filling `into` as each finishes; the endpoint is removed at the end. */
+export async function runWebhookCost(context: BenchContext, into: WebhookCostResult): Promise<void> {
+  const { system } = context;
+  const [tenant] = system.tenants;
+  if (!tenant) throw new Error('no tenant');
+  const receiver = await startBenchWebhookReceiver();
+  const admin = new GrpcClient(dispatchProto.WebhookAdminService.service, system.stack.env.DISPATCH_SVC_ADDR, { token: system.stack.env.ADMIN_TOKEN, deadlineMs: 10_000 });
+  let endpointId: number | undefined;
+  try {
+    // As the tracing-cost scenario leaves the other services: no OTLP endpoint, whatever the bench inherited.
+    await system.stack.restart('webhook-svc', 0, { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '', OTEL_BSP_SCHEDULE_DELAY: '' });
+    into.none = await measure(context, 'none', into.rate, receiver);
+    if (into.none.events > 0) context.failures.push(`webhook none: the receiver got ${into.none.events} requests with no endpoint`);
+    const created = await admin.call('CreateWebhook', { projectId: tenant.projectId, url: receiver.url, eventTypes: ['message.sent'] });
+    endpointId = Number(created.webhook?.id);
+    into.endpoint = await measure(context, 'endpoint', into.rate, receiver);
+    if (into.endpoint.events < into.endpoint.delivered.sent) {
+      context.failures.push(`webhook endpoint: the receiver got ${into.endpoint.events} events for ${into.endpoint.delivered.sent} messages sent`);
+    }
+    into.burst = await measureBurst(context, receiver);
+  } finally {
+    // Later scenarios run without the endpoint; webhook-svc is left running.
+    if (endpointId !== undefined) await admin.call('DeleteWebhook', { id: endpointId }).catch(() => undefined);
+    if (system.stack.pid('webhook-svc') === undefined) await system.stack.restart('webhook-svc').catch(() => undefined);
+    admin.close();
+    await receiver.stop();
+  }
+}

@@ -1,0 +1,212 @@
+// The webhook sender: a durable pull consumer on NOTIFY_WEBHOOKS shared by every replica. Each message names one
+// delivery (an event for an endpoint); the sender claims it in PostgreSQL, signs and posts the event's body, records the
+// attempt, and then acks (delivered, or failed for good) or naks with the retry's delay (with jitter, or Retry-After).
+// Each endpoint may hold only `endpointConcurrency` of a replica's requests (see startSender), so a slow or dead
+// endpoint cannot take every slot from the others.
+import type { Logger } from '@notify/platform';
+import type { Pool } from '@notify/platform/database';
+import { consumeDurably, nanoseconds, type JetStreamClient, type JsMsg } from '@notify/platform/nats';
+import { readWebhookDelivery, schemaHeader, type Topology, type WebhookDelivery } from '@notify/proto';
+import { claimDelivery, failDelivery, recordAttempt, type AttemptRecord, type ClaimedDelivery } from './delivery-store.ts';
+import type { AttemptResult, WebhookMetrics } from './metrics.ts';
+import { postWebhook, type OutboundOptions } from './outbound.ts';
+import { nextRetryDelay } from './schedule.ts';
+import { signedHeaders, webhookId } from './signature.ts';
+
+/** Jobs out at once across all replicas: a delivery waiting out a retry delay (a delayed nak) stays pending on the server. */
+export const maxAckPending = 100_000;
+
+export function senderConsumerConfig(names: Topology, ackWaitMs: number) {
+  return { durable_name: names.webhookConsumer, filter_subject: names.webhooksSubjects, ack_wait: nanoseconds(ackWaitMs), max_ack_pending: maxAckPending, max_deliver: -1 };
+}
+
+export interface SenderDeps {
+  readonly js: JetStreamClient;
+  readonly names: Topology;
+  readonly pool: Pool;
+  readonly metrics: WebhookMetrics;
+  readonly logger: Logger;
+}
+
+export interface SenderSettings {
+  /** Requests one replica makes at once. */
+  readonly concurrency: number;
+  /** Of those, the most one endpoint may hold. */
+  readonly endpointConcurrency: number;
+  readonly outbound: OutboundOptions;
+  /** Retry delays, in order (schedule.ts). */
+  readonly schedule: readonly number[];
+  /** An endpoint whose attempts all failed for this long is disabled (5 days). */
+  readonly disableAfterMs: number;
+  /** How long a claimed delivery is held for its attempt: the consumer's ack wait. */
+  readonly leaseMs: number;
+}
+
+/** Delay before a delivery that could not be worked on (endpoint at its share, database down) is offered again. */
+const busyDelayMs = (): number => 1_000 + Math.floor(Math.random() * 2_000);
+
+/** Whether a response is the success the contract names: a 2xx (a 3xx is a failure and is not followed). */
+const isSuccess = (status: number): boolean => status >= 200 && status < 300;
+
+async function attempt(deps: SenderDeps, settings: SenderSettings, delivery: WebhookDelivery, claimed: ClaimedDelivery): Promise<{ settle: 'ack' } | { settle: 'nak'; delayMs: number }> {
+  const number = claimed.attempts + 1;
+  const timestamp = Math.floor(Date.now() / 1_000);
+  const headers = signedHeaders(claimed.secrets, webhookId(delivery.eventId), timestamp, claimed.body);
+  const started = performance.now();
+  deps.metrics.inFlight.inc();
+  const response = await postWebhook(claimed.url, headers, claimed.body, settings.outbound).finally(() => deps.metrics.inFlight.dec());
+  const latencyMs = Math.round(performance.now() - started);
+  const status = response.kind === 'response' ? response.status : undefined;
+  const gone = status === 410;
+  let outcome: AttemptRecord['outcome'];
+  if (status !== undefined && isSuccess(status)) outcome = { state: 'succeeded' };
+  else if (gone) outcome = { state: 'failed' };
+  else {
+    const delay = nextRetryDelay(settings.schedule, number, response.kind === 'response' ? { status: response.status, retryAfter: response.retryAfter } : {}, Date.now());
+    outcome = delay === undefined ? { state: 'failed' } : { state: 'pending', retryInMs: delay };
+  }
+  const change = await recordAttempt(
+    deps.pool,
+    {
+      eventId: delivery.eventId,
+      endpointId: delivery.endpointId,
+      attempt: number,
+      statusCode: status ?? null,
+      latencyMs,
+      responseBody: response.kind === 'response' ? response.body : null,
+      error: response.kind === 'error' ? response.error : status !== undefined && !isSuccess(status) ? `HTTP ${status}` : null,
+      outcome,
+      gone,
+    },
+    settings.disableAfterMs,
+  );
+  const result: AttemptResult = outcome.state === 'pending' ? 'retrying' : outcome.state;
+  deps.metrics.attempts.inc({ result });
+  deps.metrics.latency.observe({ result }, latencyMs / 1_000);
+  const context = { eventId: delivery.eventId, endpointId: delivery.endpointId, attempt: number, status, latencyMs };
+  if (change !== 'none') {
+    deps.metrics.endpointsDisabled.inc({ reason: change === 'disabled_gone' ? 'gone' : 'failing' });
+    deps.logger.warn({ ...context, reason: change }, 'webhook endpoint disabled');
+  }
+  if (outcome.state === 'pending') {
+    deps.logger.info({ ...context, error: response.kind === 'error' ? response.error : undefined, retryInMs: outcome.retryInMs }, 'webhook attempt failed; will retry');
+    return { settle: 'nak', delayMs: outcome.retryInMs };
+  }
+  if (outcome.state === 'failed') deps.logger.warn({ ...context, error: response.kind === 'error' ? response.error : undefined }, 'webhook delivery failed');
+  else deps.logger.debug(context, 'webhook delivered');
+  return { settle: 'ack' };
+}
+
+/** A delivery waiting for a request of its endpoint to finish, with when it started to wait. */
+interface Parked {
+  readonly message: JsMsg;
+  readonly delivery: WebhookDelivery;
+  readonly since: number;
+}
+
+/** One endpoint's share of a replica: requests open, and deliveries waiting for one of them to end. */
+interface EndpointShare {
+  open: number;
+  readonly parked: Parked[];
+}
+
+/**
+ * A parked delivery older than this when a slot frees is put back instead (its endpoint is slow: a request took
+ * longer), so it does not wait out a dead endpoint's timeouts one after another.
+ */
+const parkMaxMs = 2_000;
+
+export interface Sender {
+  /** Stops pulling, hands parked deliveries back, finishes the open requests, then resolves. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Deliveries to an endpoint at its share are parked (up to `endpointConcurrency` x 8), without holding a handler:
+ * each request of that endpoint, once done, takes the next parked one, so a burst to a fast endpoint flows at the
+ * endpoint's pace while a dead endpoint's deliveries are put back and leave the handlers to the others.
+ */
+export function startSender(deps: SenderDeps, settings: SenderSettings): Sender {
+  const shares = new Map<number, EndpointShare>();
+  const parkLimit = settings.endpointConcurrency * 8;
+  let stopping = false;
+
+  async function work(message: JsMsg, delivery: WebhookDelivery): Promise<void> {
+    try {
+      const claim = await claimDelivery(deps.pool, delivery.eventId, delivery.endpointId, settings.leaseMs);
+      if (claim.kind === 'settled') message.ack();
+      else if (claim.kind === 'endpoint_disabled') {
+        await failDelivery(deps.pool, delivery.eventId, delivery.endpointId);
+        message.ack();
+      } else if (claim.kind === 'later') message.nak(claim.inMs);
+      else {
+        const settled = await attempt(deps, settings, delivery, claim.delivery);
+        if (settled.settle === 'ack') message.ack();
+        else message.nak(settled.delayMs);
+      }
+    } catch (error) {
+      // The database failed: the claim (if it was made) runs out and the delivery is attempted again.
+      deps.logger.warn({ err: error, eventId: delivery.eventId, endpointId: delivery.endpointId }, 'webhook delivery not worked on; it will be offered again');
+      message.nak(busyDelayMs());
+    }
+  }
+
+  /** The next parked delivery still worth taking; the stale ones (and all of them while stopping) are put back. */
+  function nextParked(share: EndpointShare): Parked | undefined {
+    for (let next = share.parked.shift(); next; next = share.parked.shift()) {
+      if (!stopping && Date.now() - next.since <= parkMaxMs) {
+        // Its ack wait starts again: it may now take a whole request.
+        next.message.working();
+        return next;
+      }
+      next.message.nak(busyDelayMs());
+    }
+    return undefined;
+  }
+
+  async function handleOne(message: JsMsg): Promise<void> {
+    const read = readWebhookDelivery(message.data, message.headers?.get(schemaHeader) || undefined);
+    if (!read.ok) {
+      // It names nothing this release can find: offering it again would fail the same way.
+      deps.logger.error({ subject: message.subject, streamSequence: message.seq, reason: read.reason }, 'unreadable webhook delivery dropped');
+      message.term();
+      return;
+    }
+    const delivery = read.value;
+    let share = shares.get(delivery.endpointId);
+    if (!share) shares.set(delivery.endpointId, (share = { open: 0, parked: [] }));
+    if (share.open >= settings.endpointConcurrency) {
+      deps.metrics.endpointBusy.inc();
+      if (share.parked.length < parkLimit && !stopping) share.parked.push({ message, delivery, since: Date.now() });
+      else message.nak(busyDelayMs());
+      return;
+    }
+    share.open += 1;
+    try {
+      for (let next: Parked | undefined = { message, delivery, since: Date.now() }; next; next = nextParked(share)) await work(next.message, next.delivery);
+    } finally {
+      share.open -= 1;
+      if (share.open === 0 && share.parked.length === 0) shares.delete(delivery.endpointId);
+    }
+  }
+
+  const consumer = consumeDurably({
+    js: deps.js,
+    stream: deps.names.webhooksStream,
+    consumer: deps.names.webhookConsumer,
+    batchSize: 1,
+    concurrency: settings.concurrency,
+    logger: deps.logger,
+    handle: async (messages) => {
+      for (const message of messages) await handleOne(message);
+    },
+  });
+  return {
+    async stop() {
+      stopping = true;
+      await consumer.stop();
+      // Parked deliveries whose endpoint had no request left open are handed back here.
+      for (const share of shares.values()) nextParked(share);
+    },
+  };
+}

@@ -1,0 +1,41 @@
+// webhook-svc: delivers webhook events. Consumes NOTIFY_WEBHOOKS (published by dispatch-svc's webhook relay), signs
+// each request per Standard Webhooks, posts it safely, records every attempt and retries on the contract's schedule.
+import { runService, ShutdownPriority } from '@notify/platform';
+import { createPool, databaseReachable } from '@notify/platform/database';
+import { connectNats, ensureConsumer, ensureStream, jetstream, jetstreamManager, natsReachable } from '@notify/platform/nats';
+import { streamDeclarations, topology } from '@notify/proto';
+import { webhookConfig } from './config.ts';
+import { createWebhookMetrics } from './delivery/metrics.ts';
+import { senderConsumerConfig, startSender } from './delivery/sender.ts';
+
+/** The most of a response body kept in the attempts log. */
+const maxBodyBytes = 1_024;
+
+runService('webhook-svc', webhookConfig, async ({ config, logger, registry, lifecycle, addReadinessCheck }) => {
+  if (config.ackWaitMs <= config.timeoutMs + 1_000) throw new Error('WEBHOOK_ACK_WAIT must exceed WEBHOOK_TIMEOUT by more than a second');
+  const names = topology(config.natsPrefix);
+  const pool = createPool(config.databaseUrl, { max: config.databasePoolSize, applicationName: 'webhook-svc', logger });
+  const nc = await connectNats(config.natsUrl, 'webhook-svc', logger);
+  const jsm = await jetstreamManager(nc);
+  await ensureStream(jsm, streamDeclarations(names).webhooks, config.natsStreamReplicas);
+  await ensureConsumer(jsm, names.webhooksStream, senderConsumerConfig(names, config.ackWaitMs));
+  addReadinessCheck('database', () => databaseReachable(pool));
+  addReadinessCheck('nats', () => natsReachable(nc));
+
+  const sender = startSender(
+    { js: jetstream(nc), names, pool, metrics: createWebhookMetrics(registry), logger },
+    {
+      concurrency: config.concurrency,
+      endpointConcurrency: config.endpointConcurrency,
+      outbound: { allowPrivate: config.allowPrivate, timeoutMs: config.timeoutMs, maxBodyBytes },
+      schedule: config.schedule,
+      disableAfterMs: config.disableAfterMs,
+      leaseMs: config.ackWaitMs,
+    },
+  );
+  if (config.allowPrivate) logger.warn('NOTIFY_WEBHOOK_ALLOW_PRIVATE=true: webhooks may reach plain http and private addresses');
+
+  lifecycle.onShutdown('stop pulling and finish open requests', ShutdownPriority.drain, () => sender.stop());
+  lifecycle.onShutdown('NATS', ShutdownPriority.closeClients, () => nc.drain());
+  lifecycle.onShutdown('database pool', ShutdownPriority.closeClients, () => pool.end());
+});
