@@ -21,7 +21,7 @@ function load<T>(file: string): T {
 export const authProto = load<AuthProto>('auth/v1/auth.proto').notify.auth.v1;
 export const dispatchProto = load<DispatchProto>('dispatch/v1/dispatch.proto').notify.dispatch.v1;
 
-export type { DeliveryEvent, DeliveryJob, DeliveryState, KeyTarget, Read, Requeue, TemplateSnapshot, WebhookDelivery, WireMessage } from './messaging.ts';
+export type { DeliveryEvent, DeliveryJob, DeliveryState, EventSuppression, KeyTarget, Read, Requeue, TemplateSnapshot, WebhookDelivery, WireMessage } from './messaging.ts';
 export {
   deliveryEventId,
   deliveryJobId,

@@ -108,6 +108,16 @@ describe('delivery events', () => {
     assert.deepEqual(readDeliveryEvent(bare.bytes, bare.schema), { ok: true, value: sending });
   });
 
+  it('carry a hard bounce only on a failed event', () => {
+    const bounced: DeliveryEvent = { messageId: 7, state: 'failed', attempt: 1, occurredAt: '2025-01-02T03:04:05.000Z', smtpCode: 550, smtpResponse: '550 5.1.1 No such user', suppression: 'hard_bounce' };
+    const message = encodeDeliveryEvent(bounced);
+    assert.deepEqual(readDeliveryEvent(message.bytes, message.schema), { ok: true, value: bounced });
+    const onSent = encodeDeliveryEvent({ ...bounced, state: 'sent' });
+    assert.deepEqual(readDeliveryEvent(onSent.bytes, onSent.schema), { ok: false, reason: 'malformed event: invalid suppression', messageId: 7 });
+    const unknown = encodeDeliveryEvent({ ...bounced, suppression: 'soft_bounce' as never });
+    assert.equal(readDeliveryEvent(unknown.bytes, unknown.schema).ok, false);
+  });
+
   it('tolerate a field a newer writer added', () => {
     const type = newer.lookupType('notify.messaging.v1.DeliveryEvent');
     const bytes = type.encode(type.fromObject({ messageId: 1, state: 'sent', attempt: 1, occurredAt: '2025-01-02T03:04:05.000Z', webhookId: 'wh_1' })).finish();

@@ -33,7 +33,13 @@ export type DeliveryJob = Omit<wire.DeliveryJob__Output, 'dataJson' | 'template'
 /** A delivery event as the services hold it. */
 export type DeliveryEvent = Pick<wire.DeliveryEvent__Output, 'messageId' | 'attempt' | 'occurredAt' | 'smtpCode' | 'smtpResponse' | 'reason'> & {
   state: DeliveryState;
+  /** Only on a `failed` event (see messaging.proto). */
+  suppression?: EventSuppression;
 };
+
+/** What a failed delivery says about its recipient's address. */
+export type EventSuppression = 'hard_bounce';
+const eventSuppressions: readonly EventSuppression[] = ['hard_bounce'];
 
 /** One webhook event to deliver to one endpoint. */
 export type WebhookDelivery = wire.WebhookDelivery__Output;
@@ -156,7 +162,7 @@ const maxTextLength = 2_000;
 export function readDeliveryEvent(bytes: Uint8Array, schema: string | undefined): Read<DeliveryEvent> {
   const fields = fieldsOf(bytes, schema, eventCodec);
   if (typeof fields === 'string') return refused('event', fields, undefined);
-  const { messageId, state, attempt, occurredAt, smtpCode, smtpResponse, reason } = fields;
+  const { messageId, state, attempt, occurredAt, smtpCode, smtpResponse, reason, suppression } = fields;
   const problems = [
     !isId(messageId) && 'messageId',
     !(deliveryStates as readonly unknown[]).includes(state) && 'state',
@@ -165,6 +171,7 @@ export function readDeliveryEvent(bytes: Uint8Array, schema: string | undefined)
     smtpCode != null && !(Number.isInteger(smtpCode) && (smtpCode as number) >= 100 && (smtpCode as number) <= 599) && 'smtpCode',
     smtpResponse != null && !isString(smtpResponse) && 'smtpResponse',
     reason != null && !isString(reason) && 'reason',
+    suppression != null && !(state === 'failed' && (eventSuppressions as readonly unknown[]).includes(suppression)) && 'suppression',
   ].filter((problem): problem is string => problem !== false);
   if (problems.length > 0) return refused('event', `invalid ${problems.join(', ')}`, messageId);
   const event: DeliveryEvent = {
@@ -176,6 +183,7 @@ export function readDeliveryEvent(bytes: Uint8Array, schema: string | undefined)
   if (smtpCode != null) event.smtpCode = smtpCode as number;
   if (smtpResponse != null) event.smtpResponse = (smtpResponse as string).slice(0, maxTextLength);
   if (reason != null) event.reason = (reason as string).slice(0, maxTextLength);
+  if (suppression != null) event.suppression = suppression as EventSuppression;
   return { ok: true, value: event };
 }
 

@@ -132,10 +132,16 @@ describe('SIGTERM under load', () => {
     await pause(500);
     script.release('slow');
     assert.equal((await exitOf(system.stack, 'mailer-svc', 0)).code, 0);
-    const { rows } = await system.db.query<{ state: string; attempts: number }>('SELECT state, attempts FROM messages WHERE id = ANY($1::bigint[])', [
-      held.map((response) => response.body['message_id'] as number),
-    ]);
-    assert.deepEqual(rows.map((row) => [row.state, row.attempts]), Array(4).fill(['sent', 1]), 'finished by the stopping replica');
+    // The mailer exits once JetStream has its `sent` events; dispatch-svc applies them a moment later. No mailer runs
+    // now, so every `sent` with one attempt is the stopping replica's.
+    const states = async (): Promise<unknown[][]> =>
+      (
+        await system.db.query<{ state: string; attempts: number }>('SELECT state, attempts FROM messages WHERE id = ANY($1::bigint[])', [
+          held.map((response) => response.body['message_id'] as number),
+        ])
+      ).rows.map((row) => [row.state, row.attempts]);
+    const finished = await waitFor(async () => ((await states()).every(([state]) => state === 'sent') ? states() : undefined), { timeoutMs: 5_000, what: 'the held jobs recorded sent' }).catch(() => states());
+    assert.deepEqual(finished, Array(4).fill(['sent', 1]), 'finished by the stopping replica');
     const { rows: queued } = await system.db.query<{ state: string }>('SELECT state FROM messages WHERE id = $1', [later.body['message_id']]);
     assert.equal(queued[0]?.state, 'queued', 'a stopping replica takes no new job');
     await system.stack.restart('mailer-svc', 1);

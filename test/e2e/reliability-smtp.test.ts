@@ -106,6 +106,19 @@ describe('final failures and dead letters', () => {
     assert.deepEqual(await timeline(rejected), ['queued:0', 'sending:1', 'failed:1:550']);
   });
 
+  test('a 5.1.x refusal of the recipient suppresses the address (hard_bounce): the next send to it is 422', async () => {
+    const listed = await system.notifyctl('suppression', 'list', '--project', String(tenant.projectId), '--json');
+    assert.equal(listed.code, 0, listed.stderr);
+    const { suppressions } = JSON.parse(listed.stdout) as { suppressions: { address: string; reason: string; messageId: number }[] };
+    assert.deepEqual(
+      suppressions.filter((entry) => entry.address === 'unknown-user@example.com').map((entry) => [entry.reason, entry.messageId]),
+      [['hard_bounce', rejected]],
+    );
+    const again = await system.send(tenant, { template: 'welcome', to: 'unknown-user@EXAMPLE.com', channel: 'email', data: { name: 'Ada' } });
+    assert.equal(again.status, 422, again.text);
+    assert.match(String((again.body['to'] as string[])[0]), /^This address is suppressed \(hard_bounce, since \d{4}-\d{2}-\d{2}\)\.$/);
+  });
+
   test('a message still refused at its last attempt fails, with why', async () => {
     script.refuse('full-', { code: 452, message: '4.2.2 Mailbox full' });
     exhausted = await send('full-mailbox@example.com');
@@ -151,6 +164,8 @@ describe('final failures and dead letters', () => {
     script.refuse('bounce-', { code: 554, message: '5.7.1 Rejected by policy' });
     const ids = [await send('bounce-1@example.com'), await send('bounce-2@example.com')];
     await waitForStates(system.db, ids, { timeoutMs: 10_000, states: ['failed'] });
+    const suppressed = await system.db.query('SELECT 1 FROM suppressions WHERE address LIKE $1', ['bounce-%']);
+    assert.equal(suppressed.rowCount, 0, 'a 5.7.1 policy refusal fails the message but says nothing about the address');
     script.clear('bounce-');
     const requeued = await system.notifyctl('dead-letters', 'requeue', '--project', String(tenant.projectId), '--all', '--json');
     assert.equal(requeued.code, 0, requeued.stderr);

@@ -6,6 +6,7 @@ import type { DeliveryEvent } from '@notify/proto';
 import type { EventOutcome } from '../metrics.ts';
 import { compareLifecycle, advance, type MessageProgress } from './state-machine.ts';
 import { recordWebhookEvents } from './webhook-events.ts';
+import { suppressHardBounces } from '../suppressions/suppression-store.ts';
 
 /**
  * `applied`: recorded and the message moved; `recorded`: recorded, but late or after a terminal state, so the message
@@ -133,6 +134,8 @@ export async function applyDeliveryEvents<T extends { readonly event: DeliveryEv
       await advanceMessages(client, advanced);
       // In this transaction: a state change and the webhook event reporting it commit together or not at all.
       await recordWebhookEvents(client, moves);
+      // And the suppression of an address a failure proved not to exist.
+      await suppressHardBounces(client, moves.filter((event) => event.state === 'failed' && event.suppression === 'hard_bounce').map((event) => event.messageId));
     }
     return results;
   });

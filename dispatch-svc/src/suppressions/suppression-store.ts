@@ -76,3 +76,21 @@ export async function listSuppressions(pool: Pool, query: { projectId: number; s
   });
   return result.rows;
 }
+
+/**
+ * Suppresses the recipients of these messages, whose delivery failed on a hard bounce (`reason` hard_bounce), in the
+ * caller's transaction, normalized as normalizeAddress does (the domain after the last `@` in lower case). An address
+ * already listed keeps its first entry.
+ */
+export async function suppressHardBounces(client: PoolClient, messageIds: readonly number[]): Promise<void> {
+  if (messageIds.length === 0) return;
+  await client.query({
+    name: 'suppression-hard-bounces',
+    text: `INSERT INTO suppressions (project_id, address, reason, message_id)
+           SELECT project_id, left(recipient, length(recipient) - length(substring(recipient from '[^@]*$'))) || lower(substring(recipient from '[^@]*$')),
+                  'hard_bounce', id
+             FROM messages WHERE id = ANY($1::bigint[])
+           ON CONFLICT (project_id, address) DO NOTHING`,
+    values: [messageIds],
+  });
+}

@@ -5,6 +5,7 @@ import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
 import { dispatchProto, type dispatch } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
+import { applyDeliveryEvent } from '../events/event-store.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 
 let h: Harness;
@@ -113,5 +114,20 @@ describe('the panel calls', () => {
     } finally {
       panel.close();
     }
+  });
+});
+
+describe('a hard bounce', () => {
+  test('suppresses the recipient (domain in lower case) with the message that bounced, in the event\'s transaction', async () => {
+    const bounced = (await send('Nobody@Example.NET')).messageId;
+    const failed = { messageId: bounced, state: 'failed' as const, attempt: 1, occurredAt: new Date().toISOString(), smtpCode: 550, smtpResponse: '550 5.1.1 No such user' };
+    assert.equal(await applyDeliveryEvent(h.pool, { ...failed, suppression: 'hard_bounce' }), 'applied');
+    const listed = await suppressions.call('ListSuppressions', { projectId: h.ids.projectId, search: 'nobody@', limit: 0 });
+    assert.deepEqual(listed.suppressions.map((entry) => [entry.address, entry.reason, entry.messageId]), [['Nobody@example.net', 'hard_bounce', bounced]]);
+    await assertRefused(send('Nobody@example.net'), status.FAILED_PRECONDITION, 'recipient_suppressed');
+
+    const other = (await send('policy@example.net')).messageId;
+    assert.equal(await applyDeliveryEvent(h.pool, { ...failed, messageId: other, smtpResponse: '550 5.7.1 Rejected' }), 'applied');
+    assert.equal((await suppressions.call('ListSuppressions', { projectId: h.ids.projectId, search: 'policy@', limit: 0 })).suppressions.length, 0, 'a failure that is no hard bounce suppresses nothing');
   });
 });

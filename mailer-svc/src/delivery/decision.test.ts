@@ -44,6 +44,11 @@ describe('delivery decision', () => {
     assert.deepEqual(decision.settle, { action: 'term' });
   });
 
+  it('marks a failure on a 5.1.x refusal as a hard bounce, for dispatch-svc to suppress the address', () => {
+    const bounce = { kind: 'permanent', reason: 'recipient refused by the mail server: 550 5.1.1 No such user', smtpCode: 550, smtpResponse: '550 5.1.1 No such user' } as const;
+    assert.deepEqual(judgeAttempt(bounce, young(1), policy).event, { state: 'failed', reason: bounce.reason, smtpCode: 550, smtpResponse: bounce.smtpResponse, suppression: 'hard_bounce' });
+  });
+
   it('names a duration the way it is configured', () => {
     assert.deepEqual([formatDuration(345_600_000), formatDuration(5_400_000), formatDuration(3_000), formatDuration(1_500)], ['4d', '90m', '3s', '1500ms']);
   });

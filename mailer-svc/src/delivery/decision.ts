@@ -4,7 +4,7 @@
 import type { DeliveryEvent, DeliveryState } from '@notify/proto';
 import { retryDelayMs, type BackoffPolicy } from './backoff.ts';
 import type { FailureReason } from './metrics.ts';
-import type { DeliveryOutcome } from './smtp-outcome.ts';
+import { isHardBounce, type DeliveryOutcome } from './smtp-outcome.ts';
 
 export interface RetryPolicy extends BackoffPolicy {
   maxAttempts: number;
@@ -23,7 +23,7 @@ export interface AttemptContext {
 export type Settlement = { action: 'ack' } | { action: 'nak'; delayMs: number } | { action: 'term' };
 
 export interface Decision {
-  event: Pick<DeliveryEvent, 'smtpCode' | 'smtpResponse' | 'reason'> & { state: Exclude<DeliveryState, 'sending'> };
+  event: Pick<DeliveryEvent, 'smtpCode' | 'smtpResponse' | 'reason' | 'suppression'> & { state: Exclude<DeliveryState, 'sending'> };
   settle: Settlement;
 }
 
@@ -38,7 +38,10 @@ export function formatDuration(ms: number): string {
 export function judgeAttempt(outcome: DeliveryOutcome, context: AttemptContext, policy: RetryPolicy, random?: () => number): Decision {
   const { kind, ...details } = outcome;
   if (kind === 'accepted') return { event: { state: 'sent', ...details }, settle: { action: 'ack' } };
-  if (kind === 'permanent') return { event: { state: 'failed', ...details }, settle: { action: 'term' } };
+  if (kind === 'permanent') {
+    // A recipient address that does not exist is said so: dispatch-svc suppresses it, and no later send tries it.
+    return { event: { state: 'failed', ...details, ...(isHardBounce(outcome) ? { suppression: 'hard_bounce' as const } : {}) }, settle: { action: 'term' } };
+  }
   const ending = failureReason(outcome, context, policy);
   if (ending === 'retries_exhausted') {
     return { event: { state: 'failed', ...details, reason: `retries exhausted: ${outcome.reason}` }, settle: { action: 'term' } };

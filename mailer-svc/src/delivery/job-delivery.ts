@@ -110,7 +110,7 @@ export function createJobDelivery(deps: MailerDependencies, settings: MailerSett
    */
   const settleFromLedger = async (held: HeldJob, messageId: number, finished: FinishedDelivery): Promise<void> => {
     logger.warn({ messageId, state: finished.state, attempt: finished.attempt, deliveryCount: held.msg.info.deliveryCount }, 'job offered again after its delivery finished; settled without mailing');
-    const { state, attempt, occurredAt, smtpCode, smtpResponse, reason } = finished;
+    const { state, attempt, occurredAt, smtpCode, smtpResponse, reason, suppression } = finished;
     const event: DeliveryEvent = {
       messageId,
       state,
@@ -119,6 +119,7 @@ export function createJobDelivery(deps: MailerDependencies, settings: MailerSett
       ...(smtpCode === undefined ? {} : { smtpCode }),
       ...(smtpResponse === undefined ? {} : { smtpResponse }),
       ...(reason === undefined ? {} : { reason }),
+      ...(suppression === undefined ? {} : { suppression }),
     };
     if (await recordEvent(held, event, state === 'sent' ? { action: 'ack' } : { action: 'term' })) metrics.finishedRedeliveries.inc({ state });
   };

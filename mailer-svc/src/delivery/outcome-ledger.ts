@@ -10,7 +10,7 @@ import { outcomeTtlMs, type DeliveryEvent, type Topology } from '@notify/proto';
 import { nanoseconds, type JetStreamClient, type JetStreamManager } from '@notify/platform/nats';
 
 /** How one delivery ended, as its final event recorded it. */
-export type FinishedDelivery = Pick<DeliveryEvent, 'attempt' | 'occurredAt' | 'smtpCode' | 'smtpResponse' | 'reason'> & { state: 'sent' | 'failed' };
+export type FinishedDelivery = Pick<DeliveryEvent, 'attempt' | 'occurredAt' | 'smtpCode' | 'smtpResponse' | 'reason' | 'suppression'> & { state: 'sent' | 'failed' };
 
 export interface OutcomeLedger {
   /** The recorded outcome of the message's latest finished delivery, if any. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { acceptedOutcome, classifySendError, enhancedStatus } from './smtp-outcome.ts';
+import { acceptedOutcome, classifySendError, enhancedStatus, isHardBounce } from './smtp-outcome.ts';
 
 function smtpError(fields: Record<string, unknown>, message = 'failed'): Error {
   return Object.assign(new Error(message), fields);
@@ -60,5 +60,15 @@ describe('SMTP outcome', () => {
     assert.equal(enhancedStatus('550 No such user 5.1.1'), undefined);
     assert.equal(enhancedStatus('550 5.1.1234 not a status'), undefined);
     assert.equal(enhancedStatus(undefined), undefined);
+  });
+
+  it('calls a hard bounce only a permanent 5xx whose enhanced status is about the recipient address (5.1.x)', () => {
+    const refused = (response: string) => classifySendError(smtpError({ code: 'EENVELOPE', responseCode: Number(response.slice(0, 3)), response, command: 'RCPT TO' }));
+    assert.equal(isHardBounce(refused('550 5.1.1 No such user')), true);
+    assert.equal(isHardBounce(refused('553 5.1.3 Bad destination mailbox address syntax')), true);
+    assert.equal(isHardBounce(refused('550 5.7.1 Rejected by policy')), false, 'policy says nothing about the address');
+    assert.equal(isHardBounce(refused('550 5.1.8 Bad sender address')), false, "the sender's address, not the recipient's");
+    assert.equal(isHardBounce(refused('550 No such user')), false, 'without an enhanced status nothing is certain');
+    assert.equal(isHardBounce(refused('450 4.1.1 Try later')), false);
   });
 });

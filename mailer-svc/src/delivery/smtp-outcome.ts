@@ -73,3 +73,14 @@ export function classifySendError(error: unknown): DeliveryOutcome {
   if (cause === 'ETIMEDOUT') return { kind: 'temporary', reason: 'mail server timed out (ETIMEDOUT)' };
   return { kind: 'temporary', reason: `mail server unreachable (${cause ?? 'unknown error'})` };
 }
+
+/**
+ * A hard bounce: the relay refused the recipient for good, a 5xx whose RFC 3463 enhanced status is about the
+ * destination address (5.1.x: no such mailbox, bad destination system, ...). 5.1.7 and 5.1.8 are about the sender's
+ * address, and other 5xx (policy, content, size) say nothing about whether the address exists: neither suppresses.
+ */
+export function isHardBounce(outcome: DeliveryOutcome): boolean {
+  if (outcome.kind !== 'permanent' || outcome.smtpCode === undefined || outcome.smtpCode < 500) return false;
+  const status = enhancedStatus(outcome.smtpResponse);
+  return status !== undefined && status.startsWith('5.1.') && status !== '5.1.7' && status !== '5.1.8';
+}
