@@ -73,6 +73,7 @@ test('a sent message reads back with its status, its fields and its transitions 
   assert.equal(body['template_version'], 1);
   assert.equal(body['attempts'], 1);
   assert.equal(body['failure_reason'], null);
+  assert.match(String(body['trace_id']), /^[0-9a-f]{32}$/, 'the trace of the accepting request');
   assert.match(String(body['last_smtp_reply']), /^250/);
   const events = body['events'] as Array<Record<string, unknown>>;
   assert.deepEqual(events.map((event) => event['status']), ['queued', 'sending', 'sent']);

@@ -50,6 +50,8 @@ export interface MessageBody {
   updated_at: string;
   last_smtp_reply: string | null;
   failure_reason: string | null;
+  /** The trace of the request that accepted it (docs/operations.md, "Traces"); null when it has none. */
+  trace_id: string | null;
   events?: MessageEventBody[];
 }
 
@@ -74,6 +76,7 @@ export function messageBody(message: dispatch.Message__Output, withEvents: boole
     updated_at: message.updatedAt,
     last_smtp_reply: orNull(message.lastSmtpReply),
     failure_reason: orNull(message.failureReason),
+    trace_id: orNull(message.traceId),
   };
   if (withEvents) {
     body.events = message.events.map((event) => ({

@@ -81,6 +81,7 @@ const messageProperties: Record<string, Schema> = {
   updated_at: { type: 'string', format: 'date-time', description: 'Time of the last transition (RFC 3339, UTC).' },
   last_smtp_reply: { type: ['string', 'null'], description: "The relay's last reply, code first; null before any." },
   failure_reason: { type: ['string', 'null'], description: 'Why the message failed; null unless it did.' },
+  trace_id: { type: ['string', 'null'], pattern: '^[0-9a-f]{32}$', description: 'W3C trace id of the request that accepted the message, to find its whole life in a tracing backend; null when none was recorded.' },
 };
 
 function response(description: string, schema: Schema, headers: Record<string, Schema> = {}): Schema {
