@@ -5,6 +5,7 @@
 #   docker build --target dispatch-svc -t notify-dispatch-svc .
 #   docker build --target mailer-svc   -t notify-mailer-svc .
 #   docker build --target webhook-svc  -t notify-webhook-svc .
+#   docker build --target bounce-svc   -t notify-bounce-svc .
 #   docker build --target toolbox      -t notify-toolbox .     # schema migration (default command), notifyctl, helm test
 # Node runs the TypeScript sources directly (type stripping), so the images ship the sources and no build output.
 # Each image holds only its service's workspaces and production dependencies, owned by root and read-only to the
@@ -25,6 +26,7 @@ COPY auth-svc/package.json auth-svc/
 COPY dispatch-svc/package.json dispatch-svc/
 COPY mailer-svc/package.json mailer-svc/
 COPY webhook-svc/package.json webhook-svc/
+COPY bounce-svc/package.json bounce-svc/
 COPY cli/package.json cli/
 COPY test/package.json test/
 ENV NPM_CONFIG_UPDATE_NOTIFIER=false NPM_CONFIG_FUND=false NPM_CONFIG_AUDIT=false
@@ -50,6 +52,10 @@ RUN --mount=type=cache,target=/root/.npm,sharing=locked \
 FROM manifests AS deps-webhook-svc
 RUN --mount=type=cache,target=/root/.npm,sharing=locked \
     npm ci --omit=dev --workspace webhook-svc --include-workspace-root=false --ignore-scripts
+
+FROM manifests AS deps-bounce-svc
+RUN --mount=type=cache,target=/root/.npm,sharing=locked \
+    npm ci --omit=dev --workspace bounce-svc --include-workspace-root=false --ignore-scripts
 
 FROM manifests AS deps-toolbox
 RUN --mount=type=cache,target=/root/.npm,sharing=locked \
@@ -109,6 +115,14 @@ COPY --from=deps-webhook-svc /app/ ./
 COPY webhook-svc/ webhook-svc/
 EXPOSE 9464
 CMD ["node", "--import", "@notify/platform/telemetry-register", "webhook-svc/src/main.ts"]
+
+FROM runtime AS bounce-svc
+# node_modules of the root and of any workspace that needs its own versions (plus the manifests npm ci read).
+COPY --from=deps-bounce-svc /app/ ./
+COPY bounce-svc/ bounce-svc/
+# SMTP for reports (BOUNCE_SMTP_PORT; an unprivileged port, the Service maps 25 to it) and the ops listener.
+EXPOSE 2526 9464
+CMD ["node", "--import", "@notify/platform/telemetry-register", "bounce-svc/src/main.ts"]
 
 # Schema migration (the chart's hook Job runs the default command), notifyctl and the `helm test` smoke test.
 FROM runtime AS toolbox

@@ -4,26 +4,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { resolve, run } from './cli.ts';
-
-interface Outcome {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function notifyctl(argv: string[], env: Record<string, string> = {}): Promise<Outcome> {
-  let stdout = '';
-  let stderr = '';
-  const code = await run(argv, { stdout: (text) => void (stdout += text), stderr: (text) => void (stderr += text) }, env);
-  return { code, stdout, stderr };
-}
-
-async function requestOf(argv: string[]): Promise<object> {
-  const invocation = await resolve(argv);
-  assert.equal(invocation.kind, 'call');
-  return invocation.kind === 'call' ? invocation.prepared.request : {};
-}
+import { resolve } from './cli.ts';
+import { notifyctl, requestOf } from './testing/notifyctl.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'notifyctl-test-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -84,7 +66,7 @@ describe('usage errors exit 2 with one line and a hint, never a stack trace', ()
     ['a fractional id', ['key', 'list', '--project', '1.5'], "notifyctl: --project must be a positive integer, got '1.5'\nRun 'notifyctl key list --help' for usage.\n"],
     ['a negative quota', ['plan', 'create', '--name', 'x', '--monthly-quota=-1'], "notifyctl: --monthly-quota must be a non-negative integer, got '-1'\nRun 'notifyctl plan create --help' for usage.\n"],
     ['a suspended value that is not a boolean', ['plan', 'update', '--id', '1', '--suspended', 'maybe'], "notifyctl: --suspended must be true or false, got 'maybe'\nRun 'notifyctl plan update --help' for usage.\n"],
-    ['an unknown message state', ['messages', 'list', '--project', '1', '--state', 'lost'], "notifyctl: --state must be one of queued, sending, deferred, sent, failed, got 'lost'\nRun 'notifyctl messages list --help' for usage.\n"],
+    ['an unknown message state', ['messages', 'list', '--project', '1', '--state', 'lost'], "notifyctl: --state must be one of queued, sending, deferred, sent, failed, bounced, complained, got 'lost'\nRun 'notifyctl messages list --help' for usage.\n"],
     ['a page larger than the service serves', ['messages', 'list', '--project', '1', '--limit', '501'], "notifyctl: --limit must be a positive integer up to 500, got '501'\nRun 'notifyctl messages list --help' for usage.\n"],
     ['an empty name', ['plan', 'create', '--name', ' '], "notifyctl: --name must not be empty\nRun 'notifyctl plan create --help' for usage.\n"],
   ];

@@ -5,6 +5,7 @@ import { RemoteError } from '@notify/platform';
 import { parseFlags, UsageError } from './args.ts';
 import type { Command, CommandGroup, Prepared } from './commands/command.ts';
 import { deadLettersCommands } from './commands/dead-letters.ts';
+import { domainCommands } from './commands/domain.ts';
 import { keyCommands } from './commands/key.ts';
 import { messagesCommands } from './commands/messages.ts';
 import { orgCommands } from './commands/org.ts';
@@ -18,7 +19,7 @@ import { Connections } from './connections.ts';
 import { commandHelp, globalHelp, groupHelp } from './help.ts';
 import type { Io } from './output.ts';
 
-export const groups: readonly CommandGroup[] = [planCommands, orgCommands, projectCommands, keyCommands, templateCommands, messagesCommands, deadLettersCommands, suppressionCommands, webhookCommands, panelUserCommands];
+export const groups: readonly CommandGroup[] = [planCommands, orgCommands, projectCommands, keyCommands, templateCommands, messagesCommands, deadLettersCommands, suppressionCommands, webhookCommands, domainCommands, panelUserCommands];
 
 export const exitCodes = { ok: 0, remote: 1, usage: 2 } as const;
 

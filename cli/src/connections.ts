@@ -40,7 +40,7 @@ export class Connections {
     return token;
   }
 
-  #connect<D extends auth.AuthAdminServiceDefinition | dispatch.TemplateAdminServiceDefinition | dispatch.DispatchServiceDefinition | dispatch.DeadLetterAdminServiceDefinition | dispatch.SuppressionAdminServiceDefinition | dispatch.WebhookAdminServiceDefinition>(
+  #connect<D extends auth.AuthAdminServiceDefinition | dispatch.TemplateAdminServiceDefinition | dispatch.DispatchServiceDefinition | dispatch.DeadLetterAdminServiceDefinition | dispatch.SuppressionAdminServiceDefinition | dispatch.WebhookAdminServiceDefinition | dispatch.DomainAdminServiceDefinition>(
     definition: D,
     target: Target,
     token: string,
@@ -73,6 +73,11 @@ export class Connections {
   webhookAdmin(): GrpcClient<dispatch.WebhookAdminServiceDefinition> {
     const token = this.#token('ADMIN_TOKEN', 'webhooks need the admin token of dispatch-svc');
     return this.#connect(dispatchProto.WebhookAdminService.service as dispatch.WebhookAdminServiceDefinition, 'dispatch', token);
+  }
+
+  domainAdmin(): GrpcClient<dispatch.DomainAdminServiceDefinition> {
+    const token = this.#token('ADMIN_TOKEN', 'sending domains need the admin token of dispatch-svc');
+    return this.#connect(dispatchProto.DomainAdminService.service as dispatch.DomainAdminServiceDefinition, 'dispatch', token);
   }
 
   dispatch(): GrpcClient<dispatch.DispatchServiceDefinition> {

@@ -20,13 +20,13 @@ function table(rows: readonly (readonly [string, string])[]): string {
 
 const environment = table([
   ['AUTH_SVC_ADDR', `auth-svc gRPC address for plan, org, project, key (default ${defaultAddresses.auth})`],
-  ['DISPATCH_SVC_ADDR', `dispatch-svc gRPC address for template, messages, dead-letters, suppression, webhook (default ${defaultAddresses.dispatch})`],
+  ['DISPATCH_SVC_ADDR', `dispatch-svc gRPC address for template, messages, dead-letters, suppression, webhook, domain (default ${defaultAddresses.dispatch})`],
   ['ADMIN_TOKEN', 'admin token (AuthAdminService and the admin services of dispatch-svc): every group but messages (and webhook listen)'],
   ['INTERNAL_TOKEN', 'internal token: messages list (ListMessages is on the internal DispatchService)'],
 ]);
 
 export function globalHelp(groups: readonly CommandGroup[]): string {
-  return `notifyctl: operate Notify (plans, organizations, projects, API keys, templates, messages, dead letters, suppressions, webhooks)
+  return `notifyctl: operate Notify (plans, organizations, projects, API keys, templates, messages, dead letters, suppressions, webhooks, sending domains)
 
 Usage: notifyctl <group> <command> [options]
 

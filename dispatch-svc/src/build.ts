@@ -16,12 +16,13 @@ import { createDispatchMetrics, type DispatchMetrics } from './metrics.ts';
 import { createJobPublisher, type JobPublisher } from './outbox/job-publisher.ts';
 import { relayOutbox } from './outbox/outbox-relay.ts';
 import { withTestFault } from './outbox/test-fault.ts';
+import { updateDeliverabilityGauges } from './reports/deliverability.ts';
 import { addDispatchServices, type ServiceDeps } from './services.ts';
 import { VariablesSchemas } from './templates/variables-schema.ts';
 
 export type DispatchSettings = Pick<
   ConfigOf<typeof configSpec>,
-  'natsPrefix' | 'natsStreamReplicas' | 'internalToken' | 'adminToken' | 'idempotencyTtlMs' | 'outboxRelayIntervalMs' | 'outboxRelayMinAgeMs' | 'testFault' | 'webhookAllowPrivate'
+  'natsPrefix' | 'natsStreamReplicas' | 'internalToken' | 'adminToken' | 'idempotencyTtlMs' | 'outboxRelayIntervalMs' | 'outboxRelayMinAgeMs' | 'deliverabilityIntervalMs' | 'testFault' | 'webhookAllowPrivate' | 'dataKey'
 >;
 
 export interface DispatchClients {
@@ -41,9 +42,9 @@ export interface Dispatch {
   readonly publisher: JobPublisher;
   /** What the gRPC services run with. */
   readonly deps: ServiceDeps;
-  /** Adds DispatchService, TemplateAdminService, DeadLetterAdminService, WebhookAdminService and PanelService to `server`. */
+  /** Adds dispatch-svc's gRPC services (services.ts) to `server`. */
   serve(server: GrpcServer): void;
-  /** Starts the outbox and webhook relays, the idempotency sweep, the event and delivery-limit consumers and the queue gauges. */
+  /** Starts the outbox and webhook relays, the idempotency sweep, the event and delivery-limit consumers, the queue and deliverability gauges. */
   startBackground(): { stop(): Promise<void> };
 }
 
@@ -74,6 +75,7 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
     internalToken: settings.internalToken,
     adminToken: settings.adminToken,
     webhookAllowPrivate: settings.webhookAllowPrivate,
+    dataKey: settings.dataKey,
   };
   return {
     names,
@@ -91,6 +93,7 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
         logger,
       );
       const sweeper = runPeriodically('idempotency sweep', idempotencySweepIntervalMs, () => sweepExpiredIdempotencyRecords(pool), logger);
+      const deliverability = runPeriodically('deliverability gauges', settings.deliverabilityIntervalMs, () => updateDeliverabilityGauges(pool, metrics), logger);
       const webhookRelay = startWebhookRelay({ pool, js, names, logger, connected: link.connected }, settings.outboxRelayIntervalMs);
       const consumer = startEventConsumer({ js, names, pool, metrics, logger, maxBatchSize: 128, afterCommit: webhookRelay.wake });
       const deliveryLimits = startDeliveryLimitConsumer({ js, jsm, pool, names, metrics, logger });
@@ -98,7 +101,7 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
       return {
         stop: async () => {
           await consumer.stop();
-          await Promise.all([relay.stop(), webhookRelay.stop(), sweeper.stop(), deliveryLimits.stop(), consumerMetrics.stop()]);
+          await Promise.all([relay.stop(), webhookRelay.stop(), sweeper.stop(), deliverability.stop(), deliveryLimits.stop(), consumerMetrics.stop()]);
         },
       };
     },

@@ -1,6 +1,7 @@
 // dispatch-svc's environment (README.md's settings table is generated from these declarations). The database, NATS,
 // token and test-fault settings are the platform's shared groups; the variables every service reads come from runService.
 import { adminTokenSetting, boolean, databaseSettings, duration, integer, internalTokenSetting, jetStreamSettings, natsSettings, testFaultSettings } from '@notify/platform';
+import { dataKeySetting } from '@notify/platform/mail';
 import { dispatchTestFaults } from './outbox/test-fault.ts';
 
 export const configSpec = {
@@ -10,9 +11,16 @@ export const configSpec = {
   ...jetStreamSettings,
   ...internalTokenSetting,
   ...adminTokenSetting,
+  // Verifies the unsubscribe links the mailers sign (ReportService.Unsubscribe).
+  ...dataKeySetting,
   idempotencyTtlMs: duration('NOTIFY_IDEMPOTENCY_TTL', { description: 'how long an Idempotency-Key replays its first response', default: '24h', minMs: 1_000 }),
   outboxRelayIntervalMs: duration('OUTBOX_RELAY_INTERVAL', { description: 'pause between two passes of the outbox relay', default: '1s', minMs: 50 }),
   outboxRelayMinAgeMs: duration('OUTBOX_RELAY_MIN_AGE', { description: 'age an outbox row reaches before the relay republishes it (the send path publishes it first)', default: '5s', minMs: 0 }),
+  deliverabilityIntervalMs: duration('DELIVERABILITY_INTERVAL', {
+    description: 'how often the per-project bounce and complaint gauges (notify_project_*) are recomputed from the last day of events',
+    default: '1m',
+    minMs: 1_000,
+  }),
   webhookAllowPrivate: boolean('NOTIFY_WEBHOOK_ALLOW_PRIVATE', {
     description: 'accept webhook endpoint URLs over plain http:// (local development; https:// is required otherwise)',
     default: false,

@@ -17,6 +17,14 @@ export interface DispatchMetrics {
   readonly messagesRequeued: Counter;
   /** Delivery-limit advisories by outcome (dead-letters/delivery-limit.ts). */
   readonly deliveryLimits: Counter<'outcome'>;
+  /** New suppression-list entries, by reason (an address already listed is not counted again). */
+  readonly suppressions: Counter<'reason'>;
+  /** Bounce and complaint reports that moved a message (reports/report-store.ts). */
+  readonly recipientReports: Counter<'kind' | 'suppression'>;
+  /** Per-project deliverability over the last day (reports/deliverability.ts), what the alerts read. */
+  readonly projectBounceRatio: Gauge<'project_id'>;
+  readonly projectComplaintRatio: Gauge<'project_id'>;
+  readonly projectDeliveredLastDay: Gauge<'project_id'>;
 }
 
 export function createDispatchMetrics(registry: Registry): DispatchMetrics {
@@ -27,6 +35,20 @@ export function createDispatchMetrics(registry: Registry): DispatchMetrics {
     registers: [registry],
   });
   for (const outcome of ['failed', 'gone', 'unreadable']) deliveryLimits.inc({ outcome }, 0);
+  const suppressions = new Counter({
+    name: 'notify_suppressions_total',
+    help: 'Addresses added to a project\'s suppression list, by reason (hard_bounce, complaint, unsubscribed, manual)',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
+  for (const reason of ['hard_bounce', 'complaint', 'unsubscribed', 'manual']) suppressions.inc({ reason }, 0);
+  const recipientReports = new Counter({
+    name: 'notify_recipient_reports_total',
+    help: 'Bounce and complaint reports applied to a sent message, by kind (bounced, complained) and suppression (hard_bounce, complaint, none)',
+    labelNames: ['kind', 'suppression'],
+    registers: [registry],
+  });
+  for (const [kind, suppression] of [['bounced', 'hard_bounce'], ['bounced', 'none'], ['complained', 'complaint']] as const) recipientReports.inc({ kind, suppression }, 0);
   return {
     jobsPublished: new Counter({
       name: 'notify_jobs_published_total',
@@ -61,5 +83,25 @@ export function createDispatchMetrics(registry: Registry): DispatchMetrics {
       registers: [registry],
     }),
     deliveryLimits,
+    suppressions,
+    recipientReports,
+    projectBounceRatio: new Gauge({
+      name: 'notify_project_bounce_ratio',
+      help: 'Share of the messages that reached the relay in the last 24 h that bounced (asynchronously, or as a hard bounce at the relay), per project',
+      labelNames: ['project_id'],
+      registers: [registry],
+    }),
+    projectComplaintRatio: new Gauge({
+      name: 'notify_project_complaint_ratio',
+      help: 'Share of the messages delivered in the last 24 h whose recipient complained (feedback-loop report), per project',
+      labelNames: ['project_id'],
+      registers: [registry],
+    }),
+    projectDeliveredLastDay: new Gauge({
+      name: 'notify_project_delivered_last_day',
+      help: 'Messages the relay accepted in the last 24 h, per project (the ratios\' denominator: small volumes make noisy ratios)',
+      labelNames: ['project_id'],
+      registers: [registry],
+    }),
   };
 }

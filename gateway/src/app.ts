@@ -19,6 +19,7 @@ import type { SendRateLimiter } from './rate-limit/limiter.ts';
 import type { DispatchClient } from './send/dispatch.ts';
 import { countSendOutcomes } from './send/outcomes.ts';
 import { sendRoute } from './send/route.ts';
+import { unsubscribeOneClick, unsubscribePage, unsubscribePath, type UnsubscribeDeps } from './unsubscribe/unsubscribe-routes.ts';
 
 export interface GatewayDeps {
   readonly auth: AuthClient;
@@ -44,6 +45,8 @@ export interface GatewayDeps {
   readonly maxBodyBytes: number;
   /** The web panel under /panel/; absent, those paths are the API's 404s. */
   readonly panel?: PanelDeps;
+  /** One-click unsubscribe (RFC 8058) under /u/; absent, those paths are the API's 404s. */
+  readonly unsubscribe?: UnsubscribeDeps;
 }
 
 export type { GatewayState } from './http/state.ts';
@@ -77,6 +80,10 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   router.get('/docs', '/docs', docs.page);
   router.get('/docs', '/docs/', docs.redirect);
   router.get('/docs/:file', '/docs/:file', docs.asset);
+  if (deps.unsubscribe) {
+    router.get('/u/{token}', unsubscribePath, unsubscribePage(deps.unsubscribe));
+    router.post('/u/{token}', unsubscribePath, unsubscribeOneClick(deps.unsubscribe));
+  }
 
   app.use(handleErrors(deps.logger));
   app.use(requestContext());

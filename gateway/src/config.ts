@@ -19,6 +19,11 @@ export const configSpec = {
     { description: 'message status reads (GET /api/v1/messages/...) allowed per API key, `<count>/<unit>`; a bucket of its own that never uses up the send rate', default: '600/min' },
     parseRate,
   ),
+  unsubscribeRate: custom(
+    'NOTIFY_UNSUBSCRIBE_RATE',
+    { description: 'requests to the one-click unsubscribe pages (/u/...) allowed per client address, `<count>/<unit>`', default: '30/min' },
+    parseRate,
+  ),
   authFailureRate: custom(
     'NOTIFY_AUTH_FAILURE_RATE',
     { description: 'API keys refused with 401 allowed per window, `<count>/<unit>`: per client address for presentations that name no key (past it they are answered 429 unasked, while real keys from that address are still judged), and per key for wrong secrets and revoked keys (past it their refusals are 429)', default: '20/min' },

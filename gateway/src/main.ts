@@ -12,6 +12,7 @@ import { configSpec } from './config.ts';
 import { listen } from './http/listener.ts';
 import { createPanelDeps } from './panel/dependencies.ts';
 import { SendRateLimiter } from './rate-limit/limiter.ts';
+import { UnsubscribeLimiter } from './unsubscribe/unsubscribe-limiter.ts';
 import { connectRedis } from './rate-limit/redis.ts';
 
 // Entries are accepted keys only (refusals are never stored): every key in active use, with room to spare.
@@ -44,6 +45,7 @@ runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, 
   const grpcOptions = { token: config.internalToken, deadlineMs: config.grpcDeadlineMs, registry };
   const auth = new GrpcClient(authProto.AuthService.service, config.authSvcAddr, grpcOptions);
   const dispatch = new GrpcClient(dispatchProto.DispatchService.service, config.dispatchSvcAddr, grpcOptions);
+  const reports = new GrpcClient(dispatchProto.ReportService.service, config.dispatchSvcAddr, grpcOptions);
   const redis = connectRedis(config.redisUrl, logger);
   const rateLimiter = new SendRateLimiter({
     redis,
@@ -100,6 +102,7 @@ runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, 
     registry,
     maxBodyBytes: config.maxBodyBytes,
     panel: panel.deps,
+    unsubscribe: { reports, limiter: new UnsubscribeLimiter({ redis, keyPrefix: config.redisKeyPrefix, rate: config.unsubscribeRate }), logger },
   });
   const listener = await listen(app.callback(), config.httpPort);
   logger.info({ port: listener.port }, 'HTTP listener ready');
@@ -109,6 +112,7 @@ runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, 
   lifecycle.onShutdown('gRPC clients', ShutdownPriority.closeClients, async () => {
     auth.close();
     dispatch.close();
+    reports.close();
     panel.close();
   });
   lifecycle.onShutdown('NATS (key announcements)', ShutdownPriority.closeClients, async () => {

@@ -2,10 +2,25 @@
 // The retry defaults are reasoned in docs/delivery-guarantees.md from RFC 5321 section 4.5.4.1: retries settle at
 // 30-60 minutes apart and a message is given up after 4 days; the attempt limit is a backstop that the default
 // schedule never reaches first (at least 30 min apart at the cap: fewer than 200 attempts fit in 4 days).
-// The NATS and test-fault settings are the platform's shared groups; README.md's settings table is generated from these.
-import { custom, duration, integer, jetStreamSettings, natsSettings, testFaultSettings, url } from '@notify/platform';
+// The NATS, token, data key and test-fault settings are the platform's shared groups; README.md's settings table is
+// generated from these.
+import { custom, duration, integer, internalTokenSetting, jetStreamSettings, natsSettings, testFaultSettings, text, url } from '@notify/platform';
+import { bounceDomainSetting, dataKeySetting } from '@notify/platform/mail';
 import { parseSender } from './delivery/mail-identity.ts';
 import { mailerTestFaults } from './test-fault.ts';
+
+/** NOTIFY_PUBLIC_URL: an http(s) base URL, kept without its trailing slash so paths append to it. */
+function parsePublicUrl(raw: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new Error('must be a URL');
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new Error('must use http or https');
+  if (parsed.search || parsed.hash || parsed.username || parsed.password) throw new Error('must have no query, fragment or credentials');
+  return parsed.href.replace(/\/+$/, '');
+}
 
 export const mailerConfig = {
   ...natsSettings,
@@ -19,5 +34,20 @@ export const mailerConfig = {
   retryBaseMs: duration('MAILER_RETRY_BASE', { description: 'ceiling of the first retry delay; doubles per attempt (equal jitter: the delay is drawn from the upper half)', default: '1m', minMs: 1 }),
   retryMaxMs: duration('MAILER_RETRY_MAX', { description: 'largest retry ceiling; retries at the cap come 30-60 min apart by default', default: '1h', minMs: 1 }),
   ackWaitMs: duration('MAILER_ACK_WAIT', { description: 'time a replica may hold a job without a sign of life before it is offered to another', default: '60s', minMs: 5_000 }),
+  ...dataKeySetting,
+  ...bounceDomainSetting,
+  publicUrl: custom(
+    'NOTIFY_PUBLIC_URL',
+    { description: "the gateway's public base URL, as recipients reach it: one-click unsubscribe links are `<url>/u/<token>`", default: 'http://127.0.0.1:8080' },
+    parsePublicUrl,
+  ),
+  dispatchSvcAddr: text('DISPATCH_SVC_ADDR', { description: 'gRPC target of dispatch-svc, asked for the DKIM key of MAIL_FROM\'s domain', default: '127.0.0.1:50052' }),
+  ...internalTokenSetting,
+  grpcDeadlineMs: duration('GRPC_DEADLINE', { description: 'deadline of each call to dispatch-svc', default: '2s', minMs: 1 }),
+  dkimRefreshMs: duration('DKIM_KEY_REFRESH', {
+    description: "pause between two fetches of MAIL_FROM's DKIM key: a key added or removed with `notifyctl domain` takes effect within it; the last key is kept while dispatch-svc cannot answer",
+    default: '60s',
+    minMs: 100,
+  }),
   ...testFaultSettings(mailerTestFaults, '`exit-after-send` kills the replica after the relay accepted a message, before it is acknowledged'),
 };

@@ -1,8 +1,9 @@
 // mailer-svc: delivers queued messages. Pulls jobs from NOTIFY_JOBS, renders and sends them over SMTP, remembers each
-// finished delivery in its outcome ledger, and records every transition on NOTIFY_EVENTS for dispatch-svc.
-import { runService, ShutdownPriority } from '@notify/platform';
+// finished delivery in its outcome ledger, and records every transition on NOTIFY_EVENTS for dispatch-svc. Mail is
+// signed with the DKIM key dispatch-svc holds for MAIL_FROM's domain, when there is one.
+import { GrpcClient, runPeriodically, runService, ShutdownPriority } from '@notify/platform';
 import { connectNats, ensureConsumer, ensureStream, jetstream, jetstreamManager, natsReachable } from '@notify/platform/nats';
-import { streamDeclarations, topology } from '@notify/proto';
+import { dispatchProto, streamDeclarations, topology } from '@notify/proto';
 import { mailerConfig } from './config.ts';
 import { mailerConsumerConfig } from './delivery/consumer-config.ts';
 import { createMailSender } from './delivery/mail-sender.ts';
@@ -10,6 +11,7 @@ import { startMailer } from './delivery/mailer.ts';
 import { createMailerMetrics } from './delivery/metrics.ts';
 import { openOutcomeLedger } from './delivery/outcome-ledger.ts';
 import { createRenderer } from '@notify/templating';
+import { createDkimKeys } from './signing/dkim-keys.ts';
 import { assertTestFaultAllowed } from './test-fault.ts';
 
 /** Request timeout of the outcome ledger's reads and writes (milliseconds on a healthy cluster). */
@@ -29,7 +31,25 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
   const ledger = await openOutcomeLedger(jetstream(nc, { timeout: ledgerTimeoutMs }), jsm, { names, replicas: config.natsStreamReplicas });
   addReadinessCheck('nats', () => natsReachable(nc));
 
-  const sender = createMailSender({ smtpUrl: config.smtpUrl, sender: config.mailFrom, poolSize: config.smtpPoolSize, logger });
+  const signingKeys = new GrpcClient(dispatchProto.SigningKeyService.service, config.dispatchSvcAddr, { token: config.internalToken, deadlineMs: config.grpcDeadlineMs, registry });
+  const dkimKeys = createDkimKeys({ domain: config.mailFrom.domain, dataKey: config.dataKey, fetch: (request) => signingKeys.call('GetSigningKey', request), logger });
+  // The first fetch before any job is taken, so a domain with a key is signed from the first mail (when dispatch-svc
+  // is up; otherwise the periodic refresh keeps trying while mail goes out unsigned).
+  await dkimKeys.refresh();
+  const dkimRefresh = runPeriodically('DKIM key refresh', config.dkimRefreshMs, () => dkimKeys.refresh(), logger);
+
+  const metrics = createMailerMetrics(registry);
+  const sender = createMailSender({
+    smtpUrl: config.smtpUrl,
+    sender: config.mailFrom,
+    poolSize: config.smtpPoolSize,
+    logger,
+    dataKey: config.dataKey,
+    bounceDomain: config.bounceDomain,
+    publicUrl: config.publicUrl,
+    dkimKey: dkimKeys.current,
+    onSigned: (signed) => metrics.dkimMails.inc({ dkim: signed ? 'signed' : 'unsigned' }),
+  });
   const mailer = await startMailer(
     {
       js,
@@ -37,7 +57,7 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
       renderer: createRenderer(),
       sender,
       ledger,
-      metrics: createMailerMetrics(registry),
+      metrics,
       logger,
       ...(config.testFault === 'exit-after-send' ? { afterSend: crash } : {}),
     },
@@ -56,5 +76,9 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
   lifecycle.onShutdown('stop pulling jobs', ShutdownPriority.stopIntake, async () => mailer.stopIntake());
   lifecycle.onShutdown('finish held jobs', ShutdownPriority.drain, () => mailer.drain(drainDeadlineMs));
   lifecycle.onShutdown('SMTP transport', ShutdownPriority.closeClients, async () => sender.close());
+  lifecycle.onShutdown('DKIM key refresh', ShutdownPriority.closeClients, async () => {
+    await dkimRefresh.stop();
+    signingKeys.close();
+  });
   lifecycle.onShutdown('NATS', ShutdownPriority.closeClients, () => nc.drain());
 });

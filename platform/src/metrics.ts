@@ -1,7 +1,7 @@
 // Prometheus registry per service and the operations listener: /metrics, /healthz (alive) and /readyz (dependencies reachable).
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { listenOn } from './listen.ts';
 import type { Logger } from './logger.ts';
 
 export { Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -104,11 +104,7 @@ export async function startOpsServer(options: {
     }
     reply(404, 'text/plain', 'not found\n');
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host ?? '0.0.0.0', () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
+  const port = await listenOn(server, options.port, options.host ?? '0.0.0.0');
   options.logger.info({ port }, 'operations listener ready (/metrics, /healthz, /readyz)');
   return {
     port,

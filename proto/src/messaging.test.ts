@@ -23,7 +23,7 @@ const job: DeliveryJob = {
   organizationId: 2,
   to: 'ana@example.com',
   data: { name: 'Ana', price: '€5', nested: { list: [1, null, true] } },
-  template: { slug: 'welcome', version: 1, subject: 'Hi {{ name }}', html: '<p>{{ name }}</p>', text: '{{ name }}' },
+  template: { slug: 'welcome', version: 1, subject: 'Hi {{ name }}', html: '<p>{{ name }}</p>', text: '{{ name }}', unsubscribe: true },
   acceptedAt: '2025-01-01T00:00:00.000Z',
 };
 const event: DeliveryEvent = { messageId: 7, state: 'deferred', attempt: 2, occurredAt: '2025-01-02T03:04:05.678Z', smtpCode: 451, smtpResponse: '451 try later', reason: 'greylisted' };
@@ -36,7 +36,7 @@ const json = (value: unknown): Uint8Array => new TextEncoder().encode(typeof val
 const newer = protobuf.parse(`
   syntax = "proto3";
   package notify.messaging.v1;
-  message TemplateSnapshot { string slug = 1; int32 version = 2; string subject = 3; string html = 4; string text = 5; }
+  message TemplateSnapshot { string slug = 1; int32 version = 2; string subject = 3; string html = 4; string text = 5; bool unsubscribe = 6; }
   message DeliveryJob {
     int64 message_id = 1; string celery_task_id = 2; int64 project_id = 3; int64 organization_id = 4; string to = 5;
     string data_json = 6; TemplateSnapshot template = 7; string accepted_at = 8;

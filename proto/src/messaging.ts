@@ -141,7 +141,9 @@ export function readDeliveryJob(bytes: Uint8Array, schema: string | undefined): 
   ].filter((problem): problem is string => problem !== false);
   if (problems.length > 0) return refused('job', `invalid ${problems.join(', ')}`, fields.messageId);
   const { messageId, celeryTaskId, projectId, organizationId, to, acceptedAt, template, requeue } = fields as unknown as wire.DeliveryJob__Output;
-  const job: DeliveryJob = { messageId, celeryTaskId, projectId, organizationId, to, data: data as Record<string, unknown>, template: template as TemplateSnapshot, acceptedAt };
+  // A legacy JSON job predates the unsubscribe flag: it has none.
+  const snapshot = template as TemplateSnapshot;
+  const job: DeliveryJob = { messageId, celeryTaskId, projectId, organizationId, to, data: data as Record<string, unknown>, template: { ...snapshot, unsubscribe: snapshot.unsubscribe === true }, acceptedAt };
   if (requeue) job.requeue = { attemptBase: requeue.attemptBase, at: requeue.at };
   return { ok: true, value: job };
 }

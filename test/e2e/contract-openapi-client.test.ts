@@ -78,7 +78,7 @@ const messageId: number = sent.data.message_id;
 
 const read = await client.GET('/api/v1/messages/{message_id}', { params: { path: { message_id: messageId }, header } });
 if (!read.data) throw new Error(\`read refused: \${read.response.status}\`);
-const status: 'queued' | 'sending' | 'deferred' | 'sent' | 'failed' = read.data.status;
+const status: 'queued' | 'sending' | 'deferred' | 'sent' | 'failed' | 'bounced' | 'complained' = read.data.status;
 const firstEvent: string | undefined = read.data.events[0]?.status;
 
 const listed = await client.GET('/api/v1/messages', { params: { query: { limit: 10, to: 'ada@example.com' }, header } });

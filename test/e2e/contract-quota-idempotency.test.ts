@@ -50,10 +50,7 @@ async function send(tenant: Tenant, payload: unknown, headers: Record<string, st
 
 const sendWithKey = (tenant: Tenant, key: string, payload: unknown) => send(tenant, payload, { 'Idempotency-Key': key });
 
-async function notifyctl(...args: string[]): Promise<void> {
-  const result = await system.notifyctl(...args);
-  assert.equal(result.code, 0, result.stderr);
-}
+const notifyctl = async (...args: string[]): Promise<void> => void (await system.notifyctlOk(...args));
 
 async function count(sql: string, values: unknown[]): Promise<number> {
   const { rows } = await system.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${sql}`, values);

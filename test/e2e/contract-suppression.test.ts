@@ -23,11 +23,7 @@ after(async () => {
   await system?.stop();
 });
 
-async function notifyctl(...args: string[]): Promise<string> {
-  const result = await system.notifyctl(...args);
-  assert.equal(result.code, 0, `notifyctl ${args.join(' ')}: ${result.stderr}`);
-  return result.stdout;
-}
+const notifyctl = (...args: string[]): Promise<string> => system.notifyctlOk(...args);
 
 const usage = async (organizationId: number): Promise<number> =>
   (await system.db.query<{ accepted: number }>('SELECT coalesce(sum(accepted), 0)::int AS accepted FROM organization_usage WHERE organization_id = $1', [organizationId])).rows[0]?.accepted ?? -1;

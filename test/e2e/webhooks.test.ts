@@ -81,7 +81,11 @@ test('a sent message is one signed webhook that standardwebhooks verifies, with 
   assert.equal(webhook.body.data['to'], 'r0@example.com');
   assert.equal(webhook.body.data['template'], 'welcome');
   assert.ok(Math.abs(Number(webhook.timestamp) - Date.now() / 1000) < 30);
-  const attempts = await attemptsOf(id);
+  // The sender records the attempt once the receiver's answer is in: just after the receiver saw the request.
+  const attempts = await waitFor(async () => {
+    const rows = await attemptsOf(id);
+    return rows.length > 0 ? rows : undefined;
+  }, { timeoutMs: 5_000, what: 'the attempt recorded' });
   assert.equal(attempts.length, 1);
   assert.equal(attempts[0]?.status_code, 204);
   await system.db.query('UPDATE webhook_endpoints SET enabled = false WHERE id = $1', [id]);

@@ -57,11 +57,13 @@ export interface System<S extends SystemSink = SmtpSink> {
   readonly authAdmin: GrpcClient<typeof authProto.AuthAdminService.service>;
   readonly templates: GrpcClient<typeof dispatchProto.TemplateAdminService.service>;
   createTenant(name?: string): Promise<Tenant>;
-  putTemplate(projectId: number, slug: string, template?: Partial<{ subject: string; html: string; text: string; schema: object; active: boolean }>): Promise<void>;
+  putTemplate(projectId: number, slug: string, template?: Partial<{ subject: string; html: string; text: string; schema: object; active: boolean; unsubscribe: boolean }>): Promise<void>;
   send(tenant: Pick<Tenant, 'apiKey' | 'organizationId'>, body: unknown, headers?: Record<string, string>): Promise<HttpResult>;
   request(path: string, init: RequestInit): Promise<HttpResult>;
   /** Runs notifyctl as its own process against this system. */
   notifyctl(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
+  /** notifyctl that must succeed: its standard output, or a failed assertion with its standard error. */
+  notifyctlOk(...args: string[]): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -70,6 +72,8 @@ export async function launchSystem<S extends SystemSink>(options: LaunchOptions<
   let sink: S | undefined;
   const internalToken = randomBytes(24).toString('hex');
   const adminToken = randomBytes(24).toString('hex');
+  // NOTIFY_DATA_KEY, also on stack.env: a test mints return paths and unsubscribe tokens with it, as the mailers do.
+  const dataKey = randomBytes(32).toString('base64');
   let stack: Stack;
   try {
     sink = await options.startSink(resources.mailDir);
@@ -77,6 +81,7 @@ export async function launchSystem<S extends SystemSink>(options: LaunchOptions<
       databaseUrl: resources.databaseUrl,
       internalToken,
       adminToken,
+      dataKey,
       natsUrl: infrastructure.natsUrl,
       natsPrefix: resources.natsPrefix,
       redisUrl: infrastructure.redisUrl,
@@ -112,6 +117,18 @@ export async function launchSystem<S extends SystemSink>(options: LaunchOptions<
     return { status: response.status, headers: response.headers, body, text };
   }
 
+  const runNotifyctl = (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
+    new Promise((resolve) => {
+      execFile(
+        process.execPath,
+        ['cli/src/main.ts', ...args],
+        {
+          cwd: repoRoot,
+          env: { PATH: process.env['PATH'] ?? '', AUTH_SVC_ADDR: stack.env.AUTH_SVC_ADDR, DISPATCH_SVC_ADDR: stack.env.DISPATCH_SVC_ADDR, ADMIN_TOKEN: adminToken, INTERNAL_TOKEN: internalToken },
+        },
+        (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      );
+    });
   return {
     stack,
     sink: startedSink,
@@ -137,6 +154,7 @@ export async function launchSystem<S extends SystemSink>(options: LaunchOptions<
         text: template.text ?? 'Hello {{ name }}',
         variablesSchemaJson: template.schema ? JSON.stringify(template.schema) : '',
         active: template.active ?? true,
+        ...(template.unsubscribe === undefined ? {} : { unsubscribe: template.unsubscribe }),
       });
     },
     send(tenant, body, headers = {}) {
@@ -151,18 +169,11 @@ export async function launchSystem<S extends SystemSink>(options: LaunchOptions<
         body: typeof body === 'string' ? body : JSON.stringify(body),
       });
     },
-    notifyctl(...args) {
-      return new Promise((resolve) => {
-        execFile(
-          process.execPath,
-          ['cli/src/main.ts', ...args],
-          {
-            cwd: repoRoot,
-            env: { PATH: process.env['PATH'] ?? '', AUTH_SVC_ADDR: stack.env.AUTH_SVC_ADDR, DISPATCH_SVC_ADDR: stack.env.DISPATCH_SVC_ADDR, ADMIN_TOKEN: adminToken, INTERNAL_TOKEN: internalToken },
-          },
-          (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-        );
-      });
+    notifyctl: runNotifyctl,
+    async notifyctlOk(...args) {
+      const result = await runNotifyctl(...args);
+      if (result.code !== 0) throw new Error(`notifyctl ${args.join(' ')} exited ${result.code}: ${result.stderr}`);
+      return result.stdout;
     },
     async stop() {
       authAdmin.close();

@@ -1,8 +1,10 @@
 // A real HTTP receiver of webhooks for the end-to-end suites: every request it gets is verified with the
 // `standardwebhooks` library (not Notify's own code) against the secrets it was given, and kept. How it answers is set
 // per test: 2xx, a status, never, or slowly; it can be stopped (connection refused) and started again on its port.
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 
 export interface ReceivedWebhook {
@@ -93,4 +95,23 @@ export async function startWebhookReceiver(secrets: string[]): Promise<WebhookRe
 
   await receiver.start();
   return receiver;
+}
+
+/** A receiver with a new secret and an enabled endpoint of the tenant's project for `types`, written to its table. */
+export async function subscribedReceiver(db: pg.Pool, tenant: { projectId: number; organizationId: number }, types: readonly string[]): Promise<WebhookReceiver> {
+  const secret = `whsec_${randomBytes(24).toString('base64')}`;
+  const receiver = await startWebhookReceiver([secret]);
+  await db.query('INSERT INTO webhook_endpoints (project_id, organization_id, url, event_types, secret) VALUES ($1, $2, $3, $4, $5)', [
+    tenant.projectId,
+    tenant.organizationId,
+    receiver.url,
+    types,
+    secret,
+  ]);
+  return receiver;
+}
+
+/** The verified webhooks of `type` about one message received so far. */
+export function webhooksAbout(receiver: WebhookReceiver, type: string, messageId: number): ReceivedWebhook[] {
+  return receiver.received.filter((webhook) => webhook.body.type === type && webhook.body.data['message_id'] === messageId && webhook.verifiedWith.length > 0);
 }

@@ -9,7 +9,7 @@ import { ensureHelm, ensureKubeStrict, repoRoot } from './tools.ts';
 import { validateStrictly, validateWithModels } from './validate.ts';
 
 const external = ['secrets.databaseUrl=postgres://notify:pw@db.example:5432/notify', 'secrets.redisUrl=redis://redis.example:6379', 'secrets.natsUrl=nats://nats.example:4222', 'secrets.smtpUrl=smtp://relay.example:587'];
-const notifyContainers = ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc'];
+const notifyContainers = ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc', 'bounce-svc'];
 
 let helm = '';
 let kubeStrict = '';
@@ -127,9 +127,9 @@ describe('helm/notify', () => {
     }
   });
 
-  test('gateway, mailers and webhook senders are probed over HTTP on the ops port, auth-svc and dispatch-svc with native gRPC probes', (t) => {
+  test('gateway, mailers, webhook senders and bounce-svc are probed over HTTP on the ops port, auth-svc and dispatch-svc with native gRPC probes', (t) => {
     if (skip) return t.skip(skip);
-    for (const component of ['gateway', 'mailer-svc', 'webhook-svc']) {
+    for (const component of ['gateway', 'mailer-svc', 'webhook-svc', 'bounce-svc']) {
       const c = container(production, component);
       assert.deepEqual(c.readinessProbe?.['httpGet'], { path: '/readyz', port: 'metrics' }, component);
       assert.deepEqual(c.livenessProbe?.['httpGet'], { path: '/healthz', port: 'metrics' }, component);
@@ -229,6 +229,7 @@ describe('helm/notify', () => {
       for (const volume of podSpec(workload).volumes ?? []) if (volume.secret) referenced.add(volume.secret.secretName);
     }
     referenced.delete('notify-smoke-test'); // the helm test's own key, provided by the operator too
+    referenced.delete('notify-bounce-tls'); // bounce-svc's STARTTLS certificate (bounce.tls.secretName), e.g. cert-manager's
     assert.deepEqual([...referenced], ['notify-connections']);
 
     const auth = container(production, 'auth-svc');
@@ -254,8 +255,10 @@ describe('helm/notify', () => {
     const files: Record<string, Record<string, string>> = {
       gateway: { REDIS_URL: 'redis-url', NATS_URL: 'nats-url', INTERNAL_TOKEN: 'internal-token' },
       'auth-svc': { DATABASE_URL: 'database-url', NATS_URL: 'nats-url', INTERNAL_TOKEN: 'internal-token', ADMIN_TOKEN: 'admin-token' },
-      'dispatch-svc': { DATABASE_URL: 'database-url', NATS_URL: 'nats-url', INTERNAL_TOKEN: 'internal-token', ADMIN_TOKEN: 'admin-token' },
-      'mailer-svc': { NATS_URL: 'nats-url', SMTP_URL: 'smtp-url' },
+      'dispatch-svc': { DATABASE_URL: 'database-url', NATS_URL: 'nats-url', INTERNAL_TOKEN: 'internal-token', ADMIN_TOKEN: 'admin-token', NOTIFY_DATA_KEY: 'data-key' },
+      'mailer-svc': { NATS_URL: 'nats-url', SMTP_URL: 'smtp-url', INTERNAL_TOKEN: 'internal-token', NOTIFY_DATA_KEY: 'data-key' },
+      'webhook-svc': { DATABASE_URL: 'database-url', NATS_URL: 'nats-url' },
+      'bounce-svc': { INTERNAL_TOKEN: 'internal-token', NOTIFY_DATA_KEY: 'data-key' },
     };
     for (const [rendered, secretName] of [[production, 'notify-connections'], [externalUrls, 'notify-secrets']] as const) {
       for (const [component, expected] of Object.entries(files)) {
@@ -338,15 +341,17 @@ describe('helm/notify', () => {
     assert.equal(rules('gateway').find((rule) => rule.ports[0]?.port === 'http')?.from, undefined, 'anyone may reach the API');
     assert.deepEqual(ports('mailer-svc'), ['metrics']);
     assert.deepEqual(ports('webhook-svc'), ['metrics']);
-    for (const component of ['auth-svc', 'dispatch-svc']) {
-      assert.deepEqual(ports(component), ['grpc', 'metrics']);
-      const from = rules(component).find((rule) => rule.ports[0]?.port === 'grpc')?.from;
-      assert.deepEqual(from, [
-        { podSelector: { matchLabels: { 'app.kubernetes.io/name': 'notify', 'app.kubernetes.io/instance': 'notify', 'app.kubernetes.io/component': 'gateway' } } },
-        { podSelector: { matchLabels: { 'app.kubernetes.io/instance': 'notify', 'notify.io/grpc-client': 'true' } } },
-      ]);
+    // bounce-svc is the bounce domain's MX: any mail server may connect to its SMTP port.
+    assert.deepEqual(ports('bounce-svc'), ['smtp', 'metrics']);
+    assert.equal(rules('bounce-svc').find((rule) => rule.ports[0]?.port === 'smtp')?.from, undefined, 'anyone may deliver a report');
+    const component = (name: string) => ({ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'notify', 'app.kubernetes.io/instance': 'notify', 'app.kubernetes.io/component': name } } });
+    const labelledClients = { podSelector: { matchLabels: { 'app.kubernetes.io/instance': 'notify', 'notify.io/grpc-client': 'true' } } };
+    // dispatch-svc also answers the mailers (DKIM keys) and bounce-svc (reports); auth-svc neither.
+    for (const [name, clients] of [['auth-svc', [component('gateway'), labelledClients]], ['dispatch-svc', [component('gateway'), labelledClients, component('mailer-svc'), component('bounce-svc')]]] as const) {
+      assert.deepEqual(ports(name), ['grpc', 'metrics']);
+      assert.deepEqual(rules(name).find((rule) => rule.ports[0]?.port === 'grpc')?.from, clients, name);
     }
-    for (const rule of rules('gateway').concat(rules('auth-svc')).filter((candidate) => candidate.ports[0]?.port === 'metrics')) {
+    for (const rule of rules('gateway').concat(rules('auth-svc'), rules('bounce-svc')).filter((candidate) => candidate.ports[0]?.port === 'metrics')) {
       assert.deepEqual(rule.from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }]);
     }
     assert.equal(production.get('Pod', 'notify-smoke-test').metadata.labels?.['notify.io/grpc-client'], 'true');
@@ -380,6 +385,121 @@ describe('helm/notify', () => {
     assert.equal((dev.get('NetworkPolicy', 'notify-webhook-svc-egress').spec?.['egress'] as EgressRule[]).length, 3, 'nothing else unless the operator adds it');
   });
 
+  test('bounce-svc listens for SMTP on its container port behind a Service on port 25 whose type the operator picks', async (t) => {
+    if (skip) return t.skip(skip);
+    for (const rendered of [dev, production, externalUrls]) {
+      const c = container(rendered, 'bounce-svc');
+      assert.equal(env(c, 'BOUNCE_SMTP_PORT')?.value, '2526');
+      assert.equal(env(c, 'METRICS_PORT')?.value, '9464');
+      assert.equal(env(c, 'DISPATCH_SVC_ADDR')?.value, 'dns:///notify-dispatch-svc.notify.svc.cluster.local:50052');
+      assert.equal(env(c, 'GRPC_DEADLINE')?.value, '5s', 'its own deadline, not the gateway\'s from the ConfigMap');
+      assert.ok(c.envFrom?.some((source) => source.configMapRef?.name === 'notify'), 'BOUNCE_DOMAIN and BOUNCE_MAX_BYTES come from the ConfigMap');
+      // It talks to dispatch-svc only: no database, NATS, Redis or relay.
+      for (const variable of ['DATABASE_URL', 'NATS_URL', 'REDIS_URL', 'SMTP_URL', 'ADMIN_TOKEN']) {
+        assert.equal(env(c, variable) ?? env(c, `${variable}_FILE`), undefined, variable);
+      }
+      const smtp = rendered.get('Service', 'notify-bounce-svc');
+      assert.deepEqual(smtp.spec?.['ports'], [{ name: 'smtp', port: 25, targetPort: 'smtp', protocol: 'TCP', appProtocol: 'smtp' }]);
+      assert.equal(smtp.metadata.labels?.['notify.io/metrics'], undefined, 'the MX Service never publishes /metrics');
+      const metrics = rendered.get('Service', 'notify-bounce-svc-metrics');
+      assert.equal(metrics.spec?.['clusterIP'], 'None');
+      assert.equal(metrics.metadata.labels?.['notify.io/metrics'], 'true');
+    }
+    assert.equal(dev.get('ConfigMap', 'notify').data?.['BOUNCE_DOMAIN'], 'bounces.notify.localhost');
+    assert.equal(dev.get('ConfigMap', 'notify').data?.['BOUNCE_MAX_BYTES'], '10485760');
+    assert.equal(production.get('ConfigMap', 'notify').data?.['BOUNCE_DOMAIN'], 'bounces.mail.example.com');
+    assert.equal(dev.get('Service', 'notify-bounce-svc').spec?.['type'], 'ClusterIP', 'published only when the operator says so');
+    assert.equal(dev.get('Deployment', 'notify-bounce-svc').spec?.['replicas'], 1);
+
+    // The production example makes the Service the MX target and scales bounce-svc on CPU like the mailers can.
+    const mx = production.get('Service', 'notify-bounce-svc');
+    assert.deepEqual([mx.spec?.['type'], mx.spec?.['externalTrafficPolicy']], ['LoadBalancer', 'Local']);
+    assert.equal(deployment(production, 'bounce-svc').spec?.['replicas'], undefined, 'the HPA owns the replica count');
+    assert.deepEqual(production.get('HorizontalPodAutoscaler', 'notify-bounce-svc').spec?.['scaleTargetRef'], { apiVersion: 'apps/v1', kind: 'Deployment', name: 'notify-bounce-svc' });
+    // STARTTLS from a kubernetes.io/tls Secret, mounted beside the others.
+    const tls = container(production, 'bounce-svc');
+    assert.equal(env(tls, 'BOUNCE_TLS_KEY_FILE')?.value, '/var/run/secrets/notify-tls/tls.key');
+    assert.equal(env(tls, 'BOUNCE_TLS_CERT_FILE')?.value, '/var/run/secrets/notify-tls/tls.crt');
+    assert.deepEqual(podSpec(deployment(production, 'bounce-svc')).volumes?.find((volume) => volume.name === 'tls')?.secret?.secretName, 'notify-bounce-tls');
+    assert.equal(env(container(dev, 'bounce-svc'), 'BOUNCE_TLS_KEY_FILE'), undefined, 'no certificate, no STARTTLS');
+
+    const tuned = await render(helm, { valuesFiles: [devValues], set: ['bounce.service.type=NodePort', 'bounce.service.port=2525', 'bounce.smtpPort=25250', 'config.bounceDomain=bounces.example.org', 'config.bounce.maxBytes=2048'] });
+    assert.equal(tuned.get('Service', 'notify-bounce-svc').spec?.['type'], 'NodePort');
+    assert.equal((tuned.get('Service', 'notify-bounce-svc').spec?.['ports'] as { port: number }[])[0]?.port, 2525);
+    assert.equal(env(container(tuned, 'bounce-svc'), 'BOUNCE_SMTP_PORT')?.value, '25250');
+    assert.deepEqual([tuned.get('ConfigMap', 'notify').data?.['BOUNCE_DOMAIN'], tuned.get('ConfigMap', 'notify').data?.['BOUNCE_MAX_BYTES']], ['bounces.example.org', '2048']);
+    for (const wrong of ['config.bounceDomain=not a domain', 'config.bounceDomain=localhost', 'bounce.service.type=ExternalName', 'bounce.service.externalTrafficPolicy=Nearest']) {
+      const result = await template(helm, { valuesFiles: [devValues], set: [wrong] });
+      assert.notEqual(result.code, 0, wrong);
+      assert.match(result.stderr, /bounceDomain|type|externalTrafficPolicy/, wrong);
+    }
+  });
+
+  test('NOTIFY_DATA_KEY is mounted as a file into dispatch-svc, the mailers and bounce-svc, and into nothing else', async (t) => {
+    if (skip) return t.skip(skip);
+    const holders = ['bounce-svc', 'dispatch-svc', 'mailer-svc'];
+    const envOnly = await render(helm, { valuesFiles: [productionValues], set: ['secrets.mountAsFiles=false'] });
+    for (const [name, rendered] of [['dev', dev], ['production', production], ['external URLs', externalUrls], ['environment variables', envOnly]] as const) {
+      const having: string[] = [];
+      for (const workload of rendered.objects.filter((object) => workloadKinds.has(object.kind))) {
+        const items = (podSpec(workload).volumes ?? []).flatMap((volume) => volume.secret?.items ?? []);
+        const variables = containersOf(workload).flatMap((c) => c.env ?? []);
+        const mounted = items.some((item) => item.key === 'NOTIFY_DATA_KEY');
+        const named = variables.some((variable) => variable.name.startsWith('NOTIFY_DATA_KEY') || variable.valueFrom?.secretKeyRef?.key === 'NOTIFY_DATA_KEY');
+        if (mounted || named) having.push(workload.metadata.labels?.['app.kubernetes.io/component'] ?? workload.metadata.name);
+      }
+      assert.deepEqual(having.sort(), holders, name);
+    }
+    for (const component of holders) {
+      assert.equal(env(container(production, component), 'NOTIFY_DATA_KEY_FILE')?.value, '/var/run/secrets/notify/data-key', component);
+      assert.equal(env(container(production, component), 'NOTIFY_DATA_KEY'), undefined, `${component} reads the key from its file only`);
+      assert.deepEqual(env(container(envOnly, component), 'NOTIFY_DATA_KEY')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'NOTIFY_DATA_KEY' }, component);
+    }
+    const renamed = await render(helm, { valuesFiles: [productionValues], set: ['secrets.keys.dataKey=DATA_KEY'] });
+    const items = podSpec(deployment(renamed, 'bounce-svc')).volumes?.find((volume) => volume.name === 'secrets')?.secret?.items;
+    assert.ok(items?.some((item) => item.key === 'DATA_KEY' && item.path === 'data-key'), JSON.stringify(items));
+  });
+
+  test('without existingSecret the chart generates a data key of 32 random bytes, or writes the one it is given', async (t) => {
+    if (skip) return t.skip(skip);
+    const dataKey = (rendered: Rendered) => Buffer.from(rendered.get('Secret', 'notify-secrets').data?.['NOTIFY_DATA_KEY'] ?? '', 'base64').toString();
+    const generated = dataKey(externalUrls);
+    // Base64, as NOTIFY_DATA_KEY takes it (platform/src/mail/data-key.ts), and never hex-looking.
+    assert.match(generated, /^[A-Za-z0-9+/]{43}=$/);
+    assert.equal(Buffer.from(generated, 'base64').length, 32);
+    assert.notEqual(dataKey(dev), generated, 'each install draws its own');
+    const given = Buffer.alloc(32, 7).toString('base64');
+    assert.equal(dataKey(await render(helm, { set: [...external, `secrets.dataKey=${given}`] })), given);
+    const tooShort = await template(helm, { set: [...external, 'secrets.dataKey=short'] });
+    assert.notEqual(tooShort.code, 0);
+    assert.match(tooShort.stderr, /dataKey/);
+  });
+
+  test('the mailers ask dispatch-svc for DKIM keys with the internal token and link unsubscribes to the public URL', async (t) => {
+    if (skip) return t.skip(skip);
+    const mailer = container(production, 'mailer-svc');
+    assert.equal(env(mailer, 'DISPATCH_SVC_ADDR')?.value, 'dns:///notify-dispatch-svc.notify.svc.cluster.local:50052');
+    assert.equal(env(mailer, 'INTERNAL_TOKEN_FILE')?.value, '/var/run/secrets/notify/internal-token');
+    const publicUrl = (rendered: Rendered) => rendered.get('ConfigMap', 'notify').data?.['NOTIFY_PUBLIC_URL'];
+    assert.equal(publicUrl(production), 'https://notify.example.com', 'config.publicUrl as written');
+    assert.ok(
+      (production.get('Ingress', 'notify').spec?.['rules'] as { http: { paths: { path: string }[] } }[])[0]?.http.paths.some((path) => path.path === '/u/'),
+      'the production Ingress routes the unsubscribe links to the gateway',
+    );
+    // Empty: taken from the chart's own Ingress or HTTPRoute, else left to the mailers' default.
+    assert.equal(publicUrl(dev), 'http://notify.example.com', 'the dev Ingress without TLS');
+    const ingressTls = await render(helm, { valuesFiles: [devValues], set: ['ingress.enabled=true', 'ingress.hosts[0].host=mail.example.org', 'ingress.hosts[0].paths[0].path=/', 'ingress.hosts[0].paths[0].pathType=Prefix', 'ingress.tls[0].secretName=tls', 'ingress.tls[0].hosts[0]=mail.example.org'] });
+    assert.equal(publicUrl(ingressTls), 'https://mail.example.org');
+    assert.equal(publicUrl(externalUrls), 'https://notify.example.com', 'the HTTPRoute hostname');
+    assert.equal(publicUrl(await render(helm, { valuesFiles: [devValues] })), undefined);
+    assert.equal(publicUrl(await render(helm, { valuesFiles: [devValues], set: ['config.publicUrl=https://notify.example.org/base/'] })), 'https://notify.example.org/base');
+    for (const wrong of ['config.publicUrl=notify.example.org', 'config.publicUrl=ftp://notify.example.org', 'config.publicUrl=https://notify.example.org/?a=1']) {
+      const result = await template(helm, { valuesFiles: [devValues], set: [wrong] });
+      assert.notEqual(result.code, 0, wrong);
+      assert.match(result.stderr, /publicUrl/, wrong);
+    }
+  });
+
   test('PodDisruptionBudgets keep every component available and the gateway scales with an HPA', (t) => {
     if (skip) return t.skip(skip);
     for (const component of notifyContainers) assert.equal(production.get('PodDisruptionBudget', `notify-${component}`).spec?.['maxUnavailable'], 1);
@@ -397,7 +517,7 @@ describe('helm/notify', () => {
     assert.equal(endpoint?.['port'], 'metrics');
     assert.equal(endpoint?.['honorLabels'], true, 'the services\' own `service` label must survive the scrape');
     const monitored = production.ofKind('Service').filter((service) => service.metadata.labels?.['notify.io/metrics'] === 'true');
-    assert.equal(monitored.length, 5);
+    assert.deepEqual(monitored.map((service) => service.metadata.labels?.['app.kubernetes.io/component']).sort(), [...notifyContainers].sort());
 
     const dashboards = production.objects.filter((object) => object.kind === 'ConfigMap' && object.metadata.labels?.['grafana_dashboard'] === '1');
     assert.deepEqual(dashboards.map((map) => Object.keys(map.data ?? {})[0]).sort(), ['notify-overview.json', 'notify-services.json']);
@@ -466,7 +586,7 @@ describe('helm/notify', () => {
     };
     walk(schema, '');
     assert.deepEqual(open.filter((path) => path !== '/properties/global'), []);
-    for (const typo of ['gateway.replicaCont=1', 'config.mailer.retryBse=1m', 'metrics.prometheusRule.thresholds.outboxBaclog=1', 'secrets.keys.databaseURL=X', 'dev.postgresql.persistance.enabled=true']) {
+    for (const typo of ['gateway.replicaCont=1', 'bounce.service.tpye=LoadBalancer', 'config.mailer.retryBse=1m', 'metrics.prometheusRule.thresholds.outboxBaclog=1', 'secrets.keys.databaseURL=X', 'dev.postgresql.persistance.enabled=true']) {
       const result = await template(helm, { valuesFiles: [devValues], set: [typo] });
       assert.notEqual(result.code, 0, typo);
       assert.match(result.stderr, /additional properties .* not allowed/, typo);

@@ -38,6 +38,10 @@ const mailer = 'namespace="notify", job="notify-mailer-svc"';
 const dispatch = 'namespace="notify", job="notify-dispatch-svc"';
 const send = `${selector}, route="/api/v1/send/"`;
 const webhook = 'namespace="notify", job="notify-webhook-svc"';
+const bounce = 'namespace="notify", job="notify-bounce-svc"';
+/** The per-project gauges as two dispatch-svc replicas export them (the same values: both read PostgreSQL). */
+const perProject = (metric: string, values: Record<string, string>): Record<string, string> =>
+  Object.fromEntries(Object.entries(values).flatMap(([project, value]) => ['a', 'b'].map((pod) => [`${metric}{${dispatch}, pod="notify-dispatch-svc-${pod}", project_id="${project}"}`, value])));
 
 /** One case per alert: series, when to look, and the alerts expected then (labels beyond alertname and severity). */
 const cases: { alert: string; series: Record<string, string>; at: string; firing: Record<string, string>[]; severity: string }[] = [
@@ -115,6 +119,43 @@ const cases: { alert: string; series: Record<string, string>; at: string; firing
     firing: [{}],
     severity: 'warning',
   },
+  // Project 7 passes 0.1 % with 5000 messages a day; project 8's 5 % on 200 messages is too little mail to judge; project 9
+  // stays under the threshold. The alert names the project, once, though two replicas report it.
+  {
+    alert: 'NotifyProjectComplaintRateHigh',
+    series: {
+      ...perProject('notify_project_complaint_ratio', { '7': '0.002x60', '8': '0.05x60', '9': '0.0009x60' }),
+      ...perProject('notify_project_delivered_last_day', { '7': '5000x60', '8': '200x60', '9': '100000x60' }),
+    },
+    at: '45m',
+    firing: [{ project_id: '7' }],
+    severity: 'warning',
+  },
+  {
+    alert: 'NotifyProjectBounceRateHigh',
+    series: {
+      ...perProject('notify_project_bounce_ratio', { '7': '0.06x60', '8': '0.5x60', '9': '0.039x60' }),
+      ...perProject('notify_project_delivered_last_day', { '7': '1000x60', '8': '999x60', '9': '100000x60' }),
+    },
+    at: '45m',
+    firing: [{ project_id: '7' }],
+    severity: 'warning',
+  },
+  // The receiver refuses 30 reports a minute and applies 5: Notify's own return paths no longer verify.
+  {
+    alert: 'NotifyBounceReportsRefused',
+    series: {
+      [`notify_bounce_reports_total{${bounce}, kind="dsn", outcome="refused"}`]: '0+20x80',
+      [`notify_bounce_reports_total{${bounce}, kind="other", outcome="refused"}`]: '0+10x80',
+      [`notify_bounce_reports_total{${bounce}, kind="dsn", outcome="applied"}`]: '0+5x80',
+      [`notify_bounce_reports_total{${bounce}, kind="arf", outcome="applied"}`]: '0+0x80',
+    },
+    at: '75m',
+    firing: [{}],
+    severity: 'warning',
+  },
+  // Every other service is scraped, bounce-svc is not.
+  { alert: 'NotifyBounceReceiverDown', series: { [`notify_mailer_in_flight{${mailer}}`]: '1x30' }, at: '15m', firing: [{ namespace: 'notify' }], severity: 'warning' },
   {
     alert: 'NotifyPodCrashLooping',
     series: { 'kube_pod_container_status_waiting_reason{namespace="notify", pod="notify-gateway-7d9f", container="gateway", reason="CrashLoopBackOff"}': '1x30' },
@@ -148,6 +189,14 @@ const healthy: Record<string, string> = {
   [`notify_webhook_attempts_total{${webhook}, result="succeeded"}`]: '0+100x40',
   [`notify_webhook_attempts_total{${webhook}, result="retrying"}`]: '0+5x40',
   'kube_pod_container_status_waiting_reason{namespace="notify", pod="notify-gateway-7d9f", container="gateway", reason="CrashLoopBackOff"}': '0x40',
+  // Projects under both thresholds, and a tiny one far over them: too little mail for a ratio to mean anything.
+  ...perProject('notify_project_complaint_ratio', { '7': '0.0005x40', '8': '0.5x40' }),
+  ...perProject('notify_project_bounce_ratio', { '7': '0.02x40', '8': '0.5x40' }),
+  ...perProject('notify_project_delivered_last_day', { '7': '50000x40', '8': '4x40' }),
+  // Some spam to the bounce domain is refused; most reports apply. And a quiet receiver is not a refusing one.
+  [`notify_bounce_reports_total{${bounce}, kind="dsn", outcome="applied"}`]: '0+10x40',
+  [`notify_bounce_reports_total{${bounce}, kind="other", outcome="refused"}`]: '0+2x40',
+  [`notify_bounce_reports_total{${bounce}, kind="arf", outcome="refused"}`]: '0+0x40',
 };
 
 describe('alert rules', () => {

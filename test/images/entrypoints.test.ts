@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +20,7 @@ import { stageImage, type StagedImage } from './staged-image.ts';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const dockerfile = parseDockerfile(readFileSync(join(repoRoot, 'Dockerfile'), 'utf8'));
-const services = ['auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc', 'gateway'] as const;
+const services = ['auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc', 'bounce-svc', 'gateway'] as const;
 type Service = (typeof services)[number];
 const targets = [...services, 'toolbox'] as const;
 
@@ -29,6 +30,8 @@ let database: TestDatabase;
 const natsPrefix = `t${runId}_`;
 const internalToken = randomBytes(24).toString('hex');
 const adminToken = randomBytes(24).toString('hex');
+/** NOTIFY_DATA_KEY of dispatch-svc, the mailers and bounce-svc, as the chart generates it: 32 random bytes, base64. */
+const dataKey = randomBytes(32).toString('base64');
 /** Stands for the pods' /tmp emptyDir: the only place a container may write. */
 const scratch = mkdtempSync(join(tmpdir(), `notify-images-${runId}-`));
 
@@ -85,6 +88,19 @@ function outputOf(child: ChildProcess): string {
 function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
   return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+}
+
+/** The first line an SMTP server sends on a new connection. */
+function smtpGreeting(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.setTimeout(5_000, () => socket.destroy(new Error('no SMTP greeting within 5 s')));
+    socket.once('error', reject);
+    socket.once('data', (chunk: Buffer) => {
+      socket.end('QUIT\r\n');
+      resolve(chunk.toString().split('\r\n')[0] ?? '');
+    });
+  });
 }
 
 async function ready(port: number): Promise<boolean> {
@@ -160,14 +176,24 @@ describe('container images', () => {
   });
 
   test('every service starts from its image\'s command line, answers /readyz, writes nothing into its image and exits 0 on SIGTERM', { timeout: 120_000 }, async () => {
-    const ports = { authGrpc: await freePort(), dispatchGrpc: await freePort(), http: await freePort() };
-    const metrics: Record<Service, number> = { 'auth-svc': await freePort(), 'dispatch-svc': await freePort(), 'mailer-svc': await freePort(), 'webhook-svc': await freePort(), gateway: await freePort() };
+    const ports = { authGrpc: await freePort(), dispatchGrpc: await freePort(), http: await freePort(), bounceSmtp: await freePort() };
+    const metrics: Record<Service, number> = {
+      'auth-svc': await freePort(),
+      'dispatch-svc': await freePort(),
+      'mailer-svc': await freePort(),
+      'webhook-svc': await freePort(),
+      'bounce-svc': await freePort(),
+      gateway: await freePort(),
+    };
     const common = { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, INTERNAL_TOKEN: internalToken, ADMIN_TOKEN: adminToken, DATABASE_URL: database.url };
+    // The mailers (DKIM keys) and bounce-svc (reports) call dispatch-svc with the internal token, as the chart wires them.
+    const dispatchClient = { DISPATCH_SVC_ADDR: `dns:///127.0.0.1:${ports.dispatchGrpc}`, INTERNAL_TOKEN: internalToken };
     const env: Record<Service, Record<string, string>> = {
       'auth-svc': { ...common, GRPC_PORT: String(ports.authGrpc) },
-      'dispatch-svc': { ...common, GRPC_PORT: String(ports.dispatchGrpc) },
-      'mailer-svc': { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, SMTP_URL: 'smtp://127.0.0.1:2525' },
+      'dispatch-svc': { ...common, GRPC_PORT: String(ports.dispatchGrpc), NOTIFY_DATA_KEY: dataKey },
+      'mailer-svc': { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, SMTP_URL: 'smtp://127.0.0.1:2525', NOTIFY_DATA_KEY: dataKey, ...dispatchClient },
       'webhook-svc': { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, DATABASE_URL: database.url },
+      'bounce-svc': { NOTIFY_DATA_KEY: dataKey, BOUNCE_SMTP_PORT: String(ports.bounceSmtp), BOUNCE_SMTP_HOST: '127.0.0.1', BOUNCE_DOMAIN: 'bounces.notify.localhost', ...dispatchClient },
       gateway: {
         HTTP_PORT: String(ports.http),
         AUTH_SVC_ADDR: `dns:///127.0.0.1:${ports.authGrpc}`,
@@ -180,7 +206,7 @@ describe('container images', () => {
     const before = new Map(services.map((service) => [service, image(service).snapshot()]));
     const children = new Map<Service, ChildProcess>();
     // In dependency order, as the chart's probes would let them in.
-    for (const stage of [['auth-svc', 'dispatch-svc'], ['mailer-svc', 'webhook-svc'], ['gateway']] as Service[][]) {
+    for (const stage of [['auth-svc', 'dispatch-svc'], ['mailer-svc', 'webhook-svc', 'bounce-svc'], ['gateway']] as Service[][]) {
       for (const service of stage) children.set(service, start(service, { ...env[service], METRICS_PORT: String(metrics[service]) }));
       for (const service of stage) {
         const child = children.get(service) as ChildProcess;
@@ -192,6 +218,7 @@ describe('container images', () => {
     }
     const api = await fetch(`http://127.0.0.1:${ports.http}/readyz`);
     assert.equal(api.status, 200, 'the gateway reaches both gRPC services');
+    assert.match(await smtpGreeting(ports.bounceSmtp), /^220 /, 'bounce-svc greets on its SMTP port');
 
     for (const service of [...services].reverse()) {
       const child = children.get(service) as ChildProcess;

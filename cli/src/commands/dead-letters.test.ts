@@ -1,19 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { resolve, run } from '../cli.ts';
-
-async function notifyctl(argv: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await run(argv, { stdout: (text) => void (stdout += text), stderr: (text) => void (stderr += text) }, env);
-  return { code, stdout, stderr };
-}
-
-async function requestOf(argv: string[]): Promise<object> {
-  const invocation = await resolve(argv);
-  assert.equal(invocation.kind, 'call');
-  return invocation.kind === 'call' ? invocation.prepared.request : {};
-}
+import { notifyctl, requestOf } from '../testing/notifyctl.ts';
 
 describe('notifyctl dead-letters', () => {
   test('list pages through a project\'s failed messages', async () => {

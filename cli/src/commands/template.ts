@@ -13,6 +13,7 @@ const columns: readonly Column<dispatch.Template__Output>[] = [
   { header: 'SLUG', value: (template) => template.slug },
   { header: 'VERSION', value: (template) => template.version },
   { header: 'ACTIVE', value: (template) => template.active },
+  { header: 'UNSUBSCRIBE', value: (template) => template.unsubscribe },
   { header: 'SUBJECT', value: (template) => template.subject, maxWidth: 50 },
   { header: 'SCHEMA', value: (template) => template.variablesSchemaJson !== '' },
   { header: 'UPDATED', value: (template) => template.updatedAt },
@@ -81,7 +82,7 @@ export const templateCommands: CommandGroup = {
       name: 'put',
       summary: 'create a template, or a new version of it (a new template starts inactive unless --activate)',
       usage:
-        'notifyctl template put --project ID --slug SLUG (--subject TEXT | --subject-file FILE) --html-file FILE --text-file FILE [--schema-file FILE] [--activate] [--json]',
+        'notifyctl template put --project ID --slug SLUG (--subject TEXT | --subject-file FILE) --html-file FILE --text-file FILE [--schema-file FILE] [--activate] [--unsubscribe | --no-unsubscribe] [--json]',
       options: {
         ...target,
         subject: { type: 'string', value: 'TEXT', description: 'subject line (LiquidJS), e.g. "Welcome, {{ name }}!"' },
@@ -90,6 +91,11 @@ export const templateCommands: CommandGroup = {
         'text-file': { type: 'string', value: 'FILE', required: true, description: 'plain-text body (LiquidJS)' },
         'schema-file': { type: 'string', value: 'FILE', description: 'JSON Schema that the "data" of every send must satisfy' },
         activate: { type: 'boolean', description: 'make this version active (usable for sending) at once' },
+        unsubscribe: {
+          type: 'boolean',
+          description: 'its mails carry one-click unsubscribe headers (RFC 8058); a recipient who unsubscribes is suppressed in the project',
+        },
+        'no-unsubscribe': { type: 'boolean', description: 'its mails carry no unsubscribe headers (without either flag, the previous choice stays; off for a new template)' },
       },
       async prepare(flags) {
         const request: dispatch.PutTemplateRequest = {
@@ -103,6 +109,9 @@ export const templateCommands: CommandGroup = {
         };
         if (request.subject === '') throw new UsageError('the subject must not be empty', flags.command);
         if (flags.flag('activate')) request.active = true;
+        if (flags.flag('unsubscribe') && flags.flag('no-unsubscribe')) throw new UsageError('give either --unsubscribe or --no-unsubscribe, not both', flags.command);
+        if (flags.flag('unsubscribe')) request.unsubscribe = true;
+        if (flags.flag('no-unsubscribe')) request.unsubscribe = false;
         return {
           request,
           async execute({ connections, io, json }) {

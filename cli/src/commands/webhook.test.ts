@@ -3,20 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { createRegistry, GrpcServer } from '@notify/platform';
 import { dispatchProto, type dispatch } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
-import { resolve, run } from '../cli.ts';
-
-async function notifyctl(argv: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await run(argv, { stdout: (text) => void (stdout += text), stderr: (text) => void (stderr += text) }, env);
-  return { code, stdout, stderr };
-}
-
-async function requestOf(argv: string[]): Promise<object> {
-  const invocation = await resolve(argv);
-  assert.equal(invocation.kind, 'call');
-  return invocation.kind === 'call' ? invocation.prepared.request : {};
-}
+import { notifyctl, requestOf } from '../testing/notifyctl.ts';
 
 describe('notifyctl webhook: command lines', () => {
   test('create takes a project, a URL and optional comma-separated event types', async () => {

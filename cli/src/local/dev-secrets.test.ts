@@ -24,3 +24,19 @@ test('an unusable secrets file is replaced by new tokens', async () => {
   assert.ok(secrets.adminToken.length >= 32);
   assert.deepEqual(await loadDevSecrets(file), secrets);
 });
+
+test('a data key of 32 random bytes is generated beside the tokens', async () => {
+  const secrets = await loadDevSecrets(join(dir, 'with-key.json'));
+  assert.equal(Buffer.from(secrets.dataKey, 'base64').length, 32);
+});
+
+test('a file kept before the data key existed keeps its tokens and gains a key', async () => {
+  const file = join(dir, 'old.json');
+  const old = { internalToken: 'i'.repeat(32), adminToken: 'a'.repeat(32) };
+  writeFileSync(file, JSON.stringify(old), { mode: 0o600 });
+  const secrets = await loadDevSecrets(file);
+  assert.equal(secrets.internalToken, old.internalToken);
+  assert.equal(secrets.adminToken, old.adminToken);
+  assert.equal(Buffer.from(secrets.dataKey, 'base64').length, 32);
+  assert.deepEqual(await loadDevSecrets(file), secrets);
+});

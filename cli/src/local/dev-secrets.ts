@@ -1,5 +1,6 @@
-// Tokens of a local stack, generated on first start and kept in `.data/dev-secrets.json` (gitignored, mode 600),
-// so notifyctl commands pasted from an earlier run keep working.
+// Secrets of a local stack, generated on first start and kept in `.data/dev-secrets.json` (gitignored, mode 600),
+// so notifyctl commands pasted from an earlier run keep working, and return paths, unsubscribe links and sealed DKIM
+// keys made by an earlier run still verify and open. A file from before a secret existed gets it added.
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -7,30 +8,40 @@ import { dirname } from 'node:path';
 export interface DevSecrets {
   readonly internalToken: string;
   readonly adminToken: string;
+  /** NOTIFY_DATA_KEY: 32 random bytes, base64. */
+  readonly dataKey: string;
 }
 
 const token = (): string => randomBytes(24).toString('base64url');
+const dataKey = (): string => randomBytes(32).toString('base64');
 
-function isSecrets(value: unknown): value is DevSecrets {
-  const candidate = value as Partial<DevSecrets> | null;
-  return typeof candidate?.internalToken === 'string' && candidate.internalToken.length >= 16 && typeof candidate.adminToken === 'string' && candidate.adminToken.length >= 16;
-}
+const isToken = (value: unknown): value is string => typeof value === 'string' && value.length >= 16;
+const isDataKey = (value: unknown): value is string => typeof value === 'string' && /^[A-Za-z0-9+/]{43}=$/.test(value);
 
-/** Reads the kept tokens, or generates and keeps new ones when the file is missing or unusable. */
-export async function loadDevSecrets(file: string): Promise<DevSecrets> {
-  const text = await readFile(file, 'utf8').catch(() => undefined);
-  if (text !== undefined) {
-    try {
-      const parsed: unknown = JSON.parse(text);
-      if (isSecrets(parsed)) return { internalToken: parsed.internalToken, adminToken: parsed.adminToken };
-    } catch {
-      // Unreadable: replaced below, which is harmless since the services take whatever tokens they are started with.
-    }
-  }
-  const secrets = { internalToken: token(), adminToken: token() };
+async function keep(file: string, secrets: DevSecrets): Promise<void> {
   await mkdir(dirname(file), { recursive: true });
   const temporary = `${file}.${process.pid}.tmp`;
   await writeFile(temporary, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600 });
   await rename(temporary, file);
+}
+
+/**
+ * Reads the kept secrets; generates and keeps any that are missing or unusable (every one when the file is missing
+ * or unreadable). Tokens are replaced as a pair, since the services take whatever tokens they are started with.
+ */
+export async function loadDevSecrets(file: string): Promise<DevSecrets> {
+  const text = await readFile(file, 'utf8').catch(() => undefined);
+  let kept: Partial<Record<keyof DevSecrets, unknown>> = {};
+  if (text !== undefined) {
+    try {
+      const parsed: unknown = JSON.parse(text);
+      if (typeof parsed === 'object' && parsed !== null) kept = parsed as typeof kept;
+    } catch {
+      // Unreadable: replaced below.
+    }
+  }
+  const tokens = isToken(kept.internalToken) && isToken(kept.adminToken) ? { internalToken: kept.internalToken, adminToken: kept.adminToken } : { internalToken: token(), adminToken: token() };
+  const secrets: DevSecrets = { ...tokens, dataKey: isDataKey(kept.dataKey) ? kept.dataKey : dataKey() };
+  if (secrets.internalToken !== kept.internalToken || secrets.adminToken !== kept.adminToken || secrets.dataKey !== kept.dataKey) await keep(file, secrets);
   return secrets;
 }

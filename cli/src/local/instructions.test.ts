@@ -54,6 +54,9 @@ test('the ready message shows how to create a webhook endpoint for the demo proj
     REDIS_URL: 'redis://127.0.0.1:6379',
     REDIS_KEY_PREFIX: 'notify:',
     SMTP_URL: 'smtp://127.0.0.1:2525',
+    NOTIFY_DATA_KEY: 'a'.repeat(43) + '=',
+    BOUNCE_DOMAIN: 'bounces.notify.localhost',
+    BOUNCE_SMTP_PORT: '2526',
   };
   const message = readyMessage({ request: demoSendRequest(env.GATEWAY_URL, { apiKey: 'k', organizationId: 1 }), env, mailDir: '.data/mail', projectId: 4 });
   assert.match(message, /npm run notifyctl -- webhook create --project 4 --url http:\/\/127\.0\.0\.1:9000\//);

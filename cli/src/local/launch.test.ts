@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -64,7 +65,7 @@ describe('local launcher on private resources', { timeout: 90_000 }, () => {
     assert.deepEqual(tenant.created.map((what) => what.split(' ')[0]), ['plan', 'organization', 'project', 'template', 'API']);
     assert.equal(readFileSync(join(dataDir, 'demo-api-key'), 'utf8'), `${tenant.apiKey}\n`);
     const secrets = JSON.parse(readFileSync(join(dataDir, 'dev-secrets.json'), 'utf8')) as Record<string, string>;
-    assert.deepEqual(secrets, { internalToken: launched.stack.env.INTERNAL_TOKEN, adminToken: launched.stack.env.ADMIN_TOKEN });
+    assert.deepEqual(secrets, { internalToken: launched.stack.env.INTERNAL_TOKEN, adminToken: launched.stack.env.ADMIN_TOKEN, dataKey: launched.stack.env.NOTIFY_DATA_KEY });
   });
 
   test('seeding again creates nothing and reuses the kept key', async () => {
@@ -86,8 +87,8 @@ describe('local launcher on private resources', { timeout: 90_000 }, () => {
 
     const templates = await ctl(launched, ['template', 'list', '--project', String(launched.tenant.projectId)]);
     assert.equal(templates.code, 0, templates.stderr);
-    assert.match(templates.stdout, /^ID\s+PROJECT\s+SLUG\s+VERSION\s+ACTIVE\s+SUBJECT\s+SCHEMA\s+UPDATED\n/);
-    assert.match(templates.stdout, /\bwelcome\s+1\s+yes\s+Welcome, \{\{ name \}\}!\s+yes\b/);
+    assert.match(templates.stdout, /^ID\s+PROJECT\s+SLUG\s+VERSION\s+ACTIVE\s+UNSUBSCRIBE\s+SUBJECT\s+SCHEMA\s+UPDATED\n/);
+    assert.match(templates.stdout, /\bwelcome\s+1\s+yes\s+no\s+Welcome, \{\{ name \}\}!\s+yes\b/);
 
     const keys = await ctl(launched, ['key', 'list', '--project', String(launched.tenant.projectId)]);
     assert.equal(keys.code, 0, keys.stderr);
@@ -133,6 +134,22 @@ describe('local launcher on private resources', { timeout: 90_000 }, () => {
     assert.equal(readFileSync(join(dataDir, 'demo-api-key'), 'utf8'), `${again.apiKey}\n`);
   });
 
+  test('the bounce receiver greets on its SMTP port with the stack\'s data key and bounce domain', async () => {
+    const { env } = launched.stack;
+    assert.equal(Buffer.from(env.NOTIFY_DATA_KEY, 'base64').length, 32);
+    assert.equal(launched.stack.serviceEnv('bounce-svc')['NOTIFY_DATA_KEY'], env.NOTIFY_DATA_KEY);
+    assert.equal(launched.stack.serviceEnv('mailer-svc')['BOUNCE_DOMAIN'], env.BOUNCE_DOMAIN);
+    const greeting = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(env.BOUNCE_SMTP_PORT), '127.0.0.1');
+      socket.once('data', (data) => {
+        socket.end('QUIT\r\n');
+        resolve(data.toString());
+      });
+      socket.once('error', reject);
+    });
+    assert.match(greeting, /^220 .*bounce-svc/);
+  });
+
   test('a killed service is seen to exit and comes back on restart', async () => {
     const { stack } = launched;
     const before = stack.pid('mailer-svc');
@@ -147,13 +164,13 @@ describe('local launcher on private resources', { timeout: 90_000 }, () => {
   test('stopping ends every service cleanly, gateway first and auth-svc last', async () => {
     const { stack } = launched;
     const order: ServiceName[] = [];
-    const services: ServiceName[] = ['auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc', 'gateway'];
+    const services: ServiceName[] = ['auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc', 'bounce-svc', 'gateway'];
     for (const service of services) void stack.exited(service).then(() => order.push(service));
     await launched.stop();
     for (const service of services) assert.deepEqual(await stack.exited(service), { code: 0, signal: null }, `${service} exit`);
     assert.equal(order[0], 'gateway');
-    // The mailers and the webhook sender stop together, before the services they depend on.
-    assert.deepEqual(order.slice(1, 3).sort(), ['mailer-svc', 'webhook-svc']);
+    // The mailers, the webhook sender and the bounce receiver stop together, before the services they depend on.
+    assert.deepEqual(order.slice(1, 4).sort(), ['bounce-svc', 'mailer-svc', 'webhook-svc']);
     assert.ok(services.every((service) => stack.pid(service) === undefined));
   });
 });

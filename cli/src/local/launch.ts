@@ -88,11 +88,12 @@ export async function launch(options: LaunchOptions): Promise<Launched> {
   let stack: Stack;
   try {
     const secrets = await loadDevSecrets(join(options.dataDir, 'dev-secrets.json'));
-    reporter.info('starting auth-svc and dispatch-svc, then the mailers, then the gateway');
+    reporter.info('starting auth-svc and dispatch-svc, then the mailers, the webhook sender and the bounce receiver, then the gateway');
     stack = await startStack({
       databaseUrl: url,
       internalToken: secrets.internalToken,
       adminToken: secrets.adminToken,
+      dataKey: secrets.dataKey,
       natsUrl,
       redisUrl,
       smtpUrl: `smtp://127.0.0.1:${sink.port}`,

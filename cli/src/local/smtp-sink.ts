@@ -1,11 +1,10 @@
 // A real SMTP server for local runs and end-to-end tests: accepts every mail on loopback, keeps it as an .eml file
 // and logs its subject. Tests can make it answer a chosen 4xx/5xx per recipient to exercise the mailer's retry paths.
 import { mkdir, writeFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
 import { SMTPServer, type SMTPServerDataStream } from 'smtp-server';
-import type { Logger } from '@notify/platform';
+import { listenOn, type Logger } from '@notify/platform';
 
 /** What the sink knows when a recipient is offered (RCPT TO). */
 export interface SinkEnvelope {
@@ -108,14 +107,7 @@ export async function startSmtpSink(options: SmtpSinkOptions): Promise<SmtpSink>
   });
   server.on('error', (error) => options.logger.error({ err: error }, 'SMTP sink error'));
 
-  await new Promise<void>((resolve, reject) => {
-    server.server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.server.address() as AddressInfo).port;
+  const port = await listenOn(server.server, options.port, options.host);
 
   return {
     port,

@@ -1,12 +1,13 @@
 // The whole Notify system as real child processes on this machine: auth-svc and dispatch-svc, then the mailer
-// replicas and the webhook sender, then the gateway, each started only when what it depends on answers /readyz. Used by `npm start` and by
+// replicas, the webhook sender and the bounce receiver, then the gateway, each started only when what it depends on answers /readyz. Used by `npm start` and by
 // the end-to-end suites, which also need to kill, pause and restart single services.
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { reservePorts } from './ports.ts';
 import { PrefixedOutput, type LogLine, type OutputTarget } from './prefixed-output.ts';
 import { ServiceProcess, type ExitInfo } from './service-process.ts';
 
-export type ServiceName = 'auth-svc' | 'dispatch-svc' | 'mailer-svc' | 'webhook-svc' | 'gateway';
+export type ServiceName = 'auth-svc' | 'dispatch-svc' | 'mailer-svc' | 'webhook-svc' | 'bounce-svc' | 'gateway';
 
 export interface StackPorts {
   /** Public HTTP API. */
@@ -14,15 +15,18 @@ export interface StackPorts {
   /** gRPC. */
   readonly auth: number;
   readonly dispatch: number;
+  /** bounce-svc's SMTP listener (where bounce, complaint and unsubscribe reports are delivered). */
+  readonly bounceSmtp: number;
   /** Ops listeners (/metrics, /healthz, /readyz), one per process. */
-  readonly metrics: { readonly auth: number; readonly dispatch: number; readonly gateway: number; readonly webhook: number; readonly mailer: readonly number[] };
+  readonly metrics: { readonly auth: number; readonly dispatch: number; readonly gateway: number; readonly webhook: number; readonly bounce: number; readonly mailer: readonly number[] };
 }
 
 export interface StackPortOptions {
   gateway?: number;
   auth?: number;
   dispatch?: number;
-  metrics?: { auth?: number; dispatch?: number; gateway?: number; webhook?: number; mailer?: readonly number[] };
+  bounceSmtp?: number;
+  metrics?: { auth?: number; dispatch?: number; gateway?: number; webhook?: number; bounce?: number; mailer?: readonly number[] };
 }
 
 export interface StackOptions {
@@ -30,6 +34,10 @@ export interface StackOptions {
   databaseUrl: string;
   internalToken: string;
   adminToken: string;
+  /** NOTIFY_DATA_KEY (base64 or hex, at least 32 bytes); default a new random one for this stack. */
+  dataKey?: string;
+  /** BOUNCE_DOMAIN of the return paths; default bounces.notify.localhost. */
+  bounceDomain?: string;
   /** Default nats://127.0.0.1:4222. */
   natsUrl?: string;
   /** Stream, subject and consumer prefix (NOTIFY_NATS_PREFIX); default none. */
@@ -77,6 +85,11 @@ export type StackEnvironment = {
   readonly REDIS_URL: string;
   readonly REDIS_KEY_PREFIX: string;
   readonly SMTP_URL: string;
+  /** The key return paths and unsubscribe links are signed with, so a client can mint them as the mailers do. */
+  readonly NOTIFY_DATA_KEY: string;
+  readonly BOUNCE_DOMAIN: string;
+  /** bounce-svc's SMTP port on 127.0.0.1, where reports are delivered. */
+  readonly BOUNCE_SMTP_PORT: string;
 };
 
 export interface StackLogs {
@@ -120,21 +133,24 @@ function defined(env: Readonly<Record<string, string | undefined>> | undefined):
 
 async function choosePorts(wanted: StackPortOptions, mailers: number): Promise<StackPorts> {
   const mailerPorts = Array.from({ length: mailers }, (_, index) => ({ name: `mailer-svc-${index} metrics`, port: wanted.metrics?.mailer?.[index] ?? 0 }));
-  const [gateway, auth, dispatch, authMetrics, dispatchMetrics, gatewayMetrics, webhookMetrics, ...mailer] = await reservePorts([
+  const [gateway, auth, dispatch, bounceSmtp, authMetrics, dispatchMetrics, gatewayMetrics, webhookMetrics, bounceMetrics, ...mailer] = await reservePorts([
     { name: 'gateway HTTP', port: wanted.gateway ?? 0 },
     { name: 'auth-svc gRPC', port: wanted.auth ?? 0 },
     { name: 'dispatch-svc gRPC', port: wanted.dispatch ?? 0 },
+    { name: 'bounce-svc SMTP', port: wanted.bounceSmtp ?? 0 },
     { name: 'auth-svc metrics', port: wanted.metrics?.auth ?? 0 },
     { name: 'dispatch-svc metrics', port: wanted.metrics?.dispatch ?? 0 },
     { name: 'gateway metrics', port: wanted.metrics?.gateway ?? 0 },
     { name: 'webhook-svc metrics', port: wanted.metrics?.webhook ?? 0 },
+    { name: 'bounce-svc metrics', port: wanted.metrics?.bounce ?? 0 },
     ...mailerPorts,
   ]);
   return {
     gateway: gateway as number,
     auth: auth as number,
     dispatch: dispatch as number,
-    metrics: { auth: authMetrics as number, dispatch: dispatchMetrics as number, gateway: gatewayMetrics as number, webhook: webhookMetrics as number, mailer },
+    bounceSmtp: bounceSmtp as number,
+    metrics: { auth: authMetrics as number, dispatch: dispatchMetrics as number, gateway: gatewayMetrics as number, webhook: webhookMetrics as number, bounce: bounceMetrics as number, mailer },
   };
 }
 
@@ -158,14 +174,21 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     REDIS_URL: options.redisUrl ?? 'redis://127.0.0.1:6379',
     REDIS_KEY_PREFIX: options.redisPrefix ?? 'notify:',
     SMTP_URL: options.smtpUrl ?? 'smtp://127.0.0.1:2525',
+    NOTIFY_DATA_KEY: options.dataKey ?? randomBytes(32).toString('base64'),
+    BOUNCE_DOMAIN: options.bounceDomain ?? 'bounces.notify.localhost',
+    BOUNCE_SMTP_PORT: String(ports.bounceSmtp),
   };
   const nats = { NATS_URL: env.NATS_URL, NOTIFY_NATS_PREFIX: env.NOTIFY_NATS_PREFIX };
   const tokens = { INTERNAL_TOKEN: env.INTERNAL_TOKEN, ADMIN_TOKEN: env.ADMIN_TOKEN };
+  const dataKey = { NOTIFY_DATA_KEY: env.NOTIFY_DATA_KEY };
+  // The mailers and bounce-svc call dispatch-svc's ReportService (unsubscribes, reports) with the internal token.
+  const dispatchClient = { DISPATCH_SVC_ADDR: env.DISPATCH_SVC_ADDR, INTERNAL_TOKEN: env.INTERNAL_TOKEN };
   const own: Record<ServiceName, Record<string, string>> = {
     'auth-svc': { GRPC_PORT: String(ports.auth), DATABASE_URL: env.DATABASE_URL, ...nats, ...tokens },
-    'dispatch-svc': { GRPC_PORT: String(ports.dispatch), DATABASE_URL: env.DATABASE_URL, ...nats, ...tokens },
-    'mailer-svc': { ...nats, SMTP_URL: env.SMTP_URL },
+    'dispatch-svc': { GRPC_PORT: String(ports.dispatch), DATABASE_URL: env.DATABASE_URL, ...nats, ...tokens, ...dataKey },
+    'mailer-svc': { ...nats, SMTP_URL: env.SMTP_URL, ...dataKey, BOUNCE_DOMAIN: env.BOUNCE_DOMAIN, NOTIFY_PUBLIC_URL: env.GATEWAY_URL, ...dispatchClient },
     'webhook-svc': { DATABASE_URL: env.DATABASE_URL, ...nats },
+    'bounce-svc': { ...dataKey, BOUNCE_DOMAIN: env.BOUNCE_DOMAIN, BOUNCE_SMTP_PORT: env.BOUNCE_SMTP_PORT, BOUNCE_SMTP_HOST: '127.0.0.1', ...dispatchClient },
     gateway: {
       HTTP_PORT: String(ports.gateway),
       AUTH_SVC_ADDR: env.AUTH_SVC_ADDR,
@@ -185,7 +208,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     METRICS_PORT: String(metricsPort),
   });
 
-  const labels = ['auth-svc', 'dispatch-svc', 'webhook-svc', 'gateway', ...ports.metrics.mailer.map((_, index) => `mailer-svc-${index}`)];
+  const labels = ['auth-svc', 'dispatch-svc', 'webhook-svc', 'bounce-svc', 'gateway', ...ports.metrics.mailer.map((_, index) => `mailer-svc-${index}`)];
   const output = new PrefixedOutput({ target: options.output === undefined ? process.stdout : options.output, width: Math.max(...labels.map((label) => label.length)) });
   const make = (service: ServiceName, label: string, metricsPort: number): ServiceProcess =>
     new ServiceProcess({ label, dir: service, rootDir, metricsPort, env: environmentOf(service, metricsPort), output });
@@ -195,10 +218,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     'dispatch-svc': [make('dispatch-svc', 'dispatch-svc', ports.metrics.dispatch)],
     'mailer-svc': ports.metrics.mailer.map((port, index) => make('mailer-svc', `mailer-svc-${index}`, port)),
     'webhook-svc': [make('webhook-svc', 'webhook-svc', ports.metrics.webhook)],
+    'bounce-svc': [make('bounce-svc', 'bounce-svc', ports.metrics.bounce)],
     gateway: [make('gateway', 'gateway', ports.metrics.gateway)],
   };
   // Each stage depends on the ones before it; processes within a stage start together.
-  const stages: ServiceProcess[][] = [[...processes['auth-svc'], ...processes['dispatch-svc']], [...processes['mailer-svc'], ...processes['webhook-svc']], processes.gateway];
+  const stages: ServiceProcess[][] = [[...processes['auth-svc'], ...processes['dispatch-svc']], [...processes['mailer-svc'], ...processes['webhook-svc'], ...processes['bounce-svc']], processes.gateway];
 
   // If this process dies without stopping the stack, its children must not outlive it.
   const killAll = (): void => stages.flat().forEach((child) => child.killNow());

@@ -2,7 +2,7 @@
 // verifies, so an operator can watch events leave Notify. Answers 204, or 401 when a secret was given and the request
 // does not verify (as a real receiver should), so the attempts log shows both.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOn } from '@notify/platform';
 import { cell, type Io } from '../output.ts';
 import { verifySignature, type Verification } from './signature.ts';
 
@@ -88,16 +88,10 @@ export async function listen(options: ListenOptions): Promise<Listener> {
   const server: Server = createServer((request, response) => {
     handle(request, response).catch(() => response.destroy());
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  const port = await listenOn(server, options.port, options.host);
   const closed = new Promise<void>((resolve) => server.once('close', () => resolve()));
   return {
-    port: (server.address() as AddressInfo).port,
+    port,
     closed,
     async close() {
       server.closeAllConnections();

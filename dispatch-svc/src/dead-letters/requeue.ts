@@ -47,6 +47,7 @@ interface Candidate extends MessageProgress {
   html: string;
   text: string;
   active: boolean;
+  unsubscribe: boolean;
 }
 
 async function lockCandidates(client: PoolClient, projectId: number, ids: readonly number[]): Promise<Map<number, Candidate>> {
@@ -57,7 +58,7 @@ async function lockCandidates(client: PoolClient, projectId: number, ids: readon
                   m.celery_task_id AS "celeryTaskId", m.organization_id AS "organizationId", m.recipient, m.data,
                   m.created_at AS "acceptedAt", m.traceparent,
                   (SELECT coalesce(max(e.attempt), 0) FROM message_events e WHERE e.message_id = m.id) AS "lastAttempt",
-                  t.slug, t.version, t.subject, t.html, t.text, t.active
+                  t.slug, t.version, t.subject, t.html, t.text, t.active, t.unsubscribe
              FROM messages m JOIN templates t ON t.id = m.template_id
             WHERE m.project_id = $1 AND m.id = ANY($2::bigint[])
             ORDER BY m.id
@@ -100,7 +101,7 @@ async function reopenMessage(client: PoolClient, projectId: number, candidate: C
     organizationId: candidate.organizationId,
     to: candidate.recipient,
     data: candidate.data,
-    template: { slug: candidate.slug, version: candidate.version, subject: candidate.subject, html: candidate.html, text: candidate.text },
+    template: { slug: candidate.slug, version: candidate.version, subject: candidate.subject, html: candidate.html, text: candidate.text, unsubscribe: candidate.unsubscribe },
     acceptedAt: candidate.acceptedAt.toISOString(),
     requeue,
   };

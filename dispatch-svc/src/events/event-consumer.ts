@@ -104,10 +104,11 @@ async function applyBatch(deps: EventConsumerDeps, parsed: readonly Parsed[], ba
     return;
   }
   if (applied.some(({ outcome }) => outcome === 'applied')) deps.afterCommit?.();
-  for (const { message, event, span, outcome } of applied) {
+  for (const { message, event, span, outcome, suppressed } of applied) {
     const context = logContext(message);
     span.setAttribute(notifyAttributes.eventOutcome, outcome);
     deps.metrics.deliveryEvents.inc({ outcome });
+    if (suppressed) deps.metrics.suppressions.inc({ reason: 'hard_bounce' });
     if (outcome === 'unknown_message') deps.logger.warn({ ...context, messageId: event.messageId }, 'delivery event for an unknown message dropped');
     else deps.logger.debug({ ...context, messageId: event.messageId, state: event.state, attempt: event.attempt, outcome }, 'delivery event stored');
     message.ack();

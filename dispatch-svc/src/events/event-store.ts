@@ -79,8 +79,11 @@ async function advanceMessages(client: PoolClient, advanced: ReadonlyMap<number,
   });
 }
 
-/** An event of a batch and its outcome, with what the caller passed along with the event (its NATS message). */
-export type Applied<T> = T & { outcome: StoredOutcome };
+/**
+ * An event of a batch and its outcome, with what the caller passed along with the event (its NATS message);
+ * `suppressed` when applying it put its recipient on the project's suppression list (a hard bounce at the relay).
+ */
+export type Applied<T> = T & { outcome: StoredOutcome; suppressed?: true };
 
 /**
  * Applies the events of `batch`, given in the order they were received, in one transaction; returns each item with
@@ -135,7 +138,10 @@ export async function applyDeliveryEvents<T extends { readonly event: DeliveryEv
       // In this transaction: a state change and the webhook event reporting it commit together or not at all.
       await recordWebhookEvents(client, moves);
       // And the suppression of an address a failure proved not to exist.
-      await suppressHardBounces(client, moves.filter((event) => event.state === 'failed' && event.suppression === 'hard_bounce').map((event) => event.messageId));
+      const suppressed = await suppressHardBounces(client, moves.filter((event) => event.state === 'failed' && event.suppression === 'hard_bounce').map((event) => event.messageId));
+      for (const result of results) {
+        if (result.outcome === 'applied' && result.event.state === 'failed' && suppressed.has(result.event.messageId)) result.suppressed = true;
+      }
     }
     return results;
   });

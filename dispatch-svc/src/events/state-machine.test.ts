@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { DeliveryEvent } from '@notify/proto';
-import { compareLifecycle, advance, isTerminal, reopen, type MessageProgress } from './state-machine.ts';
+import { compareLifecycle, advance, isTerminal, reopen, reportEffect, type MessageProgress } from './state-machine.ts';
 
 const queued: MessageProgress = { state: 'queued', stateAttempt: 0, attempts: 0, lastSmtpCode: null, lastSmtpResponse: null, failureReason: null };
 
@@ -128,6 +128,19 @@ describe('terminal states', () => {
     assert.deepEqual(
       (['queued', 'sending', 'deferred', 'sent', 'failed'] as const).map(isTerminal),
       [false, false, false, true, true],
+    );
+  });
+
+  test('bounced and complained are terminal too: no delivery event moves a message out of them', () => {
+    assert.deepEqual((['bounced', 'complained'] as const).map(isTerminal), [true, true]);
+    const bounced: MessageProgress = { ...queued, state: 'bounced', stateAttempt: 1, attempts: 1 };
+    assert.deepEqual(advance(bounced, { state: 'sent', attempt: 2 }), { apply: false, why: 'terminal' });
+  });
+
+  test('a report moves only a sent message; one still on its way is early; a reported or failed one stays', () => {
+    assert.deepEqual(
+      (['queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained'] as const).map(reportEffect),
+      ['early', 'early', 'early', 'move', 'done', 'done', 'done'],
     );
   });
 

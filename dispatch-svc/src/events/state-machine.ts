@@ -2,18 +2,33 @@
 // delivery event, does the row move, and to what. Persisting the decision is event-store.ts's job.
 import type { DeliveryEvent, DeliveryState } from '@notify/proto';
 
-export type MessageState = 'queued' | DeliveryState;
+/** A report about a delivered message (reports/report-store.ts): only a `sent` message moves to one of these. */
+export type ReportState = 'bounced' | 'complained';
 
-export const messageStates: readonly MessageState[] = ['queued', 'sending', 'deferred', 'sent', 'failed'];
+export type MessageState = 'queued' | DeliveryState | ReportState;
+
+export const messageStates: readonly MessageState[] = ['queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained'];
 
 /**
  * Position of a state within one delivery attempt. Events are ordered by (attempt, rank): a `deferred` of attempt 1
  * comes after its `sending`, and the `sending` of attempt 2 after both. `sent` and `failed` share the top rank.
  */
-const rank: Readonly<Record<MessageState, number>> = { queued: 0, sending: 1, deferred: 2, sent: 3, failed: 3 };
+const rank: Readonly<Record<MessageState, number>> = { queued: 0, sending: 1, deferred: 2, sent: 3, failed: 3, bounced: 4, complained: 4 };
 
+/** No delivery event moves a message out of these; only a report moves a `sent` one on (see `report`). */
 export function isTerminal(state: MessageState): boolean {
-  return state === 'sent' || state === 'failed';
+  return state === 'sent' || state === 'failed' || state === 'bounced' || state === 'complained';
+}
+
+/**
+ * What a bounce or complaint report does to a message in `state`: `move` from `sent`; `done` (nothing changes) when a
+ * report already moved it, or when the message failed (the relay never took it, or the mailer gave up on an attempt
+ * the relay did take: either way the message stays failed); `early` while it is still on its way (the reporter retries).
+ */
+export function reportEffect(state: MessageState): 'move' | 'done' | 'early' {
+  if (state === 'sent') return 'move';
+  if (state === 'bounced' || state === 'complained' || state === 'failed') return 'done';
+  return 'early';
 }
 
 /** The fields of a message row that the lifecycle reads and writes. */
@@ -59,7 +74,7 @@ export function reopen(current: MessageProgress, lastAttempt: number): MessagePr
  * in this order moves it as far as they allow and keeps the reply and reason of the latest step; `sent` and `failed`
  * of one attempt compare equal, so which of them counts is left to the caller (the one received first).
  */
-export function compareLifecycle(a: Pick<DeliveryEvent, 'state' | 'attempt'>, b: Pick<DeliveryEvent, 'state' | 'attempt'>): number {
+export function compareLifecycle(a: { state: MessageState; attempt: number }, b: { state: MessageState; attempt: number }): number {
   return a.attempt - b.attempt || rank[a.state] - rank[b.state];
 }
 

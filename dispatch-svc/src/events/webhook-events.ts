@@ -7,13 +7,42 @@ import type { DeliveryEvent, DeliveryState } from '@notify/proto';
 /** The webhook event type of each state that has one (CONTRACT.md, "Webhooks"); `sending` has none. */
 export const webhookTypes: Partial<Record<DeliveryState, string>> = { sent: 'message.sent', deferred: 'message.deferred', failed: 'message.failed' };
 
+/** What one webhook event reports about one message: the body's `data` besides what the message row holds. */
+export interface WebhookEventFacts {
+  readonly messageId: number;
+  /** One of endpoint-rules.ts's webhookEventTypes. */
+  readonly type: string;
+  /** The message's state the event reports (`status` in the body). */
+  readonly state: string;
+  readonly attempt: number;
+  readonly smtpCode?: number | undefined;
+  readonly smtpResponse?: string | undefined;
+  readonly reason?: string | undefined;
+  /** RFC 3339. */
+  readonly occurredAt: string;
+}
+
 /**
  * Records the webhook events of `applied`: the events that moved their message, in the order they were applied. The
  * messages are locked by the caller, so each one's `sequence` continues from its last recorded event without a race.
  * Returns how many events were recorded.
  */
 export async function recordWebhookEvents(client: PoolClient, applied: readonly DeliveryEvent[]): Promise<number> {
-  const typed = applied.filter((event) => webhookTypes[event.state] !== undefined);
+  return recordMessageWebhookEvents(
+    client,
+    applied.flatMap((event) => {
+      const type = webhookTypes[event.state];
+      return type === undefined ? [] : [{ ...event, type }];
+    }),
+  );
+}
+
+/**
+ * Records webhook events of any type (a delivery transition, a report, an unsubscribe), in order, for the endpoints of
+ * each message's project subscribed to them. Same contract as recordWebhookEvents: the caller holds the messages'
+ * locks; a message that no longer exists gets none. Returns how many events were recorded.
+ */
+export async function recordMessageWebhookEvents(client: PoolClient, typed: readonly WebhookEventFacts[]): Promise<number> {
   if (typed.length === 0) return 0;
   const order = new Map<number, number>();
   const ordinals = typed.map((event) => {
@@ -46,7 +75,7 @@ export async function recordWebhookEvents(client: PoolClient, applied: readonly 
            RETURNING event_id`,
     values: [
       typed.map((event) => event.messageId),
-      typed.map((event) => webhookTypes[event.state]),
+      typed.map((event) => event.type),
       typed.map((event) => event.state),
       typed.map((event) => event.attempt),
       typed.map((event) => event.smtpCode ?? null),

@@ -93,7 +93,7 @@ export async function getMessage(pool: Pool, request: dispatch.GetMessageRequest
     name: 'message-events',
     text: `SELECT state, attempt, smtp_code AS "smtpCode", smtp_response AS "smtpResponse", reason, occurred_at AS "occurredAt"
              FROM message_events WHERE message_id = $1
-            ORDER BY attempt, CASE state WHEN 'queued' THEN 0 WHEN 'sending' THEN 1 WHEN 'deferred' THEN 2 ELSE 3 END, occurred_at, id`,
+            ORDER BY attempt, CASE state WHEN 'queued' THEN 0 WHEN 'sending' THEN 1 WHEN 'deferred' THEN 2 WHEN 'bounced' THEN 4 WHEN 'complained' THEN 4 ELSE 3 END, occurred_at, id`,
     values: [row.id],
   });
   return toMessage(row, events.rows);

@@ -66,7 +66,7 @@ describe('accepting a message', () => {
     assert.equal(job.celeryTaskId, response.celeryTaskId);
     assert.equal(job.to, 'ada@example.com');
     assert.deepEqual(job.data, { name: 'Ada', order: { id: 7 } });
-    assert.deepEqual(job.template, { slug: 'welcome', version: 1, subject: 'Hello {{ name }}', html: '<p>Hi {{ name }}</p>', text: 'Hi {{ name }}' });
+    assert.deepEqual(job.template, { slug: 'welcome', version: 1, subject: 'Hello {{ name }}', html: '<p>Hi {{ name }}</p>', text: 'Hi {{ name }}', unsubscribe: false });
     assert.equal(job.projectId, h.ids.projectId);
     assert.equal(job.organizationId, h.ids.organizationId);
     assert.ok(!Number.isNaN(Date.parse(job.acceptedAt)));

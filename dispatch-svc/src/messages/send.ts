@@ -311,7 +311,7 @@ async function writeAcceptedRows(client: PoolClient, deps: SendDeps, batch: Batc
       organizationId: request.organizationId,
       to: request.to,
       data: input.data,
-      template: { slug: template.slug, version: template.version, subject: template.subject, html: template.html, text: template.text },
+      template: { slug: template.slug, version: template.version, subject: template.subject, html: template.html, text: template.text, unsubscribe: template.unsubscribe },
       acceptedAt: row.createdAt.toISOString(),
     };
     jobs.push(job);

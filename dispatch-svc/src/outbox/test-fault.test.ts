@@ -21,7 +21,7 @@ const deliveryJob = (messageId: number): DeliveryJob => ({
   organizationId: h.ids.organizationId,
   to: 'a@example.com',
   data: {},
-  template: { slug: 'welcome', version: 1, subject: 'Hi', html: '', text: 'Hi' },
+  template: { slug: 'welcome', version: 1, subject: 'Hi', html: '', text: 'Hi', unsubscribe: false },
   acceptedAt: new Date().toISOString(),
 });
 

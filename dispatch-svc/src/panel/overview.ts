@@ -1,8 +1,10 @@
 // PanelService.GetOverview: what happened to a project's messages over the last hour (12 buckets of 5 minutes) and
 // the last day (24 buckets of an hour), both ending with the bucket that holds "now".
 //   accepted  messages accepted in the bucket (created_at);
-//   sent      messages delivered in the bucket (a sent message never changes again, so its updated_at is that time);
-//   failed    messages that ended failed in the bucket (likewise, until an operator re-queues one);
+//   sent      messages delivered in the bucket (their `sent` event), including those that bounced or drew a complaint
+//             since: they were delivered all the same (a report moves them on later, and updated_at with them);
+//   failed    messages that ended failed in the bucket (a failed message never changes again, until an operator
+//             re-queues one, so its updated_at is that time);
 //   deferred  deferrals recorded in the bucket: a message deferred and then sent counts in both, because both happened.
 // Every message that moved in the window has its updated_at in it, so one index range (project, updated_at) finds
 // them all, however old the project's history is.
@@ -27,8 +29,12 @@ const countsSince = `
   SELECT 'accepted' AS kind, date_bin('5 minutes', created_at, timestamptz 'epoch') AS bucket, count(*)::int AS count
     FROM moved WHERE created_at >= $3 GROUP BY 2
   UNION ALL
-  SELECT state::text, date_bin('5 minutes', updated_at, timestamptz 'epoch'), count(*)::int
-    FROM moved WHERE state IN ('sent', 'failed') GROUP BY 1, 2
+  SELECT 'failed', date_bin('5 minutes', updated_at, timestamptz 'epoch'), count(*)::int
+    FROM moved WHERE state = 'failed' GROUP BY 2
+  UNION ALL
+  SELECT 'sent', date_bin('5 minutes', e.occurred_at, timestamptz 'epoch'), count(*)::int
+    FROM message_events e JOIN moved ON moved.id = e.message_id
+   WHERE e.state = 'sent' AND moved.state IN ('sent', 'bounced', 'complained') AND e.occurred_at >= $3 GROUP BY 2
   UNION ALL
   SELECT 'deferred', date_bin('5 minutes', e.occurred_at, timestamptz 'epoch'), count(*)::int
     FROM message_events e JOIN moved ON moved.id = e.message_id

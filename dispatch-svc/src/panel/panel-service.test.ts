@@ -101,7 +101,7 @@ test('a malformed filter or cursor is refused with every fault named', async () 
     status.INVALID_ARGUMENT,
     'invalid_argument',
   );
-  assert.deepEqual(error.fields, ['state: must be one of queued, sending, deferred, sent, failed', 'created_from: must be an ISO-8601 time', 'cursor: is not one this service gave']);
+  assert.deepEqual(error.fields, ['state: must be one of queued, sending, deferred, sent, failed, bounced, complained', 'created_from: must be an ISO-8601 time', 'cursor: is not one this service gave']);
 });
 
 test('a page reads only the rows it shows, whichever filter is used, on a project of 10,000 messages', async () => {

@@ -10,7 +10,7 @@ import type { VariablesSchemas } from '../templates/variables-schema.ts';
 import { searchMessages } from './message-search.ts';
 import { getMessageView } from './message-view.ts';
 import { getOverview } from './overview.ts';
-import { listProjectTemplates, previewTemplate } from './template-preview.ts';
+import { listProjectTemplates, previewTemplate, setProjectTemplateUnsubscribe } from './template-preview.ts';
 import { panelSuppressionHandlers } from '../suppressions/suppression-admin.ts';
 import { panelWebhookHandlers } from '../webhooks/webhook-admin.ts';
 import type { WebhookDeps } from '../webhooks/webhook-operations.ts';
@@ -29,6 +29,7 @@ export function panelServiceHandlers(deps: PanelServiceDeps): AsyncHandlers<disp
     GetOverview: (request) => getOverview(deps.pool, request),
     ListProjectTemplates: (request) => listProjectTemplates(deps.pool, request),
     PreviewTemplate: (request) => previewTemplate({ pool: deps.pool, renderer, schemas: deps.schemas }, request),
+    SetProjectTemplateUnsubscribe: (request) => setProjectTemplateUnsubscribe(deps.pool, request),
     async RequeueMessage(request) {
       // The organization is checked here; the re-queue itself is the dead-letter path's, unchanged.
       const owned = await deps.pool.query({

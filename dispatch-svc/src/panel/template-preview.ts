@@ -6,7 +6,7 @@ import { UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 import type { Renderer } from '@notify/templating';
-import { findTemplate, listTemplates, slugPattern, toTemplateMessage } from '../templates/template-store.ts';
+import { findTemplate, listTemplates, setTemplateUnsubscribe, slugPattern, toTemplateMessage } from '../templates/template-store.ts';
 import type { VariablesSchemas } from '../templates/variables-schema.ts';
 import { sampleData } from '@notify/templating';
 
@@ -37,6 +37,15 @@ function parseData(dataJson: string): Record<string, unknown> {
 
 export async function listProjectTemplates(pool: Pool, request: dispatch.ListTemplatesRequest__Output): Promise<dispatch.ListTemplatesResponse__Output> {
   return { templates: (await listTemplates(pool, request.projectId)).map(toTemplateMessage) };
+}
+
+/** The operator's switch for a template's one-click unsubscribe headers; another organization's template is not found. */
+export async function setProjectTemplateUnsubscribe(pool: Pool, request: dispatch.SetProjectTemplateUnsubscribeRequest__Output): Promise<dispatch.Template__Output> {
+  const notFound = new UserError(status.NOT_FOUND, 'template_not_found', `no template "${request.slug}" in this project`);
+  if (!slugPattern.test(request.slug)) throw notFound;
+  const row = await setTemplateUnsubscribe(pool, request, request.unsubscribe);
+  if (!row) throw notFound;
+  return toTemplateMessage(row);
 }
 
 export async function previewTemplate(deps: PreviewDeps, request: dispatch.PreviewTemplateRequest__Output): Promise<dispatch.TemplatePreview__Output> {

@@ -4,6 +4,7 @@ import { status } from '@grpc/grpc-js';
 import { UserError, type AsyncHandlers } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
+import type { DispatchMetrics } from '../metrics.ts';
 import { addSuppression, listSuppressions, removeSuppression, suppressionReasons, type Suppression, type SuppressionReason } from './suppression-store.ts';
 
 const defaultLimit = 100;
@@ -31,7 +32,7 @@ const toProto = (entry: Suppression): dispatch.Suppression__Output => ({
   createdAt: entry.createdAt.toISOString(),
 });
 
-export function suppressionAdminHandlers(deps: { pool: Pool }): AsyncHandlers<dispatch.SuppressionAdminServiceDefinition> {
+export function suppressionAdminHandlers(deps: { pool: Pool; metrics: Pick<DispatchMetrics, 'suppressions'> }): AsyncHandlers<dispatch.SuppressionAdminServiceDefinition> {
   return {
     async ListSuppressions(request) {
       check([
@@ -50,7 +51,9 @@ export function suppressionAdminHandlers(deps: { pool: Pool }): AsyncHandlers<di
         !isReason(reason) && `reason: must be one of ${suppressionReasons.join(', ')}`,
       ]);
       try {
-        return toProto(await addSuppression(deps.pool, { projectId: request.projectId, address: request.address, reason: reason as SuppressionReason }));
+        const entry = await addSuppression(deps.pool, { projectId: request.projectId, address: request.address, reason: reason as SuppressionReason });
+        if (entry.added) deps.metrics.suppressions.inc({ reason: entry.reason });
+        return toProto(entry);
       } catch (error) {
         // The only foreign key an operator can get wrong.
         if ((error as { code?: string }).code === '23503') throw new UserError(status.NOT_FOUND, 'project_not_found', `no project ${request.projectId}`, { cause: error });

@@ -40,18 +40,21 @@ export async function findSuppressions(client: PoolClient, wanted: readonly { pr
 
 export const suppressionKey = (projectId: number, address: string): string => `${projectId}:${normalizeAddress(address)}`;
 
-/** Adds an entry; an address already suppressed keeps its first reason and time. Returns the entry as stored. */
+/**
+ * Adds an entry; an address already suppressed keeps its first reason and time. Returns the entry as stored, and
+ * whether this call added it.
+ */
 export async function addSuppression(
   client: Pool | PoolClient,
-  entry: { projectId: number; address: string; reason: SuppressionReason; messageId?: number },
-): Promise<Suppression> {
-  const result = await client.query<Suppression>({
+  entry: { projectId: number; address: string; reason: SuppressionReason; messageId?: number | undefined },
+): Promise<Suppression & { added: boolean }> {
+  const result = await client.query<Suppression & { added: boolean }>({
     name: 'suppression-add',
     text: `WITH added AS (
              INSERT INTO suppressions (project_id, address, reason, message_id) VALUES ($1, $2, $3, $4)
              ON CONFLICT (project_id, address) DO NOTHING RETURNING ${columns})
-           SELECT * FROM added
-           UNION ALL SELECT ${columns} FROM suppressions WHERE project_id = $1 AND address = $2 AND NOT EXISTS (SELECT 1 FROM added)`,
+           SELECT *, true AS added FROM added
+           UNION ALL SELECT ${columns}, false FROM suppressions WHERE project_id = $1 AND address = $2 AND NOT EXISTS (SELECT 1 FROM added)`,
     values: [entry.projectId, normalizeAddress(entry.address), entry.reason, entry.messageId ?? null],
   });
   const [row] = result.rows;
@@ -80,17 +83,19 @@ export async function listSuppressions(pool: Pool, query: { projectId: number; s
 /**
  * Suppresses the recipients of these messages, whose delivery failed on a hard bounce (`reason` hard_bounce), in the
  * caller's transaction, normalized as normalizeAddress does (the domain after the last `@` in lower case). An address
- * already listed keeps its first entry.
+ * already listed keeps its first entry. Returns the messages whose address this listed.
  */
-export async function suppressHardBounces(client: PoolClient, messageIds: readonly number[]): Promise<void> {
-  if (messageIds.length === 0) return;
-  await client.query({
+export async function suppressHardBounces(client: PoolClient, messageIds: readonly number[]): Promise<Set<number>> {
+  if (messageIds.length === 0) return new Set();
+  const added = await client.query<{ messageId: number }>({
     name: 'suppression-hard-bounces',
     text: `INSERT INTO suppressions (project_id, address, reason, message_id)
            SELECT project_id, left(recipient, length(recipient) - length(substring(recipient from '[^@]*$'))) || lower(substring(recipient from '[^@]*$')),
                   'hard_bounce', id
              FROM messages WHERE id = ANY($1::bigint[])
-           ON CONFLICT (project_id, address) DO NOTHING`,
+           ON CONFLICT (project_id, address) DO NOTHING
+           RETURNING message_id AS "messageId"`,
     values: [messageIds],
   });
+  return new Set(added.rows.map((row) => Number(row.messageId)));
 }

@@ -116,3 +116,35 @@ test('TemplateAdminService refuses the internal token', async () => {
     client.close();
   }
 });
+
+test('the unsubscribe flag is off for a new template, kept by a put that does not give it, and carried by the job', async () => {
+  const created = await put({ slug: 'newsletter', active: true });
+  assert.equal(created.unsubscribe, false);
+  const marked = await put({ slug: 'newsletter', unsubscribe: true });
+  assert.deepEqual([marked.version, marked.unsubscribe], [2, true]);
+  const kept = await put({ slug: 'newsletter', subject: 'News' });
+  assert.deepEqual([kept.version, kept.unsubscribe], [3, true]);
+  assert.equal((await h.admin.call('GetTemplate', { projectId: h.ids.projectId, slug: 'newsletter' })).unsubscribe, true);
+  await h.acceptMessage({ template: 'newsletter' });
+  assert.equal((await h.lastJob()).job.template.unsubscribe, true);
+  const cleared = await put({ slug: 'newsletter', unsubscribe: false });
+  assert.equal(cleared.unsubscribe, false);
+  await h.acceptMessage({ template: 'newsletter' });
+  assert.equal((await h.lastJob()).job.template.unsubscribe, false);
+});
+
+test('the panel toggles the unsubscribe flag without a new version, only for the organization\'s template', async () => {
+  const panel = new GrpcClient(dispatchProto.PanelService.service, h.address, { token: h.tokens.internal, deadlineMs: 5_000 });
+  try {
+    const before = await put({ slug: 'digest' });
+    const scope = { projectId: h.ids.projectId, organizationId: h.ids.organizationId, slug: 'digest' };
+    const on = await panel.call('SetProjectTemplateUnsubscribe', { ...scope, unsubscribe: true });
+    assert.deepEqual([on.version, on.unsubscribe], [before.version, true]);
+    assert.equal((await panel.call('ListProjectTemplates', { projectId: h.ids.projectId })).templates.find((each) => each.slug === 'digest')?.unsubscribe, true);
+    await assertRefused(panel.call('SetProjectTemplateUnsubscribe', { ...scope, organizationId: h.ids.organizationId + 1_000, unsubscribe: false }), status.NOT_FOUND, 'template_not_found');
+    await assertRefused(panel.call('SetProjectTemplateUnsubscribe', { ...scope, slug: 'missing', unsubscribe: false }), status.NOT_FOUND, 'template_not_found');
+    assert.equal((await h.admin.call('GetTemplate', { projectId: h.ids.projectId, slug: 'digest' })).unsubscribe, true);
+  } finally {
+    panel.close();
+  }
+});

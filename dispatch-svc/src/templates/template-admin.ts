@@ -58,7 +58,7 @@ export function templateAdminHandlers(deps: TemplateAdminDeps): AsyncHandlers<di
     async PutTemplate(request) {
       const content = validatePut(request, deps);
       try {
-        return toTemplateMessage(await putTemplate(deps.pool, request.projectId, request.slug, content, request.active));
+        return toTemplateMessage(await putTemplate(deps.pool, request.projectId, request.slug, content, { active: request.active, unsubscribe: request.unsubscribe }));
       } catch (error) {
         // templates.project_id references projects: the only foreign key an insert here can break.
         if (isForeignKeyViolation(error)) throw new UserError(status.NOT_FOUND, 'project_not_found', `no project ${request.projectId}`, { cause: error });

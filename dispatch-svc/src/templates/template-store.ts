@@ -1,5 +1,6 @@
 // The templates table. A template is identified by (project, slug); every content change makes a new version, and
-// messages keep the version they were accepted with.
+// messages keep the version they were accepted with. `active` and `unsubscribe` (RFC 8058 headers on its mails) are
+// choices about how the template is used, not content: they live on the row, and changing them alone makes no version.
 import type { AnySchemaObject } from 'ajv';
 import type { Pool, PoolClient } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
@@ -17,6 +18,7 @@ export interface TemplateRow {
   readonly html: string;
   readonly text: string;
   readonly variablesSchema: AnySchemaObject | null;
+  readonly unsubscribe: boolean;
   readonly updatedAt: Date;
 }
 
@@ -29,7 +31,7 @@ export interface TemplateContent {
 }
 
 const columns = `id, project_id AS "projectId", slug, version, active, subject, html, text,
-                 variables_schema AS "variablesSchema", updated_at AS "updatedAt"`;
+                 variables_schema AS "variablesSchema", unsubscribe, updated_at AS "updatedAt"`;
 
 export async function findTemplate(db: Pool | PoolClient, projectId: number, slug: string): Promise<TemplateRow | undefined> {
   const result = await db.query<TemplateRow>({
@@ -57,20 +59,26 @@ export async function listTemplates(pool: Pool, projectId: number): Promise<Temp
   return result.rows;
 }
 
+/** The row's flags a put may set; an absent one keeps its value (false for a new template). */
+export interface TemplateFlags {
+  readonly active?: boolean | undefined;
+  readonly unsubscribe?: boolean | undefined;
+}
+
 /**
  * Creates the template at version 1 (inactive unless `active` is true), or replaces its content as the next version
- * (its active flag unchanged unless `active` is given). One statement, so concurrent puts each get their own version.
+ * (its flags unchanged unless given). One statement, so concurrent puts each get their own version.
  */
-export async function putTemplate(pool: Pool, projectId: number, slug: string, content: TemplateContent, active: boolean | undefined): Promise<TemplateRow> {
+export async function putTemplate(pool: Pool, projectId: number, slug: string, content: TemplateContent, flags: TemplateFlags = {}): Promise<TemplateRow> {
   const result = await pool.query<TemplateRow>(
-    `INSERT INTO templates (project_id, slug, subject, html, text, variables_schema, active)
-     VALUES ($1, $2, $3, $4, $5, $6::jsonb, COALESCE($7::boolean, false))
+    `INSERT INTO templates (project_id, slug, subject, html, text, variables_schema, active, unsubscribe)
+     VALUES ($1, $2, $3, $4, $5, $6::jsonb, COALESCE($7::boolean, false), COALESCE($8::boolean, false))
      ON CONFLICT (project_id, slug) DO UPDATE
        SET subject = EXCLUDED.subject, html = EXCLUDED.html, text = EXCLUDED.text,
            variables_schema = EXCLUDED.variables_schema, version = templates.version + 1,
-           active = COALESCE($7::boolean, templates.active), updated_at = now()
+           active = COALESCE($7::boolean, templates.active), unsubscribe = COALESCE($8::boolean, templates.unsubscribe), updated_at = now()
      RETURNING ${columns}`,
-    [projectId, slug, content.subject, content.html, content.text, content.variablesSchemaJson, active ?? null],
+    [projectId, slug, content.subject, content.html, content.text, content.variablesSchemaJson, flags.active ?? null, flags.unsubscribe ?? null],
   );
   const row = result.rows[0];
   if (!row) throw new Error('INSERT ... RETURNING returned no row');
@@ -82,6 +90,25 @@ export async function setTemplateActive(pool: Pool, projectId: number, slug: str
     `UPDATE templates SET active = $3, updated_at = now() WHERE project_id = $1 AND slug = $2 RETURNING ${columns}`,
     [projectId, slug, active],
   );
+  return result.rows[0];
+}
+
+/**
+ * Turns the one-click unsubscribe headers of the template's future mails on or off; no new version. Only a template
+ * of a project of `organizationId` (the panel user's).
+ */
+export async function setTemplateUnsubscribe(
+  pool: Pool,
+  target: { organizationId: number; projectId: number; slug: string },
+  unsubscribe: boolean,
+): Promise<TemplateRow | undefined> {
+  const result = await pool.query<TemplateRow>({
+    name: 'template-set-unsubscribe',
+    text: `UPDATE templates SET unsubscribe = $4, updated_at = now()
+            WHERE project_id = $1 AND slug = $3 AND EXISTS (SELECT 1 FROM projects p WHERE p.id = $1 AND p.organization_id = $2)
+            RETURNING ${columns}`,
+    values: [target.projectId, target.organizationId, target.slug, unsubscribe],
+  });
   return result.rows[0];
 }
 
@@ -97,5 +124,6 @@ export function toTemplateMessage(row: TemplateRow): dispatch.Template__Output {
     text: row.text,
     variablesSchemaJson: row.variablesSchema === null ? '' : JSON.stringify(row.variablesSchema),
     updatedAt: row.updatedAt.toISOString(),
+    unsubscribe: row.unsubscribe,
   };
 }

@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { createRegistry, GrpcClient, GrpcServer, type Logger } from '@notify/platform';
 import { createPool, type Pool } from '@notify/platform/database';
+import { createDataKey } from '@notify/platform/mail';
 import { connectNats, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
 import { dispatchProto, readDeliveryJob, schemaHeader, type DeliveryJob, type Topology } from '@notify/proto';
 import { createTestDatabase } from '@notify/test/harness/database.ts';
@@ -91,8 +92,10 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
         idempotencyTtlMs: options.idempotencyTtlMs ?? 86_400_000,
         outboxRelayIntervalMs: 1_000,
         outboxRelayMinAgeMs: 5_000,
+        deliverabilityIntervalMs: 60_000,
         testFault: 'none',
         webhookAllowPrivate: options.webhookAllowPrivate ?? false,
+        dataKey: createDataKey(randomBytes(32)),
       },
       {
         pool,

@@ -11,12 +11,13 @@
 // Counters are shared by the replicas in Redis; when Redis cannot answer, each replica keeps limiting in memory with
 // its share of the rate, like the send rate.
 import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { Counter, type Logger, type Registry } from '@notify/platform';
 import { ApiError } from '../errors/api-error.ts';
 import { throttledFor } from '../rate-limit/headers.ts';
 import { fallbackShare } from '../rate-limit/limiter.ts';
 import type { Rate } from '../rate-limit/rate.ts';
+import { sharedLimiter } from '../rate-limit/redis.ts';
 import { apiKeyPrefix } from './authorization-cache.ts';
 import { KeyRefused, type KeyRefusal } from './authorize.ts';
 import { limitedAddress } from './client-address.ts';
@@ -78,14 +79,7 @@ export class BruteForceGuard {
 
   constructor(options: BruteForceGuardOptions) {
     const keyPrefix = `${options.keyPrefix}auth-failures`;
-    this.#limiter = new RateLimiterRedis({
-      storeClient: options.redis,
-      keyPrefix,
-      points: options.rate.points,
-      duration: options.rate.windowSeconds,
-      rejectIfRedisNotReady: true,
-      insuranceLimiter: new RateLimiterMemory({ keyPrefix, points: fallbackShare(options.rate, options.replicas), duration: options.rate.windowSeconds }),
-    });
+    this.#limiter = sharedLimiter(options.redis, keyPrefix, options.rate, fallbackShare(options.rate, options.replicas));
     this.#points = options.rate.points;
     this.#directory = options.directory;
     this.#metrics = options.metrics;

@@ -1,7 +1,8 @@
 // The public HTTP listener and its graceful stop: refuse new connections, let requests in flight finish, then close.
 import { randomUUID } from 'node:crypto';
 import { createServer, type RequestListener, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
+import { listenOn } from '@notify/platform';
 
 export interface HttpListener {
   readonly port: number;
@@ -52,14 +53,11 @@ export async function listen(handler: RequestListener, port: number, host = '0.0
   // A client that trickles its headers or body does not hold a connection forever.
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
+  const boundPort = await listenOn(server, port, host);
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> => (closed ??= new Promise((resolve) => server.close(() => resolve())));
   return {
-    port: (server.address() as AddressInfo).port,
+    port: boundPort,
     stopAccepting: () => void close(),
     async drained() {
       // Keep-alive connections become idle once their request is answered; close each as soon as it does.

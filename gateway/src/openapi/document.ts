@@ -251,7 +251,8 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
       },
       MessageStatus: {
         enum: [...messageStatuses],
-        description: 'queued -> sending -> sent; sending -> deferred (retried later) -> sending; sending -> failed. States never move backwards.',
+        description:
+          'queued -> sending -> sent; sending -> deferred (retried later) -> sending; sending -> failed; sent -> bounced (an asynchronous bounce report) or complained (a feedback-loop complaint). States never move backwards.',
       },
       MessageEvent: {
         type: 'object',

@@ -2,9 +2,10 @@
 // keeps serving with an in-memory limiter holding its share of the rate (docs/contract.md, "Rate limit"). The reads of
 // messages use a second instance, policy `read`, whose counters are apart (docs/contract.md, "Reading messages").
 import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Logger } from '@notify/platform';
 import { parseRate, type Rate } from './rate.ts';
+import { sharedLimiter } from './redis.ts';
 
 /** The outcome of counting one request. */
 export interface RateDecision {
@@ -79,18 +80,7 @@ export class SendRateLimiter {
       // The rate is part of the key, so a key whose rate changes starts a fresh window instead of inheriting one
       // measured against another limit.
       const keyPrefix = `${this.#options.keyPrefix}${this.#options.policy ?? 'send'}-rate:${id}`;
-      limiter = new RateLimiterRedis({
-        storeClient: this.#options.redis,
-        keyPrefix,
-        points: rate.points,
-        duration: rate.windowSeconds,
-        rejectIfRedisNotReady: true,
-        insuranceLimiter: new RateLimiterMemory({
-          keyPrefix,
-          points: fallbackShare(rate, this.#options.replicas),
-          duration: rate.windowSeconds,
-        }),
-      });
+      limiter = sharedLimiter(this.#options.redis, keyPrefix, rate, fallbackShare(rate, this.#options.replicas));
       this.#limiters.set(id, limiter);
     }
     return limiter;

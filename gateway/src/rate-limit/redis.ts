@@ -1,7 +1,9 @@
 // The Redis connection behind the shared rate limit. It must fail fast: a request never waits for Redis, it falls back
 // to this replica's in-memory share instead (limiter.ts).
 import { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
 import type { Logger } from '@notify/platform';
+import type { Rate } from './rate.ts';
 
 export function connectRedis(url: string, logger: Logger): Redis {
   const redis = new Redis(url, {
@@ -26,4 +28,19 @@ export function connectRedis(url: string, logger: Logger): Redis {
     logger.info('Redis reachable again: rate limits are shared');
   });
   return redis;
+}
+
+/**
+ * A limiter whose counters the replicas share in Redis under `keyPrefix`. While Redis cannot answer, this replica
+ * counts in memory instead, up to `fallbackPoints` per window (the whole rate unless the caller divides it).
+ */
+export function sharedLimiter(redis: Redis, keyPrefix: string, rate: Rate, fallbackPoints = rate.points): RateLimiterRedis {
+  return new RateLimiterRedis({
+    storeClient: redis,
+    keyPrefix,
+    points: rate.points,
+    duration: rate.windowSeconds,
+    rejectIfRedisNotReady: true,
+    insuranceLimiter: new RateLimiterMemory({ keyPrefix, points: fallbackPoints, duration: rate.windowSeconds }),
+  });
 }

@@ -14,6 +14,7 @@ import { createPanelDeps, type PanelDeps } from '../panel/dependencies.ts';
 import type { Rate } from '../rate-limit/rate.ts';
 import { SendRateLimiter } from '../rate-limit/limiter.ts';
 import { connectRedis } from '../rate-limit/redis.ts';
+import { UnsubscribeLimiter } from '../unsubscribe/unsubscribe-limiter.ts';
 
 export const internalToken = 'internal-token-for-gateway-tests';
 
@@ -42,6 +43,8 @@ export async function serveApp(options: {
   redisUrl?: string;
   /** Serves the panel too, with these of its environment variables (PANEL_*, NOTIFY_TRACE_URL_TEMPLATE) read as main.ts reads them. */
   panelEnv?: Record<string, string>;
+  /** Serves /u/ (one-click unsubscribe) too, calling ReportService at dispatchAddress, at this rate per client address. */
+  unsubscribeRate?: Rate;
 }): Promise<ServedApp> {
   const logs: Array<Record<string, unknown>> = [];
   const sink = new Writable({
@@ -77,6 +80,8 @@ export async function serveApp(options: {
       logger,
       registry,
     });
+  const reports = options.unsubscribeRate && new GrpcClient(dispatchProto.ReportService.service, options.dispatchAddress, grpcOptions);
+  const unsubscribe = reports && options.unsubscribeRate && { reports, limiter: new UnsubscribeLimiter({ redis, keyPrefix, rate: options.unsubscribeRate }), logger };
   const app = createApp({
     auth,
     dispatch,
@@ -87,6 +92,7 @@ export async function serveApp(options: {
     registry,
     maxBodyBytes: options.maxBodyBytes ?? 262_144,
     ...(panel && { panel: panel.deps }),
+    ...(unsubscribe && { unsubscribe }),
   });
   const server: Server = createServer(app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -102,6 +108,7 @@ export async function serveApp(options: {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       auth.close();
       dispatch.close();
+      reports?.close();
       panel?.close();
       if (redis.status !== 'ready') return redis.disconnect();
       const keys = await redis.keys(`${keyPrefix}*`);

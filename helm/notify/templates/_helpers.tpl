@@ -105,6 +105,7 @@ natsUrl: { env: NATS_URL, file: nats-url, fromFile: true }
 smtpUrl: { env: SMTP_URL, file: smtp-url, fromFile: true }
 internalToken: { env: INTERNAL_TOKEN, file: internal-token, fromFile: true }
 adminToken: { env: ADMIN_TOKEN, file: admin-token, fromFile: true }
+dataKey: { env: NOTIFY_DATA_KEY, file: data-key, fromFile: true }
 {{- end }}
 
 {{- define "notify.secretMountPath" -}}/var/run/secrets/notify{{- end }}
@@ -302,6 +303,26 @@ spec:
 {{- fail (printf "Notify needs its PostgreSQL, Redis, NATS (JetStream) and SMTP relay: set %s, or secrets.existingSecret naming a Secret with those keys, or dev.enabled=true to run single-replica copies inside the release (trying Notify out only)." (join ", " $missing)) }}
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{/*
+NOTIFY_PUBLIC_URL, the base of the mailers' unsubscribe links: config.publicUrl, else the first host of the chart's
+Ingress (https when its TLS section names that host), else the first HTTPRoute hostname (https), else empty (the
+mailers' default, a loopback address: fine with a port-forward, no use to recipients).
+*/}}
+{{- define "notify.publicUrl" -}}
+{{- $ingressHost := "" -}}
+{{- if .Values.ingress.enabled }}{{ with .Values.ingress.hosts }}{{ $ingressHost = (first .).host | default "" }}{{ end }}{{ end -}}
+{{- if contains "*" $ingressHost }}{{ $ingressHost = "" }}{{ end -}}
+{{- if .Values.config.publicUrl -}}
+{{- .Values.config.publicUrl | trimSuffix "/" -}}
+{{- else if $ingressHost -}}
+{{- $tls := false -}}
+{{- range .Values.ingress.tls }}{{ if has $ingressHost (.hosts | default list) }}{{ $tls = true }}{{ end }}{{ end -}}
+{{- printf "%s://%s" (ternary "https" "http" $tls) $ingressHost -}}
+{{- else if and .Values.httpRoute.enabled .Values.httpRoute.hostnames (not (contains "*" (first .Values.httpRoute.hostnames))) -}}
+{{- printf "https://%s" (first .Values.httpRoute.hostnames) -}}
+{{- end -}}
 {{- end }}
 
 {{/* TRUSTED_PROXY_HOPS: the value, or 1 when the chart's own Ingress or HTTPRoute puts one proxy in front, else 0. */}}

@@ -10,7 +10,7 @@ const job: DeliveryJob = {
   organizationId: 2,
   to: 'ana@example.com',
   data: { name: 'Ana' },
-  template: { slug: 'welcome', version: 1, subject: 'Hi {{ name }}', html: '<p>{{ name }}</p>', text: '{{ name }}' },
+  template: { slug: 'welcome', version: 1, subject: 'Hi {{ name }}', html: '<p>{{ name }}</p>', text: '{{ name }}', unsubscribe: false },
   acceptedAt: '2025-01-01T00:00:00.000Z',
 };
 

@@ -1,8 +1,12 @@
-// Sends rendered mail through a pooled nodemailer SMTP transport and reports what the relay answered.
+// Sends rendered mail through a pooled nodemailer SMTP transport and reports what the relay answered. Every mail goes
+// out with its VERP return path as envelope sender (bounces come back to bounce-svc naming the message), signed with
+// DKIM when MAIL_FROM's domain has a key, and with RFC 8058 one-click unsubscribe headers when its template asks.
 import { createTransport } from 'nodemailer';
 import type { DeliveryJob } from '@notify/proto';
 import type { Logger } from '@notify/platform';
+import { returnPathFor, unsubscribeToken, type DataKey } from '@notify/platform/mail';
 import type { RenderedMail } from '@notify/templating';
+import type { DkimKey } from '../signing/dkim-keys.ts';
 import { messageIdFor, type Sender } from './mail-identity.ts';
 import { acceptedOutcome, classifySendError, type DeliveryOutcome } from './smtp-outcome.ts';
 
@@ -12,13 +16,25 @@ export interface MailSenderOptions {
   /** Most SMTP connections open at once. */
   poolSize: number;
   logger: Logger;
+  /** Signs the return paths and unsubscribe tokens. */
+  dataKey: DataKey;
+  /** Domain of the return paths (BOUNCE_DOMAIN). */
+  bounceDomain: string;
+  /** The gateway's public base URL, without a trailing slash (NOTIFY_PUBLIC_URL). */
+  publicUrl: string;
+  /** The DKIM key to sign with at the moment of sending; undefined sends unsigned. */
+  dkimKey: () => DkimKey | undefined;
+  /** Told of each mail handed to the relay, signed or not (the metric). */
+  onSigned?: (signed: boolean) => void;
 }
+
+export type SendableJob = Pick<DeliveryJob, 'messageId' | 'projectId' | 'to'> & { template: Pick<DeliveryJob['template'], 'unsubscribe'> };
 
 export interface MailSender {
   /** Where mail goes (host and port only: the URL may hold credentials), for the SMTP spans. */
   readonly relay: { readonly host: string; readonly port: number };
   /** Never throws: a refusal or a transport failure comes back as an outcome. */
-  send(job: Pick<DeliveryJob, 'messageId' | 'to'>, mail: RenderedMail): Promise<DeliveryOutcome>;
+  send(job: SendableJob, mail: RenderedMail): Promise<DeliveryOutcome>;
   close(): void;
 }
 
@@ -26,6 +42,30 @@ export interface MailSender {
 const connectionTimeoutMs = 15_000;
 const greetingTimeoutMs = 15_000;
 const socketTimeoutMs = 60_000;
+
+/**
+ * What a DKIM signature covers: nodemailer's default list (RFC 6376 5.4.1's recommendation) and List-Unsubscribe-Post,
+ * which RFC 8058 section 4 requires signed together with List-Unsubscribe (mailbox providers ignore the one-click
+ * header otherwise).
+ */
+export const signedHeaderFields = [
+  'From', 'Sender', 'Reply-To', 'Subject', 'Date', 'Message-ID', 'To', 'Cc', 'MIME-Version', 'Content-Type', 'Content-Transfer-Encoding',
+  'Content-ID', 'Content-Description', 'Resent-Date', 'Resent-From', 'Resent-Sender', 'Resent-To', 'Resent-Cc', 'Resent-Message-ID',
+  'In-Reply-To', 'References', 'List-Id', 'List-Help', 'List-Unsubscribe', 'List-Unsubscribe-Post', 'List-Subscribe', 'List-Post',
+  'List-Owner', 'List-Archive',
+].join(':');
+
+/**
+ * The RFC 8058 headers of a mail whose template asks for one-click unsubscribe: an https link the mailbox provider
+ * POSTs to, and a mailto fallback bounce-svc reads (RFC 2369). Both carry the same signed token.
+ */
+export function unsubscribeHeaders(options: Pick<MailSenderOptions, 'dataKey' | 'bounceDomain' | 'publicUrl'>, job: SendableJob): Record<string, string> {
+  const token = unsubscribeToken(options.dataKey, { projectId: job.projectId, messageId: job.messageId, address: job.to });
+  return {
+    'List-Unsubscribe': `<${options.publicUrl}/u/${token}>, <mailto:unsubscribe@${options.bounceDomain}?subject=unsubscribe%20${token}>`,
+    'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+  };
+}
 
 export function createMailSender(options: MailSenderOptions): MailSender {
   const transport = createTransport({
@@ -43,17 +83,21 @@ export function createMailSender(options: MailSenderOptions): MailSender {
   return {
     relay: { host: url.hostname, port: Number(url.port) || (url.protocol === 'smtps:' ? 465 : 587) },
     async send(job, mail) {
+      const dkim = options.dkimKey();
       try {
         const info = await transport.sendMail({
           from: { name: options.sender.name, address: options.sender.address },
           // An address object, not a string, so nodemailer never reads the recipient as a list.
           to: { name: '', address: job.to },
+          envelope: { from: returnPathFor(options.dataKey, job.messageId, options.bounceDomain), to: [job.to] },
           subject: mail.subject,
           text: mail.text,
           html: mail.html,
           messageId: messageIdFor(job.messageId, options.sender),
-          headers: { 'X-Notify-Message-Id': String(job.messageId) },
+          headers: { 'X-Notify-Message-Id': String(job.messageId), ...(job.template.unsubscribe ? unsubscribeHeaders(options, job) : {}) },
+          ...(dkim ? { dkim: { domainName: dkim.domainName, keySelector: dkim.keySelector, privateKey: dkim.privateKey, headerFieldNames: signedHeaderFields } } : {}),
         });
+        options.onSigned?.(dkim !== undefined);
         return acceptedOutcome(info.response);
       } catch (error) {
         return classifySendError(error);

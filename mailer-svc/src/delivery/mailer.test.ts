@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { encodeDeliveryJob, readDeliveryEvent, schemaHeader, streamDeclarations, topology, type DeliveryEvent, type DeliveryJob } from '@notify/proto';
 import { createLogger, createRegistry } from '@notify/platform';
+import { createDataKey } from '@notify/platform/mail';
 import { connectNats, ensureConsumer, ensureStream, headers as natsHeaders, jetstream, schemaHeaders, jetstreamManager, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
 import { startSmtpSink, type SmtpSink } from '@notify/cli/local';
 import { createRenderer } from '@notify/templating';
@@ -43,7 +44,7 @@ function job(messageId: number, to: string): DeliveryJob & { requeue?: { attempt
     organizationId: 1,
     to,
     data: { name: '<script>alert(1)</script> & Ana' },
-    template: { slug: 'welcome', version: 2, subject: 'Welcome {{ name }}', html: '<p>Hi {{ name }}</p>', text: 'Hi {{ name }}' },
+    template: { slug: 'welcome', version: 2, subject: 'Welcome {{ name }}', html: '<p>Hi {{ name }}</p>', text: 'Hi {{ name }}', unsubscribe: false },
     acceptedAt: new Date().toISOString(),
   };
 }
@@ -159,7 +160,16 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
         msg.ack();
       }
     })();
-    sender = createMailSender({ smtpUrl: `smtp://127.0.0.1:${sink.port}`, sender: parseSender('Notify <no-reply@notify.localhost>'), poolSize: 2, logger });
+    sender = createMailSender({
+      smtpUrl: `smtp://127.0.0.1:${sink.port}`,
+      sender: parseSender('Notify <no-reply@notify.localhost>'),
+      poolSize: 2,
+      logger,
+      dataKey: createDataKey(randomBytes(32)),
+      bounceDomain: 'bounces.notify.localhost',
+      publicUrl: 'http://127.0.0.1:8080',
+      dkimKey: () => undefined,
+    });
   } catch (error) {
     await close();
     throw error;

@@ -46,9 +46,17 @@ export function createMailerMetrics(registry: Registry) {
     registers: [registry],
   });
   for (const state of ['sent', 'failed']) finishedRedeliveries.inc({ state }, 0);
+  const dkimMails = new Counter({
+    name: 'notify_mails_dkim_total',
+    help: "Mails the SMTP relay accepted, by whether they carried a DKIM signature (unsigned: MAIL_FROM's domain has no key)",
+    labelNames: ['dkim'] as const,
+    registers: [registry],
+  });
+  for (const dkim of ['signed', 'unsigned']) dkimMails.inc({ dkim }, 0);
   return {
     deliveries,
     finishedRedeliveries,
+    dkimMails,
     sendDuration: new Histogram({
       name: 'notify_smtp_send_duration_seconds',
       help: 'Time to hand one message to the SMTP relay, including waiting for a pooled connection',

@@ -1,5 +1,6 @@
-// The pages of one project: overview, messages, a message (and its live status), re-queue, templates, keys. Every
-// call names the user's organization, and whatever is not found in it is "not found".
+// The pages of one project: overview, messages, a message (and its live status), re-queue, templates (and the operator's
+// one-click unsubscribe switch), keys. Every call names the user's organization, and whatever is not found in it is
+// "not found".
 import { status } from '@grpc/grpc-js';
 import type { Middleware } from 'koa';
 import { RemoteError } from '@notify/platform';
@@ -172,8 +173,29 @@ export const templatePage: Handler = (deps) => async (ctx) => {
     title: t('template.title', { slug: request.slug }),
     section: 'templates',
     ...(dataFault ? { status: 400 } : {}),
-    main: templateView(t, { projectId: request.projectId, preview, ...(dataFault ? { dataFault, typedData: request.dataJson } : {}) }),
+    main: templateView(t, {
+      projectId: request.projectId,
+      preview,
+      ...(dataFault ? { dataFault, typedData: request.dataJson } : {}),
+      ...(isOperator(panel) ? { csrfToken: signedIn(panel).session.csrfToken } : {}),
+      unsubscribeChanged: panel.query['changed'] === 'unsubscribe',
+    }),
   });
+};
+
+/** An operator's switch for the template's one-click unsubscribe headers; no new version is made. */
+export const setTemplateUnsubscribe: Handler = (deps) => async (ctx) => {
+  const panel = ctx as PanelContext;
+  const form = await readForm(panel);
+  verifyCsrf(panel, form);
+  if (!isOperator(panel)) throw new PanelError(403, 'error.forbidden', 'error.forbiddenText');
+  const slug = panel.params['slug'] ?? '';
+  if (!slugPattern.test(slug)) throw notFound();
+  const unsubscribe = form.get('unsubscribe');
+  if (unsubscribe !== 'true' && unsubscribe !== 'false') throw new PanelError(400, 'error.badRequest', 'error.badRequestText');
+  await found(deps.dispatch.call('SetProjectTemplateUnsubscribe', { ...scope(panel), slug, unsubscribe: unsubscribe === 'true' }));
+  deps.logger.info({ panelUserId: signedIn(panel).access.user.id, slug, unsubscribe, requestId: panel.state.requestId }, 'panel template unsubscribe changed');
+  redirect(panel, `/panel/projects/${currentProject(panel).id}/templates/${slug}?changed=unsubscribe`);
 };
 
 /** The rendered HTML part alone, for the sandboxed frame of the template page: a document of its own, its own CSP. */

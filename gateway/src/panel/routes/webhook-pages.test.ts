@@ -5,10 +5,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { UserError, type GrpcServer } from '@notify/platform';
-import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
+import { dispatchProto, type auth, type dispatch } from '@notify/proto';
+import { panelClient, servePanelAccess } from '../../testing/panel-client.ts';
 import { internalToken, serveApp, type ServedApp } from '../../testing/serve-app.ts';
 import { standIn, standInServer } from '../../testing/stand-in.ts';
-import { sessionCookie } from '../sessions/cookies.ts';
 
 const createdAt = '2026-01-31T09:00:00.000Z';
 const organization = { id: 3, name: 'alpha', planId: 1, createdAt };
@@ -55,20 +55,11 @@ function inScope(request: { projectId: number; organizationId: number }): void {
 
 let services: GrpcServer;
 let gateway: ServedApp;
+const { signIn, get, post } = panelClient(() => gateway);
 
 before(async () => {
   services = standInServer();
-  services.add(
-    authProto.PanelAuthService.service,
-    standIn(authProto.PanelAuthService.service, {
-      async GetPanelAccess(request: auth.GetPanelAccessRequest__Output): Promise<auth.PanelAccess__Output> {
-        const user = [operator, viewer].find((candidate) => candidate.id === request.userId);
-        if (!user) throw new UserError(status.NOT_FOUND, 'panel_user_not_found', 'no such user');
-        return { user, organization, projects };
-      },
-    }),
-    [internalToken],
-  );
+  servePanelAccess(services, { users: [operator, viewer], organization, projects });
   services.add(
     dispatchProto.PanelService.service,
     standIn(dispatchProto.PanelService.service, {
@@ -112,23 +103,6 @@ after(async () => {
   await gateway?.close();
   await services?.close(1_000);
 });
-
-async function signIn(user: auth.PanelUser__Output): Promise<{ cookie: string; csrf: string }> {
-  assert.ok(gateway.panel, 'served with the panel');
-  const { id, session } = await gateway.panel.sessions.create({ userId: user.id, organizationId: user.organizationId, passwordChangedAt: user.passwordChangedAt });
-  return { cookie: `${sessionCookie}=${id}`, csrf: session.csrfToken };
-}
-
-const get = (path: string, who: { cookie: string }, headers: Record<string, string> = {}) => fetch(`${gateway.url}${path}`, { headers: { cookie: who.cookie, ...headers } });
-
-function post(path: string, who: { cookie: string }, form: Array<[string, string]>, headers: Record<string, string> = {}) {
-  return fetch(`${gateway.url}${path}`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { cookie: who.cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers },
-    body: new URLSearchParams(form).toString(),
-  });
-}
 
 const base = '/panel/projects/21/webhooks';
 

@@ -3,8 +3,9 @@
 // replicas in Redis; when Redis cannot answer, each replica keeps limiting in memory.
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Rate } from '../../rate-limit/rate.ts';
+import { sharedLimiter } from '../../rate-limit/redis.ts';
 
 export type SignInDecision = { readonly allowed: true } | { readonly allowed: false; readonly retryAfterSeconds: number };
 
@@ -16,17 +17,7 @@ export interface SignInLimiterOptions {
   readonly accountRate: Rate;
 }
 
-function limiter(options: SignInLimiterOptions, scope: string, rate: Rate): RateLimiterRedis {
-  const keyPrefix = `${options.keyPrefix}panel-sign-in:${scope}`;
-  return new RateLimiterRedis({
-    storeClient: options.redis,
-    keyPrefix,
-    points: rate.points,
-    duration: rate.windowSeconds,
-    rejectIfRedisNotReady: true,
-    insuranceLimiter: new RateLimiterMemory({ keyPrefix, points: rate.points, duration: rate.windowSeconds }),
-  });
-}
+const limiter = (options: SignInLimiterOptions, scope: string, rate: Rate): RateLimiterRedis => sharedLimiter(options.redis, `${options.keyPrefix}panel-sign-in:${scope}`, rate);
 
 /** Accounts are counted by a hash of the normalized email, so Redis holds no address book. */
 const accountKey = (email: string): string => createHash('sha256').update(email.trim().toLowerCase()).digest('base64url');

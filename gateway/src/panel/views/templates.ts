@@ -2,6 +2,7 @@
 // preview's HTML part is shown in a sandboxed frame whose document the panel serves with a sandbox CSP of its own.
 import type { dispatch } from '@notify/proto';
 import type { Translate } from '../i18n/texts.ts';
+import { csrfField } from '../security/csrf.ts';
 import { timeElement, timeText } from './format.ts';
 import { html, type Html } from './html.ts';
 
@@ -11,6 +12,7 @@ export function templatesView(t: Translate, project: { id: number; name: string 
   <td><a href="/panel/projects/${project.id}/templates/${template.slug}">${template.slug}</a></td>
   <td>${template.version}</td>
   <td>${template.active ? t('templates.yes') : t('templates.no')}</td>
+  <td>${template.unsubscribe ? t('templates.yes') : t('templates.no')}</td>
   <td>${timeElement(template.updatedAt)}</td>
 </tr>`,
   );
@@ -20,7 +22,7 @@ ${
     ? html`<p>${t('templates.none')}</p>`
     : html`<table>
   <caption>${t('templates.caption')}</caption>
-  <thead><tr><th scope="col">${t('templates.slug')}</th><th scope="col">${t('templates.version')}</th><th scope="col">${t('templates.active')}</th><th scope="col">${t('templates.updated')}</th></tr></thead>
+  <thead><tr><th scope="col">${t('templates.slug')}</th><th scope="col">${t('templates.version')}</th><th scope="col">${t('templates.active')}</th><th scope="col">${t('templates.unsubscribe')}</th><th scope="col">${t('templates.updated')}</th></tr></thead>
   <tbody>${rows}</tbody>
 </table>`
 }`;
@@ -34,6 +36,10 @@ export function templateView(
     /** The sample data as typed, when it could not be used. */
     typedData?: string;
     dataFault?: string;
+    /** For an operator: the session's CSRF token, for the form that switches one-click unsubscribe. */
+    csrfToken?: string;
+    /** The switch was just changed (the redirect after the form says so). */
+    unsubscribeChanged?: boolean;
   },
 ): Html {
   const { preview, projectId } = options;
@@ -58,6 +64,17 @@ export function templateView(
       : undefined;
   return html`<h1>${t('template.title', { slug: template.slug })}</h1>
 <p>${t('template.facts', { version: template.version, state: template.active ? t('template.active') : t('template.inactive'), time: timeText(template.updatedAt) })}</p>
+${options.unsubscribeChanged ? html`<p class="notice notice-info" role="status">${t('template.unsubscribeChanged')}</p>` : undefined}
+<p>${template.unsubscribe ? t('template.unsubscribeOn') : t('template.unsubscribeOff')}</p>
+${
+  options.csrfToken === undefined
+    ? undefined
+    : html`<form method="post" action="${base}/unsubscribe" class="inline">
+  <input type="hidden" name="${csrfField}" value="${options.csrfToken}">
+  <input type="hidden" name="unsubscribe" value="${template.unsubscribe ? 'false' : 'true'}">
+  <button type="submit">${template.unsubscribe ? t('template.unsubscribeDisable') : t('template.unsubscribeEnable')}</button>
+</form>`
+}
 <h2>${t('template.preview')}</h2>
 <form method="get" action="${base}" class="preview-data">
   <p class="field"><label for="data">${t('template.sampleData')}</label>

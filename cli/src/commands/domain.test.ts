@@ -1,0 +1,204 @@
+// notifyctl domain against a DomainAdminService served in-process and, for `domain check`, a real DNS server on UDP
+// (a minimal TXT responder below) that node:dns asks.
+import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
+import { createSocket, type Socket } from 'node:dgram';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { status } from '@grpc/grpc-js';
+import { createRegistry, GrpcServer, UserError } from '@notify/platform';
+import { dispatchProto, type dispatch } from '@notify/proto';
+import { silentLogger } from '@notify/test/harness/logger.ts';
+import { notifyctl, requestOf } from '../testing/notifyctl.ts';
+import { compareRecords, txtStrings } from './domain.ts';
+
+// ---- A DNS server that answers TXT questions from a table (RFC 1035 4.1), enough for node:dns (c-ares) ------------
+
+/** The question's name (lower case) and where the question section ends. */
+function readQuestion(query: Buffer): { name: string; end: number } {
+  const labels: string[] = [];
+  let offset = 12;
+  while (query[offset]! > 0) {
+    const length = query[offset]!;
+    labels.push(query.subarray(offset + 1, offset + 1 + length).toString('ascii'));
+    offset += 1 + length;
+  }
+  return { name: labels.join('.').toLowerCase(), end: offset + 1 + 4 };
+}
+
+/** The answer to `query`: each record a TXT RR of its strings, or NXDOMAIN when the name has none. */
+function answer(query: Buffer, records: ReadonlyMap<string, readonly (readonly string[])[]>): Buffer {
+  const { name, end } = readQuestion(query);
+  const found = records.get(name);
+  const header = Buffer.alloc(12);
+  query.copy(header, 0, 0, 2); // id
+  header.writeUInt16BE(0x8180 | (query.readUInt16BE(2) & 0x0100) | (found ? 0 : 3), 2); // response, RD copied, RA, NXDOMAIN
+  header.writeUInt16BE(1, 4);
+  header.writeUInt16BE(found?.length ?? 0, 6);
+  const answers = (found ?? []).map((strings) => {
+    const rdata = Buffer.concat(strings.map((text) => Buffer.concat([Buffer.from([Buffer.byteLength(text)]), Buffer.from(text, 'ascii')])));
+    const fixed = Buffer.alloc(12);
+    fixed.writeUInt16BE(0xc00c, 0); // the question's name
+    fixed.writeUInt16BE(16, 2); // TXT
+    fixed.writeUInt16BE(1, 4); // IN
+    fixed.writeUInt32BE(60, 6);
+    fixed.writeUInt16BE(rdata.length, 10);
+    return Buffer.concat([fixed, rdata]);
+  });
+  return Buffer.concat([header, query.subarray(12, end), ...answers]);
+}
+
+async function startDnsServer(records: Map<string, (readonly string[])[]>): Promise<{ address: string; asked: string[]; close(): Promise<void> }> {
+  const socket: Socket = createSocket('udp4');
+  const asked: string[] = [];
+  socket.on('message', (query, peer) => {
+    asked.push(readQuestion(query).name);
+    socket.send(answer(query, records), peer.port, peer.address);
+  });
+  await new Promise<void>((ready) => socket.bind(0, '127.0.0.1', ready));
+  return { address: `127.0.0.1:${(socket.address() as AddressInfo).port}`, asked, close: () => new Promise<void>((done) => socket.close(() => done())) };
+}
+
+// ---- The tests ---------------------------------------------------------------------------------------------------
+
+const publicKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+const otherKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+const record = `v=DKIM1; k=rsa; p=${publicKey}`;
+
+describe('notifyctl domain: command lines', () => {
+  test('add takes an organization, a domain and an optional selector; list an optional organization', async () => {
+    assert.deepEqual(await requestOf(['domain', 'add', '--org', '3', '--domain', 'mail.example.com']), { organizationId: 3, domain: 'mail.example.com', selector: '' });
+    assert.deepEqual(await requestOf(['domain', 'add', '--org', '3', '--domain', 'mail.example.com', '--selector', 's1']), { organizationId: 3, domain: 'mail.example.com', selector: 's1' });
+    assert.deepEqual(await requestOf(['domain', 'list']), { organizationId: 0 });
+    assert.deepEqual(await requestOf(['domain', 'list', '--org', '4']), { organizationId: 4 });
+    assert.deepEqual(await requestOf(['domain', 'remove', '--org', '4', '--domain', 'x.example']), { organizationId: 4, domain: 'x.example' });
+    assert.deepEqual(await requestOf(['domain', 'check', '--org', '4', '--domain', 'x.example', '--dns-server', '127.0.0.1:5353,[::1]:53,::1']), { organizationId: 4, domain: 'x.example' });
+  });
+
+  test('mistakes are usage errors, before any connection', async () => {
+    const cases: [string[], RegExp][] = [
+      [['domain', 'add', '--domain', 'mail.example.com'], /missing required option --org/],
+      [['domain', 'add', '--org', '3'], /missing required option --domain/],
+      [['domain', 'remove', '--org', 'x', '--domain', 'a.example'], /--org must be a positive integer, got 'x'/],
+      [['domain', 'check', '--org', '3', '--domain', 'a.example', '--dns-server', 'dns.example.com'], /--dns-server must be IP addresses/],
+      [['domain', 'check', '--org', '3', '--domain', 'a.example', '--dns-server', '127.0.0.1:70000'], /--dns-server must be IP addresses/],
+    ];
+    for (const [argv, message] of cases) {
+      const outcome = await notifyctl(argv, { ADMIN_TOKEN: 'admin-token-present' });
+      assert.equal(outcome.code, 2, argv.join(' '));
+      assert.match(outcome.stderr, message);
+    }
+    const noToken = await notifyctl(['domain', 'list']);
+    assert.equal(noToken.code, 2);
+    assert.match(noToken.stderr, /ADMIN_TOKEN is not set: sending domains need the admin token of dispatch-svc/);
+  });
+
+  test('a DKIM record matches on its key, whatever the splitting into strings and the spacing', () => {
+    const split = txtStrings(record);
+    assert.ok(split.length === 2 && split.every((part) => part.length <= 255) && split.join('') === record);
+    assert.equal(compareRecords(record, [split]).status, 'published');
+    assert.equal(compareRecords(record, [['v=spf1 -all'], [`v=DKIM1;k=rsa;  p=${publicKey.slice(0, 100)} ${publicKey.slice(100)}`]]).status, 'published');
+    assert.equal(compareRecords(record, [[`v=DKIM1; k=rsa; p=${otherKey}`]]).status, 'different');
+    assert.equal(compareRecords(record, [['v=spf1 -all']]).status, 'missing');
+    assert.equal(compareRecords(record, []).status, 'missing');
+  });
+});
+
+describe('notifyctl domain: against a DomainAdminService and DNS', () => {
+  const token = 'admin-token-for-notifyctl-tests';
+  const domain: dispatch.SendingDomain__Output = {
+    id: 5,
+    organizationId: 3,
+    domain: 'mail.example.com',
+    selector: 'notify',
+    dnsName: 'notify._domainkey.mail.example.com',
+    dnsValue: record,
+    createdAt: '2026-11-25T10:00:00.000Z',
+  };
+  const received: object[] = [];
+  const records = new Map<string, (readonly string[])[]>();
+  let server: GrpcServer;
+  let dns: Awaited<ReturnType<typeof startDnsServer>>;
+  let env: Record<string, string>;
+
+  before(async () => {
+    server = new GrpcServer({ logger: silentLogger(), registry: createRegistry('notifyctl-test') });
+    server.add(
+      dispatchProto.DomainAdminService.service,
+      {
+        AddDomain: async (request) => {
+          received.push(request);
+          if (request.domain === 'taken.example.com') throw new UserError(status.ALREADY_EXISTS, 'domain_exists', 'taken.example.com is already a sending domain');
+          return domain;
+        },
+        ListDomains: async (request) => {
+          received.push(request);
+          return { domains: request.organizationId === 0 || request.organizationId === 3 ? [domain] : [] };
+        },
+        RemoveDomain: async (request) => {
+          received.push(request);
+          return { removed: true };
+        },
+      },
+      [token],
+    );
+    const port = await server.listen(0, '127.0.0.1');
+    dns = await startDnsServer(records);
+    env = { ADMIN_TOKEN: token, DISPATCH_SVC_ADDR: `127.0.0.1:${port}` };
+  });
+
+  after(async () => {
+    await server?.close(1_000);
+    await dns?.close();
+  });
+
+  test('add prints the TXT record to publish, as name and value and as a zone file line of strings of at most 255', async () => {
+    const outcome = await notifyctl(['domain', 'add', '--org', '3', '--domain', 'mail.example.com'], env);
+    assert.equal(outcome.code, 0, outcome.stderr);
+    assert.deepEqual(received.at(-1), { organizationId: 3, domain: 'mail.example.com', selector: '' });
+    assert.match(outcome.stdout, /^ {2}name: {2}notify\._domainkey\.mail\.example\.com$/m);
+    assert.ok(outcome.stdout.includes(`  value: ${record}\n`));
+    const [first, second] = txtStrings(record);
+    assert.ok(outcome.stdout.includes(`notify._domainkey.mail.example.com. IN TXT ( "${first}" "${second}" )`));
+    assert.doesNotMatch(outcome.stdout, /PRIVATE/);
+
+    const json = await notifyctl(['domain', 'add', '--org', '3', '--domain', 'mail.example.com', '--json'], env);
+    assert.deepEqual(JSON.parse(json.stdout), domain);
+    const taken = await notifyctl(['domain', 'add', '--org', '3', '--domain', 'taken.example.com'], env);
+    assert.equal(taken.code, 1);
+    assert.match(taken.stderr, /domain_exists: taken\.example\.com is already a sending domain/);
+  });
+
+  test('list prints a table, remove says what it removed', async () => {
+    const listed = await notifyctl(['domain', 'list'], env);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, /^DOMAIN\s+ORG\s+SELECTOR\s+DNS NAME\s+CREATED$/m);
+    assert.match(listed.stdout, /^mail\.example\.com\s+3\s+notify\s+notify\._domainkey\.mail\.example\.com\s+2026-11-25T10:00:00\.000Z$/m);
+    const removed = await notifyctl(['domain', 'remove', '--org', '3', '--domain', 'mail.example.com', '--json'], env);
+    assert.deepEqual(JSON.parse(removed.stdout), { removed: 'mail.example.com' });
+  });
+
+  test('check asks DNS for the record and says published, different or missing', async () => {
+    const check = (...extra: string[]) => notifyctl(['domain', 'check', '--org', '3', '--domain', 'Mail.Example.com', '--dns-server', dns.address, ...extra], env);
+
+    records.delete('notify._domainkey.mail.example.com');
+    const missing = await check();
+    assert.equal(missing.code, 0, missing.stderr);
+    assert.match(missing.stdout, /^missing: notify\._domainkey\.mail\.example\.com has no DKIM record yet/);
+    assert.ok(dns.asked.includes('notify._domainkey.mail.example.com'), 'the DNS server was asked');
+
+    records.set('notify._domainkey.mail.example.com', [txtStrings(record)]);
+    const published = await check('--json');
+    assert.deepEqual(JSON.parse(published.stdout), { domain: 'mail.example.com', dnsName: 'notify._domainkey.mail.example.com', expected: record, found: [record], status: 'published' });
+    assert.match((await check()).stdout, /^published: notify\._domainkey\.mail\.example\.com has the expected DKIM key/);
+
+    records.set('notify._domainkey.mail.example.com', [[`v=DKIM1; k=rsa; p=${otherKey.slice(0, 200)}`, otherKey.slice(200)]]);
+    assert.match((await check()).stdout, /^different: notify\._domainkey\.mail\.example\.com has a DKIM record with another key/);
+  });
+
+  test('check of a domain the organization does not have says so', async () => {
+    const outcome = await notifyctl(['domain', 'check', '--org', '4', '--domain', 'mail.example.com', '--dns-server', dns.address], env);
+    assert.equal(outcome.code, 2);
+    assert.match(outcome.stderr, /organization 4 has no sending domain mail\.example\.com/);
+  });
+});

@@ -1,0 +1,198 @@
+// notifyctl domain: the domains an organization sends from and their DKIM keys. Talks to dispatch-svc's
+// DomainAdminService (admin token). `add` generates the key pair there and prints the DNS TXT record to publish (the
+// private key never leaves dispatch-svc unsealed); `check` looks the record up in DNS and says whether it matches.
+import { Resolver } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import type { dispatch } from '@notify/proto';
+import { UsageError } from '../args.ts';
+import { print, type Column, type Io } from '../output.ts';
+import type { CommandGroup } from './command.ts';
+
+const columns: readonly Column<dispatch.SendingDomain__Output>[] = [
+  { header: 'DOMAIN', value: (entry) => entry.domain, maxWidth: 80 },
+  { header: 'ORG', value: (entry) => entry.organizationId },
+  { header: 'SELECTOR', value: (entry) => entry.selector },
+  { header: 'DNS NAME', value: (entry) => entry.dnsName, maxWidth: 100 },
+  { header: 'CREATED', value: (entry) => entry.createdAt },
+];
+
+/** One character-string of a TXT record holds at most 255 octets (RFC 1035 3.3); longer values are split. */
+const txtStringLimit = 255;
+
+export function txtStrings(value: string): string[] {
+  const strings: string[] = [];
+  for (let start = 0; start < value.length; start += txtStringLimit) strings.push(value.slice(start, start + txtStringLimit));
+  return strings;
+}
+
+/** The record as a zone file line, split into quoted strings as DNS needs. */
+export function zoneLine(entry: Pick<dispatch.SendingDomain__Output, 'dnsName' | 'dnsValue'>): string {
+  return `${entry.dnsName}. IN TXT ( ${txtStrings(entry.dnsValue).map((part) => `"${part}"`).join(' ')} )`;
+}
+
+/** The tags of a DKIM key record (RFC 6376 3.6.1), whitespace removed from values as the RFC lets verifiers do. */
+function dkimTags(record: string): Map<string, string> {
+  const tags = new Map<string, string>();
+  for (const part of record.split(';')) {
+    const equals = part.indexOf('=');
+    if (equals < 0) continue;
+    tags.set(part.slice(0, equals).trim(), part.slice(equals + 1).replace(/\s+/g, ''));
+  }
+  return tags;
+}
+
+export type CheckStatus = 'published' | 'different' | 'missing';
+
+/** Compares what DNS answered (each record's strings) with the record `add` printed: the key (`p=`) decides. */
+export function compareRecords(expected: string, found: readonly (readonly string[])[]): { status: CheckStatus; found: string[] } {
+  const records = found.map((strings) => strings.join(''));
+  const dkim = records.filter((record) => dkimTags(record).has('p'));
+  const wanted = dkimTags(expected).get('p');
+  if (dkim.length === 0) return { status: 'missing', found: records };
+  return { status: dkim.some((record) => dkimTags(record).get('p') === wanted && (dkimTags(record).get('k') ?? 'rsa') === 'rsa') ? 'published' : 'different', found: records };
+}
+
+/** `--dns-server` values: comma-separated IP addresses, each with an optional port (`127.0.0.1:5353`, `[::1]:53`). */
+function dnsServers(raw: string | undefined): string[] | undefined {
+  if (raw === undefined) return undefined;
+  const servers = raw.split(',').map((part) => part.trim());
+  for (const server of servers) {
+    const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(server) ?? /^([^:]+)(?::(\d{1,5}))?$/.exec(server);
+    const host = bracketed ? bracketed[1] ?? '' : server;
+    const port = bracketed?.[2] === undefined ? 53 : Number(bracketed[2]);
+    if (isIP(host) === 0 || port < 1 || port > 65535) {
+      throw new UsageError(`--dns-server must be IP addresses with optional ports separated by commas (1.1.1.1, 127.0.0.1:5353, [::1]:53), got '${server}'`, 'domain check');
+    }
+  }
+  return servers;
+}
+
+/** Looks the TXT records of `name` up; no record (or no such name) is an empty list. */
+async function lookUpTxt(name: string, servers: string[] | undefined): Promise<string[][]> {
+  const resolver = new Resolver({ timeout: 3_000, tries: 2 });
+  if (servers) resolver.setServers(servers);
+  try {
+    return await resolver.resolveTxt(name);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOTFOUND' || code === 'ENODATA') return [];
+    throw new Error(`looking up the TXT record of ${name} failed: ${code ?? (error as Error).message}`, { cause: error });
+  }
+}
+
+function printAdded(io: Io, entry: dispatch.SendingDomain__Output): void {
+  io.stdout(
+    [
+      `added ${entry.domain} to organization ${entry.organizationId}. Publish this DNS TXT record to have its mail signed with DKIM:`,
+      '',
+      `  name:  ${entry.dnsName}`,
+      `  value: ${entry.dnsValue}`,
+      '',
+      `As a zone file line (a TXT string holds at most ${txtStringLimit} characters, so the value is split; most DNS providers split it themselves):`,
+      '',
+      `  ${zoneLine(entry)}`,
+      '',
+      `Mail From ${entry.domain} is signed (selector ${entry.selector}) from the mailers' next key refresh; check the record with`,
+      `  notifyctl domain check --org ${entry.organizationId} --domain ${entry.domain}`,
+      '',
+    ].join('\n'),
+  );
+}
+
+export const domainCommands: CommandGroup = {
+  name: 'domain',
+  summary: 'sending domains and their DKIM keys: add prints the DNS record to publish, check looks it up',
+  target: 'dispatch',
+  token: 'ADMIN_TOKEN',
+  commands: [
+    {
+      name: 'add',
+      summary: "generate a DKIM key pair (RSA 2048) for an organization's domain and print the TXT record to publish",
+      options: {
+        org: { type: 'string', value: 'ID', required: true, description: 'organization id' },
+        domain: { type: 'string', value: 'DOMAIN', required: true, description: 'the domain of MAIL_FROM, such as mail.example.com' },
+        selector: { type: 'string', value: 'NAME', description: 'DKIM selector: lowercase letters, digits and hyphens (default notify)' },
+      },
+      prepare(flags) {
+        const request = { organizationId: flags.id('org'), domain: flags.string('domain'), selector: flags.optionalString('selector') ?? '' };
+        return {
+          request,
+          async execute({ connections, io, json }) {
+            const entry = await connections.domainAdmin().call('AddDomain', request);
+            if (json) io.stdout(`${JSON.stringify(entry, null, 2)}\n`);
+            else printAdded(io, entry);
+          },
+        };
+      },
+    },
+    {
+      name: 'list',
+      summary: "list an organization's sending domains (every organization's without --org)",
+      options: {
+        org: { type: 'string', value: 'ID', description: 'organization id' },
+      },
+      prepare(flags) {
+        const request = { organizationId: flags.optionalId('org') ?? 0 };
+        return {
+          request,
+          async execute({ connections, io, json }) {
+            const response = await connections.domainAdmin().call('ListDomains', request);
+            print(io, json, response, columns, response.domains);
+          },
+        };
+      },
+    },
+    {
+      name: 'remove',
+      summary: 'remove a sending domain and its key: its mail goes out unsigned from the mailers’ next key refresh',
+      options: {
+        org: { type: 'string', value: 'ID', required: true, description: 'organization id' },
+        domain: { type: 'string', value: 'DOMAIN', required: true, description: 'the domain' },
+      },
+      prepare(flags) {
+        const request = { organizationId: flags.id('org'), domain: flags.string('domain') };
+        return {
+          request,
+          async execute({ connections, io, json }) {
+            await connections.domainAdmin().call('RemoveDomain', request);
+            if (json) io.stdout(`${JSON.stringify({ removed: request.domain })}\n`);
+            else io.stdout(`removed ${request.domain} from organization ${request.organizationId}; its DNS record can be deleted once its mail is delivered\n`);
+          },
+        };
+      },
+    },
+    {
+      name: 'check',
+      summary: "look the domain's DKIM record up in DNS and say whether it is the one to publish",
+      options: {
+        org: { type: 'string', value: 'ID', required: true, description: 'organization id' },
+        domain: { type: 'string', value: 'DOMAIN', required: true, description: 'the domain' },
+        'dns-server': { type: 'string', value: 'IP[:PORT],...', description: "DNS servers to ask instead of the system's resolvers" },
+      },
+      prepare(flags) {
+        const request = { organizationId: flags.id('org'), domain: flags.string('domain') };
+        const servers = dnsServers(flags.optionalString('dns-server'));
+        return {
+          request,
+          async execute({ connections, io, json }) {
+            const wanted = request.domain.trim().toLowerCase().replace(/\.$/, '');
+            const { domains } = await connections.domainAdmin().call('ListDomains', { organizationId: request.organizationId });
+            const entry = domains.find((candidate) => candidate.domain === wanted);
+            if (!entry) throw new UsageError(`organization ${request.organizationId} has no sending domain ${wanted} (notifyctl domain list --org ${request.organizationId})`, 'domain check');
+            const result = compareRecords(entry.dnsValue, await lookUpTxt(entry.dnsName, servers));
+            if (json) {
+              io.stdout(`${JSON.stringify({ domain: entry.domain, dnsName: entry.dnsName, expected: entry.dnsValue, found: result.found, status: result.status }, null, 2)}\n`);
+              return;
+            }
+            const verdict: Record<CheckStatus, string> = {
+              published: `published: ${entry.dnsName} has the expected DKIM key; mail From ${entry.domain} will verify`,
+              different: `different: ${entry.dnsName} has a DKIM record with another key; publish the value from \`notifyctl domain list --org ${entry.organizationId} --json\``,
+              missing: `missing: ${entry.dnsName} has no DKIM record yet (DNS changes can take a while to be seen); publish:\n  ${zoneLine(entry)}`,
+            };
+            io.stdout(`${verdict[result.status]}\n`);
+          },
+        };
+      },
+    },
+  ],
+};

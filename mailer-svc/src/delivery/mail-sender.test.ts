@@ -1,0 +1,170 @@
+// What the mail sender puts on the wire, received by a real SMTP server (smtp-server) and read back with mailparser and
+// mailauth: the VERP envelope sender, RFC 8058 unsubscribe headers, and a DKIM signature that verifies.
+import assert from 'node:assert/strict';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { simpleParser } from 'mailparser';
+import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
+import { SMTPServer } from 'smtp-server';
+import { createRegistry } from '@notify/platform';
+import { createDataKey, readReturnPath, readUnsubscribeToken } from '@notify/platform/mail';
+import { silentLogger } from '@notify/test/harness/logger.ts';
+import type { DkimKey } from '../signing/dkim-keys.ts';
+import { parseSender } from './mail-identity.ts';
+import { createMailSender, type MailSender } from './mail-sender.ts';
+import { createMailerMetrics } from './metrics.ts';
+
+interface Received {
+  mailFrom: string;
+  rcptTo: string[];
+  raw: Buffer;
+}
+
+const dataKey = createDataKey(randomBytes(32));
+const bounceDomain = 'bounces.example.net';
+const publicUrl = 'https://notify.example.net/base';
+const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const dkimKey: DkimKey = {
+  domainName: 'example.com',
+  keySelector: 'notify',
+  privateKey: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+};
+const publishedRecord = `v=DKIM1; k=rsa; p=${pair.publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}`;
+
+const received: Received[] = [];
+let server: SMTPServer;
+let sender: MailSender;
+let currentKey: DkimKey | undefined;
+const metrics = createMailerMetrics(createRegistry('mail-sender-test'));
+
+before(async () => {
+  server = new SMTPServer({
+    secure: false,
+    disabledCommands: ['STARTTLS'],
+    authOptional: true,
+    logger: false,
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('end', () => {
+        received.push({
+          mailFrom: session.envelope.mailFrom === false ? '' : session.envelope.mailFrom.address,
+          rcptTo: session.envelope.rcptTo.map((rcpt) => rcpt.address),
+          raw: Buffer.concat(chunks),
+        });
+        callback(null);
+      });
+    },
+  });
+  await new Promise<void>((ready) => server.listen(0, '127.0.0.1', ready));
+  sender = createMailSender({
+    smtpUrl: `smtp://127.0.0.1:${(server.server.address() as AddressInfo).port}`,
+    sender: parseSender('Example <no-reply@example.com>'),
+    poolSize: 1,
+    logger: silentLogger('mail-sender-test'),
+    dataKey,
+    bounceDomain,
+    publicUrl,
+    dkimKey: () => currentKey,
+    onSigned: (signed) => metrics.dkimMails.inc({ dkim: signed ? 'signed' : 'unsigned' }),
+  });
+});
+
+after(async () => {
+  sender?.close();
+  await new Promise<void>((done) => server.close(() => done()));
+});
+
+const mail = { subject: 'Your receipt', text: 'Thanks, Ana.', html: '<p>Thanks, Ana.</p>' };
+
+async function send(messageId: number, to: string, unsubscribe: boolean): Promise<Received> {
+  const before = received.length;
+  const outcome = await sender.send({ messageId, projectId: 42, to, template: { unsubscribe } }, mail);
+  assert.equal(outcome.kind, 'accepted', JSON.stringify(outcome));
+  const got = received[before];
+  assert.ok(got, 'the server received the mail');
+  return got;
+}
+
+/** A header's value as sent, unfolded (RFC 5322 2.2.3). */
+function rawHeader(raw: Buffer, name: string): string[] {
+  const head = raw.toString('utf8').split('\r\n\r\n')[0]!.replace(/\r\n([ \t])/g, '$1');
+  return head
+    .split('\r\n')
+    .filter((line) => line.toLowerCase().startsWith(`${name.toLowerCase()}:`))
+    .map((line) => line.slice(name.length + 1).trim());
+}
+
+const signed = async (): Promise<number> => (await metrics.dkimMails.get()).values.find((value) => value.labels.dkim === 'signed')?.value ?? 0;
+const unsigned = async (): Promise<number> => (await metrics.dkimMails.get()).values.find((value) => value.labels.dkim === 'unsigned')?.value ?? 0;
+
+describe('the envelope', () => {
+  test('MAIL FROM is the message’s VERP return path, the From header stays MAIL_FROM', async () => {
+    const got = await send(1234, 'ana@example.org', false);
+    assert.match(got.mailFrom, /^bounces\+[a-z2-7]+@bounces\.example\.net$/);
+    assert.equal(readReturnPath(dataKey, got.mailFrom, bounceDomain), 1234);
+    assert.deepEqual(got.rcptTo, ['ana@example.org']);
+    const parsed = await simpleParser(got.raw);
+    assert.equal(parsed.from?.value[0]?.address, 'no-reply@example.com');
+    assert.equal(parsed.headers.get('x-notify-message-id'), '1234');
+  });
+});
+
+describe('one-click unsubscribe', () => {
+  test('a template that asks for it gets List-Unsubscribe with a signed link and mailto, and List-Unsubscribe-Post', async () => {
+    const got = await send(77, 'Ana.Perez@Example.org', true);
+    const [listUnsubscribe, ...more] = rawHeader(got.raw, 'List-Unsubscribe');
+    assert.equal(more.length, 0);
+    const match = /^<https:\/\/notify\.example\.net\/base\/u\/([A-Za-z0-9_-]+)>, <mailto:unsubscribe@bounces\.example\.net\?subject=unsubscribe%20([A-Za-z0-9_-]+)>$/.exec(listUnsubscribe ?? '');
+    assert.ok(match, `List-Unsubscribe: ${listUnsubscribe}`);
+    assert.equal(match[1], match[2], 'both carry the same token');
+    assert.deepEqual(readUnsubscribeToken(dataKey, match[1]!), { projectId: 42, messageId: 77, address: 'Ana.Perez@Example.org' });
+    assert.deepEqual(rawHeader(got.raw, 'List-Unsubscribe-Post'), ['List-Unsubscribe=One-Click']);
+    for (const line of got.raw.toString('utf8').split('\r\n\r\n')[0]!.split('\r\n')) assert.ok(line.length <= 998, 'no header line exceeds RFC 5322’s limit');
+
+    // mailparser, a reader not ours, sees the same link and mailto.
+    const parsed = await simpleParser(got.raw);
+    const list = parsed.headers.get('list') as { unsubscribe?: { url?: string; mail?: string } } | undefined;
+    assert.equal(list?.unsubscribe?.url, `https://notify.example.net/base/u/${match[1]}`);
+    assert.equal(list?.unsubscribe?.mail, `unsubscribe@bounces.example.net?subject=unsubscribe%20${match[1]}`);
+  });
+
+  test('a template that does not ask gets neither header', async () => {
+    const got = await send(78, 'ana@example.org', false);
+    assert.deepEqual(rawHeader(got.raw, 'List-Unsubscribe'), []);
+    assert.deepEqual(rawHeader(got.raw, 'List-Unsubscribe-Post'), []);
+  });
+});
+
+describe('DKIM', () => {
+  const resolver = async (name: string, type: string): Promise<string[][]> => {
+    if (type === 'TXT' && name === 'notify._domainkey.example.com') return [[publishedRecord.slice(0, 255), publishedRecord.slice(255)]];
+    throw Object.assign(new Error(`no ${type} record for ${name}`), { code: 'ENOTFOUND' });
+  };
+
+  test('a mail sent while there is a key carries a signature mailauth verifies against the published key', async () => {
+    currentKey = dkimKey;
+    const signedBefore = await signed();
+    const got = await send(90, 'ana@example.org', true);
+    const verified = await dkimVerify(got.raw, { resolver, strict: true, sender: got.mailFrom });
+    assert.equal(verified.results.length, 1);
+    const [result] = verified.results;
+    assert.equal(result?.status.result, 'pass', result?.info);
+    assert.equal(result?.signingDomain, 'example.com');
+    assert.equal(result?.selector, 'notify');
+    const signedFields = /\bh=([^;]+)/.exec(rawHeader(got.raw, 'DKIM-Signature')[0] ?? '')?.[1]?.replace(/\s+/g, '').toLowerCase().split(':') ?? [];
+    for (const field of ['from', 'to', 'subject', 'message-id', 'list-unsubscribe', 'list-unsubscribe-post']) assert.ok(signedFields.includes(field), `${field} is signed (h=${signedFields.join(':')})`);
+    assert.equal(await signed(), signedBefore + 1);
+  });
+
+  test('a mail sent without a key is unsigned, and counted so', async () => {
+    currentKey = undefined;
+    const unsignedBefore = await unsigned();
+    const got = await send(91, 'ana@example.org', false);
+    assert.deepEqual(rawHeader(got.raw, 'DKIM-Signature'), []);
+    const verified = await dkimVerify(got.raw, { resolver });
+    assert.ok(verified.results.every((result) => result.status.result === 'none'), JSON.stringify(verified.results.map((result) => result.info)));
+    assert.equal(await unsigned(), unsignedBefore + 1);
+  });
+});
