@@ -21,6 +21,7 @@ const users = {
   alphaOperator: 'ops@alpha.example',
   alphaViewer: 'viewer@alpha.example',
   alphaLocked: 'locked@alpha.example',
+  alphaRaced: 'raced@alpha.example',
   betaViewer: 'viewer@beta.example',
 };
 
@@ -55,6 +56,7 @@ before(async () => {
     [users.alphaOperator, alpha.organizationId, 'operator'],
     [users.alphaViewer, alpha.organizationId, 'viewer'],
     [users.alphaLocked, alpha.organizationId, 'viewer'],
+    [users.alphaRaced, alpha.organizationId, 'viewer'],
     [users.betaViewer, beta.organizationId, 'viewer'],
   ] as const) {
     const created = await system.notifyctl('panel-user', 'create', '--org', String(organization), '--email', email, '--role', role, '--password-file', passwordFile);
@@ -174,6 +176,13 @@ test('sign-in attempts are limited per account and per address', async () => {
   for (let attempt = 1; attempt <= 8; attempt += 1) assert.equal((await guesser.signIn(`nobody${attempt}@alpha.example`, password)).status, 401);
   assert.equal((await guesser.signIn(users.alphaViewer, password)).status, 429);
   assert.equal((await visitor().signIn(users.alphaViewer, password)).status, 303, 'another address is not affected');
+});
+
+test('30 concurrent wrong passwords for one account: no more than its limit (3) reach the password check', async () => {
+  const attempts = await Promise.all(Array.from({ length: 30 }, () => visitor().signIn(users.alphaRaced, 'not the password either')));
+  const statuses = attempts.map((attempt) => attempt.status);
+  assert.equal(statuses.filter((status) => status === 401).length, 3, statuses.join(' '));
+  assert.equal(statuses.filter((status) => status === 429).length, 27, statuses.join(' '));
 });
 
 test("an organization's projects and messages are not found for another organization's users, both ways", async () => {

@@ -68,8 +68,10 @@ export function signIn(deps: PanelDeps): Middleware<PanelState> {
       // A memory-hard hash takes its time on purpose: more than the gateway's usual deadline allows under load.
       user = await deps.auth.call('VerifyPanelCredentials', { email, password: form.get('password') ?? '' }, { deadlineMs: verifyDeadlineMs });
     } catch (error) {
-      if (!(error instanceof RemoteError && error.status === status.UNAUTHENTICATED)) throw error;
-      await deps.signInLimiter.failed(email);
+      if (!(error instanceof RemoteError && error.status === status.UNAUTHENTICATED)) {
+        await deps.signInLimiter.notJudged(email);
+        throw error;
+      }
       showForm(panel, { email, next, status: 401, notice: { kind: 'error', text: t('signIn.invalid') } });
       return;
     }

@@ -32,22 +32,42 @@ test('every attempt from one address counts, whichever account it names', async 
   assert.deepEqual(await signIns.attempt('192.0.2.2', 'user4@example.com'), { allowed: true });
 });
 
-test("an account's failures lock it from every address, and a success starts its count again", async () => {
+test("an account's attempts lock it from every address, and a success starts its count again", async () => {
   const signIns = limiter(redis);
-  await signIns.failed('Target@Example.com');
-  assert.deepEqual(await signIns.attempt('192.0.2.10', 'target@example.com'), { allowed: true });
+  assert.deepEqual(await signIns.attempt('192.0.2.10', 'Target@Example.com'), { allowed: true });
   await signIns.succeeded('target@example.com');
-  await signIns.failed('target@example.com');
-  assert.deepEqual(await signIns.attempt('192.0.2.11', 'target@example.com'), { allowed: true }, 'one failure since the success');
-  await signIns.failed('target@example.com');
-  assert.equal((await signIns.attempt('192.0.2.12', ' TARGET@example.com')).allowed, false);
+  assert.deepEqual(await signIns.attempt('192.0.2.11', 'target@example.com'), { allowed: true });
+  assert.deepEqual(await signIns.attempt('192.0.2.12', 'target@example.com'), { allowed: true }, 'two attempts since the success');
+  assert.equal((await signIns.attempt('192.0.2.13', ' TARGET@example.com')).allowed, false);
+});
+
+test('30 concurrent attempts on one account: no more than its limit are let through to the password check', async () => {
+  const signIns = limiter(redis);
+  const decisions = await Promise.all(Array.from({ length: 30 }, (_, index) => signIns.attempt(`192.0.2.${100 + index}`, 'raced@example.com')));
+  assert.equal(decisions.filter((decision) => decision.allowed).length, 2);
+});
+
+test('an attempt that could not be judged gives its account point back', async () => {
+  const signIns = limiter(redis);
+  assert.equal((await signIns.attempt('192.0.2.30', 'unjudged@example.com')).allowed, true);
+  await signIns.notJudged('unjudged@example.com');
+  assert.equal((await signIns.attempt('192.0.2.31', 'unjudged@example.com')).allowed, true);
+  assert.equal((await signIns.attempt('192.0.2.32', 'unjudged@example.com')).allowed, true);
+  assert.equal((await signIns.attempt('192.0.2.33', 'unjudged@example.com')).allowed, false);
+});
+
+test('IPv6 clients are counted by their /64', async () => {
+  const signIns = limiter(redis);
+  for (const address of ['2001:db8:5:6::1', '2001:db8:5:6:a:b:c:d', '2001:0db8:0005:0006:ffff::1']) assert.equal((await signIns.attempt(address, `${address}@example.com`)).allowed, true);
+  assert.equal((await signIns.attempt('2001:db8:5:6:9::9', 'v6-last@example.com')).allowed, false, 'the fourth address of the same /64');
+  assert.equal((await signIns.attempt('2001:db8:5:7::1', 'v6-last@example.com')).allowed, true, 'the next /64 is another client');
 });
 
 test('without Redis each replica keeps limiting in memory', async () => {
   const unreachable = new Redis('redis://127.0.0.1:1', { enableOfflineQueue: false, maxRetriesPerRequest: 0, lazyConnect: true, retryStrategy: () => null });
   unreachable.on('error', () => undefined);
   const signIns = limiter(unreachable);
-  for (let attempt = 1; attempt <= 3; attempt += 1) assert.equal((await signIns.attempt('192.0.2.20', 'x@example.com')).allowed, true);
-  assert.equal((await signIns.attempt('192.0.2.20', 'x@example.com')).allowed, false);
+  for (let attempt = 1; attempt <= 3; attempt += 1) assert.equal((await signIns.attempt('192.0.2.20', `x${attempt}@example.com`)).allowed, true);
+  assert.equal((await signIns.attempt('192.0.2.20', 'x4@example.com')).allowed, false);
   unreachable.disconnect();
 });

@@ -1,9 +1,11 @@
-// Sign-in attempts are limited per client address (every attempt counts: one address guessing many accounts) and per
-// account (failures count, a success starts again: many addresses guessing one password). Counters are shared by the
+// Sign-in attempts are limited per client address (every attempt counts: one address guessing many accounts; an IPv6
+// client by its /64, as the API's guard counts it) and per account (every attempt is counted before its password is
+// checked, a success starts again: many addresses guessing one password). Counters are shared by the
 // replicas in Redis; when Redis cannot answer, each replica keeps limiting in memory.
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { limitedAddress } from '../../auth/client-address.ts';
 import type { Rate } from '../../rate-limit/rate.ts';
 import { sharedLimiter } from '../../rate-limit/redis.ts';
 
@@ -27,35 +29,35 @@ const retryAfter = (result: RateLimiterRes): number => Math.max(1, Math.ceil(res
 export class SignInLimiter {
   readonly #byAddress: RateLimiterRedis;
   readonly #byAccount: RateLimiterRedis;
-  readonly #accountPoints: number;
 
   constructor(options: SignInLimiterOptions) {
     this.#byAddress = limiter(options, 'address', options.addressRate);
     this.#byAccount = limiter(options, 'account', options.accountRate);
-    this.#accountPoints = options.accountRate.points;
   }
 
-  /** Counts an attempt from `address` and says whether it may be judged at all. */
+  /**
+   * Counts an attempt from `address` (an IPv6 client by its /64) against `email`, before its password is checked: the
+   * account's point is taken first and handed back only by `succeeded` or `notJudged`, so however many attempts arrive
+   * at once, no more than the account's limit reach the password check.
+   */
   async attempt(address: string, email: string): Promise<SignInDecision> {
     try {
-      await this.#byAddress.consume(address);
+      await this.#byAddress.consume(limitedAddress(address));
+      await this.#byAccount.consume(accountKey(email));
+      return { allowed: true };
     } catch (error) {
       if (error instanceof RateLimiterRes) return { allowed: false, retryAfterSeconds: retryAfter(error) };
       throw error;
     }
-    const account = await this.#byAccount.get(accountKey(email));
-    if (account && account.consumedPoints >= this.#accountPoints) return { allowed: false, retryAfterSeconds: retryAfter(account) };
-    return { allowed: true };
   }
 
-  async failed(email: string): Promise<void> {
-    await this.#byAccount.consume(accountKey(email)).catch((error: unknown) => {
-      // Over the limit already: the next attempt is refused by `attempt`.
-      if (!(error instanceof RateLimiterRes)) throw error;
-    });
-  }
-
+  /** The password was right: the account's count starts again. */
   async succeeded(email: string): Promise<void> {
     await this.#byAccount.delete(accountKey(email));
+  }
+
+  /** The attempt could not be judged (auth-svc did not answer): its account point is given back. */
+  async notJudged(email: string): Promise<void> {
+    await this.#byAccount.reward(accountKey(email), 1);
   }
 }
