@@ -4,7 +4,7 @@ import { status } from '@grpc/grpc-js';
 import type { dispatch } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
-import { decodeCursor, encodeCursor, listStatement } from './message-list.ts';
+import { decodeCursor, encodeCursor, listQuery, pageStatement } from './message-list.ts';
 
 let h: Harness;
 let scope: { projectId: number; organizationId: number };
@@ -84,7 +84,7 @@ test('EXPLAIN: each page is read through an index, in order, on a project of 100
     { cursor: middle.nextCursor },
   ];
   for (const filters of requests) {
-    const statement = listStatement({ ...base, ...filters });
+    const statement = pageStatement(listQuery({ ...base, ...filters }));
     const { rows } = await h.pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, statement.values);
     const plan = rows[0]?.['QUERY PLAN'][0].Plan;
     assert.ok(plan);

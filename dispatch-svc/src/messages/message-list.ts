@@ -12,7 +12,7 @@ import { columns, toMessage, type MessageRow } from './queries.ts';
 
 export const listLimits = { default: 50, max: 100 } as const;
 
-interface Cursor {
+export interface Cursor {
   /** created_at as microseconds since the Unix epoch: exact, unlike a JavaScript Date. */
   readonly createdMicros: bigint;
   readonly id: number;
@@ -42,43 +42,50 @@ function parseTime(field: string, value: string, faults: string[]): Date | undef
   return time;
 }
 
-/** The statement for one page, with only the filters in use; exported so a test can ask PostgreSQL how it runs it. */
-export function listStatement(request: dispatch.SearchProjectMessagesRequest__Output): { text: string; values: unknown[]; limit: number } {
-  const faults: string[] = [];
-  if (request.state !== '' && !(messageStates as readonly string[]).includes(request.state)) faults.push(`status: must be one of ${messageStates.join(', ')}`);
-  const after = parseTime('created_after', request.createdAfter, faults);
-  const before = parseTime('created_before', request.createdBefore, faults);
-  const cursor = request.cursor === '' ? undefined : decodeCursor(request.cursor);
-  if (request.cursor !== '' && !cursor) faults.push('cursor: is not one this service gave');
-  if (request.limit < 0 || request.limit > listLimits.max) faults.push(`limit: must be between 1 and ${listLimits.max}`);
-  if (faults.length > 0) throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', `invalid listing: ${faults.join('; ')}`, { fields: faults });
+/**
+ * One page of a project's messages, as both the status API's listing and the panel's search read it: filters already
+ * validated, every lookup scoped to the project and its organization, the cursor a position and not a row to look up.
+ */
+export interface MessagePageQuery {
+  readonly projectId: number;
+  readonly organizationId: number;
+  /** Each filter is ignored when empty or absent. */
+  readonly state: string;
+  readonly template: string;
+  readonly recipient: string;
+  readonly createdFrom?: Date | undefined;
+  readonly createdBefore?: Date | undefined;
+  readonly cursor?: Cursor | undefined;
+  readonly limit: number;
+}
 
+/** The statement for one page, with only the filters in use; exported so a test can ask PostgreSQL how it runs it. */
+export function pageStatement(query: MessagePageQuery): { text: string; values: unknown[]; limit: number } {
   const where = ['project_id = $1', 'organization_id = $2'];
-  const values: unknown[] = [request.projectId, request.organizationId];
+  const values: unknown[] = [query.projectId, query.organizationId];
   const add = (condition: (placeholder: string) => string, value: unknown): void => {
     values.push(value);
     where.push(condition(`$${values.length}`));
   };
-  if (request.state !== '') add((p) => `state = ${p}::message_state`, request.state);
-  if (request.template !== '') add((p) => `template_slug = ${p}`, request.template);
+  if (query.state !== '') add((p) => `state = ${p}::message_state`, query.state);
+  if (query.template !== '') add((p) => `template_slug = ${p}`, query.template);
   // lower() on both sides, matching the expression index.
-  if (request.to !== '') add((p) => `lower(recipient) = lower(${p})`, request.to);
-  if (after) add((p) => `created_at >= ${p}`, after);
-  if (before) add((p) => `created_at < ${p}`, before);
-  if (cursor) {
-    values.push(cursor.createdMicros.toString());
-    add((p) => `(created_at, id) < (timestamptz 'epoch' + $${values.length - 1}::bigint * interval '1 microsecond', ${p})`, cursor.id);
+  if (query.recipient !== '') add((p) => `lower(recipient) = lower(${p})`, query.recipient);
+  if (query.createdFrom) add((p) => `created_at >= ${p}`, query.createdFrom);
+  if (query.createdBefore) add((p) => `created_at < ${p}`, query.createdBefore);
+  if (query.cursor) {
+    values.push(query.cursor.createdMicros.toString());
+    add((p) => `(created_at, id) < (timestamptz 'epoch' + $${values.length - 1}::bigint * interval '1 microsecond', ${p})`, query.cursor.id);
   }
-  const limit = request.limit === 0 ? listLimits.default : request.limit;
   // One row more than asked tells whether another page exists, without counting.
-  values.push(limit + 1);
+  values.push(query.limit + 1);
   const text = `SELECT ${columns}, (extract(epoch FROM created_at) * 1000000)::bigint::text AS "createdMicros"
                   FROM messages WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${values.length}`;
-  return { text, values, limit };
+  return { text, values, limit: query.limit };
 }
 
-export async function searchProjectMessages(pool: Pool, request: dispatch.SearchProjectMessagesRequest__Output): Promise<dispatch.SearchProjectMessagesResponse__Output> {
-  const { text, values, limit } = listStatement(request);
+export async function readMessagePage(pool: Pool, query: MessagePageQuery): Promise<{ messages: dispatch.Message__Output[]; nextCursor: string }> {
+  const { text, values, limit } = pageStatement(query);
   const result = await pool.query<MessageRow & { createdMicros: string }>(text, values);
   const page = result.rows.slice(0, limit);
   const last = page.at(-1);
@@ -87,4 +94,31 @@ export async function searchProjectMessages(pool: Pool, request: dispatch.Search
     messages: page.map((row) => toMessage(row, [])),
     nextCursor: more ? encodeCursor({ createdMicros: BigInt(last.createdMicros), id: last.id }) : '',
   };
+}
+
+/** The status API's listing request, checked: INVALID_ARGUMENT naming every parameter at fault. */
+export function listQuery(request: dispatch.SearchProjectMessagesRequest__Output): MessagePageQuery {
+  const faults: string[] = [];
+  if (request.state !== '' && !(messageStates as readonly string[]).includes(request.state)) faults.push(`status: must be one of ${messageStates.join(', ')}`);
+  const after = parseTime('created_after', request.createdAfter, faults);
+  const before = parseTime('created_before', request.createdBefore, faults);
+  const cursor = request.cursor === '' ? undefined : decodeCursor(request.cursor);
+  if (request.cursor !== '' && !cursor) faults.push('cursor: is not one this service gave');
+  if (request.limit < 0 || request.limit > listLimits.max) faults.push(`limit: must be between 1 and ${listLimits.max}`);
+  if (faults.length > 0) throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', `invalid listing: ${faults.join('; ')}`, { fields: faults });
+  return {
+    projectId: request.projectId,
+    organizationId: request.organizationId,
+    state: request.state,
+    template: request.template,
+    recipient: request.to,
+    createdFrom: after,
+    createdBefore: before,
+    cursor,
+    limit: request.limit === 0 ? listLimits.default : request.limit,
+  };
+}
+
+export async function searchProjectMessages(pool: Pool, request: dispatch.SearchProjectMessagesRequest__Output): Promise<dispatch.SearchProjectMessagesResponse__Output> {
+  return readMessagePage(pool, listQuery(request));
 }

@@ -6,7 +6,7 @@ import { UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 import type { Renderer } from '@notify/templating';
-import { findTemplate, listTemplates, setTemplateUnsubscribe, slugPattern, toTemplateMessage } from '../templates/template-store.ts';
+import { findOrganizationTemplate, listOrganizationTemplates, setTemplateUnsubscribe, slugPattern, toTemplateMessage } from '../templates/template-store.ts';
 import type { VariablesSchemas } from '../templates/variables-schema.ts';
 import { sampleData } from '@notify/templating';
 
@@ -35,8 +35,8 @@ function parseData(dataJson: string): Record<string, unknown> {
   return data as Record<string, unknown>;
 }
 
-export async function listProjectTemplates(pool: Pool, request: dispatch.ListTemplatesRequest__Output): Promise<dispatch.ListTemplatesResponse__Output> {
-  return { templates: (await listTemplates(pool, request.projectId)).map(toTemplateMessage) };
+export async function listProjectTemplates(pool: Pool, request: dispatch.ProjectTemplatesRequest__Output): Promise<dispatch.ListTemplatesResponse__Output> {
+  return { templates: (await listOrganizationTemplates(pool, request)).map(toTemplateMessage) };
 }
 
 /** The operator's switch for a template's one-click unsubscribe headers; another organization's template is not found. */
@@ -51,7 +51,7 @@ export async function setProjectTemplateUnsubscribe(pool: Pool, request: dispatc
 export async function previewTemplate(deps: PreviewDeps, request: dispatch.PreviewTemplateRequest__Output): Promise<dispatch.TemplatePreview__Output> {
   if (!slugPattern.test(request.slug)) throw new UserError(status.NOT_FOUND, 'template_not_found', `no template "${request.slug}" in this project`);
   const data = request.dataJson.trim() === '' ? undefined : parseData(request.dataJson);
-  const template = await findTemplate(deps.pool, request.projectId, request.slug);
+  const template = await findOrganizationTemplate(deps.pool, request, request.slug);
   if (!template) throw new UserError(status.NOT_FOUND, 'template_not_found', `no template "${request.slug}" in this project`);
   const used = data ?? sampleData(template.variablesSchema);
   const preview: dispatch.TemplatePreview__Output = {

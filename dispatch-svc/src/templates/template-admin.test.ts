@@ -140,7 +140,7 @@ test('the panel toggles the unsubscribe flag without a new version, only for the
     const scope = { projectId: h.ids.projectId, organizationId: h.ids.organizationId, slug: 'digest' };
     const on = await panel.call('SetProjectTemplateUnsubscribe', { ...scope, unsubscribe: true });
     assert.deepEqual([on.version, on.unsubscribe], [before.version, true]);
-    assert.equal((await panel.call('ListProjectTemplates', { projectId: h.ids.projectId })).templates.find((each) => each.slug === 'digest')?.unsubscribe, true);
+    assert.equal((await panel.call('ListProjectTemplates', { projectId: h.ids.projectId, organizationId: h.ids.organizationId })).templates.find((each) => each.slug === 'digest')?.unsubscribe, true);
     await assertRefused(panel.call('SetProjectTemplateUnsubscribe', { ...scope, organizationId: h.ids.organizationId + 1_000, unsubscribe: false }), status.NOT_FOUND, 'template_not_found');
     await assertRefused(panel.call('SetProjectTemplateUnsubscribe', { ...scope, slug: 'missing', unsubscribe: false }), status.NOT_FOUND, 'template_not_found');
     assert.equal((await h.admin.call('GetTemplate', { projectId: h.ids.projectId, slug: 'digest' })).unsubscribe, true);

@@ -59,6 +59,32 @@ export async function listTemplates(pool: Pool, projectId: number): Promise<Temp
   return result.rows;
 }
 
+/** A project and the organization a panel user belongs to: a project of another organization has no templates. */
+export interface OrganizationProject {
+  readonly projectId: number;
+  readonly organizationId: number;
+}
+
+/** The condition that project $1 is organization $2's. */
+const ownedProject = 'EXISTS (SELECT 1 FROM projects p WHERE p.id = $1 AND p.organization_id = $2)';
+
+export async function listOrganizationTemplates(pool: Pool, target: OrganizationProject): Promise<TemplateRow[]> {
+  const result = await pool.query<TemplateRow>(`SELECT ${columns} FROM templates WHERE project_id = $1 AND ${ownedProject} ORDER BY slug`, [
+    target.projectId,
+    target.organizationId,
+  ]);
+  return result.rows;
+}
+
+export async function findOrganizationTemplate(pool: Pool, target: OrganizationProject, slug: string): Promise<TemplateRow | undefined> {
+  const result = await pool.query<TemplateRow>(`SELECT ${columns} FROM templates WHERE project_id = $1 AND slug = $3 AND ${ownedProject}`, [
+    target.projectId,
+    target.organizationId,
+    slug,
+  ]);
+  return result.rows[0];
+}
+
 /** The row's flags a put may set; an absent one keeps its value (false for a new template). */
 export interface TemplateFlags {
   readonly active?: boolean | undefined;
@@ -99,13 +125,13 @@ export async function setTemplateActive(pool: Pool, projectId: number, slug: str
  */
 export async function setTemplateUnsubscribe(
   pool: Pool,
-  target: { organizationId: number; projectId: number; slug: string },
+  target: OrganizationProject & { slug: string },
   unsubscribe: boolean,
 ): Promise<TemplateRow | undefined> {
   const result = await pool.query<TemplateRow>({
     name: 'template-set-unsubscribe',
     text: `UPDATE templates SET unsubscribe = $4, updated_at = now()
-            WHERE project_id = $1 AND slug = $3 AND EXISTS (SELECT 1 FROM projects p WHERE p.id = $1 AND p.organization_id = $2)
+            WHERE project_id = $1 AND slug = $3 AND ${ownedProject}
             RETURNING ${columns}`,
     values: [target.projectId, target.organizationId, target.slug, unsubscribe],
   });

@@ -11,11 +11,12 @@ test('a time typed in the form is read as UTC, with or without seconds', () => {
   for (const wrong of ['2026-01-31', 'yesterday', '2026-13-01T00:00', '2026-01-31T09:30Z']) assert.equal(utcInstant(wrong), undefined, wrong);
 });
 
-test('filters go to the search as given, and the cursor only when it is an id', () => {
-  const parsed = parseFilters({ state: 'failed', template: 'welcome', recipient: ' Ada@Example.com ', from: '2026-01-31T09:00', until: '', before: '42' }, t);
+test('filters go to the search as given, and the cursor only when it has the shape of one dispatch-svc gives', () => {
+  const parsed = parseFilters({ state: 'failed', template: 'welcome', recipient: ' Ada@Example.com ', from: '2026-01-31T09:00', until: '', before: 'djEuMTc2NDA4MDAwMDAwMDAwMC40Mg' }, t);
   assert.deepEqual(parsed.faults, {});
-  assert.deepEqual(parsed.search, { state: 'failed', template: 'welcome', recipient: 'Ada@Example.com', createdFrom: '2026-01-31T09:00:00.000Z', createdUntil: '', cursor: '42' });
+  assert.deepEqual(parsed.search, { state: 'failed', template: 'welcome', recipient: 'Ada@Example.com', createdFrom: '2026-01-31T09:00:00.000Z', createdUntil: '', cursor: 'djEuMTc2NDA4MDAwMDAwMDAwMC40Mg' });
   assert.equal(parseFilters({ before: '1 OR 1=1' }, t).search.cursor, '');
+  assert.equal(parseFilters({ before: 'a'.repeat(101) }, t).search.cursor, '', 'longer than any cursor given');
   assert.equal(parseFilters({ state: ['sent', 'failed'] }, t).search.state, 'sent', 'a repeated parameter counts once');
 });
 

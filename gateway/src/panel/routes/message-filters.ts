@@ -12,7 +12,8 @@ export interface ParsedFilters {
 }
 
 const localTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?$/;
-const cursorPattern = /^[1-9][0-9]{0,15}$/;
+/** The cursors dispatch-svc gives out are opaque base64url; anything else is dropped here (the first page is shown). */
+const cursorPattern = /^[A-Za-z0-9_-]{1,100}$/;
 
 function first(query: ParsedUrlQuery, name: string, max: number): string {
   const value = query[name];
@@ -41,7 +42,7 @@ export function parseFilters(query: ParsedUrlQuery, t: Translate): ParsedFilters
   const createdUntil = filters.until === '' ? '' : utcInstant(filters.until);
   if (createdFrom === undefined) faults.from = t('messages.badTime');
   if (createdUntil === undefined) faults.until = t('messages.badTime');
-  const before = first(query, 'before', 16);
+  const before = first(query, 'before', 101);
   return {
     filters,
     faults,

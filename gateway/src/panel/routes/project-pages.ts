@@ -70,7 +70,7 @@ export const messagesPage: Handler = (deps) => async (ctx) => {
   const { filters, faults, search } = parseFilters(ctx.query, t);
   const invalid = Object.keys(faults).length > 0;
   const [templates, page] = await Promise.all([
-    deps.dispatch.call('ListProjectTemplates', { projectId: project.id }),
+    deps.dispatch.call('ListProjectTemplates', scope(panel)),
     // With a mistake in the form, the page shows the mistake rather than results for filters nobody asked for.
     invalid ? Promise.resolve({ messages: [], nextCursor: '' }) : deps.dispatch.call('SearchMessages', { ...scope(panel), ...search, limit: 50 }),
   ]);
@@ -142,17 +142,17 @@ export const templatesPage: Handler = (deps) => async (ctx) => {
   const panel = ctx as PanelContext;
   const { t } = panel.state;
   const project = currentProject(panel);
-  const { templates } = await deps.dispatch.call('ListProjectTemplates', { projectId: project.id });
+  const { templates } = await deps.dispatch.call('ListProjectTemplates', scope(panel));
   renderPage(panel, { title: t('templates.title', { project: project.name }), section: 'templates', main: templatesView(t, project, templates) });
 };
 
 const slugPattern = /^[A-Za-z0-9_-]{1,100}$/;
 
-function previewRequest(ctx: PanelContext): { projectId: number; slug: string; dataJson: string } {
+function previewRequest(ctx: PanelContext): { projectId: number; organizationId: number; slug: string; dataJson: string } {
   const slug = ctx.params['slug'] ?? '';
   if (!slugPattern.test(slug)) throw notFound();
   const data = ctx.query['data'];
-  return { projectId: currentProject(ctx).id, slug, dataJson: typeof data === 'string' ? data : '' };
+  return { ...scope(ctx), slug, dataJson: typeof data === 'string' ? data : '' };
 }
 
 export const templatePage: Handler = (deps) => async (ctx) => {
