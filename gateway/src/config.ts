@@ -30,7 +30,7 @@ export const configSpec = {
     parseRate,
   ),
   trustedProxyHops: integer('TRUSTED_PROXY_HOPS', {
-    description: 'reverse proxies in front of the gateway that append to X-Forwarded-For (1 behind an ingress controller); the client address is that many entries from the end. 0: the TCP peer, X-Forwarded-For ignored',
+    description: 'reverse proxies in front of the gateway that append to X-Forwarded-For (1 behind an ingress controller); the client address (API and panel sign-in limits) is that many entries from the end, and X-Forwarded-Proto https counts as HTTPS (Strict-Transport-Security, Secure panel cookies). 0: the TCP peer, X-Forwarded-* ignored',
     default: 0,
     min: 0,
     max: 10,

@@ -33,7 +33,7 @@ let adaAttempts = 0;
 
 before(async () => {
   system = await startSystem({
-    serviceEnv: { gateway: { PANEL_TRUST_PROXY: 'true', PANEL_SIGN_IN_ADDRESS_RATE: '8/min', PANEL_SIGN_IN_ACCOUNT_RATE: '3/min' } },
+    serviceEnv: { gateway: { TRUSTED_PROXY_HOPS: '1', PANEL_SIGN_IN_ADDRESS_RATE: '8/min', PANEL_SIGN_IN_ACCOUNT_RATE: '3/min' } },
     async smtpReply({ to }) {
       if (to.startsWith('reject@')) return { code: 550, message: '5.1.1 no such mailbox' };
       if (to === 'ada@alpha.example') {

@@ -200,7 +200,7 @@ describe('helm/notify', () => {
     }
   });
 
-  test('the gateway counts failed keys at NOTIFY_AUTH_FAILURE_RATE and trusts as many proxies as the chart puts in front of it', async (t) => {
+  test('the gateway counts failed keys at NOTIFY_AUTH_FAILURE_RATE, trusts as many proxies as the chart puts in front of it, and treats requests as https behind its TLS edge', async (t) => {
     if (skip) return t.skip(skip);
     const data = (rendered: Rendered) => rendered.get('ConfigMap', 'notify').data ?? {};
     const bare = await render(helm, { valuesFiles: [devValues] });
@@ -211,6 +211,12 @@ describe('helm/notify', () => {
     assert.equal(data(ingress)['TRUSTED_PROXY_HOPS'], '1', 'the ingress controller appends the client address');
     const route = await render(helm, { valuesFiles: [devValues], set: ['httpRoute.enabled=true', 'httpRoute.parentRefs[0].name=edge'] });
     assert.equal(data(route)['TRUSTED_PROXY_HOPS'], '1', 'so does the Gateway API proxy');
+    // HTTPS at the chart's own edge: the panel cookies are Secure, and the proxy's X-Forwarded-Proto (trusted above)
+    // brings Strict-Transport-Security; without TLS there, neither.
+    assert.equal(data(production)['PANEL_COOKIE_SECURE'], 'true', 'the production Ingress terminates TLS');
+    assert.equal(data(route)['PANEL_COOKIE_SECURE'], 'true', 'a Gateway listener terminates TLS');
+    assert.equal(data(ingress)['PANEL_COOKIE_SECURE'], 'false', 'an Ingress without a TLS section serves plain http');
+    assert.equal(data(bare)['PANEL_COOKIE_SECURE'], 'false', 'port-forwarding over plain http');
     const cdn = await render(helm, { valuesFiles: [devValues], set: ['ingress.enabled=true', 'config.gateway.trustedProxyHops=2', 'config.gateway.authFailureRate=50/hour'] });
     assert.deepEqual([data(cdn)['TRUSTED_PROXY_HOPS'], data(cdn)['NOTIFY_AUTH_FAILURE_RATE']], ['2', '50/hour'], 'a CDN in front of the ingress: set by hand');
     for (const wrong of ['config.gateway.trustedProxyHops=-1', 'config.gateway.trustedProxyHops=11', 'config.gateway.authFailureRate=many']) {
@@ -383,6 +389,68 @@ describe('helm/notify', () => {
       { to: [{ ipBlock: { cidr: '10.0.0.0/8' } }], ports: [{ port: 5432, protocol: 'TCP' }] },
     ]);
     assert.equal((dev.get('NetworkPolicy', 'notify-webhook-svc-egress').spec?.['egress'] as EgressRule[]).length, 3, 'nothing else unless the operator adds it');
+  });
+
+  test('every pod may connect only to DNS, the release\'s pods it calls, and the ports of its external services where the operator put them', async (t) => {
+    if (skip) return t.skip(skip);
+    type Peer = Record<string, unknown>;
+    type EgressRule = { ports: { port: number | string; protocol: string }[]; to?: Peer[] };
+    const egress = (rendered: Rendered, component: string): EgressRule[] => {
+      const policy = rendered.get('NetworkPolicy', `notify-${component}-egress`);
+      assert.deepEqual(policy.spec?.['policyTypes'], ['Egress'], component);
+      assert.equal((policy.spec?.['podSelector'] as { matchLabels: Record<string, string> }).matchLabels['app.kubernetes.io/component'], component);
+      return policy.spec?.['egress'] as EgressRule[];
+    };
+    const dns: EgressRule = { ports: [{ port: 53, protocol: 'UDP' }, { port: 53, protocol: 'TCP' }] };
+    const pod = (component: string) => ({ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'notify', 'app.kubernetes.io/instance': 'notify', 'app.kubernetes.io/component': component } } });
+    const call = (component: string, port: string): EgressRule => ({ to: [pod(component)], ports: [{ port, protocol: 'TCP' }] });
+    const tcp = (...ports: number[]) => ports.map((port) => ({ port, protocol: 'TCP' }));
+    const namespace = (name: string) => ({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': name } } });
+
+    // The production values name where each external service lives; the OTLP port comes from config.otlpEndpoint.
+    const postgresql = { ports: tcp(5432), to: [{ ipBlock: { cidr: '10.0.0.0/8' } }] };
+    const nats = { ports: tcp(4222), to: [namespace('messaging')] };
+    const otlp = { ports: tcp(4318), to: [namespace('observability')] };
+    assert.deepEqual(egress(production, 'gateway'), [dns, call('auth-svc', 'grpc'), call('dispatch-svc', 'grpc'), { ports: tcp(6379), to: [namespace('cache')] }, nats, otlp]);
+    assert.deepEqual(egress(production, 'auth-svc'), [dns, postgresql, nats, otlp]);
+    assert.deepEqual(egress(production, 'dispatch-svc'), [dns, postgresql, nats, otlp]);
+    assert.deepEqual(egress(production, 'mailer-svc'), [dns, call('dispatch-svc', 'grpc'), nats, { ports: tcp(465) }, otlp]);
+    assert.deepEqual(egress(production, 'bounce-svc'), [dns, call('dispatch-svc', 'grpc'), otlp]);
+    assert.deepEqual(egress(production, 'migration'), [dns, postgresql]);
+    assert.deepEqual(egress(production, 'smoke-test'), [dns, call('gateway', 'http'), call('dispatch-svc', 'grpc')]);
+
+    // By default: the usual ports, to any address; no collector rule while no traces are exported.
+    assert.deepEqual(egress(externalUrls, 'mailer-svc'), [dns, call('dispatch-svc', 'grpc'), { ports: tcp(4222) }, { ports: tcp(25, 465, 587) }]);
+    assert.deepEqual(egress(externalUrls, 'gateway').slice(3), [{ ports: tcp(6379) }, { ports: tcp(4222) }]);
+    const https = await render(helm, { set: [...external, 'config.otlpEndpoint=https://otel.example', 'networkPolicy.egress.postgresql.ports={6432}'] });
+    assert.deepEqual(egress(https, 'auth-svc'), [dns, { ports: tcp(6432) }, { ports: tcp(4222) }, { ports: tcp(443) }]);
+
+    // Dev mode: the servers inside the release too (the mail sink listens on 1025), and they themselves reach nothing.
+    assert.deepEqual(egress(dev, 'mailer-svc').slice(2), [{ ports: tcp(4222) }, { to: [pod('nats')], ports: tcp(4222) }, { ports: tcp(25, 465, 587) }, { to: [pod('mail-sink')], ports: tcp(1025) }]);
+    for (const server of ['postgresql', 'redis', 'nats', 'mail-sink']) assert.deepEqual(egress(dev, server), [dns], server);
+
+    // Every workload, job and test pod is limited.
+    for (const [name, rendered] of [['dev', dev], ['production', production]] as const) {
+      const limited = rendered.ofKind('NetworkPolicy')
+        .filter((policy) => (policy.spec?.['policyTypes'] as string[]).includes('Egress'))
+        .map((policy) => (policy.spec?.['podSelector'] as { matchLabels: Record<string, string> }).matchLabels['app.kubernetes.io/component']);
+      for (const workload of rendered.objects.filter((object) => workloadKinds.has(object.kind))) {
+        const component = (workload.kind === 'Pod' ? workload.metadata.labels : podSpecLabels(workload))?.['app.kubernetes.io/component'];
+        assert.ok(limited.includes(component ?? ''), `${name}: ${workload.kind}/${workload.metadata.name} has no egress policy`);
+      }
+    }
+  });
+
+  test('metrics ports admit the monitoring namespace by default, and the dev NATS monitoring port KEDA\'s too', (t) => {
+    if (skip) return t.skip(skip);
+    type Rule = { ports: { port: string | number }[]; from?: Record<string, unknown>[] };
+    const monitoring = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } };
+    for (const component of notifyContainers) {
+      const rules = externalUrls.get('NetworkPolicy', `notify-${component}`).spec?.['ingress'] as Rule[];
+      assert.deepEqual(rules.find((rule) => rule.ports[0]?.port === 'metrics')?.from, [monitoring], component);
+    }
+    const natsMonitor = (dev.get('NetworkPolicy', 'notify-nats').spec?.['ingress'] as Rule[]).find((rule) => rule.ports[0]?.port === 8222);
+    assert.deepEqual(natsMonitor?.from, [monitoring, { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'keda' } } }]);
   });
 
   test('bounce-svc listens for SMTP on its container port behind a Service on port 25 whose type the operator picks', async (t) => {

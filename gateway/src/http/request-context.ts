@@ -23,6 +23,9 @@ export function requestContext(): Middleware<GatewayState> {
       'Cache-Control': 'no-store',
       'Content-Language': ctx.state.language,
     });
+    // HTTPS only from now on, for a year. ctx.secure: TLS on the socket, or X-Forwarded-Proto from a proxy
+    // TRUSTED_PROXY_HOPS declares. Never over plain http, where browsers ignore it and where local development lives.
+    if (ctx.secure) ctx.set('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
     await next();
   };
 }

@@ -5,11 +5,7 @@ import { parseTraceUrlTemplate } from './trace-link.ts';
 
 export const panelConfigSpec = {
   panelCookieSecure: boolean('PANEL_COOKIE_SECURE', {
-    description: 'always mark the panel session cookie Secure (set it when TLS ends at a proxy the gateway does not trust); otherwise it is Secure whenever the request came over HTTPS',
-    default: false,
-  }),
-  panelTrustProxy: boolean('PANEL_TRUST_PROXY', {
-    description: 'one trusted reverse proxy is in front of the gateway: the panel takes the client address from the last X-Forwarded-For entry and HTTPS from X-Forwarded-Proto',
+    description: 'always mark the panel cookies Secure (set it when TLS ends at a proxy the gateway does not trust); otherwise they are Secure whenever the request came over HTTPS, directly or per X-Forwarded-Proto of a proxy TRUSTED_PROXY_HOPS counts',
     default: false,
   }),
   panelSessionIdleMs: duration('PANEL_SESSION_IDLE_TIMEOUT', { description: 'a panel session ends after this long without a request', default: '30m', minMs: 60_000 }),

@@ -16,7 +16,7 @@ export interface PanelAccess {
 export interface PanelState extends GatewayState {
   /** Texts in the request's language. */
   t: Translate;
-  /** The request reached the gateway over HTTPS (directly or through the trusted proxy), or PANEL_COOKIE_SECURE. */
+  /** The request reached the gateway over HTTPS (directly or through a trusted proxy, ctx.secure), or PANEL_COOKIE_SECURE. */
   secureCookies: boolean;
   /** Set by requireSignIn. */
   sessionId?: string;

@@ -14,8 +14,6 @@ export interface PanelDeps {
   readonly sessions: SessionStore;
   readonly signInLimiter: SignInLimiter;
   readonly logger: Logger;
-  /** PANEL_TRUST_PROXY. */
-  readonly trustProxy: boolean;
   /** PANEL_COOKIE_SECURE. */
   readonly cookieSecure: boolean;
   /** NOTIFY_TRACE_URL_TEMPLATE; '' shows trace ids as text. */
@@ -47,7 +45,6 @@ export function createPanelDeps({ config, redis, logger, registry }: PanelSetup)
       sessions: new SessionStore({ redis, keyPrefix: config.redisKeyPrefix, idleMs: config.panelSessionIdleMs, lifetimeMs: config.panelSessionLifetimeMs }),
       signInLimiter: new SignInLimiter({ redis, keyPrefix: config.redisKeyPrefix, addressRate: config.panelSignInAddressRate, accountRate: config.panelSignInAccountRate }),
       logger,
-      trustProxy: config.panelTrustProxy,
       cookieSecure: config.panelCookieSecure,
       traceUrlTemplate: config.traceUrlTemplate,
     },

@@ -17,7 +17,6 @@ import { keysPage, messagePage, messageStatus, messagesPage, overviewPage, reque
 import { signIn, signInPage, signOut } from './routes/sign-in.ts';
 import { removeSuppression, suppressionsPage } from './routes/suppression-pages.ts';
 import { createWebhook, replayWebhookEvent, setWebhookEnabled, webhookAttemptsPage, webhooksPage } from './routes/webhook-pages.ts';
-import { cameOverHttps } from './security/client.ts';
 import { setPageHeaders } from './security/headers.ts';
 import { serveAsset } from './static.ts';
 
@@ -104,7 +103,7 @@ export function createPanel(deps: PanelDeps): Middleware<GatewayState> {
     if (ctx.path !== '/panel' && !ctx.path.startsWith('/panel/')) return next();
     const panel = ctx as unknown as PanelContext;
     panel.state.t = translator(ctx.state.language);
-    panel.state.secureCookies = deps.cookieSecure || cameOverHttps(panel, deps);
+    panel.state.secureCookies = deps.cookieSecure || ctx.secure;
     setPageHeaders(panel);
     // Pages differ by language; caches in between must not hand one language's page to another.
     ctx.vary('Accept-Language');

@@ -45,6 +45,8 @@ export async function serveApp(options: {
   panelEnv?: Record<string, string>;
   /** Serves /u/ (one-click unsubscribe) too, calling ReportService at dispatchAddress, at this rate per client address. */
   unsubscribeRate?: Rate;
+  /** TRUSTED_PROXY_HOPS (default 0: X-Forwarded-* headers are the client's own claims). */
+  trustedProxyHops?: number;
 }): Promise<ServedApp> {
   const logs: Array<Record<string, unknown>> = [];
   const sink = new Writable({
@@ -91,6 +93,7 @@ export async function serveApp(options: {
     logger,
     registry,
     maxBodyBytes: options.maxBodyBytes ?? 262_144,
+    ...(options.trustedProxyHops !== undefined && { trustedProxyHops: options.trustedProxyHops }),
     ...(panel && { panel: panel.deps }),
     ...(unsubscribe && { unsubscribe }),
   });

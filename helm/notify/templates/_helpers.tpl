@@ -325,6 +325,15 @@ mailers' default, a loopback address: fine with a port-forward, no use to recipi
 {{- end -}}
 {{- end }}
 
+{{/*
+"true" when the chart's own edge speaks HTTPS to browsers: an Ingress with a TLS section, or an HTTPRoute (attached to a
+Gateway listener, which terminates TLS). The gateway then marks its panel cookies Secure (PANEL_COOKIE_SECURE) even
+where the proxy's X-Forwarded-Proto does not reach it; Strict-Transport-Security follows that header (TRUSTED_PROXY_HOPS).
+*/}}
+{{- define "notify.edgeTerminatesTls" -}}
+{{- or (and .Values.ingress.enabled (not (empty .Values.ingress.tls))) .Values.httpRoute.enabled -}}
+{{- end }}
+
 {{/* TRUSTED_PROXY_HOPS: the value, or 1 when the chart's own Ingress or HTTPRoute puts one proxy in front, else 0. */}}
 {{- define "notify.trustedProxyHops" -}}
 {{- $hops := .Values.config.gateway.trustedProxyHops -}}

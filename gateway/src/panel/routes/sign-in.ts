@@ -7,7 +7,6 @@ import { signedIn, type PanelContext, type PanelState } from '../context.ts';
 import type { PanelDeps } from '../dependencies.ts';
 import { readForm } from '../form.ts';
 import { redirect, renderPage } from '../render.ts';
-import { clientAddress } from '../security/client.ts';
 import { csrfField, sameSiteRequest, tokensMatch } from '../security/csrf.ts';
 import { clearSessionCookie, clearSignInCookie, readCookie, sessionCookie, setSessionCookie, setSignInCookie, signInCookie } from '../sessions/cookies.ts';
 import { newToken } from '../sessions/session-store.ts';
@@ -57,7 +56,7 @@ export function signIn(deps: PanelDeps): Middleware<PanelState> {
       showForm(panel, { email, next, status: 403, notice: { kind: 'error', text: t('signIn.expired') } });
       return;
     }
-    const decision = await deps.signInLimiter.attempt(clientAddress(panel, deps), email);
+    const decision = await deps.signInLimiter.attempt(panel.ip, email);
     if (!decision.allowed) {
       ctx.set('Retry-After', String(decision.retryAfterSeconds));
       showForm(panel, { email, next, status: 429, notice: { kind: 'error', text: t('signIn.throttled', { seconds: decision.retryAfterSeconds }) } });

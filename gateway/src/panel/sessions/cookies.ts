@@ -9,7 +9,7 @@ const signInFormLifetimeMs = 60 * 60_000;
 
 function set(ctx: PanelContext, name: string, value: string | null, options: { path: string; sameSite: 'lax' | 'strict'; maxAge?: number }): void {
   // Koa refuses Secure cookies on a plain connection unless told the connection counts as secure: behind a TLS proxy
-  // (PANEL_TRUST_PROXY or PANEL_COOKIE_SECURE) it does.
+  // (TRUSTED_PROXY_HOPS and its X-Forwarded-Proto, or PANEL_COOKIE_SECURE) it does.
   ctx.cookies.secure = ctx.state.secureCookies;
   ctx.cookies.set(name, value, {
     httpOnly: true,
