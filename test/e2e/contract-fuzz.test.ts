@@ -159,6 +159,8 @@ function problem(sent: RawRequest, response: RawResult, requestId: string | unde
   if (!['en', 'es'].includes(response.headers.get('content-language') ?? '')) return 'no Content-Language';
   if (response.status === 401 && response.headers.get('www-authenticate') !== 'Api-Key') return '401 without WWW-Authenticate: Api-Key';
   if (response.status === 429 && !(Number(response.headers.get('retry-after')) >= 1)) return '429 without Retry-After';
+  // The unsubscribe pages (/u/TOKEN) are for recipients in a browser: their answers are HTML; the checks above hold.
+  if (sent.path.startsWith('/u/') && response.headers.get('content-type')?.startsWith('text/html')) return undefined;
   let parsed: unknown;
   try {
     parsed = JSON.parse(response.text);
