@@ -20,9 +20,10 @@ runService('auth-svc', configSpec, async ({ config, logger, registry, lifecycle,
   });
 
   const server = new GrpcServer({ logger, registry });
-  server.add(authProto.AuthService.service, service.authorize, [config.internalToken]);
-  server.add(authProto.AuthAdminService.service, service.admin, [config.adminToken]);
-  server.add(authProto.PanelAuthService.service, service.panel, [config.internalToken]);
+  const gateway = { name: 'gateway', token: config.gatewayToken };
+  server.add(authProto.AuthService.service, service.authorize, [gateway]);
+  server.add(authProto.AuthAdminService.service, service.admin, [{ name: 'admin', token: config.adminToken }]);
+  server.add(authProto.PanelAuthService.service, service.panel, [gateway]);
   await server.listen(config.grpcPort);
 
   addReadinessCheck('database', () => databaseReachable(pool));

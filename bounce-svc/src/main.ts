@@ -11,7 +11,7 @@ runService('bounce-svc', bounceConfig, async ({ config, logger, registry, lifecy
   if ((config.tlsKeyFile === '') !== (config.tlsCertFile === '')) throw new Error('BOUNCE_TLS_KEY_FILE and BOUNCE_TLS_CERT_FILE go together');
   const tls = config.tlsKeyFile === '' ? undefined : { key: await readFile(config.tlsKeyFile), cert: await readFile(config.tlsCertFile) };
   const reports = new GrpcClient(dispatchProto.ReportService.service, config.dispatchSvcAddr, {
-    token: config.internalToken,
+    token: config.bounceToken,
     deadlineMs: config.grpcDeadlineMs,
     registry,
   });

@@ -1,6 +1,6 @@
 // dispatch-svc's environment (README.md's settings table is generated from these declarations). The database, NATS,
 // token and test-fault settings are the platform's shared groups; the variables every service reads come from runService.
-import { adminTokenSetting, boolean, databaseSettings, duration, integer, internalTokenSetting, jetStreamSettings, natsSettings, testFaultSettings } from '@notify/platform';
+import { adminTokenSetting, boolean, databaseSettings, duration, bounceTokenSetting, gatewayTokenSetting, integer, jetStreamSettings, mailerTokenSetting, natsSettings, testFaultSettings } from '@notify/platform';
 import { dataKeySetting } from '@notify/platform/mail';
 import { dispatchTestFaults } from './outbox/test-fault.ts';
 
@@ -9,7 +9,9 @@ export const configSpec = {
   ...databaseSettings({ maxPoolSize: 200 }),
   ...natsSettings,
   ...jetStreamSettings,
-  ...internalTokenSetting,
+  ...gatewayTokenSetting,
+  ...mailerTokenSetting,
+  ...bounceTokenSetting,
   ...adminTokenSetting,
   // Verifies the unsubscribe links the mailers sign (ReportService.Unsubscribe).
   ...dataKeySetting,

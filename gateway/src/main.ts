@@ -42,7 +42,7 @@ function startKeyKnowledge(options: { config: ConfigOf<typeof configSpec>; auth:
 }
 
 runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, addReadinessCheck }) => {
-  const grpcOptions = { token: config.internalToken, deadlineMs: config.grpcDeadlineMs, registry };
+  const grpcOptions = { token: config.gatewayToken, deadlineMs: config.grpcDeadlineMs, registry };
   const auth = new GrpcClient(authProto.AuthService.service, config.authSvcAddr, grpcOptions);
   const dispatch = new GrpcClient(dispatchProto.DispatchService.service, config.dispatchSvcAddr, grpcOptions);
   const reports = new GrpcClient(dispatchProto.ReportService.service, config.dispatchSvcAddr, grpcOptions);

@@ -31,7 +31,7 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
   const ledger = await openOutcomeLedger(jetstream(nc, { timeout: ledgerTimeoutMs }), jsm, { names, replicas: config.natsStreamReplicas });
   addReadinessCheck('nats', () => natsReachable(nc));
 
-  const signingKeys = new GrpcClient(dispatchProto.SigningKeyService.service, config.dispatchSvcAddr, { token: config.internalToken, deadlineMs: config.grpcDeadlineMs, registry });
+  const signingKeys = new GrpcClient(dispatchProto.SigningKeyService.service, config.dispatchSvcAddr, { token: config.mailerToken, deadlineMs: config.grpcDeadlineMs, registry });
   const dkimKeys = createDkimKeys({ domain: config.mailFrom.domain, dataKey: config.dataKey, fetch: (request) => signingKeys.call('GetSigningKey', request), logger });
   // The first fetch before any job is taken, so a domain with a key is signed from the first mail (when dispatch-svc
   // is up; otherwise the periodic refresh keeps trying while mail goes out unsigned).

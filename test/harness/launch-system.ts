@@ -70,8 +70,8 @@ export interface System<S extends SystemSink = SmtpSink> {
 export async function launchSystem<S extends SystemSink>(options: LaunchOptions<S>): Promise<System<S>> {
   const resources = await createRunResources();
   let sink: S | undefined;
-  const internalToken = randomBytes(24).toString('hex');
-  const adminToken = randomBytes(24).toString('hex');
+  const token = (): string => randomBytes(24).toString('hex');
+  const adminToken = token();
   // NOTIFY_DATA_KEY, also on stack.env: a test mints return paths and unsubscribe tokens with it, as the mailers do.
   const dataKey = randomBytes(32).toString('base64');
   let stack: Stack;
@@ -79,7 +79,9 @@ export async function launchSystem<S extends SystemSink>(options: LaunchOptions<
     sink = await options.startSink(resources.mailDir);
     stack = await startStack({
       databaseUrl: resources.databaseUrl,
-      internalToken,
+      gatewayToken: token(),
+      mailerToken: token(),
+      bounceToken: token(),
       adminToken,
       dataKey,
       natsUrl: infrastructure.natsUrl,
@@ -124,7 +126,7 @@ export async function launchSystem<S extends SystemSink>(options: LaunchOptions<
         ['cli/src/main.ts', ...args],
         {
           cwd: repoRoot,
-          env: { PATH: process.env['PATH'] ?? '', AUTH_SVC_ADDR: stack.env.AUTH_SVC_ADDR, DISPATCH_SVC_ADDR: stack.env.DISPATCH_SVC_ADDR, ADMIN_TOKEN: adminToken, INTERNAL_TOKEN: internalToken },
+          env: { PATH: process.env['PATH'] ?? '', AUTH_SVC_ADDR: stack.env.AUTH_SVC_ADDR, DISPATCH_SVC_ADDR: stack.env.DISPATCH_SVC_ADDR, ADMIN_TOKEN: adminToken },
         },
         (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
       );

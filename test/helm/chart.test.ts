@@ -239,7 +239,7 @@ describe('helm/notify', () => {
     assert.equal(env(auth, 'DATABASE_URL'), undefined);
     assert.equal(env(auth, 'NATS_URL'), undefined);
     const volume = podSpec(deployment(production, 'auth-svc')).volumes?.find((candidate) => candidate.name === 'secrets');
-    assert.deepEqual(volume?.secret?.items?.map((item) => item.path).sort(), ['admin-token', 'database-url', 'internal-token', 'nats-url']);
+    assert.deepEqual(volume?.secret?.items?.map((item) => item.path).sort(), ['admin-token', 'database-url', 'gateway-token', 'nats-url']);
 
     // Custom key names and environment variables instead of files.
     const custom = await render(helm, { valuesFiles: [productionValues], set: ['secrets.keys.databaseUrl=PG_URL', 'secrets.mountAsFiles=false'] });
@@ -253,12 +253,21 @@ describe('helm/notify', () => {
   test('the connection URLs, which may carry passwords, reach every service as files from the Secret', (t) => {
     if (skip) return t.skip(skip);
     const files: Record<string, Record<string, string>> = {
-      gateway: { REDIS_URL: 'redis-url', NATS_URL: 'nats-url', INTERNAL_TOKEN: 'internal-token' },
-      'auth-svc': { DATABASE_URL: 'database-url', NATS_URL: 'nats-url', INTERNAL_TOKEN: 'internal-token', ADMIN_TOKEN: 'admin-token' },
-      'dispatch-svc': { DATABASE_URL: 'database-url', NATS_URL: 'nats-url', INTERNAL_TOKEN: 'internal-token', ADMIN_TOKEN: 'admin-token', NOTIFY_DATA_KEY: 'data-key' },
-      'mailer-svc': { NATS_URL: 'nats-url', SMTP_URL: 'smtp-url', INTERNAL_TOKEN: 'internal-token', NOTIFY_DATA_KEY: 'data-key' },
+      // Each caller mounts only its own token; the servers mount every token they accept.
+      gateway: { REDIS_URL: 'redis-url', NATS_URL: 'nats-url', GATEWAY_TOKEN: 'gateway-token' },
+      'auth-svc': { DATABASE_URL: 'database-url', NATS_URL: 'nats-url', GATEWAY_TOKEN: 'gateway-token', ADMIN_TOKEN: 'admin-token' },
+      'dispatch-svc': {
+        DATABASE_URL: 'database-url',
+        NATS_URL: 'nats-url',
+        GATEWAY_TOKEN: 'gateway-token',
+        MAILER_TOKEN: 'mailer-token',
+        BOUNCE_TOKEN: 'bounce-token',
+        ADMIN_TOKEN: 'admin-token',
+        NOTIFY_DATA_KEY: 'data-key',
+      },
+      'mailer-svc': { NATS_URL: 'nats-url', SMTP_URL: 'smtp-url', MAILER_TOKEN: 'mailer-token', NOTIFY_DATA_KEY: 'data-key' },
       'webhook-svc': { DATABASE_URL: 'database-url', NATS_URL: 'nats-url' },
-      'bounce-svc': { INTERNAL_TOKEN: 'internal-token', NOTIFY_DATA_KEY: 'data-key' },
+      'bounce-svc': { BOUNCE_TOKEN: 'bounce-token', NOTIFY_DATA_KEY: 'data-key' },
     };
     for (const [rendered, secretName] of [[production, 'notify-connections'], [externalUrls, 'notify-secrets']] as const) {
       for (const [component, expected] of Object.entries(files)) {
@@ -283,9 +292,9 @@ describe('helm/notify', () => {
     const decoded = Object.fromEntries(Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64').toString()]));
     assert.equal(decoded['DATABASE_URL'], 'postgres://notify:pw@db.example:5432/notify');
     assert.equal(decoded['SMTP_URL'], 'smtp://relay.example:587');
-    assert.match(decoded['INTERNAL_TOKEN'] ?? '', /^[A-Za-z0-9]{48}$/);
-    assert.match(decoded['ADMIN_TOKEN'] ?? '', /^[A-Za-z0-9]{48}$/);
-    assert.notEqual(decoded['INTERNAL_TOKEN'], decoded['ADMIN_TOKEN']);
+    const tokens = ['GATEWAY_TOKEN', 'MAILER_TOKEN', 'BOUNCE_TOKEN', 'ADMIN_TOKEN'].map((key) => decoded[key] ?? '');
+    for (const token of tokens) assert.match(token, /^[A-Za-z0-9]{48}$/);
+    assert.equal(new Set(tokens).size, 4, 'one token per caller');
   });
 
   test('KEDA on the consumer lag and an HPA on the mailers are mutually exclusive', async (t) => {
@@ -395,7 +404,7 @@ describe('helm/notify', () => {
       assert.equal(env(c, 'GRPC_DEADLINE')?.value, '5s', 'its own deadline, not the gateway\'s from the ConfigMap');
       assert.ok(c.envFrom?.some((source) => source.configMapRef?.name === 'notify'), 'BOUNCE_DOMAIN and BOUNCE_MAX_BYTES come from the ConfigMap');
       // It talks to dispatch-svc only: no database, NATS, Redis or relay.
-      for (const variable of ['DATABASE_URL', 'NATS_URL', 'REDIS_URL', 'SMTP_URL', 'ADMIN_TOKEN']) {
+      for (const variable of ['DATABASE_URL', 'NATS_URL', 'REDIS_URL', 'SMTP_URL', 'ADMIN_TOKEN', 'GATEWAY_TOKEN', 'MAILER_TOKEN']) {
         assert.equal(env(c, variable) ?? env(c, `${variable}_FILE`), undefined, variable);
       }
       const smtp = rendered.get('Service', 'notify-bounce-svc');
@@ -475,11 +484,12 @@ describe('helm/notify', () => {
     assert.match(tooShort.stderr, /dataKey/);
   });
 
-  test('the mailers ask dispatch-svc for DKIM keys with the internal token and link unsubscribes to the public URL', async (t) => {
+  test('the mailers ask dispatch-svc for DKIM keys with their own token and link unsubscribes to the public URL', async (t) => {
     if (skip) return t.skip(skip);
     const mailer = container(production, 'mailer-svc');
     assert.equal(env(mailer, 'DISPATCH_SVC_ADDR')?.value, 'dns:///notify-dispatch-svc.notify.svc.cluster.local:50052');
-    assert.equal(env(mailer, 'INTERNAL_TOKEN_FILE')?.value, '/var/run/secrets/notify/internal-token');
+    assert.equal(env(mailer, 'MAILER_TOKEN_FILE')?.value, '/var/run/secrets/notify/mailer-token');
+    assert.equal(env(mailer, 'GATEWAY_TOKEN_FILE'), undefined, 'the mailers cannot send');
     const publicUrl = (rendered: Rendered) => rendered.get('ConfigMap', 'notify').data?.['NOTIFY_PUBLIC_URL'];
     assert.equal(publicUrl(production), 'https://notify.example.com', 'config.publicUrl as written');
     assert.ok(
@@ -570,6 +580,9 @@ describe('helm/notify', () => {
     assert.deepEqual(c.command, ['node', '/etc/notify-smoke-test/smoke-test.ts']);
     assert.equal(env(c, 'GATEWAY_URL')?.value, 'http://notify-gateway.notify.svc.cluster.local:80');
     assert.deepEqual(env(c, 'API_KEY')?.valueFrom?.secretKeyRef, { name: 'notify-smoke-test', key: 'api-key' });
+    // notifyctl messages list: the admin token, the only one ListMessages takes besides the gateway's.
+    assert.deepEqual(env(c, 'ADMIN_TOKEN')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'ADMIN_TOKEN' });
+    assert.equal(env(c, 'GATEWAY_TOKEN'), undefined);
   });
 
   test('values.schema.json refuses unknown keys at every level', async (t) => {

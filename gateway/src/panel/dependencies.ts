@@ -26,7 +26,7 @@ export interface PanelSetup {
   readonly config: ConfigOf<typeof panelConfigSpec> & {
     readonly authSvcAddr: string;
     readonly dispatchSvcAddr: string;
-    readonly internalToken: string;
+    readonly gatewayToken: string;
     readonly grpcDeadlineMs: number;
     readonly redisKeyPrefix: string;
   };
@@ -37,7 +37,7 @@ export interface PanelSetup {
 }
 
 export function createPanelDeps({ config, redis, logger, registry }: PanelSetup): { deps: PanelDeps; close(): void } {
-  const grpcOptions = { token: config.internalToken, deadlineMs: config.grpcDeadlineMs, registry };
+  const grpcOptions = { token: config.gatewayToken, deadlineMs: config.grpcDeadlineMs, registry };
   const auth = new GrpcClient(authProto.PanelAuthService.service, config.authSvcAddr, grpcOptions);
   const dispatch = new GrpcClient(dispatchProto.PanelService.service, config.dispatchSvcAddr, grpcOptions);
   return {

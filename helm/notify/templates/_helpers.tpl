@@ -103,7 +103,9 @@ databaseUrl: { env: DATABASE_URL, file: database-url, fromFile: true }
 redisUrl: { env: REDIS_URL, file: redis-url, fromFile: true }
 natsUrl: { env: NATS_URL, file: nats-url, fromFile: true }
 smtpUrl: { env: SMTP_URL, file: smtp-url, fromFile: true }
-internalToken: { env: INTERNAL_TOKEN, file: internal-token, fromFile: true }
+gatewayToken: { env: GATEWAY_TOKEN, file: gateway-token, fromFile: true }
+mailerToken: { env: MAILER_TOKEN, file: mailer-token, fromFile: true }
+bounceToken: { env: BOUNCE_TOKEN, file: bounce-token, fromFile: true }
 adminToken: { env: ADMIN_TOKEN, file: admin-token, fromFile: true }
 dataKey: { env: NOTIFY_DATA_KEY, file: data-key, fromFile: true }
 {{- end }}

@@ -1,4 +1,4 @@
-// Typed promise client for one gRPC service: internal token on every call, a deadline on every call,
+// Typed promise client for one gRPC service: the caller's token on every call, a deadline on every call,
 // client-side round-robin over every address the name resolves to (a headless Service in Kubernetes), and the
 // caller's view of each call as metrics (its latency includes the network and the server's queue).
 import * as grpc from '@grpc/grpc-js';
