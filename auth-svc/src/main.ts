@@ -1,6 +1,6 @@
 // auth-svc: answers "who is calling and may they send" for the gateway, and manages plans, organizations,
 // projects and API keys for notifyctl.
-import { degradable, GrpcServer, runService, ShutdownPriority } from '@notify/platform';
+import { degradable, GrpcServer, runService, serverCredentials, ShutdownPriority } from '@notify/platform';
 import { createPool, databaseReachable } from '@notify/platform/database';
 import { connectNats, natsReachable } from '@notify/platform/nats';
 import { authProto, topology } from '@notify/proto';
@@ -19,7 +19,7 @@ runService('auth-svc', configSpec, async ({ config, logger, registry, lifecycle,
     registry,
   });
 
-  const server = new GrpcServer({ logger, registry });
+  const server = new GrpcServer({ logger, registry, credentials: serverCredentials(config) });
   const gateway = { name: 'gateway', token: config.gatewayToken };
   server.add(authProto.AuthService.service, service.authorize, [gateway]);
   server.add(authProto.AuthAdminService.service, service.admin, [{ name: 'admin', token: config.adminToken }]);

@@ -1,7 +1,7 @@
 // The gRPC clients notifyctl talks through, built from the environment only when a command needs them.
 // Every call takes ADMIN_TOKEN: the admin services, and ListMessages on DispatchService, the one method of the
 // gateway's service that dispatch-svc also grants the admin caller.
-import { GrpcClient } from '@notify/platform';
+import { channelCredentials, GrpcClient } from '@notify/platform';
 import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
 import { UsageError } from './args.ts';
 
@@ -45,7 +45,9 @@ export class Connections {
     target: Target,
     token: string,
   ): GrpcClient<D> {
-    const client = new GrpcClient(definition, this.address(target), { token, deadlineMs });
+    // GRPC_TLS_CA_FILE, as the services read it: set when the servers present certificates (the chart's grpcTls).
+    const credentials = channelCredentials({ grpcTlsCaFile: this.#env['GRPC_TLS_CA_FILE'] ?? '' });
+    const client = new GrpcClient(definition, this.address(target), { token, deadlineMs, credentials });
     this.#open.push(client);
     return client;
   }

@@ -22,6 +22,7 @@ const environment = table([
   ['AUTH_SVC_ADDR', `auth-svc gRPC address for plan, org, project, key (default ${defaultAddresses.auth})`],
   ['DISPATCH_SVC_ADDR', `dispatch-svc gRPC address for template, messages, dead-letters, suppression, webhook, domain (default ${defaultAddresses.dispatch})`],
   ['ADMIN_TOKEN', 'admin token (AuthAdminService, the admin services of dispatch-svc and ListMessages): every group but webhook listen'],
+  ['GRPC_TLS_CA_FILE', 'PEM CA certificate to verify auth-svc and dispatch-svc with when they serve TLS (default: plaintext)'],
 ]);
 
 export function globalHelp(groups: readonly CommandGroup[]): string {

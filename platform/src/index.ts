@@ -11,6 +11,7 @@ export { listenOn } from './listen.ts';
 export { runPeriodically, type PeriodicTask } from './periodic.ts';
 export { ExpiringCache, type CacheTicket } from './expiring-cache.ts';
 export { GrpcServer, type Access, type AsyncHandlers, type Caller } from './grpc/server.ts';
+export { channelCredentials, grpcClientTlsSettings, grpcServerTlsSettings, serverCredentials } from './grpc/tls.ts';
 export { GrpcClient, channelOptions, type GrpcClientOptions } from './grpc/client.ts';
 export { RemoteError, toGrpcFailure } from './grpc/errors.ts';
 export { activeContext, annotateRequestSpan, contextFromTraceparent, inSpan, withActiveSpan, linkTo, notifyAttributes, recordFailure, SpanKind, SpanStatusCode, startSpan, traceIdOf, traceparentOf, type Attributes, type Context, type Link, type Span, type SpanStart } from './tracing.ts';

@@ -4,8 +4,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { GrpcClient, RemoteError } from '@notify/platform';
+import { GrpcClient } from '@notify/platform';
 import { authProto, dispatchProto } from '@notify/proto';
+import { refusal } from '../harness/refusal.ts';
 import { startSystem, type System, type Tenant } from '../harness/system.ts';
 import { validBody } from '../harness/tenants.ts';
 
@@ -22,23 +23,12 @@ after(async () => {
   await system?.stop();
 });
 
-/** The status a call is refused with; fails the test when it succeeds. */
-async function refusal(call: Promise<unknown>): Promise<status> {
-  try {
-    await call;
-  } catch (error) {
-    assert.ok(error instanceof RemoteError, String(error));
-    return error.status;
-  }
-  assert.fail('the call was accepted');
-}
-
 test('a client holding the mailer token cannot call Send', async () => {
   const env = system.stack.env;
   const asMailer = new GrpcClient(dispatchProto.DispatchService.service, env.DISPATCH_SVC_ADDR, { token: env.MAILER_TOKEN, deadlineMs: 5_000 });
   try {
     const request = { organizationId: tenant.organizationId, projectId: tenant.projectId, apiKeyId: tenant.keyId, template: 'welcome', to: 'stolen@example.com', dataJson: '{}' };
-    assert.equal(await refusal(asMailer.call('Send', request)), status.PERMISSION_DENIED);
+    assert.equal((await refusal(asMailer.call('Send', request))).status, status.PERMISSION_DENIED);
   } finally {
     asMailer.close();
   }
@@ -52,9 +42,9 @@ test('the gateway token cannot call admin methods of auth-svc or dispatch-svc, n
   const templates = new GrpcClient(dispatchProto.TemplateAdminService.service, env.DISPATCH_SVC_ADDR, { token: env.GATEWAY_TOKEN, deadlineMs: 5_000 });
   const signingKeys = new GrpcClient(dispatchProto.SigningKeyService.service, env.DISPATCH_SVC_ADDR, { token: env.BOUNCE_TOKEN, deadlineMs: 5_000 });
   try {
-    assert.equal(await refusal(authAdmin.call('ListPlans', {})), status.PERMISSION_DENIED);
-    assert.equal(await refusal(templates.call('ListTemplates', { projectId: tenant.projectId })), status.PERMISSION_DENIED);
-    assert.equal(await refusal(signingKeys.call('GetSigningKey', { domain: 'example.com' })), status.PERMISSION_DENIED);
+    assert.equal((await refusal(authAdmin.call('ListPlans', {}))).status, status.PERMISSION_DENIED);
+    assert.equal((await refusal(templates.call('ListTemplates', { projectId: tenant.projectId }))).status, status.PERMISSION_DENIED);
+    assert.equal((await refusal(signingKeys.call('GetSigningKey', { domain: 'example.com' }))).status, status.PERMISSION_DENIED);
   } finally {
     authAdmin.close();
     templates.close();

@@ -50,6 +50,7 @@ test('the ready message shows how to create a webhook endpoint for the demo proj
     GATEWAY_TOKEN: 'gateway',
     MAILER_TOKEN: 'mailer',
     BOUNCE_TOKEN: 'bounce',
+    GRPC_TLS_CA_FILE: '',
     DATABASE_URL: 'postgres://127.0.0.1/notify',
     NATS_URL: 'nats://127.0.0.1:4222',
     NOTIFY_NATS_PREFIX: '',

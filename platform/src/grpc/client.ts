@@ -21,6 +21,8 @@ export interface GrpcClientOptions {
    * records nothing (tools and tests). Clients sharing a registry share the two metrics, told apart by `method`.
    */
   registry?: Registry;
+  /** TLS from channelCredentials() (tls.ts); plaintext without. */
+  credentials?: grpc.ChannelCredentials;
 }
 
 interface ClientMetrics {
@@ -74,7 +76,7 @@ export class GrpcClient<D extends grpc.ServiceDefinition> {
     this.#definition = definition;
     this.#options = options;
     this.#metrics = options.registry && clientMetrics(options.registry);
-    this.#client = new grpc.Client(address, grpc.credentials.createInsecure(), channelOptions);
+    this.#client = new grpc.Client(address, options.credentials ?? grpc.credentials.createInsecure(), channelOptions);
   }
 
   /** Rejects with RemoteError (status, stable reason, field messages) when the call fails or passes its deadline. */

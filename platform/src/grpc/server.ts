@@ -45,11 +45,14 @@ export class GrpcServer {
   readonly #callers = new Map<string, Buffer>();
   readonly #services = new Set<string>();
   readonly #logger: Logger;
+  readonly #credentials: grpc.ServerCredentials;
   readonly #handled: Counter<'method' | 'code'>;
   readonly #duration: Histogram<'method'>;
 
-  constructor(options: { logger: Logger; registry: Registry }) {
+  /** `credentials`: TLS from serverCredentials() (tls.ts); plaintext without. */
+  constructor(options: { logger: Logger; registry: Registry; credentials?: grpc.ServerCredentials }) {
     this.#logger = options.logger;
+    this.#credentials = options.credentials ?? grpc.ServerCredentials.createInsecure();
     this.#handled = new Counter({
       name: 'notify_grpc_server_handled_total',
       help: 'gRPC calls completed by the server, by method and status code',
@@ -97,7 +100,7 @@ export class GrpcServer {
   /** Binds, marks every service SERVING, and returns the bound port (useful with port 0). */
   async listen(port: number, host = '0.0.0.0'): Promise<number> {
     const bound = await new Promise<number>((resolve, reject) => {
-      this.#server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (error, actual) =>
+      this.#server.bindAsync(`${host}:${port}`, this.#credentials, (error, actual) =>
         error ? reject(error) : resolve(actual),
       );
     });
