@@ -82,10 +82,10 @@ describe('helm/notify', () => {
       assert.deepEqual(strict.problems, [], `${name}: strict decoding`);
       assert.ok(strict.checked > 10, `${name}: only ${strict.checked} objects checked`);
       // Only CRDs are beyond the built-in scheme, and the models cover exactly those.
-      for (const kind of strict.skippedKinds) assert.ok(['ScaledObject', 'ServiceMonitor', 'PrometheusRule', 'HTTPRoute'].includes(kind), `${name}: ${kind} not validated`);
+      for (const kind of strict.skippedKinds) assert.ok(['ScaledObject', 'ServiceMonitor', 'PrometheusRule', 'HTTPRoute', 'Issuer', 'Certificate'].includes(kind), `${name}: ${kind} not validated`);
       assert.deepEqual(await validateWithModels(rendered.objects), [], `${name}: schemas`);
     }
-    assert.ok(dev.ofKind('ScaledObject').length && production.ofKind('PrometheusRule').length && externalUrls.ofKind('HTTPRoute').length);
+    assert.ok(dev.ofKind('ScaledObject').length && production.ofKind('PrometheusRule').length && externalUrls.ofKind('HTTPRoute').length && production.ofKind('Certificate').length);
   });
 
   test('a misspelt field is caught by strict decoding, a missing required one by the schemas', async (t) => {
@@ -127,7 +127,7 @@ describe('helm/notify', () => {
     }
   });
 
-  test('gateway, mailers, webhook senders and bounce-svc are probed over HTTP on the ops port, auth-svc and dispatch-svc with native gRPC probes', (t) => {
+  test('gateway, mailers, webhook senders and bounce-svc are probed over HTTP on the ops port, auth-svc and dispatch-svc with native gRPC probes while they serve plaintext', (t) => {
     if (skip) return t.skip(skip);
     for (const component of ['gateway', 'mailer-svc', 'webhook-svc', 'bounce-svc']) {
       const c = container(production, component);
@@ -136,7 +136,7 @@ describe('helm/notify', () => {
       assert.ok(c.startupProbe?.['httpGet'], component);
     }
     for (const [component, port] of [['auth-svc', 50051], ['dispatch-svc', 50052]] as const) {
-      const c = container(production, component);
+      const c = container(externalUrls, component);
       for (const probe of [c.readinessProbe, c.livenessProbe, c.startupProbe]) assert.deepEqual(probe?.['grpc'], { port }, component);
       assert.equal(env(c, 'GRPC_PORT')?.value, String(port));
     }
@@ -230,6 +230,7 @@ describe('helm/notify', () => {
     }
     referenced.delete('notify-smoke-test'); // the helm test's own key, provided by the operator too
     referenced.delete('notify-bounce-tls'); // bounce-svc's STARTTLS certificate (bounce.tls.secretName), e.g. cert-manager's
+    referenced.delete('notify-grpc-tls'); // the services' gRPC certificate, written by the chart's cert-manager Certificate
     assert.deepEqual([...referenced], ['notify-connections']);
 
     const auth = container(production, 'auth-svc');
@@ -583,6 +584,58 @@ describe('helm/notify', () => {
     // notifyctl messages list: the admin token, the only one ListMessages takes besides the gateway's.
     assert.deepEqual(env(c, 'ADMIN_TOKEN')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'ADMIN_TOKEN' });
     assert.equal(env(c, 'GATEWAY_TOKEN'), undefined);
+  });
+
+  test('with grpcTls the servers mount their key pair, the clients only the CA, and cert-manager names every Service address', async (t) => {
+    if (skip) return t.skip(skip);
+    const mountPath = '/var/run/secrets/notify-grpc-tls';
+    const tlsVolume = (workload: K8sObject) => podSpec(workload).volumes?.find((volume) => volume.name === 'grpc-tls')?.secret;
+    const probe = (c: Container, which: 'startupProbe' | 'livenessProbe' | 'readinessProbe') => c[which] as { grpc?: unknown; httpGet?: { path: string } } | undefined;
+    for (const server of ['auth-svc', 'dispatch-svc']) {
+      const c = container(production, server);
+      assert.equal(env(c, 'GRPC_TLS_CERT_FILE')?.value, `${mountPath}/tls.crt`, server);
+      assert.equal(env(c, 'GRPC_TLS_KEY_FILE')?.value, `${mountPath}/tls.key`, server);
+      assert.ok(c.volumeMounts?.some((mount) => mount.name === 'grpc-tls' && mount.mountPath === mountPath), server);
+      assert.deepEqual(tlsVolume(deployment(production, server)), { secretName: 'notify-grpc-tls', items: [{ key: 'tls.crt', path: 'tls.crt' }, { key: 'tls.key', path: 'tls.key' }] }, server);
+      // The kubelet's gRPC probe speaks no TLS: the ops listener answers instead.
+      assert.deepEqual((['startupProbe', 'livenessProbe', 'readinessProbe'] as const).map((which) => probe(c, which)?.httpGet?.path), ['/healthz', '/healthz', '/readyz'], server);
+      assert.equal(probe(c, 'readinessProbe')?.grpc, undefined, server);
+    }
+    const clients: [string, K8sObject][] = [
+      ...['gateway', 'mailer-svc', 'bounce-svc'].map((component) => [component, deployment(production, component)] as [string, K8sObject]),
+      ['smoke test', production.get('Pod', 'notify-smoke-test')],
+    ];
+    for (const [name, workload] of clients) {
+      const c = containersOf(workload)[0] as Container;
+      assert.equal(env(c, 'GRPC_TLS_CA_FILE')?.value, `${mountPath}/ca.crt`, name);
+      assert.equal(env(c, 'GRPC_TLS_KEY_FILE'), undefined, name);
+      assert.deepEqual(tlsVolume(workload), { secretName: 'notify-grpc-tls', items: [{ key: 'ca.crt', path: 'ca.crt' }] }, `${name} holds no server key`);
+    }
+    assert.equal(env(container(production, 'webhook-svc'), 'GRPC_TLS_CA_FILE'), undefined, 'webhook-svc calls no gRPC service');
+
+    // The documented default: a self-signed Issuer, the release's CA, and a certificate for the names the clients dial.
+    assert.deepEqual(production.get('Issuer', 'notify-grpc-selfsigned').spec, { selfSigned: {} });
+    const ca = production.get('Certificate', 'notify-grpc-ca').spec ?? {};
+    assert.deepEqual([ca['isCA'], ca['secretName'], (ca['issuerRef'] as { name: string }).name], [true, 'notify-grpc-ca', 'notify-grpc-selfsigned']);
+    assert.deepEqual(production.get('Issuer', 'notify-grpc-ca').spec, { ca: { secretName: 'notify-grpc-ca' } });
+    const certificate = production.get('Certificate', 'notify-grpc-tls').spec ?? {};
+    assert.equal(certificate['secretName'], 'notify-grpc-tls');
+    assert.equal((certificate['issuerRef'] as { name: string }).name, 'notify-grpc-ca');
+    const dnsNames = certificate['dnsNames'] as string[];
+    const dialed = [env(container(production, 'gateway'), 'AUTH_SVC_ADDR')?.value, env(container(production, 'mailer-svc'), 'DISPATCH_SVC_ADDR')?.value];
+    for (const address of dialed) {
+      const host = /^dns:\/\/\/([^:]+):\d+$/.exec(address ?? '')?.[1];
+      assert.ok(host && dnsNames.includes(host), `${address} is named on the certificate (${dnsNames.join(', ')})`);
+    }
+    assert.ok(dnsNames.includes('notify-auth-svc.notify.svc') && dnsNames.includes('notify-dispatch-svc'));
+
+    // Off (the default), nothing is mounted and no cert-manager object is rendered.
+    assert.equal(env(container(dev, 'gateway'), 'GRPC_TLS_CA_FILE'), undefined);
+    assert.equal(dev.ofKind('Certificate').length + dev.ofKind('Issuer').length, 0);
+    // Your own Secret: no cert-manager objects, and every pod mounts the Secret you named.
+    const own = await render(helm, { valuesFiles: [productionValues], set: ['grpcTls.certManager.enabled=false', 'grpcTls.secretName=my-grpc-certs'] });
+    assert.equal(own.ofKind('Certificate').length + own.ofKind('Issuer').length, 0);
+    for (const component of ['auth-svc', 'gateway']) assert.equal(tlsVolume(deployment(own, component))?.secretName, 'my-grpc-certs', component);
   });
 
   test('values.schema.json refuses unknown keys at every level', async (t) => {

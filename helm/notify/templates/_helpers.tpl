@@ -336,3 +336,67 @@ mailers' default, a loopback address: fine with a port-forward, no use to recipi
 {{- $hops | int -}}
 {{- end -}}
 {{- end }}
+
+{{/* ---- TLS between the services (grpcTls) ------------------------------------------------------------------- */}}
+
+{{- define "notify.grpcTlsSecretName" -}}
+{{- .Values.grpcTls.secretName | default (printf "%s-grpc-tls" (include "notify.fullname" .)) }}
+{{- end }}
+
+{{- define "notify.grpcTlsMountPath" -}}/var/run/secrets/notify-grpc-tls{{- end }}
+
+{{/*
+Environment of a gRPC server (role "server": its certificate and key) or client (role "client": the CA that issued
+the servers' certificates). Nothing without grpcTls.enabled. Call with (dict "root" $ "role" "server").
+*/}}
+{{- define "notify.grpcTlsEnv" -}}
+{{- if .root.Values.grpcTls.enabled }}
+{{- $path := include "notify.grpcTlsMountPath" .root }}
+{{- if eq .role "server" }}
+- name: GRPC_TLS_CERT_FILE
+  value: {{ $path }}/tls.crt
+- name: GRPC_TLS_KEY_FILE
+  value: {{ $path }}/tls.key
+{{- else }}
+- name: GRPC_TLS_CA_FILE
+  value: {{ $path }}/ca.crt
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "notify.grpcTlsVolumeMount" -}}
+{{- if .Values.grpcTls.enabled }}
+- name: grpc-tls
+  mountPath: {{ include "notify.grpcTlsMountPath" . }}
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{/* The servers mount their key pair, the clients only the CA certificate: a client never holds a server's key. */}}
+{{- define "notify.grpcTlsVolume" -}}
+{{- if .root.Values.grpcTls.enabled }}
+- name: grpc-tls
+  secret:
+    secretName: {{ include "notify.grpcTlsSecretName" .root }}
+    items:
+      {{- if eq .role "server" }}
+      - { key: tls.crt, path: tls.crt }
+      - { key: tls.key, path: tls.key }
+      {{- else }}
+      - { key: ca.crt, path: ca.crt }
+      {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+A probe of a gRPC server: grpc.health.v1 in plaintext; with grpcTls the kubelet cannot speak TLS to a gRPC probe,
+so the ops listener answers instead (/healthz alive, /readyz dependencies reachable).
+Call with (dict "root" $ "port" <grpc port> "path" "/healthz").
+*/}}
+{{- define "notify.grpcServerProbe" -}}
+{{- if .root.Values.grpcTls.enabled }}
+httpGet: { path: {{ .path }}, port: metrics }
+{{- else }}
+grpc: { port: {{ .port }} }
+{{- end }}
+{{- end }}
