@@ -9,7 +9,7 @@ import { configSpec } from './config.ts';
 
 runService('auth-svc', configSpec, async ({ config, logger, registry, lifecycle, addReadinessCheck }) => {
   const pool = createPool(config.databaseUrl, { max: config.databasePoolSize, applicationName: 'auth-svc', logger });
-  const nats = await connectNats(config.natsUrl, 'auth-svc', logger);
+  const nats = await connectNats(config.natsUrl, 'auth-svc', logger, config);
   const service = await createAuthService({
     pool,
     nats,

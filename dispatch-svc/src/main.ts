@@ -11,7 +11,7 @@ runService('dispatch-svc', configSpec, async ({ config, logger, registry, lifecy
   assertTestFaultAllowed(config.testFault, config.nodeEnv);
   assertRelayFitsDuplicateWindow(config.outboxRelayMinAgeMs, config.outboxRelayIntervalMs);
   const pool = createPool(config.databaseUrl, { max: config.databasePoolSize, applicationName: 'dispatch-svc', logger });
-  const nats = await connectNats(config.natsUrl, 'dispatch-svc', logger);
+  const nats = await connectNats(config.natsUrl, 'dispatch-svc', logger, config);
   const dispatch = await buildDispatch(config, { pool, nats, logger, registry, crash });
 
   const server = new GrpcServer({ logger, registry, credentials: serverCredentials(config) });

@@ -33,6 +33,7 @@ function startKeyKnowledge(options: { config: ConfigOf<typeof configSpec>; auth:
       : undefined;
   const invalidations = listenForInvalidations({
     natsUrl: config.natsUrl,
+    natsCredentials: config,
     subject: topology(config.natsPrefix).keyInvalidationSubject,
     targets: authorizations ? [directory, authorizations] : [directory],
     logger,

@@ -20,7 +20,7 @@ const ledgerTimeoutMs = 2_000;
 runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecycle, addReadinessCheck, crash }) => {
   assertTestFaultAllowed(config.testFault, config.nodeEnv);
   const names = topology(config.natsPrefix);
-  const nc = await connectNats(config.natsUrl, 'mailer-svc', logger);
+  const nc = await connectNats(config.natsUrl, 'mailer-svc', logger, config);
   const jsm = await jetstreamManager(nc);
   const streams = streamDeclarations(names);
   for (const stream of [streams.jobs, streams.events, streams.deadLetters]) await ensureStream(jsm, stream, config.natsStreamReplicas);

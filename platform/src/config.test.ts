@@ -80,6 +80,9 @@ test('the shared groups keep their defaults, and each service bounds its own dat
   assert.deepEqual(loadConfig(spec, {}), {
     natsUrl: 'nats://127.0.0.1:4222',
     natsPrefix: '',
+    natsUser: '',
+    natsPassword: '',
+    natsNkeySeed: '',
     natsStreamReplicas: 1,
     databaseUrl: 'postgres://postgres@127.0.0.1:5432/notify',
     databasePoolSize: 10,

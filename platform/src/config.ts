@@ -176,6 +176,10 @@ export const natsSettings = {
     default: '',
     pattern: /^[A-Za-z0-9_-]*$/,
   }),
+  // Each service its own NATS identity, so the server's permissions can say who publishes what (docs/operations.md).
+  natsUser: text('NATS_USER', { description: 'NATS user name of this service, with NATS_PASSWORD; empty: no user (or one in NATS_URL)', default: '' }),
+  natsPassword: text('NATS_PASSWORD', { description: "password of NATS_USER", default: '', secret: true }),
+  natsNkeySeed: text('NATS_NKEY_SEED', { description: 'NKey seed (SU...) this service signs the NATS server\'s challenge with, instead of a user and password', default: '', secret: true }),
 };
 
 // One bearer token per calling component, so each is accepted only where that caller needs it (least privilege):

@@ -9,6 +9,7 @@ import { authProto, dispatchProto } from '@notify/proto';
 import { refusal } from '../harness/refusal.ts';
 import { startSystem, type System, type Tenant } from '../harness/system.ts';
 import { validBody } from '../harness/tenants.ts';
+import { waitFor } from '../harness/wait.ts';
 
 let system: System;
 let tenant: Tenant;
@@ -50,9 +51,11 @@ test('the gateway token cannot call admin methods of auth-svc or dispatch-svc, n
     templates.close();
     signingKeys.close();
   }
-  const refused = system.stack.logs.lines().filter((line) => line.text.includes('the caller may not call this method'));
-  assert.ok(refused.some((line) => line.source === 'auth-svc' && line.text.includes('"caller":"gateway"')), 'auth-svc names the caller');
-  assert.ok(refused.some((line) => line.source === 'dispatch-svc' && line.text.includes('"caller":"bounce"')), 'dispatch-svc names the caller');
+  // The services' output reaches the stack's log a moment after the answer.
+  const logged = (source: string, caller: string) => () =>
+    system.stack.logs.lines().some((line) => line.source === source && line.text.includes('the caller may not call this method') && line.text.includes(`"caller":"${caller}"`));
+  await waitFor(logged('auth-svc', 'gateway'), { timeoutMs: 5_000, what: 'auth-svc logs the refused gateway call' });
+  await waitFor(logged('dispatch-svc', 'bounce'), { timeoutMs: 5_000, what: 'dispatch-svc logs the refused bounce call' });
   const everything = system.stack.logs.lines().map((line) => line.text).join('\n');
   for (const token of [env.GATEWAY_TOKEN, env.MAILER_TOKEN, env.BOUNCE_TOKEN, env.ADMIN_TOKEN]) assert.ok(!everything.includes(token), 'no token in any log');
 });

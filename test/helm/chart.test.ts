@@ -638,6 +638,33 @@ describe('helm/notify', () => {
     for (const component of ['auth-svc', 'gateway']) assert.equal(tlsVolume(deployment(own, component))?.secretName, 'my-grpc-certs', component);
   });
 
+  test('with natsAuth each NATS client connects as itself, mounting only its own password or NKey seed', async (t) => {
+    if (skip) return t.skip(skip);
+    const mountPath = '/var/run/secrets/notify-nats';
+    const natsVolume = (workload: K8sObject) => podSpec(workload).volumes?.find((volume) => volume.name === 'nats-auth')?.secret;
+    const passwords = await render(helm, { valuesFiles: [productionValues], set: ['natsAuth.mode=userPassword', 'natsAuth.secretName=notify-nats'] });
+    for (const component of ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc']) {
+      const c = container(passwords, component);
+      assert.equal(env(c, 'NATS_USER')?.value, component, 'the user named in docs/operations.md');
+      assert.equal(env(c, 'NATS_PASSWORD_FILE')?.value, `${mountPath}/password`, component);
+      assert.deepEqual(natsVolume(deployment(passwords, component)), { secretName: 'notify-nats', items: [{ key: component, path: 'password' }] }, component);
+    }
+    assert.equal(natsVolume(deployment(passwords, 'bounce-svc')), undefined, 'bounce-svc does not use NATS');
+    const seeds = await render(helm, { valuesFiles: [productionValues], set: ['natsAuth.mode=nkey', 'natsAuth.secretName=notify-nats'] });
+    const dispatch = container(seeds, 'dispatch-svc');
+    assert.equal(env(dispatch, 'NATS_NKEY_SEED_FILE')?.value, `${mountPath}/nkey-seed`);
+    assert.equal(env(dispatch, 'NATS_USER'), undefined);
+    assert.deepEqual(natsVolume(deployment(seeds, 'dispatch-svc'))?.items, [{ key: 'dispatch-svc', path: 'nkey-seed' }]);
+    // Off by default; a mode without its Secret, or an unknown mode, stops the install.
+    assert.equal(env(container(production, 'dispatch-svc'), 'NATS_USER'), undefined);
+    const missing = await template(helm, { valuesFiles: [productionValues], set: ['natsAuth.mode=nkey'] });
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /natsAuth\.mode needs natsAuth\.secretName/);
+    const unknown = await template(helm, { valuesFiles: [productionValues], set: ['natsAuth.mode=token', 'natsAuth.secretName=notify-nats'] });
+    assert.notEqual(unknown.code, 0);
+    assert.match(unknown.stderr, /\/natsAuth\/mode': value must be one of/);
+  });
+
   test('values.schema.json refuses unknown keys at every level', async (t) => {
     if (skip) return t.skip(skip);
     const schema = JSON.parse(readFileSync(join(chartDir, 'values.schema.json'), 'utf8')) as unknown;

@@ -284,6 +284,9 @@ spec:
 
 {{/* Fails rendering when values contradict each other; included by the ConfigMap, which every install renders. */}}
 {{- define "notify.validate" -}}
+{{- if and (ne .Values.natsAuth.mode "none") (not .Values.natsAuth.secretName) }}
+{{- fail "natsAuth.mode needs natsAuth.secretName: a Secret with one key per component (gateway, auth-svc, dispatch-svc, mailer-svc, webhook-svc) holding its NATS password or NKey seed." }}
+{{- end }}
 {{- if and .Values.mailer.keda.enabled .Values.mailer.autoscaling.enabled }}
 {{- fail "mailer.keda.enabled and mailer.autoscaling.enabled are mutually exclusive: KEDA creates its own HorizontalPodAutoscaler for the mailer Deployment, and two autoscalers on one Deployment fight each other. Enable one of them." }}
 {{- end }}
@@ -398,5 +401,45 @@ Call with (dict "root" $ "port" <grpc port> "path" "/healthz").
 httpGet: { path: {{ .path }}, port: metrics }
 {{- else }}
 grpc: { port: {{ .port }} }
+{{- end }}
+{{- end }}
+
+{{/* ---- NATS credentials (natsAuth) ----------------------------------------------------------------------------- */}}
+
+{{- define "notify.natsAuthMountPath" -}}/var/run/secrets/notify-nats{{- end }}
+
+{{/*
+The NATS identity of a component: with natsAuth.mode userPassword the user is the component's name and the Secret's
+key of that name holds its password; with nkey that key holds its NKey seed. Only the component's own key is mounted.
+Call with (dict "root" $ "component" "dispatch-svc").
+*/}}
+{{- define "notify.natsAuthEnv" -}}
+{{- $path := include "notify.natsAuthMountPath" .root }}
+{{- if eq .root.Values.natsAuth.mode "userPassword" }}
+- name: NATS_USER
+  value: {{ .component }}
+- name: NATS_PASSWORD_FILE
+  value: {{ $path }}/password
+{{- else if eq .root.Values.natsAuth.mode "nkey" }}
+- name: NATS_NKEY_SEED_FILE
+  value: {{ $path }}/nkey-seed
+{{- end }}
+{{- end }}
+
+{{- define "notify.natsAuthVolumeMount" -}}
+{{- if ne .Values.natsAuth.mode "none" }}
+- name: nats-auth
+  mountPath: {{ include "notify.natsAuthMountPath" . }}
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "notify.natsAuthVolume" -}}
+{{- if ne .root.Values.natsAuth.mode "none" }}
+- name: nats-auth
+  secret:
+    secretName: {{ .root.Values.natsAuth.secretName }}
+    items:
+      - { key: {{ .component }}, path: {{ ternary "password" "nkey-seed" (eq .root.Values.natsAuth.mode "userPassword") }} }
 {{- end }}
 {{- end }}
