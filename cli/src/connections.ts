@@ -1,6 +1,6 @@
 // The gRPC clients notifyctl talks through, built from the environment only when a command needs them.
 // Every call takes ADMIN_TOKEN: the admin services, and ListMessages on DispatchService, the one method of the
-// gateway's service that dispatch-svc also grants the admin caller.
+// gateway's service that dispatch-svc grants the admin caller instead.
 import { channelCredentials, GrpcClient } from '@notify/platform';
 import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
 import { UsageError } from './args.ts';

@@ -1,4 +1,4 @@
-// The gRPC services dispatch-svc serves, bound to their handlers and callers: DispatchService for the gateway (and
+// The gRPC services dispatch-svc serves, bound to their handlers and callers: DispatchService for the gateway (but
 // ListMessages for notifyctl), TemplateAdminService, DeadLetterAdminService, SuppressionAdminService, WebhookAdminService
 // and DomainAdminService for operators (admin token), SigningKeyService for the mailers, PanelService for the gateway's
 // web panel and ReportService for bounce-svc (and Unsubscribe for the gateway's page). main.ts and the tests both serve them from here.
@@ -46,8 +46,8 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       SearchProjectMessages: (request) => searchProjectMessages(deps.pool, request),
       GetUsage: (request) => getUsage(deps.pool, request),
     },
-    // notifyctl's `messages list` reads through ListMessages; only the gateway sends.
-    { Send: [gateway], GetMessage: [gateway], ListMessages: [gateway, admin], SearchProjectMessages: [gateway], GetUsage: [gateway] },
+    // ListMessages is notifyctl's `messages list`; the gateway lists through SearchProjectMessages. Only the gateway sends.
+    { Send: [gateway], GetMessage: [gateway], ListMessages: [admin], SearchProjectMessages: [gateway], GetUsage: [gateway] },
   );
   server.add(dispatchProto.TemplateAdminService.service, templateAdminHandlers(deps), [admin]);
   server.add(dispatchProto.DeadLetterAdminService.service, deadLetterAdminHandlers(deps), [admin]);

@@ -581,7 +581,7 @@ describe('helm/notify', () => {
     assert.deepEqual(c.command, ['node', '/etc/notify-smoke-test/smoke-test.ts']);
     assert.equal(env(c, 'GATEWAY_URL')?.value, 'http://notify-gateway.notify.svc.cluster.local:80');
     assert.deepEqual(env(c, 'API_KEY')?.valueFrom?.secretKeyRef, { name: 'notify-smoke-test', key: 'api-key' });
-    // notifyctl messages list: the admin token, the only one ListMessages takes besides the gateway's.
+    // notifyctl messages list: the admin token, the only one ListMessages takes.
     assert.deepEqual(env(c, 'ADMIN_TOKEN')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'ADMIN_TOKEN' });
     assert.equal(env(c, 'GATEWAY_TOKEN'), undefined);
   });

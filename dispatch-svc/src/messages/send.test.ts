@@ -330,7 +330,7 @@ describe('refusals', () => {
     assert.deepEqual(error.fields, ['to: must be one email address', 'data: must be a JSON object', 'idempotency_key: must be a UUID']);
   });
 
-  test('Send refuses the admin token, which only lists messages', async () => {
+  test('Send refuses the admin token, which may only list messages', async () => {
     const client = new GrpcClient(dispatchProto.DispatchService.service, h.address, { token: h.callers.admin.token, deadlineMs: 2_000 });
     try {
       await assertRefused(client.call('Send', request()), status.PERMISSION_DENIED, 'permission_denied');
