@@ -19,7 +19,7 @@ import { KeyResolver } from './keys/key-resolver.ts';
 
 const runId = randomBytes(4).toString('hex');
 let database: TestDatabase;
-const internalToken = `internal-${runId}-0123456789abcdef`;
+const gatewayToken = `gateway-${runId}-0123456789abcdef`;
 const adminToken = `admin-${runId}-0123456789abcdef`;
 const logger = silentLogger('auth-svc-test');
 
@@ -49,8 +49,8 @@ async function startReplica(): Promise<Replica> {
     usageFlushIntervalMs: 100,
   });
   const server = new GrpcServer({ logger, registry });
-  server.add(authProto.AuthService.service, service.authorize, [internalToken]);
-  server.add(authProto.AuthAdminService.service, service.admin, [adminToken]);
+  server.add(authProto.AuthService.service, service.authorize, [{ name: 'gateway', token: gatewayToken }]);
+  server.add(authProto.AuthAdminService.service, service.admin, [{ name: 'admin', token: adminToken }]);
   const address = `127.0.0.1:${await server.listen(0, '127.0.0.1')}`;
   return {
     pool,
@@ -59,7 +59,7 @@ async function startReplica(): Promise<Replica> {
     service,
     server,
     address,
-    internal: new GrpcClient(authProto.AuthService.service, address, { token: internalToken, deadlineMs: 2_000 }),
+    internal: new GrpcClient(authProto.AuthService.service, address, { token: gatewayToken, deadlineMs: 2_000 }),
     admin: new GrpcClient(authProto.AuthAdminService.service, address, { token: adminToken, deadlineMs: 2_000 }),
   };
 }
@@ -178,14 +178,14 @@ test('concurrent lookups of one prefix share a single database query', async () 
 
 test('a caller without the right token is refused before any handler', async () => {
   const { organization, apiKey } = await tenant();
-  const wrong = new GrpcClient(authProto.AuthService.service, first.address, { token: 'not-the-internal-token', deadlineMs: 2_000 });
-  const adminWithInternalToken = new GrpcClient(authProto.AuthAdminService.service, first.address, { token: internalToken, deadlineMs: 2_000 });
+  const wrong = new GrpcClient(authProto.AuthService.service, first.address, { token: 'not-the-gateway-token', deadlineMs: 2_000 });
+  const adminWithGatewayToken = new GrpcClient(authProto.AuthAdminService.service, first.address, { token: gatewayToken, deadlineMs: 2_000 });
   try {
     assert.equal((await refusal(wrong.call('Authorize', { apiKey, organizationId: organization.id }))).status, status.UNAUTHENTICATED);
-    assert.equal((await refusal(adminWithInternalToken.call('ListPlans', {}))).status, status.UNAUTHENTICATED);
+    assert.equal((await refusal(adminWithGatewayToken.call('ListPlans', {}))).status, status.PERMISSION_DENIED);
   } finally {
     wrong.close();
-    adminWithInternalToken.close();
+    adminWithGatewayToken.close();
   }
 });
 

@@ -28,7 +28,7 @@ export interface AuthServiceOptions {
 export interface AuthService {
   readonly authorize: AsyncHandlers<auth.AuthServiceDefinition>;
   readonly admin: AsyncHandlers<auth.AuthAdminServiceDefinition>;
-  /** The web panel's sign-in and access checks (internal token, like `authorize`). */
+  /** The web panel's sign-in and access checks (gateway token, like `authorize`). */
   readonly panel: AsyncHandlers<auth.PanelAuthServiceDefinition>;
   /** Stops listening for invalidations and writes the key uses still pending; the pool and NATS stay open. */
   close(): Promise<void>;

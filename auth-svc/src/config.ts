@@ -1,13 +1,14 @@
-// auth-svc's environment. Defaults suit the local machine; INTERNAL_TOKEN and ADMIN_TOKEN have none on purpose.
+// auth-svc's environment. Defaults suit the local machine; GATEWAY_TOKEN and ADMIN_TOKEN have none on purpose.
 // The database, NATS and token settings are the platform's shared groups. README.md's settings table is generated from
 // these declarations.
-import { adminTokenSetting, databaseSettings, duration, integer, internalTokenSetting, natsSettings } from '@notify/platform';
+import { adminTokenSetting, databaseSettings, duration, gatewayTokenSetting, grpcServerTlsSettings, integer, natsSettings } from '@notify/platform';
 
 export const configSpec = {
   grpcPort: integer('GRPC_PORT', { description: 'port of the gRPC server (AuthService, AuthAdminService, health)', default: 50051, min: 0, max: 65535 }),
   ...databaseSettings({ maxPoolSize: 1000 }),
   ...natsSettings,
-  ...internalTokenSetting,
+  ...gatewayTokenSetting,
+  ...grpcServerTlsSettings,
   ...adminTokenSetting,
   cacheTtlMs: duration('AUTH_CACHE_TTL', {
     description: 'how long a key lookup (found or not) is reused; revocations and plan changes are pushed sooner',

@@ -1,6 +1,6 @@
 // auth-svc: answers "who is calling and may they send" for the gateway, and manages plans, organizations,
 // projects and API keys for notifyctl.
-import { degradable, GrpcServer, runService, ShutdownPriority } from '@notify/platform';
+import { degradable, GrpcServer, runService, serverCredentials, ShutdownPriority } from '@notify/platform';
 import { createPool, databaseReachable } from '@notify/platform/database';
 import { connectNats, natsReachable } from '@notify/platform/nats';
 import { authProto, topology } from '@notify/proto';
@@ -9,7 +9,7 @@ import { configSpec } from './config.ts';
 
 runService('auth-svc', configSpec, async ({ config, logger, registry, lifecycle, addReadinessCheck }) => {
   const pool = createPool(config.databaseUrl, { max: config.databasePoolSize, applicationName: 'auth-svc', logger });
-  const nats = await connectNats(config.natsUrl, 'auth-svc', logger);
+  const nats = await connectNats(config.natsUrl, 'auth-svc', logger, config);
   const service = await createAuthService({
     pool,
     nats,
@@ -19,10 +19,11 @@ runService('auth-svc', configSpec, async ({ config, logger, registry, lifecycle,
     registry,
   });
 
-  const server = new GrpcServer({ logger, registry });
-  server.add(authProto.AuthService.service, service.authorize, [config.internalToken]);
-  server.add(authProto.AuthAdminService.service, service.admin, [config.adminToken]);
-  server.add(authProto.PanelAuthService.service, service.panel, [config.internalToken]);
+  const server = new GrpcServer({ logger, registry, credentials: serverCredentials(config) });
+  const gateway = { name: 'gateway', token: config.gatewayToken };
+  server.add(authProto.AuthService.service, service.authorize, [gateway]);
+  server.add(authProto.AuthAdminService.service, service.admin, [{ name: 'admin', token: config.adminToken }]);
+  server.add(authProto.PanelAuthService.service, service.panel, [gateway]);
   await server.listen(config.grpcPort);
 
   addReadinessCheck('database', () => databaseReachable(pool));

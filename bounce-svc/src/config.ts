@@ -1,6 +1,6 @@
 // bounce-svc's environment variables, validated at start (see platform/src/config.ts). NOTIFY_DATA_KEY and BOUNCE_DOMAIN
 // are the ones the mailers sign return paths with: a report is only trusted when its token verifies under the same key.
-import { duration, integer, internalTokenSetting, text } from '@notify/platform';
+import { bounceTokenSetting, duration, grpcClientTlsSettings, integer, text } from '@notify/platform';
 import { bounceDomainSetting, dataKeySetting } from '@notify/platform/mail';
 
 export const bounceConfig = {
@@ -12,6 +12,7 @@ export const bounceConfig = {
   tlsKeyFile: text('BOUNCE_TLS_KEY_FILE', { description: 'PEM private key for STARTTLS; STARTTLS is offered only with a key and a certificate', default: '' }),
   tlsCertFile: text('BOUNCE_TLS_CERT_FILE', { description: 'PEM certificate (chain) for STARTTLS', default: '' }),
   dispatchSvcAddr: text('DISPATCH_SVC_ADDR', { description: 'gRPC target of dispatch-svc, which applies the reports', default: '127.0.0.1:50052' }),
-  ...internalTokenSetting,
+  ...bounceTokenSetting,
+  ...grpcClientTlsSettings,
   grpcDeadlineMs: duration('GRPC_DEADLINE', { description: 'deadline of each call to dispatch-svc; past it the reporting server is told to retry (451)', default: '5s', minMs: 1 }),
 };

@@ -1,7 +1,7 @@
 // bounce-svc: the SMTP listener behind the bounce domain's MX. Reads DSNs (RFC 3464), feedback-loop complaints
 // (ARF, RFC 5965) and mailto unsubscribes, and has dispatch-svc apply them (ReportService) before it answers 250.
 import { readFile } from 'node:fs/promises';
-import { degradable, GrpcClient, runService, ShutdownPriority } from '@notify/platform';
+import { channelCredentials, degradable, GrpcClient, runService, ShutdownPriority } from '@notify/platform';
 import { dispatchProto } from '@notify/proto';
 import { bounceConfig } from './config.ts';
 import { createBounceMetrics } from './reports/metrics.ts';
@@ -11,9 +11,10 @@ runService('bounce-svc', bounceConfig, async ({ config, logger, registry, lifecy
   if ((config.tlsKeyFile === '') !== (config.tlsCertFile === '')) throw new Error('BOUNCE_TLS_KEY_FILE and BOUNCE_TLS_CERT_FILE go together');
   const tls = config.tlsKeyFile === '' ? undefined : { key: await readFile(config.tlsKeyFile), cert: await readFile(config.tlsCertFile) };
   const reports = new GrpcClient(dispatchProto.ReportService.service, config.dispatchSvcAddr, {
-    token: config.internalToken,
+    token: config.bounceToken,
     deadlineMs: config.grpcDeadlineMs,
     registry,
+    credentials: channelCredentials(config),
   });
   const receiver = await startReceiver({
     host: config.smtpHost,

@@ -19,7 +19,7 @@ describe('help', () => {
   test('notifyctl help lists every group and the environment it reads', async () => {
     const outcome = await notifyctl(['help']);
     assert.equal(outcome.code, 0);
-    for (const word of ['plan', 'org', 'project', 'key', 'template', 'messages', 'AUTH_SVC_ADDR', 'DISPATCH_SVC_ADDR', 'ADMIN_TOKEN', 'INTERNAL_TOKEN']) {
+    for (const word of ['plan', 'org', 'project', 'key', 'template', 'messages', 'AUTH_SVC_ADDR', 'DISPATCH_SVC_ADDR', 'ADMIN_TOKEN']) {
       assert.match(outcome.stdout, new RegExp(`\\b${word}\\b`));
     }
     assert.equal(outcome.stderr, '');
@@ -43,7 +43,7 @@ describe('help', () => {
     assert.equal(outcome.code, 0);
     assert.match(outcome.stdout, /--project ID\s+project id \(required\)/);
     assert.match(outcome.stdout, /--state queued\|sending\|deferred\|sent\|failed/);
-    assert.match(outcome.stdout, /\$INTERNAL_TOKEN/);
+    assert.match(outcome.stdout, /\$ADMIN_TOKEN/);
   });
 
   test('--help wins over missing required options', async () => {
@@ -72,7 +72,7 @@ describe('usage errors exit 2 with one line and a hint, never a stack trace', ()
   ];
   for (const [what, argv, expected] of cases) {
     test(`${what} is reported as a usage error`, async () => {
-      const outcome = await notifyctl(argv, { ADMIN_TOKEN: 'unused-admin-token', INTERNAL_TOKEN: 'unused-internal-token' });
+      const outcome = await notifyctl(argv, { ADMIN_TOKEN: 'unused-admin-token' });
       assert.deepEqual(outcome, { code: 2, stdout: '', stderr: expected });
     });
   }
@@ -115,10 +115,10 @@ describe('usage errors exit 2 with one line and a hint, never a stack trace', ()
     assert.match(outcome.stderr, /^notifyctl: ADMIN_TOKEN is not set: /);
   });
 
-  test('messages list asks for INTERNAL_TOKEN, not ADMIN_TOKEN', async () => {
-    const outcome = await notifyctl(['messages', 'list', '--project', '1'], { ADMIN_TOKEN: 'admin-token-present' });
+  test('messages list asks for ADMIN_TOKEN too', async () => {
+    const outcome = await notifyctl(['messages', 'list', '--project', '1'], { GATEWAY_TOKEN: 'gateway-token-present' });
     assert.equal(outcome.code, 2);
-    assert.match(outcome.stderr, /^notifyctl: INTERNAL_TOKEN is not set: /);
+    assert.match(outcome.stderr, /^notifyctl: ADMIN_TOKEN is not set: listing messages needs the admin token/);
   });
 });
 

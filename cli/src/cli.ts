@@ -63,7 +63,13 @@ function remoteFailure(error: RemoteError, group: CommandGroup, connections: Con
   }
   if (error.status === status.DEADLINE_EXCEEDED) return `${error.reason}: ${server} did not answer in time`;
   const hint =
-    error.status === status.UNAUTHENTICATED ? ` (is ${group.token} the one ${group.target}-svc was started with?)` : error.reason === 'service_unavailable' ? ` (${server})` : '';
+    error.status === status.UNAUTHENTICATED
+      ? ` (is ADMIN_TOKEN the one ${group.target}-svc was started with?)`
+      : error.status === status.PERMISSION_DENIED
+        ? ` (ADMIN_TOKEN holds another component's token: notifyctl needs the admin one)`
+        : error.reason === 'service_unavailable'
+          ? ` (${server})`
+          : '';
   const fields = error.fields.map((field) => `\n  - ${field}`).join('');
   return `${error.reason}: ${error.message}${hint}${fields}`;
 }

@@ -1,7 +1,7 @@
 // The gRPC clients notifyctl talks through, built from the environment only when a command needs them.
-// Admin surfaces (AuthAdminService, TemplateAdminService, DeadLetterAdminService, WebhookAdminService) take
-// ADMIN_TOKEN; message listing lives on the internal DispatchService, so it takes INTERNAL_TOKEN.
-import { GrpcClient } from '@notify/platform';
+// Every call takes ADMIN_TOKEN: the admin services, and ListMessages on DispatchService, the one method of the
+// gateway's service that dispatch-svc grants the admin caller instead.
+import { channelCredentials, GrpcClient } from '@notify/platform';
 import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
 import { UsageError } from './args.ts';
 
@@ -34,9 +34,9 @@ export class Connections {
     return `${serviceNames[target]} at ${this.address(target)} (${addressVariables[target]})`;
   }
 
-  #token(variable: 'ADMIN_TOKEN' | 'INTERNAL_TOKEN', purpose: string): string {
-    const token = this.#env[variable];
-    if (!token) throw new UsageError(`${variable} is not set: ${purpose}`);
+  #token(purpose: string): string {
+    const token = this.#env['ADMIN_TOKEN'];
+    if (!token) throw new UsageError(`ADMIN_TOKEN is not set: ${purpose}`);
     return token;
   }
 
@@ -45,43 +45,45 @@ export class Connections {
     target: Target,
     token: string,
   ): GrpcClient<D> {
-    const client = new GrpcClient(definition, this.address(target), { token, deadlineMs });
+    // GRPC_TLS_CA_FILE, as the services read it: set when the servers present certificates (the chart's grpcTls).
+    const credentials = channelCredentials({ grpcTlsCaFile: this.#env['GRPC_TLS_CA_FILE'] ?? '' });
+    const client = new GrpcClient(definition, this.address(target), { token, deadlineMs, credentials });
     this.#open.push(client);
     return client;
   }
 
   authAdmin(): GrpcClient<auth.AuthAdminServiceDefinition> {
-    const token = this.#token('ADMIN_TOKEN', 'plans, organizations, projects and keys need the admin token of auth-svc');
+    const token = this.#token('plans, organizations, projects and keys need the admin token of auth-svc');
     return this.#connect(authProto.AuthAdminService.service as auth.AuthAdminServiceDefinition, 'auth', token);
   }
 
   templateAdmin(): GrpcClient<dispatch.TemplateAdminServiceDefinition> {
-    const token = this.#token('ADMIN_TOKEN', 'templates need the admin token of dispatch-svc');
+    const token = this.#token('templates need the admin token of dispatch-svc');
     return this.#connect(dispatchProto.TemplateAdminService.service as dispatch.TemplateAdminServiceDefinition, 'dispatch', token);
   }
 
   deadLetterAdmin(): GrpcClient<dispatch.DeadLetterAdminServiceDefinition> {
-    const token = this.#token('ADMIN_TOKEN', 'dead letters need the admin token of dispatch-svc');
+    const token = this.#token('dead letters need the admin token of dispatch-svc');
     return this.#connect(dispatchProto.DeadLetterAdminService.service as dispatch.DeadLetterAdminServiceDefinition, 'dispatch', token);
   }
 
   suppressionAdmin(): GrpcClient<dispatch.SuppressionAdminServiceDefinition> {
-    const token = this.#token('ADMIN_TOKEN', 'the suppression list needs the admin token of dispatch-svc');
+    const token = this.#token('the suppression list needs the admin token of dispatch-svc');
     return this.#connect(dispatchProto.SuppressionAdminService.service as dispatch.SuppressionAdminServiceDefinition, 'dispatch', token);
   }
 
   webhookAdmin(): GrpcClient<dispatch.WebhookAdminServiceDefinition> {
-    const token = this.#token('ADMIN_TOKEN', 'webhooks need the admin token of dispatch-svc');
+    const token = this.#token('webhooks need the admin token of dispatch-svc');
     return this.#connect(dispatchProto.WebhookAdminService.service as dispatch.WebhookAdminServiceDefinition, 'dispatch', token);
   }
 
   domainAdmin(): GrpcClient<dispatch.DomainAdminServiceDefinition> {
-    const token = this.#token('ADMIN_TOKEN', 'sending domains need the admin token of dispatch-svc');
+    const token = this.#token('sending domains need the admin token of dispatch-svc');
     return this.#connect(dispatchProto.DomainAdminService.service as dispatch.DomainAdminServiceDefinition, 'dispatch', token);
   }
 
   dispatch(): GrpcClient<dispatch.DispatchServiceDefinition> {
-    const token = this.#token('INTERNAL_TOKEN', 'listing messages goes through the internal DispatchService, which takes the internal token');
+    const token = this.#token('listing messages needs the admin token of dispatch-svc');
     return this.#connect(dispatchProto.DispatchService.service as dispatch.DispatchServiceDefinition, 'dispatch', token);
   }
 

@@ -21,8 +21,8 @@ function table(rows: readonly (readonly [string, string])[]): string {
 const environment = table([
   ['AUTH_SVC_ADDR', `auth-svc gRPC address for plan, org, project, key (default ${defaultAddresses.auth})`],
   ['DISPATCH_SVC_ADDR', `dispatch-svc gRPC address for template, messages, dead-letters, suppression, webhook, domain (default ${defaultAddresses.dispatch})`],
-  ['ADMIN_TOKEN', 'admin token (AuthAdminService and the admin services of dispatch-svc): every group but messages (and webhook listen)'],
-  ['INTERNAL_TOKEN', 'internal token: messages list (ListMessages is on the internal DispatchService)'],
+  ['ADMIN_TOKEN', 'admin token (AuthAdminService, the admin services of dispatch-svc and ListMessages): every group but webhook listen'],
+  ['GRPC_TLS_CA_FILE', 'PEM CA certificate to verify auth-svc and dispatch-svc with when they serve TLS (default: plaintext)'],
 ]);
 
 export function globalHelp(groups: readonly CommandGroup[]): string {
@@ -49,7 +49,7 @@ Run 'notifyctl <group> --help' for the commands of a group.
 
 function serverLine(group: CommandGroup): string {
   const variable = group.target === 'auth' ? 'AUTH_SVC_ADDR' : 'DISPATCH_SVC_ADDR';
-  return `Talks to ${group.target}-svc at $${variable} (default ${defaultAddresses[group.target]}) with $${group.token}.`;
+  return `Talks to ${group.target}-svc at $${variable} (default ${defaultAddresses[group.target]}) with $ADMIN_TOKEN.`;
 }
 
 export function groupHelp(group: CommandGroup): string {

@@ -22,7 +22,7 @@ import { VariablesSchemas } from './templates/variables-schema.ts';
 
 export type DispatchSettings = Pick<
   ConfigOf<typeof configSpec>,
-  'natsPrefix' | 'natsStreamReplicas' | 'internalToken' | 'adminToken' | 'idempotencyTtlMs' | 'outboxRelayIntervalMs' | 'outboxRelayMinAgeMs' | 'deliverabilityIntervalMs' | 'testFault' | 'webhookAllowPrivate' | 'dataKey'
+  'natsPrefix' | 'natsStreamReplicas' | 'gatewayToken' | 'mailerToken' | 'bounceToken' | 'adminToken' | 'idempotencyTtlMs' | 'outboxRelayIntervalMs' | 'outboxRelayMinAgeMs' | 'deliverabilityIntervalMs' | 'testFault' | 'webhookAllowPrivate' | 'dataKey'
 >;
 
 export interface DispatchClients {
@@ -72,8 +72,12 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
     metrics,
     logger,
     idempotencyTtlMs: settings.idempotencyTtlMs,
-    internalToken: settings.internalToken,
-    adminToken: settings.adminToken,
+    callers: {
+      gateway: { name: 'gateway', token: settings.gatewayToken },
+      mailer: { name: 'mailer', token: settings.mailerToken },
+      bounce: { name: 'bounce', token: settings.bounceToken },
+      admin: { name: 'admin', token: settings.adminToken },
+    },
     webhookAllowPrivate: settings.webhookAllowPrivate,
     dataKey: settings.dataKey,
   };

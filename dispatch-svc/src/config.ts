@@ -1,6 +1,6 @@
 // dispatch-svc's environment (README.md's settings table is generated from these declarations). The database, NATS,
 // token and test-fault settings are the platform's shared groups; the variables every service reads come from runService.
-import { adminTokenSetting, boolean, databaseSettings, duration, integer, internalTokenSetting, jetStreamSettings, natsSettings, testFaultSettings } from '@notify/platform';
+import { adminTokenSetting, boolean, databaseSettings, duration, bounceTokenSetting, gatewayTokenSetting, grpcServerTlsSettings, integer, jetStreamSettings, mailerTokenSetting, natsSettings, testFaultSettings } from '@notify/platform';
 import { dataKeySetting } from '@notify/platform/mail';
 import { dispatchTestFaults } from './outbox/test-fault.ts';
 
@@ -9,8 +9,11 @@ export const configSpec = {
   ...databaseSettings({ maxPoolSize: 200 }),
   ...natsSettings,
   ...jetStreamSettings,
-  ...internalTokenSetting,
+  ...gatewayTokenSetting,
+  ...mailerTokenSetting,
+  ...bounceTokenSetting,
   ...adminTokenSetting,
+  ...grpcServerTlsSettings,
   // Verifies the unsubscribe links the mailers sign (ReportService.Unsubscribe).
   ...dataKeySetting,
   idempotencyTtlMs: duration('NOTIFY_IDEMPOTENCY_TTL', { description: 'how long an Idempotency-Key replays its first response', default: '24h', minMs: 1_000 }),

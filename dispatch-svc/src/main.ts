@@ -1,5 +1,5 @@
 // dispatch-svc: templates, messages, idempotency and the outbox in PostgreSQL; jobs out to JetStream, delivery events back in.
-import { GrpcServer, runService, ShutdownPriority } from '@notify/platform';
+import { GrpcServer, runService, serverCredentials, ShutdownPriority } from '@notify/platform';
 import { createPool, databaseReachable } from '@notify/platform/database';
 import { connectNats, natsReachable } from '@notify/platform/nats';
 import { buildDispatch } from './build.ts';
@@ -11,10 +11,10 @@ runService('dispatch-svc', configSpec, async ({ config, logger, registry, lifecy
   assertTestFaultAllowed(config.testFault, config.nodeEnv);
   assertRelayFitsDuplicateWindow(config.outboxRelayMinAgeMs, config.outboxRelayIntervalMs);
   const pool = createPool(config.databaseUrl, { max: config.databasePoolSize, applicationName: 'dispatch-svc', logger });
-  const nats = await connectNats(config.natsUrl, 'dispatch-svc', logger);
+  const nats = await connectNats(config.natsUrl, 'dispatch-svc', logger, config);
   const dispatch = await buildDispatch(config, { pool, nats, logger, registry, crash });
 
-  const server = new GrpcServer({ logger, registry });
+  const server = new GrpcServer({ logger, registry, credentials: serverCredentials(config) });
   dispatch.serve(server);
   await server.listen(config.grpcPort);
   const background = dispatch.startBackground();

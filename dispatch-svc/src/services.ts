@@ -1,8 +1,8 @@
-// The gRPC services dispatch-svc serves, bound to their handlers and tokens: DispatchService for the gateway (internal
-// token), TemplateAdminService, DeadLetterAdminService, SuppressionAdminService, WebhookAdminService and
-// DomainAdminService for operators (admin token), SigningKeyService for the mailers, PanelService for the gateway's
-// web panel and ReportService for bounce-svc and the gateway (internal token). main.ts and the tests both serve them from here.
-import type { GrpcServer } from '@notify/platform';
+// The gRPC services dispatch-svc serves, bound to their handlers and callers: DispatchService for the gateway (but
+// ListMessages for notifyctl), TemplateAdminService, DeadLetterAdminService, SuppressionAdminService, WebhookAdminService
+// and DomainAdminService for operators (admin token), SigningKeyService for the mailers, PanelService for the gateway's
+// web panel and ReportService for bounce-svc (and Unsubscribe for the gateway's page). main.ts and the tests both serve them from here.
+import type { Caller, GrpcServer } from '@notify/platform';
 import { dispatchProto } from '@notify/proto';
 import { deadLetterAdminHandlers } from './dead-letters/dead-letter-admin.ts';
 import { domainAdminHandlers, signingKeyHandlers } from './domains/domain-admin.ts';
@@ -21,13 +21,21 @@ import type { WebhookDeps } from './webhooks/webhook-operations.ts';
 
 export interface ServiceDeps extends SendDeps, WebhookDeps {
   readonly liquid: LiquidSyntax;
-  readonly internalToken: string;
-  readonly adminToken: string;
+  /** The components that call dispatch-svc, each with its own token. */
+  readonly callers: DispatchCallers;
   /** NOTIFY_DATA_KEY: verifies unsubscribe tokens. */
   readonly dataKey: DataKey;
 }
 
+export interface DispatchCallers {
+  readonly gateway: Caller;
+  readonly mailer: Caller;
+  readonly bounce: Caller;
+  readonly admin: Caller;
+}
+
 export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void {
+  const { gateway, mailer, bounce, admin } = deps.callers;
   const send = createSendHandler(deps);
   server.add(
     dispatchProto.DispatchService.service,
@@ -38,14 +46,16 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       SearchProjectMessages: (request) => searchProjectMessages(deps.pool, request),
       GetUsage: (request) => getUsage(deps.pool, request),
     },
-    [deps.internalToken],
+    // ListMessages is notifyctl's `messages list`; the gateway lists through SearchProjectMessages. Only the gateway sends.
+    { Send: [gateway], GetMessage: [gateway], ListMessages: [admin], SearchProjectMessages: [gateway], GetUsage: [gateway] },
   );
-  server.add(dispatchProto.TemplateAdminService.service, templateAdminHandlers(deps), [deps.adminToken]);
-  server.add(dispatchProto.DeadLetterAdminService.service, deadLetterAdminHandlers(deps), [deps.adminToken]);
-  server.add(dispatchProto.SuppressionAdminService.service, suppressionAdminHandlers(deps), [deps.adminToken]);
-  server.add(dispatchProto.WebhookAdminService.service, webhookAdminHandlers(deps), [deps.adminToken]);
-  server.add(dispatchProto.DomainAdminService.service, domainAdminHandlers(deps), [deps.adminToken]);
-  server.add(dispatchProto.SigningKeyService.service, signingKeyHandlers(deps), [deps.internalToken]);
-  server.add(dispatchProto.PanelService.service, panelServiceHandlers(deps), [deps.internalToken]);
-  server.add(dispatchProto.ReportService.service, reportServiceHandlers(deps), [deps.internalToken]);
+  server.add(dispatchProto.TemplateAdminService.service, templateAdminHandlers(deps), [admin]);
+  server.add(dispatchProto.DeadLetterAdminService.service, deadLetterAdminHandlers(deps), [admin]);
+  server.add(dispatchProto.SuppressionAdminService.service, suppressionAdminHandlers(deps), [admin]);
+  server.add(dispatchProto.WebhookAdminService.service, webhookAdminHandlers(deps), [admin]);
+  server.add(dispatchProto.DomainAdminService.service, domainAdminHandlers(deps), [admin]);
+  server.add(dispatchProto.SigningKeyService.service, signingKeyHandlers(deps), [mailer]);
+  server.add(dispatchProto.PanelService.service, panelServiceHandlers(deps), [gateway]);
+  // The gateway's unsubscribe page and bounce-svc's mailto unsubscribes both land here; only bounce-svc applies reports.
+  server.add(dispatchProto.ReportService.service, reportServiceHandlers(deps), { ApplyReport: [bounce], Unsubscribe: [gateway, bounce] });
 }

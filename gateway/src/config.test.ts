@@ -8,7 +8,7 @@ import { after, test } from 'node:test';
 import { ConfigError, loadConfig } from '@notify/platform';
 import { configSpec } from './config.ts';
 
-const required = { INTERNAL_TOKEN: 'internal-token-of-at-least-some-length' };
+const required = { GATEWAY_TOKEN: 'gateway-token-of-at-least-some-length' };
 const dir = mkdtempSync(join(tmpdir(), 'notify-gateway-config-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -1,6 +1,6 @@
 // The gateway's environment variables, validated at start with every fault listed at once. The NATS and token settings
 // are the platform's shared groups; README.md's settings table is generated from these declarations.
-import { custom, duration, integer, internalTokenSetting, natsSettings, text, url } from '@notify/platform';
+import { custom, duration, gatewayTokenSetting, grpcClientTlsSettings, integer, natsSettings, text, url } from '@notify/platform';
 import { panelConfigSpec } from './panel/config.ts';
 import { parseRate } from './rate-limit/rate.ts';
 
@@ -8,7 +8,8 @@ export const configSpec = {
   httpPort: integer('HTTP_PORT', { description: 'port of the public HTTP listener; 0 picks a free one', default: 8080, min: 0, max: 65535 }),
   authSvcAddr: text('AUTH_SVC_ADDR', { description: 'gRPC target of auth-svc (e.g. dns:///auth-svc:50051)', default: '127.0.0.1:50051' }),
   dispatchSvcAddr: text('DISPATCH_SVC_ADDR', { description: 'gRPC target of dispatch-svc', default: '127.0.0.1:50052' }),
-  ...internalTokenSetting,
+  ...gatewayTokenSetting,
+  ...grpcClientTlsSettings,
   grpcDeadlineMs: duration('GRPC_DEADLINE', { description: 'deadline of each call to auth-svc and dispatch-svc', default: '2s', minMs: 1 }),
   // May carry a password (`rediss://:password@host:6379`): a secret, so it may come from REDIS_URL_FILE and is never printed.
   redisUrl: url('REDIS_URL', { description: 'Redis holding the rate-limit counters shared by all replicas', default: 'redis://127.0.0.1:6379', protocols: ['redis', 'rediss'], secret: true }),

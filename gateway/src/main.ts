@@ -1,5 +1,5 @@
 // gateway: the only HTTP edge of Notify. Config, clients, the HTTP listener, readiness and ordered shutdown.
-import { degradable, GrpcClient, runService, ShutdownPriority, type ConfigOf, type Logger, type Registry } from '@notify/platform';
+import { channelCredentials, degradable, GrpcClient, runService, ShutdownPriority, type ConfigOf, type Logger, type Registry } from '@notify/platform';
 import { authProto, dispatchProto, topology } from '@notify/proto';
 import { createApp } from './app.ts';
 import { listenForInvalidations } from './auth/authorization-invalidation.ts';
@@ -33,6 +33,7 @@ function startKeyKnowledge(options: { config: ConfigOf<typeof configSpec>; auth:
       : undefined;
   const invalidations = listenForInvalidations({
     natsUrl: config.natsUrl,
+    natsCredentials: config,
     subject: topology(config.natsPrefix).keyInvalidationSubject,
     targets: authorizations ? [directory, authorizations] : [directory],
     logger,
@@ -42,7 +43,7 @@ function startKeyKnowledge(options: { config: ConfigOf<typeof configSpec>; auth:
 }
 
 runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, addReadinessCheck }) => {
-  const grpcOptions = { token: config.internalToken, deadlineMs: config.grpcDeadlineMs, registry };
+  const grpcOptions = { token: config.gatewayToken, deadlineMs: config.grpcDeadlineMs, registry, credentials: channelCredentials(config) };
   const auth = new GrpcClient(authProto.AuthService.service, config.authSvcAddr, grpcOptions);
   const dispatch = new GrpcClient(dispatchProto.DispatchService.service, config.dispatchSvcAddr, grpcOptions);
   const reports = new GrpcClient(dispatchProto.ReportService.service, config.dispatchSvcAddr, grpcOptions);

@@ -4,7 +4,7 @@
 // schedule never reaches first (at least 30 min apart at the cap: fewer than 200 attempts fit in 4 days).
 // The NATS, token, data key and test-fault settings are the platform's shared groups; README.md's settings table is
 // generated from these.
-import { custom, duration, integer, internalTokenSetting, jetStreamSettings, natsSettings, testFaultSettings, text, url } from '@notify/platform';
+import { custom, duration, grpcClientTlsSettings, integer, jetStreamSettings, mailerTokenSetting, natsSettings, testFaultSettings, text, url } from '@notify/platform';
 import { bounceDomainSetting, dataKeySetting } from '@notify/platform/mail';
 import { parseSender } from './delivery/mail-identity.ts';
 import { mailerTestFaults } from './test-fault.ts';
@@ -42,7 +42,8 @@ export const mailerConfig = {
     parsePublicUrl,
   ),
   dispatchSvcAddr: text('DISPATCH_SVC_ADDR', { description: 'gRPC target of dispatch-svc, asked for the DKIM key of MAIL_FROM\'s domain', default: '127.0.0.1:50052' }),
-  ...internalTokenSetting,
+  ...mailerTokenSetting,
+  ...grpcClientTlsSettings,
   grpcDeadlineMs: duration('GRPC_DEADLINE', { description: 'deadline of each call to dispatch-svc', default: '2s', minMs: 1 }),
   dkimRefreshMs: duration('DKIM_KEY_REFRESH', {
     description: "pause between two fetches of MAIL_FROM's DKIM key: a key added or removed with `notifyctl domain` takes effect within it; the last key is kept while dispatch-svc cannot answer",

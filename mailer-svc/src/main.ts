@@ -1,7 +1,7 @@
 // mailer-svc: delivers queued messages. Pulls jobs from NOTIFY_JOBS, renders and sends them over SMTP, remembers each
 // finished delivery in its outcome ledger, and records every transition on NOTIFY_EVENTS for dispatch-svc. Mail is
 // signed with the DKIM key dispatch-svc holds for MAIL_FROM's domain, when there is one.
-import { GrpcClient, runPeriodically, runService, ShutdownPriority } from '@notify/platform';
+import { channelCredentials, GrpcClient, runPeriodically, runService, ShutdownPriority } from '@notify/platform';
 import { connectNats, ensureConsumer, ensureStream, jetstream, jetstreamManager, natsReachable } from '@notify/platform/nats';
 import { dispatchProto, streamDeclarations, topology } from '@notify/proto';
 import { mailerConfig } from './config.ts';
@@ -20,7 +20,7 @@ const ledgerTimeoutMs = 2_000;
 runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecycle, addReadinessCheck, crash }) => {
   assertTestFaultAllowed(config.testFault, config.nodeEnv);
   const names = topology(config.natsPrefix);
-  const nc = await connectNats(config.natsUrl, 'mailer-svc', logger);
+  const nc = await connectNats(config.natsUrl, 'mailer-svc', logger, config);
   const jsm = await jetstreamManager(nc);
   const streams = streamDeclarations(names);
   for (const stream of [streams.jobs, streams.events, streams.deadLetters]) await ensureStream(jsm, stream, config.natsStreamReplicas);
@@ -31,7 +31,12 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
   const ledger = await openOutcomeLedger(jetstream(nc, { timeout: ledgerTimeoutMs }), jsm, { names, replicas: config.natsStreamReplicas });
   addReadinessCheck('nats', () => natsReachable(nc));
 
-  const signingKeys = new GrpcClient(dispatchProto.SigningKeyService.service, config.dispatchSvcAddr, { token: config.internalToken, deadlineMs: config.grpcDeadlineMs, registry });
+  const signingKeys = new GrpcClient(dispatchProto.SigningKeyService.service, config.dispatchSvcAddr, {
+    token: config.mailerToken,
+    deadlineMs: config.grpcDeadlineMs,
+    registry,
+    credentials: channelCredentials(config),
+  });
   const dkimKeys = createDkimKeys({ domain: config.mailFrom.domain, dataKey: config.dataKey, fetch: (request) => signingKeys.call('GetSigningKey', request), logger });
   // The first fetch before any job is taken, so a domain with a key is signed from the first mail (when dispatch-svc
   // is up; otherwise the periodic refresh keeps trying while mail goes out unsigned).

@@ -8,25 +8,25 @@ import { ConfigError, databaseSettings, integer, jetStreamSettings, loadConfig, 
 const spec = {
   port: integer('PORT', { description: 'listen port', default: 8080, min: 1, max: 65535 }),
   databaseUrl: url('DATABASE_URL', { description: 'database', protocols: ['postgres', 'postgresql'] }),
-  token: secret('INTERNAL_TOKEN', { description: 'token' }),
+  token: secret('GATEWAY_TOKEN', { description: 'token' }),
   level: oneOf('LOG_LEVEL', ['info', 'debug'], { description: 'level', default: 'info' }),
 };
 
 test('defaults fill what the environment leaves out', () => {
-  const config = loadConfig(spec, { DATABASE_URL: 'postgres://localhost/x', INTERNAL_TOKEN: 'x'.repeat(32) });
+  const config = loadConfig(spec, { DATABASE_URL: 'postgres://localhost/x', GATEWAY_TOKEN: 'x'.repeat(32) });
   assert.deepEqual(config, { port: 8080, databaseUrl: 'postgres://localhost/x', token: 'x'.repeat(32), level: 'info' });
 });
 
 test('every fault is reported at once and secrets are not echoed', () => {
   assert.throws(
-    () => loadConfig(spec, { PORT: '99999', LOG_LEVEL: 'loud', INTERNAL_TOKEN: 'short-secret' }),
+    () => loadConfig(spec, { PORT: '99999', LOG_LEVEL: 'loud', GATEWAY_TOKEN: 'short-secret' }),
     (error: unknown) => {
       assert.ok(error instanceof ConfigError);
       assert.equal(error.faults.length, 4);
       assert.match(error.message, /PORT: must be at most 65535/);
       assert.match(error.message, /DATABASE_URL: is required/);
       assert.match(error.message, /LOG_LEVEL: must be one of info, debug/);
-      assert.match(error.message, /INTERNAL_TOKEN: must be at least 16/);
+      assert.match(error.message, /GATEWAY_TOKEN: must be at least 16/);
       assert.doesNotMatch(error.message, /short-secret/);
       return true;
     },
@@ -36,7 +36,7 @@ test('every fault is reported at once and secrets are not echoed', () => {
 test('a secret can come from the file named by <ENV>_FILE', () => {
   const dir = mkdtempSync(join(tmpdir(), 'notify-config-'));
   writeFileSync(join(dir, 'token'), `${'s'.repeat(20)}\n`);
-  const config = loadConfig(spec, { DATABASE_URL: 'postgresql://h/d', INTERNAL_TOKEN_FILE: join(dir, 'token') });
+  const config = loadConfig(spec, { DATABASE_URL: 'postgresql://h/d', GATEWAY_TOKEN_FILE: join(dir, 'token') });
   assert.equal(config.token, 's'.repeat(20));
 });
 
@@ -80,6 +80,9 @@ test('the shared groups keep their defaults, and each service bounds its own dat
   assert.deepEqual(loadConfig(spec, {}), {
     natsUrl: 'nats://127.0.0.1:4222',
     natsPrefix: '',
+    natsUser: '',
+    natsPassword: '',
+    natsNkeySeed: '',
     natsStreamReplicas: 1,
     databaseUrl: 'postgres://postgres@127.0.0.1:5432/notify',
     databasePoolSize: 10,

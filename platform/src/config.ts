@@ -176,16 +176,37 @@ export const natsSettings = {
     default: '',
     pattern: /^[A-Za-z0-9_-]*$/,
   }),
+  // Each service its own NATS identity, so the server's permissions can say who publishes what (docs/operations.md).
+  natsUser: text('NATS_USER', { description: 'NATS user name of this service, with NATS_PASSWORD; empty: no user (or one in NATS_URL)', default: '' }),
+  natsPassword: text('NATS_PASSWORD', { description: "password of NATS_USER", default: '', secret: true }),
+  natsNkeySeed: text('NATS_NKEY_SEED', { description: 'NKey seed (SU...) this service signs the NATS server\'s challenge with, instead of a user and password', default: '', secret: true }),
 };
 
-/** INTERNAL_TOKEN: the gateway presents it to auth-svc and dispatch-svc, which check it. */
-export const internalTokenSetting = {
-  internalToken: secret('INTERNAL_TOKEN', { description: 'bearer token of the internal gRPC calls: the gateway presents it to auth-svc and dispatch-svc (at least 16 characters)' }),
+// One bearer token per calling component, so each is accepted only where that caller needs it (least privilege):
+// a leaked mailer token cannot send, a leaked gateway token cannot administer.
+
+/** GATEWAY_TOKEN: the gateway presents it to auth-svc and dispatch-svc, which check it. */
+export const gatewayTokenSetting = {
+  gatewayToken: secret('GATEWAY_TOKEN', {
+    description: "bearer token the gateway presents to auth-svc (authorization, panel sign-in) and dispatch-svc (send, reads, panel, unsubscribe) (at least 16 characters)",
+  }),
+};
+
+/** MAILER_TOKEN: mailer-svc presents it to dispatch-svc's SigningKeyService. */
+export const mailerTokenSetting = {
+  mailerToken: secret('MAILER_TOKEN', { description: "bearer token mailer-svc presents to dispatch-svc's SigningKeyService for DKIM keys (at least 16 characters)" }),
+};
+
+/** BOUNCE_TOKEN: bounce-svc presents it to dispatch-svc's ReportService. */
+export const bounceTokenSetting = {
+  bounceToken: secret('BOUNCE_TOKEN', { description: "bearer token bounce-svc presents to dispatch-svc's ReportService (bounces, complaints, unsubscribes) (at least 16 characters)" }),
 };
 
 /** ADMIN_TOKEN: notifyctl presents it to the admin services of auth-svc and dispatch-svc, which check it. */
 export const adminTokenSetting = {
-  adminToken: secret('ADMIN_TOKEN', { description: 'bearer token notifyctl presents to the admin gRPC services of auth-svc and dispatch-svc (at least 16 characters)' }),
+  adminToken: secret('ADMIN_TOKEN', {
+    description: 'bearer token notifyctl presents to the admin gRPC services of auth-svc and dispatch-svc and to ListMessages (at least 16 characters)',
+  }),
 };
 
 /** NATS_STREAM_REPLICAS, read by the services that create JetStream streams and buckets (dispatch-svc, mailer-svc). */

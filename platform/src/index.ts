@@ -1,6 +1,6 @@
 // The shared runtime every service starts from. Database and NATS helpers are separate entry points
 // (`@notify/platform/database`, `@notify/platform/nats`) so a service loads only the clients it uses.
-export { adminTokenSetting, boolean, ConfigError, custom, databaseSettings, duration, integer, internalTokenSetting, jetStreamSettings, natsSettings, parseDuration, loadConfig, oneOf, secret, testFaultSettings, text, url, type ConfigOf, type Field } from './config.ts';
+export { adminTokenSetting, boolean, ConfigError, custom, databaseSettings, duration, integer, bounceTokenSetting, gatewayTokenSetting, mailerTokenSetting, jetStreamSettings, natsSettings, parseDuration, loadConfig, oneOf, secret, testFaultSettings, text, url, type ConfigOf, type Field } from './config.ts';
 export { OperationalError, UserError, errorMetadataKeys } from './errors.ts';
 export { createLogger, redactedPaths, type Logger } from './logger.ts';
 export { Lifecycle, ShutdownPriority } from './lifecycle.ts';
@@ -10,7 +10,8 @@ export { Batcher, type BatcherOptions } from './batcher.ts';
 export { listenOn } from './listen.ts';
 export { runPeriodically, type PeriodicTask } from './periodic.ts';
 export { ExpiringCache, type CacheTicket } from './expiring-cache.ts';
-export { GrpcServer, type AsyncHandlers } from './grpc/server.ts';
+export { GrpcServer, type Access, type AsyncHandlers, type Caller } from './grpc/server.ts';
+export { channelCredentials, grpcClientTlsSettings, grpcServerTlsSettings, serverCredentials } from './grpc/tls.ts';
 export { GrpcClient, channelOptions, type GrpcClientOptions } from './grpc/client.ts';
 export { RemoteError, toGrpcFailure } from './grpc/errors.ts';
 export { activeContext, annotateRequestSpan, contextFromTraceparent, inSpan, withActiveSpan, linkTo, notifyAttributes, recordFailure, SpanKind, SpanStatusCode, startSpan, traceIdOf, traceparentOf, type Attributes, type Context, type Link, type Span, type SpanStart } from './tracing.ts';

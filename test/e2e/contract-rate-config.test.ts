@@ -13,7 +13,7 @@ function gatewayEnvironment(overrides: Record<string, string>): Record<string, s
     LOG_LEVEL: 'warn',
     HTTP_PORT: '0',
     METRICS_PORT: '0',
-    INTERNAL_TOKEN: 'a-token-of-twenty-four-chars',
+    GATEWAY_TOKEN: 'a-token-of-twenty-four-chars',
     ...overrides,
   };
 }
@@ -35,6 +35,6 @@ test('a malformed NOTIFY_PUBLIC_SEND_RATE stops the gateway at start with a mess
     assert.match(run.stderr, /NOTIFY_PUBLIC_SEND_RATE/, `${rate}: stderr names the variable:\n${run.stderr}`);
     assert.match(run.stderr, /<count>\/<unit>|at least 1/, `${rate}: stderr says what is expected:\n${run.stderr}`);
     // The rest of the environment is valid: the rate is the only fault reported.
-    assert.doesNotMatch(run.stderr, /INTERNAL_TOKEN|HTTP_PORT|METRICS_PORT|REDIS_URL/, `${rate}: only the rate is at fault:\n${run.stderr}`);
+    assert.doesNotMatch(run.stderr, /GATEWAY_TOKEN|HTTP_PORT|METRICS_PORT|REDIS_URL/, `${rate}: only the rate is at fault:\n${run.stderr}`);
   });
 });

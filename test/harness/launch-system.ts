@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { authProto, dispatchProto } from '@notify/proto';
-import { GrpcClient } from '@notify/platform';
+import { channelCredentials, GrpcClient } from '@notify/platform';
 import { startStack, type SmtpSink, type Stack, type StackOptions } from '@notify/cli/local';
 import { createRunResources, infrastructure, type RunResources } from './resources.ts';
 
@@ -29,6 +29,8 @@ export interface LaunchOptions<S extends SystemSink> {
   /** Extra variables for every service. */
   env?: Record<string, string>;
   serviceEnv?: StackOptions['serviceEnv'];
+  /** TLS between the services (StackOptions.grpcTls); the harness's clients and notifyctl verify with its CA. */
+  grpcTls?: StackOptions['grpcTls'];
   /** Deadline of the admin clients' calls (default 5 s). */
   adminDeadlineMs?: number;
 }
@@ -70,8 +72,8 @@ export interface System<S extends SystemSink = SmtpSink> {
 export async function launchSystem<S extends SystemSink>(options: LaunchOptions<S>): Promise<System<S>> {
   const resources = await createRunResources();
   let sink: S | undefined;
-  const internalToken = randomBytes(24).toString('hex');
-  const adminToken = randomBytes(24).toString('hex');
+  const token = (): string => randomBytes(24).toString('hex');
+  const adminToken = token();
   // NOTIFY_DATA_KEY, also on stack.env: a test mints return paths and unsubscribe tokens with it, as the mailers do.
   const dataKey = randomBytes(32).toString('base64');
   let stack: Stack;
@@ -79,7 +81,9 @@ export async function launchSystem<S extends SystemSink>(options: LaunchOptions<
     sink = await options.startSink(resources.mailDir);
     stack = await startStack({
       databaseUrl: resources.databaseUrl,
-      internalToken,
+      gatewayToken: token(),
+      mailerToken: token(),
+      bounceToken: token(),
       adminToken,
       dataKey,
       natsUrl: infrastructure.natsUrl,
@@ -92,6 +96,7 @@ export async function launchSystem<S extends SystemSink>(options: LaunchOptions<
       output: options.output,
       ...(options.env ? { env: options.env } : {}),
       ...(options.serviceEnv ? { serviceEnv: options.serviceEnv } : {}),
+      ...(options.grpcTls ? { grpcTls: options.grpcTls } : {}),
     });
   } catch (error) {
     await sink?.close();
@@ -101,8 +106,9 @@ export async function launchSystem<S extends SystemSink>(options: LaunchOptions<
   const startedSink = sink;
   const db = new pg.Pool({ connectionString: resources.databaseUrl, max: 4 });
   const deadlineMs = options.adminDeadlineMs ?? 5_000;
-  const authAdmin = new GrpcClient(authProto.AuthAdminService.service, stack.env.AUTH_SVC_ADDR, { token: adminToken, deadlineMs });
-  const templates = new GrpcClient(dispatchProto.TemplateAdminService.service, stack.env.DISPATCH_SVC_ADDR, { token: adminToken, deadlineMs });
+  const adminOptions = { token: adminToken, deadlineMs, credentials: channelCredentials({ grpcTlsCaFile: stack.env.GRPC_TLS_CA_FILE }) };
+  const authAdmin = new GrpcClient(authProto.AuthAdminService.service, stack.env.AUTH_SVC_ADDR, adminOptions);
+  const templates = new GrpcClient(dispatchProto.TemplateAdminService.service, stack.env.DISPATCH_SVC_ADDR, adminOptions);
   const gatewayUrl = stack.env.GATEWAY_URL;
 
   async function request(path: string, init: RequestInit): Promise<HttpResult> {
@@ -124,7 +130,7 @@ export async function launchSystem<S extends SystemSink>(options: LaunchOptions<
         ['cli/src/main.ts', ...args],
         {
           cwd: repoRoot,
-          env: { PATH: process.env['PATH'] ?? '', AUTH_SVC_ADDR: stack.env.AUTH_SVC_ADDR, DISPATCH_SVC_ADDR: stack.env.DISPATCH_SVC_ADDR, ADMIN_TOKEN: adminToken, INTERNAL_TOKEN: internalToken },
+          env: { PATH: process.env['PATH'] ?? '', AUTH_SVC_ADDR: stack.env.AUTH_SVC_ADDR, DISPATCH_SVC_ADDR: stack.env.DISPATCH_SVC_ADDR, ADMIN_TOKEN: adminToken, GRPC_TLS_CA_FILE: stack.env.GRPC_TLS_CA_FILE },
         },
         (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
       );

@@ -34,7 +34,11 @@ function healthy(port: number): Promise<boolean> {
   });
 }
 
-export async function startPrivateNats(): Promise<PrivateNats> {
+/**
+ * `config`: a nats-server configuration file (users, permissions), `env` the variables it refers to as `$NAME`;
+ * the port, store and JetStream flags still come from here.
+ */
+export async function startPrivateNats(options: { config?: string; env?: Record<string, string> } = {}): Promise<PrivateNats> {
   const [port, monitorPort] = [await freePort(), await freePort()];
   const storeDir = mkdtempSync(join(tmpdir(), 'notify-nats-'));
   let child: ChildProcess | undefined;
@@ -48,8 +52,10 @@ export async function startPrivateNats(): Promise<PrivateNats> {
   async function start(): Promise<void> {
     if (running) throw new Error(`private nats-server on port ${port} is already running`);
     output = '';
-    const started = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-js', '-sd', storeDir, '-n', `notify-test-${port}`], {
+    const configuration = options.config ? ['-c', options.config] : [];
+    const started = spawn('nats-server', [...configuration, '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-js', '-sd', storeDir, '-n', `notify-test-${port}`], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...options.env },
     });
     child = started;
     running = true;

@@ -14,6 +14,7 @@ export interface SystemOptions {
   /** Extra variables for every service. */
   env?: Record<string, string>;
   serviceEnv?: StackOptions['serviceEnv'];
+  grpcTls?: StackOptions['grpcTls'];
   /** How the SMTP sink answers each recipient (default: accept). */
   smtpReply?: (envelope: SinkEnvelope) => SinkReply | undefined | Promise<SinkReply | undefined>;
 }
@@ -44,6 +45,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     output: testEnvironment.serviceOutputShown ? undefined : null,
     env: { MAILER_RETRY_BASE: '200ms', MAILER_RETRY_MAX: '1s', ...options.env },
     ...(options.serviceEnv ? { serviceEnv: options.serviceEnv } : {}),
+    ...(options.grpcTls ? { grpcTls: options.grpcTls } : {}),
   });
   running.add(system.stack);
   return {

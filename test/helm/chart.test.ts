@@ -82,10 +82,10 @@ describe('helm/notify', () => {
       assert.deepEqual(strict.problems, [], `${name}: strict decoding`);
       assert.ok(strict.checked > 10, `${name}: only ${strict.checked} objects checked`);
       // Only CRDs are beyond the built-in scheme, and the models cover exactly those.
-      for (const kind of strict.skippedKinds) assert.ok(['ScaledObject', 'ServiceMonitor', 'PrometheusRule', 'HTTPRoute'].includes(kind), `${name}: ${kind} not validated`);
+      for (const kind of strict.skippedKinds) assert.ok(['ScaledObject', 'ServiceMonitor', 'PrometheusRule', 'HTTPRoute', 'Issuer', 'Certificate'].includes(kind), `${name}: ${kind} not validated`);
       assert.deepEqual(await validateWithModels(rendered.objects), [], `${name}: schemas`);
     }
-    assert.ok(dev.ofKind('ScaledObject').length && production.ofKind('PrometheusRule').length && externalUrls.ofKind('HTTPRoute').length);
+    assert.ok(dev.ofKind('ScaledObject').length && production.ofKind('PrometheusRule').length && externalUrls.ofKind('HTTPRoute').length && production.ofKind('Certificate').length);
   });
 
   test('a misspelt field is caught by strict decoding, a missing required one by the schemas', async (t) => {
@@ -127,7 +127,7 @@ describe('helm/notify', () => {
     }
   });
 
-  test('gateway, mailers, webhook senders and bounce-svc are probed over HTTP on the ops port, auth-svc and dispatch-svc with native gRPC probes', (t) => {
+  test('gateway, mailers, webhook senders and bounce-svc are probed over HTTP on the ops port, auth-svc and dispatch-svc with native gRPC probes while they serve plaintext', (t) => {
     if (skip) return t.skip(skip);
     for (const component of ['gateway', 'mailer-svc', 'webhook-svc', 'bounce-svc']) {
       const c = container(production, component);
@@ -136,7 +136,7 @@ describe('helm/notify', () => {
       assert.ok(c.startupProbe?.['httpGet'], component);
     }
     for (const [component, port] of [['auth-svc', 50051], ['dispatch-svc', 50052]] as const) {
-      const c = container(production, component);
+      const c = container(externalUrls, component);
       for (const probe of [c.readinessProbe, c.livenessProbe, c.startupProbe]) assert.deepEqual(probe?.['grpc'], { port }, component);
       assert.equal(env(c, 'GRPC_PORT')?.value, String(port));
     }
@@ -236,6 +236,7 @@ describe('helm/notify', () => {
     }
     referenced.delete('notify-smoke-test'); // the helm test's own key, provided by the operator too
     referenced.delete('notify-bounce-tls'); // bounce-svc's STARTTLS certificate (bounce.tls.secretName), e.g. cert-manager's
+    referenced.delete('notify-grpc-tls'); // the services' gRPC certificate, written by the chart's cert-manager Certificate
     assert.deepEqual([...referenced], ['notify-connections']);
 
     const auth = container(production, 'auth-svc');
@@ -245,7 +246,7 @@ describe('helm/notify', () => {
     assert.equal(env(auth, 'DATABASE_URL'), undefined);
     assert.equal(env(auth, 'NATS_URL'), undefined);
     const volume = podSpec(deployment(production, 'auth-svc')).volumes?.find((candidate) => candidate.name === 'secrets');
-    assert.deepEqual(volume?.secret?.items?.map((item) => item.path).sort(), ['admin-token', 'database-url', 'internal-token', 'nats-url']);
+    assert.deepEqual(volume?.secret?.items?.map((item) => item.path).sort(), ['admin-token', 'database-url', 'gateway-token', 'nats-url']);
 
     // Custom key names and environment variables instead of files.
     const custom = await render(helm, { valuesFiles: [productionValues], set: ['secrets.keys.databaseUrl=PG_URL', 'secrets.mountAsFiles=false'] });
@@ -259,12 +260,21 @@ describe('helm/notify', () => {
   test('the connection URLs, which may carry passwords, reach every service as files from the Secret', (t) => {
     if (skip) return t.skip(skip);
     const files: Record<string, Record<string, string>> = {
-      gateway: { REDIS_URL: 'redis-url', NATS_URL: 'nats-url', INTERNAL_TOKEN: 'internal-token' },
-      'auth-svc': { DATABASE_URL: 'database-url', NATS_URL: 'nats-url', INTERNAL_TOKEN: 'internal-token', ADMIN_TOKEN: 'admin-token' },
-      'dispatch-svc': { DATABASE_URL: 'database-url', NATS_URL: 'nats-url', INTERNAL_TOKEN: 'internal-token', ADMIN_TOKEN: 'admin-token', NOTIFY_DATA_KEY: 'data-key' },
-      'mailer-svc': { NATS_URL: 'nats-url', SMTP_URL: 'smtp-url', INTERNAL_TOKEN: 'internal-token', NOTIFY_DATA_KEY: 'data-key' },
+      // Each caller mounts only its own token; the servers mount every token they accept.
+      gateway: { REDIS_URL: 'redis-url', NATS_URL: 'nats-url', GATEWAY_TOKEN: 'gateway-token' },
+      'auth-svc': { DATABASE_URL: 'database-url', NATS_URL: 'nats-url', GATEWAY_TOKEN: 'gateway-token', ADMIN_TOKEN: 'admin-token' },
+      'dispatch-svc': {
+        DATABASE_URL: 'database-url',
+        NATS_URL: 'nats-url',
+        GATEWAY_TOKEN: 'gateway-token',
+        MAILER_TOKEN: 'mailer-token',
+        BOUNCE_TOKEN: 'bounce-token',
+        ADMIN_TOKEN: 'admin-token',
+        NOTIFY_DATA_KEY: 'data-key',
+      },
+      'mailer-svc': { NATS_URL: 'nats-url', SMTP_URL: 'smtp-url', MAILER_TOKEN: 'mailer-token', NOTIFY_DATA_KEY: 'data-key' },
       'webhook-svc': { DATABASE_URL: 'database-url', NATS_URL: 'nats-url' },
-      'bounce-svc': { INTERNAL_TOKEN: 'internal-token', NOTIFY_DATA_KEY: 'data-key' },
+      'bounce-svc': { BOUNCE_TOKEN: 'bounce-token', NOTIFY_DATA_KEY: 'data-key' },
     };
     for (const [rendered, secretName] of [[production, 'notify-connections'], [externalUrls, 'notify-secrets']] as const) {
       for (const [component, expected] of Object.entries(files)) {
@@ -289,9 +299,9 @@ describe('helm/notify', () => {
     const decoded = Object.fromEntries(Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64').toString()]));
     assert.equal(decoded['DATABASE_URL'], 'postgres://notify:pw@db.example:5432/notify');
     assert.equal(decoded['SMTP_URL'], 'smtp://relay.example:587');
-    assert.match(decoded['INTERNAL_TOKEN'] ?? '', /^[A-Za-z0-9]{48}$/);
-    assert.match(decoded['ADMIN_TOKEN'] ?? '', /^[A-Za-z0-9]{48}$/);
-    assert.notEqual(decoded['INTERNAL_TOKEN'], decoded['ADMIN_TOKEN']);
+    const tokens = ['GATEWAY_TOKEN', 'MAILER_TOKEN', 'BOUNCE_TOKEN', 'ADMIN_TOKEN'].map((key) => decoded[key] ?? '');
+    for (const token of tokens) assert.match(token, /^[A-Za-z0-9]{48}$/);
+    assert.equal(new Set(tokens).size, 4, 'one token per caller');
   });
 
   test('KEDA on the consumer lag and an HPA on the mailers are mutually exclusive', async (t) => {
@@ -463,7 +473,7 @@ describe('helm/notify', () => {
       assert.equal(env(c, 'GRPC_DEADLINE')?.value, '5s', 'its own deadline, not the gateway\'s from the ConfigMap');
       assert.ok(c.envFrom?.some((source) => source.configMapRef?.name === 'notify'), 'BOUNCE_DOMAIN and BOUNCE_MAX_BYTES come from the ConfigMap');
       // It talks to dispatch-svc only: no database, NATS, Redis or relay.
-      for (const variable of ['DATABASE_URL', 'NATS_URL', 'REDIS_URL', 'SMTP_URL', 'ADMIN_TOKEN']) {
+      for (const variable of ['DATABASE_URL', 'NATS_URL', 'REDIS_URL', 'SMTP_URL', 'ADMIN_TOKEN', 'GATEWAY_TOKEN', 'MAILER_TOKEN']) {
         assert.equal(env(c, variable) ?? env(c, `${variable}_FILE`), undefined, variable);
       }
       const smtp = rendered.get('Service', 'notify-bounce-svc');
@@ -543,11 +553,12 @@ describe('helm/notify', () => {
     assert.match(tooShort.stderr, /dataKey/);
   });
 
-  test('the mailers ask dispatch-svc for DKIM keys with the internal token and link unsubscribes to the public URL', async (t) => {
+  test('the mailers ask dispatch-svc for DKIM keys with their own token and link unsubscribes to the public URL', async (t) => {
     if (skip) return t.skip(skip);
     const mailer = container(production, 'mailer-svc');
     assert.equal(env(mailer, 'DISPATCH_SVC_ADDR')?.value, 'dns:///notify-dispatch-svc.notify.svc.cluster.local:50052');
-    assert.equal(env(mailer, 'INTERNAL_TOKEN_FILE')?.value, '/var/run/secrets/notify/internal-token');
+    assert.equal(env(mailer, 'MAILER_TOKEN_FILE')?.value, '/var/run/secrets/notify/mailer-token');
+    assert.equal(env(mailer, 'GATEWAY_TOKEN_FILE'), undefined, 'the mailers cannot send');
     const publicUrl = (rendered: Rendered) => rendered.get('ConfigMap', 'notify').data?.['NOTIFY_PUBLIC_URL'];
     assert.equal(publicUrl(production), 'https://notify.example.com', 'config.publicUrl as written');
     assert.ok(
@@ -638,6 +649,88 @@ describe('helm/notify', () => {
     assert.deepEqual(c.command, ['node', '/etc/notify-smoke-test/smoke-test.ts']);
     assert.equal(env(c, 'GATEWAY_URL')?.value, 'http://notify-gateway.notify.svc.cluster.local:80');
     assert.deepEqual(env(c, 'API_KEY')?.valueFrom?.secretKeyRef, { name: 'notify-smoke-test', key: 'api-key' });
+    // notifyctl messages list: the admin token, the only one ListMessages takes.
+    assert.deepEqual(env(c, 'ADMIN_TOKEN')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'ADMIN_TOKEN' });
+    assert.equal(env(c, 'GATEWAY_TOKEN'), undefined);
+  });
+
+  test('with grpcTls the servers mount their key pair, the clients only the CA, and cert-manager names every Service address', async (t) => {
+    if (skip) return t.skip(skip);
+    const mountPath = '/var/run/secrets/notify-grpc-tls';
+    const tlsVolume = (workload: K8sObject) => podSpec(workload).volumes?.find((volume) => volume.name === 'grpc-tls')?.secret;
+    const probe = (c: Container, which: 'startupProbe' | 'livenessProbe' | 'readinessProbe') => c[which] as { grpc?: unknown; httpGet?: { path: string } } | undefined;
+    for (const server of ['auth-svc', 'dispatch-svc']) {
+      const c = container(production, server);
+      assert.equal(env(c, 'GRPC_TLS_CERT_FILE')?.value, `${mountPath}/tls.crt`, server);
+      assert.equal(env(c, 'GRPC_TLS_KEY_FILE')?.value, `${mountPath}/tls.key`, server);
+      assert.ok(c.volumeMounts?.some((mount) => mount.name === 'grpc-tls' && mount.mountPath === mountPath), server);
+      assert.deepEqual(tlsVolume(deployment(production, server)), { secretName: 'notify-grpc-tls', items: [{ key: 'tls.crt', path: 'tls.crt' }, { key: 'tls.key', path: 'tls.key' }] }, server);
+      // The kubelet's gRPC probe speaks no TLS: the ops listener answers instead.
+      assert.deepEqual((['startupProbe', 'livenessProbe', 'readinessProbe'] as const).map((which) => probe(c, which)?.httpGet?.path), ['/healthz', '/healthz', '/readyz'], server);
+      assert.equal(probe(c, 'readinessProbe')?.grpc, undefined, server);
+    }
+    const clients: [string, K8sObject][] = [
+      ...['gateway', 'mailer-svc', 'bounce-svc'].map((component) => [component, deployment(production, component)] as [string, K8sObject]),
+      ['smoke test', production.get('Pod', 'notify-smoke-test')],
+    ];
+    for (const [name, workload] of clients) {
+      const c = containersOf(workload)[0] as Container;
+      assert.equal(env(c, 'GRPC_TLS_CA_FILE')?.value, `${mountPath}/ca.crt`, name);
+      assert.equal(env(c, 'GRPC_TLS_KEY_FILE'), undefined, name);
+      assert.deepEqual(tlsVolume(workload), { secretName: 'notify-grpc-tls', items: [{ key: 'ca.crt', path: 'ca.crt' }] }, `${name} holds no server key`);
+    }
+    assert.equal(env(container(production, 'webhook-svc'), 'GRPC_TLS_CA_FILE'), undefined, 'webhook-svc calls no gRPC service');
+
+    // The documented default: a self-signed Issuer, the release's CA, and a certificate for the names the clients dial.
+    assert.deepEqual(production.get('Issuer', 'notify-grpc-selfsigned').spec, { selfSigned: {} });
+    const ca = production.get('Certificate', 'notify-grpc-ca').spec ?? {};
+    assert.deepEqual([ca['isCA'], ca['secretName'], (ca['issuerRef'] as { name: string }).name], [true, 'notify-grpc-ca', 'notify-grpc-selfsigned']);
+    assert.deepEqual(production.get('Issuer', 'notify-grpc-ca').spec, { ca: { secretName: 'notify-grpc-ca' } });
+    const certificate = production.get('Certificate', 'notify-grpc-tls').spec ?? {};
+    assert.equal(certificate['secretName'], 'notify-grpc-tls');
+    assert.equal((certificate['issuerRef'] as { name: string }).name, 'notify-grpc-ca');
+    const dnsNames = certificate['dnsNames'] as string[];
+    const dialed = [env(container(production, 'gateway'), 'AUTH_SVC_ADDR')?.value, env(container(production, 'mailer-svc'), 'DISPATCH_SVC_ADDR')?.value];
+    for (const address of dialed) {
+      const host = /^dns:\/\/\/([^:]+):\d+$/.exec(address ?? '')?.[1];
+      assert.ok(host && dnsNames.includes(host), `${address} is named on the certificate (${dnsNames.join(', ')})`);
+    }
+    assert.ok(dnsNames.includes('notify-auth-svc.notify.svc') && dnsNames.includes('notify-dispatch-svc'));
+
+    // Off (the default), nothing is mounted and no cert-manager object is rendered.
+    assert.equal(env(container(dev, 'gateway'), 'GRPC_TLS_CA_FILE'), undefined);
+    assert.equal(dev.ofKind('Certificate').length + dev.ofKind('Issuer').length, 0);
+    // Your own Secret: no cert-manager objects, and every pod mounts the Secret you named.
+    const own = await render(helm, { valuesFiles: [productionValues], set: ['grpcTls.certManager.enabled=false', 'grpcTls.secretName=my-grpc-certs'] });
+    assert.equal(own.ofKind('Certificate').length + own.ofKind('Issuer').length, 0);
+    for (const component of ['auth-svc', 'gateway']) assert.equal(tlsVolume(deployment(own, component))?.secretName, 'my-grpc-certs', component);
+  });
+
+  test('with natsAuth each NATS client connects as itself, mounting only its own password or NKey seed', async (t) => {
+    if (skip) return t.skip(skip);
+    const mountPath = '/var/run/secrets/notify-nats';
+    const natsVolume = (workload: K8sObject) => podSpec(workload).volumes?.find((volume) => volume.name === 'nats-auth')?.secret;
+    const passwords = await render(helm, { valuesFiles: [productionValues], set: ['natsAuth.mode=userPassword', 'natsAuth.secretName=notify-nats'] });
+    for (const component of ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc']) {
+      const c = container(passwords, component);
+      assert.equal(env(c, 'NATS_USER')?.value, component, 'the user named in docs/operations.md');
+      assert.equal(env(c, 'NATS_PASSWORD_FILE')?.value, `${mountPath}/password`, component);
+      assert.deepEqual(natsVolume(deployment(passwords, component)), { secretName: 'notify-nats', items: [{ key: component, path: 'password' }] }, component);
+    }
+    assert.equal(natsVolume(deployment(passwords, 'bounce-svc')), undefined, 'bounce-svc does not use NATS');
+    const seeds = await render(helm, { valuesFiles: [productionValues], set: ['natsAuth.mode=nkey', 'natsAuth.secretName=notify-nats'] });
+    const dispatch = container(seeds, 'dispatch-svc');
+    assert.equal(env(dispatch, 'NATS_NKEY_SEED_FILE')?.value, `${mountPath}/nkey-seed`);
+    assert.equal(env(dispatch, 'NATS_USER'), undefined);
+    assert.deepEqual(natsVolume(deployment(seeds, 'dispatch-svc'))?.items, [{ key: 'dispatch-svc', path: 'nkey-seed' }]);
+    // Off by default; a mode without its Secret, or an unknown mode, stops the install.
+    assert.equal(env(container(production, 'dispatch-svc'), 'NATS_USER'), undefined);
+    const missing = await template(helm, { valuesFiles: [productionValues], set: ['natsAuth.mode=nkey'] });
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /natsAuth\.mode needs natsAuth\.secretName/);
+    const unknown = await template(helm, { valuesFiles: [productionValues], set: ['natsAuth.mode=token', 'natsAuth.secretName=notify-nats'] });
+    assert.notEqual(unknown.code, 0);
+    assert.match(unknown.stderr, /\/natsAuth\/mode': value must be one of/);
   });
 
   test('values.schema.json refuses unknown keys at every level', async (t) => {

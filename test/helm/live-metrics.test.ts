@@ -49,7 +49,7 @@ function smokeTest(env: Record<string, string>): Promise<{ code: number; stdout:
           PATH: process.env['PATH'] ?? '',
           GATEWAY_URL: system.gatewayUrl,
           DISPATCH_SVC_ADDR: system.stack.env.DISPATCH_SVC_ADDR,
-          INTERNAL_TOKEN: system.stack.env.INTERNAL_TOKEN,
+          ADMIN_TOKEN: system.stack.env.ADMIN_TOKEN,
           API_KEY: tenant.apiKey,
           ORGANIZATION_ID: String(tenant.organizationId),
           PROJECT_ID: String(tenant.projectId),

@@ -1,9 +1,9 @@
 // Validates rendered objects against the Kubernetes API offline, two ways that complement each other:
 // - kube-strict (test/helm/kube-strict): strict decoding into the API's own Go types, as the API server does for
 //   `kubectl apply --validate=strict`: unknown or misspelt fields and wrong types. Built-in kinds only.
-// - kubernetes-models (npm, generated from the Kubernetes OpenAPI and from the CRDs of KEDA, prometheus-operator and
-//   Gateway API): required fields, enums and formats, for built-in kinds and for ScaledObject, ServiceMonitor,
-//   PrometheusRule and HTTPRoute.
+// - kubernetes-models (npm, generated from the Kubernetes OpenAPI and from the CRDs of KEDA, prometheus-operator,
+//   Gateway API and cert-manager): required fields, enums and formats, for built-in kinds and for ScaledObject,
+//   ServiceMonitor, PrometheusRule, HTTPRoute, Issuer and Certificate.
 import type { K8sObject } from './chart.ts';
 import { runTool } from './tools.ts';
 
@@ -12,6 +12,7 @@ const crdPackages: Readonly<Record<string, string>> = {
   'keda.sh': '@kubernetes-models/keda',
   'monitoring.coreos.com': '@kubernetes-models/prometheus-operator',
   'gateway.networking.k8s.io': '@kubernetes-models/gateway-api',
+  'cert-manager.io': '@kubernetes-models/cert-manager',
 };
 
 interface Model {

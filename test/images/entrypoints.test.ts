@@ -28,8 +28,12 @@ const runId = randomBytes(4).toString('hex');
 /** Empty: the toolbox image's migration is under test. */
 let database: TestDatabase;
 const natsPrefix = `t${runId}_`;
-const internalToken = randomBytes(24).toString('hex');
-const adminToken = randomBytes(24).toString('hex');
+const tokens = {
+  GATEWAY_TOKEN: randomBytes(24).toString('hex'),
+  MAILER_TOKEN: randomBytes(24).toString('hex'),
+  BOUNCE_TOKEN: randomBytes(24).toString('hex'),
+  ADMIN_TOKEN: randomBytes(24).toString('hex'),
+};
 /** NOTIFY_DATA_KEY of dispatch-svc, the mailers and bounce-svc, as the chart generates it: 32 random bytes, base64. */
 const dataKey = randomBytes(32).toString('base64');
 /** Stands for the pods' /tmp emptyDir: the only place a container may write. */
@@ -185,20 +189,20 @@ describe('container images', () => {
       'bounce-svc': await freePort(),
       gateway: await freePort(),
     };
-    const common = { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, INTERNAL_TOKEN: internalToken, ADMIN_TOKEN: adminToken, DATABASE_URL: database.url };
-    // The mailers (DKIM keys) and bounce-svc (reports) call dispatch-svc with the internal token, as the chart wires them.
-    const dispatchClient = { DISPATCH_SVC_ADDR: `dns:///127.0.0.1:${ports.dispatchGrpc}`, INTERNAL_TOKEN: internalToken };
+    const common = { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, DATABASE_URL: database.url };
+    // The mailers (DKIM keys) and bounce-svc (reports) call dispatch-svc, each with its own token, as the chart wires them.
+    const dispatchAddress = { DISPATCH_SVC_ADDR: `dns:///127.0.0.1:${ports.dispatchGrpc}` };
     const env: Record<Service, Record<string, string>> = {
-      'auth-svc': { ...common, GRPC_PORT: String(ports.authGrpc) },
-      'dispatch-svc': { ...common, GRPC_PORT: String(ports.dispatchGrpc), NOTIFY_DATA_KEY: dataKey },
-      'mailer-svc': { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, SMTP_URL: 'smtp://127.0.0.1:2525', NOTIFY_DATA_KEY: dataKey, ...dispatchClient },
+      'auth-svc': { ...common, GRPC_PORT: String(ports.authGrpc), GATEWAY_TOKEN: tokens.GATEWAY_TOKEN, ADMIN_TOKEN: tokens.ADMIN_TOKEN },
+      'dispatch-svc': { ...common, ...tokens, GRPC_PORT: String(ports.dispatchGrpc), NOTIFY_DATA_KEY: dataKey },
+      'mailer-svc': { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, SMTP_URL: 'smtp://127.0.0.1:2525', NOTIFY_DATA_KEY: dataKey, ...dispatchAddress, MAILER_TOKEN: tokens.MAILER_TOKEN },
       'webhook-svc': { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, DATABASE_URL: database.url },
-      'bounce-svc': { NOTIFY_DATA_KEY: dataKey, BOUNCE_SMTP_PORT: String(ports.bounceSmtp), BOUNCE_SMTP_HOST: '127.0.0.1', BOUNCE_DOMAIN: 'bounces.notify.localhost', ...dispatchClient },
+      'bounce-svc': { NOTIFY_DATA_KEY: dataKey, BOUNCE_SMTP_PORT: String(ports.bounceSmtp), BOUNCE_SMTP_HOST: '127.0.0.1', BOUNCE_DOMAIN: 'bounces.notify.localhost', ...dispatchAddress, BOUNCE_TOKEN: tokens.BOUNCE_TOKEN },
       gateway: {
         HTTP_PORT: String(ports.http),
         AUTH_SVC_ADDR: `dns:///127.0.0.1:${ports.authGrpc}`,
         DISPATCH_SVC_ADDR: `dns:///127.0.0.1:${ports.dispatchGrpc}`,
-        INTERNAL_TOKEN: internalToken,
+        GATEWAY_TOKEN: tokens.GATEWAY_TOKEN,
         REDIS_URL: infrastructure.redisUrl,
         REDIS_KEY_PREFIX: `notify-t-${runId}:`,
       },

@@ -15,7 +15,7 @@ runService('webhook-svc', webhookConfig, async ({ config, logger, registry, life
   if (config.ackWaitMs <= config.timeoutMs + 1_000) throw new Error('WEBHOOK_ACK_WAIT must exceed WEBHOOK_TIMEOUT by more than a second');
   const names = topology(config.natsPrefix);
   const pool = createPool(config.databaseUrl, { max: config.databasePoolSize, applicationName: 'webhook-svc', logger });
-  const nc = await connectNats(config.natsUrl, 'webhook-svc', logger);
+  const nc = await connectNats(config.natsUrl, 'webhook-svc', logger, config);
   const jsm = await jetstreamManager(nc);
   await ensureStream(jsm, streamDeclarations(names).webhooks, config.natsStreamReplicas);
   await ensureConsumer(jsm, names.webhooksStream, senderConsumerConfig(names, config.ackWaitMs));

@@ -1,4 +1,4 @@
-// PanelAuthService (internal token, called by the gateway): verify a sign-in, say what a signed-in user
+// PanelAuthService (gateway token, called by the gateway): verify a sign-in, say what a signed-in user
 // may see, list a project's keys. A refused sign-in never tells whether the email exists.
 import { status } from '@grpc/grpc-js';
 import { UserError, type AsyncHandlers, type Logger } from '@notify/platform';

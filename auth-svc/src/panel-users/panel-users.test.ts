@@ -1,5 +1,5 @@
 // Panel users through auth-svc's real gRPC surfaces, on a run-unique database: created by an operator (admin token),
-// signed in and resolved by the gateway (internal token).
+// signed in and resolved by the gateway (gateway token).
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
@@ -16,7 +16,7 @@ import { createAuthService, type AuthService } from '../auth-service.ts';
 import { hashPassword } from './password.ts';
 
 const runId = randomBytes(4).toString('hex');
-const internalToken = `internal-${runId}-0123456789abcdef`;
+const gatewayToken = `gateway-${runId}-0123456789abcdef`;
 const adminToken = `admin-${runId}-0123456789abcdef`;
 const logger = silentLogger('auth-svc-test');
 
@@ -36,11 +36,11 @@ before(async () => {
   const registry = createRegistry('auth-svc');
   service = await createAuthService({ pool, nats, invalidationSubject: topology(`t${runId}_`).keyInvalidationSubject, cacheTtlMs: 1_000, logger, registry });
   server = new GrpcServer({ logger, registry });
-  server.add(authProto.AuthAdminService.service, service.admin, [adminToken]);
-  server.add(authProto.PanelAuthService.service, service.panel, [internalToken]);
+  server.add(authProto.AuthAdminService.service, service.admin, [{ name: 'admin', token: adminToken }]);
+  server.add(authProto.PanelAuthService.service, service.panel, [{ name: 'gateway', token: gatewayToken }]);
   const address = `127.0.0.1:${await server.listen(0, '127.0.0.1')}`;
   admin = new GrpcClient(authProto.AuthAdminService.service, address, { token: adminToken, deadlineMs: 5_000 });
-  panel = new GrpcClient(authProto.PanelAuthService.service, address, { token: internalToken, deadlineMs: 5_000 });
+  panel = new GrpcClient(authProto.PanelAuthService.service, address, { token: gatewayToken, deadlineMs: 5_000 });
 
   const plan = await admin.call('CreatePlan', { name: 'basic', monthlyQuota: 0, suspended: false });
   ids.acme = (await admin.call('CreateOrganization', { name: 'Acme', planId: plan.id })).id;

@@ -42,7 +42,7 @@ before(async () => {
         return { maskedAddress: 'a***@example.com', suppressed: true, changed: true };
       },
     },
-    [token],
+    [{ name: 'bounce', token }],
   );
   const port = await dispatch.listen(0, '127.0.0.1');
   client = new GrpcClient(dispatchProto.ReportService.service, `127.0.0.1:${port}`, { token, deadlineMs: 2_000 });

@@ -30,7 +30,5 @@ export interface CommandGroup {
   readonly summary: string;
   /** The server every command of the group talks to. */
   readonly target: Target;
-  /** The token its server takes from notifyctl. */
-  readonly token: 'ADMIN_TOKEN' | 'INTERNAL_TOKEN';
   readonly commands: readonly Command[];
 }

@@ -38,7 +38,7 @@ describe('notifyctl dead-letters', () => {
   });
 
   test('asks for ADMIN_TOKEN before connecting', async () => {
-    const outcome = await notifyctl(['dead-letters', 'list', '--project', '1'], { INTERNAL_TOKEN: 'internal-token-present' });
+    const outcome = await notifyctl(['dead-letters', 'list', '--project', '1'], { GATEWAY_TOKEN: 'gateway-token-present' });
     assert.equal(outcome.code, 2);
     assert.match(outcome.stderr, /ADMIN_TOKEN is not set: dead letters need the admin token of dispatch-svc/);
   });

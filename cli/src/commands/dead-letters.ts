@@ -35,7 +35,6 @@ export const deadLettersCommands: CommandGroup = {
   name: 'dead-letters',
   summary: 'failed messages, with reason, attempts and last SMTP reply; re-queue them',
   target: 'dispatch',
-  token: 'ADMIN_TOKEN',
   commands: [
     {
       name: 'list',

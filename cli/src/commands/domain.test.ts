@@ -140,7 +140,7 @@ describe('notifyctl domain: against a DomainAdminService and DNS', () => {
           return { removed: true };
         },
       },
-      [token],
+      [{ name: 'admin', token }],
     );
     const port = await server.listen(0, '127.0.0.1');
     dns = await startDnsServer(records);

@@ -103,7 +103,6 @@ export const domainCommands: CommandGroup = {
   name: 'domain',
   summary: 'sending domains and their DKIM keys: add prints the DNS record to publish, check looks it up',
   target: 'dispatch',
-  token: 'ADMIN_TOKEN',
   commands: [
     {
       name: 'add',

@@ -17,7 +17,6 @@ export const keyCommands: CommandGroup = {
   name: 'key',
   summary: 'API keys of a project (Authorization: Api-Key <key>)',
   target: 'auth',
-  token: 'ADMIN_TOKEN',
   commands: [
     {
       name: 'create',

@@ -1,5 +1,5 @@
-// notifyctl messages: what a project sent and where each message stands. ListMessages is on the internal
-// DispatchService (the gateway's surface), so this group takes INTERNAL_TOKEN rather than ADMIN_TOKEN.
+// notifyctl messages: what a project sent and where each message stands. ListMessages is on DispatchService (the
+// gateway's surface); dispatch-svc grants that one method to ADMIN_TOKEN, and nothing else of the service.
 import type { dispatch } from '@notify/proto';
 import { print, type Column } from '../output.ts';
 import type { CommandGroup } from './command.ts';
@@ -18,9 +18,8 @@ const columns: readonly Column<dispatch.Message__Output>[] = [
 
 export const messagesCommands: CommandGroup = {
   name: 'messages',
-  summary: 'messages of a project and their delivery state (needs INTERNAL_TOKEN)',
+  summary: 'messages of a project and their delivery state',
   target: 'dispatch',
-  token: 'INTERNAL_TOKEN',
   commands: [
     {
       name: 'list',

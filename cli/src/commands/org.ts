@@ -14,7 +14,6 @@ export const orgCommands: CommandGroup = {
   name: 'org',
   summary: 'organizations: the tenants integrators name in X-Organization-ID',
   target: 'auth',
-  token: 'ADMIN_TOKEN',
   commands: [
     {
       name: 'create',

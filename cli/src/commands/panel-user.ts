@@ -90,7 +90,6 @@ export const panelUserCommands: CommandGroup = {
   name: 'panel-user',
   summary: 'people who sign in to the web panel, each in one organization',
   target: 'auth',
-  token: 'ADMIN_TOKEN',
   commands: [
     {
       name: 'create',

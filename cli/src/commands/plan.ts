@@ -15,7 +15,6 @@ export const planCommands: CommandGroup = {
   name: 'plan',
   summary: 'plans: monthly send quota and suspension of the organizations on them',
   target: 'auth',
-  token: 'ADMIN_TOKEN',
   commands: [
     {
       name: 'create',

@@ -14,7 +14,6 @@ export const projectCommands: CommandGroup = {
   name: 'project',
   summary: 'projects of an organization: each owns templates and API keys',
   target: 'auth',
-  token: 'ADMIN_TOKEN',
   commands: [
     {
       name: 'create',

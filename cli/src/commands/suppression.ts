@@ -16,7 +16,6 @@ export const suppressionCommands: CommandGroup = {
   name: 'suppression',
   summary: "a project's suppression list: addresses no send reaches, with reason and date",
   target: 'dispatch',
-  token: 'ADMIN_TOKEN',
   commands: [
     {
       name: 'list',

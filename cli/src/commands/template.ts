@@ -76,7 +76,6 @@ export const templateCommands: CommandGroup = {
   name: 'template',
   summary: 'email templates of a project',
   target: 'dispatch',
-  token: 'ADMIN_TOKEN',
   commands: [
     {
       name: 'put',

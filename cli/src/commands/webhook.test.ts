@@ -115,7 +115,7 @@ describe('notifyctl webhook: against a WebhookAdminService', () => {
         }),
         ReplayWebhookEvent: async (request) => ({ eventId: request.eventId, endpointIds: [7, 8] }),
       },
-      [token],
+      [{ name: 'admin', token }],
     );
     const port = await server.listen(0, '127.0.0.1');
     env = { ADMIN_TOKEN: token, DISPATCH_SVC_ADDR: `127.0.0.1:${port}` };

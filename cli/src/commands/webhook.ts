@@ -79,7 +79,6 @@ export const webhookCommands: CommandGroup = {
   name: 'webhook',
   summary: "a project's webhook endpoints: signed event deliveries, their attempts and replays",
   target: 'dispatch',
-  token: 'ADMIN_TOKEN',
   commands: [
     {
       name: 'create',

@@ -5,9 +5,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
-export interface DevSecrets {
-  readonly internalToken: string;
-  readonly adminToken: string;
+/** One bearer token per calling component (see GrpcServer's callers). */
+const tokenNames = ['gatewayToken', 'mailerToken', 'bounceToken', 'adminToken'] as const;
+
+export interface DevSecrets extends Readonly<Record<(typeof tokenNames)[number], string>> {
   /** NOTIFY_DATA_KEY: 32 random bytes, base64. */
   readonly dataKey: string;
 }
@@ -27,7 +28,8 @@ async function keep(file: string, secrets: DevSecrets): Promise<void> {
 
 /**
  * Reads the kept secrets; generates and keeps any that are missing or unusable (every one when the file is missing
- * or unreadable). Tokens are replaced as a pair, since the services take whatever tokens they are started with.
+ * or unreadable). Tokens are replaced as a set (a file from before per-caller tokens gets all four), since the services
+ * take whatever tokens they are started with.
  */
 export async function loadDevSecrets(file: string): Promise<DevSecrets> {
   const text = await readFile(file, 'utf8').catch(() => undefined);
@@ -40,8 +42,9 @@ export async function loadDevSecrets(file: string): Promise<DevSecrets> {
       // Unreadable: replaced below.
     }
   }
-  const tokens = isToken(kept.internalToken) && isToken(kept.adminToken) ? { internalToken: kept.internalToken, adminToken: kept.adminToken } : { internalToken: token(), adminToken: token() };
+  const keepTokens = tokenNames.every((name) => isToken(kept[name]));
+  const tokens = Object.fromEntries(tokenNames.map((name) => [name, keepTokens ? (kept[name] as string) : token()])) as Record<(typeof tokenNames)[number], string>;
   const secrets: DevSecrets = { ...tokens, dataKey: isDataKey(kept.dataKey) ? kept.dataKey : dataKey() };
-  if (secrets.internalToken !== kept.internalToken || secrets.adminToken !== kept.adminToken || secrets.dataKey !== kept.dataKey) await keep(file, secrets);
+  if (!keepTokens || secrets.dataKey !== kept.dataKey) await keep(file, secrets);
   return secrets;
 }

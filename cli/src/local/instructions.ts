@@ -42,7 +42,7 @@ const demoWebhookPort = 9000;
 
 export function readyMessage(options: { request: HttpRequest; env: StackEnvironment; mailDir: string; projectId: number }): string {
   const { env } = options;
-  const exports = ['AUTH_SVC_ADDR', 'DISPATCH_SVC_ADDR', 'ADMIN_TOKEN', 'INTERNAL_TOKEN'] as const;
+  const exports = ['AUTH_SVC_ADDR', 'DISPATCH_SVC_ADDR', 'ADMIN_TOKEN'] as const;
   return `
 Notify is running: gateway on ${env.GATEWAY_URL}.
 
@@ -52,7 +52,7 @@ ${curlCommand(options.request)}
 
 The mail lands in ${options.mailDir}/ as an .eml file, and the smtp-sink log line names its subject.
 
-Use notifyctl against this stack (ADMIN_TOKEN for admin commands, INTERNAL_TOKEN for messages list):
+Use notifyctl against this stack (ADMIN_TOKEN for every command):
 
 ${exports.map((name) => `export ${name}=${shellQuote(env[name])}`).join('\n')}
 npm run notifyctl -- messages list --project ${options.projectId}

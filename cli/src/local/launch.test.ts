@@ -65,7 +65,13 @@ describe('local launcher on private resources', { timeout: 90_000 }, () => {
     assert.deepEqual(tenant.created.map((what) => what.split(' ')[0]), ['plan', 'organization', 'project', 'template', 'API']);
     assert.equal(readFileSync(join(dataDir, 'demo-api-key'), 'utf8'), `${tenant.apiKey}\n`);
     const secrets = JSON.parse(readFileSync(join(dataDir, 'dev-secrets.json'), 'utf8')) as Record<string, string>;
-    assert.deepEqual(secrets, { internalToken: launched.stack.env.INTERNAL_TOKEN, adminToken: launched.stack.env.ADMIN_TOKEN, dataKey: launched.stack.env.NOTIFY_DATA_KEY });
+    assert.deepEqual(secrets, {
+      gatewayToken: launched.stack.env.GATEWAY_TOKEN,
+      mailerToken: launched.stack.env.MAILER_TOKEN,
+      bounceToken: launched.stack.env.BOUNCE_TOKEN,
+      adminToken: launched.stack.env.ADMIN_TOKEN,
+      dataKey: launched.stack.env.NOTIFY_DATA_KEY,
+    });
   });
 
   test('seeding again creates nothing and reuses the kept key', async () => {

@@ -91,7 +91,9 @@ export async function launch(options: LaunchOptions): Promise<Launched> {
     reporter.info('starting auth-svc and dispatch-svc, then the mailers, the webhook sender and the bounce receiver, then the gateway');
     stack = await startStack({
       databaseUrl: url,
-      internalToken: secrets.internalToken,
+      gatewayToken: secrets.gatewayToken,
+      mailerToken: secrets.mailerToken,
+      bounceToken: secrets.bounceToken,
       adminToken: secrets.adminToken,
       dataKey: secrets.dataKey,
       natsUrl,

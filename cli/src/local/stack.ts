@@ -32,8 +32,16 @@ export interface StackPortOptions {
 export interface StackOptions {
   /** Migrated database the services use. */
   databaseUrl: string;
-  internalToken: string;
+  /** One token per calling component: the gateway, the mailers, bounce-svc and notifyctl (admin). */
+  gatewayToken: string;
+  mailerToken: string;
+  bounceToken: string;
   adminToken: string;
+  /**
+   * PEM files of TLS between the services: auth-svc and dispatch-svc serve `cert`/`key`, every client verifies them
+   * with `ca`. Default plaintext.
+   */
+  grpcTls?: { readonly ca: string; readonly cert: string; readonly key: string };
   /** NOTIFY_DATA_KEY (base64 or hex, at least 32 bytes); default a new random one for this stack. */
   dataKey?: string;
   /** BOUNCE_DOMAIN of the return paths; default bounces.notify.localhost. */
@@ -78,7 +86,11 @@ export type StackEnvironment = {
   readonly AUTH_SVC_ADDR: string;
   readonly DISPATCH_SVC_ADDR: string;
   readonly ADMIN_TOKEN: string;
-  readonly INTERNAL_TOKEN: string;
+  readonly GATEWAY_TOKEN: string;
+  readonly MAILER_TOKEN: string;
+  readonly BOUNCE_TOKEN: string;
+  /** The CA a client of auth-svc and dispatch-svc verifies them with; empty when they serve plaintext. */
+  readonly GRPC_TLS_CA_FILE: string;
   readonly DATABASE_URL: string;
   readonly NATS_URL: string;
   readonly NOTIFY_NATS_PREFIX: string;
@@ -167,7 +179,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     AUTH_SVC_ADDR: `127.0.0.1:${ports.auth}`,
     DISPATCH_SVC_ADDR: `127.0.0.1:${ports.dispatch}`,
     ADMIN_TOKEN: options.adminToken,
-    INTERNAL_TOKEN: options.internalToken,
+    GATEWAY_TOKEN: options.gatewayToken,
+    MAILER_TOKEN: options.mailerToken,
+    BOUNCE_TOKEN: options.bounceToken,
+    GRPC_TLS_CA_FILE: options.grpcTls?.ca ?? '',
     DATABASE_URL: options.databaseUrl,
     NATS_URL: options.natsUrl ?? 'nats://127.0.0.1:4222',
     NOTIFY_NATS_PREFIX: options.natsPrefix ?? '',
@@ -179,21 +194,35 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     BOUNCE_SMTP_PORT: String(ports.bounceSmtp),
   };
   const nats = { NATS_URL: env.NATS_URL, NOTIFY_NATS_PREFIX: env.NOTIFY_NATS_PREFIX };
-  const tokens = { INTERNAL_TOKEN: env.INTERNAL_TOKEN, ADMIN_TOKEN: env.ADMIN_TOKEN };
   const dataKey = { NOTIFY_DATA_KEY: env.NOTIFY_DATA_KEY };
-  // The mailers and bounce-svc call dispatch-svc's ReportService (unsubscribes, reports) with the internal token.
-  const dispatchClient = { DISPATCH_SVC_ADDR: env.DISPATCH_SVC_ADDR, INTERNAL_TOKEN: env.INTERNAL_TOKEN };
+  // Each caller gets only its own token; the servers get every token they accept.
+  const gatewayToken = { GATEWAY_TOKEN: env.GATEWAY_TOKEN };
+  const adminToken = { ADMIN_TOKEN: env.ADMIN_TOKEN };
+  const grpcServerTls = { GRPC_TLS_CERT_FILE: options.grpcTls?.cert ?? '', GRPC_TLS_KEY_FILE: options.grpcTls?.key ?? '' };
+  const grpcClientTls = { GRPC_TLS_CA_FILE: env.GRPC_TLS_CA_FILE };
   const own: Record<ServiceName, Record<string, string>> = {
-    'auth-svc': { GRPC_PORT: String(ports.auth), DATABASE_URL: env.DATABASE_URL, ...nats, ...tokens },
-    'dispatch-svc': { GRPC_PORT: String(ports.dispatch), DATABASE_URL: env.DATABASE_URL, ...nats, ...tokens, ...dataKey },
-    'mailer-svc': { ...nats, SMTP_URL: env.SMTP_URL, ...dataKey, BOUNCE_DOMAIN: env.BOUNCE_DOMAIN, NOTIFY_PUBLIC_URL: env.GATEWAY_URL, ...dispatchClient },
+    'auth-svc': { GRPC_PORT: String(ports.auth), DATABASE_URL: env.DATABASE_URL, ...nats, ...gatewayToken, ...adminToken, ...grpcServerTls },
+    'dispatch-svc': {
+      GRPC_PORT: String(ports.dispatch),
+      DATABASE_URL: env.DATABASE_URL,
+      ...nats,
+      ...gatewayToken,
+      MAILER_TOKEN: env.MAILER_TOKEN,
+      BOUNCE_TOKEN: env.BOUNCE_TOKEN,
+      ...adminToken,
+      ...dataKey,
+      ...grpcServerTls,
+    },
+    // The mailers ask dispatch-svc's SigningKeyService for DKIM keys; bounce-svc calls its ReportService.
+    'mailer-svc': { ...nats, SMTP_URL: env.SMTP_URL, ...dataKey, BOUNCE_DOMAIN: env.BOUNCE_DOMAIN, NOTIFY_PUBLIC_URL: env.GATEWAY_URL, DISPATCH_SVC_ADDR: env.DISPATCH_SVC_ADDR, MAILER_TOKEN: env.MAILER_TOKEN, ...grpcClientTls },
     'webhook-svc': { DATABASE_URL: env.DATABASE_URL, ...nats },
-    'bounce-svc': { ...dataKey, BOUNCE_DOMAIN: env.BOUNCE_DOMAIN, BOUNCE_SMTP_PORT: env.BOUNCE_SMTP_PORT, BOUNCE_SMTP_HOST: '127.0.0.1', ...dispatchClient },
+    'bounce-svc': { ...dataKey, BOUNCE_DOMAIN: env.BOUNCE_DOMAIN, BOUNCE_SMTP_PORT: env.BOUNCE_SMTP_PORT, BOUNCE_SMTP_HOST: '127.0.0.1', DISPATCH_SVC_ADDR: env.DISPATCH_SVC_ADDR, BOUNCE_TOKEN: env.BOUNCE_TOKEN, ...grpcClientTls },
     gateway: {
       HTTP_PORT: String(ports.gateway),
       AUTH_SVC_ADDR: env.AUTH_SVC_ADDR,
       DISPATCH_SVC_ADDR: env.DISPATCH_SVC_ADDR,
-      INTERNAL_TOKEN: env.INTERNAL_TOKEN,
+      ...gatewayToken,
+      ...grpcClientTls,
       REDIS_URL: env.REDIS_URL,
       REDIS_KEY_PREFIX: env.REDIS_KEY_PREFIX,
       // auth-svc's key revocations and plan changes, which keep the gateway's authorization cache honest.

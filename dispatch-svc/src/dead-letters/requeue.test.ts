@@ -15,7 +15,7 @@ let deadLetters: GrpcClient<typeof dispatchProto.DeadLetterAdminService.service>
 before(async () => {
   h = await startHarness();
   await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'welcome', subject: 'Hi', text: 'Hi v1', active: true });
-  deadLetters = new GrpcClient(dispatchProto.DeadLetterAdminService.service, h.address, { token: h.tokens.admin, deadlineMs: 5_000 });
+  deadLetters = new GrpcClient(dispatchProto.DeadLetterAdminService.service, h.address, { token: h.callers.admin.token, deadlineMs: 5_000 });
 });
 
 after(async () => {
@@ -158,12 +158,12 @@ describe('re-queueing dead letters', () => {
     await assertRefused(deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, messageIds: [0] }), status.INVALID_ARGUMENT, 'invalid_argument');
   });
 
-  test('the internal token cannot re-queue', async () => {
-    const internal = new GrpcClient(dispatchProto.DeadLetterAdminService.service, h.address, { token: h.tokens.internal, deadlineMs: 5_000 });
+  test('the gateway token cannot re-queue', async () => {
+    const gateway = new GrpcClient(dispatchProto.DeadLetterAdminService.service, h.address, { token: h.callers.gateway.token, deadlineMs: 5_000 });
     try {
-      await assert.rejects(internal.call('ListDeadLetters', { projectId: h.ids.projectId }), (error: { status?: number }) => error.status === status.UNAUTHENTICATED);
+      await assert.rejects(gateway.call('ListDeadLetters', { projectId: h.ids.projectId }), (error: { status?: number }) => error.status === status.PERMISSION_DENIED);
     } finally {
-      internal.close();
+      gateway.close();
     }
   });
 });

@@ -1,5 +1,5 @@
 // Sending domains and their DKIM keys: DomainAdminService for notifyctl (admin token) adds, lists and removes them;
-// SigningKeyService (internal token) hands the mailers a domain's key, still sealed (NOTIFY_DATA_KEY opens it there).
+// SigningKeyService (mailer token) hands the mailers a domain's key, still sealed (NOTIFY_DATA_KEY opens it there).
 // A private key is generated here, sealed at once, and never returned, answered or logged by either service.
 import { status } from '@grpc/grpc-js';
 import { UserError, type AsyncHandlers } from '@notify/platform';

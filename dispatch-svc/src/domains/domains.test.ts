@@ -1,5 +1,5 @@
 // Sending domains and their DKIM keys against a real database: DomainAdminService (admin token) keeps them,
-// SigningKeyService (internal token) hands the mailers the sealed key, which opens only with the data key.
+// SigningKeyService (mailer token) hands the mailers the sealed key, which opens only with the data key.
 import assert from 'node:assert/strict';
 import { createPublicKey, createSign, createVerify, randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
@@ -23,11 +23,11 @@ before(async () => {
   h = await startHarness();
   // The services on a server of their own, with a data key only this file knows.
   server = new GrpcServer({ logger: h.logger, registry: createRegistry('dispatch-domains-test') });
-  server.add(dispatchProto.DomainAdminService.service, domainAdminHandlers({ pool: h.pool, dataKey }), [h.tokens.admin]);
-  server.add(dispatchProto.SigningKeyService.service, signingKeyHandlers({ pool: h.pool }), [h.tokens.internal]);
+  server.add(dispatchProto.DomainAdminService.service, domainAdminHandlers({ pool: h.pool, dataKey }), [h.callers.admin]);
+  server.add(dispatchProto.SigningKeyService.service, signingKeyHandlers({ pool: h.pool }), [h.callers.mailer]);
   address = `127.0.0.1:${await server.listen(0, '127.0.0.1')}`;
-  domains = new GrpcClient(dispatchProto.DomainAdminService.service, address, { token: h.tokens.admin, deadlineMs: 10_000 });
-  keys = new GrpcClient(dispatchProto.SigningKeyService.service, address, { token: h.tokens.internal, deadlineMs: 5_000 });
+  domains = new GrpcClient(dispatchProto.DomainAdminService.service, address, { token: h.callers.admin.token, deadlineMs: 10_000 });
+  keys = new GrpcClient(dispatchProto.SigningKeyService.service, address, { token: h.callers.mailer.token, deadlineMs: 5_000 });
   const other = await h.pool.query<{ id: number }>(
     `INSERT INTO organizations (name, plan_id) SELECT 'Other Org', plan_id FROM organizations WHERE id = $1 RETURNING id`,
     [h.ids.organizationId],
@@ -130,12 +130,12 @@ describe('listing and removing', () => {
 });
 
 describe('the tokens', () => {
-  test('the admin service refuses the internal token and the signing key service the admin token', async () => {
-    const wrongAdmin = new GrpcClient(dispatchProto.DomainAdminService.service, address, { token: h.tokens.internal, deadlineMs: 5_000 });
-    const wrongKeys = new GrpcClient(dispatchProto.SigningKeyService.service, address, { token: h.tokens.admin, deadlineMs: 5_000 });
+  test('the admin service refuses the mailer token and the signing key service the admin token', async () => {
+    const wrongAdmin = new GrpcClient(dispatchProto.DomainAdminService.service, address, { token: h.callers.mailer.token, deadlineMs: 5_000 });
+    const wrongKeys = new GrpcClient(dispatchProto.SigningKeyService.service, address, { token: h.callers.admin.token, deadlineMs: 5_000 });
     try {
-      await assertRefused(wrongAdmin.call('ListDomains', { organizationId: 0 }), status.UNAUTHENTICATED, 'unauthenticated');
-      await assertRefused(wrongKeys.call('GetSigningKey', { domain: 'mail.example.com' }), status.UNAUTHENTICATED, 'unauthenticated');
+      await assertRefused(wrongAdmin.call('ListDomains', { organizationId: 0 }), status.PERMISSION_DENIED, 'permission_denied');
+      await assertRefused(wrongKeys.call('GetSigningKey', { domain: 'mail.example.com' }), status.PERMISSION_DENIED, 'permission_denied');
     } finally {
       wrongAdmin.close();
       wrongKeys.close();

@@ -330,10 +330,11 @@ describe('refusals', () => {
     assert.deepEqual(error.fields, ['to: must be one email address', 'data: must be a JSON object', 'idempotency_key: must be a UUID']);
   });
 
-  test('DispatchService refuses the admin token', async () => {
-    const client = new GrpcClient(dispatchProto.DispatchService.service, h.address, { token: h.tokens.admin, deadlineMs: 2_000 });
+  test('Send refuses the admin token, which may only list messages', async () => {
+    const client = new GrpcClient(dispatchProto.DispatchService.service, h.address, { token: h.callers.admin.token, deadlineMs: 2_000 });
     try {
-      await assertRefused(client.call('Send', request()), status.UNAUTHENTICATED, 'unauthenticated');
+      await assertRefused(client.call('Send', request()), status.PERMISSION_DENIED, 'permission_denied');
+      assert.ok(Array.isArray((await client.call('ListMessages', { projectId: h.ids.projectId, state: '', limit: 1, beforeId: 0 })).messages));
     } finally {
       client.close();
     }

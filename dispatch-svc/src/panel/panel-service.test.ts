@@ -37,7 +37,7 @@ async function deliver(messageId: number, ...steps: Array<'sending' | 'deferred'
 
 before(async () => {
   h = await startHarness();
-  panel = new GrpcClient(dispatchProto.PanelService.service, h.address, { token: h.tokens.internal, deadlineMs: 10_000 });
+  panel = new GrpcClient(dispatchProto.PanelService.service, h.address, { token: h.callers.gateway.token, deadlineMs: 10_000 });
   scope = { projectId: h.ids.projectId, organizationId: h.ids.organizationId };
   const schema = JSON.stringify({ type: 'object', required: ['name'], properties: { name: { type: 'string' }, plan: { enum: ['gold', 'silver'] } } });
   await h.admin.call('PutTemplate', { ...scope, slug: 'welcome', subject: 'Hello {{ name }}', html: '<p>Hi {{ name }}</p>', text: 'Hi {{ name }}', variablesSchemaJson: schema, active: true });

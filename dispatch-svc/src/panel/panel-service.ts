@@ -1,4 +1,4 @@
-// PanelService (internal token): what the gateway's web panel reads, the operator's re-queue button, and the
+// PanelService (gateway token): what the gateway's web panel reads, the operator's re-queue button, and the
 // project's webhook endpoints and suppression list.
 import { status } from '@grpc/grpc-js';
 import { UserError, type AsyncHandlers } from '@notify/platform';

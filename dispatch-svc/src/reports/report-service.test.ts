@@ -18,7 +18,7 @@ let reports: GrpcClient<typeof dispatchProto.ReportService.service>;
 
 before(async () => {
   h = await startHarness();
-  reports = new GrpcClient(dispatchProto.ReportService.service, h.address, { token: h.tokens.internal, deadlineMs: 5_000 });
+  reports = new GrpcClient(dispatchProto.ReportService.service, h.address, { token: h.callers.bounce.token, deadlineMs: 5_000 });
   await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'welcome', subject: 'Hi', text: 'Hi', active: true });
   await h.pool.query(
     `INSERT INTO webhook_endpoints (project_id, organization_id, url, event_types, secret) VALUES ($1, $2, 'https://hooks.example.com/', $3, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw')`,

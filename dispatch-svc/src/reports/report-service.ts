@@ -1,5 +1,5 @@
-// ReportService (internal token): bounce-svc reports the bounces and complaints it received and the unsubscribes mailed
-// to it; the gateway reports one-click unsubscribes (RFC 8058). Checks the request, then report-store.ts persists it.
+// ReportService (bounce token; Unsubscribe also the gateway's): bounce-svc reports the bounces and complaints it
+// received and the unsubscribes mailed to it; the gateway reports one-click unsubscribes (RFC 8058). Checks the request, then report-store.ts persists it.
 import { status } from '@grpc/grpc-js';
 import { UserError, type AsyncHandlers } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';

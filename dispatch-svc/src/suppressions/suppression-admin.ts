@@ -1,5 +1,5 @@
 // A project's suppression list, listed, added to and removed from: SuppressionAdminService for notifyctl (admin
-// token), and the panel's two calls (PanelService, internal token), which name the user's organization too.
+// token), and the panel's two calls (PanelService, gateway token), which name the user's organization too.
 import { status } from '@grpc/grpc-js';
 import { UserError, type AsyncHandlers } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';

@@ -13,7 +13,7 @@ let suppressions: GrpcClient<typeof dispatchProto.SuppressionAdminService.servic
 
 before(async () => {
   h = await startHarness();
-  suppressions = new GrpcClient(dispatchProto.SuppressionAdminService.service, h.address, { token: h.tokens.admin, deadlineMs: 5_000 });
+  suppressions = new GrpcClient(dispatchProto.SuppressionAdminService.service, h.address, { token: h.callers.admin.token, deadlineMs: 5_000 });
   await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'welcome', subject: 'Hi', text: 'Hi', active: true });
 });
 
@@ -89,18 +89,18 @@ describe('the list', () => {
   });
 
   test('needs the admin token', async () => {
-    const internal = new GrpcClient(dispatchProto.SuppressionAdminService.service, h.address, { token: h.tokens.internal, deadlineMs: 5_000 });
+    const gateway = new GrpcClient(dispatchProto.SuppressionAdminService.service, h.address, { token: h.callers.gateway.token, deadlineMs: 5_000 });
     try {
-      await assertRefused(internal.call('ListSuppressions', { projectId: h.ids.projectId, search: '', limit: 0 }), status.UNAUTHENTICATED, 'unauthenticated');
+      await assertRefused(gateway.call('ListSuppressions', { projectId: h.ids.projectId, search: '', limit: 0 }), status.PERMISSION_DENIED, 'permission_denied');
     } finally {
-      internal.close();
+      gateway.close();
     }
   });
 });
 
 describe('the panel calls', () => {
   test('answer within the organization, and treat another organization\'s project as not found', async () => {
-    const panel = new GrpcClient(dispatchProto.PanelService.service, h.address, { token: h.tokens.internal, deadlineMs: 5_000 });
+    const panel = new GrpcClient(dispatchProto.PanelService.service, h.address, { token: h.callers.gateway.token, deadlineMs: 5_000 });
     try {
       await suppressions.call('AddSuppression', { projectId: h.ids.projectId, address: 'panel@example.com', reason: '' });
       const scope = { organizationId: h.ids.organizationId, projectId: h.ids.projectId };

@@ -108,10 +108,10 @@ test('activating, reading and listing', async () => {
   assert.deepEqual((await h.admin.call('ListTemplates', { projectId: h.ids.otherProjectId })).templates, []);
 });
 
-test('TemplateAdminService refuses the internal token', async () => {
-  const client = new GrpcClient(dispatchProto.TemplateAdminService.service, h.address, { token: h.tokens.internal, deadlineMs: 2_000 });
+test('TemplateAdminService refuses the gateway token as out of its lane', async () => {
+  const client = new GrpcClient(dispatchProto.TemplateAdminService.service, h.address, { token: h.callers.gateway.token, deadlineMs: 2_000 });
   try {
-    await assertRefused(client.call('ListTemplates', { projectId: h.ids.projectId }), status.UNAUTHENTICATED, 'unauthenticated');
+    await assertRefused(client.call('ListTemplates', { projectId: h.ids.projectId }), status.PERMISSION_DENIED, 'permission_denied');
   } finally {
     client.close();
   }
@@ -134,7 +134,7 @@ test('the unsubscribe flag is off for a new template, kept by a put that does no
 });
 
 test('the panel toggles the unsubscribe flag without a new version, only for the organization\'s template', async () => {
-  const panel = new GrpcClient(dispatchProto.PanelService.service, h.address, { token: h.tokens.internal, deadlineMs: 5_000 });
+  const panel = new GrpcClient(dispatchProto.PanelService.service, h.address, { token: h.callers.gateway.token, deadlineMs: 5_000 });
   try {
     const before = await put({ slug: 'digest' });
     const scope = { projectId: h.ids.projectId, organizationId: h.ids.organizationId, slug: 'digest' };

@@ -12,10 +12,14 @@ import { silentLogger } from '@notify/test/harness/logger.ts';
 import { buildDispatch } from '../build.ts';
 import type { DispatchMetrics } from '../metrics.ts';
 import type { JobPublisher } from '../outbox/job-publisher.ts';
-import type { ServiceDeps } from '../services.ts';
+import type { DispatchCallers, ServiceDeps } from '../services.ts';
 
-const internalToken = 'internal-token-for-dispatch-tests';
-const adminToken = 'admin-token-for-dispatch-tests-01';
+const callers: DispatchCallers = {
+  gateway: { name: 'gateway', token: 'gateway-token-for-dispatch-tests' },
+  mailer: { name: 'mailer', token: 'mailer-token-for-dispatch-tests-' },
+  bounce: { name: 'bounce', token: 'bounce-token-for-dispatch-tests-' },
+  admin: { name: 'admin', token: 'admin-token-for-dispatch-tests-01' },
+};
 
 export interface Harness {
   readonly pool: Pool;
@@ -34,7 +38,7 @@ export interface Harness {
   /** Where the services listen, for clients with other tokens. */
   readonly address: string;
   readonly ids: { organizationId: number; projectId: number; otherProjectId: number; apiKeyId: number };
-  readonly tokens: { internal: string; admin: string };
+  readonly callers: DispatchCallers;
   /** Messages currently stored in the jobs stream. */
   jobsInStream(): Promise<number>;
   /** The last job JetStream stored, read as the mailer reads it, with the Nats-Msg-Id it was stored under. */
@@ -87,8 +91,10 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
       {
         natsPrefix: `t${runId}_`,
         natsStreamReplicas: 1,
-        internalToken,
-        adminToken,
+        gatewayToken: callers.gateway.token,
+        mailerToken: callers.mailer.token,
+        bounceToken: callers.bounce.token,
+        adminToken: callers.admin.token,
         idempotencyTtlMs: options.idempotencyTtlMs ?? 86_400_000,
         outboxRelayIntervalMs: 1_000,
         outboxRelayMinAgeMs: 5_000,
@@ -115,8 +121,8 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
     built.serve(server);
     const address = `127.0.0.1:${await server.listen(0, '127.0.0.1')}`;
     undo.push(() => server.close(1_000));
-    const dispatch = new GrpcClient(dispatchProto.DispatchService.service, address, { token: internalToken, deadlineMs: 5_000 });
-    const admin = new GrpcClient(dispatchProto.TemplateAdminService.service, address, { token: adminToken, deadlineMs: 5_000 });
+    const dispatch = new GrpcClient(dispatchProto.DispatchService.service, address, { token: callers.gateway.token, deadlineMs: 5_000 });
+    const admin = new GrpcClient(dispatchProto.TemplateAdminService.service, address, { token: callers.admin.token, deadlineMs: 5_000 });
     undo.push(async () => {
       dispatch.close();
       admin.close();
@@ -137,7 +143,7 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
       admin,
       address,
       ids,
-      tokens: { internal: internalToken, admin: adminToken },
+      callers,
       async jobsInStream() {
         return (await jsm.streams.info(names.jobsStream)).state.messages;
       },

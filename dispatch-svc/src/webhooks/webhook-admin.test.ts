@@ -15,8 +15,8 @@ let panel: GrpcClient<typeof dispatchProto.PanelService.service>;
 before(async () => {
   h = await startHarness();
   await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'welcome', subject: 'Hi', text: 'Hi', active: true });
-  webhooks = new GrpcClient(dispatchProto.WebhookAdminService.service, h.address, { token: h.tokens.admin, deadlineMs: 5_000 });
-  panel = new GrpcClient(dispatchProto.PanelService.service, h.address, { token: h.tokens.internal, deadlineMs: 5_000 });
+  webhooks = new GrpcClient(dispatchProto.WebhookAdminService.service, h.address, { token: h.callers.admin.token, deadlineMs: 5_000 });
+  panel = new GrpcClient(dispatchProto.PanelService.service, h.address, { token: h.callers.gateway.token, deadlineMs: 5_000 });
 });
 
 after(async () => {
@@ -72,7 +72,7 @@ describe('creating and listing endpoints', () => {
 
   test('plain http is accepted when dispatch-svc allows private targets', async () => {
     const local = await startHarness({ webhookAllowPrivate: true });
-    const client = new GrpcClient(dispatchProto.WebhookAdminService.service, local.address, { token: local.tokens.admin, deadlineMs: 5_000 });
+    const client = new GrpcClient(dispatchProto.WebhookAdminService.service, local.address, { token: local.callers.admin.token, deadlineMs: 5_000 });
     try {
       const created = await client.call('CreateWebhook', { projectId: local.ids.projectId, url: 'http://127.0.0.1:9000/hook', eventTypes: ['message.failed'] });
       assert.deepEqual(created.webhook?.eventTypes, ['message.failed']);
@@ -83,11 +83,11 @@ describe('creating and listing endpoints', () => {
   });
 
   test('the admin token is required', async () => {
-    const withInternal = new GrpcClient(dispatchProto.WebhookAdminService.service, h.address, { token: h.tokens.internal, deadlineMs: 5_000 });
+    const withGateway = new GrpcClient(dispatchProto.WebhookAdminService.service, h.address, { token: h.callers.gateway.token, deadlineMs: 5_000 });
     try {
-      await assertRefused(withInternal.call('ListWebhooks', { projectId: h.ids.projectId }), status.UNAUTHENTICATED, 'unauthenticated');
+      await assertRefused(withGateway.call('ListWebhooks', { projectId: h.ids.projectId }), status.PERMISSION_DENIED, 'permission_denied');
     } finally {
-      withInternal.close();
+      withGateway.close();
     }
   });
 });

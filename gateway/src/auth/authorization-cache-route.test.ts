@@ -15,7 +15,7 @@ import { silentLogger } from '@notify/test/harness/logger.ts';
 import { createApp } from '../app.ts';
 import { SendRateLimiter } from '../rate-limit/limiter.ts';
 import { connectRedis } from '../rate-limit/redis.ts';
-import { internalToken } from '../testing/serve-app.ts';
+import { gatewayCaller } from '../testing/serve-app.ts';
 import { standIn } from '../testing/stand-in.ts';
 import { createAuthorizationCacheMetrics } from './authorization-metrics.ts';
 import { callAuthorize } from './authorize.ts';
@@ -55,7 +55,7 @@ before(async () => {
         return { keyId: 1, projectId: 2, organizationId: 7, plan: { planId: 1, name: 'free', suspended: false, monthlyQuota: 0 }, sendRate: '' };
       },
     }),
-    [internalToken],
+    [gatewayCaller],
   );
   services.add(
     dispatchProto.DispatchService.service,
@@ -64,13 +64,13 @@ before(async () => {
         return { messageId: 1, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 1 };
       },
     }),
-    [internalToken],
+    [gatewayCaller],
   );
   const address = `127.0.0.1:${await services.listen(0, '127.0.0.1')}`;
   redis = connectRedis(testEnvironment.redisUrl, quiet);
   await new Promise((resolve) => redis.once('ready', resolve));
 
-  const options = { token: internalToken, deadlineMs: 2_000 };
+  const options = { token: gatewayCaller.token, deadlineMs: 2_000 };
   const authClient = new GrpcClient(authProto.AuthService.service, address, options);
   const dispatchClient = new GrpcClient(dispatchProto.DispatchService.service, address, options);
   clients.push(authClient, dispatchClient);

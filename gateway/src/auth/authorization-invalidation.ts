@@ -7,7 +7,7 @@
 // is retried in the background and every send asks auth-svc meanwhile, exactly as without a cache.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Counter, Logger } from '@notify/platform';
-import { connectNats, type Msg, type NatsConnection } from '@notify/platform/nats';
+import { connectNats, type Msg, type NatsConnection, type NatsCredentials } from '@notify/platform/nats';
 import { readKeyAnnouncement, schemaHeader } from '@notify/proto';
 
 /** What the listener drives: the cached authorizer. */
@@ -21,6 +21,8 @@ export interface InvalidationTarget {
 export interface InvalidationListenerOptions {
   /** NATS_URL. */
   readonly natsUrl: string;
+  /** NATS_USER/NATS_PASSWORD or NATS_NKEY_SEED; none when the server asks for none. */
+  readonly natsCredentials?: NatsCredentials;
   /** `topology(NOTIFY_NATS_PREFIX).keyInvalidationSubject`, the subject auth-svc publishes on. */
   readonly subject: string;
   /** What announcements drive: the key directory, and the cached authorizer when there is one. */
@@ -106,7 +108,7 @@ export function listenForInvalidations(options: InvalidationListenerOptions): In
     goLiveAfterFlush(nats);
   };
 
-  void connectPatiently(natsUrl, options.retryMs ?? 5_000, logger, retry.signal).then((nats) => {
+  void connectPatiently(natsUrl, options.natsCredentials, options.retryMs ?? 5_000, logger, retry.signal).then((nats) => {
     if (!nats) return;
     if (closed) return void nats.close();
     connection = nats;
@@ -150,10 +152,10 @@ function apply(message: Msg, target: InvalidationTarget, received: Counter<'scop
 }
 
 /** Connects, retrying every `retryMs` while NATS cannot be reached; undefined once `stop` is aborted. */
-async function connectPatiently(natsUrl: string, retryMs: number, logger: Logger, stop: AbortSignal): Promise<NatsConnection | undefined> {
+async function connectPatiently(natsUrl: string, credentials: NatsCredentials | undefined, retryMs: number, logger: Logger, stop: AbortSignal): Promise<NatsConnection | undefined> {
   for (let attempt = 1; !stop.aborted; attempt += 1) {
     try {
-      return await connectNats(natsUrl, 'gateway', logger);
+      return await connectNats(natsUrl, 'gateway', logger, credentials);
     } catch (error) {
       if (stop.aborted) return undefined;
       // Said once at warn: the gateway works without NATS, only slower; later failures are the same story.

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { ConfigError, loadConfig } from '@notify/platform';
 import { configSpec } from '../config.ts';
 
-const required = { INTERNAL_TOKEN: 'internal-token-of-at-least-some-length' };
+const required = { GATEWAY_TOKEN: 'gateway-token-of-at-least-some-length' };
 
 test('by default 20 refused keys a minute are allowed per address, and X-Forwarded-For is not trusted', () => {
   const config = loadConfig(configSpec, required);

@@ -14,7 +14,7 @@ import { silentLogger } from '@notify/test/harness/logger.ts';
 import { createApp } from '../app.ts';
 import { SendRateLimiter } from '../rate-limit/limiter.ts';
 import { connectRedis } from '../rate-limit/redis.ts';
-import { internalToken } from '../testing/serve-app.ts';
+import { gatewayCaller } from '../testing/serve-app.ts';
 import { standIn } from '../testing/stand-in.ts';
 import { BruteForceGuard, createBruteForceMetrics } from './brute-force-guard.ts';
 import { loadedDirectory } from '../testing/key-directory.ts';
@@ -41,7 +41,7 @@ before(async () => {
         return { keyId: 1, projectId: 2, organizationId: 7, plan: null, sendRate: '' };
       },
     }),
-    [internalToken],
+    [gatewayCaller],
   );
   services.add(
     dispatchProto.DispatchService.service,
@@ -50,7 +50,7 @@ before(async () => {
         return { messageId: 1, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 1 };
       },
     }),
-    [internalToken],
+    [gatewayCaller],
   );
   const address = `127.0.0.1:${await services.listen(0, '127.0.0.1')}`;
   redis = connectRedis(testEnvironment.redisUrl, quiet);
@@ -74,7 +74,7 @@ after(async () => {
 
 /** A gateway with a limit of 3 failures a minute per address, trusting `hops` proxies; returns its URL. */
 async function serve(servicesAddress: string, hops: number): Promise<string> {
-  const options = { token: internalToken, deadlineMs: 2_000 };
+  const options = { token: gatewayCaller.token, deadlineMs: 2_000 };
   const authClient = new GrpcClient(authProto.AuthService.service, servicesAddress, options);
   const dispatchClient = new GrpcClient(dispatchProto.DispatchService.service, servicesAddress, options);
   clients.push(authClient, dispatchClient);

@@ -13,12 +13,13 @@ export function isDependencyDown(error: unknown): error is RemoteError {
 }
 
 /**
- * True when a service refused the gateway itself: UNAUTHENTICATED that no mapping claimed as the caller's fault (auth-svc
- * says `invalid_api_key` for a bad API key) is the platform's answer to a wrong INTERNAL_TOKEN. The gateway is
- * misconfigured and the caller did nothing wrong, so this is never a 401.
+ * True when a service refused the gateway itself: UNAUTHENTICATED or PERMISSION_DENIED that no mapping claimed as the
+ * caller's fault (auth-svc says `invalid_api_key` for a bad API key) is the platform's answer to a wrong GATEWAY_TOKEN,
+ * or to a method the gateway's token may not call. The gateway is misconfigured and the caller did nothing wrong, so
+ * this is never a 401 or 403.
  */
-export function isInternalTokenRefused(error: unknown): error is RemoteError {
-  return error instanceof RemoteError && error.status === status.UNAUTHENTICATED;
+export function isGatewayTokenRefused(error: unknown): error is RemoteError {
+  return error instanceof RemoteError && (error.status === status.UNAUTHENTICATED || error.status === status.PERMISSION_DENIED);
 }
 
 /** 503 `service_unavailable`; `cause` is kept for the log line only. */
@@ -34,5 +35,5 @@ export function serviceUnavailable(cause: unknown): ApiError {
  * otherwise the error itself (a bug: 500).
  */
 export function unexpectedRemoteFailure(error: unknown): unknown {
-  return isDependencyDown(error) || isInternalTokenRefused(error) ? serviceUnavailable(error) : error;
+  return isDependencyDown(error) || isGatewayTokenRefused(error) ? serviceUnavailable(error) : error;
 }

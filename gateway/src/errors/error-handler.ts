@@ -5,7 +5,7 @@ import type { Logger } from '@notify/platform';
 import { defaultLanguage, text, translate, type Language } from '../i18n/messages.ts';
 import type { GatewayState } from '../http/state.ts';
 import { ApiError, FieldErrors, type FieldMessage } from './api-error.ts';
-import { isInternalTokenRefused } from './dependency.ts';
+import { isGatewayTokenRefused } from './dependency.ts';
 
 export function handleErrors(logger: Logger): Middleware<GatewayState> {
   return async (ctx, next) => {
@@ -33,9 +33,9 @@ function respond(ctx: ParameterizedContext<GatewayState>, error: unknown, logger
   let refusal: ApiError;
   if (error instanceof ApiError) {
     refusal = error;
-    if (isInternalTokenRefused(refusal.cause)) {
+    if (isGatewayTokenRefused(refusal.cause)) {
       // Not an outage that passes: every request fails until an operator fixes the configuration.
-      logger.error({ requestId, cause: describe(refusal.cause) }, 'a dependency refused the internal token: INTERNAL_TOKEN differs from the one it accepts');
+      logger.error({ requestId, cause: describe(refusal.cause) }, 'a dependency refused the gateway token: GATEWAY_TOKEN differs from the one it accepts, or is not allowed on the method');
     } else if (refusal.status >= 500) {
       // One short line per refused request while a dependency is down: its message, not its stack.
       logger.warn({ requestId, cause: describe(refusal.cause) }, 'a dependency could not answer');

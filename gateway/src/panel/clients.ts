@@ -1,4 +1,4 @@
-// The two gRPC services the panel reads through (internal token): PanelAuthService (auth-svc) and PanelService
+// The two gRPC services the panel reads through (gateway token): PanelAuthService (auth-svc) and PanelService
 // (dispatch-svc).
 import type { GrpcClient } from '@notify/platform';
 import type { auth, dispatch } from '@notify/proto';

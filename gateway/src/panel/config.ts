@@ -17,7 +17,7 @@ export const panelConfigSpec = {
   ),
   panelSignInAccountRate: custom(
     'PANEL_SIGN_IN_ACCOUNT_RATE',
-    { description: 'failed panel sign-ins allowed per account (email), <count>/<unit>; a success starts the count again', default: '10/hour' },
+    { description: 'panel sign-in attempts allowed per account (email), <count>/<unit>, each counted before its password is checked; a success starts the count again', default: '10/hour' },
     parseRate,
   ),
   traceUrlTemplate: custom(

@@ -1,7 +1,7 @@
 // What the panel works with, built from the gateway's configuration: its gRPC clients, the session store and the
 // sign-in limiter (both on the gateway's Redis).
 import type { Redis } from 'ioredis';
-import { GrpcClient, type ConfigOf, type Logger, type Registry } from '@notify/platform';
+import { channelCredentials, GrpcClient, type ConfigOf, type Logger, type Registry } from '@notify/platform';
 import { authProto, dispatchProto } from '@notify/proto';
 import type { PanelAuthClient, PanelQueryClient } from './clients.ts';
 import type { panelConfigSpec } from './config.ts';
@@ -24,7 +24,8 @@ export interface PanelSetup {
   readonly config: ConfigOf<typeof panelConfigSpec> & {
     readonly authSvcAddr: string;
     readonly dispatchSvcAddr: string;
-    readonly internalToken: string;
+    readonly gatewayToken: string;
+    readonly grpcTlsCaFile: string;
     readonly grpcDeadlineMs: number;
     readonly redisKeyPrefix: string;
   };
@@ -35,7 +36,7 @@ export interface PanelSetup {
 }
 
 export function createPanelDeps({ config, redis, logger, registry }: PanelSetup): { deps: PanelDeps; close(): void } {
-  const grpcOptions = { token: config.internalToken, deadlineMs: config.grpcDeadlineMs, registry };
+  const grpcOptions = { token: config.gatewayToken, deadlineMs: config.grpcDeadlineMs, registry, credentials: channelCredentials(config) };
   const auth = new GrpcClient(authProto.PanelAuthService.service, config.authSvcAddr, grpcOptions);
   const dispatch = new GrpcClient(dispatchProto.PanelService.service, config.dispatchSvcAddr, grpcOptions);
   return {

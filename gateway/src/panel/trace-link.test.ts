@@ -6,7 +6,7 @@ import { ConfigError, loadConfig } from '@notify/platform';
 import { configSpec } from '../config.ts';
 import { traceUrl } from './trace-link.ts';
 
-const required = { INTERNAL_TOKEN: 'internal-token-of-at-least-some-length' };
+const required = { GATEWAY_TOKEN: 'gateway-token-of-at-least-some-length' };
 const grafana = 'https://grafana.example.com/explore?left={"datasource":"tempo","queries":[{"query":"{trace_id}"}]}';
 const jaeger = 'http://jaeger:16686/trace/{trace_id}';
 const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';

@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { UserError, type GrpcServer } from '@notify/platform';
 import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
-import { internalToken, rawRequest, serveApp, type ServedApp } from '../testing/serve-app.ts';
+import { gatewayCaller, rawRequest, serveApp, type ServedApp } from '../testing/serve-app.ts';
 import { standIn, standInServer } from '../testing/stand-in.ts';
 import { sendFingerprint } from './fingerprint.ts';
 
@@ -67,7 +67,7 @@ before(async () => {
         };
       },
     }),
-    [internalToken],
+    [gatewayCaller],
   );
   services.add(
     dispatchProto.DispatchService.service,
@@ -112,7 +112,7 @@ before(async () => {
         return { organizationId: request.organizationId, month: '2025-01', accepted: usage.get(request.organizationId) ?? 0 };
       },
     }),
-    [internalToken],
+    [gatewayCaller],
   );
   servicesAddress = `127.0.0.1:${await services.listen(0, '127.0.0.1')}`;
   gateway = await serveApp({ authAddress: servicesAddress, dispatchAddress: servicesAddress, deadlineMs: 500 });
@@ -490,7 +490,7 @@ test('a quota that Send found used up is remembered: the next request stops at c
   assert.equal(next?.headers.get('ratelimit'), null);
 });
 
-test('a service refusing the internal token is 503 service_unavailable, logged as an error naming INTERNAL_TOKEN, never 401', async () => {
+test('a service refusing the gateway token is 503 service_unavailable, logged as an error naming GATEWAY_TOKEN, never 401', async () => {
   const misconfigured = await serveApp({ authAddress: servicesAddress, dispatchAddress: servicesAddress, token: 'not-the-internal-token' });
   try {
     const response = await fetch(`${misconfigured.url}/api/v1/send/`, {
@@ -503,7 +503,7 @@ test('a service refusing the internal token is 503 service_unavailable, logged a
     assert.equal(response.headers.get('www-authenticate'), null);
     assert.deepEqual(await response.json(), { detail: 'The service is temporarily unavailable; retry later.', code: 'service_unavailable', request_id: 'token-1' });
     const logged = misconfigured.logs.find((line) => line['requestId'] === 'token-1' && line['level'] === 'error');
-    assert.match(String(logged?.['msg']), /INTERNAL_TOKEN/);
+    assert.match(String(logged?.['msg']), /GATEWAY_TOKEN/);
   } finally {
     await misconfigured.close();
   }

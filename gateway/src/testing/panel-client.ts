@@ -5,7 +5,7 @@ import { status } from '@grpc/grpc-js';
 import { UserError, type GrpcServer } from '@notify/platform';
 import { authProto, type auth } from '@notify/proto';
 import { sessionCookie } from '../panel/sessions/cookies.ts';
-import { internalToken, type ServedApp } from './serve-app.ts';
+import { gatewayCaller, type ServedApp } from './serve-app.ts';
 import { standIn } from './stand-in.ts';
 
 export interface PanelVisitor {
@@ -51,6 +51,6 @@ export function servePanelAccess(services: GrpcServer, access: { users: auth.Pan
         return { user, organization: access.organization, projects: access.projects };
       },
     }),
-    [internalToken],
+    [gatewayCaller],
   );
 }

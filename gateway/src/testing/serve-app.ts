@@ -16,7 +16,8 @@ import { SendRateLimiter } from '../rate-limit/limiter.ts';
 import { connectRedis } from '../rate-limit/redis.ts';
 import { UnsubscribeLimiter } from '../unsubscribe/unsubscribe-limiter.ts';
 
-export const internalToken = 'internal-token-for-gateway-tests';
+/** The gateway as the stand-in services accept it. */
+export const gatewayCaller = { name: 'gateway', token: 'gateway-token-for-gateway-tests' };
 
 export interface ServedApp {
   readonly url: string;
@@ -57,7 +58,7 @@ export async function serveApp(options: {
   });
   const logger = createLogger('gateway-test', 'debug', sink);
   const registry = createRegistry('gateway-test');
-  const grpcOptions = { token: options.token ?? internalToken, deadlineMs: options.deadlineMs ?? 2_000 };
+  const grpcOptions = { token: options.token ?? gatewayCaller.token, deadlineMs: options.deadlineMs ?? 2_000 };
   const auth = new GrpcClient(authProto.AuthService.service, options.authAddress, grpcOptions);
   const dispatch = new GrpcClient(dispatchProto.DispatchService.service, options.dispatchAddress, grpcOptions);
   const redis = connectRedis(options.redisUrl ?? testEnvironment.redisUrl, logger);
@@ -73,7 +74,7 @@ export async function serveApp(options: {
       config: loadConfig(configSpec, {
         AUTH_SVC_ADDR: options.authAddress,
         DISPATCH_SVC_ADDR: options.dispatchAddress,
-        INTERNAL_TOKEN: grpcOptions.token,
+        GATEWAY_TOKEN: grpcOptions.token,
         GRPC_DEADLINE: `${grpcOptions.deadlineMs}ms`,
         REDIS_KEY_PREFIX: keyPrefix,
         ...options.panelEnv,

@@ -7,7 +7,7 @@ import { status } from '@grpc/grpc-js';
 import { UserError, type GrpcServer } from '@notify/platform';
 import { createDataKey, readUnsubscribeToken, unsubscribeToken } from '@notify/platform/mail';
 import { dispatchProto } from '@notify/proto';
-import { internalToken, serveApp, type ServedApp } from '../testing/serve-app.ts';
+import { gatewayCaller, serveApp, type ServedApp } from '../testing/serve-app.ts';
 import { standIn, standInServer } from '../testing/stand-in.ts';
 
 const dataKey = createDataKey(randomBytes(32));
@@ -34,7 +34,7 @@ before(async () => {
         return { maskedAddress, suppressed: true, changed };
       },
     }),
-    [internalToken],
+    [gatewayCaller],
   );
   const port = await services.listen(0, '127.0.0.1');
   const address = `127.0.0.1:${port}`;

@@ -16,7 +16,7 @@ import type { UnsubscribeLimiter } from './unsubscribe-limiter.ts';
 export type ReportClient = GrpcClient<dispatch.ReportServiceDefinition>;
 
 export interface UnsubscribeDeps {
-  /** dispatch-svc's ReportService (internal token). */
+  /** dispatch-svc's ReportService (gateway token, allowed on Unsubscribe only). */
   readonly reports: ReportClient;
   readonly limiter: UnsubscribeLimiter;
   readonly logger: Logger;

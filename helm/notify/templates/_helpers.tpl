@@ -103,7 +103,9 @@ databaseUrl: { env: DATABASE_URL, file: database-url, fromFile: true }
 redisUrl: { env: REDIS_URL, file: redis-url, fromFile: true }
 natsUrl: { env: NATS_URL, file: nats-url, fromFile: true }
 smtpUrl: { env: SMTP_URL, file: smtp-url, fromFile: true }
-internalToken: { env: INTERNAL_TOKEN, file: internal-token, fromFile: true }
+gatewayToken: { env: GATEWAY_TOKEN, file: gateway-token, fromFile: true }
+mailerToken: { env: MAILER_TOKEN, file: mailer-token, fromFile: true }
+bounceToken: { env: BOUNCE_TOKEN, file: bounce-token, fromFile: true }
 adminToken: { env: ADMIN_TOKEN, file: admin-token, fromFile: true }
 dataKey: { env: NOTIFY_DATA_KEY, file: data-key, fromFile: true }
 {{- end }}
@@ -282,6 +284,9 @@ spec:
 
 {{/* Fails rendering when values contradict each other; included by the ConfigMap, which every install renders. */}}
 {{- define "notify.validate" -}}
+{{- if and (ne .Values.natsAuth.mode "none") (not .Values.natsAuth.secretName) }}
+{{- fail "natsAuth.mode needs natsAuth.secretName: a Secret with one key per component (gateway, auth-svc, dispatch-svc, mailer-svc, webhook-svc) holding its NATS password or NKey seed." }}
+{{- end }}
 {{- if and .Values.mailer.keda.enabled .Values.mailer.autoscaling.enabled }}
 {{- fail "mailer.keda.enabled and mailer.autoscaling.enabled are mutually exclusive: KEDA creates its own HorizontalPodAutoscaler for the mailer Deployment, and two autoscalers on one Deployment fight each other. Enable one of them." }}
 {{- end }}
@@ -342,4 +347,108 @@ where the proxy's X-Forwarded-Proto does not reach it; Strict-Transport-Security
 {{- else -}}
 {{- $hops | int -}}
 {{- end -}}
+{{- end }}
+
+{{/* ---- TLS between the services (grpcTls) ------------------------------------------------------------------- */}}
+
+{{- define "notify.grpcTlsSecretName" -}}
+{{- .Values.grpcTls.secretName | default (printf "%s-grpc-tls" (include "notify.fullname" .)) }}
+{{- end }}
+
+{{- define "notify.grpcTlsMountPath" -}}/var/run/secrets/notify-grpc-tls{{- end }}
+
+{{/*
+Environment of a gRPC server (role "server": its certificate and key) or client (role "client": the CA that issued
+the servers' certificates). Nothing without grpcTls.enabled. Call with (dict "root" $ "role" "server").
+*/}}
+{{- define "notify.grpcTlsEnv" -}}
+{{- if .root.Values.grpcTls.enabled }}
+{{- $path := include "notify.grpcTlsMountPath" .root }}
+{{- if eq .role "server" }}
+- name: GRPC_TLS_CERT_FILE
+  value: {{ $path }}/tls.crt
+- name: GRPC_TLS_KEY_FILE
+  value: {{ $path }}/tls.key
+{{- else }}
+- name: GRPC_TLS_CA_FILE
+  value: {{ $path }}/ca.crt
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "notify.grpcTlsVolumeMount" -}}
+{{- if .Values.grpcTls.enabled }}
+- name: grpc-tls
+  mountPath: {{ include "notify.grpcTlsMountPath" . }}
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{/* The servers mount their key pair, the clients only the CA certificate: a client never holds a server's key. */}}
+{{- define "notify.grpcTlsVolume" -}}
+{{- if .root.Values.grpcTls.enabled }}
+- name: grpc-tls
+  secret:
+    secretName: {{ include "notify.grpcTlsSecretName" .root }}
+    items:
+      {{- if eq .role "server" }}
+      - { key: tls.crt, path: tls.crt }
+      - { key: tls.key, path: tls.key }
+      {{- else }}
+      - { key: ca.crt, path: ca.crt }
+      {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+A probe of a gRPC server: grpc.health.v1 in plaintext; with grpcTls the kubelet cannot speak TLS to a gRPC probe,
+so the ops listener answers instead (/healthz alive, /readyz dependencies reachable).
+Call with (dict "root" $ "port" <grpc port> "path" "/healthz").
+*/}}
+{{- define "notify.grpcServerProbe" -}}
+{{- if .root.Values.grpcTls.enabled }}
+httpGet: { path: {{ .path }}, port: metrics }
+{{- else }}
+grpc: { port: {{ .port }} }
+{{- end }}
+{{- end }}
+
+{{/* ---- NATS credentials (natsAuth) ----------------------------------------------------------------------------- */}}
+
+{{- define "notify.natsAuthMountPath" -}}/var/run/secrets/notify-nats{{- end }}
+
+{{/*
+The NATS identity of a component: with natsAuth.mode userPassword the user is the component's name and the Secret's
+key of that name holds its password; with nkey that key holds its NKey seed. Only the component's own key is mounted.
+Call with (dict "root" $ "component" "dispatch-svc").
+*/}}
+{{- define "notify.natsAuthEnv" -}}
+{{- $path := include "notify.natsAuthMountPath" .root }}
+{{- if eq .root.Values.natsAuth.mode "userPassword" }}
+- name: NATS_USER
+  value: {{ .component }}
+- name: NATS_PASSWORD_FILE
+  value: {{ $path }}/password
+{{- else if eq .root.Values.natsAuth.mode "nkey" }}
+- name: NATS_NKEY_SEED_FILE
+  value: {{ $path }}/nkey-seed
+{{- end }}
+{{- end }}
+
+{{- define "notify.natsAuthVolumeMount" -}}
+{{- if ne .Values.natsAuth.mode "none" }}
+- name: nats-auth
+  mountPath: {{ include "notify.natsAuthMountPath" . }}
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "notify.natsAuthVolume" -}}
+{{- if ne .root.Values.natsAuth.mode "none" }}
+- name: nats-auth
+  secret:
+    secretName: {{ .root.Values.natsAuth.secretName }}
+    items:
+      - { key: {{ .component }}, path: {{ ternary "password" "nkey-seed" (eq .root.Values.natsAuth.mode "userPassword") }} }
+{{- end }}
 {{- end }}

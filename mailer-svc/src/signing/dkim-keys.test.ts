@@ -35,7 +35,7 @@ before(async () => {
         return answer();
       },
     },
-    [token],
+    [{ name: 'mailer', token }],
   );
   const port = await server.listen(0, '127.0.0.1');
   client = new GrpcClient(dispatchProto.SigningKeyService.service, `127.0.0.1:${port}`, { token, deadlineMs: 2_000 });

@@ -29,7 +29,7 @@ before(async () => {
         return { keyId: 1, projectId: 2, organizationId: request.organizationId, plan: null, sendRate: '' };
       },
     },
-    [token],
+    [{ name: 'test', token }],
   );
   address = `127.0.0.1:${await server.listen(0, '127.0.0.1')}`;
 });

@@ -1,4 +1,4 @@
-// Typed promise client for one gRPC service: internal token on every call, a deadline on every call,
+// Typed promise client for one gRPC service: the caller's token on every call, a deadline on every call,
 // client-side round-robin over every address the name resolves to (a headless Service in Kubernetes), and the
 // caller's view of each call as metrics (its latency includes the network and the server's queue).
 import * as grpc from '@grpc/grpc-js';
@@ -21,6 +21,8 @@ export interface GrpcClientOptions {
    * records nothing (tools and tests). Clients sharing a registry share the two metrics, told apart by `method`.
    */
   registry?: Registry;
+  /** TLS from channelCredentials() (tls.ts); plaintext without. */
+  credentials?: grpc.ChannelCredentials;
 }
 
 interface ClientMetrics {
@@ -74,7 +76,7 @@ export class GrpcClient<D extends grpc.ServiceDefinition> {
     this.#definition = definition;
     this.#options = options;
     this.#metrics = options.registry && clientMetrics(options.registry);
-    this.#client = new grpc.Client(address, grpc.credentials.createInsecure(), channelOptions);
+    this.#client = new grpc.Client(address, options.credentials ?? grpc.credentials.createInsecure(), channelOptions);
   }
 
   /** Rejects with RemoteError (status, stable reason, field messages) when the call fails or passes its deadline. */

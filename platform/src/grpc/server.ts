@@ -1,4 +1,4 @@
-// gRPC server with the cross-cutting concerns as interceptors: internal-token check, metrics, logging of unexpected errors,
+// gRPC server with the cross-cutting concerns as interceptors: caller-token check, metrics, logging of unexpected errors,
 // grpc.health.v1, and graceful shutdown (NOT_SERVING first, then drain in-flight calls).
 import { hash, timingSafeEqual } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
@@ -21,6 +21,15 @@ export type AsyncHandlers<D> = {
 /** The named methods of a generated service definition, without its `[index: string]` signature. */
 export type KnownMethods<D> = { [K in keyof D as string extends K ? never : K]: D[K] };
 
+/** One calling component (gateway, mailer, bounce, admin) and the bearer token it presents. */
+export interface Caller {
+  readonly name: string;
+  readonly token: string;
+}
+
+/** Who may call a service: the same callers for every method, or a list per method (least privilege inside a service). */
+export type Access<D> = readonly Caller[] | { readonly [M in keyof KnownMethods<D>]: readonly Caller[] };
+
 const digest = (value: string): Buffer => hash('sha256', value, 'buffer');
 
 function serviceOf(path: string): string {
@@ -30,13 +39,20 @@ function serviceOf(path: string): string {
 export class GrpcServer {
   readonly #server: grpc.Server;
   readonly #health = new HealthImplementation({ '': 'NOT_SERVING' });
-  readonly #tokenDigests = new Map<string, Buffer[]>();
+  /** Method path → names of the callers it accepts. Paths not here (grpc.health.v1) are open. */
+  readonly #allowed = new Map<string, ReadonlySet<string>>();
+  /** Every caller any service accepts, so a known token on the wrong method is told apart from an unknown one. */
+  readonly #callers = new Map<string, Buffer>();
+  readonly #services = new Set<string>();
   readonly #logger: Logger;
+  readonly #credentials: grpc.ServerCredentials;
   readonly #handled: Counter<'method' | 'code'>;
   readonly #duration: Histogram<'method'>;
 
-  constructor(options: { logger: Logger; registry: Registry }) {
+  /** `credentials`: TLS from serverCredentials() (tls.ts); plaintext without. */
+  constructor(options: { logger: Logger; registry: Registry; credentials?: grpc.ServerCredentials }) {
     this.#logger = options.logger;
+    this.#credentials = options.credentials ?? grpc.ServerCredentials.createInsecure();
     this.#handled = new Counter({
       name: 'notify_grpc_server_handled_total',
       help: 'gRPC calls completed by the server, by method and status code',
@@ -54,11 +70,17 @@ export class GrpcServer {
     this.#health.addToServer(this.#server);
   }
 
-  /** Serves `definition` to callers presenting one of `tokens` as `authorization: Bearer <token>`. */
-  add<D extends grpc.ServiceDefinition>(definition: D, handlers: AsyncHandlers<D>, tokens: readonly string[]): void {
+  /**
+   * Serves `definition` to the callers `access` names, each presenting its token as `authorization: Bearer <token>`.
+   * An unknown token is UNAUTHENTICATED; the token of a caller not allowed on the method is PERMISSION_DENIED.
+   */
+  add<D extends grpc.ServiceDefinition>(definition: D, handlers: AsyncHandlers<D>, access: Access<D>): void {
     const implementation: grpc.UntypedServiceImplementation = {};
     for (const [method, spec] of Object.entries(definition)) {
-      this.#tokenDigests.set(serviceOf(spec.path), tokens.map(digest));
+      const callers: readonly Caller[] = Array.isArray(access) ? access : (access as Record<string, readonly Caller[]>)[method] ?? [];
+      for (const caller of callers) this.#register(caller);
+      this.#allowed.set(spec.path, new Set(callers.map((caller) => caller.name)));
+      this.#services.add(serviceOf(spec.path));
       const handler = (handlers as Record<string, unknown>)[method] as (request: unknown, metadata: grpc.Metadata) => Promise<unknown>;
       implementation[method] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
         handler(call.request, call.metadata).then(
@@ -78,7 +100,7 @@ export class GrpcServer {
   /** Binds, marks every service SERVING, and returns the bound port (useful with port 0). */
   async listen(port: number, host = '0.0.0.0'): Promise<number> {
     const bound = await new Promise<number>((resolve, reject) => {
-      this.#server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (error, actual) =>
+      this.#server.bindAsync(`${host}:${port}`, this.#credentials, (error, actual) =>
         error ? reject(error) : resolve(actual),
       );
     });
@@ -101,16 +123,39 @@ export class GrpcServer {
 
   #setAll(status: 'SERVING' | 'NOT_SERVING'): void {
     this.#health.setStatus('', status);
-    for (const service of this.#tokenDigests.keys()) this.#health.setStatus(service, status);
+    for (const service of this.#services) this.#health.setStatus(service, status);
   }
 
-  #accepts(path: string, metadata: grpc.Metadata): boolean {
-    const accepted = this.#tokenDigests.get(serviceOf(path));
-    if (!accepted) return true; // grpc.health.v1 is open, as kubelet probes carry no token
+  #register(caller: Caller): void {
+    const known = this.#callers.get(caller.name);
+    const token = digest(caller.token);
+    // Two tokens under one name would make the name in the refusal log a lie.
+    if (known && !timingSafeEqual(known, token)) throw new Error(`caller ${caller.name} is registered with two different tokens`);
+    this.#callers.set(caller.name, token);
+  }
+
+  /** The caller whose token `metadata` carries, or undefined for a missing or unknown token. */
+  #identify(metadata: grpc.Metadata): string | undefined {
     const header = metadata.get('authorization')[0];
-    if (typeof header !== 'string' || !header.startsWith('Bearer ')) return false;
+    if (typeof header !== 'string' || !header.startsWith('Bearer ')) return undefined;
     const presented = digest(header.slice('Bearer '.length));
-    return accepted.some((token) => timingSafeEqual(token, presented));
+    for (const [name, token] of this.#callers) if (timingSafeEqual(token, presented)) return name;
+    return undefined;
+  }
+
+  /** Undefined when the call may proceed, otherwise the status that refuses it. */
+  #refusal(path: string, metadata: grpc.Metadata): Pick<grpc.StatusObject, 'code' | 'details'> | undefined {
+    const allowed = this.#allowed.get(path);
+    if (!allowed) return undefined; // grpc.health.v1 is open, as kubelet probes carry no token
+    const caller = this.#identify(metadata);
+    if (caller === undefined) {
+      this.#logger.warn({ method: path }, 'gRPC call refused: missing or unknown caller token');
+      return { code: grpc.status.UNAUTHENTICATED, details: 'missing or unknown caller token' };
+    }
+    if (allowed.has(caller)) return undefined;
+    // A real caller out of its lane: a misconfiguration or a compromised component, worth a warning (never the token).
+    this.#logger.warn({ method: path, caller }, 'gRPC call refused: the caller may not call this method');
+    return { code: grpc.status.PERMISSION_DENIED, details: `the ${caller} token may not call ${path}` };
   }
 
   readonly #intercept: grpc.ServerInterceptor = (descriptor, call) => {
@@ -121,9 +166,10 @@ export class GrpcServer {
     };
     const listener = new grpc.ServerListenerBuilder()
       .withOnReceiveMetadata((metadata, next) => {
-        if (this.#accepts(descriptor.path, metadata)) return next(metadata);
-        record(grpc.status.UNAUTHENTICATED);
-        call.sendStatus({ code: grpc.status.UNAUTHENTICATED, details: 'missing or invalid internal token' });
+        const refusal = this.#refusal(descriptor.path, metadata);
+        if (!refusal) return next(metadata);
+        record(refusal.code);
+        call.sendStatus(refusal);
       })
       .build();
     const responder = new grpc.ResponderBuilder()

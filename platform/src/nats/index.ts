@@ -1,17 +1,37 @@
 // NATS JetStream: the connection, streams and consumers created from their declarations (proto/src/streams.ts), the
 // link's state and readiness, durable consumption, dead letters, and trace context carried in headers.
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, nkeyAuthenticator, usernamePasswordAuthenticator, type Authenticator, type NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, jetstreamManager, RetentionPolicy, StorageType, type ConsumerConfig, type JetStreamManager } from '@nats-io/jetstream';
 import type { StreamDeclaration } from '@notify/proto';
+import { ConfigError } from '../config.ts';
 import type { Logger } from '../logger.ts';
 
 export { headers } from '@nats-io/transport-node';
 export type { Msg, NatsConnection } from '@nats-io/transport-node';
 
-export async function connectNats(servers: string, name: string, logger: Logger): Promise<NatsConnection> {
+/** Who a service is to the NATS server (natsSettings): a user and password, an NKey seed, or nothing. */
+export interface NatsCredentials {
+  readonly natsUser: string;
+  readonly natsPassword: string;
+  readonly natsNkeySeed: string;
+}
+
+const noNatsCredentials: NatsCredentials = { natsUser: '', natsPassword: '', natsNkeySeed: '' };
+
+function authenticatorOf(credentials: NatsCredentials): Authenticator | undefined {
+  const { natsUser, natsPassword, natsNkeySeed } = credentials;
+  if (natsNkeySeed !== '' && (natsUser !== '' || natsPassword !== '')) throw new ConfigError(['NATS_NKEY_SEED: give either it or NATS_USER and NATS_PASSWORD, not both']);
+  if (natsNkeySeed !== '') return nkeyAuthenticator(new TextEncoder().encode(natsNkeySeed));
+  if ((natsUser === '') !== (natsPassword === '')) throw new ConfigError(['NATS_USER and NATS_PASSWORD go together']);
+  return natsUser === '' ? undefined : usernamePasswordAuthenticator(natsUser, natsPassword);
+}
+
+export async function connectNats(servers: string, name: string, logger: Logger, credentials: NatsCredentials = noNatsCredentials): Promise<NatsConnection> {
+  const authenticator = authenticatorOf(credentials);
   const connection = await connect({
     servers: servers.split(','),
     name,
+    ...(authenticator ? { authenticator } : {}),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     // Otherwise every request (each JetStream publish and ack) builds an Error, with its stack, in case it fails.

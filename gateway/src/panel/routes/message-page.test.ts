@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { UserError, type GrpcServer } from '@notify/platform';
 import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
-import { internalToken, serveApp, type ServedApp } from '../../testing/serve-app.ts';
+import { gatewayCaller, serveApp, type ServedApp } from '../../testing/serve-app.ts';
 import { standIn, standInServer } from '../../testing/stand-in.ts';
 import { sessionCookie } from '../sessions/cookies.ts';
 
@@ -62,7 +62,7 @@ before(async () => {
         return access;
       },
     }),
-    [internalToken],
+    [gatewayCaller],
   );
   services.add(
     dispatchProto.PanelService.service,
@@ -75,7 +75,7 @@ before(async () => {
         return { message: found, renderedSubject: 'Welcome, Ada!', subjectError: '' };
       },
     }),
-    [internalToken],
+    [gatewayCaller],
   );
   const address = `127.0.0.1:${await services.listen(0, '127.0.0.1')}`;
   [linked, plain] = await Promise.all([

@@ -7,7 +7,7 @@ import { status } from '@grpc/grpc-js';
 import { UserError, type GrpcServer } from '@notify/platform';
 import { dispatchProto, type auth, type dispatch } from '@notify/proto';
 import { panelClient, servePanelAccess } from '../../testing/panel-client.ts';
-import { internalToken, serveApp, type ServedApp } from '../../testing/serve-app.ts';
+import { gatewayCaller, serveApp, type ServedApp } from '../../testing/serve-app.ts';
 import { standIn, standInServer } from '../../testing/stand-in.ts';
 
 const createdAt = '2026-01-31T09:00:00.000Z';
@@ -93,7 +93,7 @@ before(async () => {
         return { eventId: request.eventId, endpointIds: [request.webhookId] };
       },
     }),
-    [internalToken],
+    [gatewayCaller],
   );
   const address = `127.0.0.1:${await services.listen(0, '127.0.0.1')}`;
   gateway = await serveApp({ authAddress: address, dispatchAddress: address, panelEnv: {} });
