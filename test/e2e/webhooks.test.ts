@@ -123,7 +123,11 @@ test('a receiver down for a while then up gets every event, retried under the sa
   await waitFor(async () => ((await attemptsOf(id)).length >= 6 ? true : undefined), { timeoutMs: 20_000, what: 'two failed attempts per event' });
   await receiver.start();
   const got = await receivedFor(receiver, ids);
-  const attempts = await attemptsOf(id);
+  // Each successful attempt is recorded once the receiver's answer is in, just after the receiver saw the request.
+  const attempts = await waitFor(async () => {
+    const rows = await attemptsOf(id);
+    return got.every((webhook) => rows.some((attempt) => `evt_${attempt.event_id}` === webhook.id && attempt.status_code === 204)) ? rows : undefined;
+  }, { timeoutMs: 5_000, what: 'the successful attempts recorded' });
   for (const webhook of got) {
     const ofEvent = attempts.filter((attempt) => `evt_${attempt.event_id}` === webhook.id);
     assert.ok(ofEvent.length >= 3, `${webhook.id}: ${JSON.stringify(ofEvent)}`);
