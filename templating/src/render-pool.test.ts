@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { startRenderPool, type RenderPool, type RenderPoolOptions, type WorkerReplaced } from './render-pool.ts';
 import { createRenderer, TemplateRenderError, type TemplateSource } from './renderer.ts';
@@ -136,6 +137,26 @@ describe('render pool', () => {
     }
     await assert.rejects(workers.render({ projectId: 1, template: template(), data: {} }), /closed/);
     await workers.close();
+  });
+
+  it('a render whose data cannot cross threads fails alone; the worker stays free', async () => {
+    const { pool: workers } = await pool();
+    await assert.rejects(workers.render({ projectId: 1, template: template(), data: { name: () => 'a function' } }), /cannot be handed to a render worker/);
+    assert.equal((await workers.render({ projectId: 1, template: template(), data: { name: 'next' } })).text, 'Hello next');
+  });
+
+  it('its threads yield the CPU to the service: a niceness 10 above its own, for render threads only (Linux)', { skip: !existsSync('/proc/thread-self') }, async () => {
+    await pool({ workers: 2 });
+    const threads = readdirSync(`/proc/${process.pid}/task`).map((id) => {
+      const stat = readFileSync(`/proc/${process.pid}/task/${id}/stat`, 'utf8');
+      // Fields after the command name; niceness is field 19 of the line.
+      const niceness = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+      return { name: readFileSync(`/proc/${process.pid}/task/${id}/comm`, 'utf8').trim(), niceness };
+    });
+    const renderers = threads.filter((thread) => thread.name.startsWith('template render'));
+    assert.ok(renderers.length >= 2, JSON.stringify(threads));
+    const own = threads.find((thread) => thread.name === 'MainThread')?.niceness ?? 0;
+    assert.ok(renderers.every((thread) => thread.niceness === Math.min(19, own + 10)), JSON.stringify(threads));
   });
 
   it('refuses a pool without workers', async () => {

@@ -1,9 +1,11 @@
 // The one way services render tenant templates: in a pool of worker threads, never on their own event loop. LiquidJS
 // enforces its render limit synchronously, so a template with nested loops holds whichever thread runs it for up to
 // that limit; here that thread is a worker, and the service keeps answering health checks, delivering other mail and
-// serving calls meanwhile. Each render has a hard deadline (the render limit plus a margin): a worker still busy at
-// the deadline is terminated and replaced, and the render rejects with a TemplateRenderError, as does one whose
-// worker dies twice (out of memory). Parsing and the cache of parsed templates live in the workers.
+// serving calls meanwhile. Render threads also run at a lower CPU priority than the service's own thread
+// (render-worker.ts), so on a busy CPU the service's work comes first. Each render has a hard deadline (the render
+// limit plus a margin): a worker still busy at the deadline is terminated and replaced, and the render rejects with a
+// TemplateRenderError, as does one whose worker dies twice (out of memory). Parsing and the cache of parsed templates
+// live in the workers.
 import { Worker } from 'node:worker_threads';
 import type { RenderReply, RenderRequest } from './render-protocol.ts';
 import { defaultRendererOptions, TemplateRenderError, type RenderedMail, type Renderer, type RendererOptions, type TemplateSource } from './renderer.ts';
@@ -167,7 +169,14 @@ class WorkerPool implements RenderPool {
       slot.task = task;
       // The deadline runs from when a worker takes the render: time waiting in the queue is not the template's.
       slot.timer = setTimeout(() => this.#expire(slot, task), this.#deadlineMs);
-      slot.worker.postMessage({ id: task.id, source: task.source } satisfies RenderRequest);
+      try {
+        slot.worker.postMessage({ id: task.id, source: task.source } satisfies RenderRequest);
+      } catch (error) {
+        // Data that cannot cross threads (never JSON's): this render fails, the worker stays free for the next.
+        clearTimeout(slot.timer);
+        slot.task = undefined;
+        task.reject(new Error(`${describe(task.source)}: its data cannot be handed to a render worker: ${(error as Error).message}`));
+      }
     }
   }
 

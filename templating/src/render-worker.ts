@@ -2,7 +2,7 @@
 // sandboxed renderer and its cache of parsed templates. Whatever a template does here, it holds this thread only;
 // the pool terminates the thread when a render outlives its deadline.
 import { readlinkSync } from 'node:fs';
-import { setPriority } from 'node:os';
+import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createRenderer, TemplateRenderError, type RendererOptions } from './renderer.ts';
 import type { RenderReply, RenderRequest } from './render-protocol.ts';
@@ -10,18 +10,18 @@ import type { RenderReply, RenderRequest } from './render-protocol.ts';
 const port = parentPort;
 if (!port) throw new Error('render-worker.ts runs as a worker thread of the render pool, not on its own');
 
-/** Niceness of a render thread: the service's own thread (health checks, SMTP, NATS, gRPC) comes first for the CPU. */
-const renderNiceness = 10;
+/** How much lower than the service's own thread a render thread runs: health checks, SMTP, NATS and gRPC come first. */
+const nicenessAboveService = 10;
 
 /**
- * Lowers this thread's priority, not the process's: on Linux a thread has its own niceness, set through its thread
- * id (/proc/thread-self names it). Raising niceness needs no privilege. Elsewhere, or if refused, renders keep the
- * service's priority; they are still bounded by their deadline.
+ * Lowers this thread's CPU priority, not the process's: on Linux a thread has its own niceness, set through its
+ * thread id (/proc/thread-self names it), and raising niceness needs no privilege. Elsewhere, or if refused, renders
+ * keep the service's priority; they are still bounded by their deadline.
  */
 function yieldCpuToService(): void {
   try {
     const threadId = Number(readlinkSync('/proc/thread-self').split('/').pop());
-    if (Number.isInteger(threadId) && threadId > 0) setPriority(threadId, renderNiceness);
+    if (Number.isInteger(threadId) && threadId > 0) setPriority(threadId, Math.min(19, getPriority(threadId) + nicenessAboveService));
   } catch {
     // not Linux, or not permitted
   }
