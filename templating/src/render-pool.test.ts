@@ -3,15 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { startRenderPool, type RenderPool, type RenderPoolOptions, type WorkerReplaced } from './render-pool.ts';
 import { createRenderer, TemplateRenderError, type TemplateSource } from './renderer.ts';
-
-const template = (parts: Partial<{ subject: string; html: string; text: string }> = {}) => ({
-  slug: 'welcome',
-  version: 1,
-  subject: 'Hello {{ name }}',
-  html: '<p>Hello {{ name }}</p>',
-  text: 'Hello {{ name }}',
-  ...parts,
-});
+import { template } from './testing/template.ts';
 
 /** Two loops of 3,000 over data: about 9 million iterations, far past any render limit. */
 const nestedLoops = '{% for a in items %}{% for b in items %}{{ a }}{% endfor %}{% endfor %}';
