@@ -5,7 +5,7 @@ import { runPeriodically } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import { ensureStream, jetstream, jetstreamManager, watchNatsLink, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
 import { streamDeclarations, topology, type Topology } from '@notify/proto';
-import { LiquidSyntax } from '@notify/templating';
+import { LiquidSyntax, startRenderPool, type RenderPool } from '@notify/templating';
 import type { configSpec } from './config.ts';
 import { ensureDeliveryLimitStream, startDeliveryLimitConsumer } from './dead-letters/delivery-limit.ts';
 import { ensureEventsConsumer, startEventConsumer } from './events/event-consumer.ts';
@@ -22,7 +22,7 @@ import { VariablesSchemas } from './templates/variables-schema.ts';
 
 export type DispatchSettings = Pick<
   ConfigOf<typeof configSpec>,
-  'natsPrefix' | 'natsStreamReplicas' | 'gatewayToken' | 'mailerToken' | 'bounceToken' | 'adminToken' | 'idempotencyTtlMs' | 'outboxRelayIntervalMs' | 'outboxRelayMinAgeMs' | 'deliverabilityIntervalMs' | 'testFault' | 'webhookAllowPrivate' | 'dataKey'
+  'natsPrefix' | 'natsStreamReplicas' | 'gatewayToken' | 'mailerToken' | 'bounceToken' | 'adminToken' | 'idempotencyTtlMs' | 'outboxRelayIntervalMs' | 'outboxRelayMinAgeMs' | 'deliverabilityIntervalMs' | 'testFault' | 'webhookAllowPrivate' | 'dataKey' | 'renderWorkers'
 >;
 
 export interface DispatchClients {
@@ -42,6 +42,8 @@ export interface Dispatch {
   readonly publisher: JobPublisher;
   /** What the gRPC services run with. */
   readonly deps: ServiceDeps;
+  /** The worker threads previews and subjects render in (deps.renderer); closed after the gRPC server. */
+  readonly renderer: RenderPool;
   /** Adds dispatch-svc's gRPC services (services.ts) to `server`. */
   serve(server: GrpcServer): void;
   /** Starts the outbox and webhook relays, the idempotency sweep, the event and delivery-limit consumers, the queue and deliverability gauges. */
@@ -64,11 +66,17 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
   const link = watchNatsLink(nats);
   // A test fault (refused outside NODE_ENV=test) must look like a crash, with no shutdown steps.
   const publisher = withTestFault(createJobPublisher({ js, subject: names.jobsSubject, metrics, connected: link.connected }), settings.testFault, clients.crash);
+  // The panel's previews render tenant templates: in worker threads, so a hostile one never holds Send or any other call.
+  const renderer = await startRenderPool({
+    workers: settings.renderWorkers,
+    onWorkerReplaced: (event) => logger.warn({ reason: event.reason, template: event.template, detail: event.detail }, 'render worker replaced'),
+  });
   const deps: ServiceDeps = {
     pool,
     publisher,
     schemas: new VariablesSchemas(),
     liquid: new LiquidSyntax(),
+    renderer,
     metrics,
     logger,
     idempotencyTtlMs: settings.idempotencyTtlMs,
@@ -88,6 +96,7 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
     metrics,
     publisher,
     deps,
+    renderer,
     serve: (server) => addDispatchServices(server, deps),
     startBackground() {
       const relay = runPeriodically(

@@ -24,6 +24,12 @@ export const configSpec = {
     default: '1m',
     minMs: 1_000,
   }),
+  renderWorkers: integer('PANEL_RENDER_WORKERS', {
+    description: "worker threads the web panel's template previews and message subjects render in: a template that runs to its time limit holds one of them, never the service",
+    default: 2,
+    min: 1,
+    max: 64,
+  }),
   webhookAllowPrivate: boolean('NOTIFY_WEBHOOK_ALLOW_PRIVATE', {
     description: 'accept webhook endpoint URLs over plain http:// (local development; https:// is required otherwise)',
     default: false,

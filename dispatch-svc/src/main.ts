@@ -26,6 +26,7 @@ runService('dispatch-svc', configSpec, async ({ config, logger, registry, lifecy
   lifecycle.onShutdown('in-flight calls, outbox relay and consumers', ShutdownPriority.drain, async () => {
     await Promise.all([server.close(Math.floor(config.shutdownTimeoutMs * 0.8)), background.stop()]);
   });
+  lifecycle.onShutdown('render workers', ShutdownPriority.closeClients, () => dispatch.renderer.close());
   lifecycle.onShutdown('NATS connection', ShutdownPriority.closeClients, () => nats.drain());
   lifecycle.onShutdown('database pool', ShutdownPriority.closeClients, () => pool.end());
 });

@@ -13,7 +13,7 @@ import { suppressionAdminHandlers } from './suppressions/suppression-admin.ts';
 import { panelServiceHandlers } from './panel/panel-service.ts';
 import { reportServiceHandlers } from './reports/report-service.ts';
 import type { DataKey } from '@notify/platform/mail';
-import type { LiquidSyntax } from '@notify/templating';
+import type { LiquidSyntax, Renderer } from '@notify/templating';
 import { templateAdminHandlers } from './templates/template-admin.ts';
 import { getUsage } from './usage/get-usage.ts';
 import { webhookAdminHandlers } from './webhooks/webhook-admin.ts';
@@ -23,6 +23,8 @@ export interface ServiceDeps extends SendDeps, WebhookDeps {
   readonly liquid: LiquidSyntax;
   /** The components that call dispatch-svc, each with its own token. */
   readonly callers: DispatchCallers;
+  /** Renders the panel's previews and subjects (the render pool of build.ts). */
+  readonly renderer: Renderer;
   /** NOTIFY_DATA_KEY: verifies unsubscribe tokens. */
   readonly dataKey: DataKey;
 }

@@ -28,6 +28,12 @@ export const mailerConfig = {
   smtpUrl: url('SMTP_URL', { description: 'SMTP relay, smtp:// or smtps://, credentials in the URL', default: 'smtp://127.0.0.1:2525', protocols: ['smtp', 'smtps'], secret: true }),
   mailFrom: custom('MAIL_FROM', { description: 'From of every message; its domain also names the Message-ID', default: 'Notify <no-reply@notify.localhost>' }, parseSender),
   concurrency: integer('MAILER_CONCURRENCY', { description: 'jobs one replica delivers at once', default: 32, min: 1, max: 1_000 }),
+  renderWorkers: integer('MAILER_RENDER_WORKERS', {
+    description: 'worker threads one replica renders templates in: a template that runs to its time limit holds one of them, never the replica',
+    default: 2,
+    min: 1,
+    max: 64,
+  }),
   smtpPoolSize: integer('SMTP_POOL_SIZE', { description: 'SMTP connections one replica keeps open', default: 5, min: 1, max: 100 }),
   maxAttempts: integer('MAILER_MAX_ATTEMPTS', { description: 'delivery attempts before a temporarily refused message fails (a backstop behind MAILER_MAX_AGE)', default: 200, min: 1, max: 1_000 }),
   maxAgeMs: duration('MAILER_MAX_AGE', { description: 'age (from acceptance or re-queueing) after which a temporarily refused message fails', default: '4d', minMs: 1_000 }),

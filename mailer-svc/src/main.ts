@@ -10,7 +10,7 @@ import { createMailSender } from './delivery/mail-sender.ts';
 import { startMailer } from './delivery/mailer.ts';
 import { createMailerMetrics } from './delivery/metrics.ts';
 import { openOutcomeLedger } from './delivery/outcome-ledger.ts';
-import { createRenderer } from '@notify/templating';
+import { startRenderPool } from '@notify/templating';
 import { createDkimKeys } from './signing/dkim-keys.ts';
 import { assertTestFaultAllowed } from './test-fault.ts';
 
@@ -44,6 +44,11 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
   const dkimRefresh = runPeriodically('DKIM key refresh', config.dkimRefreshMs, () => dkimKeys.refresh(), logger);
 
   const metrics = createMailerMetrics(registry);
+  // Templates render in worker threads: a hostile one holds a worker until its deadline, never this event loop.
+  const renderer = await startRenderPool({
+    workers: config.renderWorkers,
+    onWorkerReplaced: (event) => logger.warn({ reason: event.reason, template: event.template, detail: event.detail }, 'render worker replaced'),
+  });
   const sender = createMailSender({
     smtpUrl: config.smtpUrl,
     sender: config.mailFrom,
@@ -59,7 +64,7 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
     {
       js,
       names,
-      renderer: createRenderer(),
+      renderer,
       sender,
       ledger,
       metrics,
@@ -81,6 +86,7 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
   lifecycle.onShutdown('stop pulling jobs', ShutdownPriority.stopIntake, async () => mailer.stopIntake());
   lifecycle.onShutdown('finish held jobs', ShutdownPriority.drain, () => mailer.drain(drainDeadlineMs));
   lifecycle.onShutdown('SMTP transport', ShutdownPriority.closeClients, async () => sender.close());
+  lifecycle.onShutdown('render workers', ShutdownPriority.closeClients, () => renderer.close());
   lifecycle.onShutdown('DKIM key refresh', ShutdownPriority.closeClients, async () => {
     await dkimRefresh.stop();
     signingKeys.close();

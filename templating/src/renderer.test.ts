@@ -1,15 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createRenderer, TemplateRenderError, toHeaderText } from './renderer.ts';
-
-const template = (parts: Partial<{ subject: string; html: string; text: string }> = {}) => ({
-  slug: 'welcome',
-  version: 1,
-  subject: 'Hello {{ name }}',
-  html: '<p>Hello {{ name }}</p>',
-  text: 'Hello {{ name }}',
-  ...parts,
-});
+import { template } from './testing/template.ts';
 
 describe('template renderer', () => {
   it('escapes data in the HTML part but not in the subject or the text', async () => {

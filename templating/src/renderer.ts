@@ -1,6 +1,8 @@
 // Renders a job's template snapshot with LiquidJS. Templates are written by tenants, so rendering is sandboxed: no file
 // access (include/render/layout only see an empty in-memory map), own properties only, and parse/render/memory limits.
 // HTML output is escaped by default; subject and text are plain text, so escaping them would show `&amp;` to readers.
+// LiquidJS checks its render limit between template nodes, synchronously: a hostile template holds the thread it runs
+// on for the whole limit. So this renderer runs only inside the worker threads of render-pool.ts, which services use.
 import { Liquid, type Template } from 'liquidjs';
 import { LruCache } from './template-cache.ts';
 
@@ -10,7 +12,7 @@ export interface RenderedMail {
   text: string;
 }
 
-type Part = keyof RenderedMail;
+export type Part = keyof RenderedMail;
 
 export interface RendererOptions {
   /** Longest template source parsed, in characters. */
@@ -33,8 +35,9 @@ export const defaultRendererOptions: RendererOptions = {
 /** Thrown when a template cannot be parsed or rendered with the message's data; retrying cannot help. */
 export class TemplateRenderError extends Error {
   override name = 'TemplateRenderError';
-  readonly part: Part;
-  constructor(part: Part, message: string, options: { cause?: unknown } = {}) {
+  /** The part at fault; undefined when the render as a whole was stopped (render-pool.ts: its deadline, its worker lost). */
+  readonly part: Part | undefined;
+  constructor(part: Part | undefined, message: string, options: { cause?: unknown } = {}) {
     super(message, options);
     this.part = part;
   }

@@ -40,6 +40,14 @@ function nested(levels: number): Record<string, unknown> {
   return value;
 }
 
+/** A list of `length` numbers. */
+const list = (length: number): number[] => Array.from({ length }, (_, index) => index);
+
+/** Exactly `count` values (count a multiple of 1000): lists of 999 objects, each list a member of the result. */
+function values(count: number): Record<string, unknown> {
+  return Object.fromEntries(Array.from({ length: count / 1_000 }, (_, index) => [`list${index}`, Array.from({ length: 999 }, () => ({}))]));
+}
+
 /** An address of exactly `length` characters that is otherwise well formed (64-character local part, labels of 63). */
 function addressOfLength(length: number): string {
   const local = 'l'.repeat(64);
@@ -129,7 +137,7 @@ test('channel: required, and "email" is the only valid value', async () => {
   });
 });
 
-test('data: required, a JSON object at most 32 levels deep, without __proto__, constructor or prototype keys anywhere', async () => {
+test('data: required, a JSON object at most 32 levels deep, without __proto__, constructor or prototype keys anywhere; lists of at most 1000 items, 10000 values in all', async () => {
   const deepArray = { list: JSON.parse(`${'['.repeat(32)}${']'.repeat(32)}`) as unknown };
   await assertRefusals({
     missing: [without('data'), { data: required }],
@@ -145,6 +153,15 @@ test('data: required, a JSON object at most 32 levels deep, without __proto__, c
     '__proto__ nested': [{ ...base, data: JSON.parse('{"a":{"b":{"__proto__":{"x":1}}}}') as unknown }, { data: null }],
     'constructor inside an array': [{ ...base, data: { items: [{ constructor: 'x' }] } }, { data: null }],
     'prototype nested': [{ ...base, data: { a: { prototype: null } } }, { data: null }],
+    'a list of 1001 items': [{ ...base, data: { items: list(1_001) } }, { data: 'A list in the data may hold at most 1000 items.' }],
+    'a nested list of 1001 items': [{ ...base, data: { order: { lines: [{ codes: list(1_001) }] } } }, { data: 'A list in the data may hold at most 1000 items.' }],
+    '10001 values': [{ ...base, data: { ...values(10_000), one: 'more' } }, { data: 'The data may hold at most 10000 values in all, counting those nested in objects and lists.' }],
+  });
+  // The same refusals in Spanish.
+  const spanish = await system.send(tenant, { ...base, data: { items: list(1_001), more: values(10_000) } }, { 'accept-language': 'es' });
+  assert.equal(spanish.status, 422, spanish.text);
+  assert.deepEqual(spanish.body, {
+    data: ['Una lista de los datos puede contener como máximo 1000 elementos.', 'Los datos pueden contener como máximo 10000 valores en total, contando los anidados en objetos y listas.'],
   });
 });
 
@@ -171,11 +188,13 @@ test('every refused field is reported at once', async () => {
   });
 });
 
-test('values at the limits are accepted: every slug character, a 100-character slug, a 254-character address, data 32 levels deep', async () => {
+test('values at the limits are accepted: every slug character, a 100-character slug, a 254-character address, data 32 levels deep, a list of 1000 items, 10000 values', async () => {
   const key = await anotherKey(system, tenant, 'limits');
   assertAccepted(await system.send(key, { ...base, template: 's'.repeat(100) }));
   assertAccepted(await system.send(key, { ...base, to: addressOfLength(254) }));
   assertAccepted(await system.send(key, { ...base, data: nested(32) }));
+  assertAccepted(await system.send(key, { ...base, data: { items: list(1_000) } }));
+  assertAccepted(await system.send(key, { ...base, data: values(10_000) }));
   assertAccepted(await system.send(key, { ...base, data: { list: JSON.parse(`${'['.repeat(31)}${']'.repeat(31)}`) as unknown, text: 'constructor is fine as a value', n: null } }));
   assertAccepted(await system.send(key, { ...base, template: 'Every-kind_Of-slug_09', data: {} }));
 });

@@ -4,7 +4,7 @@ import { status } from '@grpc/grpc-js';
 import { UserError, type AsyncHandlers } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
-import { createRenderer } from '@notify/templating';
+import type { Renderer } from '@notify/templating';
 import { requeueMessages, type RequeueDeps } from '../dead-letters/requeue.ts';
 import type { VariablesSchemas } from '../templates/variables-schema.ts';
 import { searchMessages } from './message-search.ts';
@@ -18,11 +18,12 @@ import type { WebhookDeps } from '../webhooks/webhook-operations.ts';
 export interface PanelServiceDeps extends RequeueDeps, WebhookDeps {
   readonly pool: Pool;
   readonly schemas: VariablesSchemas;
+  /** The service's render pool: parsed templates are cached in its workers, shared by every call. */
+  readonly renderer: Renderer;
 }
 
 export function panelServiceHandlers(deps: PanelServiceDeps): AsyncHandlers<dispatch.PanelServiceDefinition> {
-  // The renderer keeps parsed templates in a bounded cache, so one per service, shared by every call.
-  const renderer = createRenderer();
+  const { renderer } = deps;
   return {
     SearchMessages: (request) => searchMessages(deps.pool, request),
     GetMessageView: (request) => getMessageView(deps.pool, renderer, request),

@@ -102,6 +102,7 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
         testFault: 'none',
         webhookAllowPrivate: options.webhookAllowPrivate ?? false,
         dataKey: createDataKey(randomBytes(32)),
+        renderWorkers: 1,
       },
       {
         pool,
@@ -114,6 +115,7 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
       },
     );
     const { names, js, jsm, metrics, publisher, deps } = built;
+    undo.push(() => built.renderer.close());
     undo.push(async () => {
       for (const stream of [names.jobsStream, names.eventsStream, names.deliveryLimitsStream, names.deadLettersStream, names.webhooksStream]) await jsm.streams.delete(stream).catch(() => false);
     });

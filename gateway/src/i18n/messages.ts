@@ -43,6 +43,8 @@ const en = {
   'channel.choice': 'The only supported channel is "email".',
   'data.depth': 'Nesting is limited to {max} levels.',
   'data.keys': 'The keys "__proto__", "constructor" and "prototype" are not allowed.',
+  'data.array_items': 'A list in the data may hold at most {max} items.',
+  'data.elements': 'The data may hold at most {max} values in all, counting those nested in objects and lists.',
   'data.invalid': 'The data does not match the variables of the template.',
   // A template's declared variables (dispatch-svc's data_invalid violations, rendered by send/variable-faults.ts).
   'variables.required': '{variable}: is required.',
@@ -118,6 +120,8 @@ const es: Record<MessageKey, string> = {
   'channel.choice': 'El único canal admitido es "email".',
   'data.depth': 'El anidamiento está limitado a {max} niveles.',
   'data.keys': 'Las claves "__proto__", "constructor" y "prototype" no están permitidas.',
+  'data.array_items': 'Una lista de los datos puede contener como máximo {max} elementos.',
+  'data.elements': 'Los datos pueden contener como máximo {max} valores en total, contando los anidados en objetos y listas.',
   'data.invalid': 'Los datos no coinciden con las variables de la plantilla.',
   'variables.required': '{variable}: es obligatorio.',
   'variables.not_allowed': '{variable}: no es una variable de esta plantilla.',

@@ -2,7 +2,7 @@
 // gateway's own limits, so the rules it states are the ones the gateway applies; tests check live responses against it.
 import type { ErrorCode } from '../errors/api-error.ts';
 import { listLimits, messageStatuses, rfc3339Pattern } from '../messages/read-query.ts';
-import { maxRecipientLength, maxTemplateLength } from '../send/validation.ts';
+import { maxDataArrayItems, maxDataDepth, maxDataElements, maxRecipientLength, maxTemplateLength } from '../send/validation.ts';
 
 type Schema = Record<string, unknown>;
 
@@ -235,7 +235,11 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
           template: { type: 'string', minLength: 1, maxLength: maxTemplateLength, pattern: '^[A-Za-z0-9_-]+$', description: 'Slug of an active template of the key\'s project.' },
           to: { type: 'string', format: 'email', maxLength: maxRecipientLength, description: 'One address (addr-spec): no display name, no list, no control characters.' },
           channel: { type: 'string', const: 'email' },
-          data: { type: 'object', additionalProperties: true, description: 'The template variables: a JSON object, at most 32 levels deep, without the keys `__proto__`, `constructor` or `prototype`.' },
+          data: {
+            type: 'object',
+            additionalProperties: true,
+            description: `The template variables: a JSON object, at most ${maxDataDepth} levels deep, without the keys \`__proto__\`, \`constructor\` or \`prototype\`, with no array longer than ${maxDataArrayItems} items and at most ${maxDataElements} values in all (each member of an object and each item of an array counts one, at every depth).`,
+          },
         },
       },
       Accepted: {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { translate, type Language } from '../i18n/messages.ts';
-import { maxDataDepth, validateSendBody } from './validation.ts';
+import { arraysAtMost, elementsAtMost, maxDataArrayItems, maxDataDepth, maxDataElements, validateSendBody } from './validation.ts';
 
 const valid = { template: 'welcome_v2-a', to: 'ana@example.com', channel: 'email', data: { name: 'Ana' } };
 
@@ -102,7 +102,44 @@ test('data nests at most 32 levels', () => {
   assert.deepEqual(refusal({ ...valid, data: { list: [[[[]]]], deep: nested(maxDataDepth) } }), { data: ['Nesting is limited to 32 levels.'] });
   assert.deepEqual(refusal({ ...valid, data: nested(maxDataDepth + 1) }, 'es'), { data: ['El anidamiento está limitado a 32 niveles.'] });
   const parsed = JSON.parse(`{"data":{"a":${'['.repeat(50_000)}${']'.repeat(50_000)}}}`) as Record<string, unknown>;
-  assert.deepEqual(refusal({ ...valid, data: parsed['data'] }), { data: ['Nesting is limited to 32 levels.'] });
+  // 50,000 nested arrays are also 50,000 values.
+  assert.deepEqual(refusal({ ...valid, data: parsed['data'] }), { data: ['Nesting is limited to 32 levels.', 'The data may hold at most 10000 values in all, counting those nested in objects and lists.'] });
+});
+
+test('a list inside data holds at most 1000 items, at any depth', () => {
+  const list = (length: number): number[] => Array.from({ length }, (_, index) => index);
+  assert.equal(refusal({ ...valid, data: { items: list(maxDataArrayItems) } }), undefined);
+  assert.deepEqual(refusal({ ...valid, data: { items: list(maxDataArrayItems + 1) } }), { data: ['A list in the data may hold at most 1000 items.'] });
+  assert.deepEqual(refusal({ ...valid, data: { a: { b: [[], list(maxDataArrayItems + 1)] } } }), { data: ['A list in the data may hold at most 1000 items.'] });
+  assert.deepEqual(refusal({ ...valid, data: { items: list(maxDataArrayItems + 1) } }, 'es'), { data: ['Una lista de los datos puede contener como máximo 1000 elementos.'] });
+  assert.equal(arraysAtMost({ a: [1, [2, 3]] }, 2), true);
+  assert.equal(arraysAtMost({ a: [1, [2, 3, 4]] }, 2), false);
+});
+
+test('data holds at most 10000 values in all, members and items at every depth counted', () => {
+  // 10 lists of 999 items and their 10 members: 10,000 values.
+  const atLimit = Object.fromEntries(Array.from({ length: 10 }, (_, index) => [`list${index}`, Array.from({ length: 999 }, () => ({}))]));
+  assert.equal(refusal({ ...valid, data: atLimit }), undefined);
+  const over = { ...atLimit, one: 'more' };
+  assert.deepEqual(refusal({ ...valid, data: over }), { data: ['The data may hold at most 10000 values in all, counting those nested in objects and lists.'] });
+  assert.deepEqual(refusal({ ...valid, data: over }, 'es'), { data: ['Los datos pueden contener como máximo 10000 valores en total, contando los anidados en objetos y listas.'] });
+  // Nested values count too: 10 lists of 100 objects of 10 members each is 10 + 1,000 + 10,000 values.
+  const nestedValues = Object.fromEntries(Array.from({ length: 10 }, (_, index) => [`l${index}`, Array.from({ length: 100 }, () => Object.fromEntries(Array.from({ length: 10 }, (_, key) => [`k${key}`, key])))]));
+  assert.deepEqual(refusal({ ...valid, data: nestedValues }), { data: ['The data may hold at most 10000 values in all, counting those nested in objects and lists.'] });
+  assert.equal(elementsAtMost({ a: [1, { b: 2 }] }, 4), true);
+  assert.equal(elementsAtMost({ a: [1, { b: 2 }] }, 3), false);
+  assert.equal(maxDataElements, 10_000);
+});
+
+test('a list over the limit inside a body over the total reports both, with every other fault of data', () => {
+  const items = Array.from({ length: maxDataElements + 1 }, () => 0);
+  assert.deepEqual(refusal({ ...valid, data: { items, deep: JSON.parse('{"constructor":1}') as unknown } }), {
+    data: [
+      'The keys "__proto__", "constructor" and "prototype" are not allowed.',
+      'A list in the data may hold at most 1000 items.',
+      'The data may hold at most 10000 values in all, counting those nested in objects and lists.',
+    ],
+  });
 });
 
 test('prototype-related keys are refused anywhere inside data', () => {

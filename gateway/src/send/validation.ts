@@ -14,6 +14,10 @@ export interface SendBody {
 export type Validation = { valid: true; body: SendBody } | { valid: false; fields: Map<string, Text[]> };
 
 export const maxDataDepth = 32;
+/** Items of any one array inside `data`: templates loop over arrays, and a loop in a loop multiplies them. */
+export const maxDataArrayItems = 1_000;
+/** Values inside `data` in all, at every depth: each member of an object and each item of an array counts one. */
+export const maxDataElements = 10_000;
 export const maxRecipientLength = 254;
 export const maxTemplateLength = 100;
 const reservedKeys = new Set(['__proto__', 'constructor', 'prototype']);
@@ -26,6 +30,33 @@ export function nestsAtMost(value: unknown, max: number): boolean {
     if (depth > max) return false;
     for (const child of Object.values(node as object)) {
       if (child !== null && typeof child === 'object') pending.push([child, depth + 1]);
+    }
+  }
+  return true;
+}
+
+/** Whether every array inside `value`, at any depth, has at most `max` items. */
+export function arraysAtMost(value: unknown, max: number): boolean {
+  const pending: unknown[] = [value];
+  for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
+    if (Array.isArray(node) && node.length > max) return false;
+    for (const child of Object.values(node as object)) {
+      if (child !== null && typeof child === 'object') pending.push(child);
+    }
+  }
+  return true;
+}
+
+/** Whether `value` holds at most `max` values in all (members and items at every depth); stops counting past `max`. */
+export function elementsAtMost(value: unknown, max: number): boolean {
+  let count = 0;
+  const pending: unknown[] = [value];
+  for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
+    const children = Object.values(node as object);
+    count += children.length;
+    if (count > max) return false;
+    for (const child of children) {
+      if (child !== null && typeof child === 'object') pending.push(child);
     }
   }
   return true;
@@ -52,6 +83,8 @@ ajv.addFormat('email', {
 ajv.addKeyword({ keyword: 'noControlCharacters', type: 'string', schemaType: 'boolean', errors: false, validate: (_: boolean, value: string) => !/\p{Cc}/u.test(value) });
 ajv.addKeyword({ keyword: 'maxDepth', type: 'object', schemaType: 'number', errors: false, validate: (max: number, value: unknown) => nestsAtMost(value, max) });
 ajv.addKeyword({ keyword: 'noReservedKeys', type: 'object', schemaType: 'boolean', errors: false, validate: (_: boolean, value: unknown) => !hasReservedKey(value) });
+ajv.addKeyword({ keyword: 'maxArrayItems', type: 'object', schemaType: 'number', errors: false, validate: (max: number, value: unknown) => arraysAtMost(value, max) });
+ajv.addKeyword({ keyword: 'maxElements', type: 'object', schemaType: 'number', errors: false, validate: (max: number, value: unknown) => elementsAtMost(value, max) });
 
 const validate = ajv.compile<SendBody>({
   type: 'object',
@@ -61,7 +94,7 @@ const validate = ajv.compile<SendBody>({
     template: { type: 'string', minLength: 1, maxLength: maxTemplateLength, pattern: '^[A-Za-z0-9_-]*$' },
     to: { type: 'string', maxLength: maxRecipientLength, noControlCharacters: true, format: 'email' },
     channel: { type: 'string', enum: ['email'] },
-    data: { type: 'object', maxDepth: maxDataDepth, noReservedKeys: true },
+    data: { type: 'object', maxDepth: maxDataDepth, noReservedKeys: true, maxArrayItems: maxDataArrayItems, maxElements: maxDataElements },
   },
 });
 
@@ -78,6 +111,8 @@ const keywordMessages: Record<string, (error: ErrorObject) => Text> = {
   enum: () => text('channel.choice'),
   maxDepth: () => text('data.depth', { max: maxDataDepth }),
   noReservedKeys: () => text('data.keys'),
+  maxArrayItems: () => text('data.array_items', { max: maxDataArrayItems }),
+  maxElements: () => text('data.elements', { max: maxDataElements }),
 };
 
 function fieldOf(error: ErrorObject): string {

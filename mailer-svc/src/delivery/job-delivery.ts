@@ -14,6 +14,7 @@
 import { inSpan, notifyAttributes, recordFailure, SpanKind, type Span } from '@notify/platform';
 import { deadLetter, type JsMsg } from '@notify/platform/nats';
 import { readDeliveryJob, schemaHeader, type DeliveryEvent, type DeliveryJob } from '@notify/proto';
+import { TemplateRenderError } from '@notify/templating';
 import { failureReason, judgeAttempt, type Settlement } from './decision.ts';
 import { createEventPublisher } from './events.ts';
 import { attemptBase, deliveryStart } from './job.ts';
@@ -92,7 +93,10 @@ export function createJobDelivery(deps: MailerDependencies, settings: MailerSett
     try {
       mail = await inSpan('render', { attributes: { ...about, 'notify.template.slug': job.template.slug, 'notify.template.version': job.template.version } }, () => deps.renderer.render(job));
     } catch (error) {
-      return { outcome: { kind: 'permanent', reason: error instanceof Error ? error.message : String(error) }, stage: 'render' };
+      const reason = error instanceof Error ? error.message : String(error);
+      // The template's fault (it does not parse, fails with this data, outlived its deadline): retrying cannot help.
+      // Anything else (the render pool closing at shutdown, no worker running) is ours: the job is tried again later.
+      return { outcome: error instanceof TemplateRenderError ? { kind: 'permanent', reason } : { kind: 'temporary', reason: `not rendered: ${reason}` }, stage: 'render' };
     }
     const relay = { 'server.address': deps.sender.relay.host, 'server.port': deps.sender.relay.port };
     return inSpan('smtp send', { kind: SpanKind.CLIENT, attributes: { ...about, ...relay } }, async (span) => {

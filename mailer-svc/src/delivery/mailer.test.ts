@@ -13,7 +13,7 @@ import { createLogger, createRegistry } from '@notify/platform';
 import { createDataKey } from '@notify/platform/mail';
 import { connectNats, ensureConsumer, ensureStream, headers as natsHeaders, jetstream, schemaHeaders, jetstreamManager, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
 import { startSmtpSink, type SmtpSink } from '@notify/cli/local';
-import { createRenderer } from '@notify/templating';
+import { startRenderPool, type RenderPool, type Renderer } from '@notify/templating';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { waitFor as poll } from '@notify/test/harness/wait.ts';
 import { mailerConsumerConfig } from './consumer-config.ts';
@@ -105,6 +105,7 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
   let sink: SmtpSink | undefined;
   let sender: MailSender | undefined;
   let ledger: OutcomeLedger | undefined;
+  let renderer: RenderPool | undefined;
   let stopEvents = (): void => {};
 
   const close = async (): Promise<void> => {
@@ -112,6 +113,7 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
       for (const replica of replicas) await replica.drain(2_000);
       sender?.close();
       stopEvents();
+      await renderer?.close();
     } finally {
       await jsm?.streams.delete(names.jobsStream).catch(() => false);
       await jsm?.streams.delete(names.eventsStream).catch(() => false);
@@ -142,6 +144,8 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
         return undefined;
       },
     });
+    // One pool for the run's replicas (each replica of a deployment starts its own).
+    renderer = await startRenderPool({ workers: 2 });
     nc = await connectNats(testEnvironment.natsUrl, 'mailer-test', logger);
     jsm = await jetstreamManager(nc);
     const streams = streamDeclarations(names);
@@ -181,12 +185,17 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
   const readyJsm = jsm;
   const readySender = sender;
   const readyLedger = ledger;
+  const pool = renderer;
+  // A job of the template `unrenderable` meets a renderer that is not there, as when the pool closes at shutdown.
+  const readyRenderer: Renderer = {
+    render: (source) => (source.template.slug === 'unrenderable' ? Promise.reject(new Error('the render pool is closed')) : pool.render(source)),
+  };
   return {
     jsm: readyJsm,
     metrics,
     offers,
     async startReplica(faultFor) {
-      const replica = await startMailer({ js: faultFor ? withEventFaults(js, faultFor) : js, names, renderer: createRenderer(), sender: readySender, ledger: readyLedger, metrics, logger, ...(random ? { random } : {}) }, settings);
+      const replica = await startMailer({ js: faultFor ? withEventFaults(js, faultFor) : js, names, renderer: readyRenderer, sender: readySender, ledger: readyLedger, metrics, logger, ...(random ? { random } : {}) }, settings);
       replicas.push(replica);
       return replica;
     },
@@ -364,6 +373,16 @@ describe('mailer with NATS and SMTP', () => {
     const counts = await run.metrics.deliveries.get();
     const count = (outcome: string): number => counts.values.filter((value) => value.labels.outcome === outcome).reduce((sum, value) => sum + value.value, 0);
     assert.deepEqual([count('sent'), count('deferred'), count('failed')], [6, 3, 8]);
+  });
+
+  it('retries a job the renderer could not take, since the template is not at fault', async () => {
+    const unrenderable = job(113, 'unrendered@example.com');
+    unrenderable.template.slug = 'unrenderable';
+    await run.publish(unrenderable, '113');
+    const failed = await waitFor('the failed event', () => run.settledOf(113));
+    assert.deepEqual(run.eventsOf(113).map((event) => event.state), ['sending', 'deferred', 'sending', 'deferred', 'sending', 'failed']);
+    assert.equal(failed.reason, 'retries exhausted: not rendered: the render pool is closed');
+    assert.equal(run.offers.get('unrendered@example.com'), undefined);
   });
 
   it('stops pulling on shutdown but finishes the job it holds', async () => {
