@@ -26,6 +26,7 @@ const declarations: readonly { service: string; file: string; name: string }[] =
   { service: 'dispatch-svc', file: 'dispatch-svc/src/config.ts', name: 'configSpec' },
   { service: 'mailer-svc', file: 'mailer-svc/src/config.ts', name: 'mailerConfig' },
   { service: 'webhook-svc', file: 'webhook-svc/src/config.ts', name: 'webhookConfig' },
+  { service: 'bounce-svc', file: 'bounce-svc/src/config.ts', name: 'bounceConfig' },
 ];
 
 export async function loadServiceSpecs(): Promise<ServiceSpec[]> {
