@@ -42,11 +42,12 @@ test('signing out ends a session at once', async () => {
 });
 
 test('a session ends when unused for the idle timeout, and after its lifetime however used', async () => {
-  const idle = new SessionStore({ redis, keyPrefix, idleMs: 150, lifetimeMs: 3_600_000 });
+  // Steps well inside the idle timeout, and four of them well past it: a loaded machine's pauses stay inside a step.
+  const idle = new SessionStore({ redis, keyPrefix, idleMs: 1_000, lifetimeMs: 3_600_000 });
   const kept = await idle.create(user);
   const dropped = await idle.create(user);
   for (let step = 0; step < 4; step += 1) {
-    await new Promise((resolve) => setTimeout(resolve, 80));
+    await new Promise((resolve) => setTimeout(resolve, 400));
     assert.ok(await idle.read(kept.id), 'each use restarts the idle timeout');
   }
   assert.equal(await idle.read(dropped.id), undefined);
