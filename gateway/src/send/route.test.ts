@@ -157,15 +157,18 @@ test('an accepted send is 202 with exactly the seed fields, and dispatch-svc get
   });
 });
 
-test('without Idempotency-Key dispatch-svc gets an empty key', async () => {
+test('without Idempotency-Key dispatch-svc gets an empty key and no fingerprint', async () => {
   assert.equal((await send()).status, 202);
   assert.equal(received.at(-1)?.idempotencyKey, '');
+  assert.equal(received.at(-1)?.fingerprint, '');
 });
 
 test('the same JSON in another key order and spacing sends the same fingerprint', async () => {
-  await send({ raw: '{"template":"welcome","to":"ana@example.com","channel":"email","data":{"name":"Ana","items":[{"sku":"A-1","qty":2}]}}' });
+  const headers = { 'Idempotency-Key': randomUUID() };
+  await send({ headers, raw: '{"template":"welcome","to":"ana@example.com","channel":"email","data":{"name":"Ana","items":[{"sku":"A-1","qty":2}]}}' });
   const first = received.at(-1)?.fingerprint;
-  await send({ raw: '{\n  "data": { "items": [ { "qty": 2, "sku": "A-1" } ], "name": "Ana" },\n  "channel": "email", "to": "ana@example.com",\n  "template": "welcome"\n}' });
+  assert.match(first ?? '', /^[0-9a-f]{64}$/);
+  await send({ headers: { 'Idempotency-Key': randomUUID() }, raw: '{\n  "data": { "items": [ { "qty": 2, "sku": "A-1" } ], "name": "Ana" },\n  "channel": "email", "to": "ana@example.com",\n  "template": "welcome"\n}' });
   assert.equal(received.at(-1)?.fingerprint, first);
 });
 

@@ -70,7 +70,7 @@ export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
     if (fieldErrors && idempotencyKey === undefined) throw fieldErrors;
 
     // 10-14 in dispatch-svc, one call, one transaction: the key's record, then the fields' verdict, the template, the
-    // data and the quota (counted against it, exactly). The fingerprint is the parsed body as sent, valid or not.
+    // data and the quota (counted against it, exactly). The fingerprint, with a key, is the parsed body as sent, valid or not.
     const fields = validation.valid
       ? { template: validation.body.template, to: validation.body.to, dataJson: JSON.stringify(validation.body.data), fieldsInvalid: false }
       : { template: '', to: '', dataJson: '', fieldsInvalid: true };
@@ -84,7 +84,8 @@ export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
           apiKeyId: access.keyId,
           ...fields,
           idempotencyKey: idempotencyKey ?? '',
-          fingerprint: sendFingerprint(input, organizationId),
+          // Compared only on a replay of the same key: without one, dispatch-svc neither stores nor reads it.
+          fingerprint: idempotencyKey === undefined ? '' : sendFingerprint(input, organizationId),
           monthlyQuota,
         },
         fieldErrors,
