@@ -145,6 +145,10 @@ describe('a mailer killed while it holds jobs', () => {
     assert.equal((await exitOf(system.stack, 'mailer-svc', 0)).signal, 'SIGKILL');
     assert.equal(mailCounts(system.resources.mailDir).get(id), 1, 'the relay has the mail');
     await system.stack.restart('mailer-svc', 1);
+    // The `sent` event leaves with the ledger write, so the message may be `sent` before the job comes back: what is
+    // awaited is the redelivery, settled from the ledger.
+    const redeliveries = /notify_finished_redeliveries_total\{[^}]*state="sent"[^}]*\} (\d+)/;
+    await waitFor(async () => (await metric(system.stack.ports.metrics.mailer[1] as number, redeliveries)) > 0, { timeoutMs: 20_000, what: 'the redelivered job settled from the ledger' });
     await waitForStates(system.db, [id], { timeoutMs: 20_000, states: ['sent'] });
     await new Promise((resolve) => setTimeout(resolve, 500));
 
@@ -152,7 +156,7 @@ describe('a mailer killed while it holds jobs', () => {
     assert.equal(script.offers('once@example.com'), 1);
     const message = (await system.db.query('SELECT attempts, last_smtp_code FROM messages WHERE id = $1', [id])).rows[0];
     assert.deepEqual(message, { attempts: 1, last_smtp_code: 250 }, 'recorded as the attempt that sent it');
-    assert.equal(await metric(system.stack.ports.metrics.mailer[1] as number, /notify_finished_redeliveries_total\{[^}]*state="sent"[^}]*\} (\d+)/), 1);
+    assert.equal(await metric(system.stack.ports.metrics.mailer[1] as number, redeliveries), 1);
     await system.stack.restart('mailer-svc', 0, { NOTIFY_TEST_FAULT: 'none' });
   });
 });

@@ -1,10 +1,11 @@
-// The delivery of one job the mailer holds: it checks the outcome ledger, records `sending`, renders and sends, writes
-// the outcome to the ledger when it is final, records the outcome event, and only then settles the job. A crash at any
-// point leaves the job to be offered again (at-least-once), and the ledger keeps a job offered again after its delivery
-// finished from being mailed a second time (see outcome-ledger.ts; the stable Message-ID lets receivers spot what still
-// slips through). `sending` is confirmed by JetStream before the SMTP send starts: it is also the proof that NATS,
-// which holds the ledger, is reachable, so that a mail is not sent while its outcome could not be written down (a NATS
-// outage would otherwise turn every job in flight into a second email on redelivery).
+// The delivery of one job the mailer holds: it checks the outcome ledger and records `sending` (together on a first
+// delivery, in that order on a redelivery), renders and sends, writes the outcome to the ledger when it is final while
+// it records the outcome event, and only once both have ended settles the job. A crash at any point leaves the job to
+// be offered again (at-least-once), and the ledger keeps a job offered again after its delivery finished from being
+// mailed a second time (see outcome-ledger.ts; the stable Message-ID lets receivers spot what still slips through).
+// `sending` is confirmed by JetStream before the SMTP send starts: it is also the proof that NATS, which holds the
+// ledger, is reachable, so that a mail is not sent while its outcome could not be written down (a NATS outage would
+// otherwise turn every job in flight into a second email on redelivery).
 //
 // A job that cannot be read (proto/src/messaging.ts says why) is never retried: its bytes go to the dead letters, its
 // message (when it names one) ends `failed` with the reason, and it is terminated.
@@ -63,14 +64,24 @@ export function createJobDelivery(deps: MailerDependencies, settings: MailerSett
   /**
    * Publishes the event, then settles the job (when `settlement` is given). If the event cannot be recorded, the job
    * comes back shortly instead, so no transition is ever lost. False when the event was not recorded.
+   *
+   * `outcomeWritten` is a ledger write started with the event (both requests then leave in one write to NATS): the job
+   * is settled, and this resolves, only once it has ended, so no copy of the job can be offered before the record is.
    */
-  const recordEvent = async (held: HeldJob, event: DeliveryEvent, settlement?: Settlement): Promise<boolean> => {
+  const recordEvent = async (held: HeldJob, event: DeliveryEvent, settlement?: Settlement, outcomeWritten?: Promise<void>): Promise<boolean> => {
     // Given back at the shutdown deadline: the replica that takes the job over records its own attempt.
-    if (held.released) return false;
-    try {
-      await publishEvent(event);
-    } catch (error) {
-      logger.error({ err: error, messageId: event.messageId, state: event.state }, 'delivery event not recorded; job will be retried');
+    const published = held.released
+      ? undefined
+      : publishEvent(event).then(
+          () => true,
+          (error: unknown) => {
+            logger.error({ err: error, messageId: event.messageId, state: event.state }, 'delivery event not recorded; job will be retried');
+            return false;
+          },
+        );
+    await outcomeWritten;
+    if (published === undefined) return false;
+    if (!(await published)) {
       await settle(held, { action: 'nak', delayMs: eventFailureRetryMs });
       return false;
     }
@@ -156,15 +167,26 @@ export function createJobDelivery(deps: MailerDependencies, settings: MailerSett
     // Attempts of a re-queued delivery continue after the earlier ones, so old events never pass for new ones.
     const attempt = base + deliveryCount;
     span.setAttribute(notifyAttributes.attempt, attempt);
-    let finished: FinishedDelivery | undefined;
-    try {
-      finished = await deps.ledger.find(job.messageId);
-    } catch (error) {
+    const sending: DeliveryEvent = { messageId: job.messageId, state: 'sending', attempt, occurredAt: now() };
+    // A first delivery reads the ledger and records `sending` at once (both requests leave in one write to NATS); the
+    // read still decides before anything is mailed. Should it find an outcome (a job published twice, or offered again
+    // as the same attempt by a NATS server that lost its latest deliveries), the delivery that wrote it recorded this
+    // same attempt's `sending` first, so the event is a duplicate that is dropped. A redelivery is a new attempt, which
+    // an outcome already recorded means never started: it reads first.
+    const [ledger, sendingRecorded] = await Promise.all([
+      deps.ledger.find(job.messageId).then(
+        (finished) => ({ finished }),
+        (error: unknown) => ({ error }),
+      ),
+      deliveryCount === 1 ? recordEvent(held, sending) : undefined,
+    ]);
+    if ('error' in ledger) {
       // Sending without knowing could mail twice; the job waits for NATS instead.
-      logger.error({ err: error, messageId: job.messageId }, 'outcome ledger unreadable; job will be retried');
+      logger.error({ err: ledger.error, messageId: job.messageId }, 'outcome ledger unreadable; job will be retried');
       await settle(held, { action: 'nak', delayMs: eventFailureRetryMs });
       return;
     }
+    const { finished } = ledger;
     // Sent is final for the message; a failure only for the delivery it ended (an operator may re-queue it).
     if (finished && finished.attempt > base) {
       await settleFromLedger(held, job.messageId, finished);
@@ -176,20 +198,22 @@ export function createJobDelivery(deps: MailerDependencies, settings: MailerSett
       await settleFromLedger(held, job.messageId, { ...finished, attempt, occurredAt: now(), reason: `already sent by attempt ${finished.attempt}` });
       return;
     }
-    if (!(await recordEvent(held, { messageId: job.messageId, state: 'sending', attempt, occurredAt: now() }))) return;
+    if (!(sendingRecorded ?? (await recordEvent(held, sending)))) return;
     const { outcome, stage } = await attemptDelivery(job, attempt);
     const context = { attempt: deliveryCount, ageMs: Date.now() - deliveryStart(job) };
     const decision = judgeAttempt(outcome, context, settings, deps.random);
     const event: DeliveryEvent = { messageId: job.messageId, attempt, occurredAt: now(), ...decision.event };
     span.setAttribute(notifyAttributes.state, event.state);
     if (event.state === 'failed') recordFailure(span, new Error(event.reason ?? 'delivery failed'));
-    if (event.state === 'sent' || event.state === 'failed') {
-      // Even for a job given back at the shutdown deadline: the record is what stops the replica that took it over.
-      await writeOutcome(job.messageId, { ...decision.event, state: event.state, attempt, occurredAt: event.occurredAt });
-      if (event.state === 'sent') deps.afterSend?.();
-    }
+    // Even for a job given back at the shutdown deadline: the record is what stops the replica that took it over.
+    const outcomeWritten =
+      event.state === 'sent' || event.state === 'failed'
+        ? writeOutcome(job.messageId, { ...decision.event, state: event.state, attempt, occurredAt: event.occurredAt }).then(() => {
+            if (event.state === 'sent') deps.afterSend?.();
+          })
+        : undefined;
     metrics.deliveries.inc(deliveryLabels(decision.event.state, failureReason(outcome, context, settings, stage)));
-    if (await recordEvent(held, event, decision.settle)) {
+    if (await recordEvent(held, event, decision.settle, outcomeWritten)) {
       if (event.state === 'sent') metrics.latency.observe(Math.max(0, Date.now() - Date.parse(job.acceptedAt)) / 1_000);
       const level = event.state === 'sent' ? 'info' : 'warn';
       logger[level]({ messageId: job.messageId, attempt, state: event.state, smtpCode: event.smtpCode, reason: event.reason }, 'delivery attempt finished');

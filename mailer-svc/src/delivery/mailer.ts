@@ -38,7 +38,8 @@ export interface MailerDependencies {
   random?: () => number;
   /**
    * Test-only fault injection (NOTIFY_TEST_FAULT=exit-after-send): called once the relay accepted a message and the
-   * ledger recorded it, before the `sent` event and the acknowledgement, to crash the replica at that point.
+   * ledger recorded it, before the acknowledgement (the `sent` event, published with the ledger write, may or may not be
+   * recorded yet), to crash the replica at that point.
    */
   afterSend?: () => void;
 }
