@@ -223,7 +223,7 @@ try {
   await runTracingCost(context, figures.tracing);
   figures.webhooks = { rate: figures.tracing.rate };
   await runWebhookCost(context, figures.webhooks);
-  figures.statusReads = await runStatusReads(context, figures.webhooks.rate);
+  figures.statusReads = await runStatusReads(context);
   final = await finalCheck(context, figures.delivery?.raw.messages ?? 0);
 } catch (error) {
   failures.push(`the bench stopped: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

@@ -38,7 +38,11 @@ export interface BenchPlan {
   readonly webhookBurst: number;
   /** Webhook accept path: sends accepted from one tenant with the mailers stopped, without and with an endpoint. */
   readonly webhookAcceptMessages: number;
-  /** Status reads (GET /api/v1/messages/{id}/, at the webhook-cost rate, after a warm-up as long as the webhook one): the run's length, and the messages read. */
+  /**
+   * Status reads (GET /api/v1/messages/{id}/, after a warm-up as long as the webhook one): the offered rate (fixed: a
+   * read is not bounded by what sends saturate at), the run's length, and the messages read.
+   */
+  readonly statusReadRate: number;
   readonly statusReadS: number;
   readonly statusReadMessages: number;
   /** Longest wait for a scenario's messages to be delivered before moving on. */
@@ -76,6 +80,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     webhookWarmupS: 2,
     webhookBurst: 2_000,
     webhookAcceptMessages: 1_000,
+    statusReadRate: 200,
     statusReadS: 5,
     statusReadMessages: 1_000,
     settleTimeoutMs: 90_000,
@@ -108,6 +113,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     webhookWarmupS: 1,
     webhookBurst: 500,
     webhookAcceptMessages: 500,
+    statusReadRate: 200,
     statusReadS: 3,
     statusReadMessages: 300,
     settleTimeoutMs: 20_000,

@@ -1,5 +1,5 @@
-// Status reads: GET /api/v1/messages/{id}/ with the API key that sent the message, open-loop at a fixed rate (the
-// webhook-cost rate) for a few seconds, with the system otherwise idle. The ids are the latest messages of the first
+// Status reads: GET /api/v1/messages/{id}/ with the API key that sent the message, open-loop at the plan's fixed rate
+// for a few seconds, with the system otherwise idle. The ids are the latest messages of the first
 // tenant, all delivered, so each answer carries the message and its transitions. The CPU of every process is counted
 // over the run and divided by the reads answered 200; any other answer fails the bench (the read rate limit is raised
 // out of the way, as the send rate is).
@@ -21,8 +21,9 @@ export interface StatusReadResult {
   readonly cpuPerRead: Record<string, number>;
 }
 
-export async function runStatusReads(context: BenchContext, rate: number): Promise<StatusReadResult> {
+export async function runStatusReads(context: BenchContext): Promise<StatusReadResult> {
   const { plan, system } = context;
+  const rate = plan.statusReadRate;
   const [tenant] = system.tenants;
   if (!tenant) throw new Error('no tenant');
   const { rows } = await system.db.query<{ id: number }>('SELECT id::int AS id FROM messages WHERE project_id = $1 ORDER BY id DESC LIMIT $2', [tenant.projectId, plan.statusReadMessages]);
