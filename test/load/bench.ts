@@ -13,10 +13,12 @@ import { buildRows, renderTable, type Figures } from './report/rows.ts';
 import { runCeiling } from './scenarios/ceiling.ts';
 import { plans, type BenchContext, type TimeWindow } from './scenarios/context.ts';
 import { runDelivery } from './scenarios/delivery.ts';
+import { runEndToEnd } from './scenarios/end-to-end.ts';
 import { finalCheck, type FinalCheck } from './scenarios/final-check.ts';
 import { runIngest } from './scenarios/ingest.ts';
 import { runReplay } from './scenarios/replay.ts';
 import { benchTemplate } from './scenarios/send-requests.ts';
+import { runStatusReads } from './scenarios/status-reads.ts';
 import { runTracingCost, tracingRate } from './scenarios/tracing-cost.ts';
 import { runWebhookCost, webhookTotals } from './scenarios/webhook-cost.ts';
 import { snapshotCpu } from './system/cpu-usage.ts';
@@ -94,9 +96,9 @@ function summarizeAll(): Array<ProfileSummary & { window: string }> {
   if (!profileDir) return [];
   // Each service is judged where it does the work the targets are about.
   const wanted: Record<(typeof profiledServices)[number], readonly string[]> = {
-    gateway: ['ingest', 'replay', 'tracing on'],
+    gateway: ['ingest', 'replay', 'status reads', 'tracing on'],
     'auth-svc': ['ingest'],
-    'dispatch-svc': ['ingest', 'delivery', 'tracing on'],
+    'dispatch-svc': ['ingest', 'delivery', 'status reads', 'tracing on'],
     'mailer-svc': ['delivery', 'tracing on'],
   };
   const summaries: Array<ProfileSummary & { window: string }> = [];
@@ -114,15 +116,17 @@ function summarizeAll(): Array<ProfileSummary & { window: string }> {
 function printOtherAnswers(measured: Figures): void {
   const runs: Array<[string, LoadResult | undefined]> = [
     ['ceiling', measured.ceiling?.load],
-    ...(measured.ingest?.paced ?? []).map((run): [string, LoadResult] => [`ingest ${run.rate}/s`, run.load]),
     ['ingest saturation', measured.ingest?.saturation?.load],
     ['replay keys', measured.replay?.create],
     ['replays', measured.replay?.replay],
     ['delivery backlog', measured.delivery?.preload],
+    [`end to end ${measured.endToEnd?.rate}/s`, measured.endToEnd?.load],
     ['tracing on', measured.tracing?.on?.load],
     ['tracing off', measured.tracing?.off?.load],
     ['webhooks none', measured.webhooks?.none?.load],
     ['webhooks endpoint', measured.webhooks?.endpoint?.load],
+    ['webhook accept, no endpoint', measured.webhooks?.acceptNone?.load],
+    ['webhook accept, one endpoint', measured.webhooks?.acceptEndpoint?.load],
     ['webhook burst', measured.webhooks?.burst?.load],
   ];
   const lines = runs.flatMap(([name, load]) => {
@@ -144,6 +148,9 @@ function printCpu(measured: Figures): void {
     [`accepting and delivering at ${measured.tracing?.rate}/s, spans exported to OTLP`, measured.tracing?.on?.cpuPerMessage],
     [`accepting and delivering at ${measured.webhooks?.rate}/s from one tenant, no webhook endpoint`, measured.webhooks?.none?.cpuPerMessage],
     [`accepting and delivering at ${measured.webhooks?.rate}/s from one tenant, one webhook endpoint`, measured.webhooks?.endpoint?.cpuPerMessage],
+    ['accepting from one tenant, mailers stopped, no webhook endpoint', measured.webhooks?.acceptNone?.cpuPerMessage],
+    ['accepting from one tenant, mailers stopped, one webhook endpoint', measured.webhooks?.acceptEndpoint?.cpuPerMessage],
+    [`status reads at ${measured.statusReads?.rate}/s (per read)`, measured.statusReads?.cpuPerRead],
   ];
   for (const [phase, perMessage] of phases) {
     if (!perMessage) continue;
@@ -207,14 +214,16 @@ try {
   };
 
   figures.ceiling = await runCeiling(context);
-  figures.ingest = { paced: [], skippedRates: [] };
+  figures.ingest = {};
   await runIngest(context, figures.ingest);
   figures.replay = await runReplay(context, figures.ingest.saturation?.acceptedPerSecond);
   await runDelivery(context, figures);
+  figures.endToEnd = await runEndToEnd(context, { acceptedWhileDelivering: figures.ingest.saturation?.acceptedPerSecond, drain: figures.delivery?.notify.perSecond });
   figures.tracing = { rate: tracingRate(plan.tracingRate, figures.ingest.saturation?.acceptedPerSecond) };
   await runTracingCost(context, figures.tracing);
   figures.webhooks = { rate: figures.tracing.rate };
   await runWebhookCost(context, figures.webhooks);
+  figures.statusReads = await runStatusReads(context);
   final = await finalCheck(context, figures.delivery?.raw.messages ?? 0);
 } catch (error) {
   failures.push(`the bench stopped: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

@@ -5,13 +5,15 @@ import { Agent, request } from 'node:http';
 import { summarize, type LoadResult } from './load-result.ts';
 
 export interface PreparedRequest {
+  /** POST unless said otherwise. */
+  readonly method?: 'GET' | 'POST';
   readonly path: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Buffer;
 }
 
 export interface HttpSender {
-  /** Starts one POST; resolves when it is answered or has failed (never rejects). */
+  /** Starts one request; resolves when it is answered or has failed (never rejects). */
   send(spec: PreparedRequest): Promise<void>;
   /** Requests started and not yet settled. */
   inFlight(): number;
@@ -65,7 +67,7 @@ export function createHttpSender(options: { url: string; connections: number; ex
         agent,
         host: target.hostname,
         port: target.port,
-        method: 'POST',
+        method: spec.method ?? 'POST',
         path: spec.path,
         headers: { ...spec.headers, 'content-length': String(spec.body.length) },
       });

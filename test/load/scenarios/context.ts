@@ -13,9 +13,8 @@ export interface BenchPlan {
   readonly ceilingS: number;
   readonly warmupRate: number;
   readonly warmupS: number;
-  /** Fixed offered rates (requests/s) at which latency is measured. */
-  readonly rates: readonly number[];
-  readonly rateS: number;
+  /** Length of the end-to-end run at half the sustained rate (the rate is derived from the same run's capacity). */
+  readonly endToEndS: number;
   readonly saturationS: number;
   readonly replayKeys: number;
   readonly replayRate: number;
@@ -37,6 +36,15 @@ export interface BenchPlan {
   readonly webhookS: number;
   readonly webhookWarmupS: number;
   readonly webhookBurst: number;
+  /** Webhook accept path: sends accepted from one tenant with the mailers stopped, without and with an endpoint. */
+  readonly webhookAcceptMessages: number;
+  /**
+   * Status reads (GET /api/v1/messages/{id}/, after a warm-up as long as the webhook one): the offered rate (fixed: a
+   * read is not bounded by what sends saturate at), the run's length, and the messages read.
+   */
+  readonly statusReadRate: number;
+  readonly statusReadS: number;
+  readonly statusReadMessages: number;
   /** Longest wait for a scenario's messages to be delivered before moving on. */
   readonly settleTimeoutMs: number;
   /** Longest wait, at the end, for every accepted message to be delivered before it counts as lost. */
@@ -53,8 +61,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     ceilingS: 10,
     warmupRate: 200,
     warmupS: 3,
-    rates: [500, 1_000, 2_000],
-    rateS: 10,
+    endToEndS: 10,
     saturationS: 15,
     replayKeys: 2_000,
     replayRate: 500,
@@ -72,6 +79,10 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     webhookS: 10,
     webhookWarmupS: 2,
     webhookBurst: 2_000,
+    webhookAcceptMessages: 1_000,
+    statusReadRate: 200,
+    statusReadS: 5,
+    statusReadMessages: 1_000,
     settleTimeoutMs: 90_000,
     finalTimeoutMs: 120_000,
     limitMs: 9 * 60_000,
@@ -83,8 +94,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     ceilingS: 3,
     warmupRate: 200,
     warmupS: 1,
-    rates: [500, 1_000, 2_000],
-    rateS: 3,
+    endToEndS: 4,
     saturationS: 4,
     replayKeys: 300,
     replayRate: 500,
@@ -102,6 +112,10 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     webhookS: 4,
     webhookWarmupS: 1,
     webhookBurst: 500,
+    webhookAcceptMessages: 500,
+    statusReadRate: 200,
+    statusReadS: 3,
+    statusReadMessages: 300,
     settleTimeoutMs: 20_000,
     finalTimeoutMs: 60_000,
     limitMs: 4 * 60_000,

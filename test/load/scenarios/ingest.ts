@@ -1,10 +1,11 @@
 // Ingest through the full system (gateway, auth-svc, dispatch-svc, PostgreSQL, Redis, NATS, one mailer delivering
-// as it goes): latency at fixed offered rates, then accepted sends per second at saturation. After each run the bench
-// waits for that run's messages to be delivered, so the next run starts without a backlog, and reads from the database
-// how long each message took from acceptance to `sent`.
+// as it goes): accepted sends per second at saturation, after a short warm-up. Then the bench waits for the run's
+// messages to be delivered, so the next scenario starts without a backlog, and reads from the database how long each
+// message took from acceptance to `sent`. Latency at a fixed rate is measured end to end (end-to-end.ts), at a rate
+// derived from this figure and the delivery drain.
 import { runClosedLoop, type ClosedLoopResult } from '../generators/closed-loop.ts';
-import { count5xx, countOf } from '../generators/load-result.ts';
-import { runPaced, type PacedLoadResult } from '../generators/paced-load.ts';
+import { countOf } from '../generators/load-result.ts';
+import { runPaced } from '../generators/paced-load.ts';
 import { cpuPerMessage } from '../system/cpu-usage.ts';
 import { inWindow, requireAnswers, type BenchContext } from './context.ts';
 import { lastMessageId, queuedToSent, quietMessageId, waitSettled, type DeliveryState, type QueuedToSent } from './message-progress.ts';
@@ -12,15 +13,6 @@ import { closedLoopRequests, pacedRequests } from './send-requests.ts';
 
 export interface Settled extends DeliveryState {
   readonly waitedS: number;
-}
-
-export interface PacedIngest {
-  readonly rate: number;
-  readonly load: PacedLoadResult;
-  /** 202 answers per second actually achieved. */
-  readonly acceptedPerSecond: number;
-  readonly queuedToSent: QueuedToSent;
-  readonly settled: Settled;
 }
 
 export interface SaturatedIngest {
@@ -32,24 +24,16 @@ export interface SaturatedIngest {
   readonly settled: Settled;
 }
 
-/** Filled in as the runs finish, so a bench stopped half-way still reports what it measured. */
+/** Filled in when the run finishes, so a bench stopped half-way still reports what it measured. */
 export interface IngestResult {
-  readonly paced: PacedIngest[];
-  /** Offered rates not run because a lower one was already beyond what the system sustains. */
-  readonly skippedRates: number[];
   saturation?: SaturatedIngest;
-}
-
-/** A run the system did not keep up with: it accepted clearly less than offered, or left requests unanswered or 5xx. */
-export function overloaded(run: PacedIngest): boolean {
-  return run.acceptedPerSecond < 0.9 * run.rate || run.load.timeouts > 0 || run.load.errors > 0 || count5xx(run.load) > 0;
 }
 
 /**
  * Waits for the messages a run created to be delivered; a message that fails or never leaves fails the bench. Requests
  * the client gave up on may still be in the services: the range closes once no new message appeared for a second.
  */
-async function settle(context: BenchContext, what: string, after: number): Promise<{ settled: Settled; queuedToSent: QueuedToSent }> {
+export async function settle(context: BenchContext, what: string, after: number): Promise<{ settled: Settled; queuedToSent: QueuedToSent }> {
   const range = { after, upTo: await quietMessageId(context.system.db, 15_000) };
   const settled = await waitSettled(context.system.db, range, context.plan.settleTimeoutMs);
   context.progress(`  delivered ${settled.sent} of ${settled.total} within ${settled.waitedS.toFixed(1)} s of the run's end`);
@@ -65,28 +49,12 @@ export async function runIngest(context: BenchContext, into: IngestResult): Prom
 
   // Warm-up: connections, JIT, auth caches. Its messages count for the loss check, its figures are not reported.
   context.progress(`ingest warm-up: ${plan.warmupRate}/s for ${plan.warmupS} s`);
+  const warmAfter = await lastMessageId(system.db);
   const warmup = await inWindow(context, 'ingest', () => runPaced({ url, rate: plan.warmupRate, durationS: plan.warmupS, connections: plan.connections, request }));
   requireAnswers(context, 'ingest warm-up', warmup);
   context.accepted += countOf(warmup, 202) - warmup.replayed;
-
-  for (const rate of plan.rates) {
-    const previous = into.paced.at(-1);
-    if (previous && overloaded(previous)) {
-      context.progress(`ingest at ${rate.toLocaleString('en-US')}/s offered: not run, ${previous.rate.toLocaleString('en-US')}/s was already not sustained`);
-      into.skippedRates.push(rate);
-      continue;
-    }
-    context.progress(`ingest at ${rate.toLocaleString('en-US')}/s offered for ${plan.rateS} s`);
-    const after = await lastMessageId(system.db);
-    const load = await inWindow(context, 'ingest', () => runPaced({ url, rate, durationS: plan.rateS, connections: plan.connections, request }));
-    requireAnswers(context, `ingest at ${rate}/s`, load, { timeoutsAllowed: true });
-    context.accepted += countOf(load, 202) - load.replayed;
-    // Over the scheduled duration: a system that falls behind stretches the run, and must not be credited for it.
-    const acceptedPerSecond = countOf(load, 202) / Math.max(plan.rateS, load.durationS);
-    context.progress(`  achieved ${Math.round(acceptedPerSecond)}/s, latency p50 ${load.latencyMs.p50.toFixed(1)} ms, p99 ${load.latencyMs.p99.toFixed(1)} ms`);
-    const delivered = await settle(context, `ingest at ${rate}/s`, after);
-    into.paced.push({ rate, load, acceptedPerSecond, ...delivered });
-  }
+  // Delivered before the saturation run, so its mailer starts without a backlog.
+  await waitSettled(system.db, { after: warmAfter, upTo: await quietMessageId(system.db, 15_000) }, plan.settleTimeoutMs);
 
   context.progress(`ingest at saturation: ${plan.connections} connections for ${plan.saturationS} s`);
   const after = await lastMessageId(system.db);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { plans } from './context.ts';
+import { halfSustainedRate } from './end-to-end.ts';
 import { replayRate } from './replay.ts';
 import { scaleOutBacklog } from './scale-out.ts';
 import { tracingRate } from './tracing-cost.ts';
@@ -25,4 +26,10 @@ test('the tracing cost runs at the planned rate unless that is more than half of
   assert.equal(tracingRate(200, 663), 200);
   assert.equal(tracingRate(200, 391), 150);
   assert.equal(tracingRate(200, 60), 50);
+});
+
+test('the end-to-end run offers half the sustained rate, in whole requests per second and at least one', () => {
+  assert.equal(halfSustainedRate(416), 208);
+  assert.equal(halfSustainedRate(391.4), 196);
+  assert.equal(halfSustainedRate(1), 1);
 });

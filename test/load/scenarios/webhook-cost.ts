@@ -1,10 +1,12 @@
 // What a webhook per message costs. The same workload runs twice on the same system: sends at a fixed rate (the
 // tracing-cost rate) from one tenant, accepted and delivered as they come (one mailer running), first with no webhook
 // endpoint, then with one endpoint of that tenant's project, created through WebhookAdminService and subscribed to
-// message.sent, pointing at a receiver on 127.0.0.1 that answers 204 at once (in a process of its own, so its CPU is
-// reported apart and left out of the totals). The CPU of every process is counted from the first request until every
-// message of the run is delivered and, with the endpoint, the receiver has got an event per message sent; divided by
-// the messages. The difference of the two, divided by the events delivered, is the CPU one webhook event costs.
+// every event type, pointing at a receiver on 127.0.0.1 that answers 204 at once (in a process of its own, so its CPU
+// is reported apart and left out of the totals). The CPU of every process is counted from the first request until
+// every message of the run is delivered and, with the endpoint, the receiver has got an event per message sent;
+// divided by the messages. The difference of the two, divided by the events delivered, is the CPU one webhook event
+// costs. The accept path is measured apart, without and with the endpoint: a batch of sends from that tenant accepted
+// with the mailers stopped, CPU per accepted send (as the issue's accept-path target is judged).
 // Then a burst measures what one sender (webhook-svc, one replica) achieves: with webhook-svc stopped, N messages are
 // sent as fast as the gateway takes them and delivered, and their events relayed onto JetStream; webhook-svc is
 // started again and the receiver times the N events from the first to the last.
@@ -35,6 +37,16 @@ export interface WebhookRun {
   readonly events: number;
 }
 
+/** Sends from one tenant accepted with the mailers stopped: the accept path alone. */
+export interface WebhookAcceptRun {
+  readonly mode: WebhookMode;
+  readonly load: LoadResult & { readonly replayed: number };
+  /** Sends accepted (202): the divisor. */
+  readonly messages: number;
+  /** CPU milliseconds per accepted send, per process group (see system/cpu-usage.ts). */
+  readonly cpuPerMessage: Record<string, number>;
+}
+
 export interface WebhookBurst {
   /** Messages sent, and the webhook events the receiver got for them. */
   readonly messages: number;
@@ -52,8 +64,13 @@ export interface WebhookCostResult {
   readonly rate: number;
   none?: WebhookRun;
   endpoint?: WebhookRun;
+  acceptNone?: WebhookAcceptRun;
+  acceptEndpoint?: WebhookAcceptRun;
   burst?: WebhookBurst;
 }
+
+/** Every event type an endpoint can subscribe to (docs/contract.md, "Webhooks"); only message.sent occurs here. */
+const everyEventType = ['message.sent', 'message.deferred', 'message.failed', 'message.bounced', 'message.complained', 'message.unsubscribed'];
 
 /** The five Notify services: where a webhook's cost lands (webhook-svc signs and sends it). */
 export const webhookServiceLabels = ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc'] as const;
@@ -108,7 +125,7 @@ async function receiverCaughtUp(receiver: BenchWebhookReceiver, before: number, 
 
 async function measure(context: BenchContext, mode: WebhookMode, rate: number, receiver: BenchWebhookReceiver): Promise<WebhookRun> {
   const { plan, system } = context;
-  const label = mode === 'endpoint' ? 'one endpoint (message.sent, answers 204)' : 'no webhook endpoint';
+  const label = mode === 'endpoint' ? 'one endpoint (every event type, answers 204)' : 'no webhook endpoint';
   const url = system.gatewayUrl;
   // One tenant: the endpoint belongs to one project, and every message of the run must be one of its events.
   const request = pacedRequests(system.tenants.slice(0, 1));
@@ -155,6 +172,33 @@ async function measure(context: BenchContext, mode: WebhookMode, rate: number, r
   context.progress(
     `  ${run.messages.toLocaleString('en-US')} messages in ${windowS.toFixed(1)} s: services ${totals.services.toFixed(2)} ms, system ${totals.system.toFixed(2)} ms of CPU per message; ${run.events.toLocaleString('en-US')} webhook events received`,
   );
+  return run;
+}
+
+/** A batch of sends from one tenant accepted with the mailers stopped; then delivered (and their events received) before the next run. */
+async function measureAccept(context: BenchContext, mode: WebhookMode, receiver: BenchWebhookReceiver): Promise<WebhookAcceptRun> {
+  const { plan, system } = context;
+  const [tenant] = system.tenants;
+  if (!tenant) throw new Error('no tenant');
+  const helpers: Array<readonly [string, number | undefined]> = [[webhookReceiverLabel, receiver.pid]];
+  context.progress(`webhook accept path, ${mode === 'endpoint' ? 'one endpoint' : 'no endpoint'}: ${plan.webhookAcceptMessages.toLocaleString('en-US')} sends from one tenant, mailers stopped`);
+  await system.stopMailers([0]);
+  const after = await lastMessageId(system.db);
+  const eventsBefore = (await receiver.counts()).requests;
+  const requests = Array.from({ length: plan.webhookAcceptMessages }, (_, index) => ({ path: sendPath, headers: sendHeaders(tenant), body: Buffer.from(sendBody(index)) }));
+  const cpuBefore = await context.cpu(helpers);
+  const load = await inWindow(context, `webhook accept ${mode}`, () => runBatch({ url: system.gatewayUrl, connections: plan.connections, requests }));
+  const cpuAfter = await context.cpu(helpers);
+  requireAnswers(context, `webhook accept ${mode}`, load);
+  const messages = countOf(load, 202);
+  context.accepted += messages;
+  await system.startMailers([0]);
+  const delivered = await waitSettled(system.db, { after, upTo: await quietMessageId(system.db, 15_000) }, plan.settleTimeoutMs);
+  if (delivered.failed > 0) context.failures.push(`webhook accept ${mode}: ${delivered.failed} messages failed delivery`);
+  if (mode === 'endpoint') await receiverCaughtUp(receiver, eventsBefore, delivered.sent, plan.settleTimeoutMs);
+  const run: WebhookAcceptRun = { mode, load, messages, cpuPerMessage: cpuPerMessage(cpuBefore, cpuAfter, messages) };
+  const totals = webhookTotals(run.cpuPerMessage);
+  context.progress(`  ${messages.toLocaleString('en-US')} accepted: services ${totals.services.toFixed(2)} ms, system ${totals.system.toFixed(2)} ms of CPU per send`);
   return run;
 }
 
@@ -211,7 +255,7 @@ async function measureBurst(context: BenchContext, receiver: BenchWebhookReceive
   return burst;
 }
 
-/** Runs both halves at `into.rate`, then the burst, filling `into` as each finishes; the endpoint is removed at the end. */
+/** Runs both halves at `into.rate` and the accept path without and with the endpoint, then the burst, filling `into` as each finishes; the endpoint is removed at the end. */
 export async function runWebhookCost(context: BenchContext, into: WebhookCostResult): Promise<void> {
   const { system } = context;
   const [tenant] = system.tenants;
@@ -223,9 +267,12 @@ export async function runWebhookCost(context: BenchContext, into: WebhookCostRes
     // As the tracing-cost scenario leaves the other services: no OTLP endpoint, whatever the bench inherited.
     await system.stack.restart('webhook-svc', 0, { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '', OTEL_BSP_SCHEDULE_DELAY: '' });
     into.none = await measure(context, 'none', into.rate, receiver);
-    if (into.none.events > 0) context.failures.push(`webhook none: the receiver got ${into.none.events} requests with no endpoint`);
-    const created = await admin.call('CreateWebhook', { projectId: tenant.projectId, url: receiver.url, eventTypes: ['message.sent'] });
+    into.acceptNone = await measureAccept(context, 'none', receiver);
+    const unasked = (await receiver.counts()).requests;
+    if (unasked > 0) context.failures.push(`webhook none: the receiver got ${unasked} requests with no endpoint`);
+    const created = await admin.call('CreateWebhook', { projectId: tenant.projectId, url: receiver.url, eventTypes: everyEventType });
     endpointId = Number(created.webhook?.id);
+    into.acceptEndpoint = await measureAccept(context, 'endpoint', receiver);
     into.endpoint = await measure(context, 'endpoint', into.rate, receiver);
     if (into.endpoint.events < into.endpoint.delivered.sent) {
       context.failures.push(`webhook endpoint: the receiver got ${into.endpoint.events} events for ${into.endpoint.delivered.sent} messages sent`);

@@ -44,8 +44,8 @@ export interface SystemUnderTest {
   stop(): Promise<void>;
 }
 
-/** High enough that no key is ever throttled: the bench measures the pipeline, not the limiter's refusals. */
-const sendRate = '100000000/s';
+/** High enough that no key is ever throttled (sends and status reads): the bench measures the pipeline, not the limiter's refusals. */
+const unthrottledRate = '100000000/s';
 
 export async function startSystemUnderTest(options: SystemUnderTestOptions): Promise<SystemUnderTest> {
   const profiled = (service: ServiceName): Record<string, string> =>
@@ -62,7 +62,7 @@ export async function startSystemUnderTest(options: SystemUnderTestOptions): Pro
     mailerReplicas: options.mailerReplicas,
     logLevel: 'warn',
     output: process.env['BENCH_SERVICE_OUTPUT'] === 'stdout' ? undefined : null,
-    env: { ...options.env, NOTIFY_PUBLIC_SEND_RATE: sendRate },
+    env: { ...options.env, NOTIFY_PUBLIC_SEND_RATE: unthrottledRate, NOTIFY_PUBLIC_READ_RATE: unthrottledRate },
     serviceEnv: {
       gateway: profiled('gateway'),
       'auth-svc': profiled('auth-svc'),
