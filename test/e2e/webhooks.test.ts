@@ -76,7 +76,8 @@ test('a sent message is one signed webhook that standardwebhooks verifies, with 
   assert.match(webhook.id, /^evt_\d+$/);
   assert.equal(webhook.body.type, 'message.sent');
   assert.match(String(webhook.body['timestamp']), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-  assert.deepEqual(Object.keys(webhook.body.data).sort(), ['attempt', 'celery_task_id', 'message_id', 'reason', 'sequence', 'smtp_reply', 'status', 'template', 'to']);
+  assert.deepEqual(Object.keys(webhook.body.data).sort(), ['attempt', 'celery_task_id', 'message_id', 'metadata', 'reason', 'sequence', 'smtp_reply', 'status', 'tags', 'template', 'to']);
+  assert.deepEqual([webhook.body.data['tags'], webhook.body.data['metadata']], [[], {}], 'a message sent without labels has empty ones');
   assert.equal(webhook.body.data['status'], 'sent');
   assert.equal(webhook.body.data['to'], 'r0@example.com');
   assert.equal(webhook.body.data['template'], 'welcome');

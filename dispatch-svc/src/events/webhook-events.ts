@@ -56,7 +56,7 @@ export async function recordMessageWebhookEvents(client: PoolClient, typed: read
              SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::integer[], $5::integer[], $6::text[], $7::text[], $8::timestamptz[], $9::integer[])
                       AS t (message_id, type, status, attempt, smtp_code, smtp_response, reason, occurred_at, ordinal)
            ), due AS (
-             SELECT t.*, m.project_id, m.recipient, m.template_slug, m.celery_task_id,
+             SELECT t.*, m.project_id, m.recipient, m.template_slug, m.celery_task_id, m.tags, m.metadata,
                     coalesce((SELECT max(e.sequence) FROM webhook_events e WHERE e.message_id = t.message_id), 0) + t.ordinal AS sequence
                FROM t JOIN messages m ON m.id = t.message_id
               WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = m.project_id AND w.enabled AND t.type = ANY (w.event_types))
@@ -66,7 +66,9 @@ export async function recordMessageWebhookEvents(client: PoolClient, typed: read
                     jsonb_build_object('type', type, 'timestamp', to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                       'data', jsonb_build_object('message_id', message_id, 'status', status, 'to', recipient, 'template', template_slug,
                         'attempt', attempt, 'smtp_reply', CASE WHEN smtp_code IS NULL THEN NULL ELSE concat_ws(' ', smtp_code, smtp_response) END,
-                        'reason', reason, 'celery_task_id', celery_task_id, 'sequence', sequence))
+                        'reason', reason, 'celery_task_id', celery_task_id, 'sequence', sequence,
+                        -- The send's labels, so a receiver can route the event by them (docs/contract.md, "Tags and metadata").
+                        'tags', tags, 'metadata', metadata))
                FROM due
              RETURNING id, project_id, type
            )

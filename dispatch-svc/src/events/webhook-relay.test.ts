@@ -66,7 +66,7 @@ test('each transition with a type is one webhook event, in the same transaction,
   assert.deepEqual(events[1]?.payload, {
     type: 'message.sent',
     timestamp: '2026-01-01T00:00:04.000Z',
-    data: { message_id: messageId, status: 'sent', to: 'ada@example.com', template: 'welcome', attempt: 2, smtp_reply: '250 2.0.0 OK', reason: null, celery_task_id: celery, sequence: 2 },
+    data: { message_id: messageId, status: 'sent', to: 'ada@example.com', template: 'welcome', attempt: 2, smtp_reply: '250 2.0.0 OK', reason: null, celery_task_id: celery, sequence: 2, tags: [], metadata: {} },
   });
   assert.equal(events[0]?.payload.data.reason, 'greylisted');
   // Only the enabled endpoint of this project subscribed to the type gets a delivery.

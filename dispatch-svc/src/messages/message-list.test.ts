@@ -73,7 +73,7 @@ test('EXPLAIN: each page is read through an index, in order, on a project of 100
     [h.ids.otherProjectId, h.ids.organizationId, h.ids.apiKeyId, bulk.id],
   );
   await h.pool.query('ANALYZE messages');
-  const base = { projectId: h.ids.otherProjectId, organizationId: h.ids.organizationId, state: '', template: '', to: '', createdAfter: '', createdBefore: '', limit: 50, cursor: '' };
+  const base = { projectId: h.ids.otherProjectId, organizationId: h.ids.organizationId, state: '', template: '', to: '', createdAfter: '', createdBefore: '', limit: 50, cursor: '', tag: '' };
   const middle = await search({ projectId: h.ids.otherProjectId, limit: 100 });
   const requests: Partial<dispatch.SearchProjectMessagesRequest__Output>[] = [
     {},

@@ -8,6 +8,7 @@ import { UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 import { messageStates } from '../events/state-machine.ts';
+import { tagPattern } from './labels.ts';
 import { columns, toMessage, type MessageRow } from './queries.ts';
 
 export const listLimits = { default: 50, max: 100 } as const;
@@ -57,6 +58,8 @@ export interface MessagePageQuery {
   readonly createdBefore?: Date | undefined;
   readonly cursor?: Cursor | undefined;
   readonly limit: number;
+  /** Messages sent with this tag; ignored when empty or absent. */
+  readonly tag?: string | undefined;
 }
 
 /** The statement for one page, with only the filters in use; exported so a test can ask PostgreSQL how it runs it. */
@@ -73,6 +76,8 @@ export function pageStatement(query: MessagePageQuery): { text: string; values: 
   if (query.recipient !== '') add((p) => `lower(recipient) = lower(${p})`, query.recipient);
   if (query.createdFrom) add((p) => `created_at >= ${p}`, query.createdFrom);
   if (query.createdBefore) add((p) => `created_at < ${p}`, query.createdBefore);
+  // The expression and the predicate of the partial GIN index on `<project>:<tag>` keys (migration message-tags).
+  if (query.tag) add((p) => `tags <> '{}' AND message_tag_keys(project_id, tags) @> ARRAY[$1::text || ':' || ${p}]`, query.tag);
   if (query.cursor) {
     values.push(query.cursor.createdMicros.toString());
     add((p) => `(created_at, id) < (timestamptz 'epoch' + $${values.length - 1}::bigint * interval '1 microsecond', ${p})`, query.cursor.id);
@@ -105,6 +110,7 @@ export function listQuery(request: dispatch.SearchProjectMessagesRequest__Output
   const cursor = request.cursor === '' ? undefined : decodeCursor(request.cursor);
   if (request.cursor !== '' && !cursor) faults.push('cursor: is not one this service gave');
   if (request.limit < 0 || request.limit > listLimits.max) faults.push(`limit: must be between 1 and ${listLimits.max}`);
+  faults.push(...tagFaults(request.tag));
   if (faults.length > 0) throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', `invalid listing: ${faults.join('; ')}`, { fields: faults });
   return {
     projectId: request.projectId,
@@ -116,7 +122,13 @@ export function listQuery(request: dispatch.SearchProjectMessagesRequest__Output
     createdBefore: before,
     cursor,
     limit: request.limit === 0 ? listLimits.default : request.limit,
+    tag: request.tag,
   };
+}
+
+/** A tag filter is one tag as a send gives it, or none. */
+export function tagFaults(tag: string): string[] {
+  return tag === '' || tagPattern.test(tag) ? [] : ['tag: must be 1-64 characters of A-Z, a-z, 0-9, _ and -'];
 }
 
 export async function searchProjectMessages(pool: Pool, request: dispatch.SearchProjectMessagesRequest__Output): Promise<dispatch.SearchProjectMessagesResponse__Output> {

@@ -21,6 +21,7 @@ import { findTemplates, slugPattern, templateKey, type TemplateRow } from '../te
 import { encodeViolation, type VariablesSchemas } from '../templates/variables-schema.ts';
 import { findSuppressions, suppressionKey, type Suppression } from '../suppressions/suppression-store.ts';
 import { grantUsage } from '../usage/usage-store.ts';
+import { labelFaults, labelsOf } from './labels.ts';
 import { deleteMessages, insertMessages, type NewMessage } from './message-store.ts';
 
 export interface SendDeps {
@@ -37,6 +38,8 @@ interface SendInput {
   readonly data: Record<string, unknown>;
   /** Lower-cased UUID, or null when the caller sent none. */
   readonly idempotencyKey: string | null;
+  readonly tags: readonly string[];
+  readonly metadata: Record<string, string>;
 }
 
 interface Pending {
@@ -74,13 +77,14 @@ function validate(request: dispatch.SendRequest__Output): SendInput {
       data = undefined;
     }
     if (typeof data !== 'object' || data === null || Array.isArray(data)) faults.push('data: must be a JSON object');
+    faults.push(...labelFaults(request));
   }
   const key = request.idempotencyKey;
   if (key !== '' && !uuidPattern.test(key)) faults.push('idempotency_key: must be a UUID');
   if (key !== '' && request.fingerprint === '') faults.push('fingerprint: is required with an idempotency key');
   if (!Number.isSafeInteger(request.monthlyQuota) || request.monthlyQuota < 0) faults.push('monthly_quota: must be a non-negative integer');
   if (faults.length > 0) throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', `invalid send request: ${faults.join('; ')}`, { fields: faults });
-  return { data: data as Record<string, unknown>, idempotencyKey: key === '' ? null : key.toLowerCase() };
+  return { data: data as Record<string, unknown>, idempotencyKey: key === '' ? null : key.toLowerCase(), ...labelsOf(request) };
 }
 
 /** The gateway's field validation refused the body, and no idempotency record answered first; the gateway renders the 422. */
@@ -284,6 +288,8 @@ async function writeAcceptedRows(client: PoolClient, deps: SendDeps, batch: Batc
       celeryTaskId: randomUUID(),
       idempotencyKey: input.idempotencyKey,
       traceparent: traceparentOf(creations[position] as Span),
+      tags: input.tags,
+      metadata: input.metadata,
     };
   });
   let inserted: { id: number; createdAt: Date }[];

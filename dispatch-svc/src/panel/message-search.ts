@@ -7,7 +7,7 @@ import { UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 import { messageStates } from '../events/state-machine.ts';
-import { decodeCursor, readMessagePage, type MessagePageQuery } from '../messages/message-list.ts';
+import { decodeCursor, readMessagePage, tagFaults, type MessagePageQuery } from '../messages/message-list.ts';
 
 export const searchLimits = { default: 50, max: 500 } as const;
 
@@ -27,6 +27,7 @@ export function searchQuery(request: dispatch.SearchMessagesRequest__Output): Me
   const cursor = request.cursor === '' ? undefined : decodeCursor(request.cursor);
   if (request.cursor !== '' && !cursor) faults.push('cursor: is not one this service gave');
   if (request.limit < 0) faults.push(`limit: must be between 1 and ${searchLimits.max} (0 for the default)`);
+  faults.push(...tagFaults(request.tag));
   if (faults.length > 0) throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', `invalid search: ${faults.join('; ')}`, { fields: faults });
   return {
     projectId: request.projectId,
@@ -38,6 +39,7 @@ export function searchQuery(request: dispatch.SearchMessagesRequest__Output): Me
     createdBefore: until,
     cursor,
     limit: request.limit === 0 ? searchLimits.default : Math.min(request.limit, searchLimits.max),
+    tag: request.tag,
   };
 }
 

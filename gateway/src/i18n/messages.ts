@@ -77,6 +77,16 @@ const en = {
   'messages.limit': 'Must be an integer between 1 and {max}.',
   'messages.cursor': 'This cursor is not one this API gave; start again without it.',
   'messages.repeated': 'Give this parameter once.',
+  // Tags and metadata (send/labels.ts).
+  'tags.type': 'Expected a list of strings.',
+  'tags.count': 'At most {max} tags are allowed.',
+  'tags.duplicate': 'Each tag may appear only once.',
+  'tags.tag': 'Each tag must be 1 to {max} letters, digits, underscores or hyphens.',
+  'tags.filter': 'A tag is 1 to {max} letters, digits, underscores or hyphens.',
+  'metadata.count': 'At most {max} keys are allowed.',
+  'metadata.key': 'Each key must be 1 to {max} letters, digits, underscores or hyphens.',
+  'metadata.value_type': 'Each value must be a string.',
+  'metadata.value_length': 'Each value may hold at most {max} characters.',
 } as const;
 
 export type MessageKey = keyof typeof en;
@@ -152,6 +162,15 @@ const es: Record<MessageKey, string> = {
   'messages.limit': 'Debe ser un número entero entre 1 y {max}.',
   'messages.cursor': 'Este cursor no lo dio esta API; vuelva a empezar sin él.',
   'messages.repeated': 'Indique este parámetro una sola vez.',
+  'tags.type': 'Se esperaba una lista de cadenas de texto.',
+  'tags.count': 'Se permiten como máximo {max} etiquetas.',
+  'tags.duplicate': 'Cada etiqueta puede aparecer una sola vez.',
+  'tags.tag': 'Cada etiqueta debe tener de 1 a {max} letras, dígitos, guiones bajos o guiones.',
+  'tags.filter': 'Una etiqueta tiene de 1 a {max} letras, dígitos, guiones bajos o guiones.',
+  'metadata.count': 'Se permiten como máximo {max} claves.',
+  'metadata.key': 'Cada clave debe tener de 1 a {max} letras, dígitos, guiones bajos o guiones.',
+  'metadata.value_type': 'Cada valor debe ser una cadena de texto.',
+  'metadata.value_length': 'Cada valor puede contener como máximo {max} caracteres.',
 };
 
 /** Every text by language; both name the same placeholders (checked by messages.test.ts). */

@@ -2,13 +2,14 @@
 // `{parameter: [messages]}` like the send endpoint's fields. The cursor is opaque here: dispatch-svc judges it.
 import { FieldErrors, type FieldMessage } from '../errors/api-error.ts';
 import { text } from '../i18n/messages.ts';
+import { isTag, maxTagLength } from '../send/labels.ts';
 import { maxRecipientLength, maxTemplateLength } from '../send/validation.ts';
 
 export const messageStatuses = ['queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained'] as const;
 export const listLimits = { default: 50, max: 100 } as const;
 export const rfc3339Pattern = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,6})?([Zz]|[+-]\\d{2}:\\d{2})$';
 
-const parameters = ['status', 'to', 'template', 'created_after', 'created_before', 'limit', 'cursor'] as const;
+const parameters = ['status', 'to', 'template', 'created_after', 'created_before', 'limit', 'cursor', 'tag'] as const;
 
 export interface ListQuery {
   readonly state: string;
@@ -18,6 +19,7 @@ export interface ListQuery {
   readonly createdBefore: string;
   readonly limit: number;
   readonly cursor: string;
+  readonly tag: string;
 }
 
 /** Parses Koa's `ctx.query`; throws FieldErrors naming every parameter at fault. */
@@ -48,7 +50,9 @@ export function parseListQuery(query: Readonly<Record<string, string | string[] 
   if (limitText !== '' && (!/^\d{1,3}$/.test(limitText) || limit < 1 || limit > listLimits.max)) fault('limit', text('messages.limit', { max: listLimits.max }));
   const cursor = get('cursor');
   if (cursor.length > 200) fault('cursor', text('messages.cursor'));
+  const tag = get('tag');
+  if (tag !== '' && !isTag(tag)) fault('tag', text('tags.filter', { max: maxTagLength }));
 
   if (faults.size > 0) throw new FieldErrors(faults);
-  return { state, to, template, createdAfter: get('created_after'), createdBefore: get('created_before'), limit, cursor };
+  return { state, to, template, createdAfter: get('created_after'), createdBefore: get('created_before'), limit, cursor, tag };
 }

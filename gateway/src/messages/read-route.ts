@@ -52,6 +52,9 @@ export interface MessageBody {
   failure_reason: string | null;
   /** The trace of the request that accepted it (docs/operations.md, "Traces"); null when it has none. */
   trace_id: string | null;
+  /** The send's labels; [] and {} when it gave none (docs/contract.md, "Tags and metadata"). */
+  tags: string[];
+  metadata: Record<string, string>;
   events?: MessageEventBody[];
 }
 
@@ -77,6 +80,8 @@ export function messageBody(message: dispatch.Message__Output, withEvents: boole
     last_smtp_reply: orNull(message.lastSmtpReply),
     failure_reason: orNull(message.failureReason),
     trace_id: orNull(message.traceId),
+    tags: message.tags,
+    metadata: message.metadata,
   };
   if (withEvents) {
     body.events = message.events.map((event) => ({

@@ -17,6 +17,7 @@ import { ensureJsonBody, parseJsonObject, readBody } from './body.ts';
 import { acceptedThisMonth, dispatchSend, type AcceptedBody, type DispatchClient, type SendAnswer } from './dispatch.ts';
 import { sendFingerprint } from './fingerprint.ts';
 import { parseIdempotencyKey } from './idempotency-key.ts';
+import { labelFields } from './labels.ts';
 import { validateSendBody } from './validation.ts';
 
 export interface SendRouteDeps {
@@ -72,7 +73,7 @@ export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
     // 10-14 in dispatch-svc, one call, one transaction: the key's record, then the fields' verdict, the template, the
     // data and the quota (counted against it, exactly). The fingerprint, with a key, is the parsed body as sent, valid or not.
     const fields = validation.valid
-      ? { template: validation.body.template, to: validation.body.to, dataJson: JSON.stringify(validation.body.data), fieldsInvalid: false }
+      ? { template: validation.body.template, to: validation.body.to, dataJson: JSON.stringify(validation.body.data), fieldsInvalid: false, ...labelFields(validation.body) }
       : { template: '', to: '', dataJson: '', fieldsInvalid: true };
     let answer: SendAnswer;
     try {

@@ -3,12 +3,15 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import validator from 'validator';
 import { text, type Text } from '../i18n/messages.ts';
+import { labelMessages, metadataSchema, tagsSchema } from './labels.ts';
 
 export interface SendBody {
   readonly template: string;
   readonly to: string;
   readonly channel: 'email';
   readonly data: Record<string, unknown>;
+  readonly tags?: string[];
+  readonly metadata?: Record<string, string>;
 }
 
 export type Validation = { valid: true; body: SendBody } | { valid: false; fields: Map<string, Text[]> };
@@ -95,6 +98,8 @@ const validate = ajv.compile<SendBody>({
     to: { type: 'string', maxLength: maxRecipientLength, noControlCharacters: true, format: 'email' },
     channel: { type: 'string', enum: ['email'] },
     data: { type: 'object', maxDepth: maxDataDepth, noReservedKeys: true, maxArrayItems: maxDataArrayItems, maxElements: maxDataElements },
+    tags: tagsSchema,
+    metadata: metadataSchema,
   },
 });
 
@@ -143,14 +148,13 @@ export function validateSendBody(input: Record<string, unknown>): Validation {
   }
   const fields = new Map<string, Text[]>();
   for (const [field, errors] of byField) {
-    fields.set(
-      field,
-      relevant(errors).map((error) => {
-        const message = keywordMessages[error.keyword];
-        if (!message) throw new Error(`no message for schema keyword ${error.keyword}`);
-        return message(error);
-      }),
-    );
+    const messages = relevant(errors).map((error) => {
+      const message = labelMessages[field]?.[error.keyword] ?? keywordMessages[error.keyword];
+      if (!message) throw new Error(`no message for schema keyword ${error.keyword}`);
+      return message(error);
+    });
+    // Several items of one list can break the same rule: each message once.
+    fields.set(field, [...new Map(messages.map((message) => [JSON.stringify(message), message])).values()]);
   }
   return { valid: false, fields };
 }

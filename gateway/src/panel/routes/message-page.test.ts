@@ -38,6 +38,8 @@ function message(id: number, trace: string): dispatch.Message__Output {
     updatedAt: createdAt,
     events: [],
     traceId: trace,
+    tags: [],
+    metadata: {},
   };
 }
 
