@@ -72,6 +72,12 @@ test('EXPLAIN: each page is read through an index, in order, on a project of 100
        FROM generate_series(1, 100000) i`,
     [h.ids.otherProjectId, h.ids.organizationId, h.ids.apiKeyId, bulk.id],
   );
+  // Tags as integrators use them: a campaign on half the messages, a rare one on 1 in 1,000, none on the rest.
+  await h.pool.query(
+    `UPDATE messages SET tags = CASE WHEN id % 1000 = 0 THEN ARRAY['rare', 'campaign'] WHEN id % 2 = 0 THEN ARRAY['campaign'] END
+      WHERE project_id = $1 AND (id % 2 = 0)`,
+    [h.ids.otherProjectId],
+  );
   await h.pool.query('ANALYZE messages');
   const base = { projectId: h.ids.otherProjectId, organizationId: h.ids.organizationId, state: '', template: '', to: '', createdAfter: '', createdBefore: '', limit: 50, cursor: '', tag: '' };
   const middle = await search({ projectId: h.ids.otherProjectId, limit: 100 });
@@ -97,6 +103,21 @@ test('EXPLAIN: each page is read through an index, in order, on a project of 100
     assert.ok(read <= statement.limit + 1, `${described}: read ${read} rows for a page of ${statement.limit}`);
     if (process.env.SHOW_EXPLAIN) console.log(described, scan?.['Index Name'], scan?.['Index Cond'], `rows read ${read}`, `${plan['Actual Total Time']} ms`);
   }
+  // ?tag=: a rare tag is found through the GIN index on `<project>:<tag>` (only its own messages are read, then the
+  // page is taken from them); a tag on half the project is read in order through the project's index, filtered.
+  for (const [tag, index, most] of [['rare', 'messages_tag_keys_idx', 100 + 1], ['campaign', 'messages_project_created_idx', 2 * (50 + 1)]] as const) {
+    const statement = pageStatement(listQuery({ ...base, tag }));
+    const { rows } = await h.pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, statement.values);
+    const plan = rows[0]?.['QUERY PLAN'][0].Plan;
+    assert.ok(plan);
+    const nodes = flatten(plan);
+    const indexes = nodes.map((node) => node['Index Name']).filter(Boolean);
+    assert.ok(indexes.includes(index), `tag ${tag}: read through ${index}, not ${indexes.join(', ')}`);
+    assert.ok(!nodes.some((node) => node['Node Type'] === 'Seq Scan'), `tag ${tag}: no sequential scan`);
+    const read = Math.max(...nodes.map((node) => (node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)));
+    assert.ok(read <= most, `tag ${tag}: read ${read} rows for a page of ${statement.limit}`);
+    if (process.env.SHOW_EXPLAIN) console.log(`tag=${tag}`, indexes.join(', '), `rows read ${read}`, `${plan['Actual Total Time']} ms`);
+  }
 });
 
 interface PlanNode {
@@ -107,6 +128,7 @@ interface PlanNode {
   'Actual Rows'?: number;
   'Actual Total Time'?: number;
   'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
   Plans?: PlanNode[];
 }
 
