@@ -154,7 +154,20 @@ test('an accepted send is 202 with exactly the seed fields, and dispatch-svc get
     fingerprint: sendFingerprint(valid, 7),
     monthlyQuota: 0,
     fieldsInvalid: false,
+    tags: [],
+    metadataJson: '',
   });
+});
+
+test('tags and metadata go to dispatch-svc with the rest, and the 202 body stays the seed four fields', async () => {
+  const labelled = { ...valid, tags: ['welcome', 'spring-2026'], metadata: { order_id: 'A-1' } };
+  const response = await send({ body: labelled, headers: { 'Idempotency-Key': randomUUID() } });
+  assert.equal(response.status, 202);
+  assert.deepEqual(Object.keys((await response.json()) as object), ['message_id', 'status', 'celery_task_id', 'idempotent_replay']);
+  assert.deepEqual([received.at(-1)?.tags, received.at(-1)?.metadataJson], [labelled.tags, JSON.stringify(labelled.metadata)]);
+  // They are part of the body, so of the idempotency fingerprint.
+  assert.equal(received.at(-1)?.fingerprint, sendFingerprint(labelled, 7));
+  assert.notEqual(sendFingerprint(labelled, 7), sendFingerprint({ ...labelled, tags: ['welcome'] }, 7));
 });
 
 test('without Idempotency-Key dispatch-svc gets an empty key and no fingerprint', async () => {
@@ -383,6 +396,8 @@ test('with a key, a body with invalid fields still goes to Send, once, as fields
     fingerprint: sendFingerprint(body, 7),
     monthlyQuota: 0,
     fieldsInvalid: true,
+    tags: [],
+    metadataJson: '',
   });
   // Without a key there is no record to judge first: the 422 is answered without dispatch-svc.
   assert.deepEqual(await callsOf(async () => assert.equal((await send({ key: 'idempotent.key', body })).status, 422)), []);
