@@ -3,6 +3,7 @@
 import type { ErrorCode } from '../errors/api-error.ts';
 import { listLimits, messageStatuses, rfc3339Pattern } from '../messages/read-query.ts';
 import { maxDataArrayItems, maxDataDepth, maxDataElements, maxRecipientLength, maxTemplateLength } from '../send/validation.ts';
+import { maxMetadataKeyLength, maxMetadataKeys, maxMetadataValueLength, maxTagLength, maxTags, tagPattern, tagSchema, tagsSchema } from '../send/labels.ts';
 
 type Schema = Record<string, unknown>;
 
@@ -82,6 +83,8 @@ const messageProperties: Record<string, Schema> = {
   last_smtp_reply: { type: ['string', 'null'], description: "The relay's last reply, code first; null before any." },
   failure_reason: { type: ['string', 'null'], description: 'Why the message failed; null unless it did.' },
   trace_id: { type: ['string', 'null'], pattern: '^[0-9a-f]{32}$', description: 'W3C trace id of the request that accepted the message, to find its whole life in a tracing backend; null when none was recorded.' },
+  tags: { ...tagsSchema, description: 'The tags the send gave, in its order; `[]` when it gave none.' },
+  metadata: { type: 'object', additionalProperties: { type: 'string' }, description: 'The metadata the send gave; `{}` when it gave none.' },
 };
 
 function response(description: string, schema: Schema, headers: Record<string, Schema> = {}): Schema {
@@ -191,6 +194,7 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
           { name: 'created_before', in: 'query', required: false, description: 'Accepted before this time (RFC 3339).', schema: { type: 'string', format: 'date-time', pattern: rfc3339Pattern } },
           { name: 'limit', in: 'query', required: false, description: 'Messages per page.', schema: { type: 'integer', minimum: 1, maximum: listLimits.max, default: listLimits.default } },
           { name: 'cursor', in: 'query', required: false, description: '`next` of the previous page; opaque.', schema: { type: 'string', maxLength: 200 } },
+          { name: 'tag', in: 'query', required: false, description: 'Only messages sent with this tag (exact match, case-sensitive).', schema: tagSchema },
         ],
         responses: {
           '200': response('A page of messages, without their events.', ref('schemas/MessagePage'), readRateHeaders),
@@ -239,6 +243,17 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
             type: 'object',
             additionalProperties: true,
             description: `The template variables: a JSON object, at most ${maxDataDepth} levels deep, without the keys \`__proto__\`, \`constructor\` or \`prototype\`, with no array longer than ${maxDataArrayItems} items and at most ${maxDataElements} values in all (each member of an object and each item of an array counts one, at every depth).`,
+          },
+          tags: {
+            ...tagsSchema,
+            description: `Optional. Your own labels, to find the message by (\`GET /api/v1/messages?tag=\`) and to route its webhook events: at most ${maxTags} distinct tags of 1-${maxTagLength} letters, digits, \`_\` and \`-\`; a repeated tag is refused (422), not merged. Returned by the status API and in every webhook event of the message (\`data.tags\`).`,
+          },
+          metadata: {
+            type: 'object',
+            maxProperties: maxMetadataKeys,
+            propertyNames: { minLength: 1, maxLength: maxMetadataKeyLength, pattern: tagPattern },
+            additionalProperties: { type: 'string', maxLength: maxMetadataValueLength },
+            description: `Optional. Your own data carried with the message, unchanged: a flat object of at most ${maxMetadataKeys} keys (1-${maxMetadataKeyLength} letters, digits, \`_\` and \`-\`; not \`__proto__\`, \`constructor\` or \`prototype\`), each with a string of at most ${maxMetadataValueLength} characters and no control characters. Returned by the status API and in every webhook event of the message (\`data.metadata\`).`,
           },
         },
       },
