@@ -1,12 +1,17 @@
 // docs/contract.md "Tags and metadata" against the running system: a send's own labels are validated (422 in English
 // and Spanish, nothing written), stored, read back by the status API ([] and {} when absent), filtered on with ?tag=,
 // part of the idempotency fingerprint, and carried in the message's webhook events to a real receiver; the 202 body
-// stays the seed's four fields. Every status API response is checked against the served OpenAPI document.
+// stays the seed's four fields; the panel shows them on the message's page and finds messages by tag. Every status API
+// response is checked against the served OpenAPI document.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { assertAccepted, assertFieldErrors } from '../harness/contract-shapes.ts';
 import { openApiResponseCheck, type ResponseCheck } from '../harness/openapi.ts';
+import { PanelVisitor } from '../harness/panel-visitor.ts';
 import { startSystem, type HttpResult, type System, type Tenant } from '../harness/system.ts';
 import { validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
@@ -28,7 +33,10 @@ before(async () => {
 after(async () => {
   await receiver?.stop();
   await system?.stop();
+  rmSync(secrets, { recursive: true, force: true });
 });
+
+const secrets = mkdtempSync(join(tmpdir(), 'notify-tags-e2e-'));
 
 async function read(path: string, headers: Record<string, string> = {}): Promise<HttpResult> {
   const response = await system.request(path, { method: 'GET', headers: { authorization: `Api-Key ${tenant.apiKey}`, 'x-organization-id': String(tenant.organizationId), ...headers } });
@@ -116,4 +124,33 @@ test('the message.sent webhook carries data.tags and data.metadata; a message wi
   );
   assert.deepEqual([labelledHook?.body.data['tags'], labelledHook?.body.data['metadata']], [['hooked'], metadata]);
   assert.deepEqual([plainHook?.body.data['tags'], plainHook?.body.data['metadata']], [[], {}]);
+});
+
+test('the panel shows a message\'s tags and metadata, escaped, and its message search filters by tag', async () => {
+  const password = 'tags panel password, long enough';
+  const passwordFile = join(secrets, 'password');
+  writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 });
+  const email = `viewer-${randomUUID().slice(0, 6)}@tags.example`;
+  const created = await system.notifyctl('panel-user', 'create', '--org', String(tenant.organizationId), '--email', email, '--role', 'viewer', '--password-file', passwordFile);
+  assert.equal(created.code, 0, created.stderr);
+  const visitor = new PanelVisitor(system.gatewayUrl);
+  assert.equal((await visitor.signIn(email, password)).status, 303);
+
+  const tag = `panel-${randomUUID().slice(0, 8)}`;
+  const tagged = await sendLabelled({ tags: [tag, 'second'], metadata: { note: '<b>bold</b> & co' } });
+  const untagged = await sendLabelled({});
+  const page = await visitor.get(`/panel/projects/${tenant.projectId}/messages/${tagged}`);
+  assert.equal(page.status, 200, page.text);
+  assert.match(page.text, new RegExp(`<dt>Tags</dt><dd><ul class="tags"><li><a href="/panel/projects/${tenant.projectId}/messages\\?tag=${tag}"><code>${tag}</code></a></li><li>`));
+  assert.match(page.text, /<dt>Metadata<\/dt><dd><dl class="metadata"><dt><code>note<\/code><\/dt><dd>&lt;b&gt;bold&lt;\/b&gt; &amp; co<\/dd><\/dl><\/dd>/);
+  assert.match((await visitor.get(`/panel/projects/${tenant.projectId}/messages/${untagged}`)).text, /<dt>Tags<\/dt><dd>none<\/dd>/);
+
+  const filtered = await visitor.get(`/panel/projects/${tenant.projectId}/messages?tag=${tag}`);
+  assert.equal(filtered.status, 200, filtered.text);
+  assert.match(filtered.text, new RegExp(`messages/${tagged}"`));
+  assert.doesNotMatch(filtered.text, new RegExp(`messages/${untagged}"`));
+  assert.match(filtered.text, new RegExp(`<input id="tag" name="tag" type="text" maxlength="64" value="${tag}"`));
+  const mistaken = await visitor.get(`/panel/projects/${tenant.projectId}/messages?tag=a%20b`);
+  assert.equal(mistaken.status, 400);
+  assert.match(mistaken.text, /A tag is 1 to 64 letters, digits, underscores or hyphens\./);
 });

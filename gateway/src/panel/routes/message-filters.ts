@@ -1,6 +1,7 @@
 // The messages list's filters, from the query string to PanelService.SearchMessages: what the form showed is kept as
 // typed, each mistake gets its own message, and times typed in a datetime-local field are read as UTC.
 import type { ParsedUrlQuery } from 'node:querystring';
+import { isTag } from '../../send/labels.ts';
 import type { Translate } from '../i18n/texts.ts';
 import { isState } from '../views/format.ts';
 import type { FilterFaults, MessageFilters } from '../views/messages.ts';
@@ -8,7 +9,7 @@ import type { FilterFaults, MessageFilters } from '../views/messages.ts';
 export interface ParsedFilters {
   readonly filters: MessageFilters;
   readonly faults: FilterFaults;
-  readonly search: { state: string; template: string; recipient: string; createdFrom: string; createdUntil: string; cursor: string };
+  readonly search: { state: string; template: string; recipient: string; createdFrom: string; createdUntil: string; cursor: string; tag: string };
 }
 
 const localTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?$/;
@@ -35,6 +36,7 @@ export function parseFilters(query: ParsedUrlQuery, t: Translate): ParsedFilters
     recipient: first(query, 'recipient', 254),
     from: first(query, 'from', 19),
     until: first(query, 'until', 19),
+    tag: first(query, 'tag', 100),
   };
   const faults: FilterFaults = {};
   if (filters.state !== '' && !isState(filters.state)) faults.state = t('messages.badState');
@@ -42,6 +44,7 @@ export function parseFilters(query: ParsedUrlQuery, t: Translate): ParsedFilters
   const createdUntil = filters.until === '' ? '' : utcInstant(filters.until);
   if (createdFrom === undefined) faults.from = t('messages.badTime');
   if (createdUntil === undefined) faults.until = t('messages.badTime');
+  if (filters.tag !== '' && !isTag(filters.tag)) faults.tag = t('messages.badTag');
   const before = first(query, 'before', 101);
   return {
     filters,
@@ -53,6 +56,7 @@ export function parseFilters(query: ParsedUrlQuery, t: Translate): ParsedFilters
       createdFrom: createdFrom ?? '',
       createdUntil: createdUntil ?? '',
       cursor: cursorPattern.test(before) ? before : '',
+      tag: faults.tag ? '' : filters.tag,
     },
   };
 }

@@ -58,6 +58,18 @@ function traceId(t: Translate, id: string, url: string | undefined): Html | stri
   return html`<a href="${url}" target="_blank" rel="noopener noreferrer" title="${t('message.traceOpens')}"><code>${id}</code></a>`;
 }
 
+/** Each tag links to the project's messages with that tag. */
+function tagLinks(t: Translate, projectId: number, tags: readonly string[]): Html | string {
+  if (tags.length === 0) return t('message.none');
+  return html`<ul class="tags">${tags.map((tag) => html`<li><a href="/panel/projects/${projectId}/messages?${new URLSearchParams({ tag }).toString()}"><code>${tag}</code></a></li>`)}</ul>`;
+}
+
+function metadataList(t: Translate, metadata: Readonly<Record<string, string>>): Html | string {
+  const entries = Object.entries(metadata);
+  if (entries.length === 0) return t('message.none');
+  return html`<dl class="metadata">${entries.map(([key, value]) => html`<dt><code>${key}</code></dt><dd>${value}</dd>`)}</dl>`;
+}
+
 function timelineRows(t: Translate, message: dispatch.Message__Output): Html[] {
   return message.events.map(
     (event) => html`<tr>
@@ -102,6 +114,8 @@ ${options.canRequeue && message.state === 'failed' ? requeueButton(t, { projectI
   <dt><code>celery_task_id</code></dt><dd><code>${message.celeryTaskId}</code></dd>
   <dt>${t('message.idempotencyKey')}</dt><dd>${message.idempotencyKey ? html`<code>${message.idempotencyKey}</code>` : t('message.none')}</dd>
   <dt>${t('message.traceId')}</dt><dd>${traceId(t, message.traceId, options.traceUrl)}</dd>
+  <dt>${t('message.tags')}</dt><dd>${tagLinks(t, projectId, message.tags)}</dd>
+  <dt>${t('message.metadata')}</dt><dd>${metadataList(t, message.metadata)}</dd>
   <dt>${t('message.attempts')}</dt><dd data-field="attempts">${message.attempts}</dd>
   <dt>${t('message.lastReply')}</dt><dd data-field="lastSmtpReply">${message.lastSmtpReply}</dd>
   <dt>${t('message.failureReason')}</dt><dd data-field="failureReason">${message.failureReason}</dd>

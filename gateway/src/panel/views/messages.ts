@@ -1,5 +1,6 @@
 // A project's messages: the filter form (a GET form: bookmarkable, nothing to forge) and one page of the list.
 import type { dispatch } from '@notify/proto';
+import { maxTagLength } from '../../send/labels.ts';
 import type { Translate } from '../i18n/texts.ts';
 import { messageStates, stateBadge, stateLabel, timeElement } from './format.ts';
 import { html, type Html } from './html.ts';
@@ -11,6 +12,8 @@ export interface MessageFilters {
   readonly recipient: string;
   readonly from: string;
   readonly until: string;
+  /** One tag, exact (docs/contract.md, "Tags and metadata"). */
+  readonly tag: string;
 }
 
 export type FilterFaults = Partial<Record<keyof MessageFilters, string>>;
@@ -56,6 +59,7 @@ ${field('template', t('messages.template'), html`<select id="template" name="tem
 ${field('recipient', t('messages.recipient'), html`<input id="recipient" name="recipient" type="text" inputmode="email" maxlength="254" value="${filters.recipient}"${described('recipient', faults.recipient, true)}>`, faults.recipient, t('messages.recipientHint'))}
 ${field('from', t('messages.from'), html`<input id="from" name="from" type="datetime-local" step="1" value="${filters.from}"${described('from', faults.from, false)}>`, faults.from)}
 ${field('until', t('messages.until'), html`<input id="until" name="until" type="datetime-local" step="1" value="${filters.until}"${described('until', faults.until, false)}>`, faults.until)}
+${field('tag', t('messages.tag'), html`<input id="tag" name="tag" type="text" maxlength="${maxTagLength}" value="${filters.tag}"${described('tag', faults.tag, true)}>`, faults.tag, t('messages.tagHint'))}
 <p class="actions"><button type="submit">${t('messages.apply')}</button> <a href="/panel/projects/${projectId}/messages">${t('messages.clear')}</a></p>
 </form>`;
 }
