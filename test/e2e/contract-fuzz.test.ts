@@ -66,6 +66,16 @@ const dataish = fc.oneof(
 );
 const field = <T>(valid: fc.Arbitrary<T>): fc.Arbitrary<unknown> =>
   fc.oneof({ weight: 4, arbitrary: valid }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) }, { weight: 1, arbitrary: fc.constant(undefined) });
+/** An optional field: mostly absent, else near its rules, or any JSON. */
+const optionalField = <T>(nearValid: fc.Arbitrary<T>): fc.Arbitrary<unknown> =>
+  fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 3, arbitrary: nearValid }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) });
+// Tags and metadata (docs/contract.md, "Tags and metadata"): within their bounds, just past them, or with text that
+// PostgreSQL refuses (NUL) or a renderer could mistake (markup, control characters, reserved keys).
+const tagish = fc.oneof({ weight: 4, arbitrary: fc.stringMatching(/^[A-Za-z0-9_-]{1,64}$/) }, { weight: 1, arbitrary: fc.string({ maxLength: 70 }) }, { weight: 1, arbitrary: fc.constantFrom('', 'x'.repeat(65), 'a\u0000b', '<b>', 'été') });
+const tagsish = fc.array(tagish, { maxLength: 12 });
+const metadataKeyish = fc.oneof({ weight: 4, arbitrary: fc.stringMatching(/^[A-Za-z0-9_-]{1,40}$/) }, { weight: 1, arbitrary: fc.constantFrom('', 'k'.repeat(41), 'a b', '__proto__', 'constructor') });
+const metadataValueish = fc.oneof({ weight: 4, arbitrary: fc.string({ maxLength: 256 }) }, { weight: 1, arbitrary: fc.constantFrom('x'.repeat(257), 'nul\u0000', 'line\nbreak') }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 1 }) });
+const metadataish = fc.dictionary(metadataKeyish, metadataValueish, { maxKeys: 22 });
 
 /** A send body with each field kept, replaced by any JSON or dropped, maybe with unknown or reserved members. */
 const nearValidBody = fc
@@ -74,6 +84,8 @@ const nearValidBody = fc
     to: field(emailish),
     channel: field(fc.constantFrom('email', 'sms', 'EMAIL')),
     data: field(dataish),
+    tags: optionalField(tagsish),
+    metadata: optionalField(metadataish),
     extra: fc.option(fc.constantFrom('"api_key":"nk_x"', '"__proto__":{"admin":true}', '"constructor":1', '"extra":[]'), { nil: undefined }),
   })
   .map(({ extra, ...fields }) => {
