@@ -1,9 +1,9 @@
 // A send's `tags` and `metadata` (docs/contract.md, "Tags and metadata"), re-checked for what the database and every
 // reader rely on: the gateway words the rules for callers; a caller that skipped it gets INVALID_ARGUMENT here.
-import type { dispatch } from '@notify/proto';
+import { labelCharacters, labelLimits, type dispatch } from '@notify/proto';
 
-export const tagPattern = /^[A-Za-z0-9_-]{1,64}$/;
-const metadataKeyPattern = /^[A-Za-z0-9_-]{1,40}$/;
+export const tagPattern = new RegExp(`^${labelCharacters}{1,${labelLimits.tagLength}}$`);
+const metadataKeyPattern = new RegExp(`^${labelCharacters}{1,${labelLimits.metadataKeyLength}}$`);
 const reservedKeys = new Set(['__proto__', 'constructor', 'prototype']);
 const controlCharacters = /\p{Cc}/u;
 
@@ -20,8 +20,10 @@ function isMetadata(value: unknown): value is Record<string, string> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
   const entries = Object.entries(value);
   return (
-    entries.length <= 20 &&
-    entries.every(([key, item]) => metadataKeyPattern.test(key) && !reservedKeys.has(key) && typeof item === 'string' && item.length <= 256 && !controlCharacters.test(item))
+    entries.length <= labelLimits.metadataKeys &&
+    entries.every(
+      ([key, item]) => metadataKeyPattern.test(key) && !reservedKeys.has(key) && typeof item === 'string' && item.length <= labelLimits.metadataValueLength && !controlCharacters.test(item),
+    )
   );
 }
 
@@ -29,10 +31,12 @@ function isMetadata(value: unknown): value is Record<string, string> {
 export function labelFaults(request: dispatch.SendRequest__Output): string[] {
   const faults: string[] = [];
   const { tags } = request;
-  if (tags.length > 10 || new Set(tags).size !== tags.length || !tags.every((tag) => tagPattern.test(tag))) {
-    faults.push('tags: at most 10 distinct tags of 1-64 characters of A-Z, a-z, 0-9, _ and -');
+  if (tags.length > labelLimits.tags || new Set(tags).size !== tags.length || !tags.every((tag) => tagPattern.test(tag))) {
+    faults.push(`tags: at most ${labelLimits.tags} distinct tags of 1-${labelLimits.tagLength} characters of A-Z, a-z, 0-9, _ and -`);
   }
-  if (!isMetadata(parseMetadata(request.metadataJson))) faults.push('metadata_json: must be a JSON object of at most 20 keys, each with a string of at most 256 characters');
+  if (!isMetadata(parseMetadata(request.metadataJson))) {
+    faults.push(`metadata_json: must be a JSON object of at most ${labelLimits.metadataKeys} keys, each with a string of at most ${labelLimits.metadataValueLength} characters`);
+  }
   return faults;
 }
 

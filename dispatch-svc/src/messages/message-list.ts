@@ -6,7 +6,7 @@
 import { status } from '@grpc/grpc-js';
 import { UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
-import type { dispatch } from '@notify/proto';
+import { labelLimits, type dispatch } from '@notify/proto';
 import { messageStates } from '../events/state-machine.ts';
 import { tagPattern } from './labels.ts';
 import { columns, toMessage, type MessageRow } from './queries.ts';
@@ -128,7 +128,7 @@ export function listQuery(request: dispatch.SearchProjectMessagesRequest__Output
 
 /** A tag filter is one tag as a send gives it, or none. */
 export function tagFaults(tag: string): string[] {
-  return tag === '' || tagPattern.test(tag) ? [] : ['tag: must be 1-64 characters of A-Z, a-z, 0-9, _ and -'];
+  return tag === '' || tagPattern.test(tag) ? [] : [`tag: must be 1-${labelLimits.tagLength} characters of A-Z, a-z, 0-9, _ and -`];
 }
 
 export async function searchProjectMessages(pool: Pool, request: dispatch.SearchProjectMessagesRequest__Output): Promise<dispatch.SearchProjectMessagesResponse__Output> {

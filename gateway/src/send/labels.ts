@@ -2,14 +2,15 @@
 // events, `metadata` carried back unchanged. Their rules, one schema each, shared by the body's validation, the
 // status API's `?tag=` filter and the OpenAPI document; each failure has its own message.
 import type { ErrorObject } from 'ajv';
+import { labelCharacters, labelLimits } from '@notify/proto';
 import { text, type Text } from '../i18n/messages.ts';
 
-export const maxTags = 10;
-export const maxTagLength = 64;
-export const tagPattern = '^[A-Za-z0-9_-]+$';
-export const maxMetadataKeys = 20;
-export const maxMetadataKeyLength = 40;
-export const maxMetadataValueLength = 256;
+export const maxTags = labelLimits.tags;
+export const maxTagLength = labelLimits.tagLength;
+export const tagPattern = `^${labelCharacters}+$`;
+export const maxMetadataKeys = labelLimits.metadataKeys;
+export const maxMetadataKeyLength = labelLimits.metadataKeyLength;
+export const maxMetadataValueLength = labelLimits.metadataValueLength;
 
 /** One tag; also the status API's `?tag=`. */
 export const tagSchema = { type: 'string', minLength: 1, maxLength: maxTagLength, pattern: tagPattern } as const;

@@ -1,7 +1,7 @@
 // The messages list's filters, from the query string to PanelService.SearchMessages: what the form showed is kept as
 // typed, each mistake gets its own message, and times typed in a datetime-local field are read as UTC.
 import type { ParsedUrlQuery } from 'node:querystring';
-import { isTag } from '../../send/labels.ts';
+import { isTag, maxTagLength } from '../../send/labels.ts';
 import type { Translate } from '../i18n/texts.ts';
 import { isState } from '../views/format.ts';
 import type { FilterFaults, MessageFilters } from '../views/messages.ts';
@@ -44,7 +44,7 @@ export function parseFilters(query: ParsedUrlQuery, t: Translate): ParsedFilters
   const createdUntil = filters.until === '' ? '' : utcInstant(filters.until);
   if (createdFrom === undefined) faults.from = t('messages.badTime');
   if (createdUntil === undefined) faults.until = t('messages.badTime');
-  if (filters.tag !== '' && !isTag(filters.tag)) faults.tag = t('messages.badTag');
+  if (filters.tag !== '' && !isTag(filters.tag)) faults.tag = t('messages.badTag', { max: maxTagLength });
   const before = first(query, 'before', 101);
   return {
     filters,
