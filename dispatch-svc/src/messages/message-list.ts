@@ -77,7 +77,7 @@ export function pageStatement(query: MessagePageQuery): { text: string; values: 
   if (query.createdFrom) add((p) => `created_at >= ${p}`, query.createdFrom);
   if (query.createdBefore) add((p) => `created_at < ${p}`, query.createdBefore);
   // The expression and the predicate of the partial GIN index on `<project>:<tag>` keys (migration message-tags).
-  if (query.tag) add((p) => `message_tag_keys(project_id, tags) @> ARRAY[$1::text || ':' || ${p}]`, query.tag);
+  if (query.tag) add((p) => `tags <> '{}' AND message_tag_keys(project_id, tags) @> ARRAY[$1::text || ':' || ${p}]`, query.tag);
   if (query.cursor) {
     values.push(query.cursor.createdMicros.toString());
     add((p) => `(created_at, id) < (timestamptz 'epoch' + $${values.length - 1}::bigint * interval '1 microsecond', ${p})`, query.cursor.id);
