@@ -92,6 +92,8 @@ describe('ApplyReport', () => {
       reason: hardBounce.detail,
       celery_task_id: webhooks[1]?.payload.data.celery_task_id,
       sequence: 2,
+      tags: [],
+      metadata: {},
     });
     assert.equal(await metric('notify_suppressions_total', { reason: 'hard_bounce' }), before + 1);
     assert.equal(await metric('notify_recipient_reports_total', { kind: 'bounced', suppression: 'hard_bounce' }), 1);
