@@ -148,8 +148,10 @@ export function validateSendBody(input: Record<string, unknown>): Validation {
   }
   const fields = new Map<string, Text[]>();
   for (const [field, errors] of byField) {
+    // `field` may be any name the caller sent (`__proto__` included): only the table's own entries count.
+    const ownMessages = Object.hasOwn(labelMessages, field) ? labelMessages[field] : undefined;
     const messages = relevant(errors).map((error) => {
-      const message = labelMessages[field]?.[error.keyword] ?? keywordMessages[error.keyword];
+      const message = ownMessages?.[error.keyword] ?? keywordMessages[error.keyword];
       if (!message) throw new Error(`no message for schema keyword ${error.keyword}`);
       return message(error);
     });
