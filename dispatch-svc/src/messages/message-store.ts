@@ -14,6 +14,8 @@ export interface NewMessage {
   readonly idempotencyKey: string | null;
   /** Of the message's create span (empty when there is no trace). */
   readonly traceparent: string;
+  /** Sent with a test key: never mailed, never counted against the quota. */
+  readonly test: boolean;
 }
 
 /**
@@ -26,9 +28,9 @@ export async function insertMessages(client: PoolClient, messages: readonly NewM
     name: 'message-insert-many',
     text: `WITH message AS (
              INSERT INTO messages (project_id, organization_id, api_key_id, template_id, template_slug, template_version,
-                                   recipient, data, celery_task_id, idempotency_key, traceparent)
+                                   recipient, data, celery_task_id, idempotency_key, traceparent, test)
              SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[],
-                                  $7::text[], $8::jsonb[], $9::uuid[], $10::uuid[], $11::text[])
+                                  $7::text[], $8::jsonb[], $9::uuid[], $10::uuid[], $11::text[], $12::boolean[])
              RETURNING id, created_at, celery_task_id),
            event AS (
              INSERT INTO message_events (message_id, state, attempt, occurred_at)
@@ -46,6 +48,7 @@ export async function insertMessages(client: PoolClient, messages: readonly NewM
       column('celeryTaskId'),
       column('idempotencyKey'),
       messages.map((message) => message.traceparent || null),
+      column('test'),
     ],
   });
   // RETURNING promises no order: the task id, unique per message, puts each row back in its place.

@@ -25,6 +25,7 @@ export interface MessageRow {
   createdAt: Date;
   updatedAt: Date;
   traceparent: string | null;
+  test: boolean;
 }
 
 export interface EventRow {
@@ -40,7 +41,7 @@ export const columns = `id, project_id AS "projectId", organization_id AS "organ
                  template_version AS "templateVersion", recipient AS "to", state, celery_task_id AS "celeryTaskId",
                  idempotency_key AS "idempotencyKey", attempts, last_smtp_code AS "lastSmtpCode",
                  last_smtp_response AS "lastSmtpResponse", failure_reason AS "failureReason",
-                 created_at AS "createdAt", updated_at AS "updatedAt", traceparent`;
+                 created_at AS "createdAt", updated_at AS "updatedAt", traceparent, test`;
 
 /** The SMTP reply as one line, code first, whether or not the relay's text already starts with it. */
 export function formatSmtpReply(code: number | null, response: string | null): string {
@@ -66,6 +67,7 @@ export function toMessage(row: MessageRow, events: EventRow[]): dispatch.Message
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
     traceId: traceIdOf(row.traceparent) ?? '',
+    test: row.test,
     events: events.map((event) => ({
       state: event.state,
       attempt: event.attempt,

@@ -52,6 +52,8 @@ export interface MessageBody {
   failure_reason: string | null;
   /** The trace of the request that accepted it (docs/operations.md, "Traces"); null when it has none. */
   trace_id: string | null;
+  /** Sent with a test key: never mailed, never counted against the quota. */
+  test: boolean;
   events?: MessageEventBody[];
 }
 
@@ -77,6 +79,7 @@ export function messageBody(message: dispatch.Message__Output, withEvents: boole
     last_smtp_reply: orNull(message.lastSmtpReply),
     failure_reason: orNull(message.failureReason),
     trace_id: orNull(message.traceId),
+    test: message.test,
   };
   if (withEvents) {
     body.events = message.events.map((event) => ({

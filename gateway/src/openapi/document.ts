@@ -82,6 +82,7 @@ const messageProperties: Record<string, Schema> = {
   last_smtp_reply: { type: ['string', 'null'], description: "The relay's last reply, code first; null before any." },
   failure_reason: { type: ['string', 'null'], description: 'Why the message failed; null unless it did.' },
   trace_id: { type: ['string', 'null'], pattern: '^[0-9a-f]{32}$', description: 'W3C trace id of the request that accepted the message, to find its whole life in a tracing backend; null when none was recorded.' },
+  test: { type: 'boolean', description: 'Sent with a test key (`nk_test_`): it went through every check and the whole lifecycle, but was never handed to SMTP (it ends `sent` with the reply `250 test mode: not delivered`) and never counted against the monthly quota.' },
 };
 
 function response(description: string, schema: Schema, headers: Record<string, Schema> = {}): Schema {
@@ -309,7 +310,7 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
       'Cache-Control': { description: 'Always `no-store`.', required: true, schema: { type: 'string', const: 'no-store' } },
       'Content-Language': { description: 'Language of the texts in the body.', required: true, schema: { enum: ['en', 'es'] } },
       RateLimit: { description: 'IETF draft-ietf-httpapi-ratelimit-headers: requests remaining and seconds to reset.', schema: { type: 'string', pattern: '^"send";r=\\d+;t=\\d+$' } },
-      'RateLimit-Policy': { description: 'IETF draft-ietf-httpapi-ratelimit-headers: quota per window, e.g. `"send";q=120;w=60`.', schema: { type: 'string', pattern: '^"send";q=\\d+;w=\\d+$' } },
+      'RateLimit-Policy': { description: 'IETF draft-ietf-httpapi-ratelimit-headers: quota per window, e.g. `"send";q=120;w=60`: the API key\'s own rate when the operator set one, else `NOTIFY_PUBLIC_SEND_RATE`.', schema: { type: 'string', pattern: '^"send";q=\\d+;w=\\d+$' } },
       ReadRateLimit: { description: 'IETF draft-ietf-httpapi-ratelimit-headers for the read bucket: requests remaining and seconds to reset.', schema: { type: 'string', pattern: '^"read";r=\\d+;t=\\d+$' } },
       'ReadRateLimit-Policy': { description: 'The read bucket, quota per window, e.g. `"read";q=600;w=60`.', schema: { type: 'string', pattern: '^"read";q=\\d+;w=\\d+$' } },
       'Retry-After': { description: 'Whole seconds to wait, at least 1.', required: true, schema: { type: 'string', pattern: '^[1-9][0-9]*$' } },

@@ -64,6 +64,7 @@ before(async () => {
           organizationId: key.organizationId,
           plan: { planId: 1, name: 'basic', suspended: key.suspended ?? false, monthlyQuota: key.monthlyQuota ?? 0 },
           sendRate: key.sendRate ?? '',
+          test: false,
         };
       },
     }),

@@ -19,6 +19,7 @@ import { waitFor as poll } from '@notify/test/harness/wait.ts';
 import { mailerConsumerConfig } from './consumer-config.ts';
 import { parseSender } from './mail-identity.ts';
 import { createMailSender, type MailSender } from './mail-sender.ts';
+import { testModeReply } from './job-delivery.ts';
 import { startMailer, type Mailer, type MailerSettings } from './mailer.ts';
 import { createMailerMetrics, type MailerMetrics } from './metrics.ts';
 import { openOutcomeLedger, type OutcomeLedger } from './outcome-ledger.ts';
@@ -259,6 +260,26 @@ describe('mailer with NATS and SMTP', () => {
     assert.equal(mail?.messageId, '<notify-101@notify.localhost>');
     assert.equal(mail?.headers.get('x-notify-message-id'), '101');
     assert.deepEqual(mail?.from?.value.map(({ name, address }) => ({ name, address })), [{ name: 'Notify', address: 'no-reply@notify.localhost' }]);
+  });
+
+  it('records a test key\'s job sent with the synthetic reply, and never offers it to the relay', async () => {
+    // The live job after it reaches the relay through the same replica: the test one was settled by then.
+    await run.publish({ ...job(111, 'test-mode@example.com'), test: true }, '111');
+    await run.publish(job(112, 'live-after-test@example.com'), '112');
+    const sent = await waitFor('the sent event', () => run.settledOf(111));
+    await waitFor('the live mail', async () => ((await run.mailsTo('live-after-test@example.com')).length > 0 ? true : undefined));
+    assert.deepEqual(run.eventsOf(111).map((event) => [event.state, event.attempt, event.smtpCode, event.smtpResponse]), [['sending', 1, undefined, undefined], ['sent', 1, 250, testModeReply]]);
+    assert.equal(run.offers.get('test-mode@example.com'), undefined);
+    assert.deepEqual(await run.mailsTo('test-mode@example.com'), []);
+  });
+
+  it('fails a test key\'s job whose template cannot render, as it would a live one', async () => {
+    const broken = { ...job(113, 'test-broken@example.com'), test: true as const };
+    broken.template = { ...broken.template, subject: '{% if %}' };
+    await run.publish(broken, '113');
+    const failed = await waitFor('the failed event', () => run.settledOf(113));
+    assert.equal(failed.state, 'failed');
+    assert.equal(run.offers.get('test-broken@example.com'), undefined);
   });
 
   it('fails a message the relay refuses with 550, with the code and the text', async () => {
