@@ -224,7 +224,8 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
         type: 'apiKey',
         in: 'header',
         name: 'Authorization',
-        description: 'The header reads `Api-Key <key>`: the scheme `Api-Key`, spelled exactly so, then the key. Keys go only in this header, never in the body.',
+        description:
+          'The header reads `Api-Key <key>`: the scheme `Api-Key`, spelled exactly so, then the key. Keys go only in this header, never in the body. A test key (`nk_test_...` rather than `nk_...`) runs every check and creates real messages, which are never mailed (they end `sent` with the reply `250 test mode: not delivered`, marked `test`) and never counted against the monthly quota.',
       },
     },
     schemas: {
