@@ -262,26 +262,6 @@ describe('mailer with NATS and SMTP', () => {
     assert.deepEqual(mail?.from?.value.map(({ name, address }) => ({ name, address })), [{ name: 'Notify', address: 'no-reply@notify.localhost' }]);
   });
 
-  it('records a test key\'s job sent with the synthetic reply, and never offers it to the relay', async () => {
-    // The live job after it reaches the relay through the same replica: the test one was settled by then.
-    await run.publish({ ...job(111, 'test-mode@example.com'), test: true }, '111');
-    await run.publish(job(112, 'live-after-test@example.com'), '112');
-    const sent = await waitFor('the sent event', () => run.settledOf(111));
-    await waitFor('the live mail', async () => ((await run.mailsTo('live-after-test@example.com')).length > 0 ? true : undefined));
-    assert.deepEqual(run.eventsOf(111).map((event) => [event.state, event.attempt, event.smtpCode, event.smtpResponse]), [['sending', 1, undefined, undefined], ['sent', 1, 250, testModeReply]]);
-    assert.equal(run.offers.get('test-mode@example.com'), undefined);
-    assert.deepEqual(await run.mailsTo('test-mode@example.com'), []);
-  });
-
-  it('fails a test key\'s job whose template cannot render, as it would a live one', async () => {
-    const broken = { ...job(113, 'test-broken@example.com'), test: true as const };
-    broken.template = { ...broken.template, subject: '{% if %}' };
-    await run.publish(broken, '113');
-    const failed = await waitFor('the failed event', () => run.settledOf(113));
-    assert.equal(failed.state, 'failed');
-    assert.equal(run.offers.get('test-broken@example.com'), undefined);
-  });
-
   it('fails a message the relay refuses with 550, with the code and the text', async () => {
     await run.publish(job(102, 'bounce@example.com'), '102');
     const failed = await waitFor('the failed event', () => run.settledOf(102));
@@ -394,6 +374,26 @@ describe('mailer with NATS and SMTP', () => {
     const counts = await run.metrics.deliveries.get();
     const count = (outcome: string): number => counts.values.filter((value) => value.labels.outcome === outcome).reduce((sum, value) => sum + value.value, 0);
     assert.deepEqual([count('sent'), count('deferred'), count('failed')], [6, 3, 8]);
+  });
+
+  it('records a test key\'s job sent with the synthetic reply, and never offers it to the relay', async () => {
+    // After the test that asserts the suite's delivery counts so far.
+    await run.publish({ ...job(301, 'test-mode@example.com'), test: true }, '301');
+    await run.publish(job(302, 'live-after-test@example.com'), '302');
+    await waitFor('the sent event', () => run.settledOf(301));
+    await waitFor('the live mail', async () => ((await run.mailsTo('live-after-test@example.com')).length > 0 ? true : undefined));
+    assert.deepEqual(run.eventsOf(301).map((event) => [event.state, event.attempt, event.smtpCode, event.smtpResponse]), [['sending', 1, undefined, undefined], ['sent', 1, 250, testModeReply]]);
+    assert.equal(run.offers.get('test-mode@example.com'), undefined);
+    assert.deepEqual(await run.mailsTo('test-mode@example.com'), []);
+  });
+
+  it('fails a test key\'s job whose template cannot render, as it would a live one', async () => {
+    const broken = { ...job(303, 'test-broken@example.com'), test: true as const };
+    broken.template = { ...broken.template, subject: '{% if %}' };
+    await run.publish(broken, '303');
+    const failed = await waitFor('the failed event', () => run.settledOf(303));
+    assert.equal(failed.state, 'failed');
+    assert.equal(run.offers.get('test-broken@example.com'), undefined);
   });
 
   it('retries a job the renderer could not take, since the template is not at fault', async () => {
