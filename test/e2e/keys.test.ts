@@ -121,7 +121,11 @@ test('a test key sends through every step but the relay: the message ends sent w
   assert.ok(!offered.includes('never-mailed@example.com'), JSON.stringify(offered));
 
   // Its events reach webhooks like any message's, and the list marks it too.
-  await waitFor(() => (webhooksAbout(receiver as WebhookReceiver, 'message.sent', testId).length > 0 ? true : undefined), { timeoutMs: 20_000, what: 'the test message\'s message.sent webhook' });
+  const [webhook] = await waitFor(() => {
+    const about = webhooksAbout(receiver as WebhookReceiver, 'message.sent', testId);
+    return about.length > 0 ? about : undefined;
+  }, { timeoutMs: 20_000, what: 'the test message\'s message.sent webhook' });
+  assert.equal(webhook?.body.data['smtp_reply'], '250 test mode: not delivered');
   const listed = await read(testKey, '/api/v1/messages/?limit=10');
   const results = listed.body['results'] as Array<Record<string, unknown>>;
   assert.deepEqual(

@@ -25,7 +25,7 @@ import { attemptBase, deliveryStart } from './job.ts';
 import type { MailerDependencies, MailerSettings } from './mailer.ts';
 import { deliveryLabels } from './metrics.ts';
 import type { FinishedDelivery } from './outcome-ledger.ts';
-import { acceptedOutcome, enhancedStatus, type DeliveryOutcome } from './smtp-outcome.ts';
+import { enhancedStatus, type DeliveryOutcome } from './smtp-outcome.ts';
 
 /** A job this replica holds. `released` once it was acknowledged, offered again or terminated. */
 export interface HeldJob {
@@ -40,8 +40,8 @@ export interface JobDelivery {
   settle(held: HeldJob, settlement: Settlement): Promise<void>;
 }
 
-/** What a test key's message records as the relay's reply: it was never handed to SMTP. */
-export const testModeReply = '250 test mode: not delivered';
+/** What a test key's message records as the relay's reply, `250 test mode: not delivered`: it was never handed to SMTP. */
+const testModeReply = { smtpCode: 250, smtpResponse: 'test mode: not delivered' } as const;
 
 /** Delay before a job whose event could not be recorded is offered again. */
 export const eventFailureRetryMs = 2_000;
@@ -115,7 +115,7 @@ export function createJobDelivery(deps: MailerDependencies, settings: MailerSett
       // Anything else (the render pool closing at shutdown, no worker running) is ours: the job is tried again later.
       return { outcome: error instanceof TemplateRenderError ? { kind: 'permanent', reason } : { kind: 'temporary', reason: `not rendered: ${reason}` }, stage: 'render' };
     }
-    if (job.test) return { outcome: acceptedOutcome(testModeReply), stage: 'send' };
+    if (job.test) return { outcome: { kind: 'accepted', ...testModeReply }, stage: 'send' };
     const relay = { 'server.address': deps.sender.relay.host, 'server.port': deps.sender.relay.port };
     return inSpan('smtp send', { kind: SpanKind.CLIENT, attributes: { ...about, ...relay } }, async (span) => {
       const stopTimer = metrics.sendDuration.startTimer();

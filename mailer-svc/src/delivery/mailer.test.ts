@@ -19,7 +19,6 @@ import { waitFor as poll } from '@notify/test/harness/wait.ts';
 import { mailerConsumerConfig } from './consumer-config.ts';
 import { parseSender } from './mail-identity.ts';
 import { createMailSender, type MailSender } from './mail-sender.ts';
-import { testModeReply } from './job-delivery.ts';
 import { startMailer, type Mailer, type MailerSettings } from './mailer.ts';
 import { createMailerMetrics, type MailerMetrics } from './metrics.ts';
 import { openOutcomeLedger, type OutcomeLedger } from './outcome-ledger.ts';
@@ -382,7 +381,7 @@ describe('mailer with NATS and SMTP', () => {
     await run.publish(job(302, 'live-after-test@example.com'), '302');
     await waitFor('the sent event', () => run.settledOf(301));
     await waitFor('the live mail', async () => ((await run.mailsTo('live-after-test@example.com')).length > 0 ? true : undefined));
-    assert.deepEqual(run.eventsOf(301).map((event) => [event.state, event.attempt, event.smtpCode, event.smtpResponse]), [['sending', 1, undefined, undefined], ['sent', 1, 250, testModeReply]]);
+    assert.deepEqual(run.eventsOf(301).map((event) => [event.state, event.attempt, event.smtpCode, event.smtpResponse]), [['sending', 1, undefined, undefined], ['sent', 1, 250, 'test mode: not delivered']]);
     assert.equal(run.offers.get('test-mode@example.com'), undefined);
     assert.deepEqual(await run.mailsTo('test-mode@example.com'), []);
   });
