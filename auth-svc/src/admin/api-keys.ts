@@ -1,14 +1,13 @@
 // API keys: issued with a fresh random secret shown once, stored as prefix + SHA-256 of the secret, revoked everywhere
 // within a second. Creation, revocation and a change of rate are all announced with the key's prefix
 // (keys/invalidation.ts): every replica of auth-svc and of the gateway drops what it cached about the key.
-import { status } from '@grpc/grpc-js';
-import { UserError, type AsyncHandlers } from '@notify/platform';
+import type { AsyncHandlers } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { auth } from '@notify/proto';
 import { generateApiKey } from '../keys/api-key.ts';
+import type { InvalidationChannel } from '../keys/invalidation.ts';
 import { translateConstraints } from './constraint-errors.ts';
 import type { AdminDependencies } from './dependencies.ts';
-import type { InvalidationChannel } from '../keys/invalidation.ts';
 import { apiKeyColumns, notFound, toApiKey, type ApiKeyRow } from './records.ts';
 import { Checks } from './validation.ts';
 
@@ -17,14 +16,14 @@ type ApiKeyHandlers = Pick<AsyncHandlers<auth.AuthAdminServiceDefinition>, 'Crea
 /**
  * Sets key `keyId`'s send rate (null: the gateway's default) and announces its prefix, so that every gateway replica
  * asks auth-svc again at its next request and applies the new rate. `within`, when given, confines the change to that
- * project of that organization (the panel); any other key is then NOT_FOUND api_key_not_found.
+ * project of that organization (the panel). Undefined when there is no such key (within that project): nothing changed.
  */
 export async function setKeyRate(
   deps: { pool: Pool; invalidation: InvalidationChannel },
   keyId: number,
   sendRate: string | null,
   within?: { organizationId: number; projectId: number },
-): Promise<auth.ApiKey__Output> {
+): Promise<auth.ApiKey__Output | undefined> {
   const { rows } = await deps.pool.query<ApiKeyRow>(
     `UPDATE api_keys SET send_rate = $2
       WHERE id = $1 AND ($3::bigint IS NULL OR project_id = $3 AND project_id IN (SELECT id FROM projects WHERE organization_id = $4))
@@ -32,7 +31,7 @@ export async function setKeyRate(
     [keyId, sendRate, within?.projectId ?? null, within?.organizationId ?? null],
   );
   const row = rows[0];
-  if (!row) throw new UserError(status.NOT_FOUND, 'api_key_not_found', `API key ${keyId} does not exist`);
+  if (!row) return undefined;
   await deps.invalidation.invalidateKey(row.prefix);
   return toApiKey(row);
 }
@@ -82,12 +81,15 @@ export function createApiKeyHandlers({ pool, invalidation }: AdminDependencies):
       const id = checks.id('id', request.id);
       const sendRate = request.sendRate === undefined ? undefined : checks.sendRate('send_rate', request.sendRate);
       checks.done();
+      let key: auth.ApiKey__Output | undefined;
       if (sendRate === undefined) {
         const { rows } = await pool.query<ApiKeyRow>(`SELECT ${apiKeyColumns} FROM api_keys WHERE id = $1`, [id]);
-        if (!rows[0]) throw notFound('API key', id);
-        return toApiKey(rows[0]);
+        key = rows[0] && toApiKey(rows[0]);
+      } else {
+        key = await setKeyRate({ pool, invalidation }, id, sendRate);
       }
-      return setKeyRate({ pool, invalidation }, id, sendRate);
+      if (!key) throw notFound('API key', id);
+      return key;
     },
 
     async ListApiKeys(request) {

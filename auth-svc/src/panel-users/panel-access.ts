@@ -62,7 +62,9 @@ export function createPanelAccessHandlers({ pool, logger, invalidation }: { pool
       const sendRate = checks.sendRate('send_rate', request.sendRate);
       checks.done();
       // The project is the page the operator is on: a key of another project, even of the same organization, is not found.
-      return setKeyRate({ pool, invalidation }, request.keyId, sendRate, { organizationId: request.organizationId, projectId: request.projectId });
+      const key = await setKeyRate({ pool, invalidation }, request.keyId, sendRate, { organizationId: request.organizationId, projectId: request.projectId });
+      if (!key) throw new UserError(status.NOT_FOUND, 'api_key_not_found', 'no such API key in this project');
+      return key;
     },
   };
 }
