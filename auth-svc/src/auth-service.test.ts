@@ -120,6 +120,7 @@ test('an issued key authorizes for its organization with its plan', async () => 
     organizationId: organization.id,
     plan: { planId: plan.id, name: plan.name, suspended: false, monthlyQuota: 5000 },
     sendRate: '',
+    test: false,
   });
 });
 
@@ -226,6 +227,44 @@ test('a plan change reaches the keys every replica has cached', async () => {
   await waitFor(async () => (await second.internal.call('Authorize', request)).plan?.monthlyQuota === 0, { timeoutMs: 2_000, intervalMs: 25, what: 'the other replica to see the new quota' });
 });
 
+test('a test key is issued with the nk_test_ prefix, authorizes like any key, and says it is a test key', async () => {
+  const { organization, project } = await tenant();
+  const { key, apiKey } = await first.admin.call('CreateApiKey', { projectId: project.id, name: 'ci', test: true });
+  assert.ok(key);
+  assert.match(apiKey, /^nk_test_[0-9a-f]{16}\.[A-Za-z0-9_-]{43}$/);
+  assert.equal(key.test, true);
+  assert.equal((await first.internal.call('Authorize', { apiKey, organizationId: organization.id })).test, true);
+  const { keys } = await first.admin.call('ListApiKeys', { projectId: project.id });
+  assert.deepEqual(keys.map((listed) => [listed.name, listed.test]), [['production', false], ['ci', true]]);
+});
+
+test('a key rate set on one replica is what another replica authorizes with within a second, though it had the key cached', async () => {
+  const { organization, project, key, apiKey } = await tenant();
+  const request = { apiKey, organizationId: organization.id };
+  assert.equal((await second.internal.call('Authorize', request)).sendRate, '');
+  const updated = await first.admin.call('UpdateApiKey', { id: key.id, sendRate: ' 600/min ' });
+  assert.equal(updated.sendRate, '600/min', 'stored trimmed');
+  await waitFor(async () => (await second.internal.call('Authorize', request)).sendRate === '600/min', { timeoutMs: 1_000, intervalMs: 25, what: 'the other replica to see the new rate' });
+  assert.equal((await first.admin.call('UpdateApiKey', { id: key.id })).sendRate, '600/min', 'no rate given: unchanged');
+  assert.equal((await first.admin.call('UpdateApiKey', { id: key.id, sendRate: '' })).sendRate, '', 'empty: back to the default');
+  await waitFor(async () => (await second.internal.call('Authorize', request)).sendRate === '', { timeoutMs: 1_000, intervalMs: 25, what: 'the other replica to see the default again' });
+  const created = await first.admin.call('CreateApiKey', { projectId: project.id, name: 'bulk', sendRate: '10/s' });
+  assert.equal(created.key?.sendRate, '10/s');
+});
+
+test('a key rate not in the NOTIFY_PUBLIC_SEND_RATE grammar is INVALID_ARGUMENT and changes nothing', async () => {
+  const { project, key } = await tenant();
+  for (const sendRate of ['lots', '600/fortnight', '0/min', '-5/s']) {
+    const error = await refusal(first.admin.call('UpdateApiKey', { id: key.id, sendRate }));
+    assert.equal(error.status, status.INVALID_ARGUMENT, sendRate);
+    assert.match(error.message, /send_rate: must /, sendRate);
+  }
+  assert.equal((await refusal(first.admin.call('CreateApiKey', { projectId: project.id, name: 'x', sendRate: '5/week' }))).status, status.INVALID_ARGUMENT);
+  const { keys } = await first.admin.call('ListApiKeys', { projectId: project.id });
+  assert.deepEqual(keys.map((listed) => listed.sendRate), ['']);
+  assert.equal((await refusal(first.admin.call('UpdateApiKey', { id: 987_654_321, sendRate: '1/s' }))).status, status.NOT_FOUND);
+});
+
 test('listing keys shows their use but never their secret', async () => {
   const { organization, project, key, apiKey } = await tenant();
   await first.internal.call('Authorize', { apiKey, organizationId: organization.id });
@@ -237,7 +276,7 @@ test('listing keys shows their use but never their secret', async () => {
   }, { timeoutMs: 2_000, intervalMs: 25, what: 'the key to be listed as used' });
   assert.ok(listed);
   assert.equal(listed.prefix, key.prefix);
-  assert.deepEqual(Object.keys(listed).sort(), ['createdAt', 'id', 'lastUsedAt', 'name', 'prefix', 'projectId', 'revokedAt']);
+  assert.deepEqual(Object.keys(listed).sort(), ['createdAt', 'id', 'lastUsedAt', 'name', 'prefix', 'projectId', 'revokedAt', 'sendRate', 'test']);
   const secret = apiKey.split('.')[1] as string;
   const everything = JSON.stringify(await first.admin.call('ListApiKeys', { projectId: project.id }));
   assert.ok(!everything.includes(secret));

@@ -56,7 +56,7 @@ export async function createAuthService(options: AuthServiceOptions): Promise<Au
 
   return {
     authorize: createAuthorizeHandlers({ pool, resolver, usage, outcomes: metrics.authorizations }),
-    panel: createPanelAccessHandlers({ pool, logger }),
+    panel: createPanelAccessHandlers({ pool, logger, invalidation }),
     admin: createAdminHandlers({ pool, invalidation }),
     async close() {
       await invalidation.close();

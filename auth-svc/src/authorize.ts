@@ -50,6 +50,7 @@ export function createAuthorizeHandlers(deps: AuthorizeDependencies): AsyncHandl
         organizationId: key.organizationId,
         plan: { ...key.plan },
         sendRate: key.sendRate,
+        test: key.test,
       };
     },
 

@@ -2,6 +2,7 @@
 // naming the flag, so the operator sees one clear line instead of a stack trace.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { parseRate } from '@notify/platform';
 
 /** Thrown when the command line (or the environment notifyctl reads) is wrong; printed as one line, exit status 2. */
 export class UsageError extends Error {
@@ -124,6 +125,22 @@ export class Flags {
       this.#fail(`--${name} must be ${range}${options.max === undefined ? '' : ` up to ${options.max}`}, got '${value}'`);
     }
     return number;
+  }
+
+  /**
+   * A per-key send rate (`--rate 600/min`, the grammar of NOTIFY_PUBLIC_SEND_RATE), or `default` for the gateway's
+   * default, which is sent as ''; undefined when absent.
+   */
+  optionalRate(name: string): string | undefined {
+    const value = this.optionalString(name);
+    if (value === undefined) return undefined;
+    if (value.trim() === 'default') return '';
+    try {
+      parseRate(value);
+    } catch (error) {
+      this.#fail(`--${name} ${(error as Error).message}, or default; got '${value}'`);
+    }
+    return value.trim();
   }
 
   /** A required database id: a positive integer. */

@@ -69,6 +69,9 @@ describe('usage errors exit 2 with one line and a hint, never a stack trace', ()
     ['an unknown message state', ['messages', 'list', '--project', '1', '--state', 'lost'], "notifyctl: --state must be one of queued, sending, deferred, sent, failed, bounced, complained, got 'lost'\nRun 'notifyctl messages list --help' for usage.\n"],
     ['a page larger than the service serves', ['messages', 'list', '--project', '1', '--limit', '501'], "notifyctl: --limit must be a positive integer up to 500, got '501'\nRun 'notifyctl messages list --help' for usage.\n"],
     ['an empty name', ['plan', 'create', '--name', ' '], "notifyctl: --name must not be empty\nRun 'notifyctl plan create --help' for usage.\n"],
+    ['a key rate not in the NOTIFY_PUBLIC_SEND_RATE grammar', ['key', 'update', '--id', '1', '--rate', '600/fortnight'], "notifyctl: --rate must be <count>/<unit> with unit s, sec, second, m, min, minute, h, hour, d or day (for example 120/min), or default; got '600/fortnight'\nRun 'notifyctl key update --help' for usage.\n"],
+    ['a key rate of nothing per window', ['key', 'create', '--project', '1', '--name', 'k', '--rate', '0/min'], "notifyctl: --rate must allow at least 1 request per window, or default; got '0/min'\nRun 'notifyctl key create --help' for usage.\n"],
+    ['a key update without its rate', ['key', 'update', '--id', '1'], "notifyctl: missing required option --rate\nRun 'notifyctl key update --help' for usage.\n"],
   ];
   for (const [what, argv, expected] of cases) {
     test(`${what} is reported as a usage error`, async () => {
@@ -137,7 +140,10 @@ describe('requests built from flags', () => {
   test('org, project and key commands carry their ids as numbers', async () => {
     assert.deepEqual(await requestOf(['org', 'create', '--name', 'Acme', '--plan', '2']), { name: 'Acme', planId: 2 });
     assert.deepEqual(await requestOf(['project', 'create', '--org', '7', '--name', 'web']), { organizationId: 7, name: 'web' });
-    assert.deepEqual(await requestOf(['key', 'create', '--project', '9', '--name', 'ci']), { projectId: 9, name: 'ci' });
+    assert.deepEqual(await requestOf(['key', 'create', '--project', '9', '--name', 'ci']), { projectId: 9, name: 'ci', test: false, sendRate: '' });
+    assert.deepEqual(await requestOf(['key', 'create', '--project', '9', '--name', 'ci', '--test', '--rate', ' 600/min ']), { projectId: 9, name: 'ci', test: true, sendRate: '600/min' });
+    assert.deepEqual(await requestOf(['key', 'update', '--id', '12', '--rate', '10/s']), { id: 12, sendRate: '10/s' });
+    assert.deepEqual(await requestOf(['key', 'update', '--id', '12', '--rate', 'default']), { id: 12, sendRate: '' });
     assert.deepEqual(await requestOf(['key', 'revoke', '--id', '12', '--json']), { id: 12 });
   });
 

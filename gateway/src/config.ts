@@ -1,8 +1,7 @@
 // The gateway's environment variables, validated at start with every fault listed at once. The NATS and token settings
 // are the platform's shared groups; README.md's settings table is generated from these declarations.
-import { custom, duration, gatewayTokenSetting, grpcClientTlsSettings, integer, natsSettings, text, url } from '@notify/platform';
+import { custom, duration, gatewayTokenSetting, grpcClientTlsSettings, integer, natsSettings, parseRate, text, url } from '@notify/platform';
 import { panelConfigSpec } from './panel/config.ts';
-import { parseRate } from './rate-limit/rate.ts';
 
 export const configSpec = {
   httpPort: integer('HTTP_PORT', { description: 'port of the public HTTP listener; 0 picks a free one', default: 8080, min: 0, max: 65535 }),

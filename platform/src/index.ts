@@ -15,3 +15,4 @@ export { channelCredentials, grpcClientTlsSettings, grpcServerTlsSettings, serve
 export { GrpcClient, channelOptions, type GrpcClientOptions } from './grpc/client.ts';
 export { RemoteError, toGrpcFailure } from './grpc/errors.ts';
 export { activeContext, annotateRequestSpan, contextFromTraceparent, inSpan, withActiveSpan, linkTo, notifyAttributes, recordFailure, SpanKind, SpanStatusCode, startSpan, traceIdOf, traceparentOf, type Attributes, type Context, type Link, type Span, type SpanStart } from './tracing.ts';
+export { parseRate, type Rate } from './rate.ts';

@@ -65,6 +65,13 @@ describe('delivery jobs', () => {
     assert.equal(deliveryJobId(requeued), '7:requeue:4');
   });
 
+  it('carry the test mark only on a test key\'s job', () => {
+    const test: DeliveryJob = { ...job, test: true };
+    const message = encodeDeliveryJob(test);
+    assert.deepEqual(readDeliveryJob(message.bytes, message.schema), { ok: true, value: test });
+    assert.equal('test' in (readDeliveryJob(encodeDeliveryJob(job).bytes, message.schema) as { value: DeliveryJob }).value, false);
+  });
+
   it('tolerate a field a newer writer added', () => {
     const bytes = newerJob({ ...v1Job, tags: ['billing', 'eu'] });
     assert.deepEqual(readDeliveryJob(bytes, 'notify.messaging.v1.DeliveryJob'), { ok: true, value: job });

@@ -23,11 +23,12 @@ export const deliveryStates: readonly DeliveryState[] = ['sending', 'deferred', 
 export type TemplateSnapshot = wire.TemplateSnapshot__Output;
 export type Requeue = wire.Requeue__Output;
 
-/** The delivery job as the services hold it: `data` parsed, `requeue` only on a re-queued delivery. */
-export type DeliveryJob = Omit<wire.DeliveryJob__Output, 'dataJson' | 'template' | 'requeue'> & {
+/** The delivery job as the services hold it: `data` parsed, `requeue` only on a re-queued delivery, `test` only on a test key's. */
+export type DeliveryJob = Omit<wire.DeliveryJob__Output, 'dataJson' | 'template' | 'requeue' | 'test'> & {
   data: Record<string, unknown>;
   template: TemplateSnapshot;
   requeue?: Requeue;
+  test?: true;
 };
 
 /** A delivery event as the services hold it. */
@@ -145,6 +146,7 @@ export function readDeliveryJob(bytes: Uint8Array, schema: string | undefined): 
   const snapshot = template as TemplateSnapshot;
   const job: DeliveryJob = { messageId, celeryTaskId, projectId, organizationId, to, data: data as Record<string, unknown>, template: { ...snapshot, unsubscribe: snapshot.unsubscribe === true }, acceptedAt };
   if (requeue) job.requeue = { attemptBase: requeue.attemptBase, at: requeue.at };
+  if (fields.test === true) job.test = true;
   return { ok: true, value: job };
 }
 

@@ -1,6 +1,6 @@
 // docs/contract.md "Rate limit": a malformed NOTIFY_PUBLIC_SEND_RATE stops the gateway at start with a clear message. Only
 // gateway processes, no system: a configuration the gateway refuses never reaches its dependencies. (Every unit spelling
-// is parsed in gateway/src/rate-limit/rate.test.ts; the running gateways of contract-rate-limit.test.ts use `min` and
+// is parsed in platform/src/rate.test.ts; the running gateways of contract-rate-limit.test.ts use `min` and
 // `second`.)
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -1,14 +1,40 @@
 // API keys: issued with a fresh random secret shown once, stored as prefix + SHA-256 of the secret, revoked everywhere
-// within a second. Creation and revocation are both announced with the key's prefix (keys/invalidation.ts).
+// within a second. Creation, revocation and a change of rate are all announced with the key's prefix
+// (keys/invalidation.ts): every replica of auth-svc and of the gateway drops what it cached about the key.
 import type { AsyncHandlers } from '@notify/platform';
+import type { Pool } from '@notify/platform/database';
 import type { auth } from '@notify/proto';
 import { generateApiKey } from '../keys/api-key.ts';
+import type { InvalidationChannel } from '../keys/invalidation.ts';
 import { translateConstraints } from './constraint-errors.ts';
 import type { AdminDependencies } from './dependencies.ts';
 import { apiKeyColumns, notFound, toApiKey, type ApiKeyRow } from './records.ts';
 import { Checks } from './validation.ts';
 
-type ApiKeyHandlers = Pick<AsyncHandlers<auth.AuthAdminServiceDefinition>, 'CreateApiKey' | 'RevokeApiKey' | 'ListApiKeys'>;
+type ApiKeyHandlers = Pick<AsyncHandlers<auth.AuthAdminServiceDefinition>, 'CreateApiKey' | 'RevokeApiKey' | 'ListApiKeys' | 'UpdateApiKey'>;
+
+/**
+ * Sets key `keyId`'s send rate (null: the gateway's default) and announces its prefix, so that every gateway replica
+ * asks auth-svc again at its next request and applies the new rate. `within`, when given, confines the change to that
+ * project of that organization (the panel). Undefined when there is no such key (within that project): nothing changed.
+ */
+export async function setKeyRate(
+  deps: { pool: Pool; invalidation: InvalidationChannel },
+  keyId: number,
+  sendRate: string | null,
+  within?: { organizationId: number; projectId: number },
+): Promise<auth.ApiKey__Output | undefined> {
+  const { rows } = await deps.pool.query<ApiKeyRow>(
+    `UPDATE api_keys SET send_rate = $2
+      WHERE id = $1 AND ($3::bigint IS NULL OR project_id = $3 AND project_id IN (SELECT id FROM projects WHERE organization_id = $4))
+      RETURNING ${apiKeyColumns}`,
+    [keyId, sendRate, within?.projectId ?? null, within?.organizationId ?? null],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  await deps.invalidation.invalidateKey(row.prefix);
+  return toApiKey(row);
+}
 
 export function createApiKeyHandlers({ pool, invalidation }: AdminDependencies): ApiKeyHandlers {
   return {
@@ -16,13 +42,14 @@ export function createApiKeyHandlers({ pool, invalidation }: AdminDependencies):
       const checks = new Checks();
       const projectId = checks.id('project_id', request.projectId);
       const name = checks.name('name', request.name, 200);
+      const sendRate = checks.sendRate('send_rate', request.sendRate);
       checks.done();
-      const key = generateApiKey();
+      const key = generateApiKey({ test: request.test });
       const row = await translateConstraints(
         async () => {
           const { rows } = await pool.query<ApiKeyRow>(
-            `INSERT INTO api_keys (project_id, name, prefix, secret_hash) VALUES ($1, $2, $3, $4) RETURNING ${apiKeyColumns}`,
-            [projectId, name, key.prefix, key.secretHash],
+            `INSERT INTO api_keys (project_id, name, prefix, secret_hash, send_rate) VALUES ($1, $2, $3, $4, $5) RETURNING ${apiKeyColumns}`,
+            [projectId, name, key.prefix, key.secretHash, sendRate],
           );
           return rows[0] as ApiKeyRow;
         },
@@ -47,6 +74,22 @@ export function createApiKeyHandlers({ pool, invalidation }: AdminDependencies):
       if (!row) throw notFound('API key', id);
       await invalidation.invalidateKey(row.prefix);
       return toApiKey(row);
+    },
+
+    async UpdateApiKey(request) {
+      const checks = new Checks();
+      const id = checks.id('id', request.id);
+      const sendRate = request.sendRate === undefined ? undefined : checks.sendRate('send_rate', request.sendRate);
+      checks.done();
+      let key: auth.ApiKey__Output | undefined;
+      if (sendRate === undefined) {
+        const { rows } = await pool.query<ApiKeyRow>(`SELECT ${apiKeyColumns} FROM api_keys WHERE id = $1`, [id]);
+        key = rows[0] && toApiKey(rows[0]);
+      } else {
+        key = await setKeyRate({ pool, invalidation }, id, sendRate);
+      }
+      if (!key) throw notFound('API key', id);
+      return key;
     },
 
     async ListApiKeys(request) {

@@ -2,6 +2,7 @@
 import { status } from '@grpc/grpc-js';
 import { UserError } from '@notify/platform';
 import type { auth } from '@notify/proto';
+import { isTestPrefix } from '../keys/api-key.ts';
 
 export function isoTimestamp(value: Date | null): string {
   return value ? value.toISOString() : '';
@@ -63,9 +64,10 @@ export interface ApiKeyRow {
   created_at: Date;
   revoked_at: Date | null;
   last_used_at: Date | null;
+  send_rate: string | null;
 }
 // secret_hash is deliberately absent: it is read only by the Authorize lookup.
-export const apiKeyColumns = 'id, project_id, name, prefix, created_at, revoked_at, last_used_at';
+export const apiKeyColumns = 'id, project_id, name, prefix, created_at, revoked_at, last_used_at, send_rate';
 export const toApiKey = (row: ApiKeyRow): auth.ApiKey__Output => ({
   id: row.id,
   projectId: row.project_id,
@@ -74,4 +76,6 @@ export const toApiKey = (row: ApiKeyRow): auth.ApiKey__Output => ({
   createdAt: isoTimestamp(row.created_at),
   revokedAt: isoTimestamp(row.revoked_at),
   lastUsedAt: isoTimestamp(row.last_used_at),
+  test: isTestPrefix(row.prefix),
+  sendRate: row.send_rate ?? '',
 });

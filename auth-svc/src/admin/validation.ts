@@ -1,6 +1,6 @@
 // Input checks for the admin surface: every fault of a request is collected and reported at once as INVALID_ARGUMENT.
 import { status } from '@grpc/grpc-js';
-import { UserError } from '@notify/platform';
+import { parseRate, UserError } from '@notify/platform';
 
 // C0/C1 controls, line and paragraph separators, and bidirectional overrides make a name print differently from what it is.
 const unprintable = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
@@ -27,6 +27,21 @@ export class Checks {
   quota(field: string, value: number): number {
     if (!Number.isSafeInteger(value) || value < 0) this.#faults.push(`${field}: must be 0 (unlimited) or a positive number`);
     return value;
+  }
+
+  /**
+   * A per-key send rate in NOTIFY_PUBLIC_SEND_RATE form, stored as written (trimmed); '' is the gateway's default, and
+   * comes back as null.
+   */
+  sendRate(field: string, value: string): string | null {
+    const trimmed = value.trim();
+    if (trimmed === '') return null;
+    try {
+      parseRate(trimmed);
+    } catch (error) {
+      this.#faults.push(`${field}: ${(error as Error).message}`);
+    }
+    return trimmed;
   }
 
   fault(message: string): void {

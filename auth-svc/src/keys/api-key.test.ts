@@ -1,13 +1,28 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
-import { generateApiKey, hashSecret, parseApiKey, secretMatches } from './api-key.ts';
+import { generateApiKey, hashSecret, isTestPrefix, parseApiKey, secretMatches } from './api-key.ts';
 
 test('a generated key has the form nk_<16 hex>.<43 base64url characters>', () => {
   const key = generateApiKey();
   assert.match(key.apiKey, /^nk_[0-9a-f]{16}\.[A-Za-z0-9_-]{43}$/);
   assert.equal(key.apiKey, `${key.prefix}.${key.secret}`);
   assert.equal(Buffer.from(key.secret, 'base64url').length, 32);
+});
+
+test('a generated test key has the form nk_test_<16 hex>.<43 base64url characters> and parses back', () => {
+  const key = generateApiKey({ test: true });
+  assert.match(key.apiKey, /^nk_test_[0-9a-f]{16}\.[A-Za-z0-9_-]{43}$/);
+  assert.deepEqual(parseApiKey(key.apiKey), { prefix: key.prefix, secret: key.secret });
+  assert.equal(isTestPrefix(key.prefix), true);
+  assert.equal(isTestPrefix(generateApiKey().prefix), false);
+});
+
+test('a test prefix is only the exact nk_test_ form', () => {
+  const { secret } = generateApiKey();
+  for (const malformed of [`nk_test${'a'.repeat(16)}.${secret}`, `nk_TEST_${'a'.repeat(16)}.${secret}`, `nk_test_${'a'.repeat(15)}.${secret}`, `nk_live_${'a'.repeat(16)}.${secret}`, `nk_test_test_${'a'.repeat(16)}.${secret}`]) {
+    assert.equal(parseApiKey(malformed), undefined, malformed);
+  }
 });
 
 test('two generated keys share neither prefix nor secret', () => {

@@ -47,6 +47,7 @@ const record = (keyId: number): KeyRecord => ({
   secretHash: Buffer.alloc(32),
   revoked: false,
   sendRate: '',
+  test: false,
   plan: { planId: 1, name: 'free', suspended: false, monthlyQuota: 0 },
 });
 

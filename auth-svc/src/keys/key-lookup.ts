@@ -1,6 +1,7 @@
 // The one query on Authorize's path: a key by its prefix, with what the gateway needs to decide (project, organization,
 // plan); and the prefixes of every key, a page at a time, walked along the prefix's unique index.
 import type { Pool } from '@notify/platform/database';
+import { isTestPrefix } from './api-key.ts';
 
 export interface PlanState {
   readonly planId: number;
@@ -18,6 +19,8 @@ export interface KeyRecord {
   readonly revoked: boolean;
   /** Per-key send rate, '' for the gateway's default. */
   readonly sendRate: string;
+  /** A test key (`nk_test_`): its messages are never mailed nor counted against the quota. */
+  readonly test: boolean;
   readonly plan: PlanState;
 }
 
@@ -54,6 +57,7 @@ export async function findKeyByPrefix(pool: Pool, prefix: string): Promise<KeyRe
     secretHash: row.secret_hash,
     revoked: row.revoked,
     sendRate: row.send_rate ?? '',
+    test: isTestPrefix(prefix),
     plan: { planId: row.plan_id, name: row.plan_name, suspended: row.suspended, monthlyQuota: row.monthly_quota },
   };
 }

@@ -1,17 +1,20 @@
 // PanelAuthService (gateway token, called by the gateway): verify a sign-in, say what a signed-in user
-// may see, list a project's keys. A refused sign-in never tells whether the email exists.
+// may see, list a project's keys and set one's send rate. A refused sign-in never tells whether the email exists.
 import { status } from '@grpc/grpc-js';
 import { UserError, type AsyncHandlers, type Logger } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { auth } from '@notify/proto';
+import { setKeyRate } from '../admin/api-keys.ts';
 import { apiKeyColumns, toApiKey, toOrganization, toProject, type ApiKeyRow } from '../admin/records.ts';
+import { Checks } from '../admin/validation.ts';
+import type { InvalidationChannel } from '../keys/invalidation.ts';
 import { normalizeEmail } from './identity.ts';
 import { hashPassword, needsRehash, passwordLength, passwordMatches, type PasswordHash } from './password.ts';
 import { findAccess, findCredentials, projectBelongs, replacePassword, storedHash, toPanelUser } from './panel-user-store.ts';
 
 const invalidCredentials = (): UserError => new UserError(status.UNAUTHENTICATED, 'invalid_credentials', 'the email or the password is wrong');
 
-export function createPanelAccessHandlers({ pool, logger }: { pool: Pool; logger: Logger }): AsyncHandlers<auth.PanelAuthServiceDefinition> {
+export function createPanelAccessHandlers({ pool, logger, invalidation }: { pool: Pool; logger: Logger; invalidation: InvalidationChannel }): AsyncHandlers<auth.PanelAuthServiceDefinition> {
   // Hashed against when the email is unknown or disabled, so that such a refusal takes as long as a wrong password.
   // Made at once, so the first such refusal does not also pay for making it.
   const decoy: Promise<PasswordHash> = hashPassword('decoy password that no user has');
@@ -52,6 +55,16 @@ export function createPanelAccessHandlers({ pool, logger }: { pool: Pool; logger
         values: [request.projectId],
       });
       return { keys: rows.map(toApiKey) };
+    },
+
+    async SetPanelApiKeyRate(request) {
+      const checks = new Checks();
+      const sendRate = checks.sendRate('send_rate', request.sendRate);
+      checks.done();
+      // The project is the page the operator is on: a key of another project, even of the same organization, is not found.
+      const key = await setKeyRate({ pool, invalidation }, request.keyId, sendRate, { organizationId: request.organizationId, projectId: request.projectId });
+      if (!key) throw new UserError(status.NOT_FOUND, 'api_key_not_found', 'no such API key in this project');
+      return key;
     },
   };
 }

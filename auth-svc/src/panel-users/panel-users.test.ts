@@ -159,3 +159,19 @@ test("a project's API keys are listed without secrets, and another organization'
   assert.equal(error.status, status.NOT_FOUND);
   assert.equal(error.reason, 'project_not_found');
 });
+
+test("an operator's rate for a key is stored and shown; a key of another project or organization is not found and keeps its rate", async () => {
+  const created = await admin.call('CreateApiKey', { projectId: ids.acmeShop, name: 'shop' });
+  const id = created.key?.id ?? 0;
+  const set = await panel.call('SetPanelApiKeyRate', { organizationId: ids.acme, projectId: ids.acmeShop, keyId: id, sendRate: '30/min' });
+  assert.equal(set.sendRate, '30/min');
+  const { keys } = await panel.call('ListPanelApiKeys', { organizationId: ids.acme, projectId: ids.acmeShop });
+  assert.equal(keys.find((key) => key.id === id)?.sendRate, '30/min');
+  for (const [organizationId, projectId] of [[ids.globex, ids.acmeShop], [ids.acme, ids.acmeBilling], [ids.globex, ids.globexMain]] as const) {
+    const error = await refusal(panel.call('SetPanelApiKeyRate', { organizationId, projectId, keyId: id, sendRate: '1/s' }));
+    assert.equal(error.status, status.NOT_FOUND);
+    assert.equal(error.reason, 'api_key_not_found');
+  }
+  assert.equal((await refusal(panel.call('SetPanelApiKeyRate', { organizationId: ids.acme, projectId: ids.acmeShop, keyId: id, sendRate: 'fast' }))).status, status.INVALID_ARGUMENT);
+  assert.equal((await panel.call('SetPanelApiKeyRate', { organizationId: ids.acme, projectId: ids.acmeShop, keyId: id, sendRate: '' })).sendRate, '', 'empty: the default');
+});

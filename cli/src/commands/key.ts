@@ -1,4 +1,5 @@
-// notifyctl key: API keys of a project. The full key is shown once, at creation; only its hash is stored.
+// notifyctl key: API keys of a project. The full key is shown once, at creation; only its hash is stored. A test key
+// (`--test`, prefix `nk_test_`) never mails; `--rate` gives a key its own send rate, applied by every gateway within a second.
 import type { auth } from '@notify/proto';
 import { print, type Column } from '../output.ts';
 import type { CommandGroup } from './command.ts';
@@ -8,6 +9,8 @@ const columns: readonly Column<auth.ApiKey__Output>[] = [
   { header: 'PROJECT', value: (key) => key.projectId },
   { header: 'NAME', value: (key) => key.name },
   { header: 'PREFIX', value: (key) => key.prefix },
+  { header: 'TEST', value: (key) => key.test },
+  { header: 'RATE', value: (key) => key.sendRate || 'default' },
   { header: 'CREATED', value: (key) => key.createdAt },
   { header: 'LAST USED', value: (key) => key.lastUsedAt },
   { header: 'REVOKED', value: (key) => key.revokedAt },
@@ -24,9 +27,11 @@ export const keyCommands: CommandGroup = {
       options: {
         project: { type: 'string', value: 'ID', required: true, description: 'project id' },
         name: { type: 'string', value: 'NAME', required: true, description: 'a label saying who uses the key' },
+        test: { type: 'boolean', description: 'a test key (prefix nk_test_): its sends run every check and create real messages, but are never mailed nor counted against the quota' },
+        rate: { type: 'string', value: 'N/UNIT', description: 'its own send rate, e.g. 600/min (units s, m, h, d and their long forms); default: NOTIFY_PUBLIC_SEND_RATE' },
       },
       prepare(flags) {
-        const request = { projectId: flags.id('project'), name: flags.string('name') };
+        const request = { projectId: flags.id('project'), name: flags.string('name'), test: flags.flag('test'), sendRate: flags.optionalRate('rate') ?? '' };
         return {
           request,
           async execute({ connections, io, json }) {
@@ -39,6 +44,24 @@ export const keyCommands: CommandGroup = {
             }
             if (created.key) print(io, false, created, columns, [created.key]);
             io.stdout(`\nAPI key: ${created.apiKey}\n`);
+          },
+        };
+      },
+    },
+    {
+      name: 'update',
+      summary: "change an API key's send rate; every gateway applies it within about a second",
+      options: {
+        id: { type: 'string', value: 'ID', required: true, description: 'key id (see: notifyctl key list)' },
+        rate: { type: 'string', value: 'N/UNIT|default', required: true, description: 'its own send rate, e.g. 600/min, or default for NOTIFY_PUBLIC_SEND_RATE' },
+      },
+      prepare(flags) {
+        const request: auth.UpdateApiKeyRequest = { id: flags.id('id'), sendRate: flags.optionalRate('rate') };
+        return {
+          request,
+          async execute({ connections, io, json }) {
+            const key = await connections.authAdmin().call('UpdateApiKey', request);
+            print(io, json, key, columns, [key]);
           },
         };
       },

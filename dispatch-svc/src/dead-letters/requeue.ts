@@ -41,6 +41,7 @@ interface Candidate extends MessageProgress {
   /** Highest attempt any event of the message carried, recorded or not yet applied. */
   lastAttempt: number;
   traceparent: string | null;
+  test: boolean;
   slug: string;
   version: number;
   subject: string;
@@ -56,7 +57,7 @@ async function lockCandidates(client: PoolClient, projectId: number, ids: readon
     text: `SELECT m.id, m.state, m.state_attempt AS "stateAttempt", m.attempts, m.last_smtp_code AS "lastSmtpCode",
                   m.last_smtp_response AS "lastSmtpResponse", m.failure_reason AS "failureReason",
                   m.celery_task_id AS "celeryTaskId", m.organization_id AS "organizationId", m.recipient, m.data,
-                  m.created_at AS "acceptedAt", m.traceparent,
+                  m.created_at AS "acceptedAt", m.traceparent, m.test,
                   (SELECT coalesce(max(e.attempt), 0) FROM message_events e WHERE e.message_id = m.id) AS "lastAttempt",
                   t.slug, t.version, t.subject, t.html, t.text, t.active, t.unsubscribe
              FROM messages m JOIN templates t ON t.id = m.template_id
@@ -104,6 +105,8 @@ async function reopenMessage(client: PoolClient, projectId: number, candidate: C
     template: { slug: candidate.slug, version: candidate.version, subject: candidate.subject, html: candidate.html, text: candidate.text, unsubscribe: candidate.unsubscribe },
     acceptedAt: candidate.acceptedAt.toISOString(),
     requeue,
+    // A test message stays one: re-queued, it is still never mailed.
+    ...(candidate.test ? { test: true } : {}),
   };
   await replaceOutboxRow(client, job);
   return { job, traceparent };

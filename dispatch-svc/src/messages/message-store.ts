@@ -17,6 +17,8 @@ export interface NewMessage {
   /** The caller's labels (docs/contract.md, "Tags and metadata"); `[]` and `{}` when it gave none. */
   readonly tags: readonly string[];
   readonly metadata: Readonly<Record<string, string>>;
+  /** Sent with a test key: never mailed, never counted against the quota. */
+  readonly test: boolean;
 }
 
 /**
@@ -29,14 +31,15 @@ export async function insertMessages(client: PoolClient, messages: readonly NewM
     name: 'message-insert-many',
     text: `WITH message AS (
              INSERT INTO messages (project_id, organization_id, api_key_id, template_id, template_slug, template_version,
-                                   recipient, data, celery_task_id, idempotency_key, traceparent, tags, metadata)
+                                   recipient, data, celery_task_id, idempotency_key, traceparent, tags, metadata, test)
              -- Each message's tags travel as one JSON array: unnest would flatten an array of arrays.
              SELECT u.project_id, u.organization_id, u.api_key_id, u.template_id, u.template_slug, u.template_version, u.recipient,
-                    u.data, u.celery_task_id, u.idempotency_key, u.traceparent, ARRAY(SELECT jsonb_array_elements_text(u.tags)), u.metadata
+                    u.data, u.celery_task_id, u.idempotency_key, u.traceparent, ARRAY(SELECT jsonb_array_elements_text(u.tags)), u.metadata,
+                    u.test
                FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[],
-                           $7::text[], $8::jsonb[], $9::uuid[], $10::uuid[], $11::text[], $12::jsonb[], $13::jsonb[])
+                           $7::text[], $8::jsonb[], $9::uuid[], $10::uuid[], $11::text[], $12::jsonb[], $13::jsonb[], $14::boolean[])
                     AS u (project_id, organization_id, api_key_id, template_id, template_slug, template_version, recipient,
-                          data, celery_task_id, idempotency_key, traceparent, tags, metadata)
+                          data, celery_task_id, idempotency_key, traceparent, tags, metadata, test)
              RETURNING id, created_at, celery_task_id),
            event AS (
              INSERT INTO message_events (message_id, state, attempt, occurred_at)
@@ -56,6 +59,7 @@ export async function insertMessages(client: PoolClient, messages: readonly NewM
       messages.map((message) => message.traceparent || null),
       messages.map((message) => JSON.stringify(message.tags)),
       messages.map((message) => JSON.stringify(message.metadata)),
+      column('test'),
     ],
   });
   // RETURNING promises no order: the task id, unique per message, puts each row back in its place.

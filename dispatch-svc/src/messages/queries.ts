@@ -27,6 +27,7 @@ export interface MessageRow {
   traceparent: string | null;
   tags: string[];
   metadata: Record<string, string>;
+  test: boolean;
 }
 
 export interface EventRow {
@@ -43,7 +44,7 @@ export const columns = `id, project_id AS "projectId", organization_id AS "organ
                  idempotency_key AS "idempotencyKey", attempts, last_smtp_code AS "lastSmtpCode",
                  last_smtp_response AS "lastSmtpResponse", failure_reason AS "failureReason",
                  created_at AS "createdAt", updated_at AS "updatedAt", traceparent,
-                 tags, metadata`;
+                 tags, metadata, test`;
 
 /** The SMTP reply as one line, code first, whether or not the relay's text already starts with it. */
 export function formatSmtpReply(code: number | null, response: string | null): string {
@@ -71,6 +72,7 @@ export function toMessage(row: MessageRow, events: EventRow[]): dispatch.Message
     traceId: traceIdOf(row.traceparent) ?? '',
     tags: row.tags,
     metadata: row.metadata,
+    test: row.test,
     events: events.map((event) => ({
       state: event.state,
       attempt: event.attempt,

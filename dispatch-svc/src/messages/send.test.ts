@@ -220,6 +220,24 @@ describe("the organization's month count in Send's answer", () => {
       [h.ids.organizationId],
     )).rows[0]?.accepted ?? -1;
 
+  test("a test key's send is stored and published marked as a test, answers 0 and counts nothing, even past the quota", async () => {
+    const live = await h.dispatch.call('Send', request({ to: 'live@example.com' }));
+    assert.equal((await h.pool.query<{ test: boolean }>('SELECT test FROM messages WHERE id = $1', [live.messageId])).rows[0]?.test, false);
+    assert.equal('test' in (await h.lastJob()).job, false);
+    const counted = await used();
+    assert.equal(live.organizationAccepted, counted);
+
+    // The quota used up by the live send: check 5 is the gateway's, and it judges test sends like any other; here, only the count.
+    const response = await h.dispatch.call('Send', request({ test: true, to: 'test-mode@example.com', monthlyQuota: counted }));
+    assert.equal(response.status, 'queued');
+    assert.equal(response.organizationAccepted, 0);
+    assert.equal(await used(), counted);
+    assert.equal((await h.pool.query<{ test: boolean }>('SELECT test FROM messages WHERE id = $1', [response.messageId])).rows[0]?.test, true);
+    const { job } = await h.lastJob();
+    assert.equal(job.messageId, response.messageId);
+    assert.equal(job.test, true);
+  });
+
   test('each accepted send answers the count with itself included; a replay answers 0 and counts nothing', async () => {
     const before = await used();
     const key = randomUUID();
@@ -233,7 +251,7 @@ describe("the organization's month count in Send's answer", () => {
 });
 
 describe('group commit', () => {
-  const direct = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest__Output => ({ fieldsInvalid: false, tags: [], metadataJson: '', ...request(overrides), monthlyQuota: 0 }) as dispatch.SendRequest__Output;
+  const direct = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest__Output => ({ fieldsInvalid: false, tags: [], metadataJson: '', test: false, ...request(overrides), monthlyQuota: 0 }) as dispatch.SendRequest__Output;
   const settle = (send: ReturnType<typeof createSendHandler>, requests: dispatch.SendRequest__Output[]) => Promise.allSettled(requests.map((r) => send(r)));
   const reasonOf = (result: PromiseSettledResult<unknown>): string => (result.status === 'rejected' ? (result.reason as { reason: string }).reason : 'accepted');
   /** Rows written by one transaction share its id (xmin). */

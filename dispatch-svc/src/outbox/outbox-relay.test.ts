@@ -34,6 +34,7 @@ const request = (): dispatch.SendRequest__Output => ({
   fieldsInvalid: false,
   tags: [],
   metadataJson: '',
+  test: false,
 });
 
 const outboxRows = async (): Promise<number> => (await h.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox')).rows[0]?.n ?? -1;

@@ -8,6 +8,7 @@ const prefixA = `nk_${'a'.repeat(16)}`;
 test('the prefix is taken from keys in the issued form only', () => {
   assert.equal(apiKeyPrefix(keyA), prefixA);
   assert.equal(apiKeyPrefix('nk_0123456789abcdef.anything'), 'nk_0123456789abcdef');
+  assert.equal(apiKeyPrefix('nk_test_0123456789abcdef.anything'), 'nk_test_0123456789abcdef');
   for (const other of ['nk_0123456789ABCDEF.secret', 'nk_0123.secret', 'nk_0123456789abcdef', 'xk_0123456789abcdef.secret', '']) {
     assert.equal(apiKeyPrefix(other), undefined, other);
   }

@@ -4,8 +4,9 @@
 // raw key is never stored), and only a request with the same digest is answered from it.
 import { hash } from 'node:crypto';
 
-// The issued form `nk_<16 hex>.<secret>`: the prefix is what auth-svc publishes when the key is revoked.
-const issuedKey = /^(nk_[0-9a-f]{16})\./;
+// The issued form `nk_<16 hex>.<secret>` (`nk_test_<16 hex>.<secret>` for a test key): the prefix is what auth-svc
+// publishes when the key is revoked or its rate changes.
+const issuedKey = /^(nk_(?:test_)?[0-9a-f]{16})\./;
 
 /** The public prefix of an API key in the issued form, or undefined: such a key could never be invalidated, so it is never cached. */
 export function apiKeyPrefix(apiKey: string): string | undefined {

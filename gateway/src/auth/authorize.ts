@@ -18,6 +18,8 @@ export interface Access {
   readonly plan: auth.PlanState__Output | null;
   /** The key's own rate in NOTIFY_PUBLIC_SEND_RATE form; empty for the gateway's default. */
   readonly sendRate: string;
+  /** A test key (`nk_test_`): its messages are never mailed nor counted against the quota. */
+  readonly test: boolean;
 }
 
 /**
@@ -82,5 +84,6 @@ export async function authorize(call: AuthorizeCall, apiKey: string, organizatio
     organizationId: organization.id,
     plan: response.plan,
     sendRate: response.sendRate,
+    test: response.test,
   };
 }

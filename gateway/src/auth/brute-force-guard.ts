@@ -12,11 +12,10 @@
 // its share of the rate, like the send rate.
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { Counter, type Logger, type Registry } from '@notify/platform';
+import { Counter, type Logger, type Rate, type Registry } from '@notify/platform';
 import { ApiError } from '../errors/api-error.ts';
 import { throttledFor } from '../rate-limit/headers.ts';
 import { fallbackShare } from '../rate-limit/limiter.ts';
-import type { Rate } from '../rate-limit/rate.ts';
 import { sharedLimiter } from '../rate-limit/redis.ts';
 import { apiKeyPrefix } from './authorization-cache.ts';
 import { KeyRefused, type KeyRefusal } from './authorize.ts';

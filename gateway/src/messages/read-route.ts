@@ -55,6 +55,8 @@ export interface MessageBody {
   /** The send's labels; [] and {} when it gave none (docs/contract.md, "Tags and metadata"). */
   tags: string[];
   metadata: Record<string, string>;
+  /** Sent with a test key: never mailed, never counted against the quota. */
+  test: boolean;
   events?: MessageEventBody[];
 }
 
@@ -82,6 +84,7 @@ export function messageBody(message: dispatch.Message__Output, withEvents: boole
     trace_id: orNull(message.traceId),
     tags: message.tags,
     metadata: message.metadata,
+    test: message.test,
   };
   if (withEvents) {
     body.events = message.events.map((event) => ({

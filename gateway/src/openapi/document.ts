@@ -85,6 +85,7 @@ const messageProperties: Record<string, Schema> = {
   trace_id: { type: ['string', 'null'], pattern: '^[0-9a-f]{32}$', description: 'W3C trace id of the request that accepted the message, to find its whole life in a tracing backend; null when none was recorded.' },
   tags: { ...tagsSchema, description: 'The tags the send gave, in its order; `[]` when it gave none.' },
   metadata: { type: 'object', additionalProperties: { type: 'string' }, description: 'The metadata the send gave; `{}` when it gave none.' },
+  test: { type: 'boolean', description: 'Sent with a test key (`nk_test_`): it went through every check and the whole lifecycle, but was never handed to SMTP (it ends `sent` with the reply `250 test mode: not delivered`) and never counted against the monthly quota.' },
 };
 
 function response(description: string, schema: Schema, headers: Record<string, Schema> = {}): Schema {
@@ -227,7 +228,8 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
         type: 'apiKey',
         in: 'header',
         name: 'Authorization',
-        description: 'The header reads `Api-Key <key>`: the scheme `Api-Key`, spelled exactly so, then the key. Keys go only in this header, never in the body.',
+        description:
+          'The header reads `Api-Key <key>`: the scheme `Api-Key`, spelled exactly so, then the key. Keys go only in this header, never in the body. A test key (`nk_test_...` rather than `nk_...`) runs every check and creates real messages, which are never mailed (they end `sent` with the reply `250 test mode: not delivered`, marked `test`) and never counted against the monthly quota.',
       },
     },
     schemas: {
@@ -324,7 +326,7 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
       'Cache-Control': { description: 'Always `no-store`.', required: true, schema: { type: 'string', const: 'no-store' } },
       'Content-Language': { description: 'Language of the texts in the body.', required: true, schema: { enum: ['en', 'es'] } },
       RateLimit: { description: 'IETF draft-ietf-httpapi-ratelimit-headers: requests remaining and seconds to reset.', schema: { type: 'string', pattern: '^"send";r=\\d+;t=\\d+$' } },
-      'RateLimit-Policy': { description: 'IETF draft-ietf-httpapi-ratelimit-headers: quota per window, e.g. `"send";q=120;w=60`.', schema: { type: 'string', pattern: '^"send";q=\\d+;w=\\d+$' } },
+      'RateLimit-Policy': { description: 'IETF draft-ietf-httpapi-ratelimit-headers: quota per window, e.g. `"send";q=120;w=60`: the API key\'s own rate when the operator set one, else `NOTIFY_PUBLIC_SEND_RATE`.', schema: { type: 'string', pattern: '^"send";q=\\d+;w=\\d+$' } },
       ReadRateLimit: { description: 'IETF draft-ietf-httpapi-ratelimit-headers for the read bucket: requests remaining and seconds to reset.', schema: { type: 'string', pattern: '^"read";r=\\d+;t=\\d+$' } },
       'ReadRateLimit-Policy': { description: 'The read bucket, quota per window, e.g. `"read";q=600;w=60`.', schema: { type: 'string', pattern: '^"read";q=\\d+;w=\\d+$' } },
       'Retry-After': { description: 'Whole seconds to wait, at least 1.', required: true, schema: { type: 'string', pattern: '^[1-9][0-9]*$' } },

@@ -1,6 +1,5 @@
 // The web panel's environment variables, part of the gateway's (config.ts spreads them in).
-import { boolean, custom, duration } from '@notify/platform';
-import { parseRate } from '../rate-limit/rate.ts';
+import { boolean, custom, duration, parseRate } from '@notify/platform';
 import { parseTraceUrlTemplate } from './trace-link.ts';
 
 export const panelConfigSpec = {

@@ -13,7 +13,8 @@ import { translator } from './i18n/texts.ts';
 import { renderPage } from './render.ts';
 import { errorView, projectsView } from './views/pages.ts';
 import { requireProject, requireSignIn } from './routes/guards.ts';
-import { keysPage, messagePage, messageStatus, messagesPage, overviewPage, requeueMessage, setTemplateUnsubscribe, templatePage, templatePreviewFrame, templatesPage } from './routes/project-pages.ts';
+import { keysPage, setKeyRate } from './routes/key-pages.ts';
+import { messagePage, messageStatus, messagesPage, overviewPage, requeueMessage, setTemplateUnsubscribe, templatePage, templatePreviewFrame, templatesPage } from './routes/project-pages.ts';
 import { signIn, signInPage, signOut } from './routes/sign-in.ts';
 import { removeSuppression, suppressionsPage } from './routes/suppression-pages.ts';
 import { createWebhook, replayWebhookEvent, setWebhookEnabled, webhookAttemptsPage, webhooksPage } from './routes/webhook-pages.ts';
@@ -51,6 +52,7 @@ function routes(deps: PanelDeps): Router<PanelState> {
   router.get('panel.template-preview', `${projectPath}/templates/:slug/preview`, page, project, templatePreviewFrame(deps));
   router.post('panel.template-unsubscribe', `${projectPath}/templates/:slug/unsubscribe`, page, project, setTemplateUnsubscribe(deps));
   router.get('panel.keys', `${projectPath}/keys`, page, project, keysPage(deps));
+  router.post('panel.key-rate', `${projectPath}/keys/:keyId/rate`, page, project, setKeyRate(deps));
   router.get('panel.webhooks', `${projectPath}/webhooks`, page, project, webhooksPage(deps));
   router.post('panel.webhook-create', `${projectPath}/webhooks`, page, project, createWebhook(deps));
   router.get('panel.webhook-attempts', `${projectPath}/webhooks/:webhookId`, page, project, webhookAttemptsPage(deps));

@@ -3,8 +3,7 @@
 // messages use a second instance, policy `read`, whose counters are apart (docs/contract.md, "Reading messages").
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import type { Logger } from '@notify/platform';
-import { parseRate, type Rate } from './rate.ts';
+import { parseRate, type Logger, type Rate } from '@notify/platform';
 import { sharedLimiter } from './redis.ts';
 
 /** The outcome of counting one request. */

@@ -2,8 +2,7 @@
 // to this replica's in-memory share instead (limiter.ts).
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
-import type { Logger } from '@notify/platform';
-import type { Rate } from './rate.ts';
+import type { Logger, Rate } from '@notify/platform';
 
 export function connectRedis(url: string, logger: Logger): Redis {
   const redis = new Redis(url, {

@@ -17,6 +17,7 @@ interface KeyRecord {
   suspended?: boolean;
   monthlyQuota?: number;
   sendRate?: string;
+  test?: boolean;
 }
 
 const keys = new Map<string, KeyRecord>([
@@ -30,6 +31,7 @@ const keys = new Map<string, KeyRecord>([
   ['idempotent.key', { keyId: 18, organizationId: 7 }],
   ['steady.key', { keyId: 19, organizationId: 11, monthlyQuota: 1_000 }],
   ['warm.key', { keyId: 20, organizationId: 12, monthlyQuota: 2, sendRate: '5/hour' }],
+  ['test.key', { keyId: 21, organizationId: 7, test: true }],
 ]);
 
 /**
@@ -64,6 +66,7 @@ before(async () => {
           organizationId: key.organizationId,
           plan: { planId: 1, name: 'basic', suspended: key.suspended ?? false, monthlyQuota: key.monthlyQuota ?? 0 },
           sendRate: key.sendRate ?? '',
+          test: key.test ?? false,
         };
       },
     }),
@@ -135,6 +138,14 @@ function send(options: { key?: string; organization?: string; headers?: Record<s
   });
 }
 
+test("a test key's send is the seed's 202, and reaches dispatch-svc marked test", async () => {
+  const response = await send({ key: 'test.key' });
+  assert.equal(response.status, 202);
+  assert.deepEqual(Object.keys((await response.json()) as object).sort(), ['celery_task_id', 'idempotent_replay', 'message_id', 'status']);
+  assert.equal(received.at(-1)?.apiKeyId, 21);
+  assert.equal(received.at(-1)?.test, true);
+});
+
 test('an accepted send is 202 with exactly the seed fields, and dispatch-svc gets the whole request', async () => {
   const idempotencyKey = randomUUID().toUpperCase();
   const response = await send({ headers: { 'Idempotency-Key': idempotencyKey } });
@@ -156,6 +167,7 @@ test('an accepted send is 202 with exactly the seed fields, and dispatch-svc get
     fieldsInvalid: false,
     tags: [],
     metadataJson: '',
+    test: false,
   });
 });
 
@@ -398,6 +410,7 @@ test('with a key, a body with invalid fields still goes to Send, once, as fields
     fieldsInvalid: true,
     tags: [],
     metadataJson: '',
+    test: false,
   });
   // Without a key there is no record to judge first: the 422 is answered without dispatch-svc.
   assert.deepEqual(await callsOf(async () => assert.equal((await send({ key: 'idempotent.key', body })).status, 422)), []);

@@ -88,6 +88,7 @@ export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
           // Compared only on a replay of the same key: without one, dispatch-svc neither stores nor reads it.
           fingerprint: idempotencyKey === undefined ? '' : sendFingerprint(input, organizationId),
           monthlyQuota,
+          test: access.test,
         },
         fieldErrors,
       );

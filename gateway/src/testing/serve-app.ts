@@ -5,13 +5,12 @@ import { createServer, request as httpRequest, type IncomingHttpHeaders, type Se
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
-import { createLogger, createRegistry, degradable, GrpcClient, loadConfig, type Registry } from '@notify/platform';
+import { createLogger, createRegistry, degradable, GrpcClient, loadConfig, type Rate, type Registry } from '@notify/platform';
 import { authProto, dispatchProto } from '@notify/proto';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { createApp } from '../app.ts';
 import { configSpec } from '../config.ts';
 import { createPanelDeps, type PanelDeps } from '../panel/dependencies.ts';
-import type { Rate } from '../rate-limit/rate.ts';
 import { SendRateLimiter } from '../rate-limit/limiter.ts';
 import { connectRedis } from '../rate-limit/redis.ts';
 import { UnsubscribeLimiter } from '../unsubscribe/unsubscribe-limiter.ts';

@@ -3,7 +3,7 @@
 // Redis cannot answer, each replica keeps counting in memory.
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import type { Rate } from '../rate-limit/rate.ts';
+import type { Rate } from '@notify/platform';
 import { sharedLimiter } from '../rate-limit/redis.ts';
 
 export type UnsubscribeDecision = { readonly allowed: true } | { readonly allowed: false; readonly retryAfterSeconds: number };

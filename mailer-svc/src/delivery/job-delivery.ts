@@ -7,6 +7,9 @@
 // ledger, is reachable, so that a mail is not sent while its outcome could not be written down (a NATS outage would
 // otherwise turn every job in flight into a second email on redelivery).
 //
+// A test key's job (`test`) is rendered like any other, so a template that cannot render fails it just the same, but
+// never reaches the relay: the attempt ends `sent` with a synthetic reply saying so, through the same events and ledger.
+//
 // A job that cannot be read (proto/src/messaging.ts says why) is never retried: its bytes go to the dead letters, its
 // message (when it names one) ends `failed` with the reason, and it is terminated.
 //
@@ -36,6 +39,9 @@ export interface JobDelivery {
   /** Acknowledges, offers again or terminates the job, once: a job already released belongs to another replica now. */
   settle(held: HeldJob, settlement: Settlement): Promise<void>;
 }
+
+/** What a test key's message records as the relay's reply, `250 test mode: not delivered`: it was never handed to SMTP. */
+const testModeReply = { smtpCode: 250, smtpResponse: 'test mode: not delivered' } as const;
 
 /** Delay before a job whose event could not be recorded is offered again. */
 export const eventFailureRetryMs = 2_000;
@@ -109,6 +115,7 @@ export function createJobDelivery(deps: MailerDependencies, settings: MailerSett
       // Anything else (the render pool closing at shutdown, no worker running) is ours: the job is tried again later.
       return { outcome: error instanceof TemplateRenderError ? { kind: 'permanent', reason } : { kind: 'temporary', reason: `not rendered: ${reason}` }, stage: 'render' };
     }
+    if (job.test) return { outcome: { kind: 'accepted', ...testModeReply }, stage: 'send' };
     const relay = { 'server.address': deps.sender.relay.host, 'server.port': deps.sender.relay.port };
     return inSpan('smtp send', { kind: SpanKind.CLIENT, attributes: { ...about, ...relay } }, async (span) => {
       const stopTimer = metrics.sendDuration.startTimer();

@@ -375,6 +375,26 @@ describe('mailer with NATS and SMTP', () => {
     assert.deepEqual([count('sent'), count('deferred'), count('failed')], [6, 3, 8]);
   });
 
+  it('records a test key\'s job sent with the synthetic reply, and never offers it to the relay', async () => {
+    // After the test that asserts the suite's delivery counts so far.
+    await run.publish({ ...job(301, 'test-mode@example.com'), test: true }, '301');
+    await run.publish(job(302, 'live-after-test@example.com'), '302');
+    await waitFor('the sent event', () => run.settledOf(301));
+    await waitFor('the live mail', async () => ((await run.mailsTo('live-after-test@example.com')).length > 0 ? true : undefined));
+    assert.deepEqual(run.eventsOf(301).map((event) => [event.state, event.attempt, event.smtpCode, event.smtpResponse]), [['sending', 1, undefined, undefined], ['sent', 1, 250, 'test mode: not delivered']]);
+    assert.equal(run.offers.get('test-mode@example.com'), undefined);
+    assert.deepEqual(await run.mailsTo('test-mode@example.com'), []);
+  });
+
+  it('fails a test key\'s job whose template cannot render, as it would a live one', async () => {
+    const broken = { ...job(303, 'test-broken@example.com'), test: true as const };
+    broken.template = { ...broken.template, subject: '{% if %}' };
+    await run.publish(broken, '303');
+    const failed = await waitFor('the failed event', () => run.settledOf(303));
+    assert.equal(failed.state, 'failed');
+    assert.equal(run.offers.get('test-broken@example.com'), undefined);
+  });
+
   it('retries a job the renderer could not take, since the template is not at fault', async () => {
     const unrenderable = job(113, 'unrendered@example.com');
     unrenderable.template.slug = 'unrenderable';

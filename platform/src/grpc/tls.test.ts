@@ -26,7 +26,7 @@ before(async () => {
   server.add(
     authProto.AuthService.service,
     {
-      Authorize: async (request) => ({ keyId: 1, projectId: 2, organizationId: request.organizationId, plan: null, sendRate: '' }),
+      Authorize: async (request) => ({ keyId: 1, projectId: 2, organizationId: request.organizationId, plan: null, sendRate: '', test: false }),
       ListKeyPrefixes: async () => ({ prefixes: [] }),
     },
     [caller],

@@ -40,6 +40,7 @@ function message(id: number, trace: string): dispatch.Message__Output {
     traceId: trace,
     tags: [],
     metadata: {},
+    test: false,
   };
 }
 

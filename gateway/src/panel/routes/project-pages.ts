@@ -1,6 +1,6 @@
 // The pages of one project: overview, messages, a message (and its live status), re-queue, templates (and the operator's
-// one-click unsubscribe switch), keys. Every call names the user's organization, and whatever is not found in it is
-// "not found".
+// one-click unsubscribe switch); its keys are in key-pages.ts. Every call names the user's organization, and whatever
+// is not found in it is "not found".
 import { status } from '@grpc/grpc-js';
 import type { Middleware } from 'koa';
 import { RemoteError } from '@notify/platform';
@@ -14,7 +14,7 @@ import { traceUrl } from '../trace-link.ts';
 import { filterQuery, messagesView } from '../views/messages.ts';
 import { liveStatus, messageView } from '../views/message.ts';
 import { overviewView } from '../views/overview.ts';
-import { keysView, type Notice } from '../views/pages.ts';
+import type { Notice } from '../views/pages.ts';
 import { templatesView, templateView } from '../views/templates.ts';
 import { idParam, isOperator, verifyCsrf } from './guards.ts';
 import { parseFilters } from './message-filters.ts';
@@ -205,12 +205,4 @@ export const templatePreviewFrame: Handler = (deps) => async (ctx) => {
   setPreviewHeaders(panel);
   ctx.type = 'text/html; charset=utf-8';
   ctx.body = preview.renderError ? '' : preview.html;
-};
-
-export const keysPage: Handler = (deps) => async (ctx) => {
-  const panel = ctx as PanelContext;
-  const { t } = panel.state;
-  const project = currentProject(panel);
-  const { keys } = await deps.auth.call('ListPanelApiKeys', { organizationId: signedIn(panel).access.organization.id, projectId: project.id });
-  renderPage(panel, { title: t('keys.title', { project: project.name }), section: 'keys', main: keysView(t, project.name, keys) });
 };

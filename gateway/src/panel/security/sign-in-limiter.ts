@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { limitedAddress } from '../../auth/client-address.ts';
-import type { Rate } from '../../rate-limit/rate.ts';
+import type { Rate } from '@notify/platform';
 import { sharedLimiter } from '../../rate-limit/redis.ts';
 
 export type SignInDecision = { readonly allowed: true } | { readonly allowed: false; readonly retryAfterSeconds: number };

@@ -100,6 +100,7 @@ export function messageView(
   const subject = view.subjectError ? html`<span class="unavailable">${t('message.subjectUnavailable', { reason: view.subjectError })}</span>` : view.renderedSubject;
   return html`<h1>${t('message.title', { id: message.id })}</h1>
 ${notice(options.notice)}
+${message.test ? html`<p class="notice notice-info"><span class="test-mark">${t('message.test')}</span> ${t('message.testNote')}</p>` : undefined}
 <section class="status" aria-live="polite" data-live-status="${statusUrl}" data-terminal="${isTerminal(message.state) ? 'true' : 'false'}">
   <p class="current">${t('column.state')}: <span data-field="state">${stateBadge(t, message.state)}</span></p>
   ${isTerminal(message.state) ? undefined : html`<p class="hint">${t('message.live')}</p>`}

@@ -23,7 +23,7 @@ export function messageRow(t: Translate, projectId: number, message: dispatch.Me
   <td><a href="/panel/projects/${projectId}/messages/${message.id}">${message.id}</a></td>
   <td>${message.to}</td>
   <td>${message.template} <span class="version">v${message.templateVersion}</span></td>
-  <td>${stateBadge(t, message.state)}</td>
+  <td>${stateBadge(t, message.state)}${message.test ? html` <span class="test-mark">${t('message.test')}</span>` : undefined}</td>
   <td>${timeElement(message.createdAt)}</td>
   <td>${timeElement(message.updatedAt)}</td>
 </tr>`;

@@ -1,4 +1,4 @@
-// The pages that are mostly text: sign-in, the organization's projects, API keys, and error pages.
+// The pages that are mostly text: sign-in, the organization's projects, and error pages.
 import type { auth } from '@notify/proto';
 import type { Translate } from '../i18n/texts.ts';
 import { csrfField } from '../security/csrf.ts';
@@ -42,29 +42,6 @@ ${
     : html`<table>
   <caption>${t('projects.caption')}</caption>
   <thead><tr><th scope="col">${t('projects.name')}</th><th scope="col">${t('projects.id')}</th><th scope="col">${t('projects.created')}</th></tr></thead>
-  <tbody>${rows}</tbody>
-</table>`
-}`;
-}
-
-export function keysView(t: Translate, project: string, keys: readonly auth.ApiKey__Output[]): Html {
-  const rows = keys.map(
-    (key) => html`<tr>
-  <td>${key.name}</td>
-  <td><code>${key.prefix}</code></td>
-  <td>${timeElement(key.createdAt)}</td>
-  <td>${timeElement(key.lastUsedAt, t('keys.never'))}</td>
-  <td>${key.revokedAt ? html`<span class="revoked">${t('keys.revoked')} ${timeElement(key.revokedAt)}</span>` : t('keys.active')}</td>
-</tr>`,
-  );
-  return html`<h1>${t('keys.title', { project })}</h1>
-<p>${t('keys.note')}</p>
-${
-  keys.length === 0
-    ? html`<p>${t('keys.none')}</p>`
-    : html`<table>
-  <caption>${t('keys.caption')}</caption>
-  <thead><tr><th scope="col">${t('keys.name')}</th><th scope="col">${t('keys.prefix')}</th><th scope="col">${t('keys.created')}</th><th scope="col">${t('keys.lastUsed')}</th><th scope="col">${t('keys.status')}</th></tr></thead>
   <tbody>${rows}</tbody>
 </table>`
 }`;

@@ -1,4 +1,5 @@
-// NOTIFY_PUBLIC_SEND_RATE and per-key rates: `<count>/<unit>`, e.g. `120/min` (docs/contract.md, "Rate limit").
+// NOTIFY_PUBLIC_SEND_RATE and per-key rates: `<count>/<unit>`, e.g. `120/min` (docs/contract.md, "Rate limit"). Shared:
+// the gateway enforces rates, auth-svc checks the per-key rates operators set (notifyctl key create|update --rate, the panel).
 
 export interface Rate {
   /** Requests allowed per window. */
