@@ -14,11 +14,13 @@ export interface NewMessage {
   readonly idempotencyKey: string | null;
   /** Of the message's create span (empty when there is no trace). */
   readonly traceparent: string;
+  /** A scheduled send's time: the message starts `scheduled` instead of `queued`. */
+  readonly sendAt: Date | null;
 }
 
 /**
- * Inserts the messages in state `queued` and records that transition in message_events (attempt 0), so a message's
- * history starts where its life does. Returns each new id and the acceptance time, in the order given.
+ * Inserts the messages in state `queued` (`scheduled` with a send_at) and records that transition in message_events
+ * (attempt 0), so a message's history starts where its life does. Returns each new id and the acceptance time, in the order given.
  */
 export async function insertMessages(client: PoolClient, messages: readonly NewMessage[]): Promise<{ id: number; createdAt: Date }[]> {
   const column = <K extends keyof NewMessage>(key: K): NewMessage[K][] => messages.map((message) => message[key]);
@@ -26,13 +28,13 @@ export async function insertMessages(client: PoolClient, messages: readonly NewM
     name: 'message-insert-many',
     text: `WITH message AS (
              INSERT INTO messages (project_id, organization_id, api_key_id, template_id, template_slug, template_version,
-                                   recipient, data, celery_task_id, idempotency_key, traceparent)
+                                   recipient, data, celery_task_id, idempotency_key, traceparent, send_at, state)
              SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[],
-                                  $7::text[], $8::jsonb[], $9::uuid[], $10::uuid[], $11::text[])
-             RETURNING id, created_at, celery_task_id),
+                                  $7::text[], $8::jsonb[], $9::uuid[], $10::uuid[], $11::text[], $12::timestamptz[], $13::message_state[])
+             RETURNING id, created_at, celery_task_id, state),
            event AS (
              INSERT INTO message_events (message_id, state, attempt, occurred_at)
-             SELECT id, 'queued', 0, created_at FROM message)
+             SELECT id, state, 0, created_at FROM message)
            SELECT id, created_at AS "createdAt", celery_task_id AS "celeryTaskId" FROM message`,
     values: [
       column('projectId'),
@@ -46,6 +48,8 @@ export async function insertMessages(client: PoolClient, messages: readonly NewM
       column('celeryTaskId'),
       column('idempotencyKey'),
       messages.map((message) => message.traceparent || null),
+      column('sendAt'),
+      messages.map((message) => (message.sendAt ? 'scheduled' : 'queued')),
     ],
   });
   // RETURNING promises no order: the task id, unique per message, puts each row back in its place.

@@ -20,6 +20,7 @@ import { deleteOutboxRows, insertOutboxRows } from '../outbox/outbox-store.ts';
 import { findTemplates, slugPattern, templateKey, type TemplateRow } from '../templates/template-store.ts';
 import { encodeViolation, type VariablesSchemas } from '../templates/variables-schema.ts';
 import { findSuppressions, suppressionKey, type Suppression } from '../suppressions/suppression-store.ts';
+import { insertScheduledJobs, type ScheduledJob } from '../scheduled/schedule-store.ts';
 import { grantUsage } from '../usage/usage-store.ts';
 import { deleteMessages, insertMessages, type NewMessage } from './message-store.ts';
 
@@ -37,6 +38,8 @@ interface SendInput {
   readonly data: Record<string, unknown>;
   /** Lower-cased UUID, or null when the caller sent none. */
   readonly idempotencyKey: string | null;
+  /** The caller's `send_at`: the message is accepted `scheduled` until then. Null to send at once. */
+  readonly sendAt: Date | null;
 }
 
 interface Pending {
@@ -48,7 +51,8 @@ interface Pending {
 
 type Outcome =
   | { readonly replay: true; readonly response: StoredResponse }
-  | { readonly replay: false; readonly response: StoredResponse; readonly outgoing: OutgoingJob; readonly organizationAccepted: number };
+  /** `outgoing` is null for a scheduled send: its job waits in the schedule, for the releaser. */
+  | { readonly replay: false; readonly response: StoredResponse; readonly outgoing: OutgoingJob | null; readonly organizationAccepted: number };
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const controlCharacters = /[\u0000-\u001f\u007f]/;
@@ -74,13 +78,15 @@ function validate(request: dispatch.SendRequest__Output): SendInput {
       data = undefined;
     }
     if (typeof data !== 'object' || data === null || Array.isArray(data)) faults.push('data: must be a JSON object');
+    if (request.sendAt !== '' && Number.isNaN(Date.parse(request.sendAt))) faults.push('send_at: must be an RFC 3339 time');
   }
   const key = request.idempotencyKey;
   if (key !== '' && !uuidPattern.test(key)) faults.push('idempotency_key: must be a UUID');
   if (key !== '' && request.fingerprint === '') faults.push('fingerprint: is required with an idempotency key');
   if (!Number.isSafeInteger(request.monthlyQuota) || request.monthlyQuota < 0) faults.push('monthly_quota: must be a non-negative integer');
   if (faults.length > 0) throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', `invalid send request: ${faults.join('; ')}`, { fields: faults });
-  return { data: data as Record<string, unknown>, idempotencyKey: key === '' ? null : key.toLowerCase() };
+  const sendAt = request.fieldsInvalid || request.sendAt === '' ? null : new Date(request.sendAt);
+  return { data: data as Record<string, unknown>, idempotencyKey: key === '' ? null : key.toLowerCase(), sendAt };
 }
 
 /** The gateway's field validation refused the body, and no idempotency record answered first; the gateway renders the 422. */
@@ -145,7 +151,7 @@ interface Written {
   readonly index: number;
   readonly messageId: number;
   readonly response: StoredResponse;
-  readonly outgoing: OutgoingJob;
+  readonly outgoing: OutgoingJob | null;
 }
 
 /**
@@ -263,7 +269,8 @@ function recipientSuppressed(entry: Suppression): UserError {
 
 /**
  * Step 5: the rows of the sends still standing: messages with their first event (each under a `create` span of its
- * request's trace), idempotency records, outbox rows.
+ * request's trace), idempotency records, outbox rows; a scheduled send's job goes to the schedule instead of the
+ * outbox, and waits there for the releaser (no job exists until it is due).
  */
 async function writeAcceptedRows(client: PoolClient, deps: SendDeps, batch: BatchVerdicts, templateOf: ReadonlyMap<number, TemplateRow>): Promise<Written[]> {
   const accepted = batch.open();
@@ -284,6 +291,7 @@ async function writeAcceptedRows(client: PoolClient, deps: SendDeps, batch: Batc
       celeryTaskId: randomUUID(),
       idempotencyKey: input.idempotencyKey,
       traceparent: traceparentOf(creations[position] as Span),
+      sendAt: input.sendAt,
     };
   });
   let inserted: { id: number; createdAt: Date }[];
@@ -295,12 +303,15 @@ async function writeAcceptedRows(client: PoolClient, deps: SendDeps, batch: Batc
   }
   const records: NewIdempotencyRecord[] = [];
   const jobs: DeliveryJob[] = [];
+  const scheduled: ScheduledJob[] = [];
   const written = accepted.map((index, position): Written => {
     const { request, input } = batch.send(index);
     const message = newMessages[position] as NewMessage;
     const row = inserted[position] as { id: number; createdAt: Date };
     const template = templateOf.get(index) as TemplateRow;
-    const response: StoredResponse = { message_id: row.id, status: 'queued', celery_task_id: message.celeryTaskId, idempotent_replay: false };
+    const response: StoredResponse = input.sendAt
+      ? { message_id: row.id, status: 'scheduled', celery_task_id: message.celeryTaskId, idempotent_replay: false, send_at: input.sendAt.toISOString() }
+      : { message_id: row.id, status: 'queued', celery_task_id: message.celeryTaskId, idempotent_replay: false };
     if (input.idempotencyKey !== null) {
       records.push({ projectId: request.projectId, idempotencyKey: input.idempotencyKey, fingerprint: request.fingerprint, messageId: row.id, response });
     }
@@ -314,11 +325,16 @@ async function writeAcceptedRows(client: PoolClient, deps: SendDeps, batch: Batc
       template: { slug: template.slug, version: template.version, subject: template.subject, html: template.html, text: template.text, unsubscribe: template.unsubscribe },
       acceptedAt: row.createdAt.toISOString(),
     };
+    if (input.sendAt) {
+      scheduled.push({ job, sendAt: input.sendAt });
+      return { index, messageId: row.id, response, outgoing: null };
+    }
     jobs.push(job);
     return { index, messageId: row.id, response, outgoing: { job, traceparent: message.traceparent } };
   });
   if (records.length > 0) await saveIdempotencyRecords(client, records, deps.idempotencyTtlMs);
-  await insertOutboxRows(client, jobs);
+  if (jobs.length > 0) await insertOutboxRows(client, jobs);
+  if (scheduled.length > 0) await insertScheduledJobs(client, scheduled);
   return written;
 }
 
@@ -377,6 +393,7 @@ const toSendResponse = (stored: StoredResponse, replay: boolean, organizationAcc
   celeryTaskId: stored.celery_task_id,
   idempotentReplay: replay,
   organizationAccepted,
+  sendAt: stored.send_at ?? '',
 });
 
 export type SendHandler = (request: dispatch.SendRequest__Output) => Promise<dispatch.SendResponse__Output>;
@@ -420,7 +437,7 @@ export function createSendHandler(deps: SendDeps): SendHandler {
       return toSendResponse(outcome.response, true, 0);
     }
     deps.metrics.messagesAccepted.inc();
-    await publishDirect(outcome.outgoing);
+    if (outcome.outgoing) await publishDirect(outcome.outgoing);
     return toSendResponse(outcome.response, false, outcome.organizationAccepted);
   };
 }

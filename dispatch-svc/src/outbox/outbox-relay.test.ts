@@ -32,6 +32,7 @@ const request = (): dispatch.SendRequest__Output => ({
   fingerprint: '',
   monthlyQuota: 0,
   fieldsInvalid: false,
+  sendAt: '',
 });
 
 const outboxRows = async (): Promise<number> => (await h.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox')).rows[0]?.n ?? -1;

@@ -98,6 +98,7 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
         idempotencyTtlMs: options.idempotencyTtlMs ?? 86_400_000,
         outboxRelayIntervalMs: 1_000,
         outboxRelayMinAgeMs: 5_000,
+        scheduleReleaseIntervalMs: 100,
         deliverabilityIntervalMs: 60_000,
         testFault: 'none',
         webhookAllowPrivate: options.webhookAllowPrivate ?? false,

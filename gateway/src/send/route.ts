@@ -72,8 +72,8 @@ export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
     // 10-14 in dispatch-svc, one call, one transaction: the key's record, then the fields' verdict, the template, the
     // data and the quota (counted against it, exactly). The fingerprint, with a key, is the parsed body as sent, valid or not.
     const fields = validation.valid
-      ? { template: validation.body.template, to: validation.body.to, dataJson: JSON.stringify(validation.body.data), fieldsInvalid: false }
-      : { template: '', to: '', dataJson: '', fieldsInvalid: true };
+      ? { template: validation.body.template, to: validation.body.to, dataJson: JSON.stringify(validation.body.data), fieldsInvalid: false, sendAt: validation.body.send_at ?? '' }
+      : { template: '', to: '', dataJson: '', fieldsInvalid: true, sendAt: '' };
     let answer: SendAnswer;
     try {
       answer = await dispatchSend(

@@ -38,6 +38,7 @@ function message(id: number, trace: string): dispatch.Message__Output {
     updatedAt: createdAt,
     events: [],
     traceId: trace,
+    sendAt: '',
   };
 }
 
