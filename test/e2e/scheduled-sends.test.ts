@@ -4,11 +4,15 @@
 // idempotent replays, the quota, and a releaser SIGKILLed while it releases. Every response is checked against the
 // OpenAPI document the gateway serves.
 import assert from 'node:assert/strict';
-import { hash, randomUUID } from 'node:crypto';
+import { hash, randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { assertAccepted, assertCoded, assertFieldErrors, assertScheduled, writtenRows } from '../harness/contract-shapes.ts';
 import { audit, waitForStates } from '../harness/delivery-audit.ts';
 import { openApiResponseCheck, type ResponseCheck } from '../harness/openapi.ts';
+import { csrfTokenOf, PanelVisitor } from '../harness/panel-visitor.ts';
 import { gatewayReachesServices } from '../harness/service-waits.ts';
 import { startSystem, type HttpResult, type System, type Tenant } from '../harness/system.ts';
 import { validBody } from '../harness/tenants.ts';
@@ -153,6 +157,56 @@ test('a scheduled send uses quota when it is accepted, and a cancel does not giv
   const id = await schedule(inSeconds(3_600), 'quota@example.com', limited);
   assert.equal((await call(limited, 'DELETE', `/api/v1/messages/${id}/`)).status, 200);
   assertCoded(await send(limited, validBody('welcome')), 403, 'plan_blocked');
+});
+
+/** A panel user of the tenant's organization, signed in. */
+async function panelUser(role: 'operator' | 'viewer'): Promise<PanelVisitor> {
+  const secrets = mkdtempSync(join(tmpdir(), 'notify-scheduled-'));
+  const password = randomBytes(12).toString('base64url');
+  const email = `${role}-${randomUUID().slice(0, 8)}@scheduled.example`;
+  try {
+    writeFileSync(join(secrets, 'password'), `${password}\n`, { mode: 0o600 });
+    await system.notifyctlOk('panel-user', 'create', '--org', String(tenant.organizationId), '--email', email, '--role', role, '--password-file', join(secrets, 'password'));
+  } finally {
+    rmSync(secrets, { recursive: true, force: true });
+  }
+  const visitor = new PanelVisitor(system.gatewayUrl);
+  assert.equal((await visitor.signIn(email, password)).status, 303);
+  return visitor;
+}
+
+test('the panel shows a scheduled message with its time and, to an operator, a cancel button that cancels it (CSRF-checked)', async () => {
+  const id = await schedule(inSeconds(3_600), 'panel@example.com');
+  const path = `/panel/projects/${tenant.projectId}/messages/${id}`;
+
+  const viewer = await panelUser('viewer');
+  const seen = await viewer.get(path);
+  assert.equal(seen.status, 200);
+  assert.match(seen.text, /data-state="scheduled"/);
+  assert.match(seen.text, /Scheduled for/);
+  assert.doesNotMatch(seen.text, /Cancel the send/);
+  assert.equal((await viewer.post(`${path}/cancel`, { _csrf: csrfTokenOf(seen.text) })).status, 403);
+  const listed = await viewer.get(`/panel/projects/${tenant.projectId}/messages?state=scheduled`);
+  assert.match(listed.text, new RegExp(`${path}"`), 'the scheduled filter lists it');
+
+  const operator = await panelUser('operator');
+  const page = await operator.get(path);
+  assert.match(page.text, new RegExp(`action="${path}/cancel"`));
+  assert.equal((await operator.post(`${path}/cancel`, { _csrf: 'not the token' })).status, 403, 'a post without the session token is refused');
+  assert.equal((await call(tenant, 'GET', `/api/v1/messages/${id}/`)).body['status'], 'scheduled');
+  const canceled = await operator.post(`${path}/cancel`, { _csrf: csrfTokenOf(page.text) });
+  assert.equal(canceled.status, 303);
+  assert.equal(canceled.headers.get('location'), `${path}?cancel=done&message=${id}`);
+  const after = await operator.get(canceled.headers.get('location') ?? '');
+  assert.match(after.text, new RegExp(`Message ${id} was canceled: it will not be sent\\.`));
+  assert.match(after.text, /data-state="canceled"/);
+  const read = await call(tenant, 'GET', `/api/v1/messages/${id}/`);
+  assert.equal(read.body['status'], 'canceled');
+  assert.equal((read.body['events'] as Array<Record<string, unknown>>).at(-1)?.['reason'], 'canceled in the web panel');
+  const again = await operator.post(`${path}/cancel`, { _csrf: csrfTokenOf(after.text) });
+  assert.equal(again.headers.get('location'), `${path}?cancel=not_cancelable&message=${id}`);
+  const canceledList = await operator.get(`/panel/projects/${tenant.projectId}/messages?state=canceled`);
+  assert.match(canceledList.text, new RegExp(`${path}"`), 'the canceled filter lists it');
 });
 
 /** The releasers' advisory lock as pg_locks shows a bigint key: its high and low 32 bits (dispatch-svc's scheduled/schedule-store.ts). */
