@@ -94,8 +94,8 @@ export function contractShapeProblem(status: number, body: unknown): string | un
       ? undefined
       : '202 with wrong field types';
   }
-  // DELETE /api/v1/messages/{id}/ that canceled a scheduled message answers it.
-  if (status === 200) return Number.isInteger(record['message_id']) && record['status'] === 'canceled' ? undefined : `200 with ${keys}`;
+  // A message read (GET /api/v1/messages/{id}/), or canceled (DELETE: the message, now canceled).
+  if (status === 200) return Number.isInteger(record['message_id']) && typeof record['status'] === 'string' && Array.isArray(record['events']) ? undefined : `200 with ${keys}`;
   if (status === 401 || status === 429) return keys === 'detail' && typeof record['detail'] === 'string' ? undefined : `${status} with keys ${keys}`;
   if (status === 422) {
     if (keys === '') return '422 without fields';
