@@ -26,19 +26,7 @@ after(async () => {
 const inAnHour = (): string => new Date(Date.now() + 3_600_000).toISOString();
 const secondsAgo = (seconds: number): string => new Date(Date.now() - seconds * 1_000).toISOString();
 
-function request(overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest {
-  return {
-    projectId: h.ids.projectId,
-    organizationId: h.ids.organizationId,
-    apiKeyId: h.ids.apiKeyId,
-    template: 'welcome',
-    to: 'ada@example.com',
-    dataJson: JSON.stringify({ name: 'Ada' }),
-    idempotencyKey: '',
-    fingerprint: '',
-    ...overrides,
-  };
-}
+const request = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest => h.sendRequest(overrides);
 
 const count = async (sql: string, values: unknown[] = []): Promise<number> =>
   (await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${sql}`, values)).rows[0]?.n ?? -1;
