@@ -17,7 +17,7 @@ import { createJobPublisher, type JobPublisher } from './outbox/job-publisher.ts
 import { relayOutbox } from './outbox/outbox-relay.ts';
 import { withTestFault } from './outbox/test-fault.ts';
 import { updateDeliverabilityGauges } from './reports/deliverability.ts';
-import { releaseScheduled } from './scheduled/releaser.ts';
+import { releaseScheduled, updateScheduledBacklog } from './scheduled/releaser.ts';
 import { addDispatchServices, type ServiceDeps } from './services.ts';
 import { VariablesSchemas } from './templates/variables-schema.ts';
 
@@ -52,6 +52,7 @@ export interface Dispatch {
 }
 
 const idempotencySweepIntervalMs = 60_000;
+const scheduledBacklogIntervalMs = 5_000;
 
 /** Creates (or updates) the streams and consumers dispatch-svc relies on; safe from every replica at every start. */
 export async function buildDispatch(settings: DispatchSettings, clients: DispatchClients): Promise<Dispatch> {
@@ -107,6 +108,7 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
         logger,
       );
       const releaser = runPeriodically('scheduled release', settings.scheduleReleaseIntervalMs, () => releaseScheduled({ pool, publisher, metrics, logger }), logger);
+      const backlog = runPeriodically('scheduled backlog gauge', scheduledBacklogIntervalMs, () => updateScheduledBacklog(pool, metrics), logger);
       const sweeper = runPeriodically('idempotency sweep', idempotencySweepIntervalMs, () => sweepExpiredIdempotencyRecords(pool), logger);
       const deliverability = runPeriodically('deliverability gauges', settings.deliverabilityIntervalMs, () => updateDeliverabilityGauges(pool, metrics), logger);
       const webhookRelay = startWebhookRelay({ pool, js, names, logger, connected: link.connected }, settings.outboxRelayIntervalMs);
@@ -116,7 +118,7 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
       return {
         stop: async () => {
           await consumer.stop();
-          await Promise.all([relay.stop(), releaser.stop(), webhookRelay.stop(), sweeper.stop(), deliverability.stop(), deliveryLimits.stop(), consumerMetrics.stop()]);
+          await Promise.all([relay.stop(), releaser.stop(), backlog.stop(), webhookRelay.stop(), sweeper.stop(), deliverability.stop(), deliveryLimits.stop(), consumerMetrics.stop()]);
         },
       };
     },

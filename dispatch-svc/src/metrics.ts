@@ -28,7 +28,7 @@ export interface DispatchMetrics {
   readonly projectBounceRatio: Gauge<'project_id'>;
   readonly projectComplaintRatio: Gauge<'project_id'>;
   readonly projectDeliveredLastDay: Gauge<'project_id'>;
-  /** Scheduled messages not yet due, as of the releaser's last pass (scheduled/releaser.ts). */
+  /** Scheduled messages not yet released, counted every 5 s (scheduled/releaser.ts). */
   readonly scheduledBacklog: Gauge;
   /** Scheduled messages the releaser queued when they were due. */
   readonly scheduledReleased: Counter;
@@ -121,7 +121,7 @@ export function createDispatchMetrics(registry: Registry): DispatchMetrics {
     }),
     scheduledBacklog: new Gauge({
       name: 'notify_scheduled_backlog',
-      help: 'Scheduled messages (send_at) waiting for their time, as of the releaser\'s last pass',
+      help: 'Scheduled messages (send_at) waiting for their time, counted every 5 seconds',
       registers: [registry],
     }),
     scheduledReleased: new Counter({

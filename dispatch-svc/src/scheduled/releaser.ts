@@ -40,8 +40,8 @@ async function publishReleased(deps: ReleaserDeps, released: readonly ReleasedJo
 }
 
 /**
- * One releaser pass: batches until none is full (nothing more is due) or another replica is the leader. Updates the
- * backlog gauge. Returns how many messages it released.
+ * One releaser pass: batches until none is full (nothing more is due) or another replica is the leader. Returns how
+ * many messages it released.
  */
 export async function releaseScheduled(deps: ReleaserDeps): Promise<number> {
   const batchSize = deps.batchSize ?? 500;
@@ -54,7 +54,11 @@ export async function releaseScheduled(deps: ReleaserDeps): Promise<number> {
     await publishReleased(deps, released);
     if (released.length < batchSize) break;
   }
-  deps.metrics.scheduledBacklog.set(await countScheduled(deps.pool));
   if (total > 0) deps.logger.info({ released: total }, 'scheduled messages released');
   return total;
+}
+
+/** The backlog gauge, counted on its own slower beat: a count of a large schedule is not free, and passes are frequent. */
+export async function updateScheduledBacklog(pool: Pool, metrics: DispatchMetrics): Promise<void> {
+  metrics.scheduledBacklog.set(await countScheduled(pool));
 }
