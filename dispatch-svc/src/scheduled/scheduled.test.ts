@@ -5,9 +5,10 @@ import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
 import { dispatchProto, type dispatch } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
+import { waitFor } from '@notify/test/harness/wait.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 import { releaseScheduled, updateScheduledBacklog } from './releaser.ts';
-import { releaseLockKey } from './schedule-store.ts';
+import { releaseDue, releaseLockKey } from './schedule-store.ts';
 
 let h: Harness;
 let panel: GrpcClient<typeof dispatchProto.PanelService.service>;
@@ -160,6 +161,47 @@ describe('canceling', () => {
     const due = await h.dispatch.call('Send', request({ sendAt: secondsAgo(1) }));
     await releaseScheduled(releaserDeps());
     await assertRefused(h.dispatch.call('CancelMessage', lookup(due.messageId)), status.FAILED_PRECONDITION, 'not_cancelable');
+  });
+
+  test('a cancel that meets a release in progress waits for it, and is not_cancelable once it committed', async () => {
+    const due = await h.dispatch.call('Send', request({ sendAt: secondsAgo(1) }));
+    const releaser = await h.pool.connect();
+    try {
+      await releaser.query('BEGIN');
+      assert.ok((await releaseDue(releaser, 500)).some((released) => released.payload.messageId === due.messageId));
+      const cancel = assertRefused(h.dispatch.call('CancelMessage', lookup(due.messageId)), status.FAILED_PRECONDITION, 'not_cancelable');
+      await waitFor(
+        async () => {
+          const waiting = await h.pool.query(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'DELETE FROM scheduled_messages%'`,
+          );
+          return waiting.rowCount === 1;
+        },
+        { timeoutMs: 5_000, intervalMs: 10, what: "the cancel to wait for the release's row lock" },
+      );
+      await releaser.query('COMMIT');
+      await cancel;
+    } finally {
+      releaser.release();
+    }
+    assert.equal(await stateOf(due.messageId), 'queued');
+  });
+
+  test('a release skips a message a cancel holds, and the cancel wins', async () => {
+    const due = await h.dispatch.call('Send', request({ sendAt: secondsAgo(1) }));
+    const canceler = await h.pool.connect();
+    try {
+      await canceler.query('BEGIN');
+      await canceler.query('SELECT 1 FROM scheduled_messages WHERE message_id = $1 FOR UPDATE', [due.messageId]);
+      await releaseScheduled(releaserDeps());
+      assert.equal(await stateOf(due.messageId), 'scheduled', 'skipped, not waited for');
+      await canceler.query('ROLLBACK');
+    } finally {
+      canceler.release();
+    }
+    assert.equal((await h.dispatch.call('CancelMessage', lookup(due.messageId))).state, 'canceled');
+    await releaseScheduled(releaserDeps());
+    assert.equal(await stateOf(due.messageId), 'canceled');
   });
 
   test("another project's message is not found, and stays scheduled", async () => {
