@@ -101,6 +101,7 @@ describe('the releaser', () => {
 
     const message = await h.dispatch.call('GetMessage', lookup(due.messageId));
     assert.deepEqual(message.events.map((event) => [event.state, event.attempt]), [['scheduled', 0], ['queued', 0]]);
+    assert.equal(await count('webhook_events WHERE message_id = $1', [due.messageId]), 0, 'the release is no webhook event');
     assert.equal((await h.metrics.scheduledReleased.get()).values[0]?.value, releasedBefore + 1);
     await updateScheduledBacklog(h.pool, h.metrics);
     const backlog = await count('scheduled_messages');
@@ -146,6 +147,7 @@ describe('canceling', () => {
     );
     assert.equal(await count('scheduled_messages WHERE message_id = $1', [scheduled.messageId]), 0);
     assert.equal(await count('outbox WHERE message_id = $1', [scheduled.messageId]), 0);
+    assert.equal(await count('webhook_events WHERE message_id = $1', [scheduled.messageId]), 0, 'being scheduled or canceled is no webhook event');
   });
 
   test('a canceled message cannot be canceled again, nor a queued one', async () => {
