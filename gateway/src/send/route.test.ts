@@ -165,7 +165,7 @@ test('a send with send_at passes it to dispatch-svc and is 202 with status sched
   const response = await send({ body: { ...valid, send_at: sendAt } });
   assert.equal(response.status, 202);
   assert.deepEqual(await response.json(), { message_id: 502, status: 'scheduled', celery_task_id: celeryTaskId, idempotent_replay: false, send_at: new Date(sendAt).toISOString() });
-  assert.equal(received.at(-1)?.sendAt, sendAt);
+  assert.equal(received.at(-1)?.sendAt, new Date(sendAt).toISOString(), 'in UTC');
 });
 
 test('a send_at in the past is 422 on send_at, without calling dispatch-svc', async () => {

@@ -43,6 +43,12 @@ export function parseRfc3339(value: string): number | undefined {
   return Number.isNaN(instant) ? undefined : instant;
 }
 
+/** A valid body's `send_at` as dispatch-svc takes it (RFC 3339 in UTC, milliseconds), or '' to send at once. */
+export function sendAtOf(body: SendBody): string {
+  const instant = body.send_at === undefined ? undefined : parseRfc3339(body.send_at);
+  return instant === undefined ? '' : new Date(instant).toISOString();
+}
+
 /** Whether `send_at` is later than now: a time already past is refused rather than sent at once (the caller meant a later one). */
 const notPast = (value: string): boolean => {
   const instant = parseRfc3339(value);
