@@ -42,7 +42,7 @@ describe('help', () => {
     const outcome = await notifyctl(['messages', 'list', '--help']);
     assert.equal(outcome.code, 0);
     assert.match(outcome.stdout, /--project ID\s+project id \(required\)/);
-    assert.match(outcome.stdout, /--state queued\|sending\|deferred\|sent\|failed/);
+    assert.match(outcome.stdout, /--state scheduled\|queued\|sending\|deferred\|sent\|failed/);
     assert.match(outcome.stdout, /\$ADMIN_TOKEN/);
   });
 
@@ -66,7 +66,7 @@ describe('usage errors exit 2 with one line and a hint, never a stack trace', ()
     ['a fractional id', ['key', 'list', '--project', '1.5'], "notifyctl: --project must be a positive integer, got '1.5'\nRun 'notifyctl key list --help' for usage.\n"],
     ['a negative quota', ['plan', 'create', '--name', 'x', '--monthly-quota=-1'], "notifyctl: --monthly-quota must be a non-negative integer, got '-1'\nRun 'notifyctl plan create --help' for usage.\n"],
     ['a suspended value that is not a boolean', ['plan', 'update', '--id', '1', '--suspended', 'maybe'], "notifyctl: --suspended must be true or false, got 'maybe'\nRun 'notifyctl plan update --help' for usage.\n"],
-    ['an unknown message state', ['messages', 'list', '--project', '1', '--state', 'lost'], "notifyctl: --state must be one of queued, sending, deferred, sent, failed, bounced, complained, got 'lost'\nRun 'notifyctl messages list --help' for usage.\n"],
+    ['an unknown message state', ['messages', 'list', '--project', '1', '--state', 'lost'], "notifyctl: --state must be one of scheduled, queued, sending, deferred, sent, failed, bounced, complained, canceled, got 'lost'\nRun 'notifyctl messages list --help' for usage.\n"],
     ['a page larger than the service serves', ['messages', 'list', '--project', '1', '--limit', '501'], "notifyctl: --limit must be a positive integer up to 500, got '501'\nRun 'notifyctl messages list --help' for usage.\n"],
     ['an empty name', ['plan', 'create', '--name', ' '], "notifyctl: --name must not be empty\nRun 'notifyctl plan create --help' for usage.\n"],
     ['a key rate not in the NOTIFY_PUBLIC_SEND_RATE grammar', ['key', 'update', '--id', '1', '--rate', '600/fortnight'], "notifyctl: --rate must be <count>/<unit> with unit s, sec, second, m, min, minute, h, hour, d or day (for example 120/min), or default; got '600/fortnight'\nRun 'notifyctl key update --help' for usage.\n"],

@@ -17,12 +17,13 @@ import { createJobPublisher, type JobPublisher } from './outbox/job-publisher.ts
 import { relayOutbox } from './outbox/outbox-relay.ts';
 import { withTestFault } from './outbox/test-fault.ts';
 import { updateDeliverabilityGauges } from './reports/deliverability.ts';
+import { releaseScheduled, updateScheduledBacklog } from './scheduled/releaser.ts';
 import { addDispatchServices, type ServiceDeps } from './services.ts';
 import { VariablesSchemas } from './templates/variables-schema.ts';
 
 export type DispatchSettings = Pick<
   ConfigOf<typeof configSpec>,
-  'natsPrefix' | 'natsStreamReplicas' | 'gatewayToken' | 'mailerToken' | 'bounceToken' | 'adminToken' | 'idempotencyTtlMs' | 'outboxRelayIntervalMs' | 'outboxRelayMinAgeMs' | 'deliverabilityIntervalMs' | 'testFault' | 'webhookAllowPrivate' | 'dataKey' | 'renderWorkers'
+  'natsPrefix' | 'natsStreamReplicas' | 'gatewayToken' | 'mailerToken' | 'bounceToken' | 'adminToken' | 'idempotencyTtlMs' | 'outboxRelayIntervalMs' | 'outboxRelayMinAgeMs' | 'scheduleReleaseIntervalMs' | 'deliverabilityIntervalMs' | 'testFault' | 'webhookAllowPrivate' | 'dataKey' | 'renderWorkers'
 >;
 
 export interface DispatchClients {
@@ -46,11 +47,12 @@ export interface Dispatch {
   readonly renderer: RenderPool;
   /** Adds dispatch-svc's gRPC services (services.ts) to `server`. */
   serve(server: GrpcServer): void;
-  /** Starts the outbox and webhook relays, the idempotency sweep, the event and delivery-limit consumers, the queue and deliverability gauges. */
+  /** Starts the outbox and webhook relays, the releaser of scheduled messages, the idempotency sweep, the event and delivery-limit consumers, the queue and deliverability gauges. */
   startBackground(): { stop(): Promise<void> };
 }
 
 const idempotencySweepIntervalMs = 60_000;
+const scheduledBacklogIntervalMs = 5_000;
 
 /** Creates (or updates) the streams and consumers dispatch-svc relies on; safe from every replica at every start. */
 export async function buildDispatch(settings: DispatchSettings, clients: DispatchClients): Promise<Dispatch> {
@@ -105,6 +107,8 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
         () => relayOutbox({ pool, publisher, metrics, logger, minAgeMs: settings.outboxRelayMinAgeMs }),
         logger,
       );
+      const releaser = runPeriodically('scheduled release', settings.scheduleReleaseIntervalMs, () => releaseScheduled({ pool, publisher, metrics, logger }), logger);
+      const backlog = runPeriodically('scheduled backlog gauge', scheduledBacklogIntervalMs, () => updateScheduledBacklog(pool, metrics), logger);
       const sweeper = runPeriodically('idempotency sweep', idempotencySweepIntervalMs, () => sweepExpiredIdempotencyRecords(pool), logger);
       const deliverability = runPeriodically('deliverability gauges', settings.deliverabilityIntervalMs, () => updateDeliverabilityGauges(pool, metrics), logger);
       const webhookRelay = startWebhookRelay({ pool, js, names, logger, connected: link.connected }, settings.outboxRelayIntervalMs);
@@ -114,7 +118,7 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
       return {
         stop: async () => {
           await consumer.stop();
-          await Promise.all([relay.stop(), webhookRelay.stop(), sweeper.stop(), deliverability.stop(), deliveryLimits.stop(), consumerMetrics.stop()]);
+          await Promise.all([relay.stop(), releaser.stop(), backlog.stop(), webhookRelay.stop(), sweeper.stop(), deliverability.stop(), deliveryLimits.stop(), consumerMetrics.stop()]);
         },
       };
     },

@@ -19,6 +19,11 @@ export const configSpec = {
   idempotencyTtlMs: duration('NOTIFY_IDEMPOTENCY_TTL', { description: 'how long an Idempotency-Key replays its first response', default: '24h', minMs: 1_000 }),
   outboxRelayIntervalMs: duration('OUTBOX_RELAY_INTERVAL', { description: 'pause between two passes of the outbox relay', default: '1s', minMs: 50 }),
   outboxRelayMinAgeMs: duration('OUTBOX_RELAY_MIN_AGE', { description: 'age an outbox row reaches before the relay republishes it (the send path publishes it first)', default: '5s', minMs: 0 }),
+  scheduleReleaseIntervalMs: duration('SCHEDULE_RELEASE_INTERVAL', {
+    description: 'pause between two passes of the releaser that queues scheduled sends (`send_at`) when they are due: a message is queued within about this long after its time',
+    default: '250ms',
+    minMs: 50,
+  }),
   deliverabilityIntervalMs: duration('DELIVERABILITY_INTERVAL', {
     description: 'how often the per-project bounce and complaint gauges (notify_project_*) are recomputed from the last day of events',
     default: '1m',

@@ -1,8 +1,11 @@
 // dispatch-svc's own metrics, registered on the service's registry (gRPC call counts and latencies come from the platform).
 import { Counter, Gauge, type Registry } from '@notify/platform';
 
-/** `direct`: published by the send path right after commit; `relay`: republished from the outbox by the relay. */
-export type PublishPath = 'direct' | 'relay';
+/**
+ * `direct`: published by the send path right after commit; `relay`: republished from the outbox by the relay;
+ * `release`: published by the releaser right after it queued a scheduled message.
+ */
+export type PublishPath = 'direct' | 'relay' | 'release';
 
 /** What became of one delivery event: see events/event-store.ts. */
 export type EventOutcome = 'applied' | 'recorded' | 'duplicate' | 'unknown_message' | 'malformed';
@@ -25,6 +28,12 @@ export interface DispatchMetrics {
   readonly projectBounceRatio: Gauge<'project_id'>;
   readonly projectComplaintRatio: Gauge<'project_id'>;
   readonly projectDeliveredLastDay: Gauge<'project_id'>;
+  /** Scheduled messages not yet released, counted every 5 s (scheduled/releaser.ts). */
+  readonly scheduledBacklog: Gauge;
+  /** Scheduled messages the releaser queued when they were due. */
+  readonly scheduledReleased: Counter;
+  /** Scheduled messages canceled, by origin (api, panel). */
+  readonly scheduledCanceled: Counter<'origin'>;
 }
 
 export function createDispatchMetrics(registry: Registry): DispatchMetrics {
@@ -49,6 +58,13 @@ export function createDispatchMetrics(registry: Registry): DispatchMetrics {
     registers: [registry],
   });
   for (const [kind, suppression] of [['bounced', 'hard_bounce'], ['bounced', 'none'], ['complained', 'complaint']] as const) recipientReports.inc({ kind, suppression }, 0);
+  const scheduledCanceled = new Counter({
+    name: 'notify_scheduled_canceled_total',
+    help: 'Scheduled messages canceled before they were due, by origin (api: DELETE /api/v1/messages/{id}/, panel)',
+    labelNames: ['origin'],
+    registers: [registry],
+  });
+  for (const origin of ['api', 'panel']) scheduledCanceled.inc({ origin }, 0);
   return {
     jobsPublished: new Counter({
       name: 'notify_jobs_published_total',
@@ -103,5 +119,16 @@ export function createDispatchMetrics(registry: Registry): DispatchMetrics {
       labelNames: ['project_id'],
       registers: [registry],
     }),
+    scheduledBacklog: new Gauge({
+      name: 'notify_scheduled_backlog',
+      help: 'Scheduled messages (send_at) waiting for their time, counted every 5 seconds',
+      registers: [registry],
+    }),
+    scheduledReleased: new Counter({
+      name: 'notify_scheduled_released_total',
+      help: 'Scheduled messages queued by the releaser when they were due',
+      registers: [registry],
+    }),
+    scheduledCanceled,
   };
 }

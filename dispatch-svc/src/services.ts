@@ -9,6 +9,7 @@ import { domainAdminHandlers, signingKeyHandlers } from './domains/domain-admin.
 import { searchProjectMessages } from './messages/message-list.ts';
 import { getMessage, listMessages } from './messages/queries.ts';
 import { createSendHandler, type SendDeps } from './messages/send.ts';
+import { cancelMessage } from './scheduled/cancel.ts';
 import { suppressionAdminHandlers } from './suppressions/suppression-admin.ts';
 import { panelServiceHandlers } from './panel/panel-service.ts';
 import { reportServiceHandlers } from './reports/report-service.ts';
@@ -47,9 +48,10 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       ListMessages: (request) => listMessages(deps.pool, request),
       SearchProjectMessages: (request) => searchProjectMessages(deps.pool, request),
       GetUsage: (request) => getUsage(deps.pool, request),
+      CancelMessage: (request) => cancelMessage(deps, request, 'api'),
     },
     // ListMessages is notifyctl's `messages list`; the gateway lists through SearchProjectMessages. Only the gateway sends.
-    { Send: [gateway], GetMessage: [gateway], ListMessages: [admin], SearchProjectMessages: [gateway], GetUsage: [gateway] },
+    { Send: [gateway], GetMessage: [gateway], ListMessages: [admin], SearchProjectMessages: [gateway], GetUsage: [gateway], CancelMessage: [gateway] },
   );
   server.add(dispatchProto.TemplateAdminService.service, templateAdminHandlers(deps), [admin]);
   server.add(dispatchProto.DeadLetterAdminService.service, deadLetterAdminHandlers(deps), [admin]);

@@ -11,7 +11,7 @@ import { observe } from './http/observe.ts';
 import { requestContext } from './http/request-context.ts';
 import type { GatewayState } from './http/state.ts';
 import { unmatched } from './http/unmatched.ts';
-import { getMessageRoute, listMessagesRoute } from './messages/read-route.ts';
+import { cancelMessageRoute, getMessageRoute, listMessagesRoute } from './messages/read-route.ts';
 import { docsRoutes } from './openapi/docs.ts';
 import { openApiPath, openApiRoute } from './openapi/route.ts';
 import { createPanel, type PanelDeps } from './panel/panel.ts';
@@ -73,6 +73,9 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   router.get('/api/v1/messages/', '/api/v1/messages', list);
   router.get('/api/v1/messages/{message_id}/', '/api/v1/messages/:messageId/', get);
   router.get('/api/v1/messages/{message_id}/', '/api/v1/messages/:messageId', get);
+  const cancel = cancelMessageRoute(deps);
+  router.delete('/api/v1/messages/{message_id}/', '/api/v1/messages/:messageId/', cancel);
+  router.delete('/api/v1/messages/{message_id}/', '/api/v1/messages/:messageId', cancel);
   router.get('/healthz', '/healthz', healthz());
   router.get('/readyz', '/readyz', readyz(deps.readiness));
   router.get(openApiPath, openApiPath, openApiRoute());

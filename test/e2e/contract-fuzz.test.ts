@@ -1,7 +1,7 @@
 // Property-based: whatever headers and body a caller sends, the running gateway answers with one of the contract's
 // shapes, never a 5xx (every dependency is up), and never crashes. At least 2,000 generated requests per run, eight at a
 // time, through real keys, foreign organizations, a revoked key and random header values, with bodies ranging from valid
-// sends through mutated ones to random JSON and random bytes.
+// sends through mutated ones (`send_at` included) to random JSON and random bytes, and cancels (DELETE) of message ids.
 import assert from 'node:assert/strict';
 import { Agent } from 'node:http';
 import { after, before, test } from 'node:test';
@@ -64,6 +64,13 @@ const dataish = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }),
   fc.integer({ min: 30, max: 36 }).map((levels) => JSON.parse(`${'{"a":'.repeat(levels - 1)}{}${'}'.repeat(levels - 1)}`) as unknown),
 );
+/** send_at: mostly absent; else a time from 40 days back to 40 days ahead (past, valid and too far), a date that does not exist, junk or any JSON. */
+const sendAtish = fc.oneof(
+  { weight: 6, arbitrary: fc.constant(undefined) },
+  { weight: 2, arbitrary: fc.integer({ min: -40 * 86_400, max: 40 * 86_400 }).map((seconds) => new Date(Date.now() + seconds * 1_000).toISOString()) },
+  { weight: 1, arbitrary: fc.constantFrom('2099-02-30T10:00:00Z', '2030-01-01 10:00', '2030-01-01T10:00:00', 'tomorrow', '', '2030-01-01T10:00:00+25:00') },
+  { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 1 }) },
+);
 const field = <T>(valid: fc.Arbitrary<T>): fc.Arbitrary<unknown> =>
   fc.oneof({ weight: 4, arbitrary: valid }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) }, { weight: 1, arbitrary: fc.constant(undefined) });
 /** An optional field: mostly absent, else near its rules, or any JSON. */
@@ -86,6 +93,7 @@ const nearValidBody = fc
     data: field(dataish),
     tags: optionalField(tagsish),
     metadata: optionalField(metadataish),
+    send_at: sendAtish,
     extra: fc.option(fc.constantFrom('"api_key":"nk_x"', '"__proto__":{"admin":true}', '"constructor":1', '"extra":[]'), { nil: undefined }),
   })
   .map(({ extra, ...fields }) => {
@@ -95,6 +103,8 @@ const nearValidBody = fc
 
 const bodies = fc.oneof(
   { weight: 3, arbitrary: fc.constant(Buffer.from(JSON.stringify(validBody('welcome')))) },
+  // A valid scheduled send, so that cancels of real scheduled messages happen too.
+  { weight: 1, arbitrary: fc.integer({ min: 60, max: 29 * 86_400 }).map((seconds) => Buffer.from(JSON.stringify(validBody('welcome', { send_at: new Date(Date.now() + seconds * 1_000).toISOString() })))) },
   { weight: 6, arbitrary: nearValidBody },
   { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 4 }).map((value) => Buffer.from(JSON.stringify(value) ?? '')) },
   { weight: 1, arbitrary: fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes)) },
@@ -102,11 +112,13 @@ const bodies = fc.oneof(
 );
 
 const requests: fc.Arbitrary<Generated> = fc.record({
-  method: fc.oneof({ weight: 20, arbitrary: fc.constant('POST') }, { weight: 1, arbitrary: fc.constantFrom('GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS') }),
+  method: fc.oneof({ weight: 20, arbitrary: fc.constant('POST') }, { weight: 2, arbitrary: fc.constant('DELETE') }, { weight: 1, arbitrary: fc.constantFrom('GET', 'PUT', 'PATCH', 'OPTIONS') }),
   path: fc.oneof(
     { weight: 12, arbitrary: fc.constant('/api/v1/send/') },
     { weight: 4, arbitrary: fc.constant('/api/v1/send') },
     { weight: 1, arbitrary: fc.constantFrom('/api/v1/send/?x=1', '/api/v1/sen', '/api/v1/send/x', '/API/V1/SEND/', '/', '/api/v1/openapi.json', '/healthz') },
+    // The cancel of a scheduled message (DELETE), and the other methods on its path.
+    { weight: 1, arbitrary: fc.oneof(fc.integer({ min: 0, max: 3_000 }).map(String), headerText(12).map(encodeURIComponent)).map((id) => `/api/v1/messages/${id}/`) },
     { weight: 1, arbitrary: fc.webPath().map((path) => (path.startsWith('/') ? path : `/${path}`)) },
   ),
   key: fc.oneof(
@@ -188,6 +200,7 @@ test('at least 2,000 generated requests: every answer has a contract shape, none
   let sentCount = 0;
   const started = performance.now();
   const statuses = new Map<number, number>();
+  let scheduled = 0;
   await fc.assert(
     fc.asyncProperty(fc.array(requests, { minLength: batchSize, maxLength: batchSize }), async (batch) => {
       const results = await Promise.all(
@@ -200,6 +213,7 @@ test('at least 2,000 generated requests: every answer has a contract shape, none
       for (const { sent, response, generated } of results) {
         sentCount++;
         statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+        if (response.status === 202 && response.text.includes('"status":"scheduled"')) scheduled += 1;
         const fault = problem(sent, response, generated.requestId);
         if (fault) throw new Error(`${fault}: ${sent.method} ${sent.path} -> ${response.status} ${response.text.slice(0, 300)}`);
       }
@@ -211,6 +225,7 @@ test('at least 2,000 generated requests: every answer has a contract shape, none
   assert.deepEqual({ gateway: system.stack.pid('gateway'), auth: system.stack.pid('auth-svc'), dispatch: system.stack.pid('dispatch-svc') }, pids, 'no process exited or restarted');
   // The generators reach deep: accepted sends, each refusal class, and the field checks.
   for (const status of [202, 400, 401, 403, 404, 415, 422]) assert.ok((statuses.get(status) ?? 0) > 0, `no ${status} among ${JSON.stringify(Object.fromEntries(statuses))}`);
+  assert.ok(scheduled > 0, 'no scheduled send was accepted');
   // Still healthy afterwards.
   const last = await rawRequest(system.gatewayUrl, toRawRequest({
     method: 'POST', path: '/api/v1/send/', key: 'alpha', authorization: { kind: 'valid' }, organization: { kind: 'own' }, contentType: 'application/json',

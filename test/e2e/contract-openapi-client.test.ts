@@ -78,12 +78,21 @@ const messageId: number = sent.data.message_id;
 
 const read = await client.GET('/api/v1/messages/{message_id}', { params: { path: { message_id: messageId }, header } });
 if (!read.data) throw new Error(\`read refused: \${read.response.status}\`);
-const status: 'queued' | 'sending' | 'deferred' | 'sent' | 'failed' | 'bounced' | 'complained' = read.data.status;
+const status: 'scheduled' | 'queued' | 'sending' | 'deferred' | 'sent' | 'failed' | 'bounced' | 'complained' | 'canceled' = read.data.status;
 const firstEvent: string | undefined = read.data.events[0]?.status;
 
 const listed = await client.GET('/api/v1/messages', { params: { query: { limit: 10, to: 'ada@example.com' }, header } });
 if (!listed.data) throw new Error(\`list refused: \${listed.response.status}\`);
 const next: string | null = listed.data.next;
+
+const scheduled = await client.POST('/api/v1/send/', {
+  params: { header },
+  body: { template: 'welcome', to: 'later@example.com', channel: 'email', data: { name: 'Ada' }, send_at: new Date(Date.now() + 3_600_000).toISOString() },
+});
+if (!scheduled.data) throw new Error(\`scheduled send refused: \${scheduled.response.status}\`);
+const canceled = await client.DELETE('/api/v1/messages/{message_id}', { params: { path: { message_id: scheduled.data.message_id }, header } });
+if (!canceled.data) throw new Error(\`cancel refused: \${canceled.response.status}\`);
+const canceledStatus: string = canceled.data.status;
 
 /** Never called: proves the generated types refuse what the API refuses. */
 export function refusedByTheTypes(): void {
@@ -93,7 +102,7 @@ export function refusedByTheTypes(): void {
   void client.GET('/api/v1/messages/{message_id}', { params: { path: { message_id: 1 } } });
 }
 
-console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next }));
+console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus }));
 `;
 
 test('a client generated with openapi-typescript and openapi-fetch type-checks, sends a message and reads its status', async () => {
@@ -111,10 +120,12 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
     cwd: workDir,
     env: { ...process.env, NOTIFY_URL: system.gatewayUrl, NOTIFY_API_KEY: tenant.apiKey, NOTIFY_ORG_ID: String(tenant.organizationId) },
   });
-  const result = JSON.parse(stdout) as { messageId: number; status: string; firstEvent: string; listed: number[]; next: string | null };
+  const result = JSON.parse(stdout) as { messageId: number; status: string; firstEvent: string; listed: number[]; next: string | null; scheduled: string; canceledStatus: string };
   assert.ok(Number.isInteger(result.messageId) && result.messageId > 0);
   assert.ok(['queued', 'sending', 'sent'].includes(result.status), result.status);
   assert.equal(result.firstEvent, 'queued');
   assert.deepEqual(result.listed, [result.messageId]);
   assert.equal(result.next, null);
+  assert.equal(result.scheduled, 'scheduled');
+  assert.equal(result.canceledStatus, 'canceled');
 });

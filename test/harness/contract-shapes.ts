@@ -57,6 +57,17 @@ export function assertAccepted(response: HttpResult): void {
   assert.equal(typeof response.body['idempotent_replay'], 'boolean', show(response));
 }
 
+/** 202 for a scheduled send: the seed's four fields, status `scheduled`, and `send_at` (RFC 3339, UTC). */
+export function assertScheduled(response: HttpResult): void {
+  assert.equal(response.status, 202, show(response));
+  assert.deepEqual(Object.keys(response.body).sort(), ['celery_task_id', 'idempotent_replay', 'message_id', 'send_at', 'status'], show(response));
+  assert.ok(Number.isInteger(response.body['message_id']), show(response));
+  assert.equal(response.body['status'], 'scheduled', show(response));
+  assert.match(String(response.body['celery_task_id']), uuidPattern);
+  assert.equal(typeof response.body['idempotent_replay'], 'boolean', show(response));
+  assert.match(String(response.body['send_at']), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/, show(response));
+}
+
 /** Headers every response carries: X-Request-ID (the caller's sane one, else a UUID) and Cache-Control: no-store. */
 export function assertEveryResponseHeaders(response: HttpResult, sentRequestId?: string): void {
   const requestId = response.headers.get('x-request-id');
@@ -75,11 +86,16 @@ export function contractShapeProblem(status: number, body: unknown): string | un
   const record = body as Record<string, unknown>;
   const keys = Object.keys(record).sort().join(',');
   if (status === 202) {
-    if (keys !== 'celery_task_id,idempotent_replay,message_id,status') return `202 with keys ${keys}`;
-    return Number.isInteger(record['message_id']) && record['status'] === 'queued' && uuidPattern.test(String(record['celery_task_id'])) && typeof record['idempotent_replay'] === 'boolean'
+    // A scheduled send (send_at) adds its time to the seed's four fields, and says so in its status.
+    const scheduled = keys === 'celery_task_id,idempotent_replay,message_id,send_at,status';
+    if (keys !== 'celery_task_id,idempotent_replay,message_id,status' && !scheduled) return `202 with keys ${keys}`;
+    const state = scheduled ? record['status'] === 'scheduled' && !Number.isNaN(Date.parse(String(record['send_at']))) : record['status'] === 'queued';
+    return Number.isInteger(record['message_id']) && state && uuidPattern.test(String(record['celery_task_id'])) && typeof record['idempotent_replay'] === 'boolean'
       ? undefined
       : '202 with wrong field types';
   }
+  // A message read (GET /api/v1/messages/{id}/), or canceled (DELETE: the message, now canceled).
+  if (status === 200) return Number.isInteger(record['message_id']) && typeof record['status'] === 'string' && Array.isArray(record['events']) ? undefined : `200 with ${keys}`;
   if (status === 401 || status === 429) return keys === 'detail' && typeof record['detail'] === 'string' ? undefined : `${status} with keys ${keys}`;
   if (status === 422) {
     if (keys === '') return '422 without fields';

@@ -4,7 +4,7 @@ import type { dispatch } from '@notify/proto';
 import { print, type Column } from '../output.ts';
 import type { CommandGroup } from './command.ts';
 
-export const messageStates = ['queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained'] as const;
+export const messageStates = ['scheduled', 'queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained', 'canceled'] as const;
 
 const columns: readonly Column<dispatch.Message__Output>[] = [
   { header: 'ID', value: (message) => message.id },

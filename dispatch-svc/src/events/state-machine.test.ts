@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { DeliveryEvent } from '@notify/proto';
-import { compareLifecycle, advance, isTerminal, reopen, reportEffect, type MessageProgress } from './state-machine.ts';
+import { compareLifecycle, advance, isCancelable, isTerminal, reopen, reportEffect, type MessageProgress } from './state-machine.ts';
 
 const queued: MessageProgress = { state: 'queued', stateAttempt: 0, attempts: 0, lastSmtpCode: null, lastSmtpResponse: null, failureReason: null };
 
@@ -198,5 +198,28 @@ describe('re-queueing a dead letter', () => {
     assert.ok(second);
     assert.deepEqual(advance(second, failed(3)), { apply: false, why: 'stale' });
     assert.equal(run([sending(4), sent(4)], second).state, 'sent');
+  });
+});
+
+describe('scheduled sends', () => {
+  test('only a scheduled message can be canceled', () => {
+    assert.equal(isCancelable('scheduled'), true);
+    for (const state of ['queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained', 'canceled'] as const) assert.equal(isCancelable(state), false, state);
+  });
+
+  test('a canceled message is terminal: no delivery event moves it', () => {
+    const canceled: MessageProgress = { ...queued, state: 'canceled' };
+    assert.equal(isTerminal('canceled'), true);
+    assert.deepEqual(advance(canceled, sending(1)), { apply: false, why: 'terminal' });
+  });
+
+  test('a report about a canceled message changes nothing, and one about a scheduled message is early', () => {
+    assert.equal(reportEffect('canceled'), 'done');
+    assert.equal(reportEffect('scheduled'), 'early');
+  });
+
+  test('a scheduled step sorts before the queued step of the same attempt, a canceled one after every delivery step', () => {
+    assert.ok(compareLifecycle({ state: 'scheduled', attempt: 0 }, { state: 'queued', attempt: 0 }) < 0);
+    assert.ok(compareLifecycle({ state: 'canceled', attempt: 0 }, { state: 'scheduled', attempt: 0 }) > 0);
   });
 });

@@ -5,19 +5,32 @@ import type { DeliveryEvent, DeliveryState } from '@notify/proto';
 /** A report about a delivered message (reports/report-store.ts): only a `sent` message moves to one of these. */
 export type ReportState = 'bounced' | 'complained';
 
-export type MessageState = 'queued' | DeliveryState | ReportState;
+/** A scheduled send (`send_at`) before it is due, and one its caller canceled then (scheduled/schedule-store.ts). */
+export type ScheduleState = 'scheduled' | 'canceled';
 
-export const messageStates: readonly MessageState[] = ['queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained'];
+export type MessageState = 'queued' | DeliveryState | ReportState | ScheduleState;
+
+export const messageStates: readonly MessageState[] = ['scheduled', 'queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained', 'canceled'];
 
 /**
  * Position of a state within one delivery attempt. Events are ordered by (attempt, rank): a `deferred` of attempt 1
  * comes after its `sending`, and the `sending` of attempt 2 after both. `sent` and `failed` share the top rank.
  */
-const rank: Readonly<Record<MessageState, number>> = { queued: 0, sending: 1, deferred: 2, sent: 3, failed: 3, bounced: 4, complained: 4 };
+const rank: Readonly<Record<MessageState, number>> = { scheduled: -1, queued: 0, sending: 1, deferred: 2, sent: 3, failed: 3, bounced: 4, complained: 4, canceled: 5 };
 
 /** No delivery event moves a message out of these; only a report moves a `sent` one on (see `report`). */
 export function isTerminal(state: MessageState): boolean {
-  return state === 'sent' || state === 'failed' || state === 'bounced' || state === 'complained';
+  return state === 'sent' || state === 'failed' || state === 'bounced' || state === 'complained' || state === 'canceled';
+}
+
+/**
+ * Only a `scheduled` message (a send with `send_at`, not yet due) can be canceled: it has no job yet, so taking it back
+ * needs no one else's cooperation. From `queued` on, a job exists and the message is the mailer's (not_cancelable).
+ * The other way out of `scheduled` is the releaser's `queued` when it is due (scheduled/releaser.ts); no delivery
+ * event reaches a scheduled message, since it has no job.
+ */
+export function isCancelable(state: MessageState): boolean {
+  return state === 'scheduled';
 }
 
 /**
@@ -27,7 +40,7 @@ export function isTerminal(state: MessageState): boolean {
  */
 export function reportEffect(state: MessageState): 'move' | 'done' | 'early' {
   if (state === 'sent') return 'move';
-  if (state === 'bounced' || state === 'complained' || state === 'failed') return 'done';
+  if (state === 'bounced' || state === 'complained' || state === 'failed' || state === 'canceled') return 'done';
   return 'early';
 }
 

@@ -9,6 +9,8 @@ export interface StoredResponse {
   status: string;
   celery_task_id: string;
   idempotent_replay: boolean;
+  /** A scheduled send's time (RFC 3339, UTC); absent for a send at once, whose body is the seed's four fields. */
+  send_at?: string;
 }
 
 export interface IdempotencyRecord {

@@ -19,11 +19,13 @@ export interface NewMessage {
   readonly metadata: Readonly<Record<string, string>>;
   /** Sent with a test key: never mailed, never counted against the quota. */
   readonly test: boolean;
+  /** A scheduled send's time: the message starts `scheduled` instead of `queued`. */
+  readonly sendAt: Date | null;
 }
 
 /**
- * Inserts the messages in state `queued` and records that transition in message_events (attempt 0), so a message's
- * history starts where its life does. Returns each new id and the acceptance time, in the order given.
+ * Inserts the messages in state `queued` (`scheduled` with a send_at) and records that transition in message_events
+ * (attempt 0), so a message's history starts where its life does. Returns each new id and the acceptance time, in the order given.
  */
 export async function insertMessages(client: PoolClient, messages: readonly NewMessage[]): Promise<{ id: number; createdAt: Date }[]> {
   const column = <K extends keyof NewMessage>(key: K): NewMessage[K][] => messages.map((message) => message[key]);
@@ -31,19 +33,20 @@ export async function insertMessages(client: PoolClient, messages: readonly NewM
     name: 'message-insert-many',
     text: `WITH message AS (
              INSERT INTO messages (project_id, organization_id, api_key_id, template_id, template_slug, template_version,
-                                   recipient, data, celery_task_id, idempotency_key, traceparent, tags, metadata, test)
+                                   recipient, data, celery_task_id, idempotency_key, traceparent, tags, metadata, test, send_at, state)
              -- Each message's tags travel as one JSON array: unnest would flatten an array of arrays.
              SELECT u.project_id, u.organization_id, u.api_key_id, u.template_id, u.template_slug, u.template_version, u.recipient,
                     u.data, u.celery_task_id, u.idempotency_key, u.traceparent, ARRAY(SELECT jsonb_array_elements_text(u.tags)), u.metadata,
-                    u.test
+                    u.test, u.send_at, u.state
                FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[],
-                           $7::text[], $8::jsonb[], $9::uuid[], $10::uuid[], $11::text[], $12::jsonb[], $13::jsonb[], $14::boolean[])
+                           $7::text[], $8::jsonb[], $9::uuid[], $10::uuid[], $11::text[], $12::jsonb[], $13::jsonb[], $14::boolean[],
+                           $15::timestamptz[], $16::message_state[])
                     AS u (project_id, organization_id, api_key_id, template_id, template_slug, template_version, recipient,
-                          data, celery_task_id, idempotency_key, traceparent, tags, metadata, test)
-             RETURNING id, created_at, celery_task_id),
+                          data, celery_task_id, idempotency_key, traceparent, tags, metadata, test, send_at, state)
+             RETURNING id, created_at, celery_task_id, state),
            event AS (
              INSERT INTO message_events (message_id, state, attempt, occurred_at)
-             SELECT id, 'queued', 0, created_at FROM message)
+             SELECT id, state, 0, created_at FROM message)
            SELECT id, created_at AS "createdAt", celery_task_id AS "celeryTaskId" FROM message`,
     values: [
       column('projectId'),
@@ -60,6 +63,8 @@ export async function insertMessages(client: PoolClient, messages: readonly NewM
       messages.map((message) => JSON.stringify(message.tags)),
       messages.map((message) => JSON.stringify(message.metadata)),
       column('test'),
+      column('sendAt'),
+      messages.map((message) => (message.sendAt ? 'scheduled' : 'queued')),
     ],
   });
   // RETURNING promises no order: the task id, unique per message, puts each row back in its place.

@@ -28,6 +28,7 @@ export interface MessageRow {
   tags: string[];
   metadata: Record<string, string>;
   test: boolean;
+  sendAt: Date | null;
 }
 
 export interface EventRow {
@@ -44,7 +45,7 @@ export const columns = `id, project_id AS "projectId", organization_id AS "organ
                  idempotency_key AS "idempotencyKey", attempts, last_smtp_code AS "lastSmtpCode",
                  last_smtp_response AS "lastSmtpResponse", failure_reason AS "failureReason",
                  created_at AS "createdAt", updated_at AS "updatedAt", traceparent,
-                 tags, metadata, test`;
+                 tags, metadata, test, send_at AS "sendAt"`;
 
 /** The SMTP reply as one line, code first, whether or not the relay's text already starts with it. */
 export function formatSmtpReply(code: number | null, response: string | null): string {
@@ -73,6 +74,7 @@ export function toMessage(row: MessageRow, events: EventRow[]): dispatch.Message
     tags: row.tags,
     metadata: row.metadata,
     test: row.test,
+    sendAt: row.sendAt?.toISOString() ?? '',
     events: events.map((event) => ({
       state: event.state,
       attempt: event.attempt,
@@ -100,7 +102,7 @@ export async function getMessage(pool: Pool, request: dispatch.GetMessageRequest
     name: 'message-events',
     text: `SELECT state, attempt, smtp_code AS "smtpCode", smtp_response AS "smtpResponse", reason, occurred_at AS "occurredAt"
              FROM message_events WHERE message_id = $1
-            ORDER BY attempt, CASE state WHEN 'queued' THEN 0 WHEN 'sending' THEN 1 WHEN 'deferred' THEN 2 WHEN 'bounced' THEN 4 WHEN 'complained' THEN 4 ELSE 3 END, occurred_at, id`,
+            ORDER BY attempt, CASE state WHEN 'scheduled' THEN -1 WHEN 'queued' THEN 0 WHEN 'sending' THEN 1 WHEN 'deferred' THEN 2 WHEN 'bounced' THEN 4 WHEN 'complained' THEN 4 ELSE 3 END, occurred_at, id`,
     values: [row.id],
   });
   return toMessage(row, events.rows);

@@ -251,7 +251,7 @@ describe("the organization's month count in Send's answer", () => {
 });
 
 describe('group commit', () => {
-  const direct = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest__Output => ({ fieldsInvalid: false, tags: [], metadataJson: '', test: false, ...request(overrides), monthlyQuota: 0 }) as dispatch.SendRequest__Output;
+  const direct = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest__Output => ({ fieldsInvalid: false, tags: [], metadataJson: '', test: false, sendAt: '', ...request(overrides), monthlyQuota: 0 }) as dispatch.SendRequest__Output;
   const settle = (send: ReturnType<typeof createSendHandler>, requests: dispatch.SendRequest__Output[]) => Promise.allSettled(requests.map((r) => send(r)));
   const reasonOf = (result: PromiseSettledResult<unknown>): string => (result.status === 'rejected' ? (result.reason as { reason: string }).reason : 'accepted');
   /** Rows written by one transaction share its id (xmin). */

@@ -20,6 +20,7 @@ import { deleteOutboxRows, insertOutboxRows } from '../outbox/outbox-store.ts';
 import { findTemplates, slugPattern, templateKey, type TemplateRow } from '../templates/template-store.ts';
 import { encodeViolation, type VariablesSchemas } from '../templates/variables-schema.ts';
 import { findSuppressions, suppressionKey, type Suppression } from '../suppressions/suppression-store.ts';
+import { insertScheduledJobs, type ScheduledJob } from '../scheduled/schedule-store.ts';
 import { grantUsage } from '../usage/usage-store.ts';
 import { labelFaults, labelsOf } from './labels.ts';
 import { deleteMessages, insertMessages, type NewMessage } from './message-store.ts';
@@ -40,6 +41,8 @@ interface SendInput {
   readonly idempotencyKey: string | null;
   readonly tags: readonly string[];
   readonly metadata: Record<string, string>;
+  /** The caller's `send_at`: the message is accepted `scheduled` until then. Null to send at once. */
+  readonly sendAt: Date | null;
 }
 
 interface Pending {
@@ -51,7 +54,8 @@ interface Pending {
 
 type Outcome =
   | { readonly replay: true; readonly response: StoredResponse }
-  | { readonly replay: false; readonly response: StoredResponse; readonly outgoing: OutgoingJob; readonly organizationAccepted: number };
+  /** `outgoing` is null for a scheduled send: its job waits in the schedule, for the releaser. */
+  | { readonly replay: false; readonly response: StoredResponse; readonly outgoing: OutgoingJob | null; readonly organizationAccepted: number };
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const controlCharacters = /[\u0000-\u001f\u007f]/;
@@ -78,13 +82,15 @@ function validate(request: dispatch.SendRequest__Output): SendInput {
     }
     if (typeof data !== 'object' || data === null || Array.isArray(data)) faults.push('data: must be a JSON object');
     faults.push(...labelFaults(request));
+    if (request.sendAt !== '' && Number.isNaN(Date.parse(request.sendAt))) faults.push('send_at: must be an RFC 3339 time');
   }
   const key = request.idempotencyKey;
   if (key !== '' && !uuidPattern.test(key)) faults.push('idempotency_key: must be a UUID');
   if (key !== '' && request.fingerprint === '') faults.push('fingerprint: is required with an idempotency key');
   if (!Number.isSafeInteger(request.monthlyQuota) || request.monthlyQuota < 0) faults.push('monthly_quota: must be a non-negative integer');
   if (faults.length > 0) throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', `invalid send request: ${faults.join('; ')}`, { fields: faults });
-  return { data: data as Record<string, unknown>, idempotencyKey: key === '' ? null : key.toLowerCase(), ...labelsOf(request) };
+  const sendAt = request.fieldsInvalid || request.sendAt === '' ? null : new Date(request.sendAt);
+  return { data: data as Record<string, unknown>, idempotencyKey: key === '' ? null : key.toLowerCase(), ...labelsOf(request), sendAt };
 }
 
 /** The gateway's field validation refused the body, and no idempotency record answered first; the gateway renders the 422. */
@@ -149,7 +155,7 @@ interface Written {
   readonly index: number;
   readonly messageId: number;
   readonly response: StoredResponse;
-  readonly outgoing: OutgoingJob;
+  readonly outgoing: OutgoingJob | null;
 }
 
 /**
@@ -267,7 +273,8 @@ function recipientSuppressed(entry: Suppression): UserError {
 
 /**
  * Step 5: the rows of the sends still standing: messages with their first event (each under a `create` span of its
- * request's trace), idempotency records, outbox rows.
+ * request's trace), idempotency records, outbox rows; a scheduled send's job goes to the schedule instead of the
+ * outbox, and waits there for the releaser (no job exists until it is due).
  */
 async function writeAcceptedRows(client: PoolClient, deps: SendDeps, batch: BatchVerdicts, templateOf: ReadonlyMap<number, TemplateRow>): Promise<Written[]> {
   const accepted = batch.open();
@@ -291,6 +298,7 @@ async function writeAcceptedRows(client: PoolClient, deps: SendDeps, batch: Batc
       tags: input.tags,
       metadata: input.metadata,
       test: request.test,
+      sendAt: input.sendAt,
     };
   });
   let inserted: { id: number; createdAt: Date }[];
@@ -302,12 +310,15 @@ async function writeAcceptedRows(client: PoolClient, deps: SendDeps, batch: Batc
   }
   const records: NewIdempotencyRecord[] = [];
   const jobs: DeliveryJob[] = [];
+  const scheduled: ScheduledJob[] = [];
   const written = accepted.map((index, position): Written => {
     const { request, input } = batch.send(index);
     const message = newMessages[position] as NewMessage;
     const row = inserted[position] as { id: number; createdAt: Date };
     const template = templateOf.get(index) as TemplateRow;
-    const response: StoredResponse = { message_id: row.id, status: 'queued', celery_task_id: message.celeryTaskId, idempotent_replay: false };
+    const response: StoredResponse = input.sendAt
+      ? { message_id: row.id, status: 'scheduled', celery_task_id: message.celeryTaskId, idempotent_replay: false, send_at: input.sendAt.toISOString() }
+      : { message_id: row.id, status: 'queued', celery_task_id: message.celeryTaskId, idempotent_replay: false };
     if (input.idempotencyKey !== null) {
       records.push({ projectId: request.projectId, idempotencyKey: input.idempotencyKey, fingerprint: request.fingerprint, messageId: row.id, response });
     }
@@ -322,11 +333,16 @@ async function writeAcceptedRows(client: PoolClient, deps: SendDeps, batch: Batc
       acceptedAt: row.createdAt.toISOString(),
       ...(request.test ? { test: true } : {}),
     };
+    if (input.sendAt) {
+      scheduled.push({ job, sendAt: input.sendAt });
+      return { index, messageId: row.id, response, outgoing: null };
+    }
     jobs.push(job);
     return { index, messageId: row.id, response, outgoing: { job, traceparent: message.traceparent } };
   });
   if (records.length > 0) await saveIdempotencyRecords(client, records, deps.idempotencyTtlMs);
-  await insertOutboxRows(client, jobs);
+  if (jobs.length > 0) await insertOutboxRows(client, jobs);
+  if (scheduled.length > 0) await insertScheduledJobs(client, scheduled);
   return written;
 }
 
@@ -392,6 +408,7 @@ const toSendResponse = (stored: StoredResponse, replay: boolean, organizationAcc
   celeryTaskId: stored.celery_task_id,
   idempotentReplay: replay,
   organizationAccepted,
+  sendAt: stored.send_at ?? '',
 });
 
 export type SendHandler = (request: dispatch.SendRequest__Output) => Promise<dispatch.SendResponse__Output>;
@@ -435,7 +452,7 @@ export function createSendHandler(deps: SendDeps): SendHandler {
       return toSendResponse(outcome.response, true, 0);
     }
     deps.metrics.messagesAccepted.inc();
-    await publishDirect(outcome.outgoing);
+    if (outcome.outgoing) await publishDirect(outcome.outgoing);
     return toSendResponse(outcome.response, false, outcome.organizationAccepted);
   };
 }

@@ -35,6 +35,7 @@ const request = (): dispatch.SendRequest__Output => ({
   tags: [],
   metadataJson: '',
   test: false,
+  sendAt: '',
 });
 
 const outboxRows = async (): Promise<number> => (await h.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox')).rows[0]?.n ?? -1;

@@ -120,7 +120,7 @@ test('a malformed filter or cursor is refused with every fault named', async () 
     status.INVALID_ARGUMENT,
     'invalid_argument',
   );
-  assert.deepEqual(error.fields, ['state: must be one of queued, sending, deferred, sent, failed, bounced, complained', 'created_from: must be an ISO-8601 time', 'cursor: is not one this service gave']);
+  assert.deepEqual(error.fields, ['state: must be one of scheduled, queued, sending, deferred, sent, failed, bounced, complained, canceled', 'created_from: must be an ISO-8601 time', 'cursor: is not one this service gave']);
 });
 
 test('a message page shows the whole timeline and the subject rendered from the version it was accepted with', async () => {

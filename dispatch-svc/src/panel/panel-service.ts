@@ -6,6 +6,7 @@ import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 import type { Renderer } from '@notify/templating';
 import { requeueMessages, type RequeueDeps } from '../dead-letters/requeue.ts';
+import { cancelMessage } from '../scheduled/cancel.ts';
 import type { VariablesSchemas } from '../templates/variables-schema.ts';
 import { searchMessages } from './message-search.ts';
 import { getMessageView } from './message-view.ts';
@@ -42,6 +43,7 @@ export function panelServiceHandlers(deps: PanelServiceDeps): AsyncHandlers<disp
       const result = await requeueMessages(deps, request.projectId, [request.messageId]);
       return { requeued: result.requeued, skipped: result.skipped };
     },
+    CancelProjectMessage: (request) => cancelMessage(deps, request, 'panel'),
     ...panelWebhookHandlers(deps),
     ...panelSuppressionHandlers(deps),
   };

@@ -5,7 +5,7 @@ import { createRegistry, GrpcClient, GrpcServer, type Logger } from '@notify/pla
 import { createPool, type Pool } from '@notify/platform/database';
 import { createDataKey } from '@notify/platform/mail';
 import { connectNats, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
-import { dispatchProto, readDeliveryJob, schemaHeader, type DeliveryJob, type Topology } from '@notify/proto';
+import { dispatchProto, readDeliveryJob, schemaHeader, type DeliveryJob, type dispatch, type Topology } from '@notify/proto';
 import { createTestDatabase } from '@notify/test/harness/database.ts';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
@@ -43,6 +43,8 @@ export interface Harness {
   jobsInStream(): Promise<number>;
   /** The last job JetStream stored, read as the mailer reads it, with the Nats-Msg-Id it was stored under. */
   lastJob(): Promise<{ msgId: string | undefined; job: DeliveryJob }>;
+  /** A Send request of the harness's project and key, to ada@example.com with `welcome` and `{}` unless overridden. */
+  sendRequest(overrides?: Partial<dispatch.SendRequest>): dispatch.SendRequest;
   /** Sends one message to ada@example.com with the project's `template` (the caller puts it) and returns its id. */
   acceptMessage(options?: { template?: string; dataJson?: string }): Promise<number>;
   close(): Promise<void>;
@@ -98,6 +100,7 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
         idempotencyTtlMs: options.idempotencyTtlMs ?? 86_400_000,
         outboxRelayIntervalMs: 1_000,
         outboxRelayMinAgeMs: 5_000,
+        scheduleReleaseIntervalMs: 100,
         deliverabilityIntervalMs: 60_000,
         testFault: 'none',
         webhookAllowPrivate: options.webhookAllowPrivate ?? false,
@@ -130,6 +133,9 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
       admin.close();
     });
 
+    const { projectId, organizationId, apiKeyId } = ids;
+    const sendRequest = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest => ({ projectId, organizationId, apiKeyId, template: 'welcome', to: 'ada@example.com', dataJson: '{}', ...overrides });
+
     return {
       pool,
       logger,
@@ -156,15 +162,9 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
         if (!read.ok) throw new Error(read.reason);
         return { msgId: stored.header.get('Nats-Msg-Id') || undefined, job: read.value };
       },
+      sendRequest,
       async acceptMessage(options = {}) {
-        const response = await dispatch.call('Send', {
-          projectId: ids.projectId,
-          organizationId: ids.organizationId,
-          apiKeyId: ids.apiKeyId,
-          template: options.template ?? 'welcome',
-          to: 'ada@example.com',
-          dataJson: options.dataJson ?? '{}',
-        });
+        const response = await dispatch.call('Send', sendRequest({ template: options.template ?? 'welcome', dataJson: options.dataJson ?? '{}' }));
         return response.messageId;
       },
       close,

@@ -15,7 +15,8 @@ export type ErrorCode =
   | 'service_unavailable'
   | 'internal_error'
   | 'not_found'
-  | 'method_not_allowed';
+  | 'method_not_allowed'
+  | 'not_cancelable';
 
 /**
  * Thrown when the gateway refuses a request with one `detail` text: rendered as `{detail, code}`, or `{detail}` alone

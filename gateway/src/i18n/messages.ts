@@ -87,6 +87,11 @@ const en = {
   'metadata.key': 'Each key must be 1 to {max} letters, digits, underscores or hyphens.',
   'metadata.value_type': 'Each value must be a string.',
   'metadata.value_length': 'Each value may hold at most {max} characters.',
+  // Scheduled sends (`send_at`) and their cancel (DELETE /api/v1/messages/{id}/).
+  'send_at.format': 'Enter an RFC 3339 time with its offset, such as 2026-01-31T09:30:00Z or 2026-01-31T10:30:00+01:00.',
+  'send_at.past': 'This time has already passed; omit send_at to send at once.',
+  'send_at.too_far': 'A send can be scheduled at most {days} days ahead.',
+  not_cancelable: 'This message can no longer be canceled: only a scheduled message can be, and this one is already queued or further on.',
 } as const;
 
 export type MessageKey = keyof typeof en;
@@ -171,6 +176,10 @@ const es: Record<MessageKey, string> = {
   'metadata.key': 'Cada clave debe tener de 1 a {max} letras, dígitos, guiones bajos o guiones.',
   'metadata.value_type': 'Cada valor debe ser una cadena de texto.',
   'metadata.value_length': 'Cada valor puede contener como máximo {max} caracteres.',
+  'send_at.format': 'Indique una hora RFC 3339 con su desfase, como 2026-01-31T09:30:00Z o 2026-01-31T10:30:00+01:00.',
+  'send_at.past': 'Esta hora ya pasó; omita send_at para enviar de inmediato.',
+  'send_at.too_far': 'Un envío puede programarse como máximo con {days} días de antelación.',
+  not_cancelable: 'Este mensaje ya no se puede cancelar: solo se puede cancelar un mensaje programado, y este ya está en cola o más adelante.',
 };
 
 /** Every text by language; both name the same placeholders (checked by messages.test.ts). */

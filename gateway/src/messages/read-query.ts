@@ -5,7 +5,7 @@ import { text } from '../i18n/messages.ts';
 import { isTag, maxTagLength } from '../send/labels.ts';
 import { maxRecipientLength, maxTemplateLength } from '../send/validation.ts';
 
-export const messageStatuses = ['queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained'] as const;
+export const messageStatuses = ['scheduled', 'queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained', 'canceled'] as const;
 export const listLimits = { default: 50, max: 100 } as const;
 export const rfc3339Pattern = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,6})?([Zz]|[+-]\\d{2}:\\d{2})$';
 

@@ -57,6 +57,8 @@ export interface MessageBody {
   metadata: Record<string, string>;
   /** Sent with a test key: never mailed, never counted against the quota. */
   test: boolean;
+  /** When the caller asked it to be sent (RFC 3339, UTC); null for a message sent at once. */
+  send_at: string | null;
   events?: MessageEventBody[];
 }
 
@@ -85,6 +87,7 @@ export function messageBody(message: dispatch.Message__Output, withEvents: boole
     tags: message.tags,
     metadata: message.metadata,
     test: message.test,
+    send_at: orNull(message.sendAt),
   };
   if (withEvents) {
     body.events = message.events.map((event) => ({
@@ -113,18 +116,45 @@ async function admit(deps: ReadRouteDeps, ctx: ParameterizedContext<GatewayState
   return access;
 }
 
+/** The path's message id; anything but an id this API could have given is a message that does not exist. */
+function messageIdOf(ctx: ParameterizedContext<GatewayState>): number {
+  const raw = String((ctx as unknown as { params: Record<string, string> }).params.messageId ?? '');
+  const messageId = /^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : 0;
+  if (!Number.isSafeInteger(messageId) || messageId === 0) throw messageNotFound();
+  return messageId;
+}
+
 export function getMessageRoute(deps: ReadRouteDeps): Middleware<GatewayState> {
   return async (ctx) => {
     const access = await admit(deps, ctx);
-    const raw = String((ctx as unknown as { params: Record<string, string> }).params.messageId ?? '');
-    // Anything but an id this API could have given is a message that does not exist.
-    const messageId = /^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : 0;
-    if (!Number.isSafeInteger(messageId) || messageId === 0) throw messageNotFound();
+    const messageId = messageIdOf(ctx);
     try {
       const message = await deps.dispatch.call('GetMessage', { projectId: access.projectId, organizationId: access.organizationId, messageId });
       ctx.body = messageBody(message, true);
     } catch (error) {
       if (error instanceof RemoteError && error.status === status.NOT_FOUND) throw messageNotFound(error);
+      throw unexpectedRemoteFailure(error);
+    }
+  };
+}
+
+/**
+ * DELETE /api/v1/messages/{message_id}/: cancels a scheduled message (200 with the message, now `canceled`), 409
+ * not_cancelable once it is queued or later; any id not the key's project's is 404 as for a read. Counted against the
+ * read bucket: it is the message-management side of the API, not a send.
+ */
+export function cancelMessageRoute(deps: ReadRouteDeps): Middleware<GatewayState> {
+  return async (ctx) => {
+    const access = await admit(deps, ctx);
+    const messageId = messageIdOf(ctx);
+    try {
+      const message = await deps.dispatch.call('CancelMessage', { projectId: access.projectId, organizationId: access.organizationId, messageId });
+      ctx.body = messageBody(message, true);
+    } catch (error) {
+      if (error instanceof RemoteError && error.status === status.NOT_FOUND) throw messageNotFound(error);
+      if (error instanceof RemoteError && error.status === status.FAILED_PRECONDITION && error.reason === 'not_cancelable') {
+        throw new ApiError(409, 'not_cancelable', text('not_cancelable'), { cause: error });
+      }
       throw unexpectedRemoteFailure(error);
     }
   };

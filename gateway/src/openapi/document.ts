@@ -2,7 +2,7 @@
 // gateway's own limits, so the rules it states are the ones the gateway applies; tests check live responses against it.
 import type { ErrorCode } from '../errors/api-error.ts';
 import { listLimits, messageStatuses, rfc3339Pattern } from '../messages/read-query.ts';
-import { maxDataArrayItems, maxDataDepth, maxDataElements, maxRecipientLength, maxTemplateLength } from '../send/validation.ts';
+import { maxDataArrayItems, maxDataDepth, maxDataElements, maxRecipientLength, maxSendAheadDays, maxTemplateLength } from '../send/validation.ts';
 import { maxMetadataKeyLength, maxMetadataKeys, maxMetadataValueLength, maxTagLength, maxTags, tagPattern, tagSchema, tagsSchema } from '../send/labels.ts';
 
 type Schema = Record<string, unknown>;
@@ -86,7 +86,14 @@ const messageProperties: Record<string, Schema> = {
   tags: { ...tagsSchema, description: 'The tags the send gave, in its order; `[]` when it gave none.' },
   metadata: { type: 'object', additionalProperties: { type: 'string' }, description: 'The metadata the send gave; `{}` when it gave none.' },
   test: { type: 'boolean', description: 'Sent with a test key (`nk_test_`): it went through every check and the whole lifecycle, but was never handed to SMTP (it ends `sent` with the reply `250 test mode: not delivered`) and never counted against the monthly quota.' },
+  send_at: { type: ['string', 'null'], format: 'date-time', description: 'When the send was scheduled for (`send_at` of the send, RFC 3339, UTC); null for a message sent at once.' },
 };
+
+const cancelDescription = `Cancels a scheduled message (a send with \`send_at\` that is not due yet): it ends \`canceled\`, the transition is
+recorded, and it is never sent. Once the message is \`queued\` or further on (its time came), or already canceled, the answer is
+409 not_cancelable. A cancel gives no quota back: the message was accepted. Same authentication, \`X-Organization-ID\`,
+languages and error shapes as the reads; another project's or organization's id is 404 message_not_found. Counts against
+the read bucket (\`NOTIFY_PUBLIC_READ_RATE\`, policy \`"read"\`), never against sends.`;
 
 function response(description: string, schema: Schema, headers: Record<string, Schema> = {}): Schema {
   return { description, headers: { ...commonHeaders, ...headers }, content: json(schema) };
@@ -150,7 +157,7 @@ export const openApiDocument = {
           content: json(ref('schemas/SendRequest')),
         },
         responses: {
-          '202': response('Accepted and queued, or the replay of an earlier identical request.', ref('schemas/Accepted'), {
+          '202': response('Accepted and queued (scheduled, with `send_at`), or the replay of an earlier identical request.', { oneOf: [ref('schemas/Accepted'), ref('schemas/ScheduledAccepted')] }, {
             ...rateHeaders,
             'Idempotent-Replayed': ref('headers/Idempotent-Replayed'),
           }),
@@ -220,6 +227,22 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
           ...readResponses(),
         },
       },
+      delete: {
+        operationId: 'cancelMessage',
+        summary: 'Cancel a scheduled message (also served with a trailing slash)',
+        description: cancelDescription,
+        security: [{ ApiKey: [] }],
+        parameters: [
+          { name: 'message_id', in: 'path', required: true, description: 'The `message_id` the scheduled send answered.', schema: { type: 'integer', minimum: 1 } },
+          ...requestHeaders,
+        ],
+        responses: {
+          '200': response('Canceled: the message, now `canceled`, with its transitions, oldest first.', ref('schemas/Message'), readRateHeaders),
+          '404': response("No message with this id in the key's project and organization.", errorBody(['message_not_found']), readRateHeaders),
+          '409': response('The message is not scheduled any more: queued or further on, or already canceled.', errorBody(['not_cancelable']), readRateHeaders),
+          ...readResponses(),
+        },
+      },
     },
   },
   components: {
@@ -257,6 +280,11 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
             additionalProperties: { type: 'string', maxLength: maxMetadataValueLength },
             description: `Optional. Your own data carried with the message, unchanged: a flat object of at most ${maxMetadataKeys} keys (1-${maxMetadataKeyLength} letters, digits, \`_\` and \`-\`; not \`__proto__\`, \`constructor\` or \`prototype\`), each with a string of at most ${maxMetadataValueLength} characters and no control characters. Returned by the status API and in every webhook event of the message (\`data.metadata\`).`,
           },
+          send_at: {
+            type: 'string',
+            format: 'date-time',
+            description: `Send later: an RFC 3339 time with its offset (\`Z\` or \`+01:00\`), later than now and at most ${maxSendAheadDays} days ahead (else 422 on \`send_at\`). The message is accepted \`scheduled\` (the 202 says so and echoes \`send_at\` in UTC), no job exists until its time, and it is queued within about a second of it. It can be canceled until then (DELETE /api/v1/messages/{message_id}). It counts against the quota when accepted, like any send. Omitted: sent at once, and the 202 is exactly the four fields.`,
+          },
         },
       },
       Accepted: {
@@ -270,10 +298,22 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
           idempotent_replay: { type: 'boolean', description: '`true` when this answers an earlier identical request again.' },
         },
       },
+      ScheduledAccepted: {
+        type: 'object',
+        required: ['message_id', 'status', 'celery_task_id', 'idempotent_replay', 'send_at'],
+        additionalProperties: false,
+        properties: {
+          message_id: { type: 'integer', minimum: 1 },
+          status: { type: 'string', const: 'scheduled' },
+          celery_task_id: { type: 'string', format: 'uuid', description: 'Id of the background job that will process the message once it is due.' },
+          idempotent_replay: { type: 'boolean', description: '`true` when this answers an earlier identical request again.' },
+          send_at: { type: 'string', format: 'date-time', description: 'The requested time, in UTC.' },
+        },
+      },
       MessageStatus: {
         enum: [...messageStatuses],
         description:
-          'queued -> sending -> sent; sending -> deferred (retried later) -> sending; sending -> failed; sent -> bounced (an asynchronous bounce report) or complained (a feedback-loop complaint). States never move backwards.',
+          'queued -> sending -> sent; sending -> deferred (retried later) -> sending; sending -> failed; sent -> bounced (an asynchronous bounce report) or complained (a feedback-loop complaint). A send with `send_at` starts scheduled: scheduled -> queued when it is due, or scheduled -> canceled on request. States never move backwards.',
       },
       MessageEvent: {
         type: 'object',

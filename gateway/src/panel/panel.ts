@@ -14,7 +14,7 @@ import { renderPage } from './render.ts';
 import { errorView, projectsView } from './views/pages.ts';
 import { requireProject, requireSignIn } from './routes/guards.ts';
 import { keysPage, setKeyRate } from './routes/key-pages.ts';
-import { messagePage, messageStatus, messagesPage, overviewPage, requeueMessage, setTemplateUnsubscribe, templatePage, templatePreviewFrame, templatesPage } from './routes/project-pages.ts';
+import { cancelMessage, messagePage, messageStatus, messagesPage, overviewPage, requeueMessage, setTemplateUnsubscribe, templatePage, templatePreviewFrame, templatesPage } from './routes/project-pages.ts';
 import { signIn, signInPage, signOut } from './routes/sign-in.ts';
 import { removeSuppression, suppressionsPage } from './routes/suppression-pages.ts';
 import { createWebhook, replayWebhookEvent, setWebhookEnabled, webhookAttemptsPage, webhooksPage } from './routes/webhook-pages.ts';
@@ -47,6 +47,7 @@ function routes(deps: PanelDeps): Router<PanelState> {
   router.get('panel.message', `${projectPath}/messages/:messageId`, page, project, messagePage(deps));
   router.get('panel.message-status', `${projectPath}/messages/:messageId/status`, requireSignIn(deps, { json: true }), project, messageStatus(deps));
   router.post('panel.requeue', `${projectPath}/messages/:messageId/requeue`, page, project, requeueMessage(deps));
+  router.post('panel.cancel', `${projectPath}/messages/:messageId/cancel`, page, project, cancelMessage(deps));
   router.get('panel.templates', `${projectPath}/templates`, page, project, templatesPage(deps));
   router.get('panel.template', `${projectPath}/templates/:slug`, page, project, templatePage(deps));
   router.get('panel.template-preview', `${projectPath}/templates/:slug/preview`, page, project, templatePreviewFrame(deps));

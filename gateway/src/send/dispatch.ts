@@ -12,21 +12,24 @@ import { variableFault } from './variable-faults.ts';
 
 export type DispatchClient = GrpcClient<dispatch.DispatchServiceDefinition>;
 
-/** The 202 body, exactly the seed's four fields. */
+/** The 202 body, exactly the seed's four fields; a scheduled send's adds its `send_at` (status `scheduled`). */
 export interface AcceptedBody {
   message_id: number;
   status: string;
   celery_task_id: string;
   idempotent_replay: boolean;
+  send_at?: string;
 }
 
 function acceptedBody(response: dispatch.SendResponse__Output): AcceptedBody {
-  return {
+  const body: AcceptedBody = {
     message_id: response.messageId,
     status: response.status,
     celery_task_id: response.celeryTaskId,
     idempotent_replay: response.idempotentReplay,
   };
+  if (response.sendAt !== '') body.send_at = response.sendAt;
+  return body;
 }
 
 /** What Send answered: the 202 body, and the organization's count of messages this month once this one was counted (0 for a replay). */

@@ -82,7 +82,7 @@ before(async () => {
         const state = request.idempotencyKey === '' ? undefined : idempotencyKeys.get(request.idempotencyKey);
         if (state === 'in_flight') throw new UserError(status.ABORTED, 'idempotency_key_in_use', 'in flight');
         if (state && state.fingerprint !== request.fingerprint) throw new UserError(status.FAILED_PRECONDITION, 'idempotency_key_mismatch', 'other body');
-        if (state) return { ...state.response, idempotentReplay: true, organizationAccepted: 0 };
+        if (state) return { ...state.response, idempotentReplay: true, organizationAccepted: 0, sendAt: '' };
         if (request.fieldsInvalid) throw new UserError(status.INVALID_ARGUMENT, 'fields_invalid', 'fields refused by the gateway');
         switch (request.template) {
           case 'missing':
@@ -103,11 +103,13 @@ before(async () => {
             await new Promise((resolve) => setTimeout(resolve, 1_000));
             break;
         }
-        if (request.template === 'replayed') return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: true, organizationAccepted: 0 };
+        if (request.template === 'replayed') return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: true, organizationAccepted: 0, sendAt: '' };
         const used = usage.get(request.organizationId) ?? 0;
         if (request.monthlyQuota > 0 && used >= request.monthlyQuota) throw new UserError(status.FAILED_PRECONDITION, 'plan_blocked', 'quota used up');
         usage.set(request.organizationId, used + 1);
-        return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: false, organizationAccepted: used + 1 };
+        // A scheduled send: dispatch-svc answers its time back, normalized to UTC.
+        if (request.sendAt !== '') return { messageId: 502, status: 'scheduled', celeryTaskId, idempotentReplay: false, organizationAccepted: used + 1, sendAt: new Date(request.sendAt).toISOString() };
+        return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: false, organizationAccepted: used + 1, sendAt: '' };
       },
       async GetUsage(request: dispatch.GetUsageRequest__Output): Promise<dispatch.Usage__Output> {
         dispatchCalls.push('GetUsage');
@@ -168,6 +170,7 @@ test('an accepted send is 202 with exactly the seed fields, and dispatch-svc get
     tags: [],
     metadataJson: '',
     test: false,
+    sendAt: '',
   });
 });
 
@@ -180,6 +183,23 @@ test('tags and metadata go to dispatch-svc with the rest, and the 202 body stays
   // They are part of the body, so of the idempotency fingerprint.
   assert.equal(received.at(-1)?.fingerprint, sendFingerprint(labelled, 7));
   assert.notEqual(sendFingerprint(labelled, 7), sendFingerprint({ ...labelled, tags: ['welcome'] }, 7));
+});
+
+test('a send with send_at passes it to dispatch-svc and is 202 with status scheduled and send_at', async () => {
+  const sendAt = new Date(Date.now() + 86_400_000).toISOString().replace(/\.\d+Z$/, '+02:00');
+  const response = await send({ body: { ...valid, send_at: sendAt } });
+  assert.equal(response.status, 202);
+  assert.deepEqual(await response.json(), { message_id: 502, status: 'scheduled', celery_task_id: celeryTaskId, idempotent_replay: false, send_at: new Date(sendAt).toISOString() });
+  assert.equal(received.at(-1)?.sendAt, new Date(sendAt).toISOString(), 'in UTC');
+});
+
+test('a send_at in the past is 422 on send_at, without calling dispatch-svc', async () => {
+  const body = { ...valid, send_at: new Date(Date.now() - 60_000).toISOString() };
+  assert.deepEqual(await callsOf(async () => {
+    const response = await send({ body });
+    assert.equal(response.status, 422);
+    assert.deepEqual(await response.json(), { send_at: ['This time has already passed; omit send_at to send at once.'] });
+  }), []);
 });
 
 test('without Idempotency-Key dispatch-svc gets an empty key and no fingerprint', async () => {
@@ -411,6 +431,7 @@ test('with a key, a body with invalid fields still goes to Send, once, as fields
     tags: [],
     metadataJson: '',
     test: false,
+    sendAt: '',
   });
   // Without a key there is no record to judge first: the 422 is answered without dispatch-svc.
   assert.deepEqual(await callsOf(async () => assert.equal((await send({ key: 'idempotent.key', body })).status, 422)), []);
@@ -418,7 +439,7 @@ test('with a key, a body with invalid fields still goes to Send, once, as fields
 
 test('a replay is answered by the one Send call', async () => {
   const key = randomUUID();
-  const stored = { messageId: 77, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0 };
+  const stored = { messageId: 77, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '' };
   idempotencyKeys.set(key, { fingerprint: sendFingerprint(valid, 7), response: stored });
   let response: Response | undefined;
   assert.deepEqual(await callsOf(async () => (response = await send({ key: 'idempotent.key', headers: { 'Idempotency-Key': key } }))), ['Send']);
@@ -430,7 +451,7 @@ test('a replay is answered by the one Send call', async () => {
 test('a replay of a key whose body has invalid fields is the stored 202, not a 422 (check 10 before 11)', async () => {
   const key = randomUUID();
   const body = { ...valid, to: 'not an address', extra: true };
-  const stored = { messageId: 79, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0 };
+  const stored = { messageId: 79, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '' };
   idempotencyKeys.set(key, { fingerprint: sendFingerprint(body, 7), response: stored });
   const response = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': key } });
   assert.equal(response.status, 202);
@@ -443,7 +464,7 @@ test('a key in flight (409) or used with another body (422) wins over invalid fi
   const inFlight = randomUUID();
   idempotencyKeys.set(inFlight, 'in_flight');
   const used = randomUUID();
-  idempotencyKeys.set(used, { fingerprint: 'of another body', response: { messageId: 78, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0 } });
+  idempotencyKeys.set(used, { fingerprint: 'of another body', response: { messageId: 78, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '' } });
   for (const [body, fieldsInvalid] of [[{ template: 'a b', to: 'x' }, true], [{ ...valid, template: 'missing' }, false]] as const) {
     let busy: Response | undefined;
     assert.deepEqual(await callsOf(async () => (busy = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': inFlight } }))), ['Send']);
@@ -470,7 +491,7 @@ test('in steady state every send makes exactly one call to dispatch-svc: Send, w
   // The first send of an organization with a quota asks its usage once; Send's answers keep the figure from then on.
   assert.deepEqual(await callsOf(() => send({ key: 'steady.key', organization: '11' })), ['GetUsage', 'Send']);
   const replayedKey = randomUUID();
-  idempotencyKeys.set(replayedKey, { fingerprint: sendFingerprint(valid, 11), response: { messageId: 80, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0 } });
+  idempotencyKeys.set(replayedKey, { fingerprint: sendFingerprint(valid, 11), response: { messageId: 80, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '' } });
   const requests: Array<Parameters<typeof send>[0]> = [
     {},
     { headers: { 'Idempotency-Key': randomUUID() } },

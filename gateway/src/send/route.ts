@@ -18,7 +18,7 @@ import { acceptedThisMonth, dispatchSend, type AcceptedBody, type DispatchClient
 import { sendFingerprint } from './fingerprint.ts';
 import { parseIdempotencyKey } from './idempotency-key.ts';
 import { labelFields } from './labels.ts';
-import { validateSendBody } from './validation.ts';
+import { sendAtOf, validateSendBody } from './validation.ts';
 
 export interface SendRouteDeps {
   readonly auth: AuthClient;
@@ -73,8 +73,8 @@ export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
     // 10-14 in dispatch-svc, one call, one transaction: the key's record, then the fields' verdict, the template, the
     // data and the quota (counted against it, exactly). The fingerprint, with a key, is the parsed body as sent, valid or not.
     const fields = validation.valid
-      ? { template: validation.body.template, to: validation.body.to, dataJson: JSON.stringify(validation.body.data), fieldsInvalid: false, ...labelFields(validation.body) }
-      : { template: '', to: '', dataJson: '', fieldsInvalid: true };
+      ? { template: validation.body.template, to: validation.body.to, dataJson: JSON.stringify(validation.body.data), fieldsInvalid: false, ...labelFields(validation.body), sendAt: sendAtOf(validation.body) }
+      : { template: '', to: '', dataJson: '', fieldsInvalid: true, sendAt: '' };
     let answer: SendAnswer;
     try {
       answer = await dispatchSend(

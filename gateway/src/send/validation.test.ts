@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { translate, type Language } from '../i18n/messages.ts';
-import { arraysAtMost, elementsAtMost, maxDataArrayItems, maxDataDepth, maxDataElements, validateSendBody } from './validation.ts';
+import { arraysAtMost, elementsAtMost, maxDataArrayItems, maxDataDepth, maxDataElements, parseRfc3339, sendAtOf, validateSendBody } from './validation.ts';
 
 const valid = { template: 'welcome_v2-a', to: 'ana@example.com', channel: 'email', data: { name: 'Ana' } };
 
@@ -204,4 +204,36 @@ test('random bodies never throw and yield either a valid body or field messages'
     }),
     { numRuns: 500 },
   );
+});
+
+test('send_at in the future, within 30 days, with Z or an offset, is valid', () => {
+  const inAnHour = new Date(Date.now() + 3_600_000).toISOString();
+  assert.equal(refusal({ ...valid, send_at: inAnHour }), undefined);
+  assert.equal(refusal({ ...valid, send_at: new Date(Date.now() + 29 * 86_400_000).toISOString().replace('Z', '+00:00') }), undefined);
+  const tomorrowInMadrid = new Date(Date.now() + 86_400_000 + 3_600_000).toISOString().replace(/\.\d+Z$/, '+01:00');
+  assert.equal(refusal({ ...valid, send_at: tomorrowInMadrid }), undefined);
+});
+
+test('send_at that is not an RFC 3339 time with its offset is refused on send_at, in both languages', () => {
+  const tomorrow = new Date(Date.now() + 86_400_000).toISOString();
+  for (const sendAt of ['tomorrow', tomorrow.replace('Z', ''), tomorrow.slice(0, 10), '2099-02-30T10:00:00Z', `${tomorrow.slice(0, 11)}24:00:00Z`, '']) {
+    assert.deepEqual(refusal({ ...valid, send_at: sendAt }), { send_at: ['Enter an RFC 3339 time with its offset, such as 2026-01-31T09:30:00Z or 2026-01-31T10:30:00+01:00.'] }, sendAt);
+  }
+  assert.deepEqual(refusal({ ...valid, send_at: 'tomorrow' }, 'es'), { send_at: ['Indique una hora RFC 3339 con su desfase, como 2026-01-31T09:30:00Z o 2026-01-31T10:30:00+01:00.'] });
+  assert.deepEqual(refusal({ ...valid, send_at: 1_900_000_000 }), { send_at: ['Expected a string.'] });
+});
+
+test('send_at in the past, or more than 30 days ahead, is refused on send_at', () => {
+  assert.deepEqual(refusal({ ...valid, send_at: new Date(Date.now() - 1_000).toISOString() }), { send_at: ['This time has already passed; omit send_at to send at once.'] });
+  assert.deepEqual(refusal({ ...valid, send_at: new Date(Date.now() + 31 * 86_400_000).toISOString() }), { send_at: ['A send can be scheduled at most 30 days ahead.'] });
+  assert.deepEqual(refusal({ ...valid, send_at: new Date(Date.now() + 31 * 86_400_000).toISOString() }, 'es'), { send_at: ['Un envío puede programarse como máximo con 30 días de antelación.'] });
+});
+
+test('parseRfc3339 reads the instant with its offset and refuses dates that do not exist; sendAtOf passes it on in UTC', () => {
+  assert.equal(parseRfc3339('2026-01-31T10:30:00+01:00'), Date.UTC(2026, 0, 31, 9, 30));
+  assert.equal(parseRfc3339('2026-01-31t09:30:00.5z'), Date.UTC(2026, 0, 31, 9, 30, 0, 500));
+  assert.equal(parseRfc3339('2028-02-29T00:00:00Z'), Date.UTC(2028, 1, 29));
+  assert.equal(sendAtOf({ template: 'w', to: 'a@example.com', channel: 'email', data: {}, send_at: '2026-01-31t10:30:00.5+01:00' }), '2026-01-31T09:30:00.500Z');
+  assert.equal(sendAtOf({ template: 'w', to: 'a@example.com', channel: 'email', data: {} }), '');
+  for (const value of ['2026-02-29T00:00:00Z', '2026-13-01T00:00:00Z', '2026-01-31T09:30:60Z', '2026-01-31T09:30:00+24:00', '2026-01-31 09:30:00Z']) assert.equal(parseRfc3339(value), undefined, value);
 });

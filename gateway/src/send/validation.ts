@@ -12,6 +12,8 @@ export interface SendBody {
   readonly data: Record<string, unknown>;
   readonly tags?: string[];
   readonly metadata?: Record<string, string>;
+  /** When to send (RFC 3339 with its offset, later than now, at most maxSendAheadDays ahead); absent to send at once. */
+  readonly send_at?: string;
 }
 
 export type Validation = { valid: true; body: SendBody } | { valid: false; fields: Map<string, Text[]> };
@@ -24,6 +26,42 @@ export const maxDataElements = 10_000;
 export const maxRecipientLength = 254;
 export const maxTemplateLength = 100;
 const reservedKeys = new Set(['__proto__', 'constructor', 'prototype']);
+/** How far ahead `send_at` may be (docs/contract.md, "Scheduled sends"). */
+export const maxSendAheadDays = 30;
+const dayMs = 86_400_000;
+const rfc3339Time = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
+
+/**
+ * The instant an RFC 3339 date-time names (an offset or `Z` required: a time without one names no instant), or
+ * undefined when it is not one: a calendar date that does not exist (February 30) included, which Date.parse would
+ * roll over into the next month. A leap second (:60) is refused: the clock it would be judged against has none.
+ */
+export function parseRfc3339(value: string): number | undefined {
+  const parts = rfc3339Time.exec(value);
+  if (!parts) return undefined;
+  const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = [1, 2, 3, 4, 5, 6, 8, 9].map((group) => Number(parts[group] ?? 0)) as [number, number, number, number, number, number, number, number];
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) return undefined;
+  const instant = Date.parse(value.toUpperCase());
+  return Number.isNaN(instant) ? undefined : instant;
+}
+
+/** A valid body's `send_at` as dispatch-svc takes it (RFC 3339 in UTC, milliseconds), or '' to send at once. */
+export function sendAtOf(body: SendBody): string {
+  const instant = body.send_at === undefined ? undefined : parseRfc3339(body.send_at);
+  return instant === undefined ? '' : new Date(instant).toISOString();
+}
+
+/** Whether `send_at` is later than now: a time already past is refused rather than sent at once (the caller meant a later one). */
+const notPast = (value: string): boolean => {
+  const instant = parseRfc3339(value);
+  return instant === undefined || instant > Date.now();
+};
+/** Whether `send_at` is at most maxSendAheadDays ahead. */
+const withinReach = (value: string): boolean => {
+  const instant = parseRfc3339(value);
+  return instant === undefined || instant <= Date.now() + maxSendAheadDays * dayMs;
+};
 
 /** Whether objects and arrays nest at most `max` levels, `value` itself being level 1. Iterative: a 256 KiB body can nest deeper than the call stack. */
 export function nestsAtMost(value: unknown, max: number): boolean {
@@ -88,6 +126,11 @@ ajv.addKeyword({ keyword: 'maxDepth', type: 'object', schemaType: 'number', erro
 ajv.addKeyword({ keyword: 'noReservedKeys', type: 'object', schemaType: 'boolean', errors: false, validate: (_: boolean, value: unknown) => !hasReservedKey(value) });
 ajv.addKeyword({ keyword: 'maxArrayItems', type: 'object', schemaType: 'number', errors: false, validate: (max: number, value: unknown) => arraysAtMost(value, max) });
 ajv.addKeyword({ keyword: 'maxElements', type: 'object', schemaType: 'number', errors: false, validate: (max: number, value: unknown) => elementsAtMost(value, max) });
+// send_at's three rules, each its own keyword (and message); the time rules pass a value that is not a time, which
+// `rfc3339` alone names.
+ajv.addKeyword({ keyword: 'rfc3339', type: 'string', schemaType: 'boolean', errors: false, validate: (_: boolean, value: string) => parseRfc3339(value) !== undefined });
+ajv.addKeyword({ keyword: 'notPast', type: 'string', schemaType: 'boolean', errors: false, validate: (_: boolean, value: string) => notPast(value) });
+ajv.addKeyword({ keyword: 'withinReach', type: 'string', schemaType: 'boolean', errors: false, validate: (_: boolean, value: string) => withinReach(value) });
 
 const validate = ajv.compile<SendBody>({
   type: 'object',
@@ -100,6 +143,7 @@ const validate = ajv.compile<SendBody>({
     data: { type: 'object', maxDepth: maxDataDepth, noReservedKeys: true, maxArrayItems: maxDataArrayItems, maxElements: maxDataElements },
     tags: tagsSchema,
     metadata: metadataSchema,
+    send_at: { type: 'string', rfc3339: true, notPast: true, withinReach: true },
   },
 });
 
@@ -118,6 +162,9 @@ const keywordMessages: Record<string, (error: ErrorObject) => Text> = {
   noReservedKeys: () => text('data.keys'),
   maxArrayItems: () => text('data.array_items', { max: maxDataArrayItems }),
   maxElements: () => text('data.elements', { max: maxDataElements }),
+  rfc3339: () => text('send_at.format'),
+  notPast: () => text('send_at.past'),
+  withinReach: () => text('send_at.too_far', { days: maxSendAheadDays }),
 };
 
 function fieldOf(error: ErrorObject): string {

@@ -41,6 +41,7 @@ function message(id: number, trace: string): dispatch.Message__Output {
     tags: [],
     metadata: {},
     test: false,
+    sendAt: '',
   };
 }
 

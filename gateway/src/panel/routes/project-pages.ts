@@ -1,6 +1,6 @@
-// The pages of one project: overview, messages, a message (and its live status), re-queue, templates (and the operator's
-// one-click unsubscribe switch); its keys are in key-pages.ts. Every call names the user's organization, and whatever
-// is not found in it is "not found".
+// The pages of one project: overview, messages, a message (and its live status), re-queue, cancel, templates (and the
+// operator's one-click unsubscribe switch); its keys are in key-pages.ts. Every call names the user's organization, and
+// whatever is not found in it is "not found".
 import { status } from '@grpc/grpc-js';
 import type { Middleware } from 'koa';
 import { RemoteError } from '@notify/platform';
@@ -45,6 +45,17 @@ function requeueNotice(ctx: PanelContext): Notice | undefined {
   const { t } = ctx.state;
   if (outcome === 'done') return { kind: 'info', text: t('message.requeued', { id }) };
   return { kind: 'error', text: t('message.notRequeued', { id, reason: t(`requeue.${outcome}` as PanelTextKey) }) };
+}
+
+const cancelOutcomes = ['done', 'not_cancelable'] as const;
+
+/** The notice after a cancel, like requeueNotice's. */
+function cancelNotice(ctx: PanelContext): Notice | undefined {
+  const outcome = ctx.query['cancel'];
+  const id = Number(ctx.query['message']);
+  if (typeof outcome !== 'string' || !(cancelOutcomes as readonly string[]).includes(outcome) || !Number.isSafeInteger(id)) return undefined;
+  const { t } = ctx.state;
+  return outcome === 'done' ? { kind: 'info', text: t('message.canceled', { id }) } : { kind: 'error', text: t('message.notCanceled', { id }) };
 }
 
 export const overviewPage: Handler = (deps) => async (ctx) => {
@@ -100,7 +111,7 @@ export const messagePage: Handler = (deps) => async (ctx) => {
   const panel = ctx as PanelContext;
   const { t } = panel.state;
   const { view, message } = await messageOf(deps, panel);
-  const notice = requeueNotice(panel);
+  const notice = requeueNotice(panel) ?? cancelNotice(panel);
   renderPage(panel, {
     title: t('message.title', { id: message.id }),
     section: 'messages',
@@ -136,6 +147,24 @@ export const requeueMessage: Handler = (deps) => async (ctx) => {
   const project = currentProject(panel).id;
   const query = `requeue=${encodeURIComponent(outcome)}&message=${messageId}`;
   redirect(panel, form.get('back') === 'overview' ? `/panel/projects/${project}?${query}` : `/panel/projects/${project}/messages/${messageId}?${query}`);
+};
+
+/** An operator's cancel of a scheduled message; one no longer scheduled comes back with a notice saying so. */
+export const cancelMessage: Handler = (deps) => async (ctx) => {
+  const panel = ctx as PanelContext;
+  const form = await readForm(panel);
+  verifyCsrf(panel, form);
+  if (!isOperator(panel)) throw new PanelError(403, 'error.forbidden', 'error.forbiddenText');
+  const messageId = idParam(panel, 'messageId');
+  let outcome: (typeof cancelOutcomes)[number] = 'done';
+  try {
+    await found(deps.dispatch.call('CancelProjectMessage', { ...scope(panel), messageId }));
+  } catch (error) {
+    if (!(error instanceof RemoteError && error.status === status.FAILED_PRECONDITION && error.reason === 'not_cancelable')) throw error;
+    outcome = 'not_cancelable';
+  }
+  deps.logger.info({ panelUserId: signedIn(panel).access.user.id, messageId, outcome, requestId: panel.state.requestId }, 'panel cancel');
+  redirect(panel, `/panel/projects/${currentProject(panel).id}/messages/${messageId}?cancel=${outcome}&message=${messageId}`);
 };
 
 export const templatesPage: Handler = (deps) => async (ctx) => {

@@ -3,7 +3,7 @@
 import type { Translate } from '../i18n/texts.ts';
 import { html, type Html } from './html.ts';
 
-const states = ['queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained'] as const;
+const states = ['scheduled', 'queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained', 'canceled'] as const;
 export type StateName = (typeof states)[number];
 
 export function isState(value: string): value is StateName {

@@ -1,4 +1,5 @@
-// One message: its details, its whole timeline, and (for operators, when it failed) the re-queue button. The state,
+// One message: its details, its whole timeline, and (for operators) the re-queue button when it failed, the cancel
+// button while it is scheduled. The state,
 // the details that change and the timeline carry data-field markers that live.js updates in place.
 import type { dispatch } from '@notify/proto';
 import type { Translate } from '../i18n/texts.ts';
@@ -11,7 +12,7 @@ import { notice, type Notice } from './pages.ts';
 export interface LiveStatus {
   readonly state: string;
   readonly stateText: string;
-  /** Sent or failed: nothing more will happen unless an operator re-queues it. */
+  /** Sent, failed or canceled: nothing more will happen unless an operator re-queues a failed one. */
   readonly terminal: boolean;
   readonly attempts: number;
   readonly lastSmtpReply: string;
@@ -20,7 +21,7 @@ export interface LiveStatus {
   readonly events: readonly { state: string; stateText: string; attempt: number; time: string; timeIso: string; smtpReply: string; reason: string }[];
 }
 
-export const isTerminal = (state: string): boolean => state === 'sent' || state === 'failed';
+export const isTerminal = (state: string): boolean => state === 'sent' || state === 'failed' || state === 'canceled';
 
 export function liveStatus(t: Translate, message: dispatch.Message__Output): LiveStatus {
   return {
@@ -48,6 +49,14 @@ export function requeueButton(t: Translate, options: { projectId: number; messag
   <input type="hidden" name="${csrfField}" value="${options.csrfToken}">
   <input type="hidden" name="back" value="${options.back}">
   <button type="submit" aria-label="${t('message.requeue')} ${options.messageId}">${t('message.requeue')}</button>
+</form>`;
+}
+
+/** Cancels a scheduled message (DispatchService's CancelMessage, from the panel). */
+function cancelButton(t: Translate, options: { projectId: number; messageId: number; csrfToken: string }): Html {
+  return html`<form method="post" action="/panel/projects/${options.projectId}/messages/${options.messageId}/cancel" class="cancel">
+  <input type="hidden" name="${csrfField}" value="${options.csrfToken}">
+  <button type="submit" aria-label="${t('message.cancel')} ${options.messageId}">${t('message.cancel')}</button>
 </form>`;
 }
 
@@ -106,6 +115,7 @@ ${message.test ? html`<p class="notice notice-info"><span class="test-mark">${t(
   ${isTerminal(message.state) ? undefined : html`<p class="hint">${t('message.live')}</p>`}
 </section>
 ${options.canRequeue && message.state === 'failed' ? requeueButton(t, { projectId, messageId: message.id, csrfToken: options.csrfToken, back: 'message' }) : undefined}
+${options.canRequeue && message.state === 'scheduled' ? cancelButton(t, { projectId, messageId: message.id, csrfToken: options.csrfToken }) : undefined}
 <h2>${t('message.details')}</h2>
 <dl class="details">
   <dt>${t('column.recipient')}</dt><dd>${message.to}</dd>
@@ -121,6 +131,7 @@ ${options.canRequeue && message.state === 'failed' ? requeueButton(t, { projectI
   <dt>${t('message.lastReply')}</dt><dd data-field="lastSmtpReply">${message.lastSmtpReply}</dd>
   <dt>${t('message.failureReason')}</dt><dd data-field="failureReason">${message.failureReason}</dd>
   <dt>${t('column.created')}</dt><dd>${timeElement(message.createdAt)}</dd>
+  ${message.sendAt ? html`<dt>${t('message.sendAt')}</dt><dd>${timeElement(message.sendAt)}</dd>` : undefined}
   <dt>${t('column.updated')}</dt><dd data-field="updatedAt">${timeElement(message.updatedAt)}</dd>
 </dl>
 <h2>${t('message.timeline')}</h2>
