@@ -5,7 +5,7 @@ import { createRegistry, GrpcClient, GrpcServer, type Logger } from '@notify/pla
 import { createPool, type Pool } from '@notify/platform/database';
 import { createDataKey } from '@notify/platform/mail';
 import { connectNats, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
-import { dispatchProto, readDeliveryJob, schemaHeader, type DeliveryJob, type Topology } from '@notify/proto';
+import { dispatchProto, readDeliveryJob, schemaHeader, type DeliveryJob, type dispatch, type Topology } from '@notify/proto';
 import { createTestDatabase } from '@notify/test/harness/database.ts';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
@@ -45,6 +45,10 @@ export interface Harness {
   lastJob(): Promise<{ msgId: string | undefined; job: DeliveryJob }>;
   /** Sends one message to ada@example.com with the project's `template` (the caller puts it) and returns its id. */
   acceptMessage(options?: { template?: string; dataJson?: string }): Promise<number>;
+  /** A Send request of the seeded project and key, to ada@example.com with the `welcome` template, then `overrides`. */
+  sendRequest(overrides?: Partial<dispatch.SendRequest>): dispatch.SendRequest;
+  /** The seeded organization's usage row this month, as the quota counts it. */
+  usedThisMonth(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -166,6 +170,26 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
           dataJson: options.dataJson ?? '{}',
         });
         return response.messageId;
+      },
+      sendRequest(overrides = {}) {
+        return {
+          projectId: ids.projectId,
+          organizationId: ids.organizationId,
+          apiKeyId: ids.apiKeyId,
+          template: 'welcome',
+          to: 'ada@example.com',
+          dataJson: JSON.stringify({ name: 'Ada' }),
+          idempotencyKey: '',
+          fingerprint: '',
+          ...overrides,
+        };
+      },
+      async usedThisMonth() {
+        const result = await pool.query<{ accepted: number }>(
+          `SELECT coalesce(sum(accepted), 0)::int AS accepted FROM organization_usage WHERE organization_id = $1 AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date`,
+          [ids.organizationId],
+        );
+        return result.rows[0]?.accepted ?? -1;
       },
       close,
     };

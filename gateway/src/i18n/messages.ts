@@ -77,6 +77,11 @@ const en = {
   'messages.limit': 'Must be an integer between 1 and {max}.',
   'messages.cursor': 'This cursor is not one this API gave; start again without it.',
   'messages.repeated': 'Give this parameter once.',
+  // Batch sends (POST /api/v1/send/batch/).
+  'batch.type_list': 'Expected a list of messages.',
+  'batch.empty': 'Give at least one message.',
+  'batch.too_many': 'A batch may hold at most {max} messages.',
+  'data.unstorable': 'The data holds a value that cannot be stored, such as the character U+0000.',
 } as const;
 
 export type MessageKey = keyof typeof en;
@@ -152,6 +157,10 @@ const es: Record<MessageKey, string> = {
   'messages.limit': 'Debe ser un número entero entre 1 y {max}.',
   'messages.cursor': 'Este cursor no lo dio esta API; vuelva a empezar sin él.',
   'messages.repeated': 'Indique este parámetro una sola vez.',
+  'batch.type_list': 'Se esperaba una lista de mensajes.',
+  'batch.empty': 'Indique al menos un mensaje.',
+  'batch.too_many': 'Un lote puede contener como máximo {max} mensajes.',
+  'data.unstorable': 'Los datos contienen un valor que no se puede guardar, como el carácter U+0000.',
 };
 
 /** Every text by language; both name the same placeholders (checked by messages.test.ts). */
