@@ -41,7 +41,7 @@ function headersOf(key: Pick<Tenant, 'apiKey' | 'organizationId'>, extra: Record
 /** POST /api/v1/send/batch/, its answer checked against the served OpenAPI document and, on 200, the entry shapes. */
 async function sendBatch(key: Pick<Tenant, 'apiKey' | 'organizationId'>, body: unknown, extra: Record<string, string> = {}, path = '/api/v1/send/batch/'): Promise<HttpResult> {
   const response = await system.request(path, { method: 'POST', headers: headersOf(key, extra), body: typeof body === 'string' ? body : JSON.stringify(body) });
-  assert.deepEqual(checkResponse('POST', '/api/v1/send/batch/', response), [], `${response.status} ${response.text}`);
+  assert.deepEqual(checkResponse('POST', '/api/v1/send/batch', response), [], `${response.status} ${response.text}`);
   assertEveryResponseHeaders(response);
   if (response.status === 200) assert.equal(batchResultsProblem(response.body['results']), undefined, response.text);
   return response;
@@ -118,7 +118,7 @@ test('the whole request is refused only for what concerns all of its items, and 
     timeoutMs: 5_000,
   });
   assertCoded(tooLarge, 413, 'payload_too_large');
-  assert.deepEqual(checkResponse('POST', '/api/v1/send/batch/', tooLarge), []);
+  assert.deepEqual(checkResponse('POST', '/api/v1/send/batch', tooLarge), []);
   assert.deepEqual(await writtenRows(system.db), before);
 
   // A batch above the single send's 256 KiB limit is read (it has its own limit), and served without the trailing slash.

@@ -85,6 +85,13 @@ const listed = await client.GET('/api/v1/messages', { params: { query: { limit: 
 if (!listed.data) throw new Error(\`list refused: \${listed.response.status}\`);
 const next: string | null = listed.data.next;
 
+const batch = await client.POST('/api/v1/send/batch', {
+  params: { header },
+  body: { messages: [{ template: 'welcome', to: 'grace@example.com', channel: 'email', data: { name: 'Grace' } }, { template: 'missing', to: 'grace@example.com', channel: 'email', data: {} }] },
+});
+if (!batch.data) throw new Error(\`batch refused: \${batch.response.status}\`);
+const batchStatuses: number[] = batch.data.results.map((entry) => entry.status);
+
 /** Never called: proves the generated types refuse what the API refuses. */
 export function refusedByTheTypes(): void {
   // @ts-expect-error: not a lifecycle state
@@ -93,7 +100,7 @@ export function refusedByTheTypes(): void {
   void client.GET('/api/v1/messages/{message_id}', { params: { path: { message_id: 1 } } });
 }
 
-console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next }));
+console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, batchStatuses }));
 `;
 
 test('a client generated with openapi-typescript and openapi-fetch type-checks, sends a message and reads its status', async () => {
@@ -111,10 +118,11 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
     cwd: workDir,
     env: { ...process.env, NOTIFY_URL: system.gatewayUrl, NOTIFY_API_KEY: tenant.apiKey, NOTIFY_ORG_ID: String(tenant.organizationId) },
   });
-  const result = JSON.parse(stdout) as { messageId: number; status: string; firstEvent: string; listed: number[]; next: string | null };
+  const result = JSON.parse(stdout) as { messageId: number; status: string; firstEvent: string; listed: number[]; next: string | null; batchStatuses: number[] };
   assert.ok(Number.isInteger(result.messageId) && result.messageId > 0);
   assert.ok(['queued', 'sending', 'sent'].includes(result.status), result.status);
   assert.equal(result.firstEvent, 'queued');
   assert.deepEqual(result.listed, [result.messageId]);
   assert.equal(result.next, null);
+  assert.deepEqual(result.batchStatuses, [202, 404]);
 });

@@ -199,10 +199,11 @@ export const openApiDocument = {
         },
       },
     },
-    '/api/v1/send/batch/': {
+    // Documented without the trailing slash, like the reads (both forms are served).
+    '/api/v1/send/batch': {
       post: {
         operationId: 'sendBatch',
-        summary: 'Queue up to 500 notification messages, each judged on its own (also served without the trailing slash)',
+        summary: 'Queue up to 500 notification messages, each judged on its own (also served with a trailing slash)',
         description: sendBatchDescription,
         security: [{ ApiKey: [] }],
         parameters: [
