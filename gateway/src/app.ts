@@ -17,7 +17,7 @@ import { openApiPath, openApiRoute } from './openapi/route.ts';
 import { createPanel, type PanelDeps } from './panel/panel.ts';
 import type { SendRateLimiter } from './rate-limit/limiter.ts';
 import type { DispatchClient } from './send/dispatch.ts';
-import { countSendOutcomes } from './send/outcomes.ts';
+import { countSendOutcomes, sendOutcomesCounter } from './send/outcomes.ts';
 import { sendBatchRoute } from './send/batch-route.ts';
 import { monthlyUsageMemory, sendRoute } from './send/route.ts';
 import { unsubscribeOneClick, unsubscribePage, unsubscribePath, type UnsubscribeDeps } from './unsubscribe/unsubscribe-routes.ts';
@@ -68,12 +68,13 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   // Route names are the labels of metrics and log lines; the send route answers with and without the trailing slash.
   const router = new Router<GatewayState>({ sensitive: true, strict: true });
   const usage = monthlyUsageMemory(deps.dispatch);
-  const send = [countSendOutcomes(deps.registry), sendRoute(deps, usage)] as const;
+  const outcomes = sendOutcomesCounter(deps.registry);
+  const send = [countSendOutcomes(outcomes), sendRoute(deps, usage)] as const;
   router.post('/api/v1/send/', '/api/v1/send/', ...send);
   router.post('/api/v1/send/', '/api/v1/send', ...send);
-  const batch = sendBatchRoute(deps, usage);
-  router.post('/api/v1/send/batch/', '/api/v1/send/batch/', batch);
-  router.post('/api/v1/send/batch/', '/api/v1/send/batch', batch);
+  const batch = [countSendOutcomes(outcomes), sendBatchRoute(deps, usage, outcomes)] as const;
+  router.post('/api/v1/send/batch/', '/api/v1/send/batch/', ...batch);
+  router.post('/api/v1/send/batch/', '/api/v1/send/batch', ...batch);
   const list = listMessagesRoute(deps);
   const get = getMessageRoute(deps);
   router.get('/api/v1/messages/', '/api/v1/messages/', list);

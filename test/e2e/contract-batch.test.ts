@@ -53,8 +53,15 @@ const statuses = (response: HttpResult): number[] => entries(response).map((entr
 const acceptedIds = (response: HttpResult): number[] => entries(response).flatMap((entry) => (entry.status === 202 ? [entry['message_id'] as number] : []));
 const to = (n: number): Record<string, unknown> => validBody('welcome', { to: `batch${n}-${randomUUID().slice(0, 8)}@example.com` });
 
+/** notify_send_outcomes_total of the gateway, by outcome. */
+async function sendOutcomes(): Promise<Record<string, number>> {
+  const text = await (await fetch(`http://127.0.0.1:${system.stack.ports.metrics.gateway}/metrics`)).text();
+  return Object.fromEntries([...text.matchAll(/^notify_send_outcomes_total\{[^}]*outcome="(\w+)"[^}]*\} (\d+)$/gm)].map((match) => [match[1], Number(match[2])]));
+}
+
 test('each item is judged like a send: 202 entries carry a send 202, refusals their own errors, in order and in the caller\'s language', async () => {
   const before = await writtenRows(system.db);
+  const outcomesBefore = await sendOutcomes();
   const response = await sendBatch(tenant, {
     messages: [
       to(1),
@@ -87,6 +94,10 @@ test('each item is judged like a send: 202 entries carry a send 202, refusals th
     [ids],
   );
   assert.deepEqual(rows.rows[0], { transactions: 1, queued: 2 });
+  // Each item counts as a send in notify_send_outcomes_total.
+  const outcomesAfter = await sendOutcomes();
+  assert.equal((outcomesAfter['accepted'] ?? 0) - (outcomesBefore['accepted'] ?? 0), 2);
+  assert.equal((outcomesAfter['refused'] ?? 0) - (outcomesBefore['refused'] ?? 0), 4);
   for (const id of ids) {
     const read = await system.request(`/api/v1/messages/${id}/`, { method: 'GET', headers: headersOf(tenant) });
     assert.equal(read.status, 200, read.text);

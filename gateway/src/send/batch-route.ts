@@ -3,7 +3,7 @@
 // `200 {"results": [...]}`: 202 with what a send's 202 carries, or its refusal (docs/integrators.md, "Batch sends").
 import type { Middleware, ParameterizedContext } from 'koa';
 import { status } from '@grpc/grpc-js';
-import { annotateRequestSpan } from '@notify/platform';
+import { annotateRequestSpan, type Counter } from '@notify/platform';
 import type { dispatch } from '@notify/proto';
 import type { MonthlyUsageMemory } from '../auth/plan.ts';
 import { ApiError, FieldErrors } from '../errors/api-error.ts';
@@ -16,6 +16,7 @@ import { batchItems, nonFieldErrors, validateBatchItem } from './batch-body.ts';
 import { ensureJsonBody, parseJsonObject } from './body.ts';
 import { refusalFor, refusalOf } from './dispatch.ts';
 import { batchFingerprint } from './fingerprint.ts';
+import type { SendOutcome } from './outcomes.ts';
 import { parseIdempotencyKey } from './idempotency-key.ts';
 import { sendFields, type SendRouteDeps } from './route.ts';
 import type { Validation } from './validation.ts';
@@ -47,7 +48,13 @@ export interface RefusedEntry {
 
 export type BatchEntry = AcceptedEntry | RefusedEntry;
 
-export function sendBatchRoute(deps: SendBatchRouteDeps, usage: MonthlyUsageMemory): Middleware<GatewayState> {
+/** notify_send_outcomes_total, for each item of a batch: what it would have been as a send of its own. */
+function itemOutcome(entry: BatchEntry): SendOutcome {
+  if (entry.status === 202) return (entry as AcceptedEntry).idempotent_replay ? 'replayed' : 'accepted';
+  return entry.status === 429 ? 'throttled' : 'refused';
+}
+
+export function sendBatchRoute(deps: SendBatchRouteDeps, usage: MonthlyUsageMemory, outcomes: Counter<'outcome'>): Middleware<GatewayState> {
   return async (ctx) => {
     // 1-6, as for a send: the request's own point of the rate is its first item's (429 for all when none is left).
     const { bytes, access, monthlyQuota, rate } = await admitSend(ctx, deps, usage, deps.maxBatchBodyBytes);
@@ -99,6 +106,7 @@ export function sendBatchRoute(deps: SendBatchRouteDeps, usage: MonthlyUsageMemo
 
     const results = answer.results.map((result, index) => entryOf(ctx, index, result, validations[index] as Validation, retryAfter));
     annotateRequestSpan({ 'notify.batch.items': results.length, 'notify.batch.accepted': accepted });
+    for (const entry of results) outcomes.inc({ outcome: itemOutcome(entry) });
     ctx.status = 200;
     if (answer.idempotentReplay) ctx.set('Idempotent-Replayed', 'true');
     ctx.body = { results };
