@@ -104,6 +104,14 @@ test('each item is judged like a send: 202 entries carry a send 202, refusals th
   }
 });
 
+test('an item whose data the database cannot store (U+0000) is a 422 on `data`; the others are still accepted together', async () => {
+  const response = await sendBatch(tenant, `{"messages": [${JSON.stringify(to(1))}, {"template": "welcome", "to": "nul@example.com", "channel": "email", "data": {"name": "\\u0000"}}, ${JSON.stringify(to(2))}]}`);
+  assert.deepEqual(statuses(response), [202, 422, 202]);
+  assert.deepEqual(entries(response)[1], { index: 1, status: 422, errors: { data: ['The data holds a value that cannot be stored, such as the character U+0000.'] } });
+  const rows = await system.db.query<{ transactions: number }>('SELECT count(DISTINCT xmin::text)::int AS transactions FROM messages WHERE id = ANY($1::bigint[])', [acceptedIds(response)]);
+  assert.equal(rows.rows[0]?.transactions, 1);
+});
+
 test('the whole request is refused only for what concerns all of its items, and then writes nothing', async () => {
   const before = await writtenRows(system.db);
   const valid = { messages: [to(3)] };
