@@ -8,7 +8,8 @@ import { deadLetterAdminHandlers } from './dead-letters/dead-letter-admin.ts';
 import { domainAdminHandlers, signingKeyHandlers } from './domains/domain-admin.ts';
 import { searchProjectMessages } from './messages/message-list.ts';
 import { getMessage, listMessages } from './messages/queries.ts';
-import { createSendHandler, type SendDeps } from './messages/send.ts';
+import { createSendBatchHandler } from './messages/send-batch.ts';
+import { createSendHandler, publishAccepted, type SendDeps } from './messages/send.ts';
 import { cancelMessage } from './scheduled/cancel.ts';
 import { suppressionAdminHandlers } from './suppressions/suppression-admin.ts';
 import { panelServiceHandlers } from './panel/panel-service.ts';
@@ -39,7 +40,8 @@ export interface DispatchCallers {
 
 export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void {
   const { gateway, mailer, bounce, admin } = deps.callers;
-  const send = createSendHandler(deps);
+  const publish = publishAccepted(deps);
+  const send = createSendHandler(deps, publish);
   server.add(
     dispatchProto.DispatchService.service,
     {
@@ -49,9 +51,10 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       SearchProjectMessages: (request) => searchProjectMessages(deps.pool, request),
       GetUsage: (request) => getUsage(deps.pool, request),
       CancelMessage: (request) => cancelMessage(deps, request, 'api'),
+      SendBatch: createSendBatchHandler(deps, publish),
     },
     // ListMessages is notifyctl's `messages list`; the gateway lists through SearchProjectMessages. Only the gateway sends.
-    { Send: [gateway], GetMessage: [gateway], ListMessages: [admin], SearchProjectMessages: [gateway], GetUsage: [gateway], CancelMessage: [gateway] },
+    { Send: [gateway], GetMessage: [gateway], ListMessages: [admin], SearchProjectMessages: [gateway], GetUsage: [gateway], SendBatch: [gateway], CancelMessage: [gateway] },
   );
   server.add(dispatchProto.TemplateAdminService.service, templateAdminHandlers(deps), [admin]);
   server.add(dispatchProto.DeadLetterAdminService.service, deadLetterAdminHandlers(deps), [admin]);

@@ -17,8 +17,9 @@ import { openApiPath, openApiRoute } from './openapi/route.ts';
 import { createPanel, type PanelDeps } from './panel/panel.ts';
 import type { SendRateLimiter } from './rate-limit/limiter.ts';
 import type { DispatchClient } from './send/dispatch.ts';
-import { countSendOutcomes } from './send/outcomes.ts';
-import { sendRoute } from './send/route.ts';
+import { countSendOutcomes, sendOutcomesCounter } from './send/outcomes.ts';
+import { sendBatchRoute } from './send/batch-route.ts';
+import { monthlyUsageMemory, sendRoute } from './send/route.ts';
 import { unsubscribeOneClick, unsubscribePage, unsubscribePath, type UnsubscribeDeps } from './unsubscribe/unsubscribe-routes.ts';
 
 export interface GatewayDeps {
@@ -43,6 +44,8 @@ export interface GatewayDeps {
   readonly registry: Registry;
   /** NOTIFY_MAX_BODY_BYTES. */
   readonly maxBodyBytes: number;
+  /** NOTIFY_MAX_BATCH_BODY_BYTES. */
+  readonly maxBatchBodyBytes: number;
   /** The web panel under /panel/; absent, those paths are the API's 404s. */
   readonly panel?: PanelDeps;
   /** One-click unsubscribe (RFC 8058) under /u/; absent, those paths are the API's 404s. */
@@ -64,9 +67,14 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
 
   // Route names are the labels of metrics and log lines; the send route answers with and without the trailing slash.
   const router = new Router<GatewayState>({ sensitive: true, strict: true });
-  const send = [countSendOutcomes(deps.registry), sendRoute(deps)] as const;
+  const usage = monthlyUsageMemory(deps.dispatch);
+  const outcomes = sendOutcomesCounter(deps.registry);
+  const send = [countSendOutcomes(outcomes), sendRoute(deps, usage)] as const;
   router.post('/api/v1/send/', '/api/v1/send/', ...send);
   router.post('/api/v1/send/', '/api/v1/send', ...send);
+  const batch = [countSendOutcomes(outcomes), sendBatchRoute(deps, usage, outcomes)] as const;
+  router.post('/api/v1/send/batch/', '/api/v1/send/batch/', ...batch);
+  router.post('/api/v1/send/batch/', '/api/v1/send/batch', ...batch);
   const list = listMessagesRoute(deps);
   const get = getMessageRoute(deps);
   router.get('/api/v1/messages/', '/api/v1/messages/', list);

@@ -37,6 +37,7 @@ export const configSpec = {
   }),
   gatewayReplicas: integer('NOTIFY_GATEWAY_REPLICAS', { description: "gateway replicas sharing the send and failed-authentication rates; without Redis each allows its share (rate / replicas)", default: 1, min: 1 }),
   maxBodyBytes: integer('NOTIFY_MAX_BODY_BYTES', { description: 'largest request body accepted, in bytes (413 beyond)', default: 262_144, min: 1 }),
+  maxBatchBodyBytes: integer('NOTIFY_MAX_BATCH_BODY_BYTES', { description: 'largest batch send body (POST /api/v1/send/batch/) accepted, in bytes (413 beyond)', default: 5_242_880, min: 1 }),
   // auth-svc writes api_keys.last_used_at only for the Authorize calls it answers (at most once a minute per key), and a
   // cached acceptance makes none: a key in constant use is then seen by auth-svc once per TTL. The default keeps that
   // well inside the minute, so last_used_at stays as meaningful as without the cache.

@@ -102,6 +102,7 @@ runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, 
     logger,
     registry,
     maxBodyBytes: config.maxBodyBytes,
+    maxBatchBodyBytes: config.maxBatchBodyBytes,
     panel: panel.deps,
     unsubscribe: { reports, limiter: new UnsubscribeLimiter({ redis, keyPrefix: config.redisKeyPrefix, rate: config.unsubscribeRate }), logger },
   });

@@ -1,6 +1,6 @@
 // The docs integrators read, against the running system. GET /docs: human-readable API docs served from an npm package
 // (Swagger UI), no CDN. Over plain HTTP: the page loads only same-origin scripts and stylesheets, each served with its
-// type, and the OpenAPI document it points at. In Debian's Chromium: the page renders the send operation under its
+// type, and the OpenAPI document it points at. In Debian's Chromium: the page renders the send and batch operations under its
 // Content-Security-Policy, with no error and no request leaving the gateway's origin, and "Try it out" sends a real
 // message (screenshot in test/artifacts/). docs/integrators.md: its retry recipes (curl, fetch) run as printed.
 import assert from 'node:assert/strict';
@@ -74,7 +74,7 @@ test('the OpenAPI document the page points at is served from the same origin', a
   assert.ok(document.paths['/api/v1/send/']);
 });
 
-test('in a browser the docs render the send operation without an error or a request to another origin, and "Try it out" sends', { timeout: 90_000 }, async () => {
+test('in a browser the docs render the send and batch operations without an error or a request to another origin, and "Try it out" sends', { timeout: 90_000 }, async () => {
   const browser = await openBrowser();
   const problems: string[] = [];
   const origin = new URL(system.gatewayUrl).origin;
@@ -90,7 +90,9 @@ test('in a browser the docs render the send operation without an error or a requ
     });
 
     await page.goto(`${system.gatewayUrl}/docs`);
-    await page.locator('.opblock-summary-path', { hasText: '/api/v1/send/' }).waitFor();
+    // By its exact path: the batch operation's path starts with the send's.
+    await page.locator('.opblock-summary-path[data-path="/api/v1/send/"]').waitFor();
+    await page.locator('.opblock-summary-path[data-path="/api/v1/send/batch"]').waitFor();
     assert.equal(await page.locator('.info .title').first().innerText().then((title) => title.split('\n')[0]?.trim()), 'Notify');
 
     // Authorize with the tenant's key as the scheme wants it, then send through the page.
@@ -98,7 +100,7 @@ test('in a browser the docs render the send operation without an error or a requ
     await page.locator('.modal-ux input[type="text"], .modal-ux input:not([type])').first().fill(`Api-Key ${tenant.apiKey}`);
     await page.locator('.modal-ux button.authorize').click();
     await page.locator('.modal-ux button.btn-done, .modal-ux .close-modal').first().click();
-    await page.locator('.opblock-summary', { hasText: '/api/v1/send/' }).click();
+    await page.locator('.opblock-summary', { has: page.locator('[data-path="/api/v1/send/"]') }).click();
     await page.locator('button.try-out__btn').click();
     await page.locator('tr[data-param-name="X-Organization-ID"] input').fill(String(tenant.organizationId));
     await page.locator('textarea.body-param__text').fill(JSON.stringify({ template: 'welcome', to: 'docs@example.com', channel: 'email', data: { name: 'Docs' } }));

@@ -2,9 +2,10 @@
 // shapes, never a 5xx (every dependency is up), and never crashes. At least 2,000 generated requests per run, eight at a
 // time, through real keys, foreign organizations, a revoked key and random header values, with bodies ranging from valid
 // sends through mutated ones (`send_at` included) to random JSON and random bytes, and cancels (DELETE) of message ids.
+// The same again for the batch endpoint, whose bodies hold such sends as items (and whose 200 entries are checked one by one).
 import assert from 'node:assert/strict';
 import { Agent } from 'node:http';
-import { after, before, test } from 'node:test';
+import { after, before, test, type TestContext } from 'node:test';
 import fc from 'fast-check';
 import { contractShapeProblem, uuidPattern } from '../harness/contract-shapes.ts';
 import { rawRequest, type RawRequest, type RawResult } from '../harness/raw-http.ts';
@@ -194,15 +195,15 @@ function problem(sent: RawRequest, response: RawResult, requestId: string | unde
   return contractShapeProblem(response.status, parsed);
 }
 
-test('at least 2,000 generated requests: every answer has a contract shape, none is a 5xx, and no process restarts', { timeout: 240_000 }, async (t) => {
+/** Sends `batches` x 8 generated requests; every answer must pass `problem`; returns the statuses seen, by count. */
+async function fuzz(t: TestContext, generator: fc.Arbitrary<Generated>, seen: (response: RawResult) => void = () => undefined): Promise<Map<number, number>> {
   const pids = { gateway: system.stack.pid('gateway'), auth: system.stack.pid('auth-svc'), dispatch: system.stack.pid('dispatch-svc') };
   assert.ok(pids.gateway && pids.auth && pids.dispatch);
   let sentCount = 0;
   const started = performance.now();
   const statuses = new Map<number, number>();
-  let scheduled = 0;
   await fc.assert(
-    fc.asyncProperty(fc.array(requests, { minLength: batchSize, maxLength: batchSize }), async (batch) => {
+    fc.asyncProperty(fc.array(generator, { minLength: batchSize, maxLength: batchSize }), async (batch) => {
       const results = await Promise.all(
         batch.map(async (generated) => {
           const sent = toRawRequest(generated);
@@ -213,9 +214,9 @@ test('at least 2,000 generated requests: every answer has a contract shape, none
       for (const { sent, response, generated } of results) {
         sentCount++;
         statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
-        if (response.status === 202 && response.text.includes('"status":"scheduled"')) scheduled += 1;
         const fault = problem(sent, response, generated.requestId);
         if (fault) throw new Error(`${fault}: ${sent.method} ${sent.path} -> ${response.status} ${response.text.slice(0, 300)}`);
+        seen(response);
       }
     }),
     { numRuns: batches, interruptAfterTimeLimit: 200_000, markInterruptAsFailure: true },
@@ -223,6 +224,14 @@ test('at least 2,000 generated requests: every answer has a contract shape, none
   t.diagnostic(`${sentCount} requests in ${Math.round(performance.now() - started)} ms; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort(([a], [b]) => a - b)))}`);
   assert.ok(sentCount >= 2_000, `only ${sentCount} requests were sent`);
   assert.deepEqual({ gateway: system.stack.pid('gateway'), auth: system.stack.pid('auth-svc'), dispatch: system.stack.pid('dispatch-svc') }, pids, 'no process exited or restarted');
+  return statuses;
+}
+
+test('at least 2,000 generated requests: every answer has a contract shape, none is a 5xx, and no process restarts', { timeout: 240_000 }, async (t) => {
+  let scheduled = 0;
+  const statuses = await fuzz(t, requests, (response) => {
+    if (response.status === 202 && response.text.includes('"status":"scheduled"')) scheduled += 1;
+  });
   // The generators reach deep: accepted sends, each refusal class, and the field checks.
   for (const status of [202, 400, 401, 403, 404, 415, 422]) assert.ok((statuses.get(status) ?? 0) > 0, `no ${status} among ${JSON.stringify(Object.fromEntries(statuses))}`);
   assert.ok(scheduled > 0, 'no scheduled send was accepted');
@@ -232,4 +241,35 @@ test('at least 2,000 generated requests: every answer has a contract shape, none
     idempotencyKey: undefined, acceptLanguage: undefined, requestId: undefined, body: Buffer.from(JSON.stringify(validBody('welcome'))),
   }));
   assert.equal(last.status, 202, last.text);
+});
+
+/** A batch item: a valid send body, one mutated like the single sends' (nearValidBody), or any JSON. */
+const batchItem = fc.oneof(
+  { weight: 3, arbitrary: fc.constant(Buffer.from(JSON.stringify(validBody('welcome')))) },
+  { weight: 6, arbitrary: nearValidBody },
+  { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((value) => Buffer.from(JSON.stringify(value) ?? 'null')) },
+);
+
+const batchBodies = fc.oneof(
+  { weight: 10, arbitrary: fc.array(batchItem, { minLength: 1, maxLength: 12 }).map((items) => Buffer.from(`{"messages":[${items.join(',')}]}`)) },
+  { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((messages) => Buffer.from(JSON.stringify({ messages }))) },
+  // Around the 500-item limit; items of a template that does not exist, so that the big ones stay cheap to judge.
+  { weight: 1, arbitrary: fc.integer({ min: 499, max: 501 }).map((length) => Buffer.from(JSON.stringify({ messages: Array.from({ length }, () => validBody('no-such-template')) }))) },
+  { weight: 2, arbitrary: bodies },
+);
+
+/** The single sends' requests (keys, organizations, headers, methods), aimed at the batch endpoint with batch bodies. */
+const batchRequests: fc.Arbitrary<Generated> = fc
+  .tuple(requests, fc.constantFrom('/api/v1/send/batch/', '/api/v1/send/batch'), batchBodies)
+  .map(([generated, path, body]) => ({ ...generated, path, body }));
+
+test('at least 2,000 generated batch requests: every answer and every entry has a contract shape, none is a 5xx', { timeout: 240_000 }, async (t) => {
+  const entries = new Map<number, number>();
+  const statuses = await fuzz(t, batchRequests, (response) => {
+    if (response.status !== 200) return;
+    for (const entry of (JSON.parse(response.text) as { results: Array<{ status: number }> }).results) entries.set(entry.status, (entries.get(entry.status) ?? 0) + 1);
+  });
+  t.diagnostic(`entries ${JSON.stringify(Object.fromEntries(entries))}`);
+  for (const status of [200, 400, 401, 403, 415, 422]) assert.ok((statuses.get(status) ?? 0) > 0, `no ${status} among ${JSON.stringify(Object.fromEntries(statuses))}`);
+  for (const status of [202, 404, 422]) assert.ok((entries.get(status) ?? 0) > 0, `no ${status} entry among ${JSON.stringify(Object.fromEntries(entries))}`);
 });

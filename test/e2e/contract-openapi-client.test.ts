@@ -93,6 +93,12 @@ if (!scheduled.data) throw new Error(\`scheduled send refused: \${scheduled.resp
 const canceled = await client.DELETE('/api/v1/messages/{message_id}', { params: { path: { message_id: scheduled.data.message_id }, header } });
 if (!canceled.data) throw new Error(\`cancel refused: \${canceled.response.status}\`);
 const canceledStatus: string = canceled.data.status;
+const batch = await client.POST('/api/v1/send/batch', {
+  params: { header },
+  body: { messages: [{ template: 'welcome', to: 'grace@example.com', channel: 'email', data: { name: 'Grace' } }, { template: 'missing', to: 'grace@example.com', channel: 'email', data: {} }] },
+});
+if (!batch.data) throw new Error(\`batch refused: \${batch.response.status}\`);
+const batchStatuses: number[] = batch.data.results.map((entry) => entry.status);
 
 /** Never called: proves the generated types refuse what the API refuses. */
 export function refusedByTheTypes(): void {
@@ -102,7 +108,7 @@ export function refusedByTheTypes(): void {
   void client.GET('/api/v1/messages/{message_id}', { params: { path: { message_id: 1 } } });
 }
 
-console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus }));
+console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus, batchStatuses }));
 `;
 
 test('a client generated with openapi-typescript and openapi-fetch type-checks, sends a message and reads its status', async () => {
@@ -120,7 +126,7 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
     cwd: workDir,
     env: { ...process.env, NOTIFY_URL: system.gatewayUrl, NOTIFY_API_KEY: tenant.apiKey, NOTIFY_ORG_ID: String(tenant.organizationId) },
   });
-  const result = JSON.parse(stdout) as { messageId: number; status: string; firstEvent: string; listed: number[]; next: string | null; scheduled: string; canceledStatus: string };
+  const result = JSON.parse(stdout) as { messageId: number; status: string; firstEvent: string; listed: number[]; next: string | null; scheduled: string; canceledStatus: string; batchStatuses: number[] };
   assert.ok(Number.isInteger(result.messageId) && result.messageId > 0);
   assert.ok(['queued', 'sending', 'sent'].includes(result.status), result.status);
   assert.equal(result.firstEvent, 'queued');
@@ -128,4 +134,5 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
   assert.equal(result.next, null);
   assert.equal(result.scheduled, 'scheduled');
   assert.equal(result.canceledStatus, 'canceled');
+  assert.deepEqual(result.batchStatuses, [202, 404]);
 });

@@ -140,6 +140,33 @@ test('one send is one trace from the HTTP request through auth-svc, dispatch-svc
   }
 });
 
+test('a batch is one trace: the SendBatch call, under it one create span per message, each message delivered under its own', async () => {
+  const response = await system.request('/api/v1/send/batch/', {
+    method: 'POST',
+    headers: { authorization: `Api-Key ${tenant.apiKey}`, 'x-organization-id': String(tenant.organizationId), 'content-type': 'application/json', 'x-request-id': 'trace-e2e-batch' },
+    body: JSON.stringify({ messages: ['batch-one@example.com', 'batch-two@example.com'].map((to) => ({ template: 'welcome', to, channel: 'email', data: { name: 'Ada' } })) }),
+  });
+  assert.equal(response.status, 200, response.text);
+  const ids = (response.body['results'] as Array<{ message_id: number }>).map((entry) => entry.message_id);
+  await waitForStates(system.db, ids, { timeoutMs: 30_000 });
+  const { jobs } = names();
+  const sent = (id: number) => (span: ReceivedSpan) => span.service === 'mailer-svc' && span.name === `process ${jobs}` && span.attributes['notify.message.id'] === id;
+  await waitFor(async () => ids.every((id) => receiver.spans.some(sent(id))), { timeoutMs: 15_000, what: "both messages' delivery spans" });
+  await new Promise((resolve) => setTimeout(resolve, 500));
+
+  const request = one(receiver.spans, 'batch HTTP server span', (span) => span.service === 'gateway' && span.kind === otlpSpanKind.server && span.attributes['notify.request.id'] === 'trace-e2e-batch');
+  assert.equal(request.attributes['notify.batch.items'], 2);
+  assert.equal(request.attributes['notify.batch.accepted'], 2);
+  const trace = receiver.spans.filter((span) => span.traceId === request.traceId);
+  const call = one(trace, 'SendBatch server span', (span) => span.service === 'dispatch-svc' && span.kind === otlpSpanKind.server && /SendBatch$/.test(span.name));
+  for (const id of ids) {
+    const create = one(trace, `create span of message ${id}`, (span) => span.name === `create ${jobs}` && span.attributes['notify.message.id'] === id);
+    assert.equal(create.parentSpanId, call.spanId);
+    const processJob = one(trace, `job process span of message ${id}`, sent(id));
+    assert.equal(processJob.parentSpanId, create.spanId);
+  }
+});
+
 test('a deferred delivery retried later continues the same trace', async () => {
   const { id, trace } = await sendAndFollow('greylist-ada@example.com', 'trace-e2e-retry');
   const { jobs } = names();

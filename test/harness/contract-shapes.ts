@@ -85,6 +85,8 @@ export function contractShapeProblem(status: number, body: unknown): string | un
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return 'the body is not a JSON object';
   const record = body as Record<string, unknown>;
   const keys = Object.keys(record).sort().join(',');
+  // A batch's answer (POST /api/v1/send/batch/).
+  if (status === 200 && keys === 'results') return batchResultsProblem(record['results']);
   if (status === 202) {
     // A scheduled send (send_at) adds its time to the seed's four fields, and says so in its status.
     const scheduled = keys === 'celery_task_id,idempotent_replay,message_id,send_at,status';
@@ -107,6 +109,41 @@ export function contractShapeProblem(status: number, body: unknown): string | un
     return typeof record['detail'] === 'string' && typeof record['code'] === 'string' && snakeCase.test(record['code']) ? undefined : `${status} with a malformed detail or code`;
   }
   return `status ${status} is not one the contract allows here`;
+}
+
+const isMessages = (messages: unknown): boolean => Array.isArray(messages) && messages.length > 0 && messages.every((message) => typeof message === 'string' && message !== '');
+
+/**
+ * Why the `results` of a batch's 200 match none of its entry shapes (docs/integrators.md "Batch sends"), or undefined:
+ * entries in order from index 0; 202 with a send's 202 fields (`status` named `message_status`); a refusal with
+ * `errors` (field -> strings), a snake_case `code` unless 422, and `retry_after` (seconds) exactly on 429.
+ */
+export function batchResultsProblem(results: unknown): string | undefined {
+  if (!Array.isArray(results) || results.length === 0 || results.length > 500) return 'results is not a list of 1-500 entries';
+  for (const [position, entry] of results.entries()) {
+    if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) return `entry ${position} is not an object`;
+    const record = entry as Record<string, unknown>;
+    const keys = Object.keys(record).sort().join(',');
+    if (record['index'] !== position) return `entry ${position} has index ${String(record['index'])}`;
+    if (record['status'] === 202) {
+      // An item with send_at is accepted `scheduled` and carries its time, as a scheduled send's 202 does.
+      const scheduled = keys === 'celery_task_id,idempotent_replay,index,message_id,message_status,send_at,status';
+      if (keys !== 'celery_task_id,idempotent_replay,index,message_id,message_status,status' && !scheduled) return `202 entry with keys ${keys}`;
+      const state = scheduled ? record['message_status'] === 'scheduled' && !Number.isNaN(Date.parse(String(record['send_at']))) : record['message_status'] === 'queued';
+      const fine = Number.isInteger(record['message_id']) && state && uuidPattern.test(String(record['celery_task_id'])) && typeof record['idempotent_replay'] === 'boolean';
+      if (!fine) return '202 entry with wrong field types';
+      continue;
+    }
+    const errors = record['errors'];
+    if (errors === null || typeof errors !== 'object' || Array.isArray(errors) || Object.keys(errors).length === 0 || !Object.values(errors).every(isMessages)) {
+      return `entry ${position} (${String(record['status'])}) without field errors`;
+    }
+    const expected = record['status'] === 422 ? 'errors,index,status' : record['status'] === 429 ? 'code,errors,index,retry_after,status' : 'code,errors,index,status';
+    if (![403, 404, 422, 429].includes(record['status'] as number) || keys !== expected) return `entry ${position}: status ${String(record['status'])} with keys ${keys}`;
+    if (record['code'] !== undefined && !snakeCase.test(String(record['code']))) return `entry ${position} with a malformed code`;
+    if (record['status'] === 429 && !(Number.isInteger(record['retry_after']) && (record['retry_after'] as number) >= 1)) return `429 entry ${position} without retry_after`;
+  }
+  return undefined;
 }
 
 /**

@@ -10,6 +10,7 @@ import type { LoadResult } from './generators/load-result.ts';
 import { currentLoad, describeMachine, type MachineDescription } from './report/machine.ts';
 import { readProfiles, summarizeProfiles, type ProfileSummary } from './report/profile-summary.ts';
 import { buildRows, renderTable, type Figures } from './report/rows.ts';
+import { runBatchIngest } from './scenarios/batch-ingest.ts';
 import { runCeiling } from './scenarios/ceiling.ts';
 import { plans, type BenchContext, type TimeWindow } from './scenarios/context.ts';
 import { runDelivery } from './scenarios/delivery.ts';
@@ -128,6 +129,7 @@ function printOtherAnswers(measured: Figures): void {
     ['webhook accept, no endpoint', measured.webhooks?.acceptNone?.load],
     ['webhook accept, one endpoint', measured.webhooks?.acceptEndpoint?.load],
     ['webhook burst', measured.webhooks?.burst?.load],
+    ['batches', measured.batch?.load],
   ];
   const lines = runs.flatMap(([name, load]) => {
     if (!load) return [];
@@ -151,6 +153,7 @@ function printCpu(measured: Figures): void {
     ['accepting from one tenant, mailers stopped, no webhook endpoint', measured.webhooks?.acceptNone?.cpuPerMessage],
     ['accepting from one tenant, mailers stopped, one webhook endpoint', measured.webhooks?.acceptEndpoint?.cpuPerMessage],
     [`status reads at ${measured.statusReads?.rate}/s (per read)`, measured.statusReads?.cpuPerRead],
+    [`accepting in batches of ${measured.batch?.items}, mailers stopped`, measured.batch?.cpuPerMessage],
   ];
   for (const [phase, perMessage] of phases) {
     if (!perMessage) continue;
@@ -218,6 +221,8 @@ try {
   await runIngest(context, figures.ingest);
   figures.replay = await runReplay(context, figures.ingest.saturation?.acceptedPerSecond);
   await runDelivery(context, figures);
+  // Beside the single sends' backlog just accepted the same way (mailers stopped, saturation).
+  figures.batch = await runBatchIngest(context);
   figures.endToEnd = await runEndToEnd(context, { acceptedWhileDelivering: figures.ingest.saturation?.acceptedPerSecond, drain: figures.delivery?.notify.perSecond });
   figures.tracing = { rate: tracingRate(plan.tracingRate, figures.ingest.saturation?.acceptedPerSecond) };
   await runTracingCost(context, figures.tracing);

@@ -13,9 +13,18 @@ export interface StoredResponse {
   send_at?: string;
 }
 
+/** A batch's whole answer (POST /api/v1/send/batch/), each item's outcome in order, stored so a replay answers the same. */
+export interface StoredBatchResponse {
+  readonly batch: readonly StoredBatchItem[];
+}
+
+/** One item of a stored batch answer: its 202 body, or the refusal the gateway words (gRPC status, reason, fields). */
+export type StoredBatchItem = { readonly accepted: StoredResponse } | { readonly refused: { readonly code: number; readonly reason: string; readonly fields: readonly string[] } };
+
 export interface IdempotencyRecord {
   readonly fingerprint: string;
-  readonly response: StoredResponse;
+  /** A send's 202 body, or a batch's answer: the fingerprints of the two never match, so each reads only its own kind. */
+  readonly response: StoredResponse | StoredBatchResponse;
   readonly expired: boolean;
 }
 
@@ -67,8 +76,9 @@ export async function findIdempotencyRecords(client: PoolClient, keys: readonly 
 
 export interface NewIdempotencyRecord extends ProjectKey {
   readonly fingerprint: string;
-  readonly messageId: number;
-  readonly response: StoredResponse;
+  /** Null for a batch's record, which belongs to no one message. */
+  readonly messageId: number | null;
+  readonly response: StoredResponse | StoredBatchResponse;
 }
 
 /**

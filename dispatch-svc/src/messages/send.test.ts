@@ -26,17 +26,7 @@ before(async () => {
 after(() => h.close());
 
 function request(overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest {
-  return {
-    projectId: h.ids.projectId,
-    organizationId: h.ids.organizationId,
-    apiKeyId: h.ids.apiKeyId,
-    template: 'welcome',
-    to: 'ada@example.com',
-    dataJson: JSON.stringify({ name: 'Ada' }),
-    idempotencyKey: '',
-    fingerprint: '',
-    ...overrides,
-  };
+  return h.sendRequest(overrides);
 }
 
 const count = async (sql: string, values: unknown[] = []): Promise<number> =>
@@ -214,11 +204,7 @@ describe('the fields the gateway refused (check 11), judged after the key (check
 
 describe("the organization's month count in Send's answer", () => {
   /** The organization's usage row this month, as the quota counts it. */
-  const used = async (): Promise<number> =>
-    (await h.pool.query<{ accepted: number }>(
-      `SELECT coalesce(sum(accepted), 0)::int AS accepted FROM organization_usage WHERE organization_id = $1 AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date`,
-      [h.ids.organizationId],
-    )).rows[0]?.accepted ?? -1;
+  const used = (): Promise<number> => h.usedThisMonth();
 
   test("a test key's send is stored and published marked as a test, answers 0 and counts nothing, even past the quota", async () => {
     const live = await h.dispatch.call('Send', request({ to: 'live@example.com' }));
@@ -297,10 +283,7 @@ describe('group commit', () => {
 
   test('the quota is shared out in arrival order within a batch', async () => {
     const send = createSendHandler(h.deps);
-    const used = (await h.pool.query<{ accepted: number }>(
-      `SELECT coalesce(sum(accepted), 0)::int AS accepted FROM organization_usage WHERE organization_id = $1 AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date`,
-      [h.ids.organizationId],
-    )).rows[0]?.accepted ?? 0;
+    const used = await h.usedThisMonth();
     const quota = used + 2;
     const key = randomUUID();
     const results = await settle(send, [

@@ -34,7 +34,7 @@ export interface SendDeps {
   readonly idempotencyTtlMs: number;
 }
 
-interface SendInput {
+export interface SendInput {
   /** `{}` when the gateway found the fields invalid: nothing of the body is read then. */
   readonly data: Record<string, unknown>;
   /** Lower-cased UUID, or null when the caller sent none. */
@@ -45,14 +45,14 @@ interface SendInput {
   readonly sendAt: Date | null;
 }
 
-interface Pending {
+export interface Pending {
   readonly request: dispatch.SendRequest__Output;
   readonly input: SendInput;
   /** The caller's trace: a batch serves many requests, so each send's own is kept for the span of its message. */
   readonly context: Context;
 }
 
-type Outcome =
+export type Outcome =
   | { readonly replay: true; readonly response: StoredResponse }
   /** `outgoing` is null for a scheduled send: its job waits in the schedule, for the releaser. */
   | { readonly replay: false; readonly response: StoredResponse; readonly outgoing: OutgoingJob | null; readonly organizationAccepted: number };
@@ -66,7 +66,7 @@ const isPositiveId = (value: number): boolean => Number.isSafeInteger(value) && 
  * that validation gets INVALID_ARGUMENT and not an internal error. The body's fields are not looked at when the
  * gateway already refused them (`fields_invalid`).
  */
-function validate(request: dispatch.SendRequest__Output): SendInput {
+export function validate(request: dispatch.SendRequest__Output): SendInput {
   const faults: string[] = [];
   if (!isPositiveId(request.projectId)) faults.push('project_id: must be a positive integer');
   if (!isPositiveId(request.organizationId)) faults.push('organization_id: must be a positive integer');
@@ -94,7 +94,7 @@ function validate(request: dispatch.SendRequest__Output): SendInput {
 }
 
 /** The gateway's field validation refused the body, and no idempotency record answered first; the gateway renders the 422. */
-function fieldsInvalid(): UserError {
+export function fieldsInvalid(): UserError {
   return new UserError(status.INVALID_ARGUMENT, 'fields_invalid', 'the request\'s fields are invalid (check 11)');
 }
 
@@ -109,7 +109,7 @@ const concurrentBatches = 4;
 const maxOutboxDeletesPerStatement = 512;
 
 /** SQLSTATE classes of a failure one send of a batch can cause: data exceptions, constraint violations, rollbacks. */
-const sendSpecificFailure = /^(22|23|40)/;
+export const sendSpecificFailure = /^(22|23|40)/;
 
 const refused = (reason: unknown): PromiseRejectedResult => ({ status: 'rejected', reason });
 const fulfilled = <T>(value: T): PromiseFulfilledResult<T> => ({ status: 'fulfilled', value });
@@ -165,7 +165,7 @@ interface Written {
  * be mailed"): a suppressed recipient creates nothing and uses no quota; the quota, judged for the contract before all of them by the gateway (check 5), is
  * counted last here, so that the usage rows are locked only until the commit right after.
  */
-async function acceptBatch(client: PoolClient, deps: SendDeps, sends: readonly Pending[]): Promise<PromiseSettledResult<Outcome>[]> {
+export async function acceptBatch(client: PoolClient, deps: SendDeps, sends: readonly Pending[]): Promise<PromiseSettledResult<Outcome>[]> {
   const batch = new BatchVerdicts(sends);
   await judgeIdempotencyKeys(client, batch);
   refuseInvalidFields(batch);
@@ -204,7 +204,7 @@ async function judgeIdempotencyKeys(client: PoolClient, batch: BatchVerdicts): P
   for (const index of holders) {
     const record = records.get(projectKeyId(keyOf(index)));
     if (!record || record.expired) continue;
-    if (record.fingerprint === batch.send(index).request.fingerprint) batch.answer(index, { replay: true, response: record.response });
+    if (record.fingerprint === batch.send(index).request.fingerprint) batch.answer(index, { replay: true, response: record.response as StoredResponse });
     else batch.refuse(index, idempotencyKeyMismatch());
   }
 }
@@ -402,7 +402,7 @@ async function acceptInTransaction(deps: SendDeps, batch: readonly Pending[]): P
 }
 
 /** A stored 202 body as SendResponse, with the organization's month count when this send was counted (0 for a replay). */
-const toSendResponse = (stored: StoredResponse, replay: boolean, organizationAccepted: number): dispatch.SendResponse__Output => ({
+export const toSendResponse = (stored: StoredResponse, replay: boolean, organizationAccepted: number): dispatch.SendResponse__Output => ({
   messageId: stored.message_id,
   status: stored.status,
   celeryTaskId: stored.celery_task_id,
@@ -413,8 +413,11 @@ const toSendResponse = (stored: StoredResponse, replay: boolean, organizationAcc
 
 export type SendHandler = (request: dispatch.SendRequest__Output) => Promise<dispatch.SendResponse__Output>;
 
-export function createSendHandler(deps: SendDeps): SendHandler {
-  const acceptor = new Batcher<Pending, Outcome>({ maxBatchSize: maxSendsPerBatch, concurrency: concurrentBatches, run: (batch) => acceptInTransaction(deps, batch) });
+/** Publishes a committed job; a failure is only logged, since the outbox row stays for the relay. */
+export type PublishAccepted = (outgoing: OutgoingJob) => Promise<void>;
+
+/** The publication after commit that Send and SendBatch share: the job, then its outbox row's deletion (batched). */
+export function publishAccepted(deps: SendDeps): PublishAccepted {
   const outboxCleaner = new Batcher<number, void>({
     maxBatchSize: maxOutboxDeletesPerStatement,
     concurrency: 1,
@@ -424,8 +427,7 @@ export function createSendHandler(deps: SendDeps): SendHandler {
     },
   });
 
-  /** Publishes a committed job; a failure is only logged, since the outbox row stays for the relay. */
-  async function publishDirect(outgoing: OutgoingJob): Promise<void> {
+  return async function publishDirect(outgoing: OutgoingJob): Promise<void> {
     const { job } = outgoing;
     try {
       await deps.publisher.publish(outgoing, 'direct');
@@ -439,7 +441,11 @@ export function createSendHandler(deps: SendDeps): SendHandler {
       // The relay will publish it again; JetStream drops the duplicate within its window.
       deps.logger.warn({ err: error, messageId: job.messageId }, 'published job left in the outbox');
     }
-  }
+  };
+}
+
+export function createSendHandler(deps: SendDeps, publishDirect: PublishAccepted = publishAccepted(deps)): SendHandler {
+  const acceptor = new Batcher<Pending, Outcome>({ maxBatchSize: maxSendsPerBatch, concurrency: concurrentBatches, run: (batch) => acceptInTransaction(deps, batch) });
 
   return async (request) => {
     const input = validate(request);

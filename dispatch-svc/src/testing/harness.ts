@@ -43,10 +43,12 @@ export interface Harness {
   jobsInStream(): Promise<number>;
   /** The last job JetStream stored, read as the mailer reads it, with the Nats-Msg-Id it was stored under. */
   lastJob(): Promise<{ msgId: string | undefined; job: DeliveryJob }>;
-  /** A Send request of the harness's project and key, to ada@example.com with `welcome` and `{}` unless overridden. */
-  sendRequest(overrides?: Partial<dispatch.SendRequest>): dispatch.SendRequest;
   /** Sends one message to ada@example.com with the project's `template` (the caller puts it) and returns its id. */
   acceptMessage(options?: { template?: string; dataJson?: string }): Promise<number>;
+  /** A Send request of the seeded project and key, to ada@example.com with the `welcome` template, then `overrides`. */
+  sendRequest(overrides?: Partial<dispatch.SendRequest>): dispatch.SendRequest;
+  /** The seeded organization's usage row this month, as the quota counts it. */
+  usedThisMonth(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -134,7 +136,17 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
     });
 
     const { projectId, organizationId, apiKeyId } = ids;
-    const sendRequest = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest => ({ projectId, organizationId, apiKeyId, template: 'welcome', to: 'ada@example.com', dataJson: '{}', ...overrides });
+    const sendRequest = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest => ({
+      projectId,
+      organizationId,
+      apiKeyId,
+      template: 'welcome',
+      to: 'ada@example.com',
+      dataJson: JSON.stringify({ name: 'Ada' }),
+      idempotencyKey: '',
+      fingerprint: '',
+      ...overrides,
+    });
 
     return {
       pool,
@@ -166,6 +178,13 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
       async acceptMessage(options = {}) {
         const response = await dispatch.call('Send', sendRequest({ template: options.template ?? 'welcome', dataJson: options.dataJson ?? '{}' }));
         return response.messageId;
+      },
+      async usedThisMonth() {
+        const result = await pool.query<{ accepted: number }>(
+          `SELECT coalesce(sum(accepted), 0)::int AS accepted FROM organization_usage WHERE organization_id = $1 AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date`,
+          [ids.organizationId],
+        );
+        return result.rows[0]?.accepted ?? -1;
       },
       close,
     };

@@ -94,6 +94,7 @@ before(async () => {
     logger: quiet,
     registry,
     maxBodyBytes: 262_144,
+    maxBatchBodyBytes: 5_242_880,
   });
   server = createServer(app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

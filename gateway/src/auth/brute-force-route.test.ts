@@ -90,6 +90,7 @@ async function serve(servicesAddress: string, hops: number): Promise<string> {
     logger: quiet,
     registry: createRegistry('gateway-test'),
     maxBodyBytes: 262_144,
+    maxBatchBodyBytes: 5_242_880,
   });
   const server = createServer(app.callback());
   servers.push(server);

@@ -52,7 +52,7 @@ function respond(ctx: ParameterizedContext<GatewayState>, error: unknown, logger
   else ctx.body = { detail, code: refusal.code };
 }
 
-function renderFields(fields: ReadonlyMap<string, readonly FieldMessage[]>, language: Language): Record<string, string[]> {
+export function renderFields(fields: ReadonlyMap<string, readonly FieldMessage[]>, language: Language): Record<string, string[]> {
   // No prototype: a field named `__proto__` is rendered as a field like any other.
   const body = Object.create(null) as Record<string, string[]>;
   for (const [field, messages] of fields) {

@@ -92,6 +92,11 @@ const en = {
   'send_at.past': 'This time has already passed; omit send_at to send at once.',
   'send_at.too_far': 'A send can be scheduled at most {days} days ahead.',
   not_cancelable: 'This message can no longer be canceled: only a scheduled message can be, and this one is already queued or further on.',
+  // Batch sends (POST /api/v1/send/batch/).
+  'batch.type_list': 'Expected a list of messages.',
+  'batch.empty': 'Give at least one message.',
+  'batch.too_many': 'A batch may hold at most {max} messages.',
+  'data.unstorable': 'The data holds a value that cannot be stored, such as the character U+0000.',
 } as const;
 
 export type MessageKey = keyof typeof en;
@@ -180,6 +185,10 @@ const es: Record<MessageKey, string> = {
   'send_at.past': 'Esta hora ya pasó; omita send_at para enviar de inmediato.',
   'send_at.too_far': 'Un envío puede programarse como máximo con {days} días de antelación.',
   not_cancelable: 'Este mensaje ya no se puede cancelar: solo se puede cancelar un mensaje programado, y este ya está en cola o más adelante.',
+  'batch.type_list': 'Se esperaba una lista de mensajes.',
+  'batch.empty': 'Indique al menos un mensaje.',
+  'batch.too_many': 'Un lote puede contener como máximo {max} mensajes.',
+  'data.unstorable': 'Los datos contienen un valor que no se puede guardar, como el carácter U+0000.',
 };
 
 /** Every text by language; both name the same placeholders (checked by messages.test.ts). */

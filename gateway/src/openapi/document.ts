@@ -2,6 +2,7 @@
 // gateway's own limits, so the rules it states are the ones the gateway applies; tests check live responses against it.
 import type { ErrorCode } from '../errors/api-error.ts';
 import { listLimits, messageStatuses, rfc3339Pattern } from '../messages/read-query.ts';
+import { maxBatchItems } from '../send/batch-body.ts';
 import { maxDataArrayItems, maxDataDepth, maxDataElements, maxRecipientLength, maxSendAheadDays, maxTemplateLength } from '../send/validation.ts';
 import { maxMetadataKeyLength, maxMetadataKeys, maxMetadataValueLength, maxTagLength, maxTags, tagPattern, tagSchema, tagsSchema } from '../send/labels.ts';
 
@@ -99,6 +100,22 @@ function response(description: string, schema: Schema, headers: Record<string, S
   return { description, headers: { ...commonHeaders, ...headers }, content: json(schema) };
 }
 
+/** The refusals a send and a batch share, for the request as a whole. */
+function sendRefusals(): Record<string, Schema> {
+  return {
+    '400': response('Malformed body (parse_error) or header (invalid_header: X-Organization-ID or Idempotency-Key).', errorBody(['parse_error', 'invalid_header']), rateHeaders),
+    '401': response('Missing `Authorization`, another scheme, or an unknown or revoked key.', ref('schemas/Detail'), { 'WWW-Authenticate': ref('headers/WWW-Authenticate') }),
+    '403': response("The key may not act on this organization (permission_denied), or the organization's plan blocks more sends (plan_blocked).", errorBody(['permission_denied', 'plan_blocked'])),
+    '409': response('A request with this Idempotency-Key is still being processed; retry after Retry-After.', errorBody(['idempotency_key_in_use']), {
+      ...rateHeaders,
+      'Retry-After': ref('headers/Retry-After'),
+    }),
+    '415': response('The body is not declared as uncompressed JSON.', errorBody(['unsupported_media_type']), rateHeaders),
+    '500': response('An internal error; retry later, quoting request_id.', serverErrorBody(['internal_error'])),
+    '503': response('A dependency is down; retry after Retry-After.', serverErrorBody(['service_unavailable']), { 'Retry-After': ref('headers/Retry-After') }),
+  };
+}
+
 const sendDescription = `Queues one email built from a stored template. The response confirms queuing only, not delivery.
 
 Checks run in this order; the first failure answers:
@@ -126,6 +143,26 @@ the gateway has seen accepted recently still passes. A request without an \`Api-
 Idempotency: a request repeated with the same \`Idempotency-Key\` (scope: the key's project) and the same JSON (key order and spacing do not matter)
 within the idempotency window (24 hours by default) answers the first 202 again with \`idempotent_replay: true\` and \`Idempotent-Replayed: true\`,
 creating nothing. Only accepted requests are stored: a refused one can be corrected and retried under the same key.`;
+
+const sendBatchDescription = `Queues up to ${maxBatchItems} emails in one request, each item a send body judged exactly as \`POST /api/v1/send/\` judges one.
+
+The request as a whole is refused only for what concerns all of its items, in this order: body size (413, its own limit
+NOTIFY_MAX_BATCH_BODY_BYTES, 5 MiB by default), \`Authorization\` (401), \`X-Organization-ID\` (400), the key's organization
+(403 permission_denied), the plan (403 plan_blocked: suspended, or the monthly quota already used up), the per-key rate
+(429 when not even one send is left), \`Content-Type\` (415), a JSON object (400 parse_error), \`messages\` missing, not a
+list, empty or longer than ${maxBatchItems} (422, with any unknown top-level field), \`Idempotency-Key\` a UUID (400), and the
+key's record (409 in flight, 422 used with another body: batches and single sends share keys).
+
+Otherwise the answer is 200 with one entry per item, in order: 202 with what a send's 202 carries (its \`status\` named
+\`message_status\`), or the item's refusal: 422 (its fields, an inactive template, \`data\` against the template's
+variables, a suppressed \`to\`), 404 template_not_found, 403 plan_blocked (the monthly quota covered only the items
+before it) or 429 throttled (the per-key rate covered only the items before it; \`retry_after\` seconds).
+
+Rate: the request takes one point of the per-key send rate like a send; each further item whose fields are valid takes
+one more, the first items first, as far as the window goes; points of items not accepted in the end are given back.
+A batch costs one point per accepted item, and at least one. Quota: each accepted item counts once, the first first.
+Accepted items are committed in one transaction. An \`Idempotency-Key\` replays the whole answer (accepted entries with
+\`idempotent_replay: true\`, header \`Idempotent-Replayed: true\`), writing nothing.`;
 
 export const openApiDocument = {
   openapi: '3.1.0',
@@ -161,24 +198,47 @@ export const openApiDocument = {
             ...rateHeaders,
             'Idempotent-Replayed': ref('headers/Idempotent-Replayed'),
           }),
-          '400': response('Malformed body (parse_error) or header (invalid_header: X-Organization-ID or Idempotency-Key).', errorBody(['parse_error', 'invalid_header']), rateHeaders),
-          '401': response('Missing `Authorization`, another scheme, or an unknown or revoked key.', ref('schemas/Detail'), { 'WWW-Authenticate': ref('headers/WWW-Authenticate') }),
-          '403': response("The key may not act on this organization (permission_denied), or the organization's plan blocks more sends (plan_blocked).", errorBody(['permission_denied', 'plan_blocked'])),
+          ...sendRefusals(),
           '404': response("No template with this slug in the key's project.", errorBody(['template_not_found']), rateHeaders),
-          '409': response('A request with this Idempotency-Key is still being processed; retry after Retry-After.', errorBody(['idempotency_key_in_use']), {
-            ...rateHeaders,
-            'Retry-After': ref('headers/Retry-After'),
-          }),
           '413': response('The body is larger than the limit.', errorBody(['payload_too_large'])),
-          '415': response('The body is not declared as uncompressed JSON.', errorBody(['unsupported_media_type']), rateHeaders),
           '422': response('Fields refused, each with its messages: request fields, `template` (inactive), `data` (template variables) or `Idempotency-Key` (used with another body).', ref('schemas/FieldErrors'), rateHeaders),
           '429': response(
             'Over the per-key rate (with the rate-limit headers), or too many API keys refused for this client address (without them); the text names the same seconds as Retry-After.',
             ref('schemas/Detail'),
             { ...rateHeaders, 'Retry-After': ref('headers/Retry-After') },
           ),
-          '500': response('An internal error; retry later, quoting request_id.', serverErrorBody(['internal_error'])),
-          '503': response('A dependency is down; retry after Retry-After.', serverErrorBody(['service_unavailable']), { 'Retry-After': ref('headers/Retry-After') }),
+        },
+      },
+    },
+    // Documented without the trailing slash, like the reads (both forms are served).
+    '/api/v1/send/batch': {
+      post: {
+        operationId: 'sendBatch',
+        summary: 'Queue up to 500 notification messages, each judged on its own (also served with a trailing slash)',
+        description: sendBatchDescription,
+        security: [{ ApiKey: [] }],
+        parameters: [
+          ...requestHeaders.slice(0, 1),
+          { name: 'Idempotency-Key', in: 'header', required: false, description: 'A UUID chosen by the caller, to retry the whole batch safely.', schema: { type: 'string', format: 'uuid' } },
+          ...requestHeaders.slice(1),
+        ],
+        requestBody: {
+          required: true,
+          description: 'A JSON object in UTF-8, at most NOTIFY_MAX_BATCH_BODY_BYTES (5 MiB by default).',
+          content: json(ref('schemas/SendBatchRequest')),
+        },
+        responses: {
+          '200': response('One entry per item, in order, or the replay of an earlier identical batch.', ref('schemas/BatchResults'), {
+            ...rateHeaders,
+            'Idempotent-Replayed': ref('headers/Idempotent-Replayed'),
+          }),
+          ...sendRefusals(),
+          '413': response('The body is larger than the batch limit.', errorBody(['payload_too_large'])),
+          '422': response('`messages` missing, not a list, empty or too long, an unknown top-level field, or `Idempotency-Key` used with another body.', ref('schemas/FieldErrors'), rateHeaders),
+          '429': response('No send left in the per-key rate (with the rate-limit headers), or too many API keys refused for this client address (without them).', ref('schemas/Detail'), {
+            ...rateHeaders,
+            'Retry-After': ref('headers/Retry-After'),
+          }),
         },
       },
     },
@@ -308,6 +368,49 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
           celery_task_id: { type: 'string', format: 'uuid', description: 'Id of the background job that will process the message once it is due.' },
           idempotent_replay: { type: 'boolean', description: '`true` when this answers an earlier identical request again.' },
           send_at: { type: 'string', format: 'date-time', description: 'The requested time, in UTC.' },
+        },
+      },
+      SendBatchRequest: {
+        type: 'object',
+        required: ['messages'],
+        additionalProperties: false,
+        properties: { messages: { type: 'array', minItems: 1, maxItems: maxBatchItems, items: ref('schemas/SendRequest'), description: 'Each a send body; each is judged on its own.' } },
+      },
+      BatchResults: {
+        type: 'object',
+        required: ['results'],
+        additionalProperties: false,
+        properties: { results: { type: 'array', minItems: 1, maxItems: maxBatchItems, items: { oneOf: [ref('schemas/BatchAccepted'), ref('schemas/BatchRefused')] }, description: 'One entry per item, in order.' } },
+      },
+      BatchAccepted: {
+        type: 'object',
+        required: ['index', 'status', 'message_id', 'message_status', 'celery_task_id', 'idempotent_replay'],
+        additionalProperties: false,
+        properties: {
+          index: { type: 'integer', minimum: 0, description: 'Position of the item in `messages`.' },
+          status: { const: 202 },
+          message_id: { type: 'integer', minimum: 1 },
+          message_status: { type: 'string', enum: ['queued', 'scheduled'], description: "The send's 202 `status`: `scheduled` for an item with `send_at`." },
+          celery_task_id: { type: 'string', format: 'uuid', description: 'Id of the background job that processes the message.' },
+          idempotent_replay: { type: 'boolean', description: '`true` when this answers an earlier identical batch again.' },
+          send_at: { type: 'string', format: 'date-time', description: 'An item with `send_at` only: the requested time, in UTC.' },
+        },
+      },
+      BatchRefused: {
+        type: 'object',
+        required: ['index', 'status', 'errors'],
+        additionalProperties: false,
+        properties: {
+          index: { type: 'integer', minimum: 0, description: 'Position of the item in `messages`.' },
+          status: { enum: [403, 404, 422, 429] },
+          code: { enum: ['plan_blocked', 'template_not_found', 'throttled'], description: 'Absent for 422.' },
+          errors: {
+            type: 'object',
+            minProperties: 1,
+            description: 'The item\'s refused fields with their messages (422), `template` (404), or `non_field_errors` for what concerns the item as a whole (not an object, 403, 429).',
+            additionalProperties: { type: 'array', minItems: 1, items: { type: 'string' } },
+          },
+          retry_after: { type: 'integer', minimum: 1, description: '429 only: whole seconds until the per-key rate has room again.' },
         },
       },
       MessageStatus: {

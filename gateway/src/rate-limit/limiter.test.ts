@@ -120,3 +120,18 @@ test('a throttled answer names the same whole seconds in Retry-After and in its 
   assert.deepEqual(refusal.detail, { key: 'throttled', params: { seconds: 42 } });
   assert.deepEqual(throttled({ allowed: false, policy: 'send', rate: { points: 1, windowSeconds: 1 }, remaining: 0, resetSeconds: 0 }).headers, { 'Retry-After': '1' });
 });
+
+test('a batch takes as many points as the window has left, the rest given back, and refunds return points', async () => {
+  const rateLimiter = limiter({ points: 10 });
+  await ready(clients.at(-1));
+  assert.equal((await rateLimiter.consume(120, '')).remaining, 9);
+  const first = await rateLimiter.consumeUpTo(120, '', 6);
+  assert.deepEqual([first.granted, first.decision.remaining, first.decision.allowed], [6, 3, true]);
+  const second = await rateLimiter.consumeUpTo(120, '', 5);
+  assert.deepEqual([second.granted, second.decision.remaining], [3, 0]);
+  const none = await rateLimiter.consumeUpTo(120, '', 4);
+  assert.deepEqual([none.granted, none.decision.remaining], [0, 0]);
+  // Nothing over the limit stayed counted: two points given back are two sends allowed, and no more.
+  await rateLimiter.refund(120, '', 2);
+  assert.deepEqual([(await rateLimiter.consume(120, '')).allowed, (await rateLimiter.consume(120, '')).allowed, (await rateLimiter.consume(120, '')).allowed], [true, true, false]);
+});

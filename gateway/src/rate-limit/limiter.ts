@@ -57,6 +57,34 @@ export class SendRateLimiter {
     }
   }
 
+  /**
+   * Counts up to `wanted` more requests of API key `keyId` at once (the items of a batch): as many as the window has
+   * left, the first ones first. The points the window could not cover are given back at once, so a batch past the
+   * limit uses only what was left. `granted` is how many were counted.
+   */
+  async consumeUpTo(keyId: number, keyRate: string, wanted: number): Promise<{ granted: number; decision: RateDecision }> {
+    const rate = this.#rateOf(keyRate);
+    const policy = this.#options.policy ?? 'send';
+    const limiter = this.#limiterFor(rate);
+    let result: RateLimiterRes;
+    try {
+      result = await limiter.consume(String(keyId), wanted);
+    } catch (error) {
+      if (!(error instanceof RateLimiterRes)) throw error;
+      result = error;
+    }
+    const before = result.consumedPoints - wanted;
+    const granted = Math.min(wanted, Math.max(0, rate.points - before));
+    if (granted < wanted) await limiter.reward(String(keyId), wanted - granted);
+    const remaining = Math.max(0, rate.points - before - granted);
+    return { granted, decision: decision(true, policy, rate, { msBeforeNext: result.msBeforeNext, remainingPoints: remaining }) };
+  }
+
+  /** Gives back `points` counted earlier for API key `keyId` (batch items that were not accepted after all). */
+  async refund(keyId: number, keyRate: string, points: number): Promise<void> {
+    if (points > 0) await this.#limiterFor(this.#rateOf(keyRate)).reward(String(keyId), points);
+  }
+
   #rateOf(keyRate: string): Rate {
     if (keyRate === '') return this.#options.defaultRate;
     let rate = this.#keyRates.get(keyRate);
@@ -86,7 +114,7 @@ export class SendRateLimiter {
   }
 }
 
-function decision(allowed: boolean, policy: string, rate: Rate, result: RateLimiterRes): RateDecision {
+function decision(allowed: boolean, policy: string, rate: Rate, result: Pick<RateLimiterRes, 'msBeforeNext' | 'remainingPoints'>): RateDecision {
   const resetSeconds = Math.max(0, Math.ceil(result.msBeforeNext / 1000));
   return { allowed, policy, rate, remaining: result.remainingPoints, resetSeconds: allowed ? resetSeconds : Math.max(1, resetSeconds) };
 }

@@ -66,6 +66,18 @@ export async function acceptedThisMonth(client: DispatchClient, organizationId: 
  */
 export function refusalOf(error: unknown, fieldErrors?: FieldErrors): unknown {
   if (!(error instanceof RemoteError)) return error;
+  return refusalFor(error, fieldErrors);
+}
+
+/** What dispatch-svc refused with: a failed call's, or one batch item's (SendRefusal). */
+export interface Refusal {
+  readonly status: status;
+  readonly reason: string;
+  readonly fields: readonly string[];
+}
+
+/** refusalOf for a refusal already known to come from dispatch-svc: a failed Send, or an item of SendBatch's answer. */
+export function refusalFor(error: Refusal, fieldErrors?: FieldErrors): unknown {
   const is = (code: status, reason: string): boolean => error.status === code && error.reason === reason;
   if (is(status.INVALID_ARGUMENT, 'fields_invalid') && fieldErrors) return fieldErrors;
   if (is(status.NOT_FOUND, 'template_not_found')) return new ApiError(404, 'template_not_found', text('template_not_found'), { cause: error });
@@ -75,6 +87,8 @@ export function refusalOf(error: unknown, fieldErrors?: FieldErrors): unknown {
     // without that, a general message.
     return error.fields.length > 0 ? FieldErrors.of('data', ...error.fields.map(variableFault)) : FieldErrors.of('data', text('data.invalid'));
   }
+  // Only a batch item is refused so (a value PostgreSQL cannot store, such as U+0000 in a string of the data).
+  if (is(status.INVALID_ARGUMENT, 'data_unstorable')) return FieldErrors.of('data', text('data.unstorable'));
   if (is(status.FAILED_PRECONDITION, 'recipient_suppressed')) {
     const [reason = 'manual', since = ''] = error.fields;
     return FieldErrors.of('to', text('to.suppressed', { reason, since }));

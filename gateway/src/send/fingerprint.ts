@@ -20,3 +20,11 @@ export function canonicalJson(value: unknown): string {
 export function sendFingerprint(body: unknown, organizationId: number): string {
   return createHash('sha256').update(`${organizationId}\n${canonicalJson(body)}`).digest('hex');
 }
+
+/**
+ * A batch's fingerprint: like a send's, under its own prefix, so that a batch and a send never share one, and one
+ * Idempotency-Key used for both is a mismatch (docs/integrators.md, "Batch sends").
+ */
+export function batchFingerprint(body: unknown, organizationId: number): string {
+  return createHash('sha256').update(`batch\n${organizationId}\n${canonicalJson(body)}`).digest('hex');
+}

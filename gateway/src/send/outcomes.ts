@@ -14,7 +14,8 @@ export function sendOutcome(status: number, replayed: boolean): SendOutcome | un
   return undefined;
 }
 
-export function countSendOutcomes(registry: Registry): Middleware<GatewayState> {
+/** The counter, each outcome at 0 from the start; shared by the send and the batch route. */
+export function sendOutcomesCounter(registry: Registry): Counter<'outcome'> {
   const outcomes = new Counter({
     name: 'notify_send_outcomes_total',
     help: 'Send requests by outcome: accepted, replayed (idempotent replay), throttled (429) or refused (other 4xx)',
@@ -22,6 +23,11 @@ export function countSendOutcomes(registry: Registry): Middleware<GatewayState> 
     registers: [registry],
   });
   for (const outcome of ['accepted', 'replayed', 'throttled', 'refused'] as const) outcomes.inc({ outcome }, 0);
+  return outcomes;
+}
+
+/** Counts the request's outcome once its response left; a batch's 200 is counted item by item by its route instead. */
+export function countSendOutcomes(outcomes: Counter<'outcome'>): Middleware<GatewayState> {
   return async (ctx, next) => {
     finished(ctx.res, () => {
       const outcome = sendOutcome(ctx.res.statusCode, ctx.response.get('Idempotent-Replayed') === 'true');

@@ -2,23 +2,21 @@
 // Each step throws; the error handler renders.
 import type { Middleware, ParameterizedContext } from 'koa';
 import { annotateRequestSpan, notifyAttributes } from '@notify/platform';
-import { authenticate } from '../auth/authenticate.ts';
+import type { dispatch } from '@notify/proto';
 import type { AuthClient } from '../auth/authorize.ts';
 import type { BruteForceGuard } from '../auth/brute-force-guard.ts';
 import type { CachedAuthorizer } from '../auth/cached-authorizer.ts';
-import { parseAuthorization } from '../auth/authorization-header.ts';
-import { parseOrganizationId } from '../auth/organization-header.ts';
-import { ensurePlanAllowsSend, MonthlyUsageMemory } from '../auth/plan.ts';
+import { MonthlyUsageMemory } from '../auth/plan.ts';
 import { ApiError, FieldErrors } from '../errors/api-error.ts';
 import type { GatewayState } from '../http/state.ts';
-import { rateLimitHeaders, throttled } from '../rate-limit/headers.ts';
 import type { SendRateLimiter } from '../rate-limit/limiter.ts';
-import { ensureJsonBody, parseJsonObject, readBody } from './body.ts';
+import { admitSend } from './admission.ts';
+import { ensureJsonBody, parseJsonObject } from './body.ts';
 import { acceptedThisMonth, dispatchSend, type AcceptedBody, type DispatchClient, type SendAnswer } from './dispatch.ts';
 import { sendFingerprint } from './fingerprint.ts';
 import { parseIdempotencyKey } from './idempotency-key.ts';
 import { labelFields } from './labels.ts';
-import { sendAtOf, validateSendBody } from './validation.ts';
+import { sendAtOf, validateSendBody, type Validation } from './validation.ts';
 
 export interface SendRouteDeps {
   readonly auth: AuthClient;
@@ -36,28 +34,11 @@ export interface SendRouteDeps {
  * One call to dispatch-svc per request in steady state: Send, after checks 1-9 (GetUsage too, for check 5, only when
  * the plan has a quota and no recent Send answer told this gateway the organization's count: see auth/plan.ts).
  */
-export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
-  const usage = new MonthlyUsageMemory({ ask: (organizationId) => acceptedThisMonth(deps.dispatch, organizationId) });
+export function sendRoute(deps: SendRouteDeps, usage: MonthlyUsageMemory = monthlyUsageMemory(deps.dispatch)): Middleware<GatewayState> {
   return async (ctx) => {
-    // 1. Size, before anything else: a chunked body is read here, under the limit, so 413 wins for it too.
-    const bytes = await readBody(ctx.req, deps.maxBodyBytes);
-
-    // 2-4. Key, organization header, key's organization: one Authorize call (or its cached acceptance), mapped in the
-    // contract's order. Failed attempts are limited per client address.
-    const credential = parseAuthorization(ctx.get('Authorization') || undefined);
-    const organization = parseOrganizationId(ctx.get('X-Organization-ID') || undefined);
-    const access = await authenticate(deps, ctx.ip, credential, organization);
-    ctx.state.keyId = access.keyId;
-
-    // 5. Plan: suspension, and the month's usage when the plan has a quota (remembered from dispatch-svc's answers).
+    // 1-6. Size, key, organization, plan, rate.
+    const { bytes, access, monthlyQuota } = await admitSend(ctx, deps, usage, deps.maxBodyBytes);
     const { organizationId } = access;
-    const monthlyQuota = access.plan?.monthlyQuota ?? 0;
-    await ensurePlanAllowsSend(access.plan, () => usage.acceptedThisMonth(organizationId));
-
-    // 6. Rate: from here on the request counts, whatever happens after.
-    const decision = await deps.rateLimiter.consume(access.keyId, access.sendRate);
-    ctx.set(rateLimitHeaders(decision));
-    if (!decision.allowed) throw throttled(decision);
 
     // 7-9. Media type, JSON object, Idempotency-Key.
     ensureJsonBody(ctx.get('Content-Type') || undefined, ctx.get('Content-Encoding') || undefined);
@@ -72,9 +53,7 @@ export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
 
     // 10-14 in dispatch-svc, one call, one transaction: the key's record, then the fields' verdict, the template, the
     // data and the quota (counted against it, exactly). The fingerprint, with a key, is the parsed body as sent, valid or not.
-    const fields = validation.valid
-      ? { template: validation.body.template, to: validation.body.to, dataJson: JSON.stringify(validation.body.data), fieldsInvalid: false, ...labelFields(validation.body), sendAt: sendAtOf(validation.body) }
-      : { template: '', to: '', dataJson: '', fieldsInvalid: true, sendAt: '' };
+    const fields = sendFields(validation);
     let answer: SendAnswer;
     try {
       answer = await dispatchSend(
@@ -100,6 +79,18 @@ export function sendRoute(deps: SendRouteDeps): Middleware<GatewayState> {
     if (monthlyQuota > 0 && answer.organizationAccepted > 0) usage.record(organizationId, answer.organizationAccepted);
     accept(ctx, answer.accepted);
   };
+}
+
+/** A body's fields as Send takes them, for a send and for each item of a batch; nothing of an invalid body is sent. */
+export function sendFields(validation: Validation): Pick<dispatch.SendRequest, 'template' | 'to' | 'dataJson' | 'fieldsInvalid' | 'tags' | 'metadataJson' | 'sendAt'> {
+  return validation.valid
+    ? { template: validation.body.template, to: validation.body.to, dataJson: JSON.stringify(validation.body.data), fieldsInvalid: false, ...labelFields(validation.body), sendAt: sendAtOf(validation.body) }
+    : { template: '', to: '', dataJson: '', fieldsInvalid: true, sendAt: '' };
+}
+
+/** What check 5 remembers of each organization's month; the single and the batch send share one. */
+export function monthlyUsageMemory(dispatch: DispatchClient): MonthlyUsageMemory {
+  return new MonthlyUsageMemory({ ask: (organizationId) => acceptedThisMonth(dispatch, organizationId) });
 }
 
 function accept(ctx: ParameterizedContext<GatewayState>, body: AcceptedBody): void {

@@ -36,6 +36,7 @@ export async function serveApp(options: {
   /** NOTIFY_PUBLIC_READ_RATE (default 600/min). */
   readRate?: Rate;
   maxBodyBytes?: number;
+  maxBatchBodyBytes?: number;
   deadlineMs?: number;
   /** The token presented to the services (default: the one they accept). */
   token?: string;
@@ -93,6 +94,7 @@ export async function serveApp(options: {
     logger,
     registry,
     maxBodyBytes: options.maxBodyBytes ?? 262_144,
+    maxBatchBodyBytes: options.maxBatchBodyBytes ?? 5_242_880,
     ...(options.trustedProxyHops !== undefined && { trustedProxyHops: options.trustedProxyHops }),
     ...(panel && { panel: panel.deps }),
     ...(unsubscribe && { unsubscribe }),

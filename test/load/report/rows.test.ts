@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { tracingTotals, type TracingRun } from '../scenarios/tracing-cost.ts';
 import { cpuPerEvent, webhookTotals, type WebhookAcceptRun, type WebhookRun } from '../scenarios/webhook-cost.ts';
+import type { BatchIngestResult } from '../scenarios/batch-ingest.ts';
 import type { DeliveryResult } from '../scenarios/delivery.ts';
 import { halfSustainedRate, type EndToEndResult } from '../scenarios/end-to-end.ts';
 import type { StatusReadResult } from '../scenarios/status-reads.ts';
@@ -210,4 +211,35 @@ test('the status-read rows report latency and CPU per read, the system figure ju
   );
   const costly = { ...statusReads, cpuPerRead: { gateway: 0.5, 'dispatch-svc': 0.25, 'machine total': 0.75 } };
   assert.equal(buildRows({ connections: 64, statusReads: costly }).at(-1)?.result, 'MISS (+50%)');
+});
+
+test('the batch rows put accepted messages/s and CPU per message in batches of 100 beside the single sends of the same run', () => {
+  const batch: BatchIngestResult = {
+    items: 100,
+    load: { sent: 20, completed: 20, statuses: { '200': 20 }, errors: 0, timeouts: 0, durationS: 0.5, latencyMs: latency, answeredPerSecond: 40, cutOff: 0 },
+    accepted: 2_000,
+    acceptedPerSecond: 4_000,
+    cpuPerMessage: { gateway: 0.05, 'auth-svc': 0, 'dispatch-svc': 0.05, 'postgres (this run)': 0.1, 'other (not this run)': 1, 'machine total': 1.2 },
+  };
+  const delivery: DeliveryResult = {
+    messages: 2_000,
+    preload: saturation(1_000).load,
+    preloadAcceptedPerSecond: 1_000,
+    preloadCpuPerMessage: { gateway: 0.3, 'auth-svc': 0.05, 'dispatch-svc': 0.15, 'postgres (this run)': 0.3, 'machine total': 0.8 },
+    drainCpuPerMessage: {},
+    raw: { messages: 2_000, spanS: 2.5, perSecond: 800, failed: 0 },
+    notify: { messages: 2_000, spanS: 4.8, perSecond: 420 },
+    settled: { total: 2_000, sent: 2_000, failed: 0, pending: 0, waitedS: 5 },
+  };
+  const rows = buildRows({ connections: 64, batch, delivery }).filter((entry) => entry.figure.includes('batches'));
+  assert.deepEqual(
+    rows.map((entry) => [entry.figure, entry.measured, entry.baseline, entry.ratio]),
+    [
+      ['ingest in batches of 100, mailers stopped (accepted messages/s)', '4,000/s', 'single sends 1,000/s', '4.00'],
+      ['CPU per message accepted in batches of 100, mailers stopped: services', '0.10 ms', 'single sends 0.50 ms', '0.20'],
+      ['CPU per message accepted in batches of 100, mailers stopped: system', '0.20 ms', 'single sends 0.80 ms', '0.25'],
+    ],
+  );
+  // Without the single sends' run (the bench stopped before it), the figures stand alone.
+  assert.deepEqual(buildRows({ connections: 64, batch }).map((entry) => entry.baseline), ['2,000 messages', '', '']);
 });

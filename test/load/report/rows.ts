@@ -1,5 +1,6 @@
 // The results table: one row per figure, with its baseline from the same run, the ratio, the target and the verdict.
 // Scenarios that did not run (the bench stopped early) leave their rows out.
+import type { BatchIngestResult } from '../scenarios/batch-ingest.ts';
 import type { CeilingResult } from '../scenarios/ceiling.ts';
 import type { DeliveryResult } from '../scenarios/delivery.ts';
 import type { EndToEndResult } from '../scenarios/end-to-end.ts';
@@ -23,6 +24,8 @@ export interface Figures {
   tracing?: TracingCostResult;
   webhooks?: WebhookCostResult;
   statusReads?: StatusReadResult;
+  /** Batches of 100 accepted with the mailers stopped, beside the single sends' backlog (delivery.preload). */
+  batch?: BatchIngestResult;
   /** Peak RSS in MiB per service. */
   memory?: Record<string, number>;
 }
@@ -56,7 +59,7 @@ function row(figure: string, measured: string, options: { baseline?: string; rat
 
 export function buildRows(figures: Figures): Row[] {
   const rows: Row[] = [];
-  const { connections, ceiling, ingest, replay, delivery, scaleOut, endToEnd, tracing, webhooks, statusReads, memory } = figures;
+  const { connections, ceiling, ingest, replay, delivery, scaleOut, endToEnd, tracing, webhooks, statusReads, batch, memory } = figures;
   if (ceiling) rows.push(row(`HTTP ceiling: bare Koa, ${connections} connections (202/s)`, perSecond(ceiling.perSecond)));
   if (ingest?.saturation) {
     const saturated = ingest.saturation.acceptedPerSecond;
@@ -75,6 +78,7 @@ export function buildRows(figures: Figures): Row[] {
     }
     rows.push(row('ingest at saturation, mailers stopped (accepted/s)', perSecond(delivery.preloadAcceptedPerSecond)));
   }
+  if (batch) rows.push(...batchRows(batch, delivery));
   if (scaleOut) {
     const single = scaleOut.runs.find((run) => run.replicas === 1)?.perSecond;
     for (const run of scaleOut.runs) {
@@ -262,6 +266,31 @@ function statusReadRows(reads: StatusReadResult): Row[] {
     row('CPU per status read: services', cpu(totals.services)),
     row('CPU per status read: system', cpu(totals.system), { target: targets.cpuPerRequestMs, judged: totals.system }),
   ];
+}
+
+/**
+ * Batches: accepted messages per second and CPU per accepted message (services and system) in batches of 100, each
+ * beside the single sends' figure of the same run, accepted the same way (mailers stopped, saturation).
+ */
+function batchRows(batch: BatchIngestResult, delivery: DeliveryResult | undefined): Row[] {
+  const cpu = (value: number): string => `${twoPlaces(value)} ms`;
+  const single = delivery?.preloadAcceptedPerSecond;
+  const rows = [
+    row(`ingest in batches of ${batch.items}, mailers stopped (accepted messages/s)`, perSecond(batch.acceptedPerSecond), {
+      ...(single === undefined || single <= 0 ? { baseline: `${whole(batch.accepted)} messages` } : { baseline: `single sends ${perSecond(single)}`, ratio: batch.acceptedPerSecond / single }),
+    }),
+  ];
+  const totals = webhookTotals(batch.cpuPerMessage);
+  const singleTotals = delivery && webhookTotals(delivery.preloadCpuPerMessage);
+  for (const key of ['services', 'system'] as const) {
+    const plain = singleTotals?.[key];
+    rows.push(
+      row(`CPU per message accepted in batches of ${batch.items}, mailers stopped: ${key}`, cpu(totals[key]), {
+        ...(plain === undefined || plain <= 0 ? {} : { baseline: `single sends ${cpu(plain)}`, ratio: totals[key] / plain }),
+      }),
+    );
+  }
+  return rows;
 }
 
 /** Plain-text table for the terminal. */

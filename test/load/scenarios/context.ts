@@ -45,6 +45,10 @@ export interface BenchPlan {
   readonly statusReadRate: number;
   readonly statusReadS: number;
   readonly statusReadMessages: number;
+  /** Batch ingest (POST /api/v1/send/batch/, 100 messages a request, mailers stopped): messages, connections, longest run. */
+  readonly batchMessages: number;
+  readonly batchConnections: number;
+  readonly batchMaxS: number;
   /** Longest wait for a scenario's messages to be delivered before moving on. */
   readonly settleTimeoutMs: number;
   /** Longest wait, at the end, for every accepted message to be delivered before it counts as lost. */
@@ -83,6 +87,9 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     statusReadRate: 200,
     statusReadS: 5,
     statusReadMessages: 1_000,
+    batchMessages: 20_000,
+    batchConnections: 8,
+    batchMaxS: 30,
     settleTimeoutMs: 90_000,
     finalTimeoutMs: 120_000,
     limitMs: 9 * 60_000,
@@ -116,6 +123,9 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     statusReadRate: 200,
     statusReadS: 3,
     statusReadMessages: 300,
+    batchMessages: 2_000,
+    batchConnections: 8,
+    batchMaxS: 10,
     settleTimeoutMs: 20_000,
     finalTimeoutMs: 60_000,
     limitMs: 4 * 60_000,
