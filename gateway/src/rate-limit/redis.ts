@@ -5,8 +5,54 @@ import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
 import type { Logger } from '@notify/platform';
 import type { Rate } from './rate.ts';
 
-export function connectRedis(url: string, logger: Logger): Redis {
+/** One Redis Sentinel, from REDIS_SENTINELS. */
+export interface SentinelAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+/**
+ * The sentinels that name the gateway's Redis master (REDIS_SENTINELS, REDIS_SENTINEL_NAME, REDIS_SENTINEL_PASSWORD).
+ * With them, only the user, password, database and TLS (rediss) of REDIS_URL apply to the master: its host is ignored.
+ */
+export interface SentinelSettings {
+  readonly sentinels: readonly SentinelAddress[];
+  /** The master group the sentinels monitor. */
+  readonly name: string;
+  /** The sentinels' own password, if they have one (empty: none). */
+  readonly password: string;
+}
+
+/** REDIS_SENTINELS: `host:port` entries, comma-separated (empty: no sentinels). */
+export function parseSentinels(raw: string): SentinelAddress[] {
+  if (raw.trim() === '') return [];
+  return raw.split(',').map((entry) => {
+    const match = /^\s*(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})\s*$/.exec(entry);
+    const port = Number(match?.[2]);
+    if (!match?.[1] || port < 1 || port > 65_535) throw new Error('must be host:port entries separated by commas');
+    return { host: match[1].replace(/^\[(.*)\]$/, '$1'), port };
+  });
+}
+
+/**
+ * With sentinels, ioredis asks them for the master of `name` at every (re)connect, checks the server it reaches
+ * is still a master, and reconnects at once when they announce a failover (`failoverDetector`).
+ */
+function sentinelOptions(sentinel: SentinelSettings | undefined) {
+  if (!sentinel?.sentinels.length) return {};
+  return {
+    sentinels: sentinel.sentinels.map(({ host, port }) => ({ host, port })),
+    name: sentinel.name,
+    ...(sentinel.password ? { sentinelPassword: sentinel.password } : {}),
+    // A stalled sentinel must not hold the reconnect: the next one is asked instead.
+    sentinelCommandTimeout: 500,
+    failoverDetector: true,
+  };
+}
+
+export function connectRedis(url: string, logger: Logger, sentinel?: SentinelSettings): Redis {
   const redis = new Redis(url, {
+    ...sentinelOptions(sentinel),
     // Commands fail at once while disconnected instead of queueing behind a reconnect.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
