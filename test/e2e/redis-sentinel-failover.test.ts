@@ -112,29 +112,33 @@ test('through the sentinels the replicas share one budget in the master; when it
   const fallbackKey = await anotherKey(system, tenant, 'during-failover');
   const afterKey = await anotherKey(system, tenant, 'after-failover');
   const load = steadyLoad(loadKeys);
-  await waitFor(() => load.answered() >= 20, { timeoutMs: 10_000, what: 'the load to be under way before the kill' });
+  let answers: Array<number | string> = [];
+  try {
+    await waitFor(() => load.answered() >= 20, { timeoutMs: 10_000, what: 'the load to be under way before the kill' });
+    await oldMaster.kill();
+    // Both replicas notice at once; the sentinels need downAfterMs before they even call the master down.
+    for (const index of [0, 1] as const) await waitFor(async () => (await redisCheck(urls[index])) === 'degraded', { timeoutMs: timings.downAfterMs, intervalMs: 20, what: `replica ${index} to report Redis degraded` });
+    // Together, so they are counted before any failover: replica 0's in-memory share, then 429 (the shared budget is 6).
+    const during = await Promise.all(Array.from({ length: share + 1 }, () => sendVia(urls[0], fallbackKey, body)));
+    assert.deepEqual(during.map((response) => response.status).sort(), [202, 202, 202, 429]);
+    for (const response of during) {
+      if (response.status === 202) assertAccepted(response);
+      else assertThrottled(response);
+    }
 
-  await oldMaster.kill();
-  // Both replicas notice at once; the sentinels need downAfterMs before they even call the master down.
-  for (const index of [0, 1] as const) await waitFor(async () => (await redisCheck(urls[index])) === 'degraded', { timeoutMs: timings.downAfterMs, intervalMs: 20, what: `replica ${index} to report Redis degraded` });
-  // Together, so they are counted before any failover: replica 0's in-memory share, then 429 (the shared budget is 6).
-  const during = await Promise.all(Array.from({ length: share + 1 }, () => sendVia(urls[0], fallbackKey, body)));
-  assert.deepEqual(during.map((response) => response.status).sort(), [202, 202, 202, 429]);
-  for (const response of during) {
-    if (response.status === 202) assertAccepted(response);
-    else assertThrottled(response);
+    const newMaster = await redis.failedOverFrom(oldMaster);
+    for (const index of [0, 1] as const) await waitFor(async () => (await redisCheck(urls[index])) === 'ok', { timeoutMs: 10_000, what: `replica ${index} to reach the promoted master` });
+    await assertSharedBudget(afterKey, newMaster);
+    // The session created before the kill is in the promoted replica: still signed in, on either gateway replica.
+    assert.equal((await visitor.get('/panel/')).status, 200);
+    const elsewhere = new PanelVisitor(urls[1]);
+    for (const [name, value] of visitor.cookies) elsewhere.cookies.set(name, value);
+    assert.equal((await elsewhere.get('/panel/')).status, 200);
+  } finally {
+    // Stopped even when an assertion fails, so no worker outlives the test.
+    answers = await load.stop();
   }
 
-  const newMaster = await redis.failedOverFrom(oldMaster);
-  for (const index of [0, 1] as const) await waitFor(async () => (await redisCheck(urls[index])) === 'ok', { timeoutMs: 10_000, what: `replica ${index} to reach the promoted master` });
-  await assertSharedBudget(afterKey, newMaster);
-  // The session created before the kill is in the promoted replica: still signed in, on either gateway replica.
-  assert.equal((await visitor.get('/panel/')).status, 200);
-  const elsewhere = new PanelVisitor(urls[1]);
-  for (const [name, value] of visitor.cookies) elsewhere.cookies.set(name, value);
-  assert.equal((await elsewhere.get('/panel/')).status, 200);
-
-  const answers = await load.stop();
   const counts = new Map<number | string, number>();
   for (const answer of answers) counts.set(answer, (counts.get(answer) ?? 0) + 1);
   assert.deepEqual([...counts.keys()].filter((answer) => answer !== 202 && answer !== 429), [], `every answer under load was 202 or 429: ${JSON.stringify([...counts])}`);
