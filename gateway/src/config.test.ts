@@ -33,3 +33,35 @@ test('a Redis URL of the wrong scheme is refused without printing its password',
     },
   );
 });
+
+test('REDIS_SENTINELS lists host:port entries, with the master name and the sentinel password (from a file too)', () => {
+  writeFileSync(join(dir, 'sentinel-password'), 'sentinel-secret\n');
+  const config = loadConfig(configSpec, {
+    ...required,
+    REDIS_SENTINELS: 'redis-sentinel-0.cache:26379, 10.0.0.7:26380,[::1]:26381',
+    REDIS_SENTINEL_NAME: 'notify',
+    REDIS_SENTINEL_PASSWORD_FILE: join(dir, 'sentinel-password'),
+  });
+  assert.deepEqual(config.redisSentinels, [
+    { host: 'redis-sentinel-0.cache', port: 26379 },
+    { host: '10.0.0.7', port: 26380 },
+    { host: '::1', port: 26381 },
+  ]);
+  assert.equal(config.redisSentinelName, 'notify');
+  assert.equal(config.redisSentinelPassword, 'sentinel-secret');
+  const plain = loadConfig(configSpec, required);
+  assert.deepEqual([plain.redisSentinels, plain.redisSentinelName, plain.redisSentinelPassword], [[], 'mymaster', '']);
+});
+
+test('a malformed REDIS_SENTINELS entry is refused, naming the variable', () => {
+  for (const wrong of ['sentinel-0', 'sentinel-0:26379,', 'sentinel-0:0', 'sentinel-0:70000', 'redis://sentinel-0:26379']) {
+    assert.throws(
+      () => loadConfig(configSpec, { ...required, REDIS_SENTINELS: wrong }),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.deepEqual(error.faults, [`REDIS_SENTINELS: must be host:port entries separated by commas (got ${JSON.stringify(wrong)})`]);
+        return true;
+      },
+    );
+  }
+});

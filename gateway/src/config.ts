@@ -2,6 +2,7 @@
 // are the platform's shared groups; README.md's settings table is generated from these declarations.
 import { custom, duration, gatewayTokenSetting, grpcClientTlsSettings, integer, natsSettings, parseRate, text, url } from '@notify/platform';
 import { panelConfigSpec } from './panel/config.ts';
+import { parseSentinels } from './rate-limit/redis.ts';
 
 export const configSpec = {
   httpPort: integer('HTTP_PORT', { description: 'port of the public HTTP listener; 0 picks a free one', default: 8080, min: 0, max: 65535 }),
@@ -12,6 +13,17 @@ export const configSpec = {
   grpcDeadlineMs: duration('GRPC_DEADLINE', { description: 'deadline of each call to auth-svc and dispatch-svc', default: '2s', minMs: 1 }),
   // May carry a password (`rediss://:password@host:6379`): a secret, so it may come from REDIS_URL_FILE and is never printed.
   redisUrl: url('REDIS_URL', { description: 'Redis holding the rate-limit counters shared by all replicas', default: 'redis://127.0.0.1:6379', protocols: ['redis', 'rediss'], secret: true }),
+  redisSentinels: custom(
+    'REDIS_SENTINELS',
+    {
+      description:
+        'Redis Sentinels, comma-separated host:port: the gateway asks them for the master of REDIS_SENTINEL_NAME and follows its failovers, and of REDIS_URL only the user, password, database and rediss apply (its host is ignored). Empty: REDIS_URL names the Redis',
+      default: '',
+    },
+    parseSentinels,
+  ),
+  redisSentinelName: text('REDIS_SENTINEL_NAME', { description: 'master group name the REDIS_SENTINELS monitor', default: 'mymaster', pattern: /^\S+$/ }),
+  redisSentinelPassword: text('REDIS_SENTINEL_PASSWORD', { description: "password of the sentinels themselves (their requirepass), when they have one; the master's is in REDIS_URL", default: '', secret: true }),
   redisKeyPrefix: text('REDIS_KEY_PREFIX', { description: 'prefix of every Redis key the gateway writes', default: 'notify:' }),
   sendRate: custom('NOTIFY_PUBLIC_SEND_RATE', { description: 'default send rate per API key, `<count>/<unit>` with unit s, sec, second, m, min, minute, h, hour, d or day', default: '120/min' }, parseRate),
   readRate: custom(

@@ -47,7 +47,7 @@ runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, 
   const auth = new GrpcClient(authProto.AuthService.service, config.authSvcAddr, grpcOptions);
   const dispatch = new GrpcClient(dispatchProto.DispatchService.service, config.dispatchSvcAddr, grpcOptions);
   const reports = new GrpcClient(dispatchProto.ReportService.service, config.dispatchSvcAddr, grpcOptions);
-  const redis = connectRedis(config.redisUrl, logger);
+  const redis = connectRedis(config.redisUrl, logger, { sentinels: config.redisSentinels, name: config.redisSentinelName, password: config.redisSentinelPassword });
   const rateLimiter = new SendRateLimiter({
     redis,
     keyPrefix: config.redisKeyPrefix,

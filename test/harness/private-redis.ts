@@ -27,7 +27,7 @@ function encode(args: readonly string[]): string {
 }
 
 /** One command on a fresh connection; the whole reply is whatever arrives within a short quiet period. */
-function rawCommand(port: number, args: readonly string[], timeoutMs = 1_000): Promise<string> {
+export function rawCommand(port: number, args: readonly string[], timeoutMs = 1_000): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host: '127.0.0.1', port });
     let reply = '';

@@ -187,6 +187,27 @@ describe('helm/notify', () => {
     assert.match(wrong.stderr, /webhookAllowPrivate/);
   });
 
+  test('config.gateway.redisSentinels and redisSentinelName reach the gateway as REDIS_SENTINELS and REDIS_SENTINEL_NAME; a malformed address is refused', async (t) => {
+    if (skip) return t.skip(skip);
+    const data = (rendered: Rendered) => rendered.get('ConfigMap', 'notify').data ?? {};
+    assert.deepEqual([data(production)['REDIS_SENTINELS'], data(production)['REDIS_SENTINEL_NAME']], ['', 'mymaster'], 'off by default: REDIS_URL names the Redis');
+    assert.ok(container(production, 'gateway').envFrom?.some((source) => source.configMapRef?.name === 'notify'));
+    const sentinels = ['redis-sentinel-0.cache:26379', 'redis-sentinel-1.cache:26379', '10.0.0.7:26379'];
+    const sentinel = await render(helm, {
+      valuesFiles: [productionValues],
+      set: [...sentinels.map((address, index) => `config.gateway.redisSentinels[${index}]=${address}`), 'config.gateway.redisSentinelName=notify', 'networkPolicy.egress.redis.ports={6379,26379}'],
+    });
+    assert.deepEqual([data(sentinel)['REDIS_SENTINELS'], data(sentinel)['REDIS_SENTINEL_NAME']], [sentinels.join(','), 'notify']);
+    assert.ok(JSON.stringify(sentinel.ofKind('NetworkPolicy')).includes('"port":26379'), 'the pods may reach the sentinels');
+    // The master's password stays in the Secret's REDIS_URL, read from its file.
+    assert.equal(env(container(sentinel, 'gateway'), 'REDIS_URL_FILE')?.value, '/var/run/secrets/notify/redis-url');
+    for (const wrong of ['config.gateway.redisSentinels[0]=redis-sentinel-0.cache', 'config.gateway.redisSentinels[0]=redis://sentinel:26379', 'config.gateway.redisSentinelName=two words']) {
+      const result = await template(helm, { valuesFiles: [productionValues], set: [wrong] });
+      assert.notEqual(result.code, 0, wrong);
+      assert.match(result.stderr, /redisSentinel/, wrong);
+    }
+  });
+
   test('config.traceUrlTemplate reaches the gateway as written, and one that is no http(s) URL with {trace_id} is refused', async (t) => {
     if (skip) return t.skip(skip);
     const grafana = 'https://grafana.example.com/explore?left={"datasource":"tempo","queries":[{"query":"{trace_id}"}]}';
