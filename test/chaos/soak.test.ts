@@ -175,7 +175,8 @@ test(`a ${Math.round(durationMs / 1_000)} s soak with a mailer, dispatch-svc and
   const started = Date.now();
   const clients = Array.from({ length: senders }, (_, index) => client(index, stop.signal, tally));
 
-  const interval = Math.max(5_000, Math.floor(durationMs / 8));
+  // With a cluster, a fault at least every 20 s: a long run kills many nodes, leaders and followers, not two or three.
+  const interval = Math.max(5_000, clustered ? Math.min(20_000, Math.floor(durationMs / 8)) : Math.floor(durationMs / 8));
   const injected: string[] = [];
   /** Each fault with the time it was injected, for the failure message. */
   const faultLog: string[] = [];
