@@ -15,9 +15,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { parseDuration } from '@notify/platform';
+import { topology } from '@notify/proto';
 import { attemptsAcrossOutages, attemptsWithoutOutcome, audit, statesOf } from '../harness/delivery-audit.ts';
 import { gatewayReachesServices } from '../harness/service-waits.ts';
-import { topology } from '@notify/proto';
 import { startPrivateNats, type PrivateNats } from '../harness/private-nats.ts';
 import { startPrivateNatsCluster, type PrivateNatsCluster } from '../harness/private-nats-cluster.ts';
 import { startReliableSystem } from '../harness/reliable-system.ts';
@@ -25,9 +25,10 @@ import type { System, Tenant } from '../harness/system.ts';
 import { waitFor } from '../harness/wait.ts';
 
 const durationMs = parseDuration(process.env['CHAOS_DURATION'] ?? '2m');
-/** CHAOS_NATS=cluster: a three-node JetStream cluster instead of one nats-server. */
-const clustered = (process.env['CHAOS_NATS'] ?? 'single') === 'cluster';
-if (!['single', 'cluster'].includes(process.env['CHAOS_NATS'] ?? 'single')) throw new Error(`CHAOS_NATS must be single or cluster, got ${process.env['CHAOS_NATS']}`);
+/** CHAOS_NATS=cluster: a three-node JetStream cluster instead of one nats-server (single). */
+const natsForm = process.env['CHAOS_NATS'] ?? 'single';
+if (!['single', 'cluster'].includes(natsForm)) throw new Error(`CHAOS_NATS must be single or cluster, got ${natsForm}`);
+const clustered = natsForm === 'cluster';
 /** Senders working at once; each waits for its answer before the next send. */
 const senders = 4;
 /** How long a client keeps retrying one send (503 or no answer) before giving up on it. */
