@@ -67,16 +67,20 @@ export async function audit(db: pg.Pool, mailDir: string, ids: readonly number[]
  * Attempts per message that recorded `sending` but no outcome (deferred, sent or failed): the replica died or lost
  * NATS in the middle of them. Only such an attempt can have reached the relay without the outcome ledger knowing it,
  * so a duplicate email is explained by one of these (docs/delivery-guarantees.md, "Duplicates that remain").
+ * With `killedAt` (when mailers were SIGKILLed), only attempts whose `sending` was recorded in the `withinMs` before
+ * one of those kills count: an attempt a mailer kill cut off, not one that lost its outcome some other way.
  */
-export async function attemptsWithoutOutcome(db: pg.Pool, ids: readonly number[]): Promise<Map<number, number>> {
+export async function attemptsWithoutOutcome(db: pg.Pool, ids: readonly number[], killedAt?: { at: readonly Date[]; withinMs: number }): Promise<Map<number, number>> {
   const { rows } = await db.query<{ id: number; n: number }>(
     `SELECT s.message_id AS id, count(*)::int AS n
        FROM message_events s
       WHERE s.message_id = ANY($1::bigint[]) AND s.state = 'sending'
         AND NOT EXISTS (SELECT 1 FROM message_events o
                          WHERE o.message_id = s.message_id AND o.attempt = s.attempt AND o.state IN ('deferred', 'sent', 'failed'))
+        AND ($2::timestamptz[] IS NULL OR EXISTS (SELECT 1 FROM unnest($2::timestamptz[]) AS kill(at)
+                                                   WHERE s.occurred_at <= kill.at AND s.occurred_at > kill.at - $3 * interval '1 millisecond'))
       GROUP BY s.message_id`,
-    [ids],
+    [ids, killedAt ? [...killedAt.at] : null, killedAt?.withinMs ?? 0],
   );
   return new Map(rows.map((row) => [Number(row.id), row.n]));
 }

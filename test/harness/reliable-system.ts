@@ -9,7 +9,8 @@ import { infrastructure } from './resources.ts';
 import { startSystem, type System, type SystemOptions } from './system.ts';
 
 export interface PrivateServers {
-  nats?: PrivateNats;
+  /** A private nats-server or cluster (private-nats-cluster.ts): its URL, or its nodes' URLs comma-separated. */
+  nats?: Pick<PrivateNats, 'url'>;
   postgres?: PrivatePostgres;
   redis?: PrivateRedis;
 }

@@ -49,7 +49,8 @@ export async function createRunResources(): Promise<RunResources> {
 
 /** Deletes every stream the run created: the work streams, the delivery-limit and dead-letter streams and KV buckets (`KV_<prefix>...`). */
 export async function dropPrefixedStreams(natsUrl: string, prefix: string): Promise<void> {
-  const connection = await connect({ servers: natsUrl });
+  // NATS_URL's form: one server or a cluster's, comma-separated.
+  const connection = await connect({ servers: natsUrl.split(',') });
   try {
     const jsm = await jetstreamManager(connection);
     const owned = [prefix.toUpperCase(), `KV_${prefix.toUpperCase()}`];

@@ -8,6 +8,12 @@ import type { Logger } from '../logger.ts';
 
 /** Pause before consuming again after the subscription itself failed. */
 const resubscribeDelayMs = 1_000;
+/**
+ * Lifetime of each pull request. The server sends heartbeats every half of it, and two missed ones make the client
+ * pull again: that is how a pull request lost with a consumer leader that died (a NATS node killed in a cluster, the
+ * client connected to another node) is noticed. The client's default of 30 s held events for 30 s after such a kill.
+ */
+const pullExpiresMs = 10_000;
 
 export interface DurableConsumerOptions {
   readonly js: JetStreamClient;
@@ -40,7 +46,7 @@ export function consumeDurably(options: DurableConsumerOptions): DurableConsumer
 
   async function consumeUntilClosed(): Promise<void> {
     const consumer = await options.js.consumers.get(options.stream, options.consumer);
-    const messages = await consumer.consume({ max_messages: inHand * 2 });
+    const messages = await consumer.consume({ max_messages: inHand * 2, expires: pullExpiresMs });
     close = () => messages.close();
     if (stopped.signal.aborted) await messages.close();
     const received: JsMsg[] = [];
