@@ -190,7 +190,12 @@ describe('helm/notify', () => {
   test('config.gateway.redisSentinels and redisSentinelName reach the gateway as REDIS_SENTINELS and REDIS_SENTINEL_NAME; a malformed address is refused', async (t) => {
     if (skip) return t.skip(skip);
     const data = (rendered: Rendered) => rendered.get('ConfigMap', 'notify').data ?? {};
-    assert.deepEqual([data(production)['REDIS_SENTINELS'], data(production)['REDIS_SENTINEL_NAME']], ['', 'mymaster'], 'off by default: REDIS_URL names the Redis');
+    assert.deepEqual([data(externalUrls)['REDIS_SENTINELS'], data(externalUrls)['REDIS_SENTINEL_NAME']], ['', 'mymaster'], 'off by default: REDIS_URL names the Redis');
+    // The production-like values follow Bitnami's redis chart with sentinels (docs/operations.md, "The stores in production").
+    assert.deepEqual(
+      [data(production)['REDIS_SENTINELS'], data(production)['REDIS_SENTINEL_NAME']],
+      [[0, 1, 2].map((node) => `redis-node-${node}.redis-headless.cache:26379`).join(','), 'mymaster'],
+    );
     assert.ok(container(production, 'gateway').envFrom?.some((source) => source.configMapRef?.name === 'notify'));
     const sentinels = ['redis-sentinel-0.cache:26379', 'redis-sentinel-1.cache:26379', '10.0.0.7:26379'];
     const sentinel = await render(helm, {
@@ -442,7 +447,7 @@ describe('helm/notify', () => {
     const postgresql = { ports: tcp(5432), to: [{ ipBlock: { cidr: '10.0.0.0/8' } }] };
     const nats = { ports: tcp(4222), to: [namespace('messaging')] };
     const otlp = { ports: tcp(4318), to: [namespace('observability')] };
-    assert.deepEqual(egress(production, 'gateway'), [dns, call('auth-svc', 'grpc'), call('dispatch-svc', 'grpc'), { ports: tcp(6379), to: [namespace('cache')] }, nats, otlp]);
+    assert.deepEqual(egress(production, 'gateway'), [dns, call('auth-svc', 'grpc'), call('dispatch-svc', 'grpc'), { ports: tcp(6379, 26379), to: [namespace('cache')] }, nats, otlp]);
     assert.deepEqual(egress(production, 'auth-svc'), [dns, postgresql, nats, otlp]);
     assert.deepEqual(egress(production, 'dispatch-svc'), [dns, postgresql, nats, otlp]);
     assert.deepEqual(egress(production, 'mailer-svc'), [dns, call('dispatch-svc', 'grpc'), nats, { ports: tcp(465) }, otlp]);
