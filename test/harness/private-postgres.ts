@@ -25,7 +25,7 @@ export interface PrivatePostgres {
 }
 
 /** Debian keeps the server programs off the PATH, in /usr/lib/postgresql/<major>/bin; the newest wins. */
-function binDirectory(): string {
+export function binDirectory(): string {
   const root = '/usr/lib/postgresql';
   const major = readdirSync(root).filter((name) => /^\d+$/.test(name)).sort((a, b) => Number(b) - Number(a))[0];
   const dir = major === undefined ? undefined : join(root, major, 'bin');
@@ -33,7 +33,7 @@ function binDirectory(): string {
   return dir;
 }
 
-async function postgresProgram(program: string, args: readonly string[]): Promise<void> {
+export async function postgresProgram(program: string, args: readonly string[]): Promise<void> {
   const [command, commandArgs] = isRoot ? ['runuser', ['-u', 'postgres', '--', program, ...args]] : [program, [...args]];
   try {
     await run(command, commandArgs, { timeout: 60_000 });
@@ -49,22 +49,27 @@ async function postgresOwner(): Promise<{ uid: number; gid: number }> {
   return { uid: Number(uid.trim()), gid: Number(gid.trim()) };
 }
 
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
-  const bin = binDirectory();
-  const port = await freePort();
+export interface PostgresServer {
+  start(): Promise<void>;
+  stop(mode?: 'fast' | 'immediate'): Promise<void>;
+  /** Stops it immediately and forgets it: for destroy(). */
+  release(): Promise<void>;
+}
+
+/** A directory for a private cluster (its data, socket and log), owned by `postgres` when the tests run as root. */
+export async function clusterRoot(): Promise<string> {
   const root = mkdtempSync(join(tmpdir(), 'notify-pg-'));
-  const dataDir = join(root, 'data');
-  const logFile = join(root, 'server.log');
   if (isRoot) {
     const { uid, gid } = await postgresOwner();
     chownSync(root, uid, gid);
     chmodSync(root, 0o700);
   }
-  // Durability settings are off: the data only has to survive a clean or crash stop of the server, not of the machine.
-  await postgresProgram(join(bin, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--no-locale', '--no-sync']);
-  const options = `-p ${port} -c listen_addresses=127.0.0.1 -k ${root} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=100`;
-  let running = false;
+  return root;
+}
 
+/** Starts and stops the server of `dataDir` with `options`; one that is running when the test process exits is stopped. */
+export function postgresServer(bin: string, dataDir: string, logFile: string, options: string): PostgresServer {
+  let running = false;
   async function start(): Promise<void> {
     await postgresProgram(join(bin, 'pg_ctl'), ['-D', dataDir, '-l', logFile, '-o', options, '-w', '-t', '30', 'start']);
     running = true;
@@ -86,16 +91,37 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     }
   };
   process.once('exit', stopNow);
+  return {
+    start,
+    stop,
+    async release() {
+      await stop('immediate').catch(() => undefined);
+      process.off('exit', stopNow);
+    },
+  };
+}
 
-  await start();
+/** The server options every private cluster has: its port, loopback only, its socket in `root`. */
+export function serverOptions(port: number, root: string): string {
+  return `-p ${port} -c listen_addresses=127.0.0.1 -k ${root} -c fsync=off -c full_page_writes=off -c max_connections=100`;
+}
+
+export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+  const bin = binDirectory();
+  const port = await freePort();
+  const root = await clusterRoot();
+  const dataDir = join(root, 'data');
+  // Durability settings are off: the data only has to survive a clean or crash stop of the server, not of the machine.
+  await postgresProgram(join(bin, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--no-locale', '--no-sync']);
+  const server = postgresServer(bin, dataDir, join(root, 'server.log'), `${serverOptions(port, root)} -c synchronous_commit=off`);
+  await server.start();
   return {
     adminUrl: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,
-    stop,
-    start,
+    stop: server.stop,
+    start: server.start,
     async destroy() {
-      await stop('immediate').catch(() => undefined);
-      process.off('exit', stopNow);
+      await server.release();
       rmSync(root, { recursive: true, force: true });
     },
   };

@@ -11,7 +11,8 @@ import { startSystem, type System, type SystemOptions } from './system.ts';
 export interface PrivateServers {
   /** A private nats-server or cluster (private-nats-cluster.ts): its URL, or its nodes' URLs comma-separated. */
   nats?: Pick<PrivateNats, 'url'>;
-  postgres?: PrivatePostgres;
+  /** A private PostgreSQL, or anything with an admin URL in front of one (private-postgres-failover.ts's forwarder). */
+  postgres?: Pick<PrivatePostgres, 'adminUrl'>;
   redis?: PrivateRedis;
 }
 
