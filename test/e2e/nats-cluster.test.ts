@@ -29,7 +29,8 @@ test('a durable consumer whose leader node is SIGKILLed resumes on the new leade
   const jsm = await jetstreamManager(admin);
   await jsm.streams.add({ name: 'CLUSTER_JOBS', subjects: ['cluster.jobs'], num_replicas: 3 });
   await jsm.consumers.add('CLUSTER_JOBS', { durable_name: 'worker', ack_policy: AckPolicy.Explicit });
-  const consumerLeader = (await jsm.consumers.info('CLUSTER_JOBS', 'worker')).cluster?.leader;
+  // A new consumer's group may take a moment to elect its leader.
+  const consumerLeader = await waitFor(async () => (await jsm.consumers.info('CLUSTER_JOBS', 'worker')).cluster?.leader, { timeoutMs: 10_000, intervalMs: 100, what: 'the consumer to elect a leader' });
   const leader = cluster.nodes.findIndex((node) => node.name === consumerLeader);
   assert.ok(leader >= 0, `consumer leader ${consumerLeader} is one of the nodes`);
   await admin.close();

@@ -36,7 +36,21 @@ interface Jsz {
 
 const size = 3;
 
+/**
+ * Nine ports are picked free and then bound by three processes: another process may take one in between. A node that
+ * finds its port taken exits at once; the cluster is then started again on other ports.
+ */
 export async function startPrivateNatsCluster(): Promise<PrivateNatsCluster> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnFreePorts();
+    } catch (error) {
+      if (attempt === 3 || !String(error).includes('address already in use')) throw error;
+    }
+  }
+}
+
+async function startOnFreePorts(): Promise<PrivateNatsCluster> {
   const ports: { client: number; route: number; monitor: number }[] = [];
   for (let index = 0; index < size; index++) ports.push({ client: await freePort(), route: await freePort(), monitor: await freePort() });
   const root = mkdtempSync(join(tmpdir(), 'notify-nats-cluster-'));
