@@ -156,6 +156,9 @@ test('data: required, a JSON object at most 32 levels deep, without __proto__, c
     'a list of 1001 items': [{ ...base, data: { items: list(1_001) } }, { data: 'A list in the data may hold at most 1000 items.' }],
     'a nested list of 1001 items': [{ ...base, data: { order: { lines: [{ codes: list(1_001) }] } } }, { data: 'A list in the data may hold at most 1000 items.' }],
     '10001 values': [{ ...base, data: { ...values(10_000), one: 'more' } }, { data: 'The data may hold at most 10000 values in all, counting those nested in objects and lists.' }],
+    // Valid JSON that PostgreSQL's jsonb cannot hold: refused when the send is written, never a 500.
+    'U+0000 in a value': [{ ...base, data: { name: 'a\u0000b' } }, { data: 'The data holds a value that cannot be stored, such as the character U+0000.' }],
+    'U+0000 in a nested key': [{ ...base, data: { order: { ['line\u0000']: 1 } } }, { data: 'The data holds a value that cannot be stored, such as the character U+0000.' }],
   });
   // The same refusals in Spanish.
   const spanish = await system.send(tenant, { ...base, data: { items: list(1_001), more: values(10_000) } }, { 'accept-language': 'es' });

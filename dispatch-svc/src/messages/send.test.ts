@@ -275,10 +275,13 @@ describe('group commit', () => {
   test('a send the database refuses fails alone: the others of its batch are accepted', async () => {
     const send = createSendHandler(h.deps);
     // PostgreSQL's jsonb cannot hold U+0000, which JSON can: a value only the database finds wrong.
-    const results = await settle(send, [direct({ to: 'before@example.com' }), direct({ dataJson: '{"name":"\\u0000"}' }), direct({ to: 'after@example.com' })]);
+    const results = await settle(send, [direct({ to: 'before@example.com' }), direct({ to: 'nul@example.com', dataJson: '{"name":"\\u0000"}' }), direct({ to: 'after@example.com' })]);
     assert.deepEqual(results.map((result) => result.status), ['fulfilled', 'rejected', 'fulfilled']);
+    // Tried alone, the send is refused for its data (the gateway's 422), not as an internal error.
+    assert.deepEqual(results.map(reasonOf), ['accepted', 'data_unstorable', 'accepted']);
     const ids = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value.messageId] : []));
     assert.equal(await count('messages WHERE id = ANY($1::bigint[])', [ids]), 2);
+    assert.equal(await count(`messages WHERE recipient = 'nul@example.com'`), 0);
   });
 
   test('the quota is shared out in arrival order within a batch', async () => {

@@ -111,6 +111,14 @@ const maxOutboxDeletesPerStatement = 512;
 /** SQLSTATE classes of a failure one send of a batch can cause: data exceptions, constraint violations, rollbacks. */
 export const sendSpecificFailure = /^(22|23|40)/;
 
+/** SQLSTATE class 22, data exception: alone in its transaction, a send the database refuses so holds the value at fault. */
+const dataException = /^22/;
+
+/** The send's data holds a value PostgreSQL cannot store (U+0000 in a string of its jsonb); the gateway's 422 on `data`. */
+export function unstorableData(): UserError {
+  return new UserError(status.INVALID_ARGUMENT, 'data_unstorable', 'the data holds a value the database cannot store, such as U+0000');
+}
+
 const refused = (reason: unknown): PromiseRejectedResult => ({ status: 'rejected', reason });
 const fulfilled = <T>(value: T): PromiseFulfilledResult<T> => ({ status: 'fulfilled', value });
 
@@ -395,6 +403,7 @@ async function acceptInTransaction(deps: SendDeps, batch: readonly Pending[]): P
     return await withTransaction(deps.pool, (client) => acceptBatch(client, deps, batch));
   } catch (error) {
     const code = (error as { code?: unknown }).code;
+    if (batch.length === 1 && typeof code === 'string' && dataException.test(code)) throw unstorableData();
     if (batch.length === 1 || typeof code !== 'string' || !sendSpecificFailure.test(code)) throw error;
     deps.logger.warn({ err: error, sends: batch.length }, 'a batch of sends failed; accepting each on its own');
     return Promise.all(batch.map((pending) => acceptInTransaction(deps, [pending]).then(([result]) => result ?? refused(error), refused)));

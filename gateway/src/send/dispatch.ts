@@ -87,7 +87,7 @@ export function refusalFor(error: Refusal, fieldErrors?: FieldErrors): unknown {
     // without that, a general message.
     return error.fields.length > 0 ? FieldErrors.of('data', ...error.fields.map(variableFault)) : FieldErrors.of('data', text('data.invalid'));
   }
-  // Only a batch item is refused so (a value PostgreSQL cannot store, such as U+0000 in a string of the data).
+  // A value PostgreSQL cannot store, such as U+0000 in a string of the data: found only when the send is written.
   if (is(status.INVALID_ARGUMENT, 'data_unstorable')) return FieldErrors.of('data', text('data.unstorable'));
   if (is(status.FAILED_PRECONDITION, 'recipient_suppressed')) {
     const [reason = 'manual', since = ''] = error.fields;
