@@ -65,7 +65,10 @@ export async function recordMessageWebhookEvents(client: PoolClient, typed: read
              SELECT project_id, message_id, type, sequence,
                     jsonb_build_object('type', type, 'timestamp', to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                       'data', jsonb_build_object('message_id', message_id, 'status', status, 'to', recipient, 'template', template_slug,
-                        'attempt', attempt, 'smtp_reply', CASE WHEN smtp_code IS NULL THEN NULL ELSE concat_ws(' ', smtp_code, smtp_response) END,
+                        'attempt', attempt, 'smtp_reply', CASE WHEN smtp_code IS NULL THEN NULL
+                                           -- nodemailer's reply text starts with its code already ("250 2.0.0 OK").
+                                           WHEN btrim(smtp_response) LIKE smtp_code || '%' THEN btrim(smtp_response)
+                                           ELSE btrim(concat_ws(' ', smtp_code, btrim(smtp_response))) END,
                         'reason', reason, 'celery_task_id', celery_task_id, 'sequence', sequence,
                         -- The send's labels, so a receiver can route the event by them (docs/contract.md, "Tags and metadata").
                         'tags', tags, 'metadata', metadata))

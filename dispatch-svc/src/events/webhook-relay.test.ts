@@ -54,7 +54,7 @@ test('each transition with a type is one webhook event, in the same transaction,
   const messageId = await h.acceptMessage();
   await apply([
     { messageId, state: 'sending', attempt: 1, occurredAt: at(1) },
-    { messageId, state: 'deferred', attempt: 1, occurredAt: at(2), smtpCode: 451, smtpResponse: '4.7.1 try later', reason: 'greylisted' },
+    { messageId, state: 'deferred', attempt: 1, occurredAt: at(2), smtpCode: 451, smtpResponse: '451 4.7.1 try later', reason: 'greylisted' },
   ]);
   await apply([
     { messageId, state: 'sending', attempt: 2, occurredAt: at(3) },
@@ -69,6 +69,8 @@ test('each transition with a type is one webhook event, in the same transaction,
     data: { message_id: messageId, status: 'sent', to: 'ada@example.com', template: 'welcome', attempt: 2, smtp_reply: '250 2.0.0 OK', reason: null, celery_task_id: celery, sequence: 2, tags: [], metadata: {} },
   });
   assert.equal(events[0]?.payload.data.reason, 'greylisted');
+  // A reply recorded with its code (as nodemailer reports it) names the code once, as the status API does.
+  assert.equal(events[0]?.payload.data.smtp_reply, '451 4.7.1 try later');
   // Only the enabled endpoint of this project subscribed to the type gets a delivery.
   for (const event of events) assert.deepEqual(await deliveriesOf(event.id), [subscribed]);
 });
