@@ -105,6 +105,9 @@ export async function launchSystem<S extends SystemSink>(options: LaunchOptions<
   }
   const startedSink = sink;
   const db = new pg.Pool({ connectionString: resources.databaseUrl, max: 4 });
+  // An idle client whose server went away (a test restarting PostgreSQL) is dropped by the pool and replaced on the
+  // next query; without a listener its 'error' event would end the test process.
+  db.on('error', () => undefined);
   const deadlineMs = options.adminDeadlineMs ?? 5_000;
   const adminOptions = { token: adminToken, deadlineMs, credentials: channelCredentials({ grpcTlsCaFile: stack.env.GRPC_TLS_CA_FILE }) };
   const authAdmin = new GrpcClient(authProto.AuthAdminService.service, stack.env.AUTH_SVC_ADDR, adminOptions);
