@@ -250,8 +250,12 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     'bounce-svc': [make('bounce-svc', 'bounce-svc', ports.metrics.bounce)],
     gateway: [make('gateway', 'gateway', ports.metrics.gateway)],
   };
-  // Each stage depends on the ones before it; processes within a stage start together.
-  const stages: ServiceProcess[][] = [[...processes['auth-svc'], ...processes['dispatch-svc']], [...processes['mailer-svc'], ...processes['webhook-svc'], ...processes['bounce-svc']], processes.gateway];
+  // Each stage depends on the ones before it; processes within a stage start together. The gateway calls auth-svc and
+  // dispatch-svc only, so it starts beside the mailers rather than after them.
+  const stages: ServiceProcess[][] = [
+    [...processes['auth-svc'], ...processes['dispatch-svc']],
+    [...processes['mailer-svc'], ...processes['webhook-svc'], ...processes['bounce-svc'], ...processes.gateway],
+  ];
 
   // If this process dies without stopping the stack, its children must not outlive it.
   const killAll = (): void => stages.flat().forEach((child) => child.killNow());
