@@ -12,7 +12,7 @@ const defaultLimit = 100;
 const panelLimit = 200;
 const isPositiveId = (value: number): boolean => Number.isSafeInteger(value) && value > 0;
 /** One addr-spec, roughly: what the gateway accepts as `to` always passes (it checks it fully before any send). */
-const isAddress = (value: string): boolean => value.length <= 254 && /^[^@\s,;<>\u0000-\u001f\u007f]+@[^@\s,;<>\u0000-\u001f\u007f]+$/.test(value);
+export const isAddress = (value: string): boolean => value.length <= 254 && /^[^@\s,;<>\u0000-\u001f\u007f]+@[^@\s,;<>\u0000-\u001f\u007f]+$/.test(value);
 const isReason = (value: string): value is SuppressionReason => (suppressionReasons as readonly string[]).includes(value);
 
 function invalid(faults: string[]): UserError {
@@ -75,7 +75,7 @@ async function remove(pool: Pool, projectId: number, address: string): Promise<v
 }
 
 /** The project must be the organization's; otherwise it is as if it did not exist. */
-async function ensureOwned(pool: Pool, organizationId: number, projectId: number): Promise<void> {
+export async function ensureOwned(pool: Pool, organizationId: number, projectId: number): Promise<void> {
   const owned = await pool.query({ name: 'suppression-project-owner', text: 'SELECT 1 FROM projects WHERE id = $1 AND organization_id = $2', values: [projectId, organizationId] });
   if (owned.rowCount !== 1) throw new UserError(status.NOT_FOUND, 'project_not_found', `no project ${projectId} in this organization`);
 }
