@@ -61,7 +61,9 @@ export function suppressionAdminHandlers(deps: { pool: Pool; metrics: Pick<Dispa
       }
     },
     async RemoveSuppression(request) {
-      check([!isPositiveId(request.projectId) && 'project_id: must be a positive integer', !isAddress(request.address) && 'address: must be one email address']);
+      // An erased entry is named by its hash (erasedAddress).
+      const named = isAddress(request.address) || /^sha256:[0-9a-f]{64}$/.test(request.address);
+      check([!isPositiveId(request.projectId) && 'project_id: must be a positive integer', !named && 'address: must be one email address or an erased entry (sha256:<hex>)']);
       await remove(deps.pool, request.projectId, request.address);
       return {};
     },
