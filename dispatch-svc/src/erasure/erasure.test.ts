@@ -1,0 +1,62 @@
+// Erasure against a real database, through ErasureAdminService and the panel's call: the address matched literally
+// (its dots and plus are no pattern) and in any case, only in the project named, and refused when it is no address.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { status } from '@grpc/grpc-js';
+import { GrpcClient } from '@notify/platform';
+import { dispatchProto } from '@notify/proto';
+import { assertRefused } from '@notify/test/harness/refusal.ts';
+import { startHarness, type Harness } from '../testing/harness.ts';
+
+let h: Harness;
+let erasure: GrpcClient<typeof dispatchProto.ErasureAdminService.service>;
+let panel: GrpcClient<typeof dispatchProto.PanelService.service>;
+
+before(async () => {
+  h = await startHarness();
+  erasure = new GrpcClient(dispatchProto.ErasureAdminService.service, h.address, { token: h.callers.admin.token, deadlineMs: 5_000 });
+  panel = new GrpcClient(dispatchProto.PanelService.service, h.address, { token: h.callers.gateway.token, deadlineMs: 5_000 });
+  await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'welcome', subject: 'Hi', text: 'Hi', active: true });
+  await h.admin.call('PutTemplate', { projectId: h.ids.otherProjectId, slug: 'welcome', subject: 'Hi', text: 'Hi', active: true });
+});
+
+after(async () => {
+  erasure?.close();
+  panel?.close();
+  await h?.close();
+});
+
+async function accept(to: string, projectId = h.ids.projectId): Promise<number> {
+  const response = await h.dispatch.call('Send', h.sendRequest({ projectId, to, dataJson: JSON.stringify({ contact: to }), metadataJson: JSON.stringify({ customer: to }) }));
+  return response.messageId;
+}
+
+const rowOf = async (id: number) =>
+  (await h.pool.query<{ recipient: string; data: unknown; metadata: unknown }>('SELECT recipient, data, metadata FROM messages WHERE id = $1', [id])).rows[0];
+
+test('erases the address in any case, literally, and only in the project named', async () => {
+  const mine = await accept('a.b+x@example.com');
+  const lookalike = await accept('aXb+x@example.com');
+  const elsewhere = await accept('A.B+X@example.com', h.ids.otherProjectId);
+  await h.pool.query(`INSERT INTO message_events (message_id, state, attempt, smtp_response, occurred_at) VALUES ($1, 'deferred', 1, $2, now())`, [mine, '451 4.2.0 <A.B+X@Example.com> mailbox busy']);
+
+  const erased = await erasure.call('EraseRecipient', { projectId: h.ids.projectId, address: 'A.b+X@EXAMPLE.com' });
+  assert.equal(erased.messages, 1);
+  assert.equal(erased.events, 1);
+  assert.deepEqual(await rowOf(mine), { recipient: 'erased@erased.invalid', data: {}, metadata: { customer: 'erased@erased.invalid' } });
+  const { rows } = await h.pool.query<{ smtp_response: string }>('SELECT smtp_response FROM message_events WHERE message_id = $1 AND smtp_response IS NOT NULL', [mine]);
+  assert.deepEqual(rows, [{ smtp_response: '451 4.2.0 <erased@erased.invalid> mailbox busy' }]);
+  assert.deepEqual(await rowOf(lookalike), { recipient: 'aXb+x@example.com', data: { contact: 'aXb+x@example.com' }, metadata: { customer: 'aXb+x@example.com' } });
+  assert.deepEqual(await rowOf(elsewhere), { recipient: 'A.B+X@example.com', data: { contact: 'A.B+X@example.com' }, metadata: { customer: 'A.B+X@example.com' } });
+  assert.equal((await erasure.call('EraseRecipient', { projectId: h.ids.projectId, address: 'a.b+x@example.com' })).messages, 0, 'erasing again changes nothing');
+});
+
+test('refuses what is no address or no project, and the panel only within the organization', async () => {
+  await assertRefused(erasure.call('EraseRecipient', { projectId: h.ids.projectId, address: 'nobody' }), status.INVALID_ARGUMENT, 'invalid_argument');
+  await assertRefused(erasure.call('EraseRecipient', { projectId: 0, address: 'a@example.com' }), status.INVALID_ARGUMENT, 'invalid_argument');
+  const elsewhere = await accept('kept@example.com');
+  await assertRefused(panel.call('EraseProjectRecipient', { organizationId: h.ids.organizationId + 1000, projectId: h.ids.projectId, address: 'kept@example.com' }), status.NOT_FOUND, 'project_not_found');
+  assert.equal((await rowOf(elsewhere))?.recipient, 'kept@example.com');
+  const erased = await panel.call('EraseProjectRecipient', { organizationId: h.ids.organizationId, projectId: h.ids.projectId, address: 'kept@example.com' });
+  assert.equal(erased.messages, 1);
+});
