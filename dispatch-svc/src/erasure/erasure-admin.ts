@@ -4,12 +4,14 @@ import { status } from '@grpc/grpc-js';
 import { UserError, type AsyncHandlers, type Logger } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
+import type { DispatchMetrics } from '../metrics.ts';
 import { ensureOwned, isAddress } from '../suppressions/suppression-admin.ts';
 import { eraseRecipient, type Erasure } from './erase-recipient.ts';
 
 export interface ErasureDeps {
   readonly pool: Pool;
   readonly logger: Logger;
+  readonly metrics: Pick<DispatchMetrics, 'erasures' | 'erasedMessages' | 'scheduledCanceled'>;
 }
 
 function check(projectId: number, address: string): void {
@@ -22,6 +24,9 @@ function check(projectId: number, address: string): void {
 
 async function erase(deps: ErasureDeps, projectId: number, address: string, origin: 'notifyctl' | 'panel'): Promise<dispatch.EraseRecipientResponse__Output> {
   const erasure: Erasure = await eraseRecipient(deps.pool, projectId, address);
+  deps.metrics.erasures.inc({ origin });
+  deps.metrics.erasedMessages.inc({ origin }, erasure.messages);
+  deps.metrics.scheduledCanceled.inc({ origin: 'erasure' }, erasure.canceled);
   deps.logger.info({ projectId, origin, ...erasure }, 'recipient erased');
   return { ...erasure };
 }

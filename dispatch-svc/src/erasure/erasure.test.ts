@@ -1,5 +1,6 @@
 // Erasure against a real database, through ErasureAdminService and the panel's call: the address matched literally
-// (its dots and plus are no pattern) and in any case, only in the project named, and refused when it is no address.
+// (its dots and plus are no pattern) and in any case, only in the project named, and refused when it is no address;
+// counted by origin.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
@@ -59,4 +60,6 @@ test('refuses what is no address or no project, and the panel only within the or
   assert.equal((await rowOf(elsewhere))?.recipient, 'kept@example.com');
   const erased = await panel.call('EraseProjectRecipient', { organizationId: h.ids.organizationId, projectId: h.ids.projectId, address: 'kept@example.com' });
   assert.equal(erased.messages, 1);
+  assert.match(await h.registry.getSingleMetricAsString('notify_erased_messages_total'), /origin="panel"[^}]*\} 1(\n|$)/);
+  assert.match(await h.registry.getSingleMetricAsString('notify_erasures_total'), /origin="notifyctl"[^}]*\} 2(\n|$)/);
 });
