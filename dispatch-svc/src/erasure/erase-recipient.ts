@@ -2,6 +2,7 @@
 // address in the project's rows is replaced by a marker, the recipient's `data` is emptied, and what billing and
 // statistics count (the messages, their states, attempts and times) stays. One transaction: an erasure is all or nothing.
 import { withTransaction, type Pool, type PoolClient } from '@notify/platform/database';
+import type { DeliveryEvent } from '@notify/proto';
 import { erasedAddress } from '../suppressions/suppression-store.ts';
 
 /**
@@ -28,6 +29,21 @@ export interface Erasure {
  */
 export function literalPattern(address: string): string {
   return address.replace(/[^\p{L}\p{N}]/gu, '\\$&');
+}
+
+/** Anything shaped like an address: what a relay may quote of the recipient in its reply. */
+const addressLike = /[^\s<>"'(),;:[\]]+@[^\s<>"'(),;:[\]]+/g;
+
+/**
+ * A delivery event of a message erased while its job was under way (the job still held the address): the relay's
+ * reply and the reason are recorded with every address in them replaced by the marker, as the erasure would have.
+ */
+export function scrubbedEvent(event: DeliveryEvent): DeliveryEvent {
+  return {
+    ...event,
+    ...(event.smtpResponse === undefined ? {} : { smtpResponse: event.smtpResponse.replace(addressLike, erasedRecipient) }),
+    ...(event.reason === undefined ? {} : { reason: event.reason.replace(addressLike, erasedRecipient) }),
+  };
 }
 
 /** Every copy of the address in `expression` (text), case-insensitively, replaced by the marker. */

@@ -1,12 +1,13 @@
 // Erasure against a real database, through ErasureAdminService and the panel's call: the address matched literally
 // (its dots and plus are no pattern) and in any case, only in the project named, and refused when it is no address;
-// counted by origin.
+// counted by origin; and a delivery that ends after it records no address.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
 import { dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
+import { applyDeliveryEvents } from '../events/event-store.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 
 let h: Harness;
@@ -62,4 +63,25 @@ test('refuses what is no address or no project, and the panel only within the or
   assert.equal(erased.messages, 1);
   assert.match(await h.registry.getSingleMetricAsString('notify_erased_messages_total'), /origin="panel"[^}]*\} 1(\n|$)/);
   assert.match(await h.registry.getSingleMetricAsString('notify_erasures_total'), /origin="notifyctl"[^}]*\} 2(\n|$)/);
+});
+
+test('a delivery that ends after the erasure records the relay\'s reply with the marker, not the address it quotes', async () => {
+  const id = await accept('late@example.com');
+  await erasure.call('EraseRecipient', { projectId: h.ids.projectId, address: 'late@example.com' });
+  const occurredAt = new Date().toISOString();
+  const reply = '5.1.1 <Late@Example.com>: no such user';
+  await applyDeliveryEvents(h.pool, [
+    { event: { messageId: id, state: 'sending', attempt: 1, occurredAt } },
+    { event: { messageId: id, state: 'failed', attempt: 1, occurredAt, smtpCode: 550, smtpResponse: reply, reason: `recipient refused: ${reply}` } },
+  ]);
+  const { rows } = await h.pool.query<{ holds: boolean }>(
+    `SELECT bool_or(strpos(lower(to_jsonb(m)::text || coalesce((SELECT jsonb_agg(e)::text FROM message_events e WHERE e.message_id = m.id), '')), 'late@example.com') > 0) AS holds
+       FROM messages m WHERE m.id = $1`,
+    [id],
+  );
+  assert.deepEqual(rows, [{ holds: false }]);
+  const message = await rowOf(id);
+  assert.equal(message?.recipient, 'erased@erased.invalid');
+  const { rows: failed } = await h.pool.query('SELECT state, last_smtp_response, failure_reason FROM messages WHERE id = $1', [id]);
+  assert.deepEqual(failed, [{ state: 'failed', last_smtp_response: '5.1.1 <erased@erased.invalid>: no such user', failure_reason: 'recipient refused: 5.1.1 <erased@erased.invalid>: no such user' }]);
 });
