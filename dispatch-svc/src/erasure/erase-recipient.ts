@@ -31,8 +31,11 @@ export function literalPattern(address: string): string {
   return address.replace(/[^\p{L}\p{N}]/gu, '\\$&');
 }
 
-/** Anything shaped like an address: what a relay may quote of the recipient in its reply. */
+/** Anything shaped like an address: what a relay or a report may quote of the recipient. */
 const addressLike = /[^\s<>"'(),;:[\]]+@[^\s<>"'(),;:[\]]+/g;
+
+/** A text recorded about an erased message after its erasure, with every address in it replaced by the marker. */
+export const withoutAddresses = (text: string): string => text.replace(addressLike, erasedRecipient);
 
 /**
  * A delivery event of a message erased while its job was under way (the job still held the address): the relay's
@@ -41,8 +44,8 @@ const addressLike = /[^\s<>"'(),;:[\]]+@[^\s<>"'(),;:[\]]+/g;
 export function scrubbedEvent(event: DeliveryEvent): DeliveryEvent {
   return {
     ...event,
-    ...(event.smtpResponse === undefined ? {} : { smtpResponse: event.smtpResponse.replace(addressLike, erasedRecipient) }),
-    ...(event.reason === undefined ? {} : { reason: event.reason.replace(addressLike, erasedRecipient) }),
+    ...(event.smtpResponse === undefined ? {} : { smtpResponse: withoutAddresses(event.smtpResponse) }),
+    ...(event.reason === undefined ? {} : { reason: withoutAddresses(event.reason) }),
   };
 }
 

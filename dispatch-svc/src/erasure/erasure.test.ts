@@ -1,6 +1,6 @@
 // Erasure against a real database, through ErasureAdminService and the panel's call: the address matched literally
 // (its dots and plus are no pattern) and in any case, only in the project named, and refused when it is no address;
-// counted by origin; and a delivery that ends after it records no address.
+// counted by origin; and a delivery that ends, or a bounce reported, after it records no address and suppresses nothing.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
@@ -8,6 +8,7 @@ import { GrpcClient } from '@notify/platform';
 import { dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { applyDeliveryEvents } from '../events/event-store.ts';
+import { applyRecipientReport } from '../reports/report-store.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 
 let h: Harness;
@@ -35,6 +36,17 @@ async function accept(to: string, projectId = h.ids.projectId): Promise<number> 
 
 const rowOf = async (id: number) =>
   (await h.pool.query<{ recipient: string; data: unknown; metadata: unknown }>('SELECT recipient, data, metadata FROM messages WHERE id = $1', [id])).rows[0];
+
+/** Whether the message, its events or its webhook events hold the address, in any case. */
+const holdsAddress = async (id: number, address: string): Promise<boolean> => {
+  const { rows } = await h.pool.query<{ holds: boolean }>(
+    `SELECT strpos(lower(to_jsonb(m)::text || (SELECT coalesce(jsonb_agg(e)::text, '') FROM message_events e WHERE e.message_id = m.id)
+                   || (SELECT coalesce(jsonb_agg(w)::text, '') FROM webhook_events w WHERE w.message_id = m.id)), $2) > 0 AS holds
+       FROM messages m WHERE m.id = $1`,
+    [id, address],
+  );
+  return rows[0]?.holds ?? true;
+};
 
 test('erases the address in any case, literally, and only in the project named', async () => {
   const mine = await accept('a.b+x@example.com');
@@ -72,16 +84,24 @@ test('a delivery that ends after the erasure records the relay\'s reply with the
   const reply = '5.1.1 <Late@Example.com>: no such user';
   await applyDeliveryEvents(h.pool, [
     { event: { messageId: id, state: 'sending', attempt: 1, occurredAt } },
-    { event: { messageId: id, state: 'failed', attempt: 1, occurredAt, smtpCode: 550, smtpResponse: reply, reason: `recipient refused: ${reply}` } },
+    { event: { messageId: id, state: 'failed', attempt: 1, occurredAt, smtpCode: 550, smtpResponse: reply, reason: `recipient refused: ${reply}`, suppression: 'hard_bounce' } },
   ]);
-  const { rows } = await h.pool.query<{ holds: boolean }>(
-    `SELECT bool_or(strpos(lower(to_jsonb(m)::text || coalesce((SELECT jsonb_agg(e)::text FROM message_events e WHERE e.message_id = m.id), '')), 'late@example.com') > 0) AS holds
-       FROM messages m WHERE m.id = $1`,
-    [id],
-  );
-  assert.deepEqual(rows, [{ holds: false }]);
-  const message = await rowOf(id);
-  assert.equal(message?.recipient, 'erased@erased.invalid');
+  assert.equal(await holdsAddress(id, 'late@example.com'), false);
   const { rows: failed } = await h.pool.query('SELECT state, last_smtp_response, failure_reason FROM messages WHERE id = $1', [id]);
   assert.deepEqual(failed, [{ state: 'failed', last_smtp_response: '5.1.1 <erased@erased.invalid>: no such user', failure_reason: 'recipient refused: 5.1.1 <erased@erased.invalid>: no such user' }]);
+});
+
+test('a bounce reported after the erasure records no address and suppresses nothing', async () => {
+  const id = await accept('bounced@example.com');
+  const occurredAt = new Date().toISOString();
+  await applyDeliveryEvents(h.pool, [
+    { event: { messageId: id, state: 'sending', attempt: 1, occurredAt } },
+    { event: { messageId: id, state: 'sent', attempt: 1, occurredAt, smtpCode: 250, smtpResponse: '250 2.0.0 OK' } },
+  ]);
+  await erasure.call('EraseRecipient', { projectId: h.ids.projectId, address: 'bounced@example.com' });
+  const outcome = await applyRecipientReport(h.pool, { messageId: id, kind: 'bounced', suppression: 'hard_bounce', detail: '5.1.1 smtp; 550 <bounced@example.com> unknown', smtpCode: 550, receivedAt: occurredAt });
+  assert.deepEqual(outcome, { found: true, early: false, state: 'bounced', changed: true, suppressed: false });
+  assert.equal(await holdsAddress(id, 'bounced@example.com'), false);
+  const { rows } = await h.pool.query('SELECT address FROM suppressions WHERE project_id = $1 AND address = $2', [h.ids.projectId, 'erased@erased.invalid']);
+  assert.deepEqual(rows, [], 'the marker is never suppressed');
 });

@@ -144,7 +144,8 @@ export async function applyDeliveryEvents<T extends { readonly event: DeliveryEv
       // In this transaction: a state change and the webhook event reporting it commit together or not at all.
       await recordWebhookEvents(client, moves);
       // And the suppression of an address a failure proved not to exist.
-      const suppressed = await suppressHardBounces(client, moves.filter((event) => event.state === 'failed' && event.suppression === 'hard_bounce').map((event) => event.messageId));
+      // An erased message has no address left to suppress (an entry it had before is kept as a hash).
+      const suppressed = await suppressHardBounces(client, moves.filter((event) => event.state === 'failed' && event.suppression === 'hard_bounce' && !erased.has(event.messageId)).map((event) => event.messageId));
       for (const result of results) {
         if (result.outcome === 'applied' && result.event.state === 'failed' && suppressed.has(result.event.messageId)) result.suppressed = true;
       }
