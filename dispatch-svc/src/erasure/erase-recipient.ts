@@ -85,7 +85,7 @@ export async function eraseRecipient(pool: Pool, projectId: number, address: str
     const idempotencyRecords = await count(client, 'erasure-idempotency', byIds,
       `UPDATE idempotency_keys SET response = ${scrubbed('response::text')}::jsonb WHERE message_id = ANY($1::bigint[]) AND response::text ~* $2`);
     const suppressions = await hashSuppressions(client, projectId, address);
-    return { messages: ids.length, canceled, events, outbox, webhookEvents, webhookAttempts, idempotencyRecords, suppressions };
+    return { messages, canceled, events, outbox, webhookEvents, webhookAttempts, idempotencyRecords, suppressions };
   });
 }
 
