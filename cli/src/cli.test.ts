@@ -193,6 +193,11 @@ describe('requests built from flags', () => {
       beforeId: 900,
     });
   });
+
+  test('messages erase names one project and one address, both required', async () => {
+    assert.deepEqual(await requestOf(['messages', 'erase', '--project', '5', '--address', 'Ana@example.com']), { projectId: 5, address: 'Ana@example.com' });
+    await assert.rejects(resolve(['messages', 'erase', '--project', '5']), /missing required option --address/);
+  });
 });
 
 describe('remote failures', () => {

@@ -32,8 +32,11 @@ export interface DispatchMetrics {
   readonly scheduledBacklog: Gauge;
   /** Scheduled messages the releaser queued when they were due. */
   readonly scheduledReleased: Counter;
-  /** Scheduled messages canceled, by origin (api, panel). */
+  /** Scheduled messages canceled, by origin (api, panel, erasure). */
   readonly scheduledCanceled: Counter<'origin'>;
+  /** Erasures of a recipient (erasure/erase-recipient.ts), by origin (notifyctl, panel), and the messages they erased. */
+  readonly erasures: Counter<'origin'>;
+  readonly erasedMessages: Counter<'origin'>;
 }
 
 export function createDispatchMetrics(registry: Registry): DispatchMetrics {
@@ -64,7 +67,23 @@ export function createDispatchMetrics(registry: Registry): DispatchMetrics {
     labelNames: ['origin'],
     registers: [registry],
   });
-  for (const origin of ['api', 'panel']) scheduledCanceled.inc({ origin }, 0);
+  for (const origin of ['api', 'panel', 'erasure']) scheduledCanceled.inc({ origin }, 0);
+  const erasures = new Counter({
+    name: 'notify_erasures_total',
+    help: 'Erasures of a recipient from a project (notifyctl messages erase, the panel), by origin',
+    labelNames: ['origin'],
+    registers: [registry],
+  });
+  const erasedMessages = new Counter({
+    name: 'notify_erased_messages_total',
+    help: 'Messages whose recipient and data an erasure replaced by the marker, by origin',
+    labelNames: ['origin'],
+    registers: [registry],
+  });
+  for (const origin of ['notifyctl', 'panel']) {
+    erasures.inc({ origin }, 0);
+    erasedMessages.inc({ origin }, 0);
+  }
   return {
     jobsPublished: new Counter({
       name: 'notify_jobs_published_total',
@@ -130,5 +149,7 @@ export function createDispatchMetrics(registry: Registry): DispatchMetrics {
       registers: [registry],
     }),
     scheduledCanceled,
+    erasures,
+    erasedMessages,
   };
 }

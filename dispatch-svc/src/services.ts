@@ -1,11 +1,12 @@
 // The gRPC services dispatch-svc serves, bound to their handlers and callers: DispatchService for the gateway (but
-// ListMessages for notifyctl), TemplateAdminService, DeadLetterAdminService, SuppressionAdminService, WebhookAdminService
-// and DomainAdminService for operators (admin token), SigningKeyService for the mailers, PanelService for the gateway's
+// ListMessages for notifyctl), TemplateAdminService, DeadLetterAdminService, SuppressionAdminService, WebhookAdminService,
+// DomainAdminService and ErasureAdminService for operators (admin token), SigningKeyService for the mailers, PanelService for the gateway's
 // web panel and ReportService for bounce-svc (and Unsubscribe for the gateway's page). main.ts and the tests both serve them from here.
 import type { Caller, GrpcServer } from '@notify/platform';
 import { dispatchProto } from '@notify/proto';
 import { deadLetterAdminHandlers } from './dead-letters/dead-letter-admin.ts';
 import { domainAdminHandlers, signingKeyHandlers } from './domains/domain-admin.ts';
+import { erasureAdminHandlers } from './erasure/erasure-admin.ts';
 import { searchProjectMessages } from './messages/message-list.ts';
 import { getMessage, listMessages } from './messages/queries.ts';
 import { createSendBatchHandler } from './messages/send-batch.ts';
@@ -61,6 +62,7 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
   server.add(dispatchProto.SuppressionAdminService.service, suppressionAdminHandlers(deps), [admin]);
   server.add(dispatchProto.WebhookAdminService.service, webhookAdminHandlers(deps), [admin]);
   server.add(dispatchProto.DomainAdminService.service, domainAdminHandlers(deps), [admin]);
+  server.add(dispatchProto.ErasureAdminService.service, erasureAdminHandlers(deps), [admin]);
   server.add(dispatchProto.SigningKeyService.service, signingKeyHandlers(deps), [mailer]);
   server.add(dispatchProto.PanelService.service, panelServiceHandlers(deps), [gateway]);
   // The gateway's unsubscribe page and bounce-svc's mailto unsubscribes both land here; only bounce-svc applies reports.

@@ -7,6 +7,7 @@ import type { EventOutcome } from '../metrics.ts';
 import { compareLifecycle, advance, type MessageProgress } from './state-machine.ts';
 import { recordWebhookEvents } from './webhook-events.ts';
 import { suppressHardBounces } from '../suppressions/suppression-store.ts';
+import { erasedRecipient, scrubbedEvent } from '../erasure/erase-recipient.ts';
 
 /**
  * `applied`: recorded and the message moved; `recorded`: recorded, but late or after a terminal state, so the message
@@ -22,17 +23,20 @@ const eventKey = (event: Pick<DeliveryEvent, 'messageId' | 'attempt' | 'state'>)
  * Locks the rows in id order, as every replica does, so two batches naming the same messages wait for each other
  * instead of deadlocking. Messages that do not exist are simply not returned.
  */
-async function lockMessages(client: PoolClient, ids: readonly number[]): Promise<Map<number, MessageProgress>> {
-  const found = await client.query<MessageProgress & { id: number }>({
+async function lockMessages(client: PoolClient, ids: readonly number[]): Promise<{ progress: Map<number, MessageProgress>; erased: Set<number> }> {
+  const found = await client.query<MessageProgress & { id: number; erased: boolean }>({
     name: 'event-lock-messages',
     text: `SELECT id, state, state_attempt AS "stateAttempt", attempts, last_smtp_code AS "lastSmtpCode",
-                  last_smtp_response AS "lastSmtpResponse", failure_reason AS "failureReason"
+                  last_smtp_response AS "lastSmtpResponse", failure_reason AS "failureReason", recipient = $2 AS erased
              FROM messages WHERE id = ANY($1::bigint[])
             ORDER BY id
               FOR UPDATE`,
-    values: [ids],
+    values: [ids, erasedRecipient],
   });
-  return new Map(found.rows.map(({ id, ...progress }) => [id, progress]));
+  return {
+    progress: new Map(found.rows.map(({ id, erased, ...progress }) => [id, progress])),
+    erased: new Set(found.rows.filter((row) => row.erased).map((row) => row.id)),
+  };
 }
 
 /** Inserts the events in one statement; returns the keys of those not recorded before. */
@@ -95,9 +99,11 @@ export type Applied<T> = T & { outcome: StoredOutcome; suppressed?: true };
 export async function applyDeliveryEvents<T extends { readonly event: DeliveryEvent }>(pool: Pool, batch: readonly T[]): Promise<Applied<T>[]> {
   if (batch.length === 0) return [];
   return withTransaction(pool, async (client) => {
-    const locked = await lockMessages(client, [...new Set(batch.map(({ event }) => event.messageId))]);
+    const { progress: locked, erased } = await lockMessages(client, [...new Set(batch.map(({ event }) => event.messageId))]);
+    // A message erased while its job was under way: the relay's reply may quote the address the message no longer has.
+    const received = erased.size === 0 ? batch : batch.map((item) => (erased.has(item.event.messageId) ? { ...item, event: scrubbedEvent(item.event) } : item));
     // An event of a known message is a duplicate unless this batch is the one that records it.
-    const results = batch.map((item): Applied<T> => ({ ...item, outcome: locked.has(item.event.messageId) ? 'duplicate' : 'unknown_message' }));
+    const results = received.map((item): Applied<T> => ({ ...item, outcome: locked.has(item.event.messageId) ? 'duplicate' : 'unknown_message' }));
     // Grouped by message, the first copy of each (message, attempt, state) received: the one recorded, if any is.
     const byMessage = new Map<number, Applied<T>[]>();
     const firstCopies = new Set<string>();
@@ -138,7 +144,8 @@ export async function applyDeliveryEvents<T extends { readonly event: DeliveryEv
       // In this transaction: a state change and the webhook event reporting it commit together or not at all.
       await recordWebhookEvents(client, moves);
       // And the suppression of an address a failure proved not to exist.
-      const suppressed = await suppressHardBounces(client, moves.filter((event) => event.state === 'failed' && event.suppression === 'hard_bounce').map((event) => event.messageId));
+      // An erased message has no address left to suppress (an entry it had before is kept as a hash).
+      const suppressed = await suppressHardBounces(client, moves.filter((event) => event.state === 'failed' && event.suppression === 'hard_bounce' && !erased.has(event.messageId)).map((event) => event.messageId));
       for (const result of results) {
         if (result.outcome === 'applied' && result.event.state === 'failed' && suppressed.has(result.event.messageId)) result.suppressed = true;
       }

@@ -1,5 +1,5 @@
 // PanelService (gateway token): what the gateway's web panel reads, the operator's re-queue button, and the
-// project's webhook endpoints and suppression list.
+// project's webhook endpoints and suppression list, and the operator's erasure of a recipient.
 import { status } from '@grpc/grpc-js';
 import { UserError, type AsyncHandlers } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
@@ -13,6 +13,7 @@ import { getMessageView } from './message-view.ts';
 import { getOverview } from './overview.ts';
 import { listProjectTemplates, previewTemplate, setProjectTemplateUnsubscribe } from './template-preview.ts';
 import { panelSuppressionHandlers } from '../suppressions/suppression-admin.ts';
+import { panelErasureHandlers } from '../erasure/erasure-admin.ts';
 import { panelWebhookHandlers } from '../webhooks/webhook-admin.ts';
 import type { WebhookDeps } from '../webhooks/webhook-operations.ts';
 
@@ -46,5 +47,6 @@ export function panelServiceHandlers(deps: PanelServiceDeps): AsyncHandlers<disp
     CancelProjectMessage: (request) => cancelMessage(deps, request, 'panel'),
     ...panelWebhookHandlers(deps),
     ...panelSuppressionHandlers(deps),
+    ...panelErasureHandlers(deps),
   };
 }

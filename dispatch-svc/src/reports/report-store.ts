@@ -5,6 +5,7 @@ import { withTransaction, type Pool, type PoolClient } from '@notify/platform/da
 import { reportEffect, type MessageState, type ReportState } from '../events/state-machine.ts';
 import { recordMessageWebhookEvents } from '../events/webhook-events.ts';
 import { addSuppression, findSuppressions, suppressionKey } from '../suppressions/suppression-store.ts';
+import { erasedRecipient, withoutAddresses } from '../erasure/erase-recipient.ts';
 
 export interface RecipientReport {
   readonly messageId: number;
@@ -55,20 +56,24 @@ export async function applyRecipientReport(pool: Pool, report: RecipientReport):
     const effect = reportEffect(message.state);
     if (effect === 'early') return { found: true, early: true, state: message.state };
     if (effect === 'done') return { found: true, early: false, state: message.state, changed: false, suppressed: false };
+    // A report about a message erased since: the DSN may quote the address the message no longer has, and there is no
+    // address left to suppress (an entry it had before the erasure is kept as a hash).
+    const erased = message.recipient === erasedRecipient;
+    const detail = erased ? withoutAddresses(report.detail) : report.detail;
 
     await client.query({
       name: 'report-record-event',
       text: `INSERT INTO message_events (message_id, state, attempt, smtp_code, reason, occurred_at)
              VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (message_id, attempt, state) DO NOTHING`,
-      values: [message.id, report.kind, message.stateAttempt, report.smtpCode ?? null, report.detail, report.receivedAt],
+      values: [message.id, report.kind, message.stateAttempt, report.smtpCode ?? null, detail, report.receivedAt],
     });
     // The relay's reply stays (it is what the relay said); the report's words become the reason, as for a failure.
     await client.query({
       name: 'report-move-message',
       text: 'UPDATE messages SET state = $2, failure_reason = $3, updated_at = now() WHERE id = $1',
-      values: [message.id, report.kind, report.detail],
+      values: [message.id, report.kind, detail],
     });
-    const suppressed = report.suppression
+    const suppressed = report.suppression && !erased
       ? (await addSuppression(client, { projectId: message.projectId, address: message.recipient, reason: report.suppression, messageId: message.id })).added
       : false;
     await recordMessageWebhookEvents(client, [
@@ -78,7 +83,7 @@ export async function applyRecipientReport(pool: Pool, report: RecipientReport):
         state: report.kind,
         attempt: message.stateAttempt,
         smtpCode: report.smtpCode,
-        reason: report.detail,
+        reason: detail,
         occurredAt: report.receivedAt,
       },
     ]);

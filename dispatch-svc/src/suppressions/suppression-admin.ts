@@ -12,7 +12,7 @@ const defaultLimit = 100;
 const panelLimit = 200;
 const isPositiveId = (value: number): boolean => Number.isSafeInteger(value) && value > 0;
 /** One addr-spec, roughly: what the gateway accepts as `to` always passes (it checks it fully before any send). */
-const isAddress = (value: string): boolean => value.length <= 254 && /^[^@\s,;<>\u0000-\u001f\u007f]+@[^@\s,;<>\u0000-\u001f\u007f]+$/.test(value);
+export const isAddress = (value: string): boolean => value.length <= 254 && /^[^@\s,;<>\u0000-\u001f\u007f]+@[^@\s,;<>\u0000-\u001f\u007f]+$/.test(value);
 const isReason = (value: string): value is SuppressionReason => (suppressionReasons as readonly string[]).includes(value);
 
 function invalid(faults: string[]): UserError {
@@ -61,7 +61,9 @@ export function suppressionAdminHandlers(deps: { pool: Pool; metrics: Pick<Dispa
       }
     },
     async RemoveSuppression(request) {
-      check([!isPositiveId(request.projectId) && 'project_id: must be a positive integer', !isAddress(request.address) && 'address: must be one email address']);
+      // An erased entry is named by its hash (erasedAddress).
+      const named = isAddress(request.address) || /^sha256:[0-9a-f]{64}$/.test(request.address);
+      check([!isPositiveId(request.projectId) && 'project_id: must be a positive integer', !named && 'address: must be one email address or an erased entry (sha256:<hex>)']);
       await remove(deps.pool, request.projectId, request.address);
       return {};
     },
@@ -75,7 +77,7 @@ async function remove(pool: Pool, projectId: number, address: string): Promise<v
 }
 
 /** The project must be the organization's; otherwise it is as if it did not exist. */
-async function ensureOwned(pool: Pool, organizationId: number, projectId: number): Promise<void> {
+export async function ensureOwned(pool: Pool, organizationId: number, projectId: number): Promise<void> {
   const owned = await pool.query({ name: 'suppression-project-owner', text: 'SELECT 1 FROM projects WHERE id = $1 AND organization_id = $2', values: [projectId, organizationId] });
   if (owned.rowCount !== 1) throw new UserError(status.NOT_FOUND, 'project_not_found', `no project ${projectId} in this organization`);
 }

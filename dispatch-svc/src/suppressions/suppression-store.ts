@@ -1,6 +1,7 @@
 // Each project's suppression list (docs/contract.md, "Recipients that must not be mailed"): addresses that must not be
 // mailed, with why, since when and the message that caused it. The send path looks its recipients up inside the
 // transaction that accepts them; operators list, add and remove entries.
+import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from '@notify/platform/database';
 
 export const suppressionReasons = ['hard_bounce', 'complaint', 'unsubscribed', 'manual'] as const;
@@ -26,16 +27,36 @@ export function normalizeAddress(address: string): string {
 
 const columns = `project_id AS "projectId", address, reason, message_id AS "messageId", created_at AS "createdAt"`;
 
-/** The suppressions of these (project, address) pairs, keyed by `suppressionKey`: one primary-key lookup per pair. */
+/**
+ * What an erasure keeps of a suppressed address (docs/operations.md, "Erasure"): a SHA-256 of the project and the
+ * normalized address, so the address stays refused without being stored. It confirms a guessed address; it does not
+ * reveal one.
+ */
+export function erasedAddress(projectId: number, address: string): string {
+  return `sha256:${createHash('sha256').update(`${projectId}:${normalizeAddress(address)}`).digest('hex')}`;
+}
+
+/**
+ * The suppressions of these (project, address) pairs, keyed by `suppressionKey`: one primary-key lookup per pair, and
+ * one more for its erased form (an entry in clear wins over its hash).
+ */
 export async function findSuppressions(client: PoolClient, wanted: readonly { projectId: number; address: string }[]): Promise<Map<string, Suppression>> {
   if (wanted.length === 0) return new Map();
+  const clearKeyOfErased = new Map(wanted.map((each) => [suppressionKey(each.projectId, erasedAddress(each.projectId, each.address)), suppressionKey(each.projectId, each.address)]));
   const result = await client.query<Suppression>({
     name: 'suppression-find-many',
     text: `SELECT ${columns} FROM suppressions
             WHERE (project_id, address) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))`,
-    values: [wanted.map((each) => each.projectId), wanted.map((each) => normalizeAddress(each.address))],
+    values: [wanted.flatMap((each) => [each.projectId, each.projectId]), wanted.flatMap((each) => [normalizeAddress(each.address), erasedAddress(each.projectId, each.address)])],
   });
-  return new Map(result.rows.map((row) => [suppressionKey(row.projectId, row.address), row]));
+  const found = new Map<string, Suppression>();
+  for (const row of result.rows) {
+    const own = suppressionKey(row.projectId, row.address);
+    const clearKey = clearKeyOfErased.get(own);
+    if (clearKey === undefined) found.set(own, row);
+    else if (!found.has(clearKey)) found.set(clearKey, row);
+  }
+  return found;
 }
 
 export const suppressionKey = (projectId: number, address: string): string => `${projectId}:${normalizeAddress(address)}`;

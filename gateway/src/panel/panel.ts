@@ -15,6 +15,7 @@ import { errorView, projectsView } from './views/pages.ts';
 import { requireProject, requireSignIn } from './routes/guards.ts';
 import { keysPage, setKeyRate } from './routes/key-pages.ts';
 import { cancelMessage, messagePage, messageStatus, messagesPage, overviewPage, requeueMessage, setTemplateUnsubscribe, templatePage, templatePreviewFrame, templatesPage } from './routes/project-pages.ts';
+import { eraseRecipient } from './routes/erasure-pages.ts';
 import { signIn, signInPage, signOut } from './routes/sign-in.ts';
 import { removeSuppression, suppressionsPage } from './routes/suppression-pages.ts';
 import { createWebhook, replayWebhookEvent, setWebhookEnabled, webhookAttemptsPage, webhooksPage } from './routes/webhook-pages.ts';
@@ -61,6 +62,7 @@ function routes(deps: PanelDeps): Router<PanelState> {
   router.post('panel.webhook-replay', `${projectPath}/webhooks/:webhookId/events/:eventId/replay`, page, project, replayWebhookEvent(deps));
   router.get('panel.suppressions', `${projectPath}/suppressions`, page, project, suppressionsPage(deps));
   router.post('panel.suppression-remove', `${projectPath}/suppressions/remove`, page, project, removeSuppression(deps));
+  router.post('panel.erase', `${projectPath}/erase`, page, project, eraseRecipient(deps));
   return router;
 }
 

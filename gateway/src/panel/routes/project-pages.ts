@@ -1,6 +1,6 @@
-// The pages of one project: overview, messages, a message (and its live status), re-queue, cancel, templates (and the
-// operator's one-click unsubscribe switch); its keys are in key-pages.ts. Every call names the user's organization, and
-// whatever is not found in it is "not found".
+// The pages of one project: overview (and, for operators, the erasure form of erasure-pages.ts), messages, a message
+// (and its live status), re-queue, cancel, templates (and the operator's one-click unsubscribe switch); its keys are in
+// key-pages.ts. Every call names the user's organization, and whatever is not found in it is "not found".
 import { status } from '@grpc/grpc-js';
 import type { Middleware } from 'koa';
 import { RemoteError } from '@notify/platform';
@@ -13,6 +13,8 @@ import { setPreviewHeaders } from '../security/headers.ts';
 import { traceUrl } from '../trace-link.ts';
 import { filterQuery, messagesView } from '../views/messages.ts';
 import { liveStatus, messageView } from '../views/message.ts';
+import { erasureForm } from '../views/erasure.ts';
+import { html } from '../views/html.ts';
 import { overviewView } from '../views/overview.ts';
 import type { Notice } from '../views/pages.ts';
 import { templatesView, templateView } from '../views/templates.ts';
@@ -70,7 +72,8 @@ export const overviewPage: Handler = (deps) => async (ctx) => {
   renderPage(panel, {
     title: t('overview.title', { project: project.name }),
     section: 'overview',
-    main: overviewView(t, { project, overview, failed: failed.messages, canRequeue: isOperator(panel), csrfToken: signedIn(panel).session.csrfToken, ...(notice ? { notice } : {}) }),
+    main: html`${overviewView(t, { project, overview, failed: failed.messages, canRequeue: isOperator(panel), csrfToken: signedIn(panel).session.csrfToken, ...(notice ? { notice } : {}) })}
+${isOperator(panel) ? erasureForm(t, { projectId: project.id, csrfToken: signedIn(panel).session.csrfToken }) : undefined}`,
   });
 };
 
