@@ -40,7 +40,7 @@ export class Connections {
     return token;
   }
 
-  #connect<D extends auth.AuthAdminServiceDefinition | dispatch.TemplateAdminServiceDefinition | dispatch.DispatchServiceDefinition | dispatch.DeadLetterAdminServiceDefinition | dispatch.SuppressionAdminServiceDefinition | dispatch.WebhookAdminServiceDefinition | dispatch.DomainAdminServiceDefinition>(
+  #connect<D extends auth.AuthAdminServiceDefinition | dispatch.TemplateAdminServiceDefinition | dispatch.DispatchServiceDefinition | dispatch.DeadLetterAdminServiceDefinition | dispatch.SuppressionAdminServiceDefinition | dispatch.WebhookAdminServiceDefinition | dispatch.DomainAdminServiceDefinition | dispatch.ProjectRelayAdminServiceDefinition>(
     definition: D,
     target: Target,
     token: string,
@@ -80,6 +80,11 @@ export class Connections {
   domainAdmin(): GrpcClient<dispatch.DomainAdminServiceDefinition> {
     const token = this.#token('sending domains need the admin token of dispatch-svc');
     return this.#connect(dispatchProto.DomainAdminService.service as dispatch.DomainAdminServiceDefinition, 'dispatch', token);
+  }
+
+  projectRelayAdmin(): GrpcClient<dispatch.ProjectRelayAdminServiceDefinition> {
+    const token = this.#token("a project's relays need the admin token of dispatch-svc");
+    return this.#connect(dispatchProto.ProjectRelayAdminService.service as dispatch.ProjectRelayAdminServiceDefinition, 'dispatch', token);
   }
 
   dispatch(): GrpcClient<dispatch.DispatchServiceDefinition> {

@@ -4,7 +4,7 @@
 // dispatch-svc cannot answer, the last lists are kept; until the first answer, every project's mail goes to SMTP_URL.
 // The URLs hold credentials: only project ids and relay addresses are logged.
 import type { Logger } from '@notify/platform';
-import { parseRelayUrls, relayAddress, type DataKey } from '@notify/platform/mail';
+import { parseRelayUrls, projectRelaySealContext, relayAddress, type DataKey } from '@notify/platform/mail';
 import type { dispatch } from '@notify/proto';
 import type { ProjectRoutes } from './relays.ts';
 
@@ -19,9 +19,6 @@ export interface ProjectRelayDeps {
   readonly fetch: () => Promise<dispatch.ListProjectRelaysResponse__Output>;
   readonly logger: Logger;
 }
-
-/** The context a project's relay list is sealed under: a list sealed for one project never opens as another's. */
-export const relaySealContext = (projectId: number): string => `smtp-url:${projectId}`;
 
 export function createProjectRelays(deps: ProjectRelayDeps): ProjectRelays {
   let routes = new Map<number, readonly string[]>();
@@ -38,14 +35,13 @@ export function createProjectRelays(deps: ProjectRelayDeps): ProjectRelays {
       }
       const next = new Map<number, readonly string[]>();
       for (const { projectId, sealedSmtpUrl } of answer.projects) {
-        const id = Number(projectId);
         try {
-          next.set(id, parseRelayUrls(deps.dataKey.open(sealedSmtpUrl, relaySealContext(id))));
+          next.set(projectId, parseRelayUrls(deps.dataKey.open(sealedSmtpUrl, projectRelaySealContext(projectId))));
         } catch {
           // No cause attached: neither the error nor the sealed value is for the logs. The project keeps what it had.
-          deps.logger.error({ projectId: id }, "a project's relays cannot be opened with NOTIFY_DATA_KEY (is it the same secret dispatch-svc has?); keeping the last ones");
-          const kept = routes.get(id);
-          if (kept) next.set(id, kept);
+          deps.logger.error({ projectId }, "a project's relays cannot be opened with NOTIFY_DATA_KEY (is it the same secret dispatch-svc has?); keeping the last ones");
+          const kept = routes.get(projectId);
+          if (kept) next.set(projectId, kept);
         }
       }
       const same = (urls: readonly string[] | undefined, other: readonly string[] | undefined): boolean => urls?.join(',') === other?.join(',');

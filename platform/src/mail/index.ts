@@ -2,4 +2,4 @@
 // a mail carries (VERP return path, unsubscribe link), and the syntax of SMTP relay lists.
 export { bounceDomainSetting, createDataKey, dataKeySetting, parseDataKey, type DataKey } from './data-key.ts';
 export { readReturnPath, readUnsubscribeToken, readVerpToken, returnPathFor, unsubscribeToken, verpToken, type UnsubscribeClaim } from './mail-tokens.ts';
-export { parseRelayUrls, relayAddress } from './relay-urls.ts';
+export { parseRelayUrls, projectRelaySealContext, relayAddress } from './relay-urls.ts';

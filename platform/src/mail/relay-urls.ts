@@ -35,3 +35,6 @@ export function parseRelayUrls(raw: string): string[] {
   }
   return relays;
 }
+
+/** The context a project's relay list is sealed under with NOTIFY_DATA_KEY: a list sealed for one project never opens as another's. */
+export const projectRelaySealContext = (projectId: number): string => `smtp-url:${projectId}`;
