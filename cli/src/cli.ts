@@ -54,8 +54,9 @@ export async function resolve(argv: readonly string[]): Promise<Invocation> {
   return { kind: 'call', group, command, json: flags.json, prepared: await command.prepare(flags) };
 }
 
-function remoteFailure(error: RemoteError, group: CommandGroup, connections: Connections): string {
-  const server = connections.describe(group.target);
+function remoteFailure(error: RemoteError, group: CommandGroup, command: Command, connections: Connections): string {
+  const target = command.target ?? group.target;
+  const server = connections.describe(target);
   if (error.status === status.UNAVAILABLE && error.reason !== 'service_unavailable') {
     // grpc-js nests the socket error in a long sentence; the socket error is what the operator needs.
     const cause = /.*Last error: (?:Error: )?(.+?)(?:\. Resolution note|$)/.exec(error.message)?.[1] ?? error.message;
@@ -64,7 +65,7 @@ function remoteFailure(error: RemoteError, group: CommandGroup, connections: Con
   if (error.status === status.DEADLINE_EXCEEDED) return `${error.reason}: ${server} did not answer in time`;
   const hint =
     error.status === status.UNAUTHENTICATED
-      ? ` (is ADMIN_TOKEN the one ${group.target}-svc was started with?)`
+      ? ` (is ADMIN_TOKEN the one ${target}-svc was started with?)`
       : error.status === status.PERMISSION_DENIED
         ? ` (ADMIN_TOKEN holds another component's token: notifyctl needs the admin one)`
         : error.reason === 'service_unavailable'
@@ -93,7 +94,7 @@ export async function run(argv: readonly string[], io: Io, env: Readonly<Record<
       return exitCodes.usage;
     }
     if (error instanceof RemoteError && invocation?.kind === 'call') {
-      io.stderr(`notifyctl: ${remoteFailure(error, invocation.group, connections)}\n`);
+      io.stderr(`notifyctl: ${remoteFailure(error, invocation.group, invocation.command, connections)}\n`);
       return exitCodes.remote;
     }
     // A bug or a local failure: its message, never a stack trace.

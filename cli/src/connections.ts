@@ -40,7 +40,7 @@ export class Connections {
     return token;
   }
 
-  #connect<D extends auth.AuthAdminServiceDefinition | dispatch.TemplateAdminServiceDefinition | dispatch.DispatchServiceDefinition | dispatch.DeadLetterAdminServiceDefinition | dispatch.SuppressionAdminServiceDefinition | dispatch.WebhookAdminServiceDefinition | dispatch.DomainAdminServiceDefinition | dispatch.ErasureAdminServiceDefinition>(
+  #connect<D extends auth.AuthAdminServiceDefinition | dispatch.TemplateAdminServiceDefinition | dispatch.DispatchServiceDefinition | dispatch.DeadLetterAdminServiceDefinition | dispatch.SuppressionAdminServiceDefinition | dispatch.WebhookAdminServiceDefinition | dispatch.DomainAdminServiceDefinition | dispatch.ErasureAdminServiceDefinition | dispatch.ProjectRelayAdminServiceDefinition>(
     definition: D,
     target: Target,
     token: string,
@@ -85,6 +85,11 @@ export class Connections {
   erasureAdmin(): GrpcClient<dispatch.ErasureAdminServiceDefinition> {
     const token = this.#token('erasing a recipient needs the admin token of dispatch-svc');
     return this.#connect(dispatchProto.ErasureAdminService.service as dispatch.ErasureAdminServiceDefinition, 'dispatch', token);
+  }
+
+  projectRelayAdmin(): GrpcClient<dispatch.ProjectRelayAdminServiceDefinition> {
+    const token = this.#token("a project's relays need the admin token of dispatch-svc");
+    return this.#connect(dispatchProto.ProjectRelayAdminService.service as dispatch.ProjectRelayAdminServiceDefinition, 'dispatch', token);
   }
 
   dispatch(): GrpcClient<dispatch.DispatchServiceDefinition> {

@@ -1,7 +1,7 @@
 // notifyctl's help texts, generated from the command definitions so they cannot drift from what is parsed.
 import { commonOptions, type OptionSpec } from './args.ts';
 import type { Command, CommandGroup } from './commands/command.ts';
-import { defaultAddresses } from './connections.ts';
+import { defaultAddresses, type Target } from './connections.ts';
 
 function flagText(name: string, spec: OptionSpec): string {
   return spec.type === 'boolean' ? `--${name}` : `--${name} ${spec.value ?? 'VALUE'}`;
@@ -47,9 +47,9 @@ Run 'notifyctl <group> --help' for the commands of a group.
 `;
 }
 
-function serverLine(group: CommandGroup): string {
-  const variable = group.target === 'auth' ? 'AUTH_SVC_ADDR' : 'DISPATCH_SVC_ADDR';
-  return `Talks to ${group.target}-svc at $${variable} (default ${defaultAddresses[group.target]}) with $ADMIN_TOKEN.`;
+function serverLine(target: Target): string {
+  const variable = target === 'auth' ? 'AUTH_SVC_ADDR' : 'DISPATCH_SVC_ADDR';
+  return `Talks to ${target}-svc at $${variable} (default ${defaultAddresses[target]}) with $ADMIN_TOKEN.`;
 }
 
 export function groupHelp(group: CommandGroup): string {
@@ -59,7 +59,7 @@ export function groupHelp(group: CommandGroup): string {
 Commands:
 ${commands}
 
-${serverLine(group)}
+${serverLine(group.target)}
 Run 'notifyctl ${group.name} <command> --help' for the options of a command.
 `;
 }
@@ -76,6 +76,6 @@ Usage: ${usageLine(group, command)}
 Options:
 ${table(options)}
 
-${serverLine(group)}
+${serverLine(command.target ?? group.target)}
 `;
 }

@@ -1,7 +1,8 @@
 // The gRPC services dispatch-svc serves, bound to their handlers and callers: DispatchService for the gateway (but
 // ListMessages for notifyctl), TemplateAdminService, DeadLetterAdminService, SuppressionAdminService, WebhookAdminService,
-// DomainAdminService and ErasureAdminService for operators (admin token), SigningKeyService for the mailers, PanelService for the gateway's
-// web panel and ReportService for bounce-svc (and Unsubscribe for the gateway's page). main.ts and the tests both serve them from here.
+// DomainAdminService, ErasureAdminService and ProjectRelayAdminService for operators (admin token), SigningKeyService and
+// RelayRouteService for the mailers, PanelService for the gateway's web panel and ReportService for bounce-svc (and
+// Unsubscribe for the gateway's page). main.ts and the tests both serve them from here.
 import type { Caller, GrpcServer } from '@notify/platform';
 import { dispatchProto } from '@notify/proto';
 import { deadLetterAdminHandlers } from './dead-letters/dead-letter-admin.ts';
@@ -15,6 +16,7 @@ import { cancelMessage } from './scheduled/cancel.ts';
 import { suppressionAdminHandlers } from './suppressions/suppression-admin.ts';
 import { panelServiceHandlers } from './panel/panel-service.ts';
 import { reportServiceHandlers } from './reports/report-service.ts';
+import { projectRelayAdminHandlers, relayRouteHandlers } from './relays/project-relay-admin.ts';
 import type { DataKey } from '@notify/platform/mail';
 import type { LiquidSyntax, Renderer } from '@notify/templating';
 import { templateAdminHandlers } from './templates/template-admin.ts';
@@ -64,6 +66,8 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
   server.add(dispatchProto.DomainAdminService.service, domainAdminHandlers(deps), [admin]);
   server.add(dispatchProto.ErasureAdminService.service, erasureAdminHandlers(deps), [admin]);
   server.add(dispatchProto.SigningKeyService.service, signingKeyHandlers(deps), [mailer]);
+  server.add(dispatchProto.ProjectRelayAdminService.service, projectRelayAdminHandlers(deps), [admin]);
+  server.add(dispatchProto.RelayRouteService.service, relayRouteHandlers(deps), [mailer]);
   server.add(dispatchProto.PanelService.service, panelServiceHandlers(deps), [gateway]);
   // The gateway's unsubscribe page and bounce-svc's mailto unsubscribes both land here; only bounce-svc applies reports.
   server.add(dispatchProto.ReportService.service, reportServiceHandlers(deps), { ApplyReport: [bounce], Unsubscribe: [gateway, bounce] });

@@ -4,8 +4,8 @@
 // schedule never reaches first (at least 30 min apart at the cap: fewer than 200 attempts fit in 4 days).
 // The NATS, token, data key and test-fault settings are the platform's shared groups; README.md's settings table is
 // generated from these.
-import { custom, duration, grpcClientTlsSettings, integer, jetStreamSettings, mailerTokenSetting, natsSettings, testFaultSettings, text, url } from '@notify/platform';
-import { bounceDomainSetting, dataKeySetting } from '@notify/platform/mail';
+import { custom, duration, grpcClientTlsSettings, integer, jetStreamSettings, mailerTokenSetting, natsSettings, testFaultSettings, text } from '@notify/platform';
+import { bounceDomainSetting, dataKeySetting, parseRelayUrls } from '@notify/platform/mail';
 import { parseSender } from './delivery/mail-identity.ts';
 import { mailerTestFaults } from './test-fault.ts';
 
@@ -25,7 +25,15 @@ function parsePublicUrl(raw: string): string {
 export const mailerConfig = {
   ...natsSettings,
   ...jetStreamSettings,
-  smtpUrl: url('SMTP_URL', { description: 'SMTP relay, smtp:// or smtps://, credentials in the URL', default: 'smtp://127.0.0.1:2525', protocols: ['smtp', 'smtps'], secret: true }),
+  smtpUrls: custom(
+    'SMTP_URL',
+    {
+      description: 'SMTP relays, smtp:// or smtps://, credentials in the URL; several comma-separated are tried in order, each behind a circuit breaker',
+      default: 'smtp://127.0.0.1:2525',
+      secret: true,
+    },
+    parseRelayUrls,
+  ),
   mailFrom: custom('MAIL_FROM', { description: 'From of every message; its domain also names the Message-ID', default: 'Notify <no-reply@notify.localhost>' }, parseSender),
   concurrency: integer('MAILER_CONCURRENCY', { description: 'jobs one replica delivers at once', default: 32, min: 1, max: 1_000 }),
   renderWorkers: integer('MAILER_RENDER_WORKERS', {
@@ -54,6 +62,18 @@ export const mailerConfig = {
   dkimRefreshMs: duration('DKIM_KEY_REFRESH', {
     description: "pause between two fetches of MAIL_FROM's DKIM key: a key added or removed with `notifyctl domain` takes effect within it; the last key is kept while dispatch-svc cannot answer",
     default: '60s',
+    minMs: 100,
+  }),
+  relayFailureThreshold: integer('RELAY_FAILURE_THRESHOLD', {
+    description: "consecutive connection-level failures (refused, timed out, session broken) that open a relay's circuit: it is skipped for the next relay of its list",
+    default: 3,
+    min: 1,
+    max: 1_000,
+  }),
+  relayCoolDownMs: duration('RELAY_COOL_DOWN', { description: "time an open relay circuit waits before one send probes the relay again (its success closes the circuit)", default: '30s', minMs: 100 }),
+  relayRoutesRefreshMs: duration('RELAY_ROUTES_REFRESH', {
+    description: "pause between two fetches of the projects' own relays from dispatch-svc: a `notifyctl project update --smtp-url` takes effect within it; the last lists are kept while dispatch-svc cannot answer",
+    default: '15s',
     minMs: 100,
   }),
   ...testFaultSettings(mailerTestFaults, '`exit-after-send` kills the replica after the relay accepted a message, before it is acknowledged'),

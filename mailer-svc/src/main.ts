@@ -1,6 +1,7 @@
 // mailer-svc: delivers queued messages. Pulls jobs from NOTIFY_JOBS, renders and sends them over SMTP, remembers each
 // finished delivery in its outcome ledger, and records every transition on NOTIFY_EVENTS for dispatch-svc. Mail is
-// signed with the DKIM key dispatch-svc holds for MAIL_FROM's domain, when there is one.
+// signed with the DKIM key dispatch-svc holds for MAIL_FROM's domain, when there is one, and leaves through SMTP_URL's
+// relays (in order, failing over) or the relays dispatch-svc holds for the message's project.
 import { channelCredentials, GrpcClient, runPeriodically, runService, ShutdownPriority } from '@notify/platform';
 import { connectNats, ensureConsumer, ensureStream, jetstream, jetstreamManager, natsReachable } from '@notify/platform/nats';
 import { dispatchProto, streamDeclarations, topology } from '@notify/proto';
@@ -10,6 +11,9 @@ import { createMailSender } from './delivery/mail-sender.ts';
 import { startMailer } from './delivery/mailer.ts';
 import { createMailerMetrics } from './delivery/metrics.ts';
 import { openOutcomeLedger } from './delivery/outcome-ledger.ts';
+import { createProjectRelays } from './delivery/project-relays.ts';
+import { createRelayMetrics, registerCircuitGauge } from './delivery/relay-metrics.ts';
+import { createRelays } from './delivery/relays.ts';
 import { startRenderPool } from '@notify/templating';
 import { createDkimKeys } from './signing/dkim-keys.ts';
 import { assertTestFaultAllowed } from './test-fault.ts';
@@ -42,6 +46,15 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
   // is up; otherwise the periodic refresh keeps trying while mail goes out unsigned).
   await dkimKeys.refresh();
   const dkimRefresh = runPeriodically('DKIM key refresh', config.dkimRefreshMs, () => dkimKeys.refresh(), logger);
+  // Projects' own relays, fetched like the DKIM key (never carried in jobs, which are not encrypted).
+  const relayRoutes = new GrpcClient(dispatchProto.RelayRouteService.service, config.dispatchSvcAddr, {
+    token: config.mailerToken,
+    deadlineMs: config.grpcDeadlineMs,
+    registry,
+    credentials: channelCredentials(config),
+  });
+  const projectRelays = createProjectRelays({ dataKey: config.dataKey, fetch: () => relayRoutes.call('ListProjectRelays', {}), logger });
+  await projectRelays.refresh();
 
   const metrics = createMailerMetrics(registry);
   // Templates render in worker threads: a hostile one holds a worker until its deadline, never this event loop.
@@ -49,11 +62,22 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
     workers: config.renderWorkers,
     onWorkerReplaced: (event) => logger.warn({ reason: event.reason, template: event.template, detail: event.detail }, 'render worker replaced'),
   });
-  const sender = createMailSender({
-    smtpUrl: config.smtpUrl,
-    sender: config.mailFrom,
+  const relays = createRelays({
+    defaultUrls: config.smtpUrls,
+    projects: projectRelays,
     poolSize: config.smtpPoolSize,
+    failureThreshold: config.relayFailureThreshold,
+    coolDownMs: config.relayCoolDownMs,
+    metrics: createRelayMetrics(registry),
     logger,
+  });
+  registerCircuitGauge(registry, () => relays.states());
+  const relayRefresh = runPeriodically('project relays refresh', config.relayRoutesRefreshMs, async () => {
+    if (await projectRelays.refresh()) relays.prune();
+  }, logger);
+  const sender = createMailSender({
+    relays,
+    sender: config.mailFrom,
     dataKey: config.dataKey,
     bounceDomain: config.bounceDomain,
     publicUrl: config.publicUrl,
@@ -90,6 +114,10 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
   lifecycle.onShutdown('DKIM key refresh', ShutdownPriority.closeClients, async () => {
     await dkimRefresh.stop();
     signingKeys.close();
+  });
+  lifecycle.onShutdown('project relays refresh', ShutdownPriority.closeClients, async () => {
+    await relayRefresh.stop();
+    relayRoutes.close();
   });
   lifecycle.onShutdown('NATS', ShutdownPriority.closeClients, () => nc.drain());
 });

@@ -192,9 +192,9 @@ export const gatewayTokenSetting = {
   }),
 };
 
-/** MAILER_TOKEN: mailer-svc presents it to dispatch-svc's SigningKeyService. */
+/** MAILER_TOKEN: mailer-svc presents it to dispatch-svc's SigningKeyService and RelayRouteService. */
 export const mailerTokenSetting = {
-  mailerToken: secret('MAILER_TOKEN', { description: "bearer token mailer-svc presents to dispatch-svc's SigningKeyService for DKIM keys (at least 16 characters)" }),
+  mailerToken: secret('MAILER_TOKEN', { description: "bearer token mailer-svc presents to dispatch-svc's SigningKeyService for DKIM keys and RelayRouteService for projects' relays (at least 16 characters)" }),
 };
 
 /** BOUNCE_TOKEN: bounce-svc presents it to dispatch-svc's ReportService. */

@@ -4,7 +4,7 @@ import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger } from 'pino';
 
-const secretKeys = ['apiKey', 'api_key', 'authorization', 'token', 'gatewayToken', 'mailerToken', 'bounceToken', 'adminToken', 'password', 'secret', 'smtpUrl', 'databaseUrl', 'redisUrl'];
+const secretKeys = ['apiKey', 'api_key', 'authorization', 'token', 'gatewayToken', 'mailerToken', 'bounceToken', 'adminToken', 'password', 'secret', 'smtpUrl', 'smtpUrls', 'databaseUrl', 'redisUrl'];
 
 /** Paths pino censors: the keys themselves, one and two levels deep, and HTTP/gRPC header bags. */
 export const redactedPaths = [

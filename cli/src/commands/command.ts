@@ -22,6 +22,8 @@ export interface Command {
   readonly options: OptionSpecs;
   /** Replaces the generated usage line when flags relate in ways the specs cannot say (either/or). */
   readonly usage?: string;
+  /** The server this command talks to, when it is not its group's. */
+  readonly target?: Target;
   prepare(flags: Flags): Prepared | Promise<Prepared>;
 }
 

@@ -1,5 +1,7 @@
-// notifyctl project: projects own templates and API keys. Talks to AuthAdminService.
-import type { auth } from '@notify/proto';
+// notifyctl project: projects own templates and API keys. Talks to AuthAdminService; `update --smtp-url` to dispatch-svc's
+// ProjectRelayAdminService, which keeps a project's own relays sealed (the URLs hold credentials: only `host:port` is
+// ever printed).
+import type { auth, dispatch } from '@notify/proto';
 import { print, type Column } from '../output.ts';
 import type { CommandGroup } from './command.ts';
 
@@ -8,6 +10,11 @@ const columns: readonly Column<auth.Project__Output>[] = [
   { header: 'ORGANIZATION', value: (project) => project.organizationId },
   { header: 'NAME', value: (project) => project.name },
   { header: 'CREATED', value: (project) => project.createdAt },
+];
+
+const relayColumns: readonly Column<dispatch.ProjectRelay__Output>[] = [
+  { header: 'ID', value: (relay) => relay.projectId },
+  { header: 'RELAYS', value: (relay) => (relay.relays.length === 0 ? 'default (SMTP_URL)' : relay.relays.join(', ')), maxWidth: 200 },
 ];
 
 export const projectCommands: CommandGroup = {
@@ -29,6 +36,31 @@ export const projectCommands: CommandGroup = {
           async execute({ connections, io, json }) {
             const project = await connections.authAdmin().call('CreateProject', request);
             print(io, json, project, columns, [project]);
+          },
+        };
+      },
+    },
+    {
+      name: 'update',
+      summary: "set the SMTP relays a project's mail leaves through, or `default` for the mailers' SMTP_URL",
+      target: 'dispatch',
+      options: {
+        id: { type: 'string', value: 'ID', required: true, description: 'project id' },
+        'smtp-url': {
+          type: 'string',
+          value: 'URL',
+          required: true,
+          description: 'smtp:// or smtps:// relays, comma-separated, tried in order (credentials in the URL, stored sealed); `default` clears them',
+        },
+      },
+      prepare(flags) {
+        const smtpUrl = flags.string('smtp-url');
+        const request = { projectId: flags.id('id'), smtpUrl: smtpUrl === 'default' ? '' : smtpUrl };
+        return {
+          request,
+          async execute({ connections, io, json }) {
+            const relay = await connections.projectRelayAdmin().call('SetProjectRelay', request);
+            print(io, json, relay, relayColumns, [relay]);
           },
         };
       },

@@ -14,6 +14,8 @@ import type { DkimKey } from '../signing/dkim-keys.ts';
 import { parseSender } from './mail-identity.ts';
 import { createMailSender, type MailSender } from './mail-sender.ts';
 import { createMailerMetrics } from './metrics.ts';
+import { createRelayMetrics } from './relay-metrics.ts';
+import { createRelays } from './relays.ts';
 
 interface Received {
   mailFrom: string;
@@ -58,11 +60,18 @@ before(async () => {
     },
   });
   await new Promise<void>((ready) => server.listen(0, '127.0.0.1', ready));
-  sender = createMailSender({
-    smtpUrl: `smtp://127.0.0.1:${(server.server.address() as AddressInfo).port}`,
-    sender: parseSender('Example <no-reply@example.com>'),
+  const relays = createRelays({
+    defaultUrls: [`smtp://127.0.0.1:${(server.server.address() as AddressInfo).port}`],
+    projects: { urls: () => undefined, named: () => [] },
     poolSize: 1,
+    failureThreshold: 3,
+    coolDownMs: 30_000,
+    metrics: createRelayMetrics(createRegistry('mail-sender-test-relays')),
     logger: silentLogger('mail-sender-test'),
+  });
+  sender = createMailSender({
+    relays,
+    sender: parseSender('Example <no-reply@example.com>'),
     dataKey,
     bounceDomain,
     publicUrl,

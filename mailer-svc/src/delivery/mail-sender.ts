@@ -1,21 +1,17 @@
-// Sends rendered mail through a pooled nodemailer SMTP transport and reports what the relay answered. Every mail goes
+// Sends rendered mail through the project's SMTP relays (relays.ts) and reports what the relay answered. Every mail goes
 // out with its VERP return path as envelope sender (bounces come back to bounce-svc naming the message), signed with
 // DKIM when MAIL_FROM's domain has a key, and with RFC 8058 one-click unsubscribe headers when its template asks.
-import { createTransport } from 'nodemailer';
 import type { DeliveryJob } from '@notify/proto';
-import type { Logger } from '@notify/platform';
 import { returnPathFor, unsubscribeToken, type DataKey } from '@notify/platform/mail';
 import type { RenderedMail } from '@notify/templating';
 import type { DkimKey } from '../signing/dkim-keys.ts';
 import { messageIdFor, type Sender } from './mail-identity.ts';
-import { acceptedOutcome, classifySendError, type DeliveryOutcome } from './smtp-outcome.ts';
+import type { Relays } from './relays.ts';
+import type { DeliveryOutcome } from './smtp-outcome.ts';
 
 export interface MailSenderOptions {
-  smtpUrl: string;
+  relays: Relays;
   sender: Sender;
-  /** Most SMTP connections open at once. */
-  poolSize: number;
-  logger: Logger;
   /** Signs the return paths and unsubscribe tokens. */
   dataKey: DataKey;
   /** Domain of the return paths (BOUNCE_DOMAIN). */
@@ -31,17 +27,12 @@ export interface MailSenderOptions {
 export type SendableJob = Pick<DeliveryJob, 'messageId' | 'projectId' | 'to'> & { template: Pick<DeliveryJob['template'], 'unsubscribe'> };
 
 export interface MailSender {
-  /** Where mail goes (host and port only: the URL may hold credentials), for the SMTP spans. */
+  /** Where mail goes first (host and port only: the URL may hold credentials), for the SMTP spans. */
   readonly relay: { readonly host: string; readonly port: number };
   /** Never throws: a refusal or a transport failure comes back as an outcome. */
   send(job: SendableJob, mail: RenderedMail): Promise<DeliveryOutcome>;
   close(): void;
 }
-
-// nodemailer's defaults (2 min to connect, 10 min of socket silence) would hold a job far beyond the consumer's ack wait.
-const connectionTimeoutMs = 15_000;
-const greetingTimeoutMs = 15_000;
-const socketTimeoutMs = 60_000;
 
 /**
  * What a DKIM signature covers: nodemailer's default list (RFC 6376 5.4.1's recommendation) and List-Unsubscribe-Post,
@@ -68,41 +59,25 @@ export function unsubscribeHeaders(options: Pick<MailSenderOptions, 'dataKey' | 
 }
 
 export function createMailSender(options: MailSenderOptions): MailSender {
-  const transport = createTransport({
-    url: options.smtpUrl,
-    pool: true,
-    maxConnections: options.poolSize,
-    connectionTimeout: connectionTimeoutMs,
-    greetingTimeout: greetingTimeoutMs,
-    socketTimeout: socketTimeoutMs,
-  });
-  // A pooled connection that breaks while idle is reported here; the next send opens a new one.
-  transport.on('error', (error) => options.logger.warn({ err: error }, 'SMTP transport error'));
-
-  const url = new URL(options.smtpUrl);
   return {
-    relay: { host: url.hostname, port: Number(url.port) || (url.protocol === 'smtps:' ? 465 : 587) },
+    relay: options.relays.primary,
     async send(job, mail) {
       const dkim = options.dkimKey();
-      try {
-        const info = await transport.sendMail({
-          from: { name: options.sender.name, address: options.sender.address },
-          // An address object, not a string, so nodemailer never reads the recipient as a list.
-          to: { name: '', address: job.to },
-          envelope: { from: returnPathFor(options.dataKey, job.messageId, options.bounceDomain), to: [job.to] },
-          subject: mail.subject,
-          text: mail.text,
-          html: mail.html,
-          messageId: messageIdFor(job.messageId, options.sender),
-          headers: { 'X-Notify-Message-Id': String(job.messageId), ...(job.template.unsubscribe ? unsubscribeHeaders(options, job) : {}) },
-          ...(dkim ? { dkim: { domainName: dkim.domainName, keySelector: dkim.keySelector, privateKey: dkim.privateKey, headerFieldNames: signedHeaderFields } } : {}),
-        });
-        options.onSigned?.(dkim !== undefined);
-        return acceptedOutcome(info.response);
-      } catch (error) {
-        return classifySendError(error);
-      }
+      const outcome = await options.relays.send(job.projectId, {
+        from: { name: options.sender.name, address: options.sender.address },
+        // An address object, not a string, so nodemailer never reads the recipient as a list.
+        to: { name: '', address: job.to },
+        envelope: { from: returnPathFor(options.dataKey, job.messageId, options.bounceDomain), to: [job.to] },
+        subject: mail.subject,
+        text: mail.text,
+        html: mail.html,
+        messageId: messageIdFor(job.messageId, options.sender),
+        headers: { 'X-Notify-Message-Id': String(job.messageId), ...(job.template.unsubscribe ? unsubscribeHeaders(options, job) : {}) },
+        ...(dkim ? { dkim: { domainName: dkim.domainName, keySelector: dkim.keySelector, privateKey: dkim.privateKey, headerFieldNames: signedHeaderFields } } : {}),
+      });
+      if (outcome.kind === 'accepted') options.onSigned?.(dkim !== undefined);
+      return outcome;
     },
-    close: () => transport.close(),
+    close: () => options.relays.close(),
   };
 }

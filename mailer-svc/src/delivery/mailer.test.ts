@@ -19,6 +19,8 @@ import { waitFor as poll } from '@notify/test/harness/wait.ts';
 import { mailerConsumerConfig } from './consumer-config.ts';
 import { parseSender } from './mail-identity.ts';
 import { createMailSender, type MailSender } from './mail-sender.ts';
+import { createRelayMetrics } from './relay-metrics.ts';
+import { createRelays } from './relays.ts';
 import { startMailer, type Mailer, type MailerSettings } from './mailer.ts';
 import { createMailerMetrics, type MailerMetrics } from './metrics.ts';
 import { openOutcomeLedger, type OutcomeLedger } from './outcome-ledger.ts';
@@ -164,11 +166,18 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
         msg.ack();
       }
     })();
-    sender = createMailSender({
-      smtpUrl: `smtp://127.0.0.1:${sink.port}`,
-      sender: parseSender('Notify <no-reply@notify.localhost>'),
+    const relays = createRelays({
+      defaultUrls: [`smtp://127.0.0.1:${sink.port}`],
+      projects: { urls: () => undefined, named: () => [] },
       poolSize: 2,
+      failureThreshold: 3,
+      coolDownMs: 30_000,
+      metrics: createRelayMetrics(createRegistry('mailer-test-relays')),
       logger,
+    });
+    sender = createMailSender({
+      relays,
+      sender: parseSender('Notify <no-reply@notify.localhost>'),
       dataKey: createDataKey(randomBytes(32)),
       bounceDomain: 'bounces.notify.localhost',
       publicUrl: 'http://127.0.0.1:8080',

@@ -1,0 +1,63 @@
+// The relays projects name for themselves (notifyctl project update --smtp-url), as the mailer routes by them: fetched
+// sealed from dispatch-svc (RelayRouteService), opened with NOTIFY_DATA_KEY, held in memory and fetched again every
+// RELAY_ROUTES_REFRESH, so a change takes effect without a restart and no relay URL ever travels in a job. While
+// dispatch-svc cannot answer, the last lists are kept; until the first answer, every project's mail goes to SMTP_URL.
+// The URLs hold credentials: only project ids and relay addresses are logged.
+import type { Logger } from '@notify/platform';
+import { parseRelayUrls, projectRelaySealContext, relayAddress, type DataKey } from '@notify/platform/mail';
+import type { dispatch } from '@notify/proto';
+import type { ProjectRoutes } from './relays.ts';
+
+export interface ProjectRelays extends ProjectRoutes {
+  /** Fetches the lists again; never throws (a failure keeps the last ones and is logged). True when they changed. */
+  refresh(): Promise<boolean>;
+}
+
+export interface ProjectRelayDeps {
+  readonly dataKey: DataKey;
+  /** RelayRouteService.ListProjectRelays; rejects with RemoteError. */
+  readonly fetch: () => Promise<dispatch.ListProjectRelaysResponse__Output>;
+  readonly logger: Logger;
+}
+
+export function createProjectRelays(deps: ProjectRelayDeps): ProjectRelays {
+  let routes = new Map<number, readonly string[]>();
+  return {
+    urls: (projectId) => routes.get(projectId),
+    named: () => [...routes.values()].flat(),
+    async refresh() {
+      let answer: dispatch.ListProjectRelaysResponse__Output;
+      try {
+        answer = await deps.fetch();
+      } catch (error) {
+        deps.logger.warn({ err: error, projects: routes.size }, "fetching the projects' relays failed; keeping the last ones");
+        return false;
+      }
+      const next = new Map<number, readonly string[]>();
+      for (const { projectId, sealedSmtpUrl } of answer.projects) {
+        try {
+          next.set(projectId, parseRelayUrls(deps.dataKey.open(sealedSmtpUrl, projectRelaySealContext(projectId))));
+        } catch {
+          // No cause attached: neither the error nor the sealed value is for the logs. The project keeps what it had.
+          deps.logger.error({ projectId }, "a project's relays cannot be opened with NOTIFY_DATA_KEY (is it the same secret dispatch-svc has?); keeping the last ones");
+          const kept = routes.get(projectId);
+          if (kept) next.set(projectId, kept);
+        }
+      }
+      const same = (urls: readonly string[] | undefined, other: readonly string[] | undefined): boolean => urls?.join(',') === other?.join(',');
+      let changed = false;
+      for (const [projectId, urls] of next) {
+        if (same(urls, routes.get(projectId))) continue;
+        changed = true;
+        deps.logger.info({ projectId, relays: urls.map(relayAddress) }, "routing the project's mail through its own relays");
+      }
+      for (const projectId of routes.keys()) {
+        if (next.has(projectId)) continue;
+        changed = true;
+        deps.logger.info({ projectId }, "routing the project's mail through SMTP_URL again");
+      }
+      routes = next;
+      return changed;
+    },
+  };
+}

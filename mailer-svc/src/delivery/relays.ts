@@ -1,0 +1,151 @@
+// The SMTP relays a mailer sends through: SMTP_URL's list, and the lists projects name for themselves
+// (project-relays.ts). Each relay has one pooled nodemailer transport and one circuit breaker (circuit-breaker.ts),
+// shared by every list that names it. A message goes to the first relay of its list whose circuit lets it through;
+// when that relay cannot be reached (relay-fault.ts: `unreached`, it never had the message) the same attempt goes on
+// to the next one. Any other outcome ends the attempt as it did with one relay: a broken session is deferred (the
+// relay may have accepted the mail), a reply to the message is the message's. With every circuit of a list open the
+// attempt is deferred without connecting. A list of one relay is always tried, exactly as before failover existed:
+// there is nowhere else to send, and its breaker still shows its health.
+import { createTransport, type SendMailOptions, type Transporter } from 'nodemailer';
+import { inSpan, SpanKind, type Logger } from '@notify/platform';
+import { relayAddress } from '@notify/platform/mail';
+import { createCircuitBreaker, type CircuitBreaker, type CircuitState } from './circuit-breaker.ts';
+import type { RelayMetrics } from './relay-metrics.ts';
+import { relayFault } from './relay-fault.ts';
+import { acceptedOutcome, classifySendError, type DeliveryOutcome } from './smtp-outcome.ts';
+
+// nodemailer's defaults (2 min to connect, 10 min of socket silence) would hold a job far beyond the consumer's ack wait.
+const connectionTimeoutMs = 15_000;
+const greetingTimeoutMs = 15_000;
+const socketTimeoutMs = 60_000;
+
+export interface RelayOptions {
+  /** SMTP_URL's relays, in order: the list of every project without its own. */
+  readonly defaultUrls: readonly string[];
+  /** The projects that name their own relays. */
+  readonly projects: ProjectRoutes;
+  /** Most SMTP connections open at once, per relay. */
+  readonly poolSize: number;
+  readonly failureThreshold: number;
+  readonly coolDownMs: number;
+  readonly metrics: RelayMetrics;
+  readonly logger: Logger;
+}
+
+export interface ProjectRoutes {
+  /** A project's own relays, or undefined when it uses the default list. */
+  urls(projectId: number): readonly string[] | undefined;
+  /** Every relay some project names. */
+  named(): Iterable<string>;
+}
+
+export interface Relays {
+  /** The first default relay (host and port only: the URL may hold credentials). */
+  readonly primary: { readonly host: string; readonly port: number };
+  /** Never throws: a refusal or a transport failure comes back as an outcome. */
+  send(projectId: number, message: SendMailOptions): Promise<DeliveryOutcome>;
+  /** Each relay known now, by address, with its circuit's state (notify_relay_circuit_state). */
+  states(): { address: string; state: CircuitState }[];
+  /** Closes the transports of relays no list names any more (a project's relay changed or was cleared). */
+  prune(): void;
+  close(): void;
+}
+
+interface Relay {
+  readonly address: string;
+  readonly host: string;
+  readonly port: number;
+  readonly transport: Transporter;
+  readonly breaker: CircuitBreaker;
+}
+
+export function createRelays(options: RelayOptions): Relays {
+  const { metrics, logger } = options;
+  const relays = new Map<string, Relay>();
+
+  const relayFor = (url: string): Relay => {
+    const known = relays.get(url);
+    if (known) return known;
+    const address = relayAddress(url);
+    const transport = createTransport({
+      url,
+      pool: true,
+      maxConnections: options.poolSize,
+      connectionTimeout: connectionTimeoutMs,
+      greetingTimeout: greetingTimeoutMs,
+      socketTimeout: socketTimeoutMs,
+    });
+    // A pooled connection that breaks while idle is reported here; the next send opens a new one.
+    transport.on('error', (error) => logger.warn({ err: error, relay: address }, 'SMTP transport error'));
+    const parsed = new URL(url);
+    const relay: Relay = {
+      address,
+      host: parsed.hostname,
+      port: Number(address.slice(address.lastIndexOf(':') + 1)),
+      transport,
+      breaker: createCircuitBreaker({ failureThreshold: options.failureThreshold, coolDownMs: options.coolDownMs }),
+    };
+    relays.set(url, relay);
+    return relay;
+  };
+
+  /** One relay's try: its own span, its breaker told the result, a state change logged. */
+  const attempt = (relay: Relay, message: SendMailOptions): Promise<{ outcome: DeliveryOutcome; unreached: boolean }> =>
+    inSpan('smtp relay', { kind: SpanKind.CLIENT, attributes: { 'server.address': relay.host, 'server.port': relay.port } }, async () => {
+      const before = relay.breaker.state();
+      let result: { outcome: DeliveryOutcome; unreached: boolean };
+      try {
+        const info = (await relay.transport.sendMail(message)) as { response: string };
+        relay.breaker.succeeded();
+        metrics.sends.inc({ relay: relay.address, result: 'accepted' });
+        result = { outcome: acceptedOutcome(info.response), unreached: false };
+      } catch (error) {
+        const fault = relayFault(error);
+        // Anything but a connection-level failure means the relay answered (or was never asked: nodemailer found the
+        // message unsendable), which says it is healthy.
+        if (fault === undefined) relay.breaker.succeeded();
+        else relay.breaker.failed();
+        metrics.sends.inc({ relay: relay.address, result: fault ?? 'refused' });
+        result = { outcome: classifySendError(error), unreached: fault === 'unreached' };
+      }
+      const after = relay.breaker.state();
+      if (after !== before && (after === 'open' || after === 'closed')) {
+        logger[after === 'open' ? 'warn' : 'info']({ relay: relay.address, circuit: after }, after === 'open' ? 'relay circuit opened: skipping the relay until its cool-down ends' : 'relay circuit closed');
+      }
+      return result;
+    });
+
+  const primary = relayFor(options.defaultUrls[0] as string);
+  for (const url of options.defaultUrls) relayFor(url);
+
+  return {
+    primary: { host: primary.host, port: primary.port },
+    async send(projectId, message) {
+      const list = (options.projects.urls(projectId) ?? options.defaultUrls).map(relayFor);
+      if (list.length === 1) return (await attempt(list[0] as Relay, message)).outcome;
+      let unreachedFrom: Relay | undefined;
+      let last: DeliveryOutcome | undefined;
+      for (const relay of list) {
+        if (!relay.breaker.tryAcquire()) continue;
+        if (unreachedFrom) metrics.failovers.inc({ relay: unreachedFrom.address });
+        const { outcome, unreached } = await attempt(relay, message);
+        if (!unreached) return outcome;
+        unreachedFrom = relay;
+        last = outcome;
+      }
+      return last ?? { kind: 'temporary', reason: `no relay available: the circuits of all ${list.length} relays are open` };
+    },
+    states: () => [...relays.values()].map((relay) => ({ address: relay.address, state: relay.breaker.state() })),
+    prune() {
+      const named = new Set([...options.defaultUrls, ...options.projects.named()]);
+      for (const [url, relay] of relays) {
+        if (named.has(url)) continue;
+        relay.transport.close();
+        relays.delete(url);
+      }
+    },
+    close() {
+      for (const relay of relays.values()) relay.transport.close();
+    },
+  };
+}
