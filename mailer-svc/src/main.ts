@@ -6,6 +6,7 @@ import { connectNats, ensureConsumer, ensureStream, jetstream, jetstreamManager,
 import { dispatchProto, streamDeclarations, topology } from '@notify/proto';
 import { mailerConfig } from './config.ts';
 import { mailerConsumerConfig } from './delivery/consumer-config.ts';
+import { createThrottleMetrics, openDestinationThrottle } from './delivery/destination-throttle.ts';
 import { createMailSender } from './delivery/mail-sender.ts';
 import { startMailer } from './delivery/mailer.ts';
 import { createMailerMetrics } from './delivery/metrics.ts';
@@ -60,6 +61,11 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
     dkimKey: dkimKeys.current,
     onSigned: (signed) => metrics.dkimMails.inc({ dkim: signed ? 'signed' : 'unsigned' }),
   });
+  const throttle = await openDestinationThrottle(
+    { js, jsm, bucket: names.throttleBucket, replicas: config.natsStreamReplicas, metrics: createThrottleMetrics(registry), logger },
+    // A replica keeps up to four times its concurrency waiting for their destinations before it hands jobs back.
+    { defaults: { concurrency: config.destinationConcurrency, perSecond: config.destinationRate }, domains: config.destinationLimits, parkLimit: 4 * config.concurrency },
+  );
   const mailer = await startMailer(
     {
       js,
@@ -67,6 +73,7 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
       renderer,
       sender,
       ledger,
+      throttle,
       metrics,
       logger,
       ...(config.testFault === 'exit-after-send' ? { afterSend: crash } : {}),
@@ -85,6 +92,8 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
   const drainDeadlineMs = config.shutdownTimeoutMs - Math.min(1_000, Math.floor(config.shutdownTimeoutMs / 5));
   lifecycle.onShutdown('stop pulling jobs', ShutdownPriority.stopIntake, async () => mailer.stopIntake());
   lifecycle.onShutdown('finish held jobs', ShutdownPriority.drain, () => mailer.drain(drainDeadlineMs));
+  // Before NATS closes: the replica's presence is withdrawn, so the others take its share of each domain at once.
+  lifecycle.onShutdown('destination throttle', ShutdownPriority.drain, () => throttle.close());
   lifecycle.onShutdown('SMTP transport', ShutdownPriority.closeClients, async () => sender.close());
   lifecycle.onShutdown('render workers', ShutdownPriority.closeClients, () => renderer.close());
   lifecycle.onShutdown('DKIM key refresh', ShutdownPriority.closeClients, async () => {

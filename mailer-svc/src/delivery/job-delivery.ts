@@ -31,6 +31,8 @@ import { enhancedStatus, type DeliveryOutcome } from './smtp-outcome.ts';
 export interface HeldJob {
   readonly msg: JsMsg;
   released: boolean;
+  /** Told when the job starts and stops waiting for its destination to have room (destination-throttle.ts). */
+  waiting?(waiting: boolean): void;
 }
 
 export interface JobDelivery {
@@ -206,7 +208,22 @@ export function createJobDelivery(deps: MailerDependencies, settings: MailerSett
       return;
     }
     if (!(sendingRecorded ?? (await recordEvent(held, sending)))) return;
-    const { outcome, stage } = await attemptDelivery(job, attempt);
+    // A test key's mail never reaches the relay, so its domain's limits do not apply.
+    const slot = job.test ? undefined : await deps.throttle?.acquire(job.to, held);
+    if (slot === undefined && deps.throttle && !job.test) {
+      await settle(held, { action: 'nak', delayMs: deps.throttle.handBackDelayMs(job.to) });
+      return;
+    }
+    const { outcome, stage } = await attemptDelivery(job, attempt).then(
+      (attempted) => {
+        slot?.release(attempted.outcome);
+        return attempted;
+      },
+      (error: unknown) => {
+        slot?.release(undefined);
+        throw error;
+      },
+    );
     const context = { attempt: deliveryCount, ageMs: Date.now() - deliveryStart(job) };
     const decision = judgeAttempt(outcome, context, settings, deps.random);
     const event: DeliveryEvent = { messageId: job.messageId, attempt, occurredAt: now(), ...decision.event };

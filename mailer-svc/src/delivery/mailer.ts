@@ -16,6 +16,7 @@ import { carriedContext, startProcessSpan, type JetStreamClient, type JsMsg } fr
 import type { Topology } from '@notify/proto';
 import type { Renderer } from '@notify/templating';
 import type { RetryPolicy } from './decision.ts';
+import type { DestinationThrottle } from './destination-throttle.ts';
 import { createJobDelivery, eventFailureRetryMs, type HeldJob } from './job-delivery.ts';
 import type { MailSender } from './mail-sender.ts';
 import type { MailerMetrics } from './metrics.ts';
@@ -32,6 +33,8 @@ export interface MailerDependencies {
   renderer: Renderer;
   sender: MailSender;
   ledger: OutcomeLedger;
+  /** Per-destination limits (destination-throttle.ts); without it every domain gets mail as fast as jobs come. */
+  throttle?: DestinationThrottle;
   metrics: MailerMetrics;
   logger: Logger;
   /** Jitter source for retry delays. */
@@ -74,6 +77,9 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
   const held = new Map<JsMsg, Held>();
   /** Stream sequences of the jobs held, so a second copy of one (see handBackDelayMs) is never worked on in parallel. */
   const heldSeqs = new Set<number>();
+  /** Held jobs waiting for their destination to have room: they leave their slot to jobs for other domains. */
+  let waiting = 0;
+  const delivering = (): number => held.size - waiting;
   let stopping = false;
   let batch: Awaited<ReturnType<typeof consumer.fetch>> | undefined;
   /** Aborted when intake stops: cuts short the pause after a failed pull. */
@@ -96,7 +102,15 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
       return;
     }
     heldSeqs.add(msg.seq);
-    const entry: Held = { msg, released: false, done: Promise.resolve() };
+    const entry: Held = {
+      msg,
+      released: false,
+      done: Promise.resolve(),
+      waiting: (on) => {
+        waiting += on ? 1 : -1;
+        if (on) wakeLoop();
+      },
+    };
     metrics.inFlight.inc();
     // Tells the server the job is still being worked on, so a slow relay does not get it redelivered elsewhere.
     const heartbeat = setInterval(() => entry.released || msg.working(), Math.max(1_000, Math.floor(settings.ackWaitMs / 3)));
@@ -127,7 +141,7 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
 
   const refillSlots = Math.ceil(settings.concurrency / 4);
   const waitForSlots = async (): Promise<void> => {
-    while (settings.concurrency - held.size < refillSlots && !stopping) await slotFreed.promise;
+    while (settings.concurrency - delivering() < refillSlots && !stopping) await slotFreed.promise;
   };
 
   const loop = (async () => {
@@ -135,7 +149,7 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
       await waitForSlots();
       if (stopping) break;
       try {
-        batch = await consumer.fetch({ max_messages: settings.concurrency - held.size, expires: fetchExpiresMs });
+        batch = await consumer.fetch({ max_messages: settings.concurrency - delivering(), expires: fetchExpiresMs });
         if (stopping) batch.stop();
         for await (const msg of batch) {
           // A job that arrives as intake stops goes back for another replica.
