@@ -50,6 +50,11 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
     workers: config.renderWorkers,
     onWorkerReplaced: (event) => logger.warn({ reason: event.reason, template: event.template, detail: event.detail }, 'render worker replaced'),
   });
+  const throttle = await openDestinationThrottle(
+    { js, jsm, bucket: names.throttleBucket, replicas: config.natsStreamReplicas, metrics: createThrottleMetrics(registry), logger },
+    // A replica keeps up to four times its concurrency waiting for their destinations before it hands jobs back.
+    { defaults: { concurrency: config.destinationConcurrency, perSecond: config.destinationRate }, domains: config.destinationLimits, parkLimit: 4 * config.concurrency },
+  );
   const sender = createMailSender({
     smtpUrl: config.smtpUrl,
     sender: config.mailFrom,
@@ -60,12 +65,8 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
     publicUrl: config.publicUrl,
     dkimKey: dkimKeys.current,
     onSigned: (signed) => metrics.dkimMails.inc({ dkim: signed ? 'signed' : 'unsigned' }),
+    onRetriedRefusal: (to, refusal) => throttle.observe(to, refusal),
   });
-  const throttle = await openDestinationThrottle(
-    { js, jsm, bucket: names.throttleBucket, replicas: config.natsStreamReplicas, metrics: createThrottleMetrics(registry), logger },
-    // A replica keeps up to four times its concurrency waiting for their destinations before it hands jobs back.
-    { defaults: { concurrency: config.destinationConcurrency, perSecond: config.destinationRate }, domains: config.destinationLimits, parkLimit: 4 * config.concurrency },
-  );
   const mailer = await startMailer(
     {
       js,

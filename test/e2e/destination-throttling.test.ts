@@ -82,11 +82,10 @@ test('a domain answering 421 to every third message is slowed for both replicas 
 
   const slowTimes = await timings(slowIds);
   const fastTimes = await timings(fastIds);
-  // nodemailer's pool sends a message refused with 421 on a reused connection again on a new one by itself (421
-  // closes the connection): only the 421s it gives up on, or that come on a fresh connection, reach the mailer.
+  // A 421 on a connection nodemailer's pool had used before is sent again by the pool itself, not deferred: the
+  // offers show every refusal, the deferrals only those on a fresh connection.
   const offers = slow.reduce((sum, address) => sum + script.offers(address), 0);
   assert.ok(offers >= slow.length + Math.floor(slow.length / 3), `${offers} offers for ${slow.length} messages`);
-  assert.ok(slowTimes.some((time) => time.deferrals > 0), 'some refusals of the slow domain deferred its mail');
   assert.equal(fastTimes.reduce((sum, time) => sum + time.deferrals, 0), 0, 'the other domain refused none');
   // Time from the first acceptance to the last mail sent, per domain: the slowed domain takes longer than its limit of
   // 10/s would (20 messages, its first second's worth at once: about 1 s), and than the other domain, which is not
@@ -95,12 +94,12 @@ test('a domain answering 421 to every third message is slowed for both replicas 
   const slowSpan = span(slowTimes);
   const fastSpan = span(fastTimes);
   assert.ok(fastSpan < 8_000, `30 messages to the other domain took ${fastSpan} ms`);
-  assert.ok(slowSpan > 2_000 && slowSpan > 1.5 * fastSpan, `the slowed domain took ${slowSpan} ms, the other one ${fastSpan} ms`);
+  assert.ok(slowSpan > 2_000 && slowSpan > 2 * fastSpan, `the slowed domain took ${slowSpan} ms, the other one ${fastSpan} ms`);
   const fastLatencies = fastTimes.map((time) => time.sent - time.accepted).sort((a, b) => a - b);
   assert.ok((fastLatencies[Math.floor(fastLatencies.length / 2)] ?? 0) < 2_000, `median latency of the other domain ${fastLatencies.join(', ')} ms`);
 
   assert.ok(slowedPace < 4);
   const refusals = await Promise.all(ports.map((port) => metric(port, 'notify_destination_deferrals_total', { domain: 'slow.example', reason: 'rate_limited' })));
-  assert.ok(refusals.reduce((sum: number, count) => sum + (count ?? 0), 0) >= 1, `rate_limited deferrals per replica: ${refusals.join(', ')}`);
+  assert.ok(refusals.reduce((sum: number, count) => sum + (count ?? 0), 0) >= 3, `rate_limited deferrals per replica: ${refusals.join(', ')}`);
   assert.equal(await metric(ports[0] ?? 0, 'notify_destination_concurrency_limit', { domain: 'fast.example' }), undefined, 'the other domain was never slowed');
 });

@@ -58,6 +58,8 @@ export interface DestinationSlot {
 export interface DestinationThrottle {
   /** A slot for mail to `address`, once its domain has room; undefined when the job is to be handed back instead. */
   acquire(address: string, job: WaitingJob): Promise<DestinationSlot | undefined>;
+  /** Learns from a refusal of mail to `address` that came without a slot's end (one the SMTP pool retried itself). */
+  observe(address: string, outcome: DeliveryOutcome): void;
   /** How long a job handed back for `address` should stay away: about the time the jobs already waiting take. */
   handBackDelayMs(address: string): number;
   close(): Promise<void>;
@@ -237,7 +239,8 @@ export async function openDestinationThrottle(
   let replicas = { count: 1, rank: 0 };
   const countReplicas = (): void => {
     const now = Date.now();
-    const live = [...presence].filter(([id, seenAt]) => id === self || now - seenAt < presenceExpiryMs).map(([id]) => id).sort();
+    for (const [id, seenAt] of presence) if (id !== self && now - seenAt >= presenceExpiryMs) presence.delete(id);
+    const live = [...presence.keys()].sort();
     replicas = { count: live.length, rank: live.indexOf(self) };
   };
   const shareFor = (name: string): { concurrency: number; perSecond: number } => shareOf(paceOf(name), replicas.count, replicas.rank);
@@ -266,12 +269,19 @@ export async function openDestinationThrottle(
     return destination;
   };
 
+  /** Adds the tokens earned since the last refill, up to a second's worth (at least one); true when it is full. */
+  const refill = (destination: Destination, share: { perSecond: number }): boolean => {
+    const now = Date.now();
+    const capacity = Math.max(1, share.perSecond);
+    destination.tokens = Math.min(capacity, destination.tokens + ((now - destination.refilledAt) / 1_000) * share.perSecond);
+    destination.refilledAt = now;
+    return destination.tokens >= capacity;
+  };
+
   /** Takes a delivery and a token if the domain's share has both. */
   const admit = (destination: Destination): boolean => {
     const share = shareFor(destination.name);
-    const now = Date.now();
-    destination.tokens = Math.min(Math.max(1, share.perSecond), destination.tokens + ((now - destination.refilledAt) / 1_000) * share.perSecond);
-    destination.refilledAt = now;
+    refill(destination, share);
     if (destination.active >= share.concurrency || destination.tokens < 1) return false;
     destination.active += 1;
     destination.tokens -= 1;
@@ -288,7 +298,7 @@ export async function openDestinationThrottle(
     destination.timer = setTimeout(() => {
       destination.timer = undefined;
       pump(destination);
-    }, Math.max(1, dueMs));
+    }, Math.max(1, dueMs)).unref();
   };
   const pumpAll = (): void => {
     for (const destination of destinations.values()) pump(destination);
@@ -296,11 +306,12 @@ export async function openDestinationThrottle(
 
   /** Writes a new pace (or deletes it when back at the limit), unless the bucket changed meanwhile: that change wins. */
   const writePace = (destination: Destination, next: Pace): void => {
-    if (destination.writing || closed) return;
-    destination.writing = true;
     const { name } = destination;
-    const key = destinationKey(name);
     const current = sharedOf(name);
+    // A domain whose limit is its floor has no slower pace to write.
+    if (destination.writing || closed || (current === undefined && atLimit(next, limitOf(name)))) return;
+    destination.writing = true;
+    const key = destinationKey(name);
     const value = JSON.stringify({ domain: name, ...next });
     const written = atLimit(next, limitOf(name))
       ? kv.delete(key, current ? { previousSeq: current.revision } : {}).then(() => undefined)
@@ -381,7 +392,7 @@ export async function openDestinationThrottle(
     countReplicas();
     // Idle domains whose bucket is full again hold nothing worth keeping.
     for (const [name, destination] of destinations) {
-      if (destination.active === 0 && destination.queue.length === 0 && destination.timer === undefined && admit(destination)) {
+      if (destination.active === 0 && destination.queue.length === 0 && refill(destination, shareFor(name))) {
         destinations.delete(name);
       }
     }
@@ -414,6 +425,9 @@ export async function openDestinationThrottle(
       slot.release(undefined);
       return undefined;
     },
+    observe(address, outcome) {
+      learn(destinationFor(destinationOf(address)), outcome);
+    },
     handBackDelayMs(address) {
       const name = destinationOf(address);
       const waiting = destinations.get(name)?.queue.length ?? 0;
@@ -422,8 +436,8 @@ export async function openDestinationThrottle(
     },
     async close() {
       closed = true;
+      // Jobs still waiting keep their turns while the mailer drains: only the sharing stops.
       clearInterval(presenceTimer);
-      for (const destination of destinations.values()) clearTimeout(destination.timer);
       watcher.stop();
       await watching;
       await kv.delete(`p.${self}`).catch((error: unknown) => logger.warn({ err: error }, 'destination throttle presence not removed'));

@@ -208,22 +208,21 @@ export function createJobDelivery(deps: MailerDependencies, settings: MailerSett
       return;
     }
     if (!(sendingRecorded ?? (await recordEvent(held, sending)))) return;
-    // A test key's mail never reaches the relay, so its domain's limits do not apply.
-    const slot = job.test ? undefined : await deps.throttle?.acquire(job.to, held);
-    if (slot === undefined && deps.throttle && !job.test) {
-      await settle(held, { action: 'nak', delayMs: deps.throttle.handBackDelayMs(job.to) });
+    // Waits for room at the recipient's domain (a test key's mail never reaches the relay, so no limit applies); a job
+    // the replica has no room to keep waiting is handed back for later (destination-throttle.ts).
+    const throttle = job.test ? undefined : deps.throttle;
+    const slot = await throttle?.acquire(job.to, held);
+    if (throttle && slot === undefined) {
+      await settle(held, { action: 'nak', delayMs: throttle.handBackDelayMs(job.to) });
       return;
     }
-    const { outcome, stage } = await attemptDelivery(job, attempt).then(
-      (attempted) => {
-        slot?.release(attempted.outcome);
-        return attempted;
-      },
-      (error: unknown) => {
-        slot?.release(undefined);
-        throw error;
-      },
-    );
+    let attempted: Awaited<ReturnType<typeof attemptDelivery>> | undefined;
+    try {
+      attempted = await attemptDelivery(job, attempt);
+    } finally {
+      slot?.release(attempted?.outcome);
+    }
+    const { outcome, stage } = attempted;
     const context = { attempt: deliveryCount, ageMs: Date.now() - deliveryStart(job) };
     const decision = judgeAttempt(outcome, context, settings, deps.random);
     const event: DeliveryEvent = { messageId: job.messageId, attempt, occurredAt: now(), ...decision.event };

@@ -8,6 +8,7 @@ import { returnPathFor, unsubscribeToken, type DataKey } from '@notify/platform/
 import type { RenderedMail } from '@notify/templating';
 import type { DkimKey } from '../signing/dkim-keys.ts';
 import { messageIdFor, type Sender } from './mail-identity.ts';
+import { poolRefusalLogger } from './pool-refusals.ts';
 import { acceptedOutcome, classifySendError, type DeliveryOutcome } from './smtp-outcome.ts';
 
 export interface MailSenderOptions {
@@ -26,6 +27,8 @@ export interface MailSenderOptions {
   dkimKey: () => DkimKey | undefined;
   /** Told of each mail handed to the relay, signed or not (the metric). */
   onSigned?: (signed: boolean) => void;
+  /** Told of each refusal the pool answered by sending the mail again on a new connection (pool-refusals.ts). */
+  onRetriedRefusal?: (to: string, refusal: DeliveryOutcome) => void;
 }
 
 export type SendableJob = Pick<DeliveryJob, 'messageId' | 'projectId' | 'to'> & { template: Pick<DeliveryJob['template'], 'unsubscribe'> };
@@ -68,6 +71,15 @@ export function unsubscribeHeaders(options: Pick<MailSenderOptions, 'dataKey' | 
 }
 
 export function createMailSender(options: MailSenderOptions): MailSender {
+  /** The recipient of each mail being sent, by Message-ID: what the pool's retried refusals name. */
+  const sending = new Map<string, string>();
+  const { onRetriedRefusal } = options;
+  const refusals =
+    onRetriedRefusal &&
+    poolRefusalLogger((messageId, refusal) => {
+      const to = sending.get(messageId);
+      if (to !== undefined) onRetriedRefusal(to, refusal);
+    });
   const transport = createTransport({
     url: options.smtpUrl,
     pool: true,
@@ -75,6 +87,7 @@ export function createMailSender(options: MailSenderOptions): MailSender {
     connectionTimeout: connectionTimeoutMs,
     greetingTimeout: greetingTimeoutMs,
     socketTimeout: socketTimeoutMs,
+    ...(refusals ? { logger: refusals } : {}),
   });
   // A pooled connection that breaks while idle is reported here; the next send opens a new one.
   transport.on('error', (error) => options.logger.warn({ err: error }, 'SMTP transport error'));
@@ -84,6 +97,8 @@ export function createMailSender(options: MailSenderOptions): MailSender {
     relay: { host: url.hostname, port: Number(url.port) || (url.protocol === 'smtps:' ? 465 : 587) },
     async send(job, mail) {
       const dkim = options.dkimKey();
+      const messageId = messageIdFor(job.messageId, options.sender);
+      if (refusals) sending.set(messageId, job.to);
       try {
         const info = await transport.sendMail({
           from: { name: options.sender.name, address: options.sender.address },
@@ -93,7 +108,7 @@ export function createMailSender(options: MailSenderOptions): MailSender {
           subject: mail.subject,
           text: mail.text,
           html: mail.html,
-          messageId: messageIdFor(job.messageId, options.sender),
+          messageId,
           headers: { 'X-Notify-Message-Id': String(job.messageId), ...(job.template.unsubscribe ? unsubscribeHeaders(options, job) : {}) },
           ...(dkim ? { dkim: { domainName: dkim.domainName, keySelector: dkim.keySelector, privateKey: dkim.privateKey, headerFieldNames: signedHeaderFields } } : {}),
         });
@@ -101,6 +116,8 @@ export function createMailSender(options: MailSenderOptions): MailSender {
         return acceptedOutcome(info.response);
       } catch (error) {
         return classifySendError(error);
+      } finally {
+        sending.delete(messageId);
       }
     },
     close: () => transport.close(),

@@ -6,7 +6,9 @@
 // only for free slots bounds what each replica holds, which lets the consumer's max_ack_pending stay large enough for
 // jobs waiting out a retry delay (a delayed nak keeps its job pending on the server). A busy replica pulls again once a
 // quarter of its slots are free, not at each free slot: one pull request (and its subscription) per few jobs rather
-// than one per job, while the other slots keep delivering.
+// than one per job, while the other slots keep delivering. A job waiting for its recipient's domain to have room
+// (destination-throttle.ts) gives its slot up meanwhile, so a throttled domain never holds up the others: a replica
+// then holds more jobs than its concurrency, the waiting ones included (at most the throttle's waiting room more).
 //
 // Traces: each job received is a `process` span, the child of the context its headers carry (the message's create span
 // in dispatch-svc), so every attempt, a retry hours later included, continues the trace of the request that accepted it.
