@@ -17,13 +17,14 @@
 // lower), at most once a second: the replies to the mail already in flight say the same thing. Each second in which
 // mail to a slowed domain is accepted raises it by one delivery and a twentieth of its configured rate, back to the
 // configured limit (then its key is deleted). A pace left unchanged for the bucket's TTL expires: the domain starts
-// again at its limit.
+// again at its limit. Refusals nodemailer's pool answered by sending again itself reach it through `observe`
+// (pool-refusals.ts).
 //
-// A job whose domain has no free delivery or token waits in this replica for one, in order: it is not an attempt (its
-// `sending` was recorded, but no event follows until it is sent), its heartbeat keeps it from being offered to another
-// replica, and it leaves its delivery slot to jobs for other domains (the mailer pulls more while it waits). At most
-// `parkLimit` jobs wait per replica; beyond that a job is handed back (a delayed nak) for later, which JetStream counts
-// as a delivery (docs/operations.md, "Per-destination throttling", says what that costs).
+// A job whose domain has no free delivery or token waits in this replica for one, in order: the wait adds no attempt
+// (the attempt's `sending` is recorded, and nothing follows until it is sent), its heartbeat keeps it from being
+// offered to another replica, and it leaves its delivery slot to jobs for other domains (the mailer pulls more while
+// it waits). At most `parkLimit` jobs wait per replica; beyond that a job is handed back (a delayed nak) for later,
+// which JetStream counts as a delivery (docs/operations.md, "Per-destination throttling", says what that costs).
 import { randomUUID } from 'node:crypto';
 import type { KV, KvEntry } from '@nats-io/kv';
 import { Counter, Gauge, Histogram, type Logger, type Registry } from '@notify/platform';
@@ -165,7 +166,7 @@ export function createThrottleMetrics(registry: Registry) {
   return {
     deferrals: new Counter({
       name: 'notify_destination_deferrals_total',
-      help: 'Delivery attempts a destination refused for now, by recipient domain (configured or slowed ones; others as `other`) and reason: rate_limited (421 or 4.7.x, slows the domain) or temporary',
+      help: 'Temporary refusals of mail to a destination (those the SMTP pool retried itself included), by recipient domain (configured or slowed ones; others as `other`) and reason: rate_limited (421 or 4.7.x, slows the domain) or temporary',
       labelNames: ['domain', 'reason'] as const,
       registers: [registry],
     }),
