@@ -58,9 +58,10 @@ export const mailerConfig = {
     minMs: 100,
   }),
   // Per-destination throttling (docs/operations.md, "Per-destination throttling"). 20 at once is Postfix's
-  // default_destination_concurrency_limit. Postfix sets no rate by default (default_destination_rate_delay = 0): 1000/s
-  // does not bind before the concurrency does for a destination answering in 20 ms or more (20 / 0.02 s), and gives a
-  // pushback a pace to halve from.
+  // default_destination_concurrency_limit. Postfix sets no rate by default (default_destination_rate_delay = 0), and
+  // neither does this in effect: 10000/s does not bind before the concurrency for a destination answering in 2 ms or
+  // more (20 / 0.002 s, a relay next door), nor cap the bench's drain into one domain; it gives a pushback a rate to
+  // halve from, while the concurrency, halved too, is what slows a domain without a rate of its own.
   destinationConcurrency: integer('MAILER_DESTINATION_CONCURRENCY', {
     description: 'deliveries to one recipient domain at once, all replicas together (halved, down to one per replica, while the domain answers 421 or 4.7.x)',
     default: 20,
@@ -69,7 +70,7 @@ export const mailerConfig = {
   }),
   destinationRate: custom(
     'MAILER_DESTINATION_RATE',
-    { description: 'messages per second to one recipient domain, all replicas together, as `<count>/<unit>` (halved, down to 1/s, while the domain answers 421 or 4.7.x)', default: '1000/s' },
+    { description: 'messages per second to one recipient domain, all replicas together, as `<count>/<unit>` (halved, down to 1/s, while the domain answers 421 or 4.7.x)', default: '10000/s' },
     parseMessageRate,
   ),
   destinationLimits: custom(

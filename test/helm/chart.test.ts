@@ -231,7 +231,7 @@ describe('helm/notify', () => {
     const data = (rendered: Rendered) => rendered.get('ConfigMap', 'notify').data ?? {};
     assert.deepEqual(
       [data(production)['MAILER_DESTINATION_CONCURRENCY'], data(production)['MAILER_DESTINATION_RATE'], data(production)['MAILER_DESTINATION_LIMITS']],
-      ['20', '1000/s', ''],
+      ['20', '10000/s', ''],
     );
     assert.ok(container(production, 'mailer-svc').envFrom?.some((source) => source.configMapRef?.name === 'notify'));
     const limited = await render(helm, {
