@@ -74,10 +74,11 @@ describe('MAILER_DESTINATION_LIMITS', () => {
 describe('adaptive pace', () => {
   const limit: DestinationLimit = { concurrency: 20, perSecond: 100 };
 
-  it('counts 421 and 4.7.x temporary replies as pushback, not other refusals', () => {
+  it('counts 421 and 4.7.x temporary replies as pushback, not greylisting or other refusals', () => {
     assert.equal(isPushback(tooMany), true);
     assert.equal(isPushback({ kind: 'temporary', reason: 'r', smtpCode: 450, smtpResponse: '450 4.7.1 Rate limited, try later' }), true);
     assert.equal(isPushback({ kind: 'temporary', reason: 'r', smtpCode: 452, smtpResponse: '452 4.2.2 Mailbox full' }), false);
+    assert.equal(isPushback({ kind: 'temporary', reason: 'r', smtpCode: 451, smtpResponse: '451 4.7.1 Greylisted, please try again later' }), false);
     assert.equal(isPushback({ kind: 'temporary', reason: 'mail server unreachable (ECONNREFUSED)' }), false);
     assert.equal(isPushback({ kind: 'permanent', reason: 'r', smtpCode: 550, smtpResponse: '550 5.7.1 Blocked' }), false);
   });

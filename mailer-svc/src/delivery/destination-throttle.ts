@@ -26,6 +26,7 @@
 // it waits). At most `parkLimit` jobs wait per replica; beyond that a job is handed back (a delayed nak) for later,
 // which JetStream counts as a delivery (docs/operations.md, "Per-destination throttling", says what that costs).
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { KV, KvEntry } from '@nats-io/kv';
 import { Counter, Gauge, Histogram, type Logger, type Registry } from '@notify/platform';
 import type { JetStreamClient, JetStreamManager } from '@notify/platform/nats';
@@ -104,13 +105,18 @@ const rateSteps = 20;
 const floorPerSecond = 1;
 /** Domains named in the metrics beyond those configured: the first ones slowed; any further one is `other`. */
 export const maxLabelledDomains = 50;
+/** Pause before watching the bucket again after the watch ended. */
+const rewatchDelayMs = 1_000;
 /** A hand-back's delay, whatever the queue. */
 const handBackMinMs = 1_000;
 const handBackMaxMs = 60_000;
 
-/** A reply that says the domain wants less of us: 421 (closing the channel, usually too many connections) or 4.7.x. */
+/**
+ * A reply that says the domain wants less of us: 421 (closing the channel, usually too many connections) or 4.7.x.
+ * Greylisting (often 451 4.7.1, its text saying so) is not: it asks for that message again later, not for less mail.
+ */
 export function isPushback(outcome: DeliveryOutcome): boolean {
-  if (outcome.kind !== 'temporary') return false;
+  if (outcome.kind !== 'temporary' || /greylist/i.test(outcome.smtpResponse ?? '')) return false;
   return outcome.smtpCode === 421 || (enhancedStatus(outcome.smtpResponse)?.startsWith('4.7.') ?? false);
 }
 
@@ -381,12 +387,21 @@ export async function openDestinationThrottle(
     if (destination !== undefined) pump(destination);
   };
 
-  const watcher = await kv.watch({ key: '>' });
+  /** Follows the bucket until closed; a watch that ends (NATS lost for good) is started again, from the last values. */
+  let watcher = await kv.watch({ key: '>' });
   const watching = (async () => {
-    for await (const entry of watcher) apply(entry);
-  })().catch((error: unknown) => {
-    if (!closed) logger.error({ err: error }, 'destination throttle watch ended; paces are no longer shared');
-  });
+    for (;;) {
+      try {
+        for await (const entry of watcher) apply(entry);
+      } catch (error) {
+        if (!closed) logger.warn({ err: error }, 'destination throttle watch failed; watching again');
+      }
+      if (closed) return;
+      await sleep(rewatchDelayMs);
+      if (closed) return;
+      watcher = await kv.watch({ key: '>' }).catch(() => watcher);
+    }
+  })();
 
   const sayPresent = async (): Promise<void> => {
     await kv.put(`p.${self}`, String(Date.now())).catch((error: unknown) => logger.warn({ err: error }, 'destination throttle presence not written'));
