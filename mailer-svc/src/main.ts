@@ -52,7 +52,7 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
   });
   const throttle = await openDestinationThrottle(
     { js, jsm, bucket: names.throttleBucket, replicas: config.natsStreamReplicas, metrics: createThrottleMetrics(registry), logger },
-    // A replica keeps up to four times its concurrency waiting for their destinations before it hands jobs back.
+    // A replica keeps up to four times its concurrency waiting for their destinations outside its delivery slots.
     { defaults: { concurrency: config.destinationConcurrency, perSecond: config.destinationRate }, domains: config.destinationLimits, parkLimit: 4 * config.concurrency },
   );
   const sender = createMailSender({

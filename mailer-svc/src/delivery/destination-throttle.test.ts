@@ -164,14 +164,21 @@ describe('two replicas sharing a bucket', () => {
     for (const slot of [...held.slice(1), third, other]) slot?.release(accepted);
   });
 
-  it('hands a job back once its replica\'s waiting room is full, after an estimate of the wait', async () => {
-    const { throttle } = await open({ domains: new Map([['one.example', { concurrency: 1, perSecond: 2 }]]), parkLimit: 1 });
+  it('once its replica\'s waiting room is full, lets a job wait in its delivery slot, and serves the jobs in order', async () => {
+    const { throttle, metrics } = await open({ domains: new Map([['one.example', { concurrency: 1, perSecond: 100 }]]), parkLimit: 1 });
     const slot = await throttle.acquire('a@one.example', job());
-    const waiting = throttle.acquire('b@one.example', job());
-    assert.equal(await throttle.acquire('c@one.example', job()), undefined);
-    assert.ok(throttle.handBackDelayMs('c@one.example') >= 1_000);
+    const parkedJob = job();
+    const inSlotJob = job();
+    const order: string[] = [];
+    const parked = throttle.acquire('b@one.example', parkedJob).then((got) => (order.push('b'), got));
+    const inSlot = throttle.acquire('c@one.example', inSlotJob).then((got) => (order.push('c'), got));
+    await sleep(50);
+    assert.deepEqual([parkedJob.waits, inSlotJob.waits], [1, 0], 'only the first leaves its slot');
     slot?.release(accepted);
-    (await waiting)?.release(accepted);
+    (await parked)?.release(accepted);
+    (await inSlot)?.release(accepted);
+    assert.deepEqual(order, ['b', 'c']);
+    assert.deepEqual((await metrics.waits.get()).values.map((value) => [value.labels.where, value.value]), [['parked', 1], ['in_slot', 1]]);
   });
 
   it('gives a job released while it waited no slot', async () => {

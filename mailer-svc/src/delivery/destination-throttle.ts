@@ -23,8 +23,9 @@
 // A job whose domain has no free delivery or token waits in this replica for one, in order: the wait adds no attempt
 // (the attempt's `sending` is recorded, and nothing follows until it is sent), its heartbeat keeps it from being
 // offered to another replica, and it leaves its delivery slot to jobs for other domains (the mailer pulls more while
-// it waits). At most `parkLimit` jobs wait per replica; beyond that a job is handed back (a delayed nak) for later,
-// which JetStream counts as a delivery (docs/operations.md, "Per-destination throttling", says what that costs).
+// it waits). At most `parkLimit` jobs wait so per replica; beyond that a job waits in its slot, and the replica pulls
+// no more until its jobs move. Never handed back: a nak would count as a delivery in JetStream, and a replica handing
+// back what it pulled would spin through a domain's backlog (docs/operations.md, "Per-destination throttling").
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KV, KvEntry } from '@nats-io/kv';
@@ -39,7 +40,7 @@ export interface ThrottleSettings {
   readonly defaults: DestinationLimit;
   /** MAILER_DESTINATION_LIMITS. */
   readonly domains: ReadonlyMap<string, DestinationLimit>;
-  /** Jobs one replica keeps waiting for their destination; one more is handed back. */
+  /** Jobs one replica keeps waiting for their destination outside its delivery slots; more wait in their slots. */
   readonly parkLimit: number;
 }
 
@@ -58,12 +59,10 @@ export interface DestinationSlot {
 }
 
 export interface DestinationThrottle {
-  /** A slot for mail to `address`, once its domain has room; undefined when the job is to be handed back instead. */
+  /** A slot for mail to `address`, once its domain has room; undefined when the job was given back meanwhile. */
   acquire(address: string, job: WaitingJob): Promise<DestinationSlot | undefined>;
   /** Learns from a refusal of mail to `address` that came without a slot's end (one the SMTP pool retried itself). */
   observe(address: string, outcome: DeliveryOutcome): void;
-  /** How long a job handed back for `address` should stay away: about the time the jobs already waiting take. */
-  handBackDelayMs(address: string): number;
   close(): Promise<void>;
 }
 
@@ -107,9 +106,6 @@ const floorPerSecond = 1;
 export const maxLabelledDomains = 50;
 /** Pause before watching the bucket again after the watch ended. */
 const rewatchDelayMs = 1_000;
-/** A hand-back's delay, whatever the queue. */
-const handBackMinMs = 1_000;
-const handBackMaxMs = 60_000;
 
 /**
  * A reply that says the domain wants less of us: 421 (closing the channel, usually too many connections) or 4.7.x.
@@ -178,8 +174,8 @@ export function createThrottleMetrics(registry: Registry) {
     }),
     waits: new Counter({
       name: 'notify_destination_throttle_waits_total',
-      help: 'Jobs that found their destination at its limit, by recipient domain and outcome: waited (in this replica) or handed_back (its waiting room was full)',
-      labelNames: ['domain', 'outcome'] as const,
+      help: 'Jobs that found their destination at its limit and waited in this replica, by recipient domain and where: parked (its delivery slot left to other jobs) or in_slot (the waiting room was full)',
+      labelNames: ['domain', 'where'] as const,
       registers: [registry],
     }),
     waitSeconds: new Histogram({
@@ -420,22 +416,23 @@ export async function openDestinationThrottle(
     async acquire(address, job) {
       const destination = destinationFor(destinationOf(address));
       if (destination.queue.length === 0 && admit(destination)) return slotFor(destination);
-      const label = labelOf(destination.name);
-      if (parked >= settings.parkLimit) {
-        metrics.waits.inc({ domain: label, outcome: 'handed_back' });
-        return undefined;
+      // Parked, the job leaves its delivery slot to jobs for other domains; once the waiting room is full it keeps it.
+      const parking = parked < settings.parkLimit;
+      if (parking) {
+        parked += 1;
+        job.waiting?.(true);
       }
-      parked += 1;
-      job.waiting?.(true);
       const stopTimer = metrics.waitSeconds.startTimer();
       const { promise, resolve } = Promise.withResolvers<void>();
       destination.queue.push(resolve);
       pump(destination);
       await promise;
       stopTimer();
-      parked -= 1;
-      job.waiting?.(false);
-      metrics.waits.inc({ domain: label, outcome: 'waited' });
+      if (parking) {
+        parked -= 1;
+        job.waiting?.(false);
+      }
+      metrics.waits.inc({ domain: labelOf(destination.name), where: parking ? 'parked' : 'in_slot' });
       const slot = slotFor(destination);
       if (!job.released) return slot;
       slot.release(undefined);
@@ -443,12 +440,6 @@ export async function openDestinationThrottle(
     },
     observe(address, outcome) {
       learn(destinationFor(destinationOf(address)), outcome);
-    },
-    handBackDelayMs(address) {
-      const name = destinationOf(address);
-      const waiting = destinations.get(name)?.queue.length ?? 0;
-      const delayMs = ((waiting + 1) / Math.max(shareFor(name).perSecond, Number.MIN_VALUE)) * 1_000;
-      return Math.round(Math.min(handBackMaxMs, Math.max(handBackMinMs, delayMs)));
     },
     async close() {
       closed = true;

@@ -208,14 +208,11 @@ export function createJobDelivery(deps: MailerDependencies, settings: MailerSett
       return;
     }
     if (!(sendingRecorded ?? (await recordEvent(held, sending)))) return;
-    // Waits for room at the recipient's domain (a test key's mail never reaches the relay, so no limit applies); a job
-    // the replica has no room to keep waiting is handed back for later (destination-throttle.ts).
+    // Waits for room at the recipient's domain (destination-throttle.ts); a test key's mail never reaches the relay,
+    // so no limit applies. No slot: the job was given back at the shutdown deadline while it waited.
     const throttle = job.test ? undefined : deps.throttle;
     const slot = await throttle?.acquire(job.to, held);
-    if (throttle && slot === undefined) {
-      await settle(held, { action: 'nak', delayMs: throttle.handBackDelayMs(job.to) });
-      return;
-    }
+    if (throttle && slot === undefined) return;
     let attempted: Awaited<ReturnType<typeof attemptDelivery>> | undefined;
     try {
       attempted = await attemptDelivery(job, attempt);
