@@ -6,6 +6,7 @@
 // generated from these.
 import { custom, duration, grpcClientTlsSettings, integer, jetStreamSettings, mailerTokenSetting, natsSettings, testFaultSettings, text } from '@notify/platform';
 import { bounceDomainSetting, dataKeySetting, parseRelayUrls } from '@notify/platform/mail';
+import { maxDestinationConcurrency, parseDestinationLimits, parseMessageRate } from './delivery/destination-limits.ts';
 import { parseSender } from './delivery/mail-identity.ts';
 import { mailerTestFaults } from './test-fault.ts';
 
@@ -76,5 +77,26 @@ export const mailerConfig = {
     default: '15s',
     minMs: 100,
   }),
+  // Per-destination throttling (docs/operations.md, "Per-destination throttling"). 20 at once is Postfix's
+  // default_destination_concurrency_limit. Postfix sets no rate by default (default_destination_rate_delay = 0), and
+  // neither does this in effect: 10000/s does not bind before the concurrency for a destination answering in 2 ms or
+  // more (20 / 0.002 s, a relay next door), nor cap the bench's drain into one domain; it gives a pushback a rate to
+  // halve from, while the concurrency, halved too, is what slows a domain without a rate of its own.
+  destinationConcurrency: integer('MAILER_DESTINATION_CONCURRENCY', {
+    description: 'deliveries to one recipient domain at once, all replicas together (halved, down to one per replica, while the domain answers 421 or 4.7.x)',
+    default: 20,
+    min: 1,
+    max: maxDestinationConcurrency,
+  }),
+  destinationRate: custom(
+    'MAILER_DESTINATION_RATE',
+    { description: 'messages per second to one recipient domain, all replicas together, as `<count>/<unit>` (halved, down to 1/s, while the domain answers 421 or 4.7.x)', default: '10000/s' },
+    parseMessageRate,
+  ),
+  destinationLimits: custom(
+    'MAILER_DESTINATION_LIMITS',
+    { description: 'domains with limits of their own, as `<domain>=<concurrency>:<count>/<unit>` separated by commas (e.g. `slow.example=2:5/s`)', default: '' },
+    parseDestinationLimits,
+  ),
   ...testFaultSettings(mailerTestFaults, '`exit-after-send` kills the replica after the relay accepted a message, before it is acknowledged'),
 };

@@ -7,10 +7,12 @@ import { connectNats, ensureConsumer, ensureStream, jetstream, jetstreamManager,
 import { dispatchProto, streamDeclarations, topology } from '@notify/proto';
 import { mailerConfig } from './config.ts';
 import { mailerConsumerConfig } from './delivery/consumer-config.ts';
+import { createThrottleMetrics, openDestinationThrottle } from './delivery/destination-throttle.ts';
 import { createMailSender } from './delivery/mail-sender.ts';
 import { startMailer } from './delivery/mailer.ts';
 import { createMailerMetrics } from './delivery/metrics.ts';
 import { openOutcomeLedger } from './delivery/outcome-ledger.ts';
+import { trackPoolRefusals } from './delivery/pool-refusals.ts';
 import { createProjectRelays } from './delivery/project-relays.ts';
 import { createRelayMetrics, registerCircuitGauge } from './delivery/relay-metrics.ts';
 import { createRelays } from './delivery/relays.ts';
@@ -62,9 +64,17 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
     workers: config.renderWorkers,
     onWorkerReplaced: (event) => logger.warn({ reason: event.reason, template: event.template, detail: event.detail }, 'render worker replaced'),
   });
+  const throttle = await openDestinationThrottle(
+    { js, jsm, bucket: names.throttleBucket, replicas: config.natsStreamReplicas, metrics: createThrottleMetrics(registry), logger },
+    // A replica keeps up to four times its concurrency waiting for their destinations outside its delivery slots.
+    { defaults: { concurrency: config.destinationConcurrency, perSecond: config.destinationRate }, domains: config.destinationLimits, parkLimit: 4 * config.concurrency },
+  );
+  // Refusals every relay's pool answers by sending again on a new connection: heard by the throttle too.
+  const poolRefusals = trackPoolRefusals((to, refusal) => throttle.observe(to, refusal));
   const relays = createRelays({
     defaultUrls: config.smtpUrls,
     projects: projectRelays,
+    transportLogger: poolRefusals.logger,
     poolSize: config.smtpPoolSize,
     failureThreshold: config.relayFailureThreshold,
     coolDownMs: config.relayCoolDownMs,
@@ -83,6 +93,7 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
     publicUrl: config.publicUrl,
     dkimKey: dkimKeys.current,
     onSigned: (signed) => metrics.dkimMails.inc({ dkim: signed ? 'signed' : 'unsigned' }),
+    poolRefusals,
   });
   const mailer = await startMailer(
     {
@@ -91,6 +102,7 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
       renderer,
       sender,
       ledger,
+      throttle,
       metrics,
       logger,
       ...(config.testFault === 'exit-after-send' ? { afterSend: crash } : {}),
@@ -109,6 +121,8 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
   const drainDeadlineMs = config.shutdownTimeoutMs - Math.min(1_000, Math.floor(config.shutdownTimeoutMs / 5));
   lifecycle.onShutdown('stop pulling jobs', ShutdownPriority.stopIntake, async () => mailer.stopIntake());
   lifecycle.onShutdown('finish held jobs', ShutdownPriority.drain, () => mailer.drain(drainDeadlineMs));
+  // Before NATS closes: the replica's presence is withdrawn, so the others take its share of each domain at once.
+  lifecycle.onShutdown('destination throttle', ShutdownPriority.drain, () => throttle.close());
   lifecycle.onShutdown('SMTP transport', ShutdownPriority.closeClients, async () => sender.close());
   lifecycle.onShutdown('render workers', ShutdownPriority.closeClients, () => renderer.close());
   lifecycle.onShutdown('DKIM key refresh', ShutdownPriority.closeClients, async () => {

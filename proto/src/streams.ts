@@ -28,6 +28,8 @@ export interface Topology {
   readonly webhookConsumer: string;
   /** The mailers' record of finished deliveries (a key-value bucket; its stream is `KV_<bucket>`). */
   readonly outcomesBucket: string;
+  /** The mailers' shared per-destination throttle state: live replicas and slowed domains (a key-value bucket). */
+  readonly throttleBucket: string;
 }
 
 export function topology(prefix: string): Topology {
@@ -55,6 +57,7 @@ export function topology(prefix: string): Topology {
     webhooksSubject: (endpointId) => `${subjectPrefix}notify.webhooks.${endpointId}`,
     webhooksSubjects: `${subjectPrefix}notify.webhooks.>`,
     webhookConsumer: `${streamPrefix}webhook-sender`,
+    throttleBucket: `${streamPrefix}NOTIFY_THROTTLE`,
   };
 }
 

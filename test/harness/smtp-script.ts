@@ -1,14 +1,15 @@
 // A controllable SMTP relay for the reliability suites: how the run's SMTP sink answers each recipient, decided by the
 // first rule whose prefix the address starts with. A rule may hold the answer back until the test releases it (a
-// relay too slow to answer, so a mailer holds the job), refuse temporarily for the first N offers (4xx), or refuse for
-// good (5xx). Pass `script.reply` as startSystem's `smtpReply`; `replaceSink` stops and restarts the sink itself.
+// relay too slow to answer, so a mailer holds the job), refuse temporarily for the first N offers (4xx), refuse for
+// good (5xx), or refuse every Nth offer to its recipients (a destination that pushes back under load). Pass `script.reply` as startSystem's `smtpReply`; `replaceSink` stops and restarts the sink itself.
 import { startSmtpSink, type SinkEnvelope, type SinkReply, type SmtpSink } from '@notify/cli/local';
 import { silentLogger } from './logger.ts';
 import type { System } from './system.ts';
 
 type Rule =
   | { kind: 'hold'; gate: Promise<void>; release: () => void }
-  | { kind: 'refuse'; reply: SinkReply; times: number };
+  | { kind: 'refuse'; reply: SinkReply; times: number }
+  | { kind: 'every'; reply: SinkReply; nth: number; offered: number };
 
 export class SmtpScript {
   readonly #rules = new Map<string, Rule>();
@@ -24,6 +25,11 @@ export class SmtpScript {
   /** Refuses recipients starting with `prefix` with `reply` for their first `times` offers (Infinity: always). */
   refuse(prefix: string, reply: SinkReply, times = Number.POSITIVE_INFINITY): void {
     this.#rules.set(prefix, { kind: 'refuse', reply, times });
+  }
+
+  /** Refuses every `nth` offer to recipients starting with `prefix` (counted over all of them) with `reply`. */
+  refuseEvery(prefix: string, reply: SinkReply, nth: number): void {
+    this.#rules.set(prefix, { kind: 'every', reply, nth, offered: 0 });
   }
 
   /** Lets held answers go, and accepts those recipients from now on. */
@@ -59,6 +65,10 @@ export class SmtpScript {
       return undefined;
     }
     if (rule?.kind === 'refuse' && offered <= rule.times) return rule.reply;
+    if (rule?.kind === 'every') {
+      rule.offered += 1;
+      if (rule.offered % rule.nth === 0) return rule.reply;
+    }
     return undefined;
   };
 }

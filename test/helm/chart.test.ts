@@ -226,6 +226,34 @@ describe('helm/notify', () => {
     }
   });
 
+  test('config.mailer.destinationLimits reaches the mailers as MAILER_DESTINATION_LIMITS, beside the defaults; a malformed limit is refused', async (t) => {
+    if (skip) return t.skip(skip);
+    const data = (rendered: Rendered) => rendered.get('ConfigMap', 'notify').data ?? {};
+    assert.deepEqual(
+      [data(production)['MAILER_DESTINATION_CONCURRENCY'], data(production)['MAILER_DESTINATION_RATE'], data(production)['MAILER_DESTINATION_LIMITS']],
+      ['20', '10000/s', ''],
+    );
+    assert.ok(container(production, 'mailer-svc').envFrom?.some((source) => source.configMapRef?.name === 'notify'));
+    const limited = await render(helm, {
+      valuesFiles: [productionValues],
+      set: ['config.mailer.destinationLimits.slow\\.example.concurrency=2', 'config.mailer.destinationLimits.slow\\.example.rate=5/s', 'config.mailer.destinationLimits.bulk\\.example.concurrency=50', 'config.mailer.destinationLimits.bulk\\.example.rate=600/min'],
+    });
+    // In the order of the domains, as the mailer's MAILER_DESTINATION_LIMITS syntax writes them.
+    assert.equal(data(limited)['MAILER_DESTINATION_LIMITS'], 'bulk.example=50:600/min,slow.example=2:5/s');
+    for (const wrong of [
+      ['config.mailer.destinationLimits.slow\\.example.concurrency=0', 'config.mailer.destinationLimits.slow\\.example.rate=5/s'],
+      ['config.mailer.destinationLimits.slow\\.example.concurrency=2', 'config.mailer.destinationLimits.slow\\.example.rate=fast'],
+      ['config.mailer.destinationLimits.slow\\.example.concurrency=2'],
+      ['config.mailer.destinationLimits.Slow_Example.concurrency=2', 'config.mailer.destinationLimits.Slow_Example.rate=5/s'],
+      ['config.mailer.destinationRate=1000'],
+    ]) {
+      const result = await template(helm, { valuesFiles: [productionValues], set: wrong });
+      assert.notEqual(result.code, 0, wrong.join(' '));
+      // A domain that is not one is named as the property at fault.
+      assert.match(result.stderr, /destination(Limits|Rate)|Slow_Example/, wrong.join(' '));
+    }
+  });
+
   test('the gateway counts failed keys at NOTIFY_AUTH_FAILURE_RATE, trusts as many proxies as the chart puts in front of it, and treats requests as https behind its TLS edge', async (t) => {
     if (skip) return t.skip(skip);
     const data = (rendered: Rendered) => rendered.get('ConfigMap', 'notify').data ?? {};

@@ -28,7 +28,11 @@ const pages = new Map<string, string>();
 // The tools are fetched here, beside the system's start: in a fresh clone helm is compiled first, which may take
 // minutes that no test's own timeout is meant to cover.
 before(async () => {
-  [system, helm, promtool] = await Promise.all([startSystem({ mailerReplicas: 1, serviceEnv: { 'dispatch-svc': { DELIVERABILITY_INTERVAL: '1s' } } }), ensureHelm(), ensurePromtool()]);
+  [system, helm, promtool] = await Promise.all([startSystem({
+      mailerReplicas: 1,
+      // A domain with limits of its own: the per-destination gauges have its series from the start.
+      serviceEnv: { 'dispatch-svc': { DELIVERABILITY_INTERVAL: '1s' }, 'mailer-svc': { MAILER_DESTINATION_LIMITS: 'example.com=20:1000/s' } },
+    }), ensureHelm(), ensurePromtool()]);
   tenant = await system.createTenant('helm-smoke');
   await system.putTemplate(tenant.projectId, 'welcome', { subject: 'Hello {{ name }}', schema: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } });
 });

@@ -111,6 +111,44 @@ const cases: { alert: string; series: Record<string, string>; at: string; firing
   },
   { alert: 'NotifyOutboxBacklog', series: { [`notify_outbox_backlog{${dispatch}, pod="notify-dispatch-svc-a"}`]: '500x30' }, at: '20m', firing: [{}], severity: 'critical' },
   // Nothing scraped from any mailer: absent() keeps the equality matchers as labels.
+  // Two replicas report the same shared pace; the domain is named once. One that left its floor after 10 minutes does not fire.
+  {
+    alert: 'NotifyDestinationThrottled',
+    series: {
+      [`notify_destination_at_floor{${mailer}, pod="notify-mailer-svc-a", domain="slow.example"}`]: '1x30',
+      [`notify_destination_at_floor{${mailer}, pod="notify-mailer-svc-b", domain="slow.example"}`]: '1x30',
+      [`notify_destination_at_floor{${mailer}, pod="notify-mailer-svc-a", domain="recovering.example"}`]: '1x10 0x20',
+    },
+    at: '25m',
+    firing: [{ domain: 'slow.example' }],
+    severity: 'warning',
+  },
+  // One relay of two down on both mailers: its circuit open, then half-open between failed probes.
+  {
+    alert: 'NotifyRelayCircuitOpen',
+    series: {
+      [`notify_relay_circuit_state{${mailer}, pod="notify-mailer-svc-a", relay="relay-a.example:465"}`]: '2x5 1x5 2x20',
+      [`notify_relay_circuit_state{${mailer}, pod="notify-mailer-svc-b", relay="relay-a.example:465"}`]: '2x30',
+      [`notify_relay_circuit_state{${mailer}, pod="notify-mailer-svc-a", relay="relay-b.example:465"}`]: '0x30',
+      [`notify_relay_circuit_state{${mailer}, pod="notify-mailer-svc-b", relay="relay-b.example:465"}`]: '0x30',
+    },
+    at: '10m',
+    firing: [{ relay: 'relay-a.example:465' }],
+    severity: 'warning',
+  },
+  // Mailer a has no relay left; mailer b still has relay-b.
+  {
+    alert: 'NotifyAllRelaysOpen',
+    series: {
+      [`notify_relay_circuit_state{${mailer}, pod="notify-mailer-svc-a", relay="relay-a.example:465"}`]: '2x30',
+      [`notify_relay_circuit_state{${mailer}, pod="notify-mailer-svc-a", relay="relay-b.example:465"}`]: '1x30',
+      [`notify_relay_circuit_state{${mailer}, pod="notify-mailer-svc-b", relay="relay-a.example:465"}`]: '2x30',
+      [`notify_relay_circuit_state{${mailer}, pod="notify-mailer-svc-b", relay="relay-b.example:465"}`]: '0x30',
+    },
+    at: '5m',
+    firing: [{ pod: 'notify-mailer-svc-a' }],
+    severity: 'critical',
+  },
   { alert: 'NotifyNoActiveMailer', series: { [`notify_outbox_backlog{${dispatch}}`]: '0x30' }, at: '10m', firing: [{ namespace: 'notify' }], severity: 'critical' },
   // Every attempt fails (a NetworkPolicy blocking egress, DNS down): 30 failed attempts a minute, none succeeded.
   {
@@ -186,6 +224,11 @@ const healthy: Record<string, string> = {
   [`notify_jetstream_consumer_pending_messages{${dispatch}, consumer="mailer"}`]: '5000x40',
   [`notify_jetstream_consumer_pending_messages{${dispatch}, consumer="dispatch-events"}`]: '0+50x40',
   [`notify_mailer_in_flight{${mailer}}`]: '4x40',
+  // A domain slowed for a few minutes, then back above its floor: the throttle doing its work, nothing to act on.
+  [`notify_destination_at_floor{${mailer}, domain="busy.example"}`]: '0x20 1x10 0x10',
+  // A relay whose circuit opened for two minutes, then closed again: failover did its job, nothing to page about.
+  [`notify_relay_circuit_state{${mailer}, pod="notify-mailer-svc-a", relay="relay-a.example:465"}`]: '0x20 2x2 1x1 0x17',
+  [`notify_relay_circuit_state{${mailer}, pod="notify-mailer-svc-a", relay="relay-b.example:465"}`]: '0x40',
   // One dead endpoint among healthy ones: its retries are a small share of the attempts.
   [`notify_webhook_attempts_total{${webhook}, result="succeeded"}`]: '0+100x40',
   [`notify_webhook_attempts_total{${webhook}, result="retrying"}`]: '0+5x40',

@@ -31,6 +31,8 @@ import { enhancedStatus, type DeliveryOutcome } from './smtp-outcome.ts';
 export interface HeldJob {
   readonly msg: JsMsg;
   released: boolean;
+  /** Told when the job starts and stops waiting for its destination to have room (destination-throttle.ts). */
+  waiting?(waiting: boolean): void;
 }
 
 export interface JobDelivery {
@@ -206,7 +208,18 @@ export function createJobDelivery(deps: MailerDependencies, settings: MailerSett
       return;
     }
     if (!(sendingRecorded ?? (await recordEvent(held, sending)))) return;
-    const { outcome, stage } = await attemptDelivery(job, attempt);
+    // Waits for room at the recipient's domain (destination-throttle.ts); a test key's mail never reaches the relay,
+    // so no limit applies. No slot: the job was given back at the shutdown deadline while it waited.
+    const throttle = job.test ? undefined : deps.throttle;
+    const slot = await throttle?.acquire(job.to, held);
+    if (throttle && slot === undefined) return;
+    let attempted: Awaited<ReturnType<typeof attemptDelivery>> | undefined;
+    try {
+      attempted = await attemptDelivery(job, attempt);
+    } finally {
+      slot?.release(attempted?.outcome);
+    }
+    const { outcome, stage } = attempted;
     const context = { attempt: deliveryCount, ageMs: Date.now() - deliveryStart(job) };
     const decision = judgeAttempt(outcome, context, settings, deps.random);
     const event: DeliveryEvent = { messageId: job.messageId, attempt, occurredAt: now(), ...decision.event };

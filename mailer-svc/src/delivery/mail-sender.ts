@@ -6,6 +6,7 @@ import { returnPathFor, unsubscribeToken, type DataKey } from '@notify/platform/
 import type { RenderedMail } from '@notify/templating';
 import type { DkimKey } from '../signing/dkim-keys.ts';
 import { messageIdFor, type Sender } from './mail-identity.ts';
+import type { PoolRefusals } from './pool-refusals.ts';
 import type { Relays } from './relays.ts';
 import type { DeliveryOutcome } from './smtp-outcome.ts';
 
@@ -22,6 +23,8 @@ export interface MailSenderOptions {
   dkimKey: () => DkimKey | undefined;
   /** Told of each mail handed to the relay, signed or not (the metric). */
   onSigned?: (signed: boolean) => void;
+  /** Told of each send, so that a refusal a relay's pool answered by sending again names its recipient (pool-refusals.ts). */
+  poolRefusals?: PoolRefusals;
 }
 
 export type SendableJob = Pick<DeliveryJob, 'messageId' | 'projectId' | 'to'> & { template: Pick<DeliveryJob['template'], 'unsubscribe'> };
@@ -63,7 +66,8 @@ export function createMailSender(options: MailSenderOptions): MailSender {
     relay: options.relays.primary,
     async send(job, mail) {
       const dkim = options.dkimKey();
-      const outcome = await options.relays.send(job.projectId, {
+      const messageId = messageIdFor(job.messageId, options.sender);
+      const message = {
         from: { name: options.sender.name, address: options.sender.address },
         // An address object, not a string, so nodemailer never reads the recipient as a list.
         to: { name: '', address: job.to },
@@ -71,10 +75,12 @@ export function createMailSender(options: MailSenderOptions): MailSender {
         subject: mail.subject,
         text: mail.text,
         html: mail.html,
-        messageId: messageIdFor(job.messageId, options.sender),
+        messageId,
         headers: { 'X-Notify-Message-Id': String(job.messageId), ...(job.template.unsubscribe ? unsubscribeHeaders(options, job) : {}) },
         ...(dkim ? { dkim: { domainName: dkim.domainName, keySelector: dkim.keySelector, privateKey: dkim.privateKey, headerFieldNames: signedHeaderFields } } : {}),
-      });
+      };
+      const send = (): Promise<DeliveryOutcome> => options.relays.send(job.projectId, message);
+      const outcome = await (options.poolRefusals ? options.poolRefusals.during(messageId, job.to, send) : send());
       if (outcome.kind === 'accepted') options.onSigned?.(dkim !== undefined);
       return outcome;
     },

@@ -6,7 +6,9 @@
 // only for free slots bounds what each replica holds, which lets the consumer's max_ack_pending stay large enough for
 // jobs waiting out a retry delay (a delayed nak keeps its job pending on the server). A busy replica pulls again once a
 // quarter of its slots are free, not at each free slot: one pull request (and its subscription) per few jobs rather
-// than one per job, while the other slots keep delivering.
+// than one per job, while the other slots keep delivering. A job waiting for its recipient's domain to have room
+// (destination-throttle.ts) gives its slot up meanwhile, so a throttled domain never holds up the others: a replica
+// then holds more jobs than its concurrency, the waiting ones included (at most the throttle's waiting room more).
 //
 // Traces: each job received is a `process` span, the child of the context its headers carry (the message's create span
 // in dispatch-svc), so every attempt, a retry hours later included, continues the trace of the request that accepted it.
@@ -16,6 +18,7 @@ import { carriedContext, startProcessSpan, type JetStreamClient, type JsMsg } fr
 import type { Topology } from '@notify/proto';
 import type { Renderer } from '@notify/templating';
 import type { RetryPolicy } from './decision.ts';
+import type { DestinationThrottle } from './destination-throttle.ts';
 import { createJobDelivery, eventFailureRetryMs, type HeldJob } from './job-delivery.ts';
 import type { MailSender } from './mail-sender.ts';
 import type { MailerMetrics } from './metrics.ts';
@@ -32,6 +35,8 @@ export interface MailerDependencies {
   renderer: Renderer;
   sender: MailSender;
   ledger: OutcomeLedger;
+  /** Per-destination limits (destination-throttle.ts); without it every domain gets mail as fast as jobs come. */
+  throttle?: DestinationThrottle;
   metrics: MailerMetrics;
   logger: Logger;
   /** Jitter source for retry delays. */
@@ -74,6 +79,9 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
   const held = new Map<JsMsg, Held>();
   /** Stream sequences of the jobs held, so a second copy of one (see handBackDelayMs) is never worked on in parallel. */
   const heldSeqs = new Set<number>();
+  /** Held jobs waiting for their destination to have room: they leave their slot to jobs for other domains. */
+  let waiting = 0;
+  const delivering = (): number => held.size - waiting;
   let stopping = false;
   let batch: Awaited<ReturnType<typeof consumer.fetch>> | undefined;
   /** Aborted when intake stops: cuts short the pause after a failed pull. */
@@ -96,7 +104,15 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
       return;
     }
     heldSeqs.add(msg.seq);
-    const entry: Held = { msg, released: false, done: Promise.resolve() };
+    const entry: Held = {
+      msg,
+      released: false,
+      done: Promise.resolve(),
+      waiting: (on) => {
+        waiting += on ? 1 : -1;
+        if (on) wakeLoop();
+      },
+    };
     metrics.inFlight.inc();
     // Tells the server the job is still being worked on, so a slow relay does not get it redelivered elsewhere.
     const heartbeat = setInterval(() => entry.released || msg.working(), Math.max(1_000, Math.floor(settings.ackWaitMs / 3)));
@@ -127,7 +143,7 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
 
   const refillSlots = Math.ceil(settings.concurrency / 4);
   const waitForSlots = async (): Promise<void> => {
-    while (settings.concurrency - held.size < refillSlots && !stopping) await slotFreed.promise;
+    while (settings.concurrency - delivering() < refillSlots && !stopping) await slotFreed.promise;
   };
 
   const loop = (async () => {
@@ -135,7 +151,7 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
       await waitForSlots();
       if (stopping) break;
       try {
-        batch = await consumer.fetch({ max_messages: settings.concurrency - held.size, expires: fetchExpiresMs });
+        batch = await consumer.fetch({ max_messages: settings.concurrency - delivering(), expires: fetchExpiresMs });
         if (stopping) batch.stop();
         for await (const msg of batch) {
           // A job that arrives as intake stops goes back for another replica.

@@ -5,9 +5,9 @@
 // job published twice beyond the stream's duplicate window) is settled from the record instead of being mailed again.
 // docs/delivery-guarantees.md says which duplicates remain.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Kvm, type KV } from '@nats-io/kv';
 import { outcomeTtlMs, type DeliveryEvent, type Topology } from '@notify/proto';
-import { nanoseconds, type JetStreamClient, type JetStreamManager } from '@notify/platform/nats';
+import type { JetStreamClient, JetStreamManager } from '@notify/platform/nats';
+import { openBucket } from './kv-bucket.ts';
 
 /** How one delivery ended, as its final event recorded it. */
 export type FinishedDelivery = Pick<DeliveryEvent, 'attempt' | 'occurredAt' | 'smtpCode' | 'smtpResponse' | 'reason' | 'suppression'> & { state: 'sent' | 'failed' };
@@ -36,15 +36,7 @@ function parse(value: string): FinishedDelivery | undefined {
 
 /** Creates the bucket if it is missing (safe from every replica at every start) and keeps its TTL and replicas current. */
 export async function openOutcomeLedger(js: JetStreamClient, jsm: JetStreamManager, options: { names: Topology; replicas: number; ttlMs?: number }): Promise<OutcomeLedger> {
-  const bucket = options.names.outcomesBucket;
-  const ttlMs = options.ttlMs ?? outcomeTtlMs;
-  const kv: KV = await new Kvm(js).create(bucket, { history: 1, ttl: ttlMs, replicas: options.replicas });
-  // Kvm.create leaves an existing bucket as it was; a changed TTL or replica count is applied here.
-  const stream = `KV_${bucket}`;
-  const { config } = await jsm.streams.info(stream);
-  if (config.max_age !== nanoseconds(ttlMs) || config.num_replicas !== options.replicas) {
-    await jsm.streams.update(stream, { ...config, max_age: nanoseconds(ttlMs), num_replicas: options.replicas });
-  }
+  const kv = await openBucket(js, jsm, options.names.outcomesBucket, { ttlMs: options.ttlMs ?? outcomeTtlMs, replicas: options.replicas });
   const key = (messageId: number): string => String(messageId);
   return {
     async find(messageId) {

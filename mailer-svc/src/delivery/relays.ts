@@ -7,6 +7,7 @@
 // attempt is deferred without connecting. A list of one relay is always tried, exactly as before failover existed:
 // there is nowhere else to send, and its breaker still shows its health.
 import { createTransport, type SendMailOptions, type Transporter } from 'nodemailer';
+import type { ExternalLogger } from 'nodemailer/lib/shared';
 import { inSpan, SpanKind, type Logger } from '@notify/platform';
 import { relayAddress } from '@notify/platform/mail';
 import { createCircuitBreaker, type CircuitBreaker, type CircuitState } from './circuit-breaker.ts';
@@ -30,6 +31,8 @@ export interface RelayOptions {
   readonly coolDownMs: number;
   readonly metrics: RelayMetrics;
   readonly logger: Logger;
+  /** nodemailer's logger for every transport (pool-refusals.ts); without one nodemailer logs nothing. */
+  readonly transportLogger?: ExternalLogger;
 }
 
 export interface ProjectRoutes {
@@ -74,6 +77,7 @@ export function createRelays(options: RelayOptions): Relays {
       connectionTimeout: connectionTimeoutMs,
       greetingTimeout: greetingTimeoutMs,
       socketTimeout: socketTimeoutMs,
+      ...(options.transportLogger ? { logger: options.transportLogger } : {}),
     });
     // A pooled connection that breaks while idle is reported here; the next send opens a new one.
     transport.on('error', (error) => logger.warn({ err: error, relay: address }, 'SMTP transport error'));
