@@ -114,6 +114,10 @@ test('one send is one trace from the HTTP request through auth-svc, dispatch-svc
   assert.equal(smtp.attributes['server.address'], '127.0.0.1');
   assert.equal(smtp.attributes['server.port'], system.sink.port);
   assert.equal(smtp.attributes['notify.delivery.attempt'], 1);
+  // Under it, the relay the mail went to (SMTP_URL may list several, tried in turn).
+  const relay = one(trace, 'relay span', (span) => span.name === 'smtp relay');
+  assert.equal(relay.parentSpanId, smtp.spanId);
+  assert.equal(relay.attributes['server.port'], system.sink.port);
 
   // The delivery events: published under the job's processing, applied by dispatch-svc as children of their publish,
   // each linked to the batch it was applied in (a batch of its own trace, linked back to every event it served).

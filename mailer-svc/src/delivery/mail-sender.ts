@@ -2,6 +2,7 @@
 // out with its VERP return path as envelope sender (bounces come back to bounce-svc naming the message), signed with
 // DKIM when MAIL_FROM's domain has a key, and with RFC 8058 one-click unsubscribe headers when its template asks.
 import type { DeliveryJob } from '@notify/proto';
+import { notifyAttributes } from '@notify/platform';
 import { returnPathFor, unsubscribeToken, type DataKey } from '@notify/platform/mail';
 import type { RenderedMail } from '@notify/templating';
 import type { DkimKey } from '../signing/dkim-keys.ts';
@@ -79,7 +80,7 @@ export function createMailSender(options: MailSenderOptions): MailSender {
         headers: { 'X-Notify-Message-Id': String(job.messageId), ...(job.template.unsubscribe ? unsubscribeHeaders(options, job) : {}) },
         ...(dkim ? { dkim: { domainName: dkim.domainName, keySelector: dkim.keySelector, privateKey: dkim.privateKey, headerFieldNames: signedHeaderFields } } : {}),
       };
-      const send = (): Promise<DeliveryOutcome> => options.relays.send(job.projectId, message);
+      const send = (): Promise<DeliveryOutcome> => options.relays.send(job.projectId, message, { [notifyAttributes.messageId]: job.messageId });
       const outcome = await (options.poolRefusals ? options.poolRefusals.during(messageId, job.to, send) : send());
       if (outcome.kind === 'accepted') options.onSigned?.(dkim !== undefined);
       return outcome;

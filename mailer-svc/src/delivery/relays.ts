@@ -8,7 +8,7 @@
 // there is nowhere else to send, and its breaker still shows its health.
 import { createTransport, type SendMailOptions, type Transporter } from 'nodemailer';
 import type { ExternalLogger } from 'nodemailer/lib/shared';
-import { inSpan, SpanKind, type Logger } from '@notify/platform';
+import { inSpan, SpanKind, type Attributes, type Logger } from '@notify/platform';
 import { relayAddress } from '@notify/platform/mail';
 import { createCircuitBreaker, type CircuitBreaker, type CircuitState } from './circuit-breaker.ts';
 import type { RelayMetrics } from './relay-metrics.ts';
@@ -45,8 +45,8 @@ export interface ProjectRoutes {
 export interface Relays {
   /** The first default relay (host and port only: the URL may hold credentials). */
   readonly primary: { readonly host: string; readonly port: number };
-  /** Never throws: a refusal or a transport failure comes back as an outcome. */
-  send(projectId: number, message: SendMailOptions): Promise<DeliveryOutcome>;
+  /** Never throws: a refusal or a transport failure comes back as an outcome. `about` goes on each relay's span. */
+  send(projectId: number, message: SendMailOptions, about?: Attributes): Promise<DeliveryOutcome>;
   /** Each relay known now, by address, with its circuit's state (notify_relay_circuit_state). */
   states(): { address: string; state: CircuitState }[];
   /** Closes the transports of relays no list names any more (a project's relay changed or was cleared). */
@@ -94,8 +94,8 @@ export function createRelays(options: RelayOptions): Relays {
   };
 
   /** One relay's try: its own span, its breaker told the result, a state change logged. */
-  const attempt = (relay: Relay, message: SendMailOptions): Promise<{ outcome: DeliveryOutcome; unreached: boolean }> =>
-    inSpan('smtp relay', { kind: SpanKind.CLIENT, attributes: { 'server.address': relay.host, 'server.port': relay.port } }, async () => {
+  const attempt = (relay: Relay, message: SendMailOptions, about: Attributes): Promise<{ outcome: DeliveryOutcome; unreached: boolean }> =>
+    inSpan('smtp relay', { kind: SpanKind.CLIENT, attributes: { ...about, 'server.address': relay.host, 'server.port': relay.port } }, async () => {
       const before = relay.breaker.state();
       let result: { outcome: DeliveryOutcome; unreached: boolean };
       try {
@@ -124,15 +124,15 @@ export function createRelays(options: RelayOptions): Relays {
 
   return {
     primary: { host: primary.host, port: primary.port },
-    async send(projectId, message) {
+    async send(projectId, message, about = {}) {
       const list = (options.projects.urls(projectId) ?? options.defaultUrls).map(relayFor);
-      if (list.length === 1) return (await attempt(list[0] as Relay, message)).outcome;
+      if (list.length === 1) return (await attempt(list[0] as Relay, message, about)).outcome;
       let unreachedFrom: Relay | undefined;
       let last: DeliveryOutcome | undefined;
       for (const relay of list) {
         if (!relay.breaker.tryAcquire()) continue;
         if (unreachedFrom) metrics.failovers.inc({ relay: unreachedFrom.address });
-        const { outcome, unreached } = await attempt(relay, message);
+        const { outcome, unreached } = await attempt(relay, message, about);
         if (!unreached) return outcome;
         unreachedFrom = relay;
         last = outcome;
