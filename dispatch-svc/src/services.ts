@@ -1,6 +1,6 @@
 // The gRPC services dispatch-svc serves, bound to their handlers and callers: DispatchService for the gateway (but
-// ListMessages for notifyctl), TemplateAdminService, DeadLetterAdminService, SuppressionAdminService, WebhookAdminService
-// and DomainAdminService for operators (admin token), SigningKeyService for the mailers, PanelService for the gateway's
+// ListMessages for notifyctl), TemplateAdminService, DeadLetterAdminService, SuppressionAdminService, WebhookAdminService,
+// DomainAdminService and RetentionAdminService for operators (admin token), SigningKeyService for the mailers, PanelService for the gateway's
 // web panel and ReportService for bounce-svc (and Unsubscribe for the gateway's page). main.ts and the tests both serve them from here.
 import type { Caller, GrpcServer } from '@notify/platform';
 import { dispatchProto } from '@notify/proto';
@@ -14,6 +14,8 @@ import { cancelMessage } from './scheduled/cancel.ts';
 import { suppressionAdminHandlers } from './suppressions/suppression-admin.ts';
 import { panelServiceHandlers } from './panel/panel-service.ts';
 import { reportServiceHandlers } from './reports/report-service.ts';
+import type { RetentionPurge } from './retention/purge.ts';
+import { retentionAdminHandlers } from './retention/retention-admin.ts';
 import type { DataKey } from '@notify/platform/mail';
 import type { LiquidSyntax, Renderer } from '@notify/templating';
 import { templateAdminHandlers } from './templates/template-admin.ts';
@@ -29,6 +31,8 @@ export interface ServiceDeps extends SendDeps, WebhookDeps {
   readonly renderer: Renderer;
   /** NOTIFY_DATA_KEY: verifies unsubscribe tokens. */
   readonly dataKey: DataKey;
+  /** The retention purge, which RetentionAdminService runs on request. */
+  readonly retention: RetentionPurge;
 }
 
 export interface DispatchCallers {
@@ -61,6 +65,7 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
   server.add(dispatchProto.SuppressionAdminService.service, suppressionAdminHandlers(deps), [admin]);
   server.add(dispatchProto.WebhookAdminService.service, webhookAdminHandlers(deps), [admin]);
   server.add(dispatchProto.DomainAdminService.service, domainAdminHandlers(deps), [admin]);
+  server.add(dispatchProto.RetentionAdminService.service, retentionAdminHandlers(deps), [admin]);
   server.add(dispatchProto.SigningKeyService.service, signingKeyHandlers(deps), [mailer]);
   server.add(dispatchProto.PanelService.service, panelServiceHandlers(deps), [gateway]);
   // The gateway's unsubscribe page and bounce-svc's mailto unsubscribes both land here; only bounce-svc applies reports.
