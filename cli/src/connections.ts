@@ -40,7 +40,7 @@ export class Connections {
     return token;
   }
 
-  #connect<D extends auth.AuthAdminServiceDefinition | dispatch.TemplateAdminServiceDefinition | dispatch.DispatchServiceDefinition | dispatch.DeadLetterAdminServiceDefinition | dispatch.SuppressionAdminServiceDefinition | dispatch.WebhookAdminServiceDefinition | dispatch.DomainAdminServiceDefinition>(
+  #connect<D extends auth.AuthAdminServiceDefinition | dispatch.TemplateAdminServiceDefinition | dispatch.DispatchServiceDefinition | dispatch.DeadLetterAdminServiceDefinition | dispatch.SuppressionAdminServiceDefinition | dispatch.WebhookAdminServiceDefinition | dispatch.DomainAdminServiceDefinition | dispatch.RetentionAdminServiceDefinition>(
     definition: D,
     target: Target,
     token: string,
@@ -80,6 +80,11 @@ export class Connections {
   domainAdmin(): GrpcClient<dispatch.DomainAdminServiceDefinition> {
     const token = this.#token('sending domains need the admin token of dispatch-svc');
     return this.#connect(dispatchProto.DomainAdminService.service as dispatch.DomainAdminServiceDefinition, 'dispatch', token);
+  }
+
+  retentionAdmin(): GrpcClient<dispatch.RetentionAdminServiceDefinition> {
+    const token = this.#token('the retention purge needs the admin token of dispatch-svc');
+    return this.#connect(dispatchProto.RetentionAdminService.service as dispatch.RetentionAdminServiceDefinition, 'dispatch', token);
   }
 
   dispatch(): GrpcClient<dispatch.DispatchServiceDefinition> {

@@ -3,6 +3,7 @@
 import type { dispatch } from '@notify/proto';
 import { print, type Column } from '../output.ts';
 import type { CommandGroup } from './command.ts';
+import { purgeCommand } from './messages-purge.ts';
 
 export const messageStates = ['scheduled', 'queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained', 'canceled'] as const;
 
@@ -47,5 +48,6 @@ export const messagesCommands: CommandGroup = {
         };
       },
     },
+    purgeCommand,
   ],
 };
