@@ -3,7 +3,7 @@
 // `notifyctl messages purge --json` deletes the final ones past their organization's retention with their events,
 // outbox rows, idempotency records and webhook events, deliveries and attempts, and leaves young ones and messages on
 // their way however old; `notifyctl org update --retention` sets and clears an override, which the panel shows and the
-// next purge applies; dispatch-svc's metrics count the purged rows and report what is kept. The periodic purge is set
+// next purge applies; only the admin token purges; dispatch-svc's metrics count the purged rows and report what is kept. The periodic purge is set
 // an hour apart, so every purge here is notifyctl's.
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -11,9 +11,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { status } from '@grpc/grpc-js';
+import { GrpcClient } from '@notify/platform';
+import { dispatchProto } from '@notify/proto';
 import { assertAccepted, assertScheduled } from '../harness/contract-shapes.ts';
 import { waitForStates } from '../harness/delivery-audit.ts';
 import { PanelVisitor } from '../harness/panel-visitor.ts';
+import { refusal } from '../harness/refusal.ts';
 import { startSystem, type System, type Tenant } from '../harness/system.ts';
 import { validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
@@ -149,6 +153,13 @@ test('notifyctl messages purge deletes the final messages past their organizatio
   const keptBefore = await rowsOf(kept);
   const purgedBefore = sample(await metrics(), 'notify_retention_purged_rows_total', 'table="messages"') ?? 0;
 
+  // Only the admin token purges: a leaked gateway token cannot.
+  const asGateway = new GrpcClient(dispatchProto.RetentionAdminService.service, system.stack.env.DISPATCH_SVC_ADDR, { token: system.stack.env.GATEWAY_TOKEN, deadlineMs: 5_000 });
+  try {
+    assert.equal((await refusal(asGateway.call('PurgeExpiredMessages', {}))).status, status.PERMISSION_DENIED);
+  } finally {
+    asGateway.close();
+  }
   assert.deepEqual(await notifyctlJson('messages', 'purge'), { deleted: 4 });
 
   assert.deepEqual(await rowsOf(doomed), { messages: 0, message_events: 0, outbox: 0, idempotency_keys: 0, webhook_events: 0, webhook_deliveries: 0, webhook_attempts: 0 });
