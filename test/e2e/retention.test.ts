@@ -3,8 +3,8 @@
 // `notifyctl messages purge --json` deletes the final ones past their organization's retention with their events,
 // outbox rows, idempotency records and webhook events, deliveries and attempts, and leaves young ones and messages on
 // their way however old; `notifyctl org update --retention` sets and clears an override, which the panel shows and the
-// next purge applies; only the admin token purges; dispatch-svc's metrics count the purged rows and report what is kept. The periodic purge is set
-// an hour apart, so every purge here is notifyctl's.
+// next purge applies; only the admin token purges; dispatch-svc's metrics count the purged rows and report what is
+// kept. The periodic purge is set an hour apart, so every purge here is notifyctl's.
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
