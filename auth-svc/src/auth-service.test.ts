@@ -362,3 +362,23 @@ test('a new key is announced with its prefix, so the gateways learn it names a k
   subscription.unsubscribe();
   assert.ok(announced.includes(JSON.stringify({ keyPrefix: prefix })), `announced: ${announced.join(', ')}`);
 });
+
+test('UpdateOrganization sets an organization\'s message retention, lists it, and clears it with \'\'', async () => {
+  const { organization } = await tenant();
+  assert.equal(organization.messageRetention, '');
+  assert.equal((await first.admin.call('UpdateOrganization', { id: organization.id, messageRetention: '90d' })).messageRetention, '90d');
+  assert.equal((await first.admin.call('UpdateOrganization', { id: organization.id, messageRetention: '48h' })).messageRetention, '2d');
+  assert.equal((await first.admin.call('ListOrganizations', {})).organizations.find((listed) => listed.id === organization.id)?.messageRetention, '2d');
+  assert.equal((await first.admin.call('UpdateOrganization', { id: organization.id, messageRetention: '' })).messageRetention, '');
+
+  for (const [what, request, message] of [
+    ['a retention in weeks', { id: organization.id, messageRetention: '2w' }, /message_retention: must be a number of days or hours/],
+    ['a retention of nothing', { id: organization.id, messageRetention: '0h' }, /message_retention: must be at least 1h/],
+    ['no change at all', { id: organization.id }, /set message_retention/],
+  ] as const) {
+    const error = await refusal(first.admin.call('UpdateOrganization', request));
+    assert.equal(error.status, status.INVALID_ARGUMENT, what);
+    assert.match(error.message, message, what);
+  }
+  assert.equal((await refusal(first.admin.call('UpdateOrganization', { id: 999_999_999, messageRetention: '1d' }))).status, status.NOT_FOUND);
+});

@@ -2,7 +2,7 @@
 // naming the flag, so the operator sees one clear line instead of a stack trace.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { parseRate } from '@notify/platform';
+import { parseRate, parseRetention } from '@notify/platform';
 
 /** Thrown when the command line (or the environment notifyctl reads) is wrong; printed as one line, exit status 2. */
 export class UsageError extends Error {
@@ -137,6 +137,19 @@ export class Flags {
     if (value.trim() === 'default') return '';
     try {
       parseRate(value);
+    } catch (error) {
+      this.#fail(`--${name} ${(error as Error).message}, or default; got '${value}'`);
+    }
+    return value.trim();
+  }
+
+  /** A message retention (`90d`, `36h`) checked as the server checks it, or `default` (sent as ''); undefined when absent. */
+  optionalRetention(name: string): string | undefined {
+    const value = this.optionalString(name);
+    if (value === undefined) return undefined;
+    if (value.trim() === 'default') return '';
+    try {
+      parseRetention(value);
     } catch (error) {
       this.#fail(`--${name} ${(error as Error).message}, or default; got '${value}'`);
     }

@@ -56,7 +56,7 @@ describe('usage errors exit 2 with one line and a hint, never a stack trace', ()
     ['no command at all', [], "notifyctl: missing command\nRun 'notifyctl help' for usage.\n"],
     ['an unknown group', ['plans', 'list'], "notifyctl: unknown command 'plans'\nRun 'notifyctl help' for usage.\n"],
     ['an unknown command in a group', ['plan', 'delete'], "notifyctl: unknown command 'plan delete'\nRun 'notifyctl plan --help' for usage.\n"],
-    ['a group without its command', ['org'], "notifyctl: missing command after 'org' (one of: create, list)\nRun 'notifyctl org --help' for usage.\n"],
+    ['a group without its command', ['org'], "notifyctl: missing command after 'org' (one of: create, list, update)\nRun 'notifyctl org --help' for usage.\n"],
     ['an unknown flag', ['plan', 'list', '--all'], "notifyctl: unknown option '--all'\nRun 'notifyctl plan list --help' for usage.\n"],
     ['a flag without its value', ['org', 'create', '--plan', '1', '--name'], "notifyctl: option '--name <value>' argument missing\nRun 'notifyctl org create --help' for usage.\n"],
     ['a positional argument', ['plan', 'list', 'extra'], "notifyctl: unexpected argument 'extra'. This command does not take positional arguments\nRun 'notifyctl plan list --help' for usage.\n"],

@@ -40,7 +40,7 @@ export class Connections {
     return token;
   }
 
-  #connect<D extends auth.AuthAdminServiceDefinition | dispatch.TemplateAdminServiceDefinition | dispatch.DispatchServiceDefinition | dispatch.DeadLetterAdminServiceDefinition | dispatch.SuppressionAdminServiceDefinition | dispatch.WebhookAdminServiceDefinition | dispatch.DomainAdminServiceDefinition | dispatch.ErasureAdminServiceDefinition | dispatch.ProjectRelayAdminServiceDefinition>(
+  #connect<D extends auth.AuthAdminServiceDefinition | dispatch.TemplateAdminServiceDefinition | dispatch.DispatchServiceDefinition | dispatch.DeadLetterAdminServiceDefinition | dispatch.SuppressionAdminServiceDefinition | dispatch.WebhookAdminServiceDefinition | dispatch.DomainAdminServiceDefinition | dispatch.ErasureAdminServiceDefinition | dispatch.ProjectRelayAdminServiceDefinition | dispatch.RetentionAdminServiceDefinition>(
     definition: D,
     target: Target,
     token: string,
@@ -90,6 +90,11 @@ export class Connections {
   projectRelayAdmin(): GrpcClient<dispatch.ProjectRelayAdminServiceDefinition> {
     const token = this.#token("a project's relays need the admin token of dispatch-svc");
     return this.#connect(dispatchProto.ProjectRelayAdminService.service as dispatch.ProjectRelayAdminServiceDefinition, 'dispatch', token);
+  }
+
+  retentionAdmin(): GrpcClient<dispatch.RetentionAdminServiceDefinition> {
+    const token = this.#token('the retention purge needs the admin token of dispatch-svc');
+    return this.#connect(dispatchProto.RetentionAdminService.service as dispatch.RetentionAdminServiceDefinition, 'dispatch', token);
   }
 
   dispatch(): GrpcClient<dispatch.DispatchServiceDefinition> {

@@ -17,6 +17,7 @@ import { createJobPublisher, type JobPublisher } from './outbox/job-publisher.ts
 import { relayOutbox } from './outbox/outbox-relay.ts';
 import { withTestFault } from './outbox/test-fault.ts';
 import { updateDeliverabilityGauges } from './reports/deliverability.ts';
+import { RetentionPurge } from './retention/purge.ts';
 import { releaseScheduled, updateScheduledBacklog } from './scheduled/releaser.ts';
 import { addDispatchServices, type ServiceDeps } from './services.ts';
 import { VariablesSchemas } from './templates/variables-schema.ts';
@@ -24,6 +25,7 @@ import { VariablesSchemas } from './templates/variables-schema.ts';
 export type DispatchSettings = Pick<
   ConfigOf<typeof configSpec>,
   'natsPrefix' | 'natsStreamReplicas' | 'gatewayToken' | 'mailerToken' | 'bounceToken' | 'adminToken' | 'idempotencyTtlMs' | 'outboxRelayIntervalMs' | 'outboxRelayMinAgeMs' | 'scheduleReleaseIntervalMs' | 'deliverabilityIntervalMs' | 'testFault' | 'webhookAllowPrivate' | 'dataKey' | 'renderWorkers'
+  | 'messageRetentionHours' | 'retentionPurgeIntervalMs' | 'retentionPurgeBatchSize' | 'retentionPurgePauseMs'
 >;
 
 export interface DispatchClients {
@@ -47,12 +49,13 @@ export interface Dispatch {
   readonly renderer: RenderPool;
   /** Adds dispatch-svc's gRPC services (services.ts) to `server`. */
   serve(server: GrpcServer): void;
-  /** Starts the outbox and webhook relays, the releaser of scheduled messages, the idempotency sweep, the event and delivery-limit consumers, the queue and deliverability gauges. */
+  /** Starts the outbox and webhook relays, the releaser of scheduled messages, the idempotency sweep, the retention purge, the event and delivery-limit consumers, the queue, deliverability and retention gauges. */
   startBackground(): { stop(): Promise<void> };
 }
 
 const idempotencySweepIntervalMs = 60_000;
 const scheduledBacklogIntervalMs = 5_000;
+const retentionGaugesIntervalMs = 60_000;
 
 /** Creates (or updates) the streams and consumers dispatch-svc relies on; safe from every replica at every start. */
 export async function buildDispatch(settings: DispatchSettings, clients: DispatchClients): Promise<Dispatch> {
@@ -73,8 +76,17 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
     workers: settings.renderWorkers,
     onWorkerReplaced: (event) => logger.warn({ reason: event.reason, template: event.template, detail: event.detail }, 'render worker replaced'),
   });
+  const retention = new RetentionPurge({
+    pool,
+    metrics,
+    logger,
+    defaultRetentionHours: settings.messageRetentionHours,
+    batchSize: settings.retentionPurgeBatchSize,
+    pauseMs: settings.retentionPurgePauseMs,
+  });
   const deps: ServiceDeps = {
     pool,
+    retention,
     publisher,
     schemas: new VariablesSchemas(),
     liquid: new LiquidSyntax(),
@@ -111,6 +123,10 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
       const backlog = runPeriodically('scheduled backlog gauge', scheduledBacklogIntervalMs, () => updateScheduledBacklog(pool, metrics), logger);
       const sweeper = runPeriodically('idempotency sweep', idempotencySweepIntervalMs, () => sweepExpiredIdempotencyRecords(pool), logger);
       const deliverability = runPeriodically('deliverability gauges', settings.deliverabilityIntervalMs, () => updateDeliverabilityGauges(pool, metrics), logger);
+      // A purge of a large backlog runs for minutes: shutdown ends it after its batch in progress instead of waiting.
+      const purgeAbort = new AbortController();
+      const purge = runPeriodically('retention purge', settings.retentionPurgeIntervalMs, () => retention.purge('try', purgeAbort.signal), logger);
+      const retentionGauges = runPeriodically('retention gauges', retentionGaugesIntervalMs, () => retention.updateGauges(), logger);
       const webhookRelay = startWebhookRelay({ pool, js, names, logger, connected: link.connected }, settings.outboxRelayIntervalMs);
       const consumer = startEventConsumer({ js, names, pool, metrics, logger, maxBatchSize: 128, afterCommit: webhookRelay.wake });
       const deliveryLimits = startDeliveryLimitConsumer({ js, jsm, pool, names, metrics, logger });
@@ -118,7 +134,8 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
       return {
         stop: async () => {
           await consumer.stop();
-          await Promise.all([relay.stop(), releaser.stop(), backlog.stop(), webhookRelay.stop(), sweeper.stop(), deliverability.stop(), deliveryLimits.stop(), consumerMetrics.stop()]);
+          purgeAbort.abort();
+          await Promise.all([purge.stop(), retentionGauges.stop(), relay.stop(), releaser.stop(), backlog.stop(), webhookRelay.stop(), sweeper.stop(), deliverability.stop(), deliveryLimits.stop(), consumerMetrics.stop()]);
         },
       };
     },

@@ -1,6 +1,6 @@
 // dispatch-svc's environment (README.md's settings table is generated from these declarations). The database, NATS,
 // token and test-fault settings are the platform's shared groups; the variables every service reads come from runService.
-import { adminTokenSetting, boolean, databaseSettings, duration, bounceTokenSetting, gatewayTokenSetting, grpcServerTlsSettings, integer, jetStreamSettings, mailerTokenSetting, natsSettings, testFaultSettings } from '@notify/platform';
+import { adminTokenSetting, boolean, custom, databaseSettings, duration, bounceTokenSetting, gatewayTokenSetting, grpcServerTlsSettings, integer, jetStreamSettings, mailerTokenSetting, natsSettings, parseRetention, testFaultSettings } from '@notify/platform';
 import { dataKeySetting } from '@notify/platform/mail';
 import { dispatchTestFaults } from './outbox/test-fault.ts';
 
@@ -39,5 +39,17 @@ export const configSpec = {
     description: 'accept webhook endpoint URLs over plain http:// (local development; https:// is required otherwise)',
     default: false,
   }),
+  messageRetentionHours: custom(
+    'NOTIFY_MESSAGE_RETENTION',
+    {
+      description:
+        'how long a message in a final state (sent, failed, canceled, bounced, complained) is kept after its last change, with its events, outbox rows, idempotency record and webhook deliveries, in days or hours (`30d`, `36h`); an organization may have its own (`notifyctl org update --retention`)',
+      default: '30d',
+    },
+    parseRetention,
+  ),
+  retentionPurgeIntervalMs: duration('RETENTION_PURGE_INTERVAL', { description: 'pause between two passes of the retention purge (one replica at a time purges)', default: '10m', minMs: 1_000 }),
+  retentionPurgeBatchSize: integer('RETENTION_PURGE_BATCH_SIZE', { description: 'messages the retention purge deletes per transaction', default: 1_000, min: 1, max: 10_000 }),
+  retentionPurgePauseMs: duration('RETENTION_PURGE_PAUSE', { description: 'pause between two batches of the retention purge, which leaves the database to sending', default: '100ms', minMs: 0 }),
   ...testFaultSettings(dispatchTestFaults, 'kill the process after a send commits (`exit-after-commit`) or after its job is published (`exit-after-publish`)'),
 };

@@ -1,5 +1,6 @@
 // dispatch-svc's own metrics, registered on the service's registry (gRPC call counts and latencies come from the platform).
 import { Counter, Gauge, type Registry } from '@notify/platform';
+import { purgedTables } from './retention/retention-store.ts';
 
 /**
  * `direct`: published by the send path right after commit; `relay`: republished from the outbox by the relay;
@@ -37,6 +38,13 @@ export interface DispatchMetrics {
   /** Erasures of a recipient (erasure/erase-recipient.ts), by origin (notifyctl, panel), and the messages they erased. */
   readonly erasures: Counter<'origin'>;
   readonly erasedMessages: Counter<'origin'>;
+  /** Rows the retention purge deleted, by table (retention/purge.ts). */
+  readonly retentionPurgedRows: Counter<'table'>;
+  /** Per organization with final messages: the age of the oldest one kept, and the retention it is kept for (the leader's). */
+  readonly retentionOldestFinalAge: Gauge<'organization_id'>;
+  readonly messageRetention: Gauge<'organization_id'>;
+  /** The message tables' sizes on disk (the leader's). */
+  readonly tableSize: Gauge<'table'>;
 }
 
 export function createDispatchMetrics(registry: Registry): DispatchMetrics {
@@ -84,6 +92,13 @@ export function createDispatchMetrics(registry: Registry): DispatchMetrics {
     erasures.inc({ origin }, 0);
     erasedMessages.inc({ origin }, 0);
   }
+  const retentionPurgedRows = new Counter({
+    name: 'notify_retention_purged_rows_total',
+    help: 'Rows the retention purge deleted, by table (messages past their organization\'s retention and the rows that referenced them)',
+    labelNames: ['table'],
+    registers: [registry],
+  });
+  for (const table of purgedTables) retentionPurgedRows.inc({ table }, 0);
   return {
     jobsPublished: new Counter({
       name: 'notify_jobs_published_total',
@@ -151,5 +166,24 @@ export function createDispatchMetrics(registry: Registry): DispatchMetrics {
     scheduledCanceled,
     erasures,
     erasedMessages,
+    retentionPurgedRows,
+    retentionOldestFinalAge: new Gauge({
+      name: 'notify_retention_oldest_final_message_age_seconds',
+      help: 'Age of the oldest message in a final state kept, since its last change, per organization that has one; reported by the purge leader only',
+      labelNames: ['organization_id'],
+      registers: [registry],
+    }),
+    messageRetention: new Gauge({
+      name: 'notify_message_retention_seconds',
+      help: 'How long an organization\'s final messages are kept (its own retention, or NOTIFY_MESSAGE_RETENTION), per organization that has any; reported by the purge leader only',
+      labelNames: ['organization_id'],
+      registers: [registry],
+    }),
+    tableSize: new Gauge({
+      name: 'notify_table_size_bytes',
+      help: 'Size on disk of the message tables, indexes and TOAST included (pg_total_relation_size); reported by the purge leader only',
+      labelNames: ['table'],
+      registers: [registry],
+    }),
   };
 }

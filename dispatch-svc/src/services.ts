@@ -1,8 +1,8 @@
 // The gRPC services dispatch-svc serves, bound to their handlers and callers: DispatchService for the gateway (but
 // ListMessages for notifyctl), TemplateAdminService, DeadLetterAdminService, SuppressionAdminService, WebhookAdminService,
-// DomainAdminService, ErasureAdminService and ProjectRelayAdminService for operators (admin token), SigningKeyService and
-// RelayRouteService for the mailers, PanelService for the gateway's web panel and ReportService for bounce-svc (and
-// Unsubscribe for the gateway's page). main.ts and the tests both serve them from here.
+// DomainAdminService, ErasureAdminService, ProjectRelayAdminService and RetentionAdminService for operators (admin
+// token), SigningKeyService and RelayRouteService for the mailers, PanelService for the gateway's web panel and
+// ReportService for bounce-svc (and Unsubscribe for the gateway's page). main.ts and the tests both serve them from here.
 import type { Caller, GrpcServer } from '@notify/platform';
 import { dispatchProto } from '@notify/proto';
 import { deadLetterAdminHandlers } from './dead-letters/dead-letter-admin.ts';
@@ -17,6 +17,8 @@ import { suppressionAdminHandlers } from './suppressions/suppression-admin.ts';
 import { panelServiceHandlers } from './panel/panel-service.ts';
 import { reportServiceHandlers } from './reports/report-service.ts';
 import { projectRelayAdminHandlers, relayRouteHandlers } from './relays/project-relay-admin.ts';
+import type { RetentionPurge } from './retention/purge.ts';
+import { retentionAdminHandlers } from './retention/retention-admin.ts';
 import type { DataKey } from '@notify/platform/mail';
 import type { LiquidSyntax, Renderer } from '@notify/templating';
 import { templateAdminHandlers } from './templates/template-admin.ts';
@@ -32,6 +34,8 @@ export interface ServiceDeps extends SendDeps, WebhookDeps {
   readonly renderer: Renderer;
   /** NOTIFY_DATA_KEY: verifies unsubscribe tokens. */
   readonly dataKey: DataKey;
+  /** The retention purge, which RetentionAdminService runs on request. */
+  readonly retention: RetentionPurge;
 }
 
 export interface DispatchCallers {
@@ -65,6 +69,7 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
   server.add(dispatchProto.WebhookAdminService.service, webhookAdminHandlers(deps), [admin]);
   server.add(dispatchProto.DomainAdminService.service, domainAdminHandlers(deps), [admin]);
   server.add(dispatchProto.ErasureAdminService.service, erasureAdminHandlers(deps), [admin]);
+  server.add(dispatchProto.RetentionAdminService.service, retentionAdminHandlers(deps), [admin]);
   server.add(dispatchProto.SigningKeyService.service, signingKeyHandlers(deps), [mailer]);
   server.add(dispatchProto.ProjectRelayAdminService.service, projectRelayAdminHandlers(deps), [admin]);
   server.add(dispatchProto.RelayRouteService.service, relayRouteHandlers(deps), [mailer]);

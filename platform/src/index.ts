@@ -16,3 +16,4 @@ export { GrpcClient, channelOptions, type GrpcClientOptions } from './grpc/clien
 export { RemoteError, toGrpcFailure } from './grpc/errors.ts';
 export { activeContext, annotateRequestSpan, contextFromTraceparent, inSpan, withActiveSpan, linkTo, notifyAttributes, recordFailure, SpanKind, SpanStatusCode, startSpan, traceIdOf, traceparentOf, type Attributes, type Context, type Link, type Span, type SpanStart } from './tracing.ts';
 export { parseRate, type Rate } from './rate.ts';
+export { formatRetention, parseRetention } from './retention.ts';

@@ -187,6 +187,23 @@ describe('helm/notify', () => {
     assert.match(wrong.stderr, /webhookAllowPrivate/);
   });
 
+  test('config.messageRetention and the purge\'s settings reach dispatch-svc; a retention not in days or hours is refused', async (t) => {
+    if (skip) return t.skip(skip);
+    const data = production.get('ConfigMap', 'notify').data ?? {};
+    assert.deepEqual(
+      ['NOTIFY_MESSAGE_RETENTION', 'RETENTION_PURGE_INTERVAL', 'RETENTION_PURGE_BATCH_SIZE', 'RETENTION_PURGE_PAUSE'].map((name) => data[name]),
+      ['30d', '10m', '1000', '100ms'],
+    );
+    assert.ok(container(production, 'dispatch-svc').envFrom?.some((source) => source.configMapRef?.name === 'notify'));
+    const kept = await render(helm, { valuesFiles: [devValues], set: ['config.messageRetention=90d', 'config.dispatchSvc.retentionPurgeBatchSize=500'] });
+    assert.deepEqual([kept.get('ConfigMap', 'notify').data?.['NOTIFY_MESSAGE_RETENTION'], kept.get('ConfigMap', 'notify').data?.['RETENTION_PURGE_BATCH_SIZE']], ['90d', '500']);
+    for (const wrong of ['config.messageRetention=30', 'config.messageRetention=2w', 'config.dispatchSvc.retentionPurgeBatchSize=0']) {
+      const result = await template(helm, { valuesFiles: [devValues], set: [wrong] });
+      assert.notEqual(result.code, 0, wrong);
+      assert.match(result.stderr, /messageRetention|retentionPurgeBatchSize/, wrong);
+    }
+  });
+
   test('config.gateway.redisSentinels and redisSentinelName reach the gateway as REDIS_SENTINELS and REDIS_SENTINEL_NAME; a malformed address is refused', async (t) => {
     if (skip) return t.skip(skip);
     const data = (rendered: Rendered) => rendered.get('ConfigMap', 'notify').data ?? {};

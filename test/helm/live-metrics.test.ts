@@ -31,7 +31,7 @@ before(async () => {
   [system, helm, promtool] = await Promise.all([startSystem({
       mailerReplicas: 1,
       // A domain with limits of its own: the per-destination gauges have its series from the start.
-      serviceEnv: { 'dispatch-svc': { DELIVERABILITY_INTERVAL: '1s' }, 'mailer-svc': { MAILER_DESTINATION_LIMITS: 'example.com=20:1000/s' } },
+      serviceEnv: { 'dispatch-svc': { DELIVERABILITY_INTERVAL: '1s', RETENTION_PURGE_INTERVAL: '1s' }, 'mailer-svc': { MAILER_DESTINATION_LIMITS: 'example.com=20:1000/s' } },
     }), ensureHelm(), ensurePromtool()]);
   tenant = await system.createTenant('helm-smoke');
   await system.putTemplate(tenant.projectId, 'welcome', { subject: 'Hello {{ name }}', schema: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } });
@@ -70,7 +70,7 @@ function smokeTest(env: Record<string, string>): Promise<{ code: number; stdout:
   });
 }
 
-/** Every page after the traffic that creates labelled series: a delivery (the smoke test), its deliverability pass and a key revocation. */
+/** Every page after the traffic that creates labelled series: a delivery (the smoke test), its deliverability and retention passes and a key revocation. */
 async function metricsPages(): Promise<Map<string, string>> {
   if (pages.size > 0) return pages;
   const ports = system.stack.ports.metrics;
@@ -83,6 +83,11 @@ async function metricsPages(): Promise<Map<string, string>> {
   await waitFor(async () => ((await (await fetch(`http://127.0.0.1:${ports.dispatch}/metrics`)).text()).includes('notify_project_delivered_last_day{') ? true : undefined), {
     timeoutMs: 10_000,
     what: 'the deliverability gauges to count the smoke test\'s delivery',
+  });
+  // The purge leader's gauges: set by a purge pass once an organization has a final message (the smoke test's).
+  await waitFor(async () => ((await (await fetch(`http://127.0.0.1:${ports.dispatch}/metrics`)).text()).includes('notify_retention_oldest_final_message_age_seconds{') ? true : undefined), {
+    timeoutMs: 10_000,
+    what: 'the retention gauges of the purge leader',
   });
   const targets: [string, number][] = [['gateway', ports.gateway], ['auth-svc', ports.auth], ['dispatch-svc', ports.dispatch], ['webhook-svc', ports.webhook], ['bounce-svc', ports.bounce], ...ports.mailer.map((port, index): [string, number] => [`mailer-svc-${index}`, port])];
   for (const [service, port] of targets) {

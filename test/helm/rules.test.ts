@@ -43,6 +43,15 @@ const bounce = 'namespace="notify", job="notify-bounce-svc"';
 const perProject = (metric: string, values: Record<string, string>): Record<string, string> =>
   Object.fromEntries(Object.entries(values).flatMap(([project, value]) => ['a', 'b'].map((pod) => [`${metric}{${dispatch}, pod="notify-dispatch-svc-${pod}", project_id="${project}"}`, value])));
 
+/** The retention gauges as the purge leader exports them: per organization, the oldest kept final message's age and its retention. */
+const retention = (organizations: Record<string, [age: string, retention: string]>): Record<string, string> =>
+  Object.fromEntries(
+    Object.entries(organizations).flatMap(([organization, [age, kept]]) => [
+      [`notify_retention_oldest_final_message_age_seconds{${dispatch}, pod="notify-dispatch-svc-a", organization_id="${organization}"}`, age],
+      [`notify_message_retention_seconds{${dispatch}, pod="notify-dispatch-svc-a", organization_id="${organization}"}`, kept],
+    ]),
+  );
+
 /** One case per alert: series, when to look, and the alerts expected then (labels beyond alertname and severity). */
 const cases: { alert: string; series: Record<string, string>; at: string; firing: Record<string, string>[]; severity: string }[] = [
   {
@@ -202,6 +211,15 @@ const cases: { alert: string; series: Record<string, string>; at: string; firing
     firing: [{ namespace: 'notify', pod: 'notify-gateway-7d9f', container: 'gateway', reason: 'CrashLoopBackOff' }],
     severity: 'warning',
   },
+  // Organization 7 keeps the default 30 days and its oldest final message is 32 days old (the purge stopped two days
+  // ago); organization 8 keeps 90 days of its own, and its 60-day-old message is no concern.
+  {
+    alert: 'NotifyRetentionPurgeStuck',
+    series: retention({ '7': [`${32 * 86_400}+60x60`, '2592000x60'], '8': [`${60 * 86_400}+60x60`, '7776000x60'] }),
+    at: '45m',
+    firing: [{ organization_id: '7' }],
+    severity: 'warning',
+  },
 ];
 
 /** Healthy series for every alert at once: none may fire. */
@@ -241,6 +259,9 @@ const healthy: Record<string, string> = {
   [`notify_bounce_reports_total{${bounce}, kind="dsn", outcome="applied"}`]: '0+10x40',
   [`notify_bounce_reports_total{${bounce}, kind="other", outcome="refused"}`]: '0+2x40',
   [`notify_bounce_reports_total{${bounce}, kind="arf", outcome="refused"}`]: '0+0x40',
+  // A purge that runs every 10 minutes keeps the oldest final message within minutes of the retention (30.5 days is
+  // under a day past it); another organization keeps 90 days of its own.
+  ...retention({ '7': [`${30.5 * 86_400}x40`, '2592000x40'], '8': [`${85 * 86_400}x40`, '7776000x40'] }),
 };
 
 describe('alert rules', () => {

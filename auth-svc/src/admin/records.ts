@@ -1,6 +1,6 @@
 // Rows of the auth tables as the admin API returns them. Timestamps are ISO-8601, '' when unset; no secret ever leaves here.
 import { status } from '@grpc/grpc-js';
-import { UserError } from '@notify/platform';
+import { formatRetention, UserError } from '@notify/platform';
 import type { auth } from '@notify/proto';
 import { isTestPrefix } from '../keys/api-key.ts';
 
@@ -33,13 +33,16 @@ export interface OrganizationRow {
   name: string;
   plan_id: number;
   created_at: Date;
+  /** NULL: the deployment's NOTIFY_MESSAGE_RETENTION. */
+  message_retention_hours: number | null;
 }
-export const organizationColumns = 'id, name, plan_id, created_at';
+export const organizationColumns = 'id, name, plan_id, created_at, message_retention_hours';
 export const toOrganization = (row: OrganizationRow): auth.Organization__Output => ({
   id: row.id,
   name: row.name,
   planId: row.plan_id,
   createdAt: isoTimestamp(row.created_at),
+  messageRetention: row.message_retention_hours === null ? '' : formatRetention(row.message_retention_hours),
 });
 
 export interface ProjectRow {

@@ -1,6 +1,6 @@
 // Input checks for the admin surface: every fault of a request is collected and reported at once as INVALID_ARGUMENT.
 import { status } from '@grpc/grpc-js';
-import { parseRate, UserError } from '@notify/platform';
+import { parseRate, parseRetention, UserError } from '@notify/platform';
 
 // C0/C1 controls, line and paragraph separators, and bidirectional overrides make a name print differently from what it is.
 const unprintable = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
@@ -42,6 +42,20 @@ export class Checks {
       this.#faults.push(`${field}: ${(error as Error).message}`);
     }
     return trimmed;
+  }
+
+  /**
+   * An organization's message retention, `<N>d` or `<N>h`, as whole hours; '' is the deployment's
+   * NOTIFY_MESSAGE_RETENTION, and comes back as null.
+   */
+  retention(field: string, value: string): number | null {
+    if (value.trim() === '') return null;
+    try {
+      return parseRetention(value);
+    } catch (error) {
+      this.#faults.push(`${field}: ${(error as Error).message}`);
+      return null;
+    }
   }
 
   fault(message: string): void {

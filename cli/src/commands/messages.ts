@@ -4,6 +4,7 @@ import type { dispatch } from '@notify/proto';
 import { print, type Column } from '../output.ts';
 import type { CommandGroup } from './command.ts';
 import { eraseCommand } from './erase.ts';
+import { purgeCommand } from './messages-purge.ts';
 
 export const messageStates = ['scheduled', 'queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained', 'canceled'] as const;
 
@@ -49,5 +50,6 @@ export const messagesCommands: CommandGroup = {
       },
     },
     eraseCommand,
+    purgeCommand,
   ],
 };

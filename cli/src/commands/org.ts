@@ -1,4 +1,5 @@
-// notifyctl org: organizations (the X-Organization-ID of the public API), each on one plan. Talks to AuthAdminService.
+// notifyctl org: organizations (the X-Organization-ID of the public API), each on one plan, with its own message
+// retention if it has one. Talks to AuthAdminService.
 import type { auth } from '@notify/proto';
 import { print, type Column } from '../output.ts';
 import type { CommandGroup } from './command.ts';
@@ -8,6 +9,7 @@ const columns: readonly Column<auth.Organization__Output>[] = [
   { header: 'NAME', value: (organization) => organization.name },
   { header: 'PLAN', value: (organization) => organization.planId },
   { header: 'CREATED', value: (organization) => organization.createdAt },
+  { header: 'RETENTION', value: (organization) => organization.messageRetention || 'default' },
 ];
 
 export const orgCommands: CommandGroup = {
@@ -43,6 +45,24 @@ export const orgCommands: CommandGroup = {
           async execute({ connections, io, json }) {
             const response = await connections.authAdmin().call('ListOrganizations', {});
             print(io, json, response, columns, response.organizations);
+          },
+        };
+      },
+    },
+    {
+      name: 'update',
+      summary: "change how long an organization's final messages are kept (docs/operations.md, Retention)",
+      options: {
+        id: { type: 'string', value: 'ID', required: true, description: 'organization id (see: notifyctl org list)' },
+        retention: { type: 'string', value: 'Nd|Nh|default', required: true, description: 'its own retention, e.g. 90d or 36h, or default for NOTIFY_MESSAGE_RETENTION' },
+      },
+      prepare(flags) {
+        const request: auth.UpdateOrganizationRequest = { id: flags.id('id'), messageRetention: flags.optionalRetention('retention') };
+        return {
+          request,
+          async execute({ connections, io, json }) {
+            const organization = await connections.authAdmin().call('UpdateOrganization', request);
+            print(io, json, organization, columns, [organization]);
           },
         };
       },

@@ -261,8 +261,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const killAll = (): void => stages.flat().forEach((child) => child.killNow());
   process.once('exit', killAll);
 
+  // Stopped in the reverse order, the gateway first of all: no request comes in while the services behind it stop.
+  const stopOrder = [processes.gateway, ...[...stages].reverse().map((stage) => stage.filter((child) => !processes.gateway.includes(child)))];
   const stopAll = async (): Promise<void> => {
-    for (const stage of [...stages].reverse()) await Promise.all(stage.map((child) => child.stop(stopTimeoutMs)));
+    for (const stage of stopOrder) await Promise.all(stage.map((child) => child.stop(stopTimeoutMs)));
     process.off('exit', killAll);
   };
 

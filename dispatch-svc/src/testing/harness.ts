@@ -108,6 +108,10 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
         webhookAllowPrivate: options.webhookAllowPrivate ?? false,
         dataKey: createDataKey(randomBytes(32)),
         renderWorkers: 1,
+        messageRetentionHours: 720,
+        retentionPurgeIntervalMs: 600_000,
+        retentionPurgeBatchSize: 1_000,
+        retentionPurgePauseMs: 0,
       },
       {
         pool,

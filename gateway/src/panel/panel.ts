@@ -40,7 +40,7 @@ function routes(deps: PanelDeps): Router<PanelState> {
     const panel = ctx as PanelContext;
     const { t, access } = panel.state;
     if (!access) throw notFound();
-    renderPage(panel, { title: t('nav.projects'), main: projectsView(t, access.organization.name, access.projects) });
+    renderPage(panel, { title: t('nav.projects'), main: projectsView(t, access.organization, access.projects) });
   });
   const projectPath = '/panel/projects/:projectId';
   router.get('panel.overview', projectPath, page, project, overviewPage(deps));

@@ -11,7 +11,7 @@ import { gatewayCaller, serveApp, type ServedApp } from '../../testing/serve-app
 import { standIn, standInServer } from '../../testing/stand-in.ts';
 
 const createdAt = '2026-01-31T09:00:00.000Z';
-const organization = { id: 3, name: 'alpha', planId: 1, createdAt };
+const organization = { id: 3, name: 'alpha', planId: 1, createdAt, messageRetention: '' };
 const projects = [{ id: 21, organizationId: 3, name: 'web', createdAt }];
 const operator: auth.PanelUser__Output = { id: 5, organizationId: 3, email: 'op@alpha.example', role: 'operator', createdAt, passwordChangedAt: createdAt, disabledAt: '' };
 const viewer: auth.PanelUser__Output = { ...operator, id: 6, email: 'viewer@alpha.example', role: 'viewer' };

@@ -16,7 +16,7 @@ const createdAt = '2026-01-31T09:00:00.000Z';
 const user: auth.PanelUser__Output = { id: 5, organizationId: 3, email: 'viewer@alpha.example', role: 'viewer', createdAt, passwordChangedAt: createdAt, disabledAt: '' };
 const access: auth.PanelAccess__Output = {
   user,
-  organization: { id: 3, name: 'alpha', planId: 1, createdAt },
+  organization: { id: 3, name: 'alpha', planId: 1, createdAt, messageRetention: '' },
   projects: [{ id: 21, organizationId: 3, name: 'web', createdAt }],
 };
 

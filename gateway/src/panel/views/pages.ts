@@ -31,11 +31,14 @@ ${notice(form.notice)}
 </form>`;
 }
 
-export function projectsView(t: Translate, organization: string, projects: readonly auth.Project__Output[]): Html {
+export function projectsView(t: Translate, organization: auth.Organization__Output, projects: readonly auth.Project__Output[]): Html {
   const rows = projects.map(
     (project) => html`<tr><td><a href="/panel/projects/${project.id}">${project.name}</a></td><td>${project.id}</td><td>${timeElement(project.createdAt)}</td></tr>`,
   );
-  return html`<h1>${t('projects.title', { organization })}</h1>
+  // Read-only here: an operator changes it with notifyctl org update --retention.
+  const retention = organization.messageRetention === '' ? t('projects.retentionDefault') : t('projects.retention', { retention: organization.messageRetention });
+  return html`<h1>${t('projects.title', { organization: organization.name })}</h1>
+<p class="retention">${retention}</p>
 ${
   projects.length === 0
     ? html`<p>${t('projects.none')}</p>`
