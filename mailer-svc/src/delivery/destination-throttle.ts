@@ -238,6 +238,12 @@ export async function openDestinationThrottle(
     return 'other';
   };
 
+  // The configured domains' counters exist from the start, at zero, as their pace gauges do.
+  for (const name of settings.domains.keys()) {
+    for (const reason of ['rate_limited', 'temporary']) metrics.deferrals.inc({ domain: name, reason }, 0);
+    for (const where of ['parked', 'in_slot']) metrics.waits.inc({ domain: name, where }, 0);
+  }
+
   /** This replica's place among the live ones, counted again when the presence changes (and every few seconds). */
   let replicas = { count: 1, rank: 0 };
   const countReplicas = (): void => {

@@ -90,6 +90,8 @@ export function createRelays(options: RelayOptions): Relays {
       breaker: createCircuitBreaker({ failureThreshold: options.failureThreshold, coolDownMs: options.coolDownMs }),
     };
     relays.set(url, relay);
+    // Its failover count exists from the start, at zero, like its circuit's state.
+    metrics.failovers.inc({ relay: address }, 0);
     return relay;
   };
 
