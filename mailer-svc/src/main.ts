@@ -2,6 +2,7 @@
 // finished delivery in its outcome ledger, and records every transition on NOTIFY_EVENTS for dispatch-svc. Mail is
 // signed with the DKIM key dispatch-svc holds for MAIL_FROM's domain, when there is one, and leaves through SMTP_URL's
 // relays (in order, failing over) or the relays dispatch-svc holds for the message's project.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { channelCredentials, GrpcClient, runPeriodically, runService, ShutdownPriority } from '@notify/platform';
 import { connectNats, ensureConsumer, ensureStream, jetstream, jetstreamManager, natsReachable } from '@notify/platform/nats';
 import { dispatchProto, streamDeclarations, topology } from '@notify/proto';
@@ -20,6 +21,8 @@ import { startRenderPool } from '@notify/templating';
 import { createDkimKeys } from './signing/dkim-keys.ts';
 import { assertTestFaultAllowed } from './test-fault.ts';
 
+/** Pause between two tries of the first fetch of the projects' relays. */
+const routesRetryMs = 1_000;
 /** Request timeout of the outcome ledger's reads and writes (milliseconds on a healthy cluster). */
 const ledgerTimeoutMs = 2_000;
 
@@ -56,7 +59,13 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
     credentials: channelCredentials(config),
   });
   const projectRelays = createProjectRelays({ dataKey: config.dataKey, fetch: () => relayRoutes.call('ListProjectRelays', {}), logger });
-  await projectRelays.refresh();
+  // Before dispatch-svc's first answer a project's own relays are unknown, and its mail would leave through SMTP_URL:
+  // the mailer takes no job (and is not ready) until it has answered. Jobs wait in JetStream for the other replicas.
+  addReadinessCheck('project relays', async () => projectRelays.loaded());
+  while (!projectRelays.loaded()) {
+    await projectRelays.refresh();
+    if (!projectRelays.loaded()) await sleep(routesRetryMs);
+  }
 
   const metrics = createMailerMetrics(registry);
   // Templates render in worker threads: a hostile one holds a worker until its deadline, never this event loop.

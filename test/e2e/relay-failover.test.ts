@@ -134,3 +134,26 @@ test("a project with its own relay has its mail delivered there, another project
   await waitForStates(system.db, [defaultId], { timeoutMs: 15_000, states: ['sent'] });
   assert.equal(stored(first).get(defaultId), 1);
 });
+
+test("a mailer started while dispatch-svc is down takes no job until it knows the projects' relays: a project's mail still leaves through its own", async () => {
+  const own = await system.createTenant('own-relay-at-start');
+  await system.putTemplate(own.projectId, 'welcome');
+  await system.notifyctlOk('project', 'update', '--id', String(own.projectId), '--smtp-url', `smtp://127.0.0.1:${system.sink.port}`);
+  // A job waits in JetStream while no mailer runs, then dispatch-svc goes away and the mailer starts again.
+  system.stack.kill('mailer-svc', 'SIGTERM', 0);
+  await system.stack.exited('mailer-svc', 0);
+  const id = await send(own, 'early@example.com');
+  system.stack.kill('dispatch-svc', 'SIGTERM');
+  await system.stack.exited('dispatch-svc');
+  const mailerBack = system.stack.restart('mailer-svc', 0);
+  await new Promise((resolve) => setTimeout(resolve, 3_000));
+  const { rows } = await system.db.query<{ state: string }>('SELECT state FROM messages WHERE id = $1', [id]);
+  assert.equal(rows[0]?.state, 'queued', 'not taken while the project relays are unknown');
+  assert.ok(![stored(first), stored(second), mailCounts(system.resources.mailDir)].some((mails) => mails.has(id)), 'mailed nowhere yet');
+
+  await system.stack.restart('dispatch-svc');
+  await mailerBack;
+  await waitForStates(system.db, [id], { timeoutMs: 15_000, states: ['sent'] });
+  assert.equal(mailCounts(system.resources.mailDir).get(id), 1, 'through the project relay');
+  assert.ok(!stored(first).has(id) && !stored(second).has(id), 'not through SMTP_URL');
+});

@@ -1,7 +1,8 @@
 // The relays projects name for themselves (notifyctl project update --smtp-url), as the mailer routes by them: fetched
 // sealed from dispatch-svc (RelayRouteService), opened with NOTIFY_DATA_KEY, held in memory and fetched again every
 // RELAY_ROUTES_REFRESH, so a change takes effect without a restart and no relay URL ever travels in a job. While
-// dispatch-svc cannot answer, the last lists are kept; until the first answer, every project's mail goes to SMTP_URL.
+// dispatch-svc cannot answer, the last lists are kept; before its first answer nothing says which projects have lists
+// of their own, so the mailer takes no job until then (main.ts).
 // The URLs hold credentials: only project ids and relay addresses are logged.
 import type { Logger } from '@notify/platform';
 import { parseRelayUrls, projectRelaySealContext, relayAddress, type DataKey } from '@notify/platform/mail';
@@ -11,6 +12,8 @@ import type { ProjectRoutes } from './relays.ts';
 export interface ProjectRelays extends ProjectRoutes {
   /** Fetches the lists again; never throws (a failure keeps the last ones and is logged). True when they changed. */
   refresh(): Promise<boolean>;
+  /** Whether dispatch-svc has answered once: until then a project's own relays are unknown. */
+  loaded(): boolean;
 }
 
 export interface ProjectRelayDeps {
@@ -22,7 +25,9 @@ export interface ProjectRelayDeps {
 
 export function createProjectRelays(deps: ProjectRelayDeps): ProjectRelays {
   let routes = new Map<number, readonly string[]>();
+  let loaded = false;
   return {
+    loaded: () => loaded,
     urls: (projectId) => routes.get(projectId),
     named: () => [...routes.values()].flat(),
     async refresh() {
@@ -57,6 +62,7 @@ export function createProjectRelays(deps: ProjectRelayDeps): ProjectRelays {
         deps.logger.info({ projectId }, "routing the project's mail through SMTP_URL again");
       }
       routes = next;
+      loaded = true;
       return changed;
     },
   };
