@@ -251,6 +251,8 @@ describe('helm/notify', () => {
       ['20', '10000/s', ''],
     );
     assert.ok(container(production, 'mailer-svc').envFrom?.some((source) => source.configMapRef?.name === 'notify'));
+    // The give-up policy is the services' own (4 days, attempts only a backstop), not a chart's shorter one.
+    assert.deepEqual([data(production)['MAILER_MAX_AGE'], data(production)['MAILER_MAX_ATTEMPTS']], ['4d', '200']);
     const limited = await render(helm, {
       valuesFiles: [productionValues],
       set: ['config.mailer.destinationLimits.slow\\.example.concurrency=2', 'config.mailer.destinationLimits.slow\\.example.rate=5/s', 'config.mailer.destinationLimits.bulk\\.example.concurrency=50', 'config.mailer.destinationLimits.bulk\\.example.rate=600/min'],
