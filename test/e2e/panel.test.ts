@@ -216,7 +216,7 @@ test("an organization's projects and messages are not found for another organiza
   }
 });
 
-test('only an operator re-queues a failed message; a viewer sees no button and is refused', async () => {
+test('only an operator re-queues a failed message, once its recipient is off the suppression list; a viewer sees no button and is refused', async () => {
   const failed = await send(alpha, 'reject@alpha.example');
   await waitFor(async () => ((await stateOf(failed)) === 'failed' ? true : undefined), { timeoutMs: 20_000, what: 'the message to fail' });
   const path = `/panel/projects/${alpha.projectId}/messages/${failed}`;
@@ -232,6 +232,12 @@ test('only an operator re-queues a failed message; a viewer sees no button and i
   const operator = await signedIn(users.alphaOperator);
   const overview = await operator.get(`/panel/projects/${alpha.projectId}`);
   assert.match(overview.text, new RegExp(`action="${path}/requeue"`), 'the overview lists the failure with its button');
+  // The 5.1.1 suppressed the address: the re-queue is refused, saying why, until the entry is removed.
+  const refused = await operator.post(`${path}/requeue`, { _csrf: csrfTokenOf(overview.text), back: 'overview' });
+  assert.equal(refused.headers.get('location'), `/panel/projects/${alpha.projectId}?requeue=recipient_suppressed&message=${failed}`);
+  assert.match((await operator.get(refused.headers.get('location') ?? '')).text, new RegExp(`Message ${failed} was not re-queued: its recipient is on the suppression list\\.`));
+  assert.equal(await stateOf(failed), 'failed');
+  await system.notifyctlOk('suppression', 'remove', '--project', String(alpha.projectId), '--address', 'reject@alpha.example');
   const requeued = await operator.post(`${path}/requeue`, { _csrf: csrfTokenOf(overview.text), back: 'overview' });
   assert.equal(requeued.status, 303);
   assert.equal(requeued.headers.get('location'), `/panel/projects/${alpha.projectId}?requeue=done&message=${failed}`);

@@ -143,12 +143,19 @@ describe('final failures and dead letters', () => {
     assert.match(table.stdout, new RegExp(`^${rejected}\\s`, 'm'));
   });
 
-  test('notifyctl dead-letters requeue delivers them again as a new delivery, each mailed once', async () => {
+  test('notifyctl dead-letters requeue delivers them again as a new delivery, each mailed once; a suppressed recipient only once it is off the list', async () => {
     script.clear('unknown-');
     script.clear('full-');
-    const requeued = await system.notifyctl('dead-letters', 'requeue', '--project', String(tenant.projectId), '--id', `${rejected},${exhausted}`);
+    // The hard-bounced recipient is suppressed: it is not mailed again until an operator takes it off the list.
+    const first = await system.notifyctl('dead-letters', 'requeue', '--project', String(tenant.projectId), '--id', `${rejected},${exhausted}`);
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stdout, new RegExp(`^re-queued 1 message: ${exhausted}$`, 'm'));
+    assert.match(first.stderr, new RegExp(`message ${rejected} not re-queued: recipient suppressed`));
+    assert.equal((await row(rejected))?.state, 'failed');
+    await system.notifyctlOk('suppression', 'remove', '--project', String(tenant.projectId), '--address', 'unknown-user@example.com');
+    const requeued = await system.notifyctl('dead-letters', 'requeue', '--project', String(tenant.projectId), '--id', String(rejected));
     assert.equal(requeued.code, 0, requeued.stderr);
-    assert.match(requeued.stdout, new RegExp(`^re-queued 2 messages: ${rejected}, ${exhausted}$`, 'm'));
+    assert.match(requeued.stdout, new RegExp(`^re-queued 1 message: ${rejected}$`, 'm'));
     await waitForStates(system.db, [rejected, exhausted], { timeoutMs: 15_000, states: ['sent'] });
     assert.deepEqual(await timeline(rejected), ['queued:0', 'sending:1', 'failed:1:550', 'queued:2', 'sending:2', 'sent:2:250']);
     const second = await events(exhausted);

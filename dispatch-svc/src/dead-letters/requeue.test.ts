@@ -7,6 +7,7 @@ import { GrpcClient } from '@notify/platform';
 import { dispatchProto, type DeliveryEvent } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { applyDeliveryEvent } from '../events/event-store.ts';
+import { addSuppression, erasedAddress } from '../suppressions/suppression-store.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 
 let h: Harness;
@@ -144,12 +145,37 @@ describe('re-queueing dead letters', () => {
     assert.deepEqual(result.skipped, [{ messageId: response.messageId, reason: 'template_inactive' }]);
   });
 
+  test('a failed message whose recipient was suppressed since, in clear or as an erasure\'s hash, stays failed; the others are re-queued', async () => {
+    const failedTo = async (to: string): Promise<number> => {
+      const { messageId } = await h.dispatch.call('Send', h.sendRequest({ to, dataJson: '{"name":"Ada"}' }));
+      await apply(messageId, 'sending', 1);
+      await apply(messageId, 'failed', 1, { smtpCode: 451, smtpResponse: '451 4.3.0 try later', reason: 'retries exhausted: recipient refused' });
+      return messageId;
+    };
+    const [bounced, erased, fine] = [await failedTo('Gone@Example.com'), await failedTo('forgotten@example.com'), await failedTo('fine@example.com')];
+    // The domain is compared case-insensitively, as the send path does.
+    await addSuppression(h.pool, { projectId: h.ids.projectId, address: 'Gone@example.COM', reason: 'hard_bounce' });
+    await addSuppression(h.pool, { projectId: h.ids.projectId, address: erasedAddress(h.ids.projectId, 'forgotten@example.com'), reason: 'complaint' });
+    const named = await deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, messageIds: [bounced, erased, fine] });
+    assert.deepEqual(named.requeued, [fine]);
+    assert.deepEqual(named.skipped, [
+      { messageId: bounced, reason: 'recipient_suppressed' },
+      { messageId: erased, reason: 'recipient_suppressed' },
+    ]);
+    const all = await deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, all: true });
+    assert.ok(!all.requeued.includes(bounced) && !all.requeued.includes(erased));
+    assert.ok(all.skipped.some((skip) => skip.messageId === bounced && skip.reason === 'recipient_suppressed'));
+    for (const id of [bounced, erased]) assert.equal((await row(id))?.state, 'failed');
+  });
+
   test('--all re-queues every failed message of the project', async () => {
     const ids = [await failedMessage(), await failedMessage()];
     const response = await deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, all: true });
     for (const id of ids) assert.ok(response.requeued.includes(id), `message ${id} re-queued`);
-    const { rows } = await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM messages m JOIN templates t ON t.id = m.template_id WHERE m.state = 'failed' AND t.active`);
-    assert.equal(rows[0]?.n, 0);
+    // Left failed with an active template: only messages to suppressed recipients (the test above), each skipped so.
+    const { rows } = await h.pool.query<{ id: number }>(`SELECT m.id::int AS id FROM messages m JOIN templates t ON t.id = m.template_id WHERE m.state = 'failed' AND t.active ORDER BY m.id`);
+    const suppressed = response.skipped.filter((skip) => skip.reason === 'recipient_suppressed').map((skip) => skip.messageId);
+    assert.deepEqual(rows.map((row) => row.id), suppressed.sort((x, y) => x - y));
   });
 
   test('refuses a request naming neither or both of message ids and all', async () => {

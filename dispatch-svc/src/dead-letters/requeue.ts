@@ -3,7 +3,9 @@
 // timeline, ordered by attempt, shows it between the deliveries) and gets a new outbox row whose job carries the
 // attempt base; after commit the jobs are published like a send's, and the outbox relay covers any publish that fails.
 // The job renders the template's current version: the one an operator fixes after a rendering failure, and the one
-// the message row then names.
+// the message row then names. A message whose recipient has since been suppressed (a hard bounce, a complaint, an
+// unsubscribe, an operator's entry, an erasure's hash) is not re-queued: re-queueing a whole project after an outage
+// must not mail the addresses that asked, or proved, not to be mailed.
 import { activeContext, contextFromTraceparent, linkTo, notifyAttributes, traceparentOf, type Logger } from '@notify/platform';
 import { startCreateSpan } from '@notify/platform/nats';
 import { deliveryJobId, type DeliveryJob } from '@notify/proto';
@@ -13,6 +15,7 @@ import type { OutgoingJob } from '../outbox/delivery-job.ts';
 import type { JobPublisher } from '../outbox/job-publisher.ts';
 import { deleteOutboxRows, replaceOutboxRow } from '../outbox/outbox-store.ts';
 import type { DispatchMetrics } from '../metrics.ts';
+import { findSuppressions, suppressionKey } from '../suppressions/suppression-store.ts';
 
 export interface RequeueDeps {
   readonly pool: Pool;
@@ -21,7 +24,7 @@ export interface RequeueDeps {
   readonly metrics: DispatchMetrics;
 }
 
-export type SkipReason = 'message_not_found' | 'not_failed' | 'template_inactive';
+export type SkipReason = 'message_not_found' | 'not_failed' | 'template_inactive' | 'recipient_suppressed';
 
 export interface RequeueResult {
   readonly requeued: number[];
@@ -116,6 +119,7 @@ async function reopenMessage(client: PoolClient, projectId: number, candidate: C
 async function requeueBatch(deps: RequeueDeps, projectId: number, ids: readonly number[]): Promise<RequeueResult & { jobs: OutgoingJob[] }> {
   return withTransaction(deps.pool, async (client) => {
     const candidates = await lockCandidates(client, projectId, ids);
+    const suppressed = await findSuppressions(client, [...candidates.values()].map((candidate) => ({ projectId, address: candidate.recipient })));
     const at = new Date();
     const result: RequeueResult & { jobs: OutgoingJob[] } = { requeued: [], skipped: [], jobs: [] };
     for (const id of ids) {
@@ -124,6 +128,7 @@ async function requeueBatch(deps: RequeueDeps, projectId: number, ids: readonly 
       if (!candidate) result.skipped.push({ messageId: id, reason: 'message_not_found' });
       else if (!next) result.skipped.push({ messageId: id, reason: 'not_failed' });
       else if (!candidate.active) result.skipped.push({ messageId: id, reason: 'template_inactive' });
+      else if (suppressed.has(suppressionKey(projectId, candidate.recipient))) result.skipped.push({ messageId: id, reason: 'recipient_suppressed' });
       else {
         result.jobs.push(await reopenMessage(client, projectId, candidate, next, at, deps.publisher.subject));
         result.requeued.push(id);
@@ -182,7 +187,7 @@ export async function requeueAllMessages(deps: RequeueDeps, projectId: number): 
     const result = await requeueMessages(deps, projectId, ids);
     total.requeued.push(...result.requeued);
     // A message that stopped being failed since the page was read is simply no longer a dead letter.
-    total.skipped.push(...result.skipped.filter((skip) => skip.reason === 'template_inactive'));
+    total.skipped.push(...result.skipped.filter((skip) => skip.reason === 'template_inactive' || skip.reason === 'recipient_suppressed'));
     after = ids.at(-1) ?? maxId;
   }
   return total;

@@ -37,7 +37,7 @@ export async function found<T>(call: Promise<T>): Promise<T> {
   }
 }
 
-const requeueOutcomes = ['done', 'not_failed', 'template_inactive', 'message_not_found'] as const;
+const requeueOutcomes = ['done', 'not_failed', 'template_inactive', 'recipient_suppressed', 'message_not_found'] as const;
 
 /** The notice after a re-queue (the redirect carries its outcome, never text). */
 function requeueNotice(ctx: PanelContext): Notice | undefined {
