@@ -412,12 +412,16 @@ describe('helm/notify', () => {
     assert.match(job.metadata.annotations?.['helm.sh/hook-delete-policy'] ?? '', /before-hook-creation/);
     const migrate = podSpec(job).containers[0] as Container;
     assert.deepEqual(migrate.command, ['node', 'platform/src/database/migrate-cli.ts']);
-    assert.deepEqual(env(migrate, 'DATABASE_URL')?.valueFrom?.secretKeyRef, { name: 'notify-migration', key: 'DATABASE_URL' });
+    // The URL holds the password: a file mounted from the hook Secret, as the services read theirs.
+    assert.equal(env(migrate, 'DATABASE_URL_FILE')?.value, '/var/run/secrets/notify/database-url');
+    assert.equal(env(migrate, 'DATABASE_URL'), undefined);
+    const migrationSecrets = podSpec(job).volumes?.find((volume) => volume.name === 'secrets')?.secret;
+    assert.deepEqual([migrationSecrets?.secretName, migrationSecrets?.items], ['notify-migration', [{ key: 'DATABASE_URL', path: 'database-url' }]]);
     assert.equal(Buffer.from(secret.data?.['DATABASE_URL'] ?? '', 'base64').toString(), 'postgres://notify:pw@db.example:5432/notify');
 
     // With existingSecret the Secret exists before the release: no hook Secret.
     assert.equal(production.ofKind('Secret').length, 0);
-    assert.equal(env(podSpec(production.get('Job', 'notify-migration')).containers[0] as Container, 'DATABASE_URL')?.valueFrom?.secretKeyRef?.name, 'notify-connections');
+    assert.equal(podSpec(production.get('Job', 'notify-migration')).volumes?.find((volume) => volume.name === 'secrets')?.secret?.secretName, 'notify-connections');
     // In dev mode the database is part of the release: the Job runs once it exists.
     assert.equal(dev.get('Job', 'notify-migration').metadata.annotations?.['helm.sh/hook'], 'post-install,pre-upgrade');
   });

@@ -115,7 +115,8 @@ dataKey: { env: NOTIFY_DATA_KEY, file: data-key, fromFile: true }
 {{/*
 Environment of the secret settings a container needs: `<VAR>_FILE` pointing into the mounted Secret when
 secrets.mountAsFiles and the services read that setting from a file, else `<VAR>` from the Secret.
-Call with (dict "root" $ "settings" (list "databaseUrl" "natsUrl")).
+Call with (dict "root" $ "settings" (list "databaseUrl" "natsUrl")), and "secretName" for another Secret than the
+release's (the migration Job's hook Secret).
 */}}
 {{- define "notify.secretEnv" -}}
 {{- $root := .root }}
@@ -129,7 +130,7 @@ Call with (dict "root" $ "settings" (list "databaseUrl" "natsUrl")).
 - name: {{ $setting.env }}
   valueFrom:
     secretKeyRef:
-      name: {{ include "notify.secretName" $root }}
+      name: {{ $.secretName | default (include "notify.secretName" $root) }}
       key: {{ get $root.Values.secrets.keys . }}
 {{- end }}
 {{- end }}
@@ -149,7 +150,7 @@ Call with (dict "root" $ "settings" (list "databaseUrl" "natsUrl")).
 {{- if $items }}
 - name: secrets
   secret:
-    secretName: {{ include "notify.secretName" $root }}
+    secretName: {{ .secretName | default (include "notify.secretName" $root) }}
     defaultMode: 0440
     items:
       {{- toYaml $items | nindent 6 }}
