@@ -150,9 +150,13 @@ export function readDeliveryJob(bytes: Uint8Array, schema: string | undefined): 
   return { ok: true, value: job };
 }
 
-/** The Nats-Msg-Id of a delivery: the message id for the first, `<id>:requeue:<attemptBase>` for a re-queued one. */
-export function deliveryJobId(job: Pick<DeliveryJob, 'messageId' | 'requeue'>): string {
-  return job.requeue ? `${job.messageId}:requeue:${job.requeue.attemptBase}` : String(job.messageId);
+/**
+ * The Nats-Msg-Id of a delivery: the message's celery_task_id for the first, `<celery_task_id>:requeue:<attemptBase>`
+ * for a re-queued one. Not the message id, which a database restored or created again hands out anew: within the
+ * stream's duplicate window a new message would be dropped as a copy of an old one.
+ */
+export function deliveryJobId(job: Pick<DeliveryJob, 'celeryTaskId' | 'requeue'>): string {
+  return job.requeue ? `${job.celeryTaskId}:requeue:${job.requeue.attemptBase}` : job.celeryTaskId;
 }
 
 export function encodeDeliveryEvent(event: DeliveryEvent): WireMessage {

@@ -85,7 +85,7 @@ describe('re-queueing dead letters', () => {
 
     assert.equal((await h.jsm.streams.info(h.names.jobsStream)).state.last_seq, jobs + 1, 'one new job');
     const { msgId, job } = await lastJob();
-    assert.equal(msgId, `${id}:requeue:2`);
+    assert.equal(msgId, `${job.celeryTaskId}:requeue:2`);
     assert.equal(job.messageId, id);
     assert.equal(job.requeue?.attemptBase, 2);
     assert.equal(job.template.text, 'Hi v2');
@@ -113,7 +113,8 @@ describe('re-queueing dead letters', () => {
     const jobs = (await h.jsm.streams.info(h.names.jobsStream)).state.last_seq;
     assert.deepEqual((await deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, messageIds: [id] })).requeued, [id]);
     assert.equal((await h.jsm.streams.info(h.names.jobsStream)).state.last_seq, jobs + 1);
-    assert.equal((await lastJob()).msgId, `${id}:requeue:3`, 'numbered after attempt 3 of the second delivery');
+    const last = await lastJob();
+    assert.equal(last.msgId, `${last.job.celeryTaskId}:requeue:3`, 'numbered after attempt 3 of the second delivery');
   });
 
   test('messages that are not failed messages of the project are reported and left alone', async () => {

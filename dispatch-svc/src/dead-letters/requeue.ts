@@ -81,7 +81,7 @@ async function reopenMessage(client: PoolClient, projectId: number, candidate: C
   const attemptBase = next.stateAttempt;
   const requeue = { attemptBase, at: at.toISOString() };
   const creation = startCreateSpan(
-    { destination: subject, messageId: deliveryJobId({ messageId: candidate.id, requeue }), attributes: { [notifyAttributes.messageId]: candidate.id } },
+    { destination: subject, messageId: deliveryJobId({ celeryTaskId: candidate.celeryTaskId, requeue }), attributes: { [notifyAttributes.messageId]: candidate.id } },
     candidate.traceparent ? contextFromTraceparent(candidate.traceparent) : activeContext(),
     candidate.traceparent ? linkTo(traceparentOf(activeContext())) : [],
   );

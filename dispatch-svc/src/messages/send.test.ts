@@ -51,7 +51,7 @@ describe('accepting a message', () => {
     assert.equal(await h.jobsInStream(), jobsBefore + 1);
 
     const { msgId, job } = await h.lastJob();
-    assert.equal(msgId, String(response.messageId));
+    assert.equal(msgId, response.celeryTaskId, 'JetStream tells jobs apart by celery_task_id');
     assert.equal(job.messageId, response.messageId);
     assert.equal(job.celeryTaskId, response.celeryTaskId);
     assert.equal(job.to, 'ada@example.com');

@@ -16,7 +16,8 @@ after(() => h?.close());
 const job = (messageId: number): OutgoingJob => ({ job: deliveryJob(messageId), traceparent: '' });
 const deliveryJob = (messageId: number): DeliveryJob => ({
   messageId,
-  celeryTaskId: '0b6f2d52-8a55-4f0b-9a3e-5c0d7a9e6f11',
+  // One per message, as the send path makes them: JetStream tells jobs apart by it.
+  celeryTaskId: `0b6f2d52-8a55-4f0b-9a3e-${String(messageId).padStart(12, '0')}`,
   projectId: h.ids.projectId,
   organizationId: h.ids.organizationId,
   to: 'a@example.com',

@@ -95,7 +95,7 @@ describe('the releaser', () => {
     assert.equal(await count('outbox WHERE message_id = $1', [due.messageId]), 0);
     assert.equal(await h.jobsInStream(), jobsBefore + 1);
     const { msgId, job } = await h.lastJob();
-    assert.equal(msgId, String(due.messageId));
+    assert.equal(msgId, due.celeryTaskId);
     assert.equal(job.celeryTaskId, due.celeryTaskId);
     assert.equal(job.template.slug, 'welcome');
 

@@ -98,11 +98,11 @@ export function createJobDelivery(deps: MailerDependencies, settings: MailerSett
   };
 
   /** Writes a final outcome to the ledger; a failure is logged, since the event and settlement still have to happen. */
-  const writeOutcome = async (messageId: number, finished: FinishedDelivery): Promise<void> => {
+  const writeOutcome = async (job: DeliveryJob, finished: FinishedDelivery): Promise<void> => {
     try {
-      await deps.ledger.record(messageId, finished, settings.ackWaitMs);
+      await deps.ledger.record(job, finished, settings.ackWaitMs);
     } catch (error) {
-      logger.error({ err: error, messageId, state: finished.state }, 'outcome not recorded in the ledger; a redelivery of this job would be attempted again');
+      logger.error({ err: error, messageId: job.messageId, state: finished.state }, 'outcome not recorded in the ledger; a redelivery of this job would be attempted again');
     }
   };
 
@@ -183,7 +183,7 @@ export function createJobDelivery(deps: MailerDependencies, settings: MailerSett
     // same attempt's `sending` first, so the event is a duplicate that is dropped. A redelivery is a new attempt, which
     // an outcome already recorded means never started: it reads first.
     const [ledger, sendingRecorded] = await Promise.all([
-      deps.ledger.find(job.messageId).then(
+      deps.ledger.find(job).then(
         (finished) => ({ finished }),
         (error: unknown) => ({ error }),
       ),
@@ -228,7 +228,7 @@ export function createJobDelivery(deps: MailerDependencies, settings: MailerSett
     // Even for a job given back at the shutdown deadline: the record is what stops the replica that took it over.
     const outcomeWritten =
       event.state === 'sent' || event.state === 'failed'
-        ? writeOutcome(job.messageId, { ...decision.event, state: event.state, attempt, occurredAt: event.occurredAt }).then(() => {
+        ? writeOutcome(job, { ...decision.event, state: event.state, attempt, occurredAt: event.occurredAt }).then(() => {
             if (event.state === 'sent') deps.afterSend?.();
           })
         : undefined;

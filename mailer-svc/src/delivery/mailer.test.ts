@@ -41,7 +41,8 @@ const logger = createLogger(
 function job(messageId: number, to: string): DeliveryJob & { requeue?: { attemptBase: number; at: string } } {
   return {
     messageId,
-    celeryTaskId: '0b6f2d52-8a55-4f0b-9a3e-5c0d7a9e6f11',
+    // One per message, as dispatch-svc gives them: the ledger and the stream's duplicate window know a message by it.
+    celeryTaskId: `0b6f2d52-8a55-4f0b-9a3e-${String(messageId).padStart(12, '0')}`,
     projectId: 1,
     organizationId: 1,
     to,
@@ -382,6 +383,15 @@ describe('mailer with NATS and SMTP', () => {
     const counts = await run.metrics.deliveries.get();
     const count = (outcome: string): number => counts.values.filter((value) => value.labels.outcome === outcome).reduce((sum, value) => sum + value.value, 0);
     assert.deepEqual([count('sent'), count('deferred'), count('failed')], [6, 3, 8]);
+  });
+
+  it('mails a new message that has an old one\'s id (its database created again), telling them apart by celery_task_id', async () => {
+    await run.publish(job(150, 'reborn@example.com'), '150');
+    await waitFor('the sent event', () => run.settledOf(150));
+    const reborn = { ...job(150, 'reborn@example.com'), celeryTaskId: '9d3c8f1e-2b7a-4c55-8e61-0a4f2c9b7d31' };
+    await run.publish(reborn, reborn.celeryTaskId);
+    await waitFor('the second mail', async () => ((await run.mailsTo('reborn@example.com')).length === 2 ? true : undefined));
+    assert.equal(run.offers.get('reborn@example.com'), 2, 'the relay was offered each message once');
   });
 
   it('records a test key\'s job sent with the synthetic reply, and never offers it to the relay', async () => {

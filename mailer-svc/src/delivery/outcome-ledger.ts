@@ -5,18 +5,25 @@
 // job published twice beyond the stream's duplicate window) is settled from the record instead of being mailed again.
 // docs/delivery-guarantees.md says which duplicates remain.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { outcomeTtlMs, type DeliveryEvent, type Topology } from '@notify/proto';
+import { outcomeTtlMs, type DeliveryEvent, type DeliveryJob, type Topology } from '@notify/proto';
 import type { JetStreamClient, JetStreamManager } from '@notify/platform/nats';
 import { openBucket } from './kv-bucket.ts';
 
 /** How one delivery ended, as its final event recorded it. */
 export type FinishedDelivery = Pick<DeliveryEvent, 'attempt' | 'occurredAt' | 'smtpCode' | 'smtpResponse' | 'reason' | 'suppression'> & { state: 'sent' | 'failed' };
 
+/**
+ * Which message a record is about: its celery_task_id, a UUID of its own. Not its id, which a database restored from a
+ * backup (or dropped and created again, as `npm start` may) hands out again: a new message would then be taken for an
+ * old one already sent, and never mailed.
+ */
+export type LedgerMessage = Pick<DeliveryJob, 'celeryTaskId'>;
+
 export interface OutcomeLedger {
   /** The recorded outcome of the message's latest finished delivery, if any. */
-  find(messageId: number): Promise<FinishedDelivery | undefined>;
+  find(message: LedgerMessage): Promise<FinishedDelivery | undefined>;
   /** Records an outcome, retrying while NATS is unreachable until `deadlineMs` has passed; then rejects. */
-  record(messageId: number, outcome: FinishedDelivery, deadlineMs: number): Promise<void>;
+  record(message: LedgerMessage, outcome: FinishedDelivery, deadlineMs: number): Promise<void>;
 }
 
 /** Pause between two attempts to record an outcome while NATS is unreachable. */
@@ -37,17 +44,17 @@ function parse(value: string): FinishedDelivery | undefined {
 /** Creates the bucket if it is missing (safe from every replica at every start) and keeps its TTL and replicas current. */
 export async function openOutcomeLedger(js: JetStreamClient, jsm: JetStreamManager, options: { names: Topology; replicas: number; ttlMs?: number }): Promise<OutcomeLedger> {
   const kv = await openBucket(js, jsm, options.names.outcomesBucket, { ttlMs: options.ttlMs ?? outcomeTtlMs, replicas: options.replicas });
-  const key = (messageId: number): string => String(messageId);
+  const key = (message: LedgerMessage): string => message.celeryTaskId;
   return {
-    async find(messageId) {
-      const entry = await kv.get(key(messageId));
+    async find(message) {
+      const entry = await kv.get(key(message));
       return entry && entry.operation === 'PUT' ? parse(entry.string()) : undefined;
     },
-    async record(messageId, outcome, deadlineMs) {
+    async record(message, outcome, deadlineMs) {
       const deadline = Date.now() + deadlineMs;
       for (;;) {
         try {
-          await kv.put(key(messageId), JSON.stringify(outcome));
+          await kv.put(key(message), JSON.stringify(outcome));
           return;
         } catch (error) {
           if (Date.now() + recordRetryMs > deadline) throw error;
