@@ -96,7 +96,9 @@ test('one send is one trace from the HTTP request through auth-svc, dispatch-svc
   const publish = one(trace, 'job publish', (span) => span.name === `send ${jobs}`);
   assert.equal(publish.kind, otlpSpanKind.client);
   assert.equal(publish.parentSpanId, create.spanId);
-  assert.equal(publish.attributes['messaging.message.id'], String(id));
+  // The job's Nats-Msg-Id: the message's celery_task_id (message ids come back when a database is created again).
+  const { rows: [message] } = await system.db.query<{ celeryTaskId: string }>('SELECT celery_task_id AS "celeryTaskId" FROM messages WHERE id = $1', [id]);
+  assert.equal(publish.attributes['messaging.message.id'], message?.celeryTaskId);
   assert.equal(publish.attributes['notify.publish.path'], 'direct');
 
   // mailer-svc: processing the job is a child of the message's creation; rendering and the SMTP exchange under it.
