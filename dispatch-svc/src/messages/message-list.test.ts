@@ -5,6 +5,7 @@ import type { dispatch } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 import { decodeCursor, encodeCursor, listQuery, pageStatement } from './message-list.ts';
+import { flatten, type PlanNode } from '../testing/query-plan.ts';
 
 let h: Harness;
 let scope: { projectId: number; organizationId: number };
@@ -119,19 +120,3 @@ test('EXPLAIN: each page is read through an index, in order, on a project of 100
     if (process.env.SHOW_EXPLAIN) console.log(`tag=${tag}`, indexes.join(', '), `rows read ${read}`, `${plan['Actual Total Time']} ms`);
   }
 });
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Index Cond'?: string;
-  'Actual Rows'?: number;
-  'Actual Total Time'?: number;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Index Recheck'?: number;
-  Plans?: PlanNode[];
-}
-
-function flatten(node: PlanNode): PlanNode[] {
-  return [node, ...(node.Plans ?? []).flatMap(flatten)];
-}

@@ -5,6 +5,7 @@ import { withTransaction } from '@notify/platform/database';
 import { startHarness, type Harness } from '../testing/harness.ts';
 import { RetentionPurge, type PurgeDeps } from './purge.ts';
 import { purgeBatchSql, purgedTables, purgeLockKey } from './retention-store.ts';
+import { flatten, type PlanNode } from '../testing/query-plan.ts';
 
 let h: Harness;
 let templateId: number;
@@ -200,15 +201,3 @@ test('EXPLAIN: a batch reads its candidates through messages_retention_idx, in o
     client.release();
   }
 });
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows'?: number;
-  Plans?: PlanNode[];
-}
-
-function flatten(node: PlanNode): PlanNode[] {
-  return [node, ...(node.Plans ?? []).flatMap(flatten)];
-}
