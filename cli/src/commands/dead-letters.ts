@@ -42,7 +42,7 @@ export const deadLettersCommands: CommandGroup = {
       options: {
         project: { type: 'string', value: 'ID', required: true, description: 'project id' },
         limit: { type: 'string', value: 'N', description: 'at most N messages (default 50, up to 500)' },
-        before: { type: 'string', value: 'ID', description: 'only messages with an id lower than this (the next page)' },
+        before: { type: 'string', value: 'ID', description: 'the messages after message ID, newest first (the next page)' },
       },
       prepare(flags) {
         const request = { projectId: flags.id('project'), limit: flags.optionalInteger('limit', { min: 1, max: 500 }) ?? 50, beforeId: flags.optionalId('before') ?? 0 };

@@ -30,7 +30,7 @@ export const messagesCommands: CommandGroup = {
         project: { type: 'string', value: 'ID', required: true, description: 'project id' },
         state: { type: 'string', value: messageStates.join('|'), description: 'only messages in this state' },
         limit: { type: 'string', value: 'N', description: 'at most N messages (default 50, up to 500)' },
-        before: { type: 'string', value: 'ID', description: 'only messages with an id lower than this (the next page)' },
+        before: { type: 'string', value: 'ID', description: 'the messages after message ID, newest first (the next page)' },
       },
       prepare(flags) {
         const request = {

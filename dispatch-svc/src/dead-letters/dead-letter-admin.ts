@@ -2,7 +2,7 @@
 import { status } from '@grpc/grpc-js';
 import { UserError, type AsyncHandlers } from '@notify/platform';
 import type { dispatch } from '@notify/proto';
-import { listMessages } from '../messages/queries.ts';
+import { listMessages } from '../messages/message-list.ts';
 import { requeueAllMessages, requeueMessages, type RequeueDeps } from './requeue.ts';
 
 /** Most messages one RequeueDeadLetters call may name; `all` has no such limit. */

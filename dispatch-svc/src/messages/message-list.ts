@@ -1,4 +1,4 @@
-// DispatchService.SearchProjectMessages: the public API's listing (docs/contract.md, "Reading messages"). Newest first by
+// DispatchService.SearchProjectMessages: the public API's listing (and ListMessages, notifyctl's, below) (docs/contract.md, "Reading messages"). Newest first by
 // acceptance time, keyset pages on (created_at, id), so a page never skips nor repeats a message while others are
 // accepted. The cursor is opaque to callers: the last row's exact created_at (microseconds) and id, encoded, so it needs
 // no lookup and names nothing of another tenant. Each statement holds only the filters in use, so the planner takes the
@@ -133,4 +133,45 @@ export function tagFaults(tag: string): string[] {
 
 export async function searchProjectMessages(pool: Pool, request: dispatch.SearchProjectMessagesRequest__Output): Promise<dispatch.SearchProjectMessagesResponse__Output> {
   return readMessagePage(pool, listQuery(request));
+}
+
+/** notifyctl's pages (ListMessages, ListDeadLetters) may be longer than the API's. */
+const notifyctlListLimits = { default: 50, max: 500 } as const;
+
+/**
+ * Newest first by acceptance time, like the status API's listing and the panel's, through the same statement and so the
+ * same indexes: `before_id` names the last message of the previous page and the listing goes on from its place in
+ * (created_at, id) order; `nextBeforeId` is 0 when this page is the last. Events are left out.
+ */
+export async function listMessages(pool: Pool, request: dispatch.ListMessagesRequest__Output): Promise<dispatch.ListMessagesResponse__Output> {
+  if (request.state !== '' && !(messageStates as readonly string[]).includes(request.state)) {
+    const field = `state: must be one of ${messageStates.join(', ')}`;
+    throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', field, { fields: [field] });
+  }
+  const limit = request.limit <= 0 ? notifyctlListLimits.default : Math.min(request.limit, notifyctlListLimits.max);
+  // The page statement is scoped to the organization too, which notifyctl does not name; the cursor message's place
+  // comes with it, exact to the microsecond. A project that does not exist lists nothing.
+  const found = await pool.query<{ organizationId: number; createdMicros: string | null }>({
+    name: 'message-list-position',
+    text: `SELECT p.organization_id AS "organizationId", (extract(epoch FROM m.created_at) * 1000000)::bigint::text AS "createdMicros"
+             FROM projects p LEFT JOIN messages m ON m.id = $2 AND m.project_id = p.id
+            WHERE p.id = $1`,
+    values: [request.projectId, request.beforeId],
+  });
+  const position = found.rows[0];
+  if (!position) return { messages: [], nextBeforeId: 0 };
+  if (request.beforeId > 0 && position.createdMicros === null) {
+    const field = `before_id: no message ${request.beforeId} in this project`;
+    throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', field, { fields: [field] });
+  }
+  const page = await readMessagePage(pool, {
+    projectId: request.projectId,
+    organizationId: position.organizationId,
+    state: request.state,
+    template: '',
+    recipient: '',
+    cursor: position.createdMicros === null ? undefined : { createdMicros: BigInt(position.createdMicros), id: request.beforeId },
+    limit,
+  });
+  return { messages: page.messages, nextBeforeId: page.nextCursor === '' ? 0 : (page.messages.at(-1)?.id ?? 0) };
 }

@@ -106,6 +106,34 @@ test('messages can be listed by state', async () => {
   assert.deepEqual(other.messages, []);
 });
 
+test('a page goes on from the place of the message it names, in acceptance order as the status API lists, whatever the ids', async () => {
+  // Ids in one order, acceptance times in another: a transaction that began first may take its id last.
+  const { rows } = await h.pool.query<{ id: number }>(
+    `INSERT INTO messages (project_id, organization_id, api_key_id, template_id, template_slug, template_version, recipient, data, celery_task_id, created_at)
+     SELECT $1, $2, $3, t.id, 'welcome', 1, 'late' || minutes || '@example.com', '{}', gen_random_uuid(), now() - minutes * interval '1 minute'
+       FROM unnest(ARRAY[1, 3, 2]) WITH ORDINALITY AS a (minutes, position), templates t
+      WHERE t.project_id = $4 AND t.slug = 'welcome'
+      ORDER BY position RETURNING id`,
+    [h.ids.otherProjectId, h.ids.organizationId, h.ids.apiKeyId, h.ids.projectId],
+  );
+  const [oneMinute, threeMinutes, twoMinutes] = rows.map((row) => row.id);
+  const pages: number[][] = [];
+  let beforeId = 0;
+  do {
+    const page = await notifyctl.call('ListMessages', { projectId: h.ids.otherProjectId, limit: 1, beforeId });
+    pages.push(page.messages.map((message) => message.id));
+    beforeId = page.nextBeforeId;
+  } while (beforeId > 0);
+  assert.deepEqual(pages, [[oneMinute], [twoMinutes], [threeMinutes]]);
+});
+
+test("a cursor that names no message of the project is INVALID_ARGUMENT: another project's, or one that does not exist", async () => {
+  for (const beforeId of [ids[0], 999_999]) {
+    const error = await assertRefused(notifyctl.call('ListMessages', { projectId: h.ids.otherProjectId, beforeId }), status.INVALID_ARGUMENT, 'invalid_argument');
+    assert.deepEqual(error.fields, [`before_id: no message ${beforeId} in this project`]);
+  }
+});
+
 test('the gateway token may not list messages: the gateway searches them instead', async () => {
   await assertRefused(h.dispatch.call('ListMessages', { projectId: h.ids.projectId }), status.PERMISSION_DENIED, 'permission_denied');
 });

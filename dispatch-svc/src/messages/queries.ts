@@ -1,12 +1,10 @@
-// DispatchService.GetMessage and ListMessages (notifyctl's listing by id, also behind ListDeadLetters). A message of another project or organization
-// is indistinguishable from one that does not exist.
+// DispatchService.GetMessage, and a message as every listing reads it (message-list.ts). A message of another project
+// or organization is indistinguishable from one that does not exist.
 import { status } from '@grpc/grpc-js';
 import { traceIdOf, UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
-import { messageStates, type MessageState } from '../events/state-machine.ts';
-
-const listLimits = { default: 50, max: 500 } as const;
+import type { MessageState } from '../events/state-machine.ts';
 
 export interface MessageRow {
   id: number;
@@ -106,31 +104,4 @@ export async function getMessage(pool: Pool, request: dispatch.GetMessageRequest
     values: [row.id],
   });
   return toMessage(row, events.rows);
-}
-
-/** Newest first; `nextBeforeId` continues the listing, 0 when this page is the last. Events are left out. */
-export async function listMessages(pool: Pool, request: dispatch.ListMessagesRequest__Output): Promise<dispatch.ListMessagesResponse__Output> {
-  if (request.state !== '' && !(messageStates as readonly string[]).includes(request.state)) {
-    const field = `state: must be one of ${messageStates.join(', ')}`;
-    throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', field, { fields: [field] });
-  }
-  const limit = request.limit <= 0 ? listLimits.default : Math.min(request.limit, listLimits.max);
-  // One row more than asked tells whether another page exists without counting. Two statements rather than an
-  // optional filter, so each keeps a plan that uses its own index.
-  const cursor = request.beforeId > 0 ? request.beforeId : Number.MAX_SAFE_INTEGER;
-  const result =
-    request.state === ''
-      ? await pool.query<MessageRow>({
-          name: 'message-list',
-          text: `SELECT ${columns} FROM messages WHERE project_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`,
-          values: [request.projectId, cursor, limit + 1],
-        })
-      : await pool.query<MessageRow>({
-          name: 'message-list-by-state',
-          text: `SELECT ${columns} FROM messages WHERE project_id = $1 AND state = $2 AND id < $3 ORDER BY id DESC LIMIT $4`,
-          values: [request.projectId, request.state, cursor, limit + 1],
-        });
-  const page = result.rows.slice(0, limit);
-  const more = result.rows.length > limit;
-  return { messages: page.map((row) => toMessage(row, [])), nextBeforeId: more ? (page.at(-1)?.id ?? 0) : 0 };
 }
