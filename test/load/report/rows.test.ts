@@ -243,3 +243,18 @@ test('the batch rows put accepted messages/s and CPU per message in batches of 1
   // Without the single sends' run (the bench stopped before it), the figures stand alone.
   assert.deepEqual(buildRows({ connections: 64, batch }).map((entry) => entry.baseline), ['2,000 messages', '', '']);
 });
+
+test("the drain's updates of messages read as their HOT share and the index entries they wrote, per update", () => {
+  const messageWrites = { updates: 4_000, hotUpdates: 1_000, indexes: 9 };
+  const rows = buildRows({ connections: 64, messageWrites }).filter((entry) => entry.figure.startsWith('delivery drain:'));
+  assert.deepEqual(
+    rows.map((entry) => [entry.figure, entry.measured, entry.baseline]),
+    [
+      ['delivery drain: HOT share of updates of messages', '25%', '4,000 updates, 9 indexes'],
+      // 3,000 updates not HOT, each writing to 9 indexes, over 4,000 updates.
+      ['delivery drain: index entries written per update of messages (at most)', '6.75', ''],
+    ],
+  );
+  // No update seen (the counters not flushed yet, or no drain): no figure rather than a division by zero.
+  assert.deepEqual(buildRows({ connections: 64, messageWrites: { updates: 0, hotUpdates: 0, indexes: 9 } }).filter((entry) => entry.figure.startsWith('delivery drain:')), []);
+});

@@ -5,6 +5,7 @@ import type { CeilingResult } from '../scenarios/ceiling.ts';
 import type { DeliveryResult } from '../scenarios/delivery.ts';
 import type { EndToEndResult } from '../scenarios/end-to-end.ts';
 import type { IngestResult } from '../scenarios/ingest.ts';
+import { indexEntriesPerUpdate, type MessageWrites } from '../scenarios/message-writes.ts';
 import type { ReplayResult } from '../scenarios/replay.ts';
 import type { ScaleOutResult } from '../scenarios/scale-out.ts';
 import type { StatusReadResult } from '../scenarios/status-reads.ts';
@@ -19,6 +20,8 @@ export interface Figures {
   ingest?: IngestResult;
   replay?: ReplayResult;
   delivery?: DeliveryResult;
+  /** Updates of messages during the delivery drain, and what they wrote to its indexes. */
+  messageWrites?: MessageWrites;
   scaleOut?: ScaleOutResult;
   endToEnd?: EndToEndResult;
   tracing?: TracingCostResult;
@@ -59,7 +62,7 @@ function row(figure: string, measured: string, options: { baseline?: string; rat
 
 export function buildRows(figures: Figures): Row[] {
   const rows: Row[] = [];
-  const { connections, ceiling, ingest, replay, delivery, scaleOut, endToEnd, tracing, webhooks, statusReads, batch, memory } = figures;
+  const { connections, ceiling, ingest, replay, delivery, messageWrites, scaleOut, endToEnd, tracing, webhooks, statusReads, batch, memory } = figures;
   if (ceiling) rows.push(row(`HTTP ceiling: bare Koa, ${connections} connections (202/s)`, perSecond(ceiling.perSecond)));
   if (ingest?.saturation) {
     const saturated = ingest.saturation.acceptedPerSecond;
@@ -77,6 +80,11 @@ export function buildRows(figures: Figures): Row[] {
       rows.push(row('delivery / raw pooled nodemailer', twoPlaces(ratio), { baseline: `raw ${perSecond(delivery.raw.perSecond)}`, ratio, target: targets.deliveryOfRaw, judged: ratio }));
     }
     rows.push(row('ingest at saturation, mailers stopped (accepted/s)', perSecond(delivery.preloadAcceptedPerSecond)));
+  }
+  if (messageWrites && messageWrites.updates > 0) {
+    const baseline = `${whole(messageWrites.updates)} updates${delivery ? ` (${twoPlaces(messageWrites.updates / Math.max(1, delivery.messages))} per message)` : ''}, ${messageWrites.indexes} indexes`;
+    rows.push(row('delivery drain: HOT share of updates of messages', `${whole((messageWrites.hotUpdates / messageWrites.updates) * 100)}%`, { baseline }));
+    rows.push(row('delivery drain: index entries written per update of messages (at most)', twoPlaces(indexEntriesPerUpdate(messageWrites))));
   }
   if (batch) rows.push(...batchRows(batch, delivery));
   if (scaleOut) {

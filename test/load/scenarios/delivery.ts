@@ -9,6 +9,7 @@ import { countOf } from '../generators/load-result.ts';
 import { cpuPerMessage } from '../system/cpu-usage.ts';
 import { inWindow, requireAnswers, type BenchContext } from './context.ts';
 import { lastMessageId, sentSpan, waitSettled, type DeliveryState, type SentSpan } from './message-progress.ts';
+import { messageUpdates, messageWritesSince, type MessageWrites } from './message-writes.ts';
 import { sendRaw, type RawSendResult } from './raw-nodemailer.ts';
 import { runScaleOut, scaleOutBacklog, type ScaleOutResult } from './scale-out.ts';
 import { closedLoopRequests } from './send-requests.ts';
@@ -39,7 +40,7 @@ async function waitOutboxEmpty(context: BenchContext, timeoutMs: number): Promis
   }
 }
 
-export async function runDelivery(context: BenchContext, into: { delivery?: DeliveryResult; scaleOut?: ScaleOutResult }): Promise<void> {
+export async function runDelivery(context: BenchContext, into: { delivery?: DeliveryResult; scaleOut?: ScaleOutResult; messageWrites?: MessageWrites }): Promise<void> {
   const { plan, system } = context;
   const mailers = Array.from({ length: Math.max(...plan.scaleReplicas) }, (_, index) => index);
   await system.stopMailers(mailers);
@@ -79,6 +80,7 @@ export async function runDelivery(context: BenchContext, into: { delivery?: Deli
   context.progress('delivery: one mailer drains the rest of the backlog');
   const drainStarted = new Date();
   const drainCpuBefore = await context.cpu();
+  const updatesBefore = await messageUpdates(system.db);
   const settled = await inWindow(context, 'delivery', async () => {
     await system.startMailers([0]);
     return waitSettled(system.db, range, plan.settleTimeoutMs);
@@ -87,6 +89,8 @@ export async function runDelivery(context: BenchContext, into: { delivery?: Deli
   if (settled.pending > 0) context.progress(`delivery: ${settled.pending} messages undelivered after ${Math.round(settled.waitedS)} s; checked again at the end`);
   const notify = await sentSpan(system.db, range, drainStarted);
   const drainCpuPerMessage = cpuPerMessage(drainCpuBefore, await context.cpu(), notify.messages);
+  // Only the drain's state changes update messages in this window: what each cost in index writes.
+  into.messageWrites = await messageWritesSince(system.db, updatesBefore);
   context.progress(`  ${Math.round(notify.perSecond)}/s over ${notify.messages.toLocaleString('en-US')} messages; all recorded as sent ${settled.waitedS.toFixed(1)} s after the mailer started`);
   into.delivery = { messages: notify.messages, preload, preloadAcceptedPerSecond, preloadCpuPerMessage, drainCpuPerMessage, raw, notify, settled };
 }
