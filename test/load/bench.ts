@@ -17,7 +17,7 @@ import { runDelivery } from './scenarios/delivery.ts';
 import { runEndToEnd } from './scenarios/end-to-end.ts';
 import { finalCheck, type FinalCheck } from './scenarios/final-check.ts';
 import { runIngest } from './scenarios/ingest.ts';
-import { runReplay } from './scenarios/replay.ts';
+import { keyedRequests, runReplay } from './scenarios/replay.ts';
 import { benchTemplate } from './scenarios/send-requests.ts';
 import { runStatusReads } from './scenarios/status-reads.ts';
 import { runTracingCost, tracingRate } from './scenarios/tracing-cost.ts';
@@ -120,6 +120,7 @@ function printOtherAnswers(measured: Figures): void {
     ['ingest saturation', measured.ingest?.saturation?.load],
     ['replay keys', measured.replay?.create],
     ['replays', measured.replay?.replay],
+    ['replays while draining', measured.delivery?.replayWhileDraining?.replay],
     ['delivery backlog', measured.delivery?.preload],
     [`end to end ${measured.endToEnd?.rate}/s`, measured.endToEnd?.load],
     ['tracing on', measured.tracing?.on?.load],
@@ -219,8 +220,9 @@ try {
   figures.ceiling = await runCeiling(context);
   figures.ingest = {};
   await runIngest(context, figures.ingest);
-  figures.replay = await runReplay(context, figures.ingest.saturation?.acceptedPerSecond);
-  await runDelivery(context, figures);
+  const replayed = keyedRequests(running.tenants, plan.replayKeys);
+  figures.replay = await runReplay(context, replayed, figures.ingest.saturation?.acceptedPerSecond);
+  await runDelivery(context, figures, replayed);
   // Beside the single sends' backlog just accepted the same way (mailers stopped, saturation).
   figures.batch = await runBatchIngest(context);
   figures.endToEnd = await runEndToEnd(context, { acceptedWhileDelivering: figures.ingest.saturation?.acceptedPerSecond, drain: figures.delivery?.notify.perSecond });

@@ -425,7 +425,10 @@ export type SendHandler = (request: dispatch.SendRequest__Output) => Promise<dis
 /** Publishes a committed job; a failure is only logged, since the outbox row stays for the relay. */
 export type PublishAccepted = (outgoing: OutgoingJob) => Promise<void>;
 
-/** The publication after commit that Send and SendBatch share: the job, then its outbox row's deletion (batched). */
+/**
+ * The publication after commit that Send and SendBatch share: the job, then its outbox row's deletion (batched), which
+ * the caller does not wait for.
+ */
 export function publishAccepted(deps: SendDeps): PublishAccepted {
   const outboxCleaner = new Batcher<number, void>({
     maxBatchSize: maxOutboxDeletesPerStatement,
@@ -444,12 +447,11 @@ export function publishAccepted(deps: SendDeps): PublishAccepted {
       deps.logger.warn({ err: error, messageId: job.messageId }, 'job not confirmed by JetStream; the outbox relay will publish it');
       return;
     }
-    try {
-      await outboxCleaner.submit(job.messageId);
-    } catch (error) {
-      // The relay will publish it again; JetStream drops the duplicate within its window.
+    // Not awaited: once JetStream holds the job, the row is only what the relay would publish again (a copy JetStream
+    // drops), and the send's answer need not wait for its delete to commit behind the others.
+    void outboxCleaner.submit(job.messageId).catch((error: unknown) => {
       deps.logger.warn({ err: error, messageId: job.messageId }, 'published job left in the outbox');
-    }
+    });
   };
 }
 

@@ -9,6 +9,7 @@ import { dispatchProto, readDeliveryJob, schemaHeader, type DeliveryJob, type di
 import { createTestDatabase } from '@notify/test/harness/database.ts';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
+import { waitFor } from '@notify/test/harness/wait.ts';
 import { buildDispatch } from '../build.ts';
 import type { DispatchMetrics } from '../metrics.ts';
 import type { JobPublisher } from '../outbox/job-publisher.ts';
@@ -49,6 +50,8 @@ export interface Harness {
   sendRequest(overrides?: Partial<dispatch.SendRequest>): dispatch.SendRequest;
   /** The seeded organization's usage row this month, as the quota counts it. */
   usedThisMonth(): Promise<number>;
+  /** Waits until the outbox is empty: a published job's row is deleted after the send has answered. */
+  outboxEmptied(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -189,6 +192,9 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
           [ids.organizationId],
         );
         return result.rows[0]?.accepted ?? -1;
+      },
+      async outboxEmptied() {
+        await waitFor(async () => (await pool.query('SELECT 1 FROM outbox LIMIT 1')).rowCount === 0, { timeoutMs: 5_000, intervalMs: 20, what: 'the outbox to be empty' });
       },
       close,
     };

@@ -258,3 +258,31 @@ test("the drain's updates of messages read as their HOT share and the index entr
   // No update seen (the counters not flushed yet, or no drain): no figure rather than a division by zero.
   assert.deepEqual(buildRows({ connections: 64, messageWrites: { updates: 0, hotUpdates: 0, indexes: 9 } }).filter((entry) => entry.figure.startsWith('delivery drain:')), []);
 });
+
+test('the replay rows judge replays with the mailers idle against 5 ms and replays while a backlog drains against 15 ms', () => {
+  const replay = (p99: number) => ({ sent: 500, completed: 500, statuses: { '202': 500 }, errors: 0, timeouts: 0, durationS: 5, latencyMs: { ...latency, p99 }, offeredRate: 100, replayed: 500, maxScheduleLagMs: 1 });
+  const delivery = (p99: number): DeliveryResult => ({
+    messages: 2_000,
+    preload: saturation(1_000).load,
+    preloadAcceptedPerSecond: 1_000,
+    preloadCpuPerMessage: {},
+    drainCpuPerMessage: {},
+    raw: { messages: 2_000, spanS: 2.5, perSecond: 800, failed: 0 },
+    notify: { messages: 2_000, spanS: 4.8, perSecond: 420 },
+    settled: { total: 2_000, sent: 2_000, failed: 0, pending: 0, waitedS: 5 },
+    replayWhileDraining: { keys: 300, rate: 100, replay: replay(p99), newMessages: 0 },
+  });
+  const idle = { keys: 300, rate: 300, create: { ...replay(30), replayed: 0 }, replay: replay(4), newMessages: 0 };
+  const replayRows = (p99: number) => buildRows({ connections: 64, replay: idle, delivery: delivery(p99) }).filter((entry) => entry.figure.includes('replay'));
+  assert.deepEqual(
+    replayRows(12).map((entry) => [entry.figure, entry.measured, entry.baseline, entry.target, entry.result]),
+    [
+      ['idempotent replay at 300/s: p50 / p99', '4.0 / 4.0 ms', '300 keys', '<= 5 ms', 'pass'],
+      ['idempotent replay at 100/s while one mailer drains a backlog: p50 / p99', '4.0 / 12 ms', '300 keys', '<= 15 ms', 'pass'],
+    ],
+  );
+  assert.equal(replayRows(30).at(-1)?.result, 'MISS (+100%)');
+  // A drain without replays (the replay scenario did not run) has no such row.
+  const { replayWhileDraining: _, ...withoutReplays } = delivery(12);
+  assert.equal(buildRows({ connections: 64, delivery: withoutReplays }).filter((entry) => entry.figure.includes('replay')).length, 0);
+});

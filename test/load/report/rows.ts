@@ -110,6 +110,16 @@ export function buildRows(figures: Figures): Row[] {
       }),
     );
   }
+  const draining = delivery?.replayWhileDraining;
+  if (draining) {
+    rows.push(
+      row(`idempotent replay at ${whole(draining.rate)}/s while one mailer drains a backlog: p50 / p99`, `${ms(draining.replay.latencyMs.p50)} / ${ms(draining.replay.latencyMs.p99)} ms`, {
+        baseline: `${whole(draining.keys)} keys`,
+        target: targets.replayWhileDrainingP99Ms,
+        judged: draining.replay.latencyMs.p99,
+      }),
+    );
+  }
   if (tracing) rows.push(...tracingRows(tracing));
   if (webhooks) rows.push(...webhookRows(webhooks));
   if (statusReads) rows.push(...statusReadRows(statusReads));

@@ -29,6 +29,7 @@ export const targets = {
   deliveryOfRaw: atLeast(0.8, '0.80'),
   scaleOutOfLinear: atLeast(0.9, '0.90'),
   replayP99Ms: atMost(5, '5 ms'),
+  replayWhileDrainingP99Ms: atMost(15, '15 ms'),
   /** Machine CPU (less the machine's other work) per accepted send, per webhook event, per status read. */
   cpuPerRequestMs: atMost(0.5, '0.50 ms'),
 };

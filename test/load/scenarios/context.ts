@@ -19,6 +19,9 @@ export interface BenchPlan {
   readonly replayKeys: number;
   readonly replayRate: number;
   readonly replayS: number;
+  /** The replay keys replayed again while one mailer drains the delivery backlog: a low rate, a few seconds. */
+  readonly drainReplayRate: number;
+  readonly drainReplayS: number;
   readonly deliveryMessages: number;
   /** The delivery backlog is accepted for at most this long: a system far below the targets gets fewer messages. */
   readonly deliveryPreloadMaxS: number;
@@ -70,6 +73,8 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     replayKeys: 2_000,
     replayRate: 500,
     replayS: 10,
+    drainReplayRate: 100,
+    drainReplayS: 5,
     deliveryMessages: 20_000,
     deliveryPreloadMaxS: 75,
     mailerConcurrency: 32,
@@ -106,6 +111,8 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     replayKeys: 300,
     replayRate: 500,
     replayS: 3,
+    drainReplayRate: 100,
+    drainReplayS: 2,
     deliveryMessages: 2_000,
     deliveryPreloadMaxS: 12,
     mailerConcurrency: 32,

@@ -3,14 +3,17 @@
 // `deliveryPreloadMaxS` if that is less (a system far below its targets would otherwise hold the bench for many minutes). Raw pooled nodemailer into the same
 // sink, same pool and concurrency, gives the baseline; the scale-out windows run (slow sink); then the sink is made
 // fast again, one mailer starts, and the bench measures from the `sent` events in the database how fast the rest,
-// at least N messages, reach the sink.
+// at least N messages, reach the sink. While it drains, the replay scenario's keys are replayed for a few seconds at a
+// low rate: replay latency with the mailer, NATS and the sink busy on the same cores, for a small share of the drain's CPU.
 import { runClosedLoop, type ClosedLoopResult } from '../generators/closed-loop.ts';
+import type { PacedLoadResult, PacedRequest } from '../generators/paced-load.ts';
 import { countOf } from '../generators/load-result.ts';
 import { cpuPerMessage } from '../system/cpu-usage.ts';
 import { inWindow, requireAnswers, type BenchContext } from './context.ts';
 import { lastMessageId, sentSpan, waitSettled, type DeliveryState, type SentSpan } from './message-progress.ts';
 import { messageUpdates, messageWritesSince, type MessageWrites } from './message-writes.ts';
 import { sendRaw, type RawSendResult } from './raw-nodemailer.ts';
+import { replayKeys } from './replay.ts';
 import { runScaleOut, scaleOutBacklog, type ScaleOutResult } from './scale-out.ts';
 import { closedLoopRequests } from './send-requests.ts';
 
@@ -28,6 +31,8 @@ export interface DeliveryResult {
   readonly notify: SentSpan;
   /** From the mailer's start until every message was recorded as sent in the database. */
   readonly settled: DeliveryState & { waitedS: number };
+  /** The replay scenario's keys replayed while the mailer drained (absent when there were none). */
+  readonly replayWhileDraining?: { readonly keys: number; readonly rate: number; readonly replay: PacedLoadResult; readonly newMessages: number };
 }
 
 async function waitOutboxEmpty(context: BenchContext, timeoutMs: number): Promise<number> {
@@ -40,7 +45,15 @@ async function waitOutboxEmpty(context: BenchContext, timeoutMs: number): Promis
   }
 }
 
-export async function runDelivery(context: BenchContext, into: { delivery?: DeliveryResult; scaleOut?: ScaleOutResult; messageWrites?: MessageWrites }): Promise<void> {
+/**
+ * `replayed`: Idempotency-Keys the replay scenario accepted, replayed again during the drain. Started with the mailer,
+ * it ends well before the drain does (`drainReplayS` against a drain of tens of seconds in the full plan).
+ */
+export async function runDelivery(
+  context: BenchContext,
+  into: { delivery?: DeliveryResult; scaleOut?: ScaleOutResult; messageWrites?: MessageWrites },
+  replayed: readonly PacedRequest[],
+): Promise<void> {
   const { plan, system } = context;
   const mailers = Array.from({ length: Math.max(...plan.scaleReplicas) }, (_, index) => index);
   await system.stopMailers(mailers);
@@ -81,16 +94,27 @@ export async function runDelivery(context: BenchContext, into: { delivery?: Deli
   const drainStarted = new Date();
   const drainCpuBefore = await context.cpu();
   const updatesBefore = await messageUpdates(system.db);
+  let replayWhileDraining: DeliveryResult['replayWhileDraining'];
   const settled = await inWindow(context, 'delivery', async () => {
     await system.startMailers([0]);
-    return waitSettled(system.db, range, plan.settleTimeoutMs);
+    const replays = async (): Promise<void> => {
+      if (replayed.length === 0) return;
+      const rate = plan.drainReplayRate;
+      context.progress(`delivery: replaying ${replayed.length.toLocaleString('en-US')} idempotency keys at ${rate}/s for ${plan.drainReplayS} s while it drains`);
+      replayWhileDraining = { keys: replayed.length, rate, ...(await replayKeys(context, 'replay while draining', replayed, { rate, durationS: plan.drainReplayS })) };
+    };
+    const [state] = await Promise.all([waitSettled(system.db, range, plan.settleTimeoutMs), replays()]);
+    return state;
   });
   if (settled.failed > 0) context.failures.push(`delivery: ${settled.failed} messages failed`);
   if (settled.pending > 0) context.progress(`delivery: ${settled.pending} messages undelivered after ${Math.round(settled.waitedS)} s; checked again at the end`);
   const notify = await sentSpan(system.db, range, drainStarted);
   const drainCpuPerMessage = cpuPerMessage(drainCpuBefore, await context.cpu(), notify.messages);
-  // Only the drain's state changes update messages in this window: what each cost in index writes.
+  // Only the drain's state changes update messages in this window (replays write nothing): what each cost in index writes.
   into.messageWrites = await messageWritesSince(system.db, updatesBefore);
   context.progress(`  ${Math.round(notify.perSecond)}/s over ${notify.messages.toLocaleString('en-US')} messages; all recorded as sent ${settled.waitedS.toFixed(1)} s after the mailer started`);
-  into.delivery = { messages: notify.messages, preload, preloadAcceptedPerSecond, preloadCpuPerMessage, drainCpuPerMessage, raw, notify, settled };
+  if (replayWhileDraining && settled.pending === 0 && settled.waitedS < plan.drainReplayS) {
+    context.progress(`delivery: the drain ended ${settled.waitedS.toFixed(1)} s after the mailer started, before the replays did: part of them ran with the mailers idle`);
+  }
+  into.delivery = { messages: notify.messages, preload, preloadAcceptedPerSecond, preloadCpuPerMessage, drainCpuPerMessage, raw, notify, settled, ...(replayWhileDraining ? { replayWhileDraining } : {}) };
 }

@@ -1,12 +1,14 @@
 // Idempotent replays: many Idempotency-Keys are accepted once, then the same requests (same key, same body, same
 // tenant) are sent again and again at a fixed rate. Every answer must be the stored 202 marked as a replay, and no
 // replay may create a message; the figure is the replays' latency. The rate is the plan's, or half of what the system
-// accepted at saturation if that is lower: the figure is the latency of a replay, not of a queue.
+// accepted at saturation if that is lower: the figure is the latency of a replay, not of a queue. The same keys are
+// replayed again while one mailer drains the delivery backlog (delivery.ts, `replayWhileDraining`).
 import { randomUUID } from 'node:crypto';
 import { countOf } from '../generators/load-result.ts';
 import { runBatch } from '../generators/batch-load.ts';
 import type { LoadResult } from '../generators/load-result.ts';
 import { runPaced, type PacedLoadResult, type PacedRequest } from '../generators/paced-load.ts';
+import type { BenchTenant } from '../system/system-under-test.ts';
 import { inWindow, requireAnswers, type BenchContext } from './context.ts';
 import { lastMessageId } from './message-progress.ts';
 import { sendBody, sendHeaders, sendPath } from './send-requests.ts';
@@ -27,15 +29,34 @@ export function replayRate(planned: number, saturatedPerSecond: number | undefin
   return Math.min(planned, Math.max(50, Math.floor(saturatedPerSecond / 2 / 50) * 50));
 }
 
-export async function runReplay(context: BenchContext, saturatedPerSecond: number | undefined): Promise<ReplayResult> {
+/** One keyed send per Idempotency-Key, the tenants in turn: accepted once by runReplay, replayed from then on. */
+export function keyedRequests(tenants: readonly BenchTenant[], keys: number): PacedRequest[] {
+  return Array.from({ length: keys }, (_, index) => {
+    const tenant = index % tenants.length;
+    return { path: sendPath, headers: sendHeaders(tenants[tenant] as BenchTenant, randomUUID()), body: Buffer.from(sendBody(tenant)) };
+  });
+}
+
+/**
+ * Replays `keyed` (already accepted) open-loop; fails the bench when a replay created a message or was answered as a
+ * new send.
+ */
+export async function replayKeys(context: BenchContext, what: string, keyed: readonly PacedRequest[], options: { rate: number; durationS: number }): Promise<{ replay: PacedLoadResult; newMessages: number }> {
+  const { plan, system } = context;
+  const before = await lastMessageId(system.db);
+  const replay = await runPaced({ url: system.gatewayUrl, rate: options.rate, connections: plan.connections, request: (index) => keyed[index % keyed.length] as PacedRequest, durationS: options.durationS });
+  requireAnswers(context, what, replay);
+  context.progress(`  latency p50 ${replay.latencyMs.p50.toFixed(1)} ms, p99 ${replay.latencyMs.p99.toFixed(1)} ms`);
+  const newMessages = (await lastMessageId(system.db)) - before;
+  const notReplayed = countOf(replay, 202) - replay.replayed;
+  if (newMessages > 0) context.failures.push(`${what}: ${newMessages} messages were created by requests that should have been replays`);
+  if (notReplayed > 0) context.failures.push(`${what}: ${notReplayed} answers were 202 without Idempotent-Replayed`);
+  return { replay, newMessages };
+}
+
+export async function runReplay(context: BenchContext, keyed: readonly PacedRequest[], saturatedPerSecond: number | undefined): Promise<ReplayResult> {
   const { plan, system } = context;
   const rate = replayRate(plan.replayRate, saturatedPerSecond);
-  const tenants = system.tenants;
-  const keyed: PacedRequest[] = Array.from({ length: plan.replayKeys }, (_, index) => {
-    const tenant = index % tenants.length;
-    return { path: sendPath, headers: sendHeaders(tenants[tenant] as (typeof tenants)[number], randomUUID()), body: Buffer.from(sendBody(tenant)) };
-  });
-  const request = (index: number): PacedRequest => keyed[index % keyed.length] as PacedRequest;
 
   context.progress(`replay: accepting ${plan.replayKeys.toLocaleString('en-US')} idempotency keys`);
   const create = await runBatch({ url: system.gatewayUrl, connections: plan.connections, requests: keyed });
@@ -43,13 +64,6 @@ export async function runReplay(context: BenchContext, saturatedPerSecond: numbe
   context.accepted += countOf(create, 202) - create.replayed;
 
   context.progress(`replay: replaying them at ${rate}/s for ${plan.replayS} s`);
-  const before = await lastMessageId(system.db);
-  const replay = await inWindow(context, 'replay', () => runPaced({ url: system.gatewayUrl, rate, connections: plan.connections, request, durationS: plan.replayS }));
-  requireAnswers(context, 'replay', replay);
-  context.progress(`  latency p50 ${replay.latencyMs.p50.toFixed(1)} ms, p99 ${replay.latencyMs.p99.toFixed(1)} ms`);
-  const newMessages = (await lastMessageId(system.db)) - before;
-  const notReplayed = countOf(replay, 202) - replay.replayed;
-  if (newMessages > 0) context.failures.push(`replay: ${newMessages} messages were created by requests that should have been replays`);
-  if (notReplayed > 0) context.failures.push(`replay: ${notReplayed} answers were 202 without Idempotent-Replayed`);
-  return { keys: plan.replayKeys, rate, create, replay, newMessages };
+  const { replay, newMessages } = await inWindow(context, 'replay', () => replayKeys(context, 'replay', keyed, { rate, durationS: plan.replayS }));
+  return { keys: keyed.length, rate, create, replay, newMessages };
 }
