@@ -4,12 +4,12 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { context, trace } from '@opentelemetry/api';
-import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import { AlwaysOffSampler, InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { carriedContext, connectNats, jetstream, jetstreamManager, publishTraced, startCreateSpan, type NatsConnection } from './nats/index.ts';
 import { serviceResource } from './telemetry.ts';
-import { contextFromTraceparent, linkTo, traceIdOf, traceparentOf } from './tracing.ts';
+import { contextFromTraceparent, inSpan, linkTo, startSpan, traceIdOf, traceparentOf } from './tracing.ts';
 
 const exporter = new InMemorySpanExporter();
 const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
@@ -86,4 +86,25 @@ test('a process names itself after its package, with its version and an instance
   assert.equal(attributes['service.version'], '0.1.0');
   assert.match(String(attributes['service.instance.id']), /^.+:4242$/);
   assert.equal(serviceResource({ POD_NAME: 'notify-mailer-7d9c-x2' }, entry, 4242).attributes['service.instance.id'], 'notify-mailer-7d9c-x2');
+});
+
+test('the children of a span this process did not record are not made: the parent context stands in for them', async () => {
+  const unrecorded = new TracerProvider({ sampler: new AlwaysOffSampler() }).getTracer('test').startSpan('process');
+  assert.equal(unrecorded.isRecording(), false);
+  const parent = trace.setSpan(context.active(), unrecorded);
+  const child = startSpan('send', { parent });
+  assert.deepEqual(child.spanContext(), unrecorded.spanContext());
+  assert.equal(child.isRecording(), false);
+  assert.deepEqual(await inSpan('render', { parent }, async (span) => span.spanContext()), unrecorded.spanContext());
+
+  exporter.reset();
+  // A carried context is the sampler's to decide (recorded here), and so is the child of a recorded span.
+  const carried = startSpan('process carried', { parent: contextFromTraceparent(`00-${unrecorded.spanContext().traceId}-${unrecorded.spanContext().spanId}-01`) });
+  const recordedChild = startSpan('send', { parent: trace.setSpan(context.active(), carried) });
+  assert.equal(carried.isRecording(), true);
+  assert.notEqual(recordedChild.spanContext().spanId, carried.spanContext().spanId);
+  assert.equal(recordedChild.isRecording(), true);
+  recordedChild.end();
+  carried.end();
+  assert.deepEqual(exporter.getFinishedSpans().map((span) => span.name), ['send', 'process carried']);
 });

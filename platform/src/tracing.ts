@@ -38,7 +38,14 @@ export interface SpanStart {
 
 export function startSpan(name: string, options: SpanStart = {}): Span {
   const { parent, ...spanOptions } = options;
-  return notifyTracer().startSpan(name, spanOptions, parent ?? context.active());
+  const parentContext = parent ?? context.active();
+  const parentSpan = trace.getSpan(parentContext);
+  // No sampler the SDK offers records the child of a span of this process that it did not record (the parent-based
+  // ones follow the parent, a ratio decides by the trace id they share, always-off records nothing), so without a
+  // collector the parent's own context stands in for every child: no span id, attribute copy or sampling per span on
+  // the mailer's per-mail path. A remote parent (a message's carried context) is left to the sampler.
+  if (parentSpan && !parentSpan.isRecording() && !parentSpan.spanContext().isRemote) return trace.wrapSpanContext(parentSpan.spanContext());
+  return notifyTracer().startSpan(name, spanOptions, parentContext);
 }
 
 /** Runs `work` inside a new span, active for whatever it starts; ends it, recording a thrown error. */

@@ -30,6 +30,12 @@ describe('NOTIFY_DATA_KEY', () => {
 });
 
 describe('VERP return paths', () => {
+  it('are the same for the same key whatever the version: one in a bounce of mail sent before an upgrade still reads', () => {
+    const fixedKey = createDataKey(Buffer.alloc(32, 7));
+    assert.equal(verpToken(fixedKey, 42), 'aaaaaaaaaaacvfc33gseuqdmksdpq');
+    assert.equal(unsubscribeToken(fixedKey, { projectId: 3, messageId: 42, address: 'ada@example.com' }), 'AAAAAAAAAAMAAAAAAAAAKmFkYUBleGFtcGxlLmNvbUyh8j16bV3TxlZ5chaV0aY');
+  });
+
   it('name the message in a short lowercase local part that comes back intact, whatever its case', () => {
     const address = returnPathFor(key, 9_007_199_254_740_991, 'bounces.example.com');
     assert.match(address, /^bounces\+[a-z2-7]{29}@bounces\.example\.com$/);
