@@ -11,6 +11,7 @@ import { erasureAdminHandlers } from './erasure/erasure-admin.ts';
 import { listMessages, searchProjectMessages } from './messages/message-list.ts';
 import { getMessage } from './messages/queries.ts';
 import { createSendBatchHandler } from './messages/send-batch.ts';
+import { createSendManyHandler } from './messages/send-many.ts';
 import { createSendHandler, publishAccepted, type SendDeps } from './messages/send.ts';
 import { cancelMessage } from './scheduled/cancel.ts';
 import { suppressionAdminHandlers } from './suppressions/suppression-admin.ts';
@@ -59,9 +60,10 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       GetUsage: (request) => getUsage(deps.pool, request),
       CancelMessage: (request) => cancelMessage(deps, request, 'api'),
       SendBatch: createSendBatchHandler(deps, publish),
+      SendMany: createSendManyHandler(send, deps.logger),
     },
     // ListMessages is notifyctl's `messages list`; the gateway lists through SearchProjectMessages. Only the gateway sends.
-    { Send: [gateway], GetMessage: [gateway], ListMessages: [admin], SearchProjectMessages: [gateway], GetUsage: [gateway], SendBatch: [gateway], CancelMessage: [gateway] },
+    { Send: [gateway], SendMany: [gateway], GetMessage: [gateway], ListMessages: [admin], SearchProjectMessages: [gateway], GetUsage: [gateway], SendBatch: [gateway], CancelMessage: [gateway] },
   );
   server.add(dispatchProto.TemplateAdminService.service, templateAdminHandlers(deps), [admin]);
   server.add(dispatchProto.DeadLetterAdminService.service, deadLetterAdminHandlers(deps), [admin]);

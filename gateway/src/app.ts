@@ -18,6 +18,7 @@ import { createPanel, type PanelDeps } from './panel/panel.ts';
 import type { SendRateLimiter } from './rate-limit/limiter.ts';
 import type { DispatchClient } from './send/dispatch.ts';
 import { countSendOutcomes, sendOutcomesCounter } from './send/outcomes.ts';
+import { SendDispatcher, sendManyDefaults, type SendManyOptions } from './send/send-many.ts';
 import { sendBatchRoute } from './send/batch-route.ts';
 import { monthlyUsageMemory, sendRoute } from './send/route.ts';
 import { unsubscribeOneClick, unsubscribePage, unsubscribePath, type UnsubscribeDeps } from './unsubscribe/unsubscribe-routes.ts';
@@ -27,6 +28,8 @@ export interface GatewayDeps {
   /** Accepted keys answered from memory (AUTH_CACHE_TTL); absent, every send asks auth-svc. */
   readonly authorizations?: CachedAuthorizer;
   readonly dispatch: DispatchClient;
+  /** DISPATCH_SEND_MAX_ITEMS and DISPATCH_SEND_CALLS: how single sends are carried in SendMany calls; absent, the defaults. */
+  readonly sendMany?: SendManyOptions;
   readonly rateLimiter: SendRateLimiter;
   /** NOTIFY_PUBLIC_READ_RATE: the reads' own bucket (policy `read`), apart from the sends'. */
   readonly readRateLimiter: SendRateLimiter;
@@ -69,7 +72,8 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   const router = new Router<GatewayState>({ sensitive: true, strict: true });
   const usage = monthlyUsageMemory(deps.dispatch);
   const outcomes = sendOutcomesCounter(deps.registry);
-  const send = [countSendOutcomes(outcomes), sendRoute(deps, usage)] as const;
+  const sends = new SendDispatcher(deps.dispatch, { ...(deps.sendMany ?? sendManyDefaults), registry: deps.registry });
+  const send = [countSendOutcomes(outcomes), sendRoute(deps, sends, usage)] as const;
   router.post('/api/v1/send/', '/api/v1/send/', ...send);
   router.post('/api/v1/send/', '/api/v1/send', ...send);
   const batch = [countSendOutcomes(outcomes), sendBatchRoute(deps, usage, outcomes)] as const;

@@ -2,6 +2,7 @@
 // are the platform's shared groups; README.md's settings table is generated from these declarations.
 import { custom, duration, gatewayTokenSetting, grpcClientTlsSettings, integer, natsSettings, parseRate, text, url } from '@notify/platform';
 import { panelConfigSpec } from './panel/config.ts';
+import { sendManyDefaults } from './send/send-many.ts';
 import { parseSentinels } from './rate-limit/redis.ts';
 
 export const configSpec = {
@@ -11,6 +12,17 @@ export const configSpec = {
   ...gatewayTokenSetting,
   ...grpcClientTlsSettings,
   grpcDeadlineMs: duration('GRPC_DEADLINE', { description: 'deadline of each call to auth-svc and dispatch-svc', default: '2s', minMs: 1 }),
+  dispatchSendMaxItems: integer('DISPATCH_SEND_MAX_ITEMS', {
+    description: 'single sends (POST /api/v1/send/) carried by one SendMany call to dispatch-svc at most; each keeps its own GRPC_DEADLINE, its time waiting for a call included',
+    default: sendManyDefaults.maxItems,
+    min: 1,
+    max: 500,
+  }),
+  dispatchSendCalls: integer('DISPATCH_SEND_CALLS', {
+    description: 'SendMany calls to dispatch-svc in flight at once: alone, a send is a call of its own; the sends that arrive while all of them are in flight go together in the next one',
+    default: sendManyDefaults.calls,
+    min: 1,
+  }),
   // May carry a password (`rediss://:password@host:6379`): a secret, so it may come from REDIS_URL_FILE and is never printed.
   redisUrl: url('REDIS_URL', { description: 'Redis holding the rate-limit counters shared by all replicas', default: 'redis://127.0.0.1:6379', protocols: ['redis', 'rediss'], secret: true }),
   redisSentinels: custom(

@@ -1,6 +1,7 @@
-// Checks 10-14 happen in dispatch-svc, in one Send call per request (idempotency record, the verdict of the gateway's
-// field validation, template, data, quota and acceptance in one transaction); it also keeps the monthly usage check 5
-// compares with the quota. This makes the calls and maps dispatch-svc's answers onto the contract's statuses and bodies.
+// Checks 10-14 happen in dispatch-svc, in one Send per request (idempotency record, the verdict of the gateway's field
+// validation, template, data, quota and acceptance in one transaction), carried with the sends that arrive together in
+// one SendMany call (send-many.ts); it also keeps the monthly usage check 5 compares with the quota. This makes the
+// calls and maps dispatch-svc's answers onto the contract's statuses and bodies.
 import { status } from '@grpc/grpc-js';
 import { RemoteError, type GrpcClient } from '@notify/platform';
 import type { dispatch } from '@notify/proto';
@@ -8,6 +9,7 @@ import { planBlocked } from '../auth/plan.ts';
 import { ApiError, FieldErrors } from '../errors/api-error.ts';
 import { unexpectedRemoteFailure } from '../errors/dependency.ts';
 import { text } from '../i18n/messages.ts';
+import type { SendDispatcher } from './send-many.ts';
 import { variableFault } from './variable-faults.ts';
 
 export type DispatchClient = GrpcClient<dispatch.DispatchServiceDefinition>;
@@ -42,9 +44,9 @@ export interface SendAnswer {
  * The one call of a send. `fieldErrors` are the gateway's own verdict on the body (check 11), sent along as
  * `fields_invalid`: they are what the caller gets when the idempotency record (check 10) decides nothing.
  */
-export async function dispatchSend(client: DispatchClient, request: dispatch.SendRequest, fieldErrors?: FieldErrors): Promise<SendAnswer> {
+export async function dispatchSend(sends: SendDispatcher, request: dispatch.SendRequest, fieldErrors?: FieldErrors): Promise<SendAnswer> {
   try {
-    const response = await client.call('Send', request);
+    const response = await sends.send(request);
     return { accepted: acceptedBody(response), organizationAccepted: response.organizationAccepted };
   } catch (error) {
     throw refusalOf(error, fieldErrors);

@@ -8,7 +8,7 @@ import { status } from '@grpc/grpc-js';
 import { UserError, type GrpcServer } from '@notify/platform';
 import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
 import { gatewayCaller, rawRequest, serveApp, type ServedApp } from '../testing/serve-app.ts';
-import { standIn, standInServer } from '../testing/stand-in.ts';
+import { sendManyItem, standIn, standInServer } from '../testing/stand-in.ts';
 import { sendFingerprint } from './fingerprint.ts';
 
 interface KeyRecord {
@@ -75,41 +75,9 @@ before(async () => {
   services.add(
     dispatchProto.DispatchService.service,
     standIn(dispatchProto.DispatchService.service, {
-      async Send(request: dispatch.SendRequest__Output): Promise<dispatch.SendResponse__Output> {
-        dispatchCalls.push('Send');
-        received.push(request);
-        // Check 10 first, then the gateway's verdict on the fields (11), then the template and the rest.
-        const state = request.idempotencyKey === '' ? undefined : idempotencyKeys.get(request.idempotencyKey);
-        if (state === 'in_flight') throw new UserError(status.ABORTED, 'idempotency_key_in_use', 'in flight');
-        if (state && state.fingerprint !== request.fingerprint) throw new UserError(status.FAILED_PRECONDITION, 'idempotency_key_mismatch', 'other body');
-        if (state) return { ...state.response, idempotentReplay: true, organizationAccepted: 0, sendAt: '' };
-        if (request.fieldsInvalid) throw new UserError(status.INVALID_ARGUMENT, 'fields_invalid', 'fields refused by the gateway');
-        switch (request.template) {
-          case 'missing':
-            throw new UserError(status.NOT_FOUND, 'template_not_found', 'no such template');
-          case 'inactive':
-            throw new UserError(status.FAILED_PRECONDITION, 'template_inactive', 'inactive');
-          case 'strict':
-            throw new UserError(status.INVALID_ARGUMENT, 'data_invalid', 'data refused', { fields: ['name: is required'] });
-          case 'mismatch':
-            throw new UserError(status.FAILED_PRECONDITION, 'idempotency_key_mismatch', 'other body');
-          case 'busy':
-            throw new UserError(status.ABORTED, 'idempotency_key_in_use', 'in flight');
-          case 'last-of-quota':
-            throw new UserError(status.FAILED_PRECONDITION, 'plan_blocked', 'quota used up meanwhile');
-          case 'broken':
-            throw new Error('a bug in dispatch-svc');
-          case 'sleepy':
-            await new Promise((resolve) => setTimeout(resolve, 1_000));
-            break;
-        }
-        if (request.template === 'replayed') return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: true, organizationAccepted: 0, sendAt: '' };
-        const used = usage.get(request.organizationId) ?? 0;
-        if (request.monthlyQuota > 0 && used >= request.monthlyQuota) throw new UserError(status.FAILED_PRECONDITION, 'plan_blocked', 'quota used up');
-        usage.set(request.organizationId, used + 1);
-        // A scheduled send: dispatch-svc answers its time back, normalized to UTC.
-        if (request.sendAt !== '') return { messageId: 502, status: 'scheduled', celeryTaskId, idempotentReplay: false, organizationAccepted: used + 1, sendAt: new Date(request.sendAt).toISOString() };
-        return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: false, organizationAccepted: used + 1, sendAt: '' };
+      async SendMany(request: dispatch.SendManyRequest__Output): Promise<dispatch.SendManyResponse__Output> {
+        dispatchCalls.push('SendMany');
+        return { results: await Promise.all(request.items.map((item) => sendManyItem(item, judgeSend))) };
       },
       async GetUsage(request: dispatch.GetUsageRequest__Output): Promise<dispatch.Usage__Output> {
         dispatchCalls.push('GetUsage');
@@ -122,6 +90,43 @@ before(async () => {
   servicesAddress = `127.0.0.1:${await services.listen(0, '127.0.0.1')}`;
   gateway = await serveApp({ authAddress: servicesAddress, dispatchAddress: servicesAddress, deadlineMs: 500 });
 });
+
+/** dispatch-svc's Send as the stand-in judges it, for each item of a SendMany call. */
+async function judgeSend(request: dispatch.SendRequest__Output): Promise<dispatch.SendResponse__Output> {
+  received.push(request);
+  // Check 10 first, then the gateway's verdict on the fields (11), then the template and the rest.
+  const state = request.idempotencyKey === '' ? undefined : idempotencyKeys.get(request.idempotencyKey);
+  if (state === 'in_flight') throw new UserError(status.ABORTED, 'idempotency_key_in_use', 'in flight');
+  if (state && state.fingerprint !== request.fingerprint) throw new UserError(status.FAILED_PRECONDITION, 'idempotency_key_mismatch', 'other body');
+  if (state) return { ...state.response, idempotentReplay: true, organizationAccepted: 0, sendAt: '' };
+  if (request.fieldsInvalid) throw new UserError(status.INVALID_ARGUMENT, 'fields_invalid', 'fields refused by the gateway');
+  switch (request.template) {
+    case 'missing':
+      throw new UserError(status.NOT_FOUND, 'template_not_found', 'no such template');
+    case 'inactive':
+      throw new UserError(status.FAILED_PRECONDITION, 'template_inactive', 'inactive');
+    case 'strict':
+      throw new UserError(status.INVALID_ARGUMENT, 'data_invalid', 'data refused', { fields: ['name: is required'] });
+    case 'mismatch':
+      throw new UserError(status.FAILED_PRECONDITION, 'idempotency_key_mismatch', 'other body');
+    case 'busy':
+      throw new UserError(status.ABORTED, 'idempotency_key_in_use', 'in flight');
+    case 'last-of-quota':
+      throw new UserError(status.FAILED_PRECONDITION, 'plan_blocked', 'quota used up meanwhile');
+    case 'broken':
+      throw new Error('a bug in dispatch-svc');
+    case 'sleepy':
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      break;
+  }
+  if (request.template === 'replayed') return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: true, organizationAccepted: 0, sendAt: '' };
+  const used = usage.get(request.organizationId) ?? 0;
+  if (request.monthlyQuota > 0 && used >= request.monthlyQuota) throw new UserError(status.FAILED_PRECONDITION, 'plan_blocked', 'quota used up');
+  usage.set(request.organizationId, used + 1);
+  // A scheduled send: dispatch-svc answers its time back, normalized to UTC.
+  if (request.sendAt !== '') return { messageId: 502, status: 'scheduled', celeryTaskId, idempotentReplay: false, organizationAccepted: used + 1, sendAt: new Date(request.sendAt).toISOString() };
+  return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: false, organizationAccepted: used + 1, sendAt: '' };
+}
 
 after(async () => {
   await gateway.close();
@@ -414,7 +419,7 @@ test('with a key, a body with invalid fields still goes to Send, once, as fields
   const key = randomUUID();
   const body = { ...valid, to: 'not an address', channel: 'sms' };
   let response: Response | undefined;
-  assert.deepEqual(await callsOf(async () => (response = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': key.toUpperCase(), 'Accept-Language': 'es' } }))), ['Send']);
+  assert.deepEqual(await callsOf(async () => (response = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': key.toUpperCase(), 'Accept-Language': 'es' } }))), ['SendMany']);
   assert.equal(response?.status, 422);
   assert.deepEqual(await response?.json(), { to: ['Introduzca una dirección de correo electrónico válida.'], channel: ['El único canal admitido es "email".'] });
   assert.deepEqual(received.at(-1), {
@@ -442,7 +447,7 @@ test('a replay is answered by the one Send call', async () => {
   const stored = { messageId: 77, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '' };
   idempotencyKeys.set(key, { fingerprint: sendFingerprint(valid, 7), response: stored });
   let response: Response | undefined;
-  assert.deepEqual(await callsOf(async () => (response = await send({ key: 'idempotent.key', headers: { 'Idempotency-Key': key } }))), ['Send']);
+  assert.deepEqual(await callsOf(async () => (response = await send({ key: 'idempotent.key', headers: { 'Idempotency-Key': key } }))), ['SendMany']);
   assert.equal(response?.status, 202);
   assert.equal(response?.headers.get('idempotent-replayed'), 'true');
   assert.deepEqual(await response?.json(), { message_id: 77, status: 'queued', celery_task_id: stored.celeryTaskId, idempotent_replay: true });
@@ -467,7 +472,7 @@ test('a key in flight (409) or used with another body (422) wins over invalid fi
   idempotencyKeys.set(used, { fingerprint: 'of another body', response: { messageId: 78, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '' } });
   for (const [body, fieldsInvalid] of [[{ template: 'a b', to: 'x' }, true], [{ ...valid, template: 'missing' }, false]] as const) {
     let busy: Response | undefined;
-    assert.deepEqual(await callsOf(async () => (busy = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': inFlight } }))), ['Send']);
+    assert.deepEqual(await callsOf(async () => (busy = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': inFlight } }))), ['SendMany']);
     assert.equal(received.at(-1)?.fieldsInvalid, fieldsInvalid);
     assert.equal(busy?.status, 409);
     assert.equal(busy?.headers.get('retry-after'), '1');
@@ -489,7 +494,7 @@ test('a free key with invalid fields is 422 on the fields; corrected, the same k
 
 test('in steady state every send makes exactly one call to dispatch-svc: Send, with a quota or without, keyed, replayed or refused', async () => {
   // The first send of an organization with a quota asks its usage once; Send's answers keep the figure from then on.
-  assert.deepEqual(await callsOf(() => send({ key: 'steady.key', organization: '11' })), ['GetUsage', 'Send']);
+  assert.deepEqual(await callsOf(() => send({ key: 'steady.key', organization: '11' })), ['GetUsage', 'SendMany']);
   const replayedKey = randomUUID();
   idempotencyKeys.set(replayedKey, { fingerprint: sendFingerprint(valid, 11), response: { messageId: 80, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '' } });
   const requests: Array<Parameters<typeof send>[0]> = [
@@ -501,8 +506,8 @@ test('in steady state every send makes exactly one call to dispatch-svc: Send, w
   ];
   for (let round = 0; round < 3; round += 1) {
     for (const request of requests) {
-      assert.deepEqual(await callsOf(() => send({ key: 'steady.key', organization: '11', ...request })), ['Send'], JSON.stringify(request));
-      assert.deepEqual(await callsOf(() => send({ key: 'second.key', ...request })), ['Send'], `unlimited plan: ${JSON.stringify(request)}`);
+      assert.deepEqual(await callsOf(() => send({ key: 'steady.key', organization: '11', ...request })), ['SendMany'], JSON.stringify(request));
+      assert.deepEqual(await callsOf(() => send({ key: 'second.key', ...request })), ['SendMany'], `unlimited plan: ${JSON.stringify(request)}`);
     }
   }
 });
@@ -511,7 +516,7 @@ test('over the quota with the usage remembered from Send answers: 403 plan_block
   const first = await send({ key: 'warm.key', organization: '12' });
   assert.equal(first.status, 202);
   assert.match(first.headers.get('ratelimit') ?? '', /^"send";r=4;/);
-  assert.deepEqual(await callsOf(async () => assert.equal((await send({ key: 'warm.key', organization: '12' })).status, 202)), ['Send']);
+  assert.deepEqual(await callsOf(async () => assert.equal((await send({ key: 'warm.key', organization: '12' })).status, 202)), ['SendMany']);
   // Send said the organization has 2 of its 2: the next requests stop at check 5, whatever else is wrong with them.
   for (const request of [{}, { raw: 'not json' }, { headers: { 'Idempotency-Key': randomUUID() } }, { body: { template: 'a b' } }]) {
     let refused: Response | undefined;

@@ -16,6 +16,7 @@ import { acceptedThisMonth, dispatchSend, type AcceptedBody, type DispatchClient
 import { sendFingerprint } from './fingerprint.ts';
 import { parseIdempotencyKey } from './idempotency-key.ts';
 import { labelFields } from './labels.ts';
+import type { SendDispatcher } from './send-many.ts';
 import { sendAtOf, validateSendBody, type Validation } from './validation.ts';
 
 export interface SendRouteDeps {
@@ -31,10 +32,11 @@ export interface SendRouteDeps {
 }
 
 /**
- * One call to dispatch-svc per request in steady state: Send, after checks 1-9 (GetUsage too, for check 5, only when
- * the plan has a quota and no recent Send answer told this gateway the organization's count: see auth/plan.ts).
+ * One Send to dispatch-svc per request in steady state, after checks 1-9, carried by `sends` with the requests that came
+ * together (GetUsage too, for check 5, only when the plan has a quota and no recent Send answer told this gateway the
+ * organization's count: see auth/plan.ts).
  */
-export function sendRoute(deps: SendRouteDeps, usage: MonthlyUsageMemory = monthlyUsageMemory(deps.dispatch)): Middleware<GatewayState> {
+export function sendRoute(deps: SendRouteDeps, sends: SendDispatcher, usage: MonthlyUsageMemory = monthlyUsageMemory(deps.dispatch)): Middleware<GatewayState> {
   return async (ctx) => {
     // 1-6. Size, key, organization, plan, rate.
     const { bytes, access, monthlyQuota } = await admitSend(ctx, deps, usage, deps.maxBodyBytes);
@@ -57,7 +59,7 @@ export function sendRoute(deps: SendRouteDeps, usage: MonthlyUsageMemory = month
     let answer: SendAnswer;
     try {
       answer = await dispatchSend(
-        deps.dispatch,
+        sends,
         {
           projectId: access.projectId,
           organizationId,

@@ -3,7 +3,8 @@
 // services grow.
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
-import { createRegistry, GrpcServer, UserError, type AsyncHandlers } from '@notify/platform';
+import { createRegistry, GrpcServer, itemRefusal, toGrpcFailure, UserError, type AsyncHandlers } from '@notify/platform';
+import type { dispatch } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 
 export function standIn<D extends ServiceDefinition>(definition: D, handlers: Partial<AsyncHandlers<D>>): AsyncHandlers<D> {
@@ -19,4 +20,13 @@ export function standIn<D extends ServiceDefinition>(definition: D, handlers: Pa
 /** The platform's GrpcServer to serve stand-ins on, logging nothing: the tests look at the gateway, not at them. */
 export function standInServer(): GrpcServer {
   return new GrpcServer({ logger: silentLogger('stand-ins'), registry: createRegistry('stand-ins') });
+}
+
+/** One item of a SendMany call answered as dispatch-svc answers it: `send`'s answer, or the refusal its own Send call would have failed with. */
+export async function sendManyItem(item: dispatch.SendManyItem__Output, send: (request: dispatch.SendRequest__Output) => Promise<dispatch.SendResponse__Output>): Promise<dispatch.SendBatchResult__Output> {
+  try {
+    return { accepted: await send(item.send as dispatch.SendRequest__Output), outcome: 'accepted' };
+  } catch (error) {
+    return { refused: itemRefusal(toGrpcFailure(error)), outcome: 'refused' };
+  }
 }

@@ -79,6 +79,11 @@ export class GrpcClient<D extends grpc.ServiceDefinition> {
     this.#client = new grpc.Client(address, options.credentials ?? grpc.credentials.createInsecure(), channelOptions);
   }
 
+  /** The deadline of a call made without one of its own. */
+  get deadlineMs(): number {
+    return this.#options.deadlineMs;
+  }
+
   /** Rejects with RemoteError (status, stable reason, field messages) when the call fails or passes its deadline. */
   call<M extends keyof KnownMethods<D> & string>(method: M, request: RequestOf<D[M]>, options: { deadlineMs?: number } = {}): Promise<ResponseOf<D[M]>> {
     const spec = this.#definition[method] as D[M];
