@@ -60,7 +60,7 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       GetUsage: (request) => getUsage(deps.pool, request),
       CancelMessage: (request) => cancelMessage(deps, request, 'api'),
       SendBatch: createSendBatchHandler(deps, publish),
-      SendMany: createSendManyHandler(send, deps.logger),
+      SendMany: createSendManyHandler(send, deps.logger, (path, code, seconds) => server.recordItem(path, code, seconds)),
     },
     // ListMessages is notifyctl's `messages list`; the gateway lists through SearchProjectMessages. Only the gateway sends.
     { Send: [gateway], SendMany: [gateway], GetMessage: [gateway], ListMessages: [admin], SearchProjectMessages: [gateway], GetUsage: [gateway], SendBatch: [gateway], CancelMessage: [gateway] },

@@ -65,7 +65,7 @@ test("one SendMany call: each send judged as its own Send call, refused ones ans
   assert.deepEqual(results[0]?.accepted && { status: results[0].accepted.status, replay: results[0].accepted.idempotentReplay }, { status: 'queued', replay: false });
 });
 
-test('a send that fails unexpectedly answers its own refusal, as its Send call would have failed, and never fails the others', async () => {
+test('a send that fails unexpectedly answers its own refusal, as its Send call would have failed, and never fails the others; each is counted as a Send call', async () => {
   const send = createSendHandler(h.deps);
   // One send hits a bug, one finds PostgreSQL unreachable; the others take the real path.
   const failing = (request: dispatch.SendRequest__Output): Promise<dispatch.SendResponse__Output> => {
@@ -73,7 +73,11 @@ test('a send that fails unexpectedly answers its own refusal, as its Send call w
     if (request.to === 'down@example.com') return Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }));
     return send(request);
   };
-  const handler = createSendManyHandler(failing, h.logger);
+  const recorded: string[] = [];
+  const handler = createSendManyHandler(failing, h.logger, (path, code, seconds) => {
+    assert.ok(seconds >= 0);
+    recorded.push(`${path} ${status[code]}`);
+  });
   const requests = [
     { to: 'first@example.com' },
     { to: 'bug@example.com' },
@@ -89,6 +93,9 @@ test('a send that fails unexpectedly answers its own refusal, as its Send call w
   }));
   const { results } = await handler({ items: requests });
   assert.deepEqual(verdicts(results), ['accepted', 'INTERNAL internal', 'UNAVAILABLE service_unavailable', 'INVALID_ARGUMENT data_unstorable', 'accepted']);
+  // The gRPC server's handled and handling-time series see the sends, not only the one SendMany call that carried them.
+  const path = '/notify.dispatch.v1.DispatchService/Send';
+  assert.deepEqual(recorded.sort(), [`${path} INTERNAL`, `${path} INVALID_ARGUMENT`, `${path} OK`, `${path} OK`, `${path} UNAVAILABLE`]);
   const { rows } = await h.pool.query<{ recipient: string }>('SELECT recipient FROM messages WHERE id = ANY($1::bigint[]) ORDER BY id', [acceptedIds(results)]);
   assert.deepEqual(rows.map((row) => row.recipient), ['first@example.com', 'last@example.com']);
 });

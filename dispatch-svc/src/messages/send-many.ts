@@ -13,18 +13,26 @@ export type SendManyHandler = (request: dispatch.SendManyRequest__Output) => Pro
 
 const sendPath = dispatchProto.DispatchService.service.Send.path;
 
-export function createSendManyHandler(send: SendHandler, logger: Logger): SendManyHandler {
+/** Counts an item as a call of `path` with its status and time (GrpcServer.recordItem). */
+export type RecordItem = (path: string, code: status, seconds: number) => void;
+
+export function createSendManyHandler(send: SendHandler, logger: Logger, recordItem: RecordItem): SendManyHandler {
   async function sendItem(item: dispatch.SendManyItem__Output): Promise<dispatch.SendBatchResult__Output> {
+    const started = performance.now();
     const span = startItemSpan(sendPath, SpanKind.SERVER, contextOfItem(item));
+    const ended = (code: status, details?: string): void => {
+      endItemSpan(span, code, details);
+      recordItem(sendPath, code, (performance.now() - started) / 1000);
+    };
     try {
       if (!item.send) throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', 'invalid send request: send: is required', { fields: ['send: is required'] });
       const accepted = await withActiveSpan(span, () => send(item.send as dispatch.SendRequest__Output));
-      endItemSpan(span, status.OK);
+      ended(status.OK);
       return { accepted, outcome: 'accepted' };
     } catch (error) {
       const failure = toGrpcFailure(error);
       if (failure.unexpected) logger.error({ err: error, method: sendPath }, 'gRPC handler failed (a send of a SendMany call)');
-      endItemSpan(span, failure.code, failure.details);
+      ended(failure.code, failure.details);
       return { refused: itemRefusal(failure), outcome: 'refused' };
     }
   }

@@ -158,6 +158,15 @@ export class GrpcServer {
     return { code: grpc.status.PERMISSION_DENIED, details: `the ${caller} token may not call ${path}` };
   }
 
+  /**
+   * Counts one item of a call that carries many (SendMany's sends) as the call of `path` it stands for: the handled
+   * and handling-time series then count each send and its status whether it came alone or batched.
+   */
+  recordItem(path: string, code: grpc.status, seconds: number): void {
+    this.#handled.inc({ method: path, code: grpc.status[code] });
+    this.#duration.observe({ method: path }, seconds);
+  }
+
   readonly #intercept: grpc.ServerInterceptor = (descriptor, call) => {
     const started = performance.now();
     const record = (code: grpc.status): void => {
