@@ -141,7 +141,10 @@ const notifyctlListLimits = { default: 50, max: 500 } as const;
 /**
  * Newest first by acceptance time, like the status API's listing and the panel's, through the same statement and so the
  * same indexes: `before_id` names the last message of the previous page and the listing goes on from its place in
- * (created_at, id) order; `nextBeforeId` is 0 when this page is the last. Events are left out.
+ * (created_at, id) order; `nextBeforeId` is 0 when this page is the last. Events are left out. An id no message has
+ * (one purged, a sequence gap, the id after the newest) stands for the place just after the greatest id below it; so
+ * `--before N+1 --limit 1` still reads message N, as scripts do. The place is found through the primary key alone
+ * (one row), whichever project holds that message, and only its place is used.
  */
 export async function listMessages(pool: Pool, request: dispatch.ListMessagesRequest__Output): Promise<dispatch.ListMessagesResponse__Output> {
   if (request.state !== '' && !(messageStates as readonly string[]).includes(request.state)) {
@@ -149,28 +152,31 @@ export async function listMessages(pool: Pool, request: dispatch.ListMessagesReq
     throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', field, { fields: [field] });
   }
   const limit = request.limit <= 0 ? notifyctlListLimits.default : Math.min(request.limit, notifyctlListLimits.max);
-  // The page statement is scoped to the organization too, which notifyctl does not name; the cursor message's place
-  // comes with it, exact to the microsecond. A project that does not exist lists nothing.
-  const found = await pool.query<{ organizationId: number; createdMicros: string | null }>({
+  // The page statement is scoped to the organization too, which notifyctl does not name; the cursor's place comes with
+  // it, exact to the microsecond. A project that does not exist lists nothing.
+  const found = await pool.query<{ organizationId: number; anchorId: number | null; createdMicros: string | null }>({
     name: 'message-list-position',
-    text: `SELECT p.organization_id AS "organizationId", (extract(epoch FROM m.created_at) * 1000000)::bigint::text AS "createdMicros"
-             FROM projects p LEFT JOIN messages m ON m.id = $2 AND m.project_id = p.id
+    text: `SELECT p.organization_id AS "organizationId", a.id AS "anchorId",
+                  (extract(epoch FROM a.created_at) * 1000000)::bigint::text AS "createdMicros"
+             FROM projects p
+             LEFT JOIN LATERAL (SELECT id, created_at FROM messages WHERE $2::bigint > 0 AND id <= $2 ORDER BY id DESC LIMIT 1) a ON true
             WHERE p.id = $1`,
     values: [request.projectId, request.beforeId],
   });
   const position = found.rows[0];
   if (!position) return { messages: [], nextBeforeId: 0 };
-  if (request.beforeId > 0 && position.createdMicros === null) {
-    const field = `before_id: no message ${request.beforeId} in this project`;
-    throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', field, { fields: [field] });
-  }
+  // No message has an id up to the cursor's: none comes after it.
+  if (request.beforeId > 0 && position.createdMicros === null) return { messages: [], nextBeforeId: 0 };
+  // The message the cursor names is on the page before; the one found below an id no message has is on this one.
+  const anchorId = Number(position.anchorId);
+  const cursorId = anchorId === request.beforeId ? anchorId : anchorId + 1;
   const page = await readMessagePage(pool, {
     projectId: request.projectId,
     organizationId: position.organizationId,
     state: request.state,
     template: '',
     recipient: '',
-    cursor: position.createdMicros === null ? undefined : { createdMicros: BigInt(position.createdMicros), id: request.beforeId },
+    cursor: position.createdMicros === null ? undefined : { createdMicros: BigInt(position.createdMicros), id: cursorId },
     limit,
   });
   return { messages: page.messages, nextBeforeId: page.nextCursor === '' ? 0 : (page.messages.at(-1)?.id ?? 0) };

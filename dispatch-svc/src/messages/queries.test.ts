@@ -127,11 +127,25 @@ test('a page goes on from the place of the message it names, in acceptance order
   assert.deepEqual(pages, [[oneMinute], [twoMinutes], [threeMinutes]]);
 });
 
-test("a cursor that names no message of the project is INVALID_ARGUMENT: another project's, or one that does not exist", async () => {
-  for (const beforeId of [ids[0], 999_999]) {
-    const error = await assertRefused(notifyctl.call('ListMessages', { projectId: h.ids.otherProjectId, beforeId }), status.INVALID_ARGUMENT, 'invalid_argument');
-    assert.deepEqual(error.fields, [`before_id: no message ${beforeId} in this project`]);
-  }
+test("a cursor names a place among all messages: another project's message, or an id no message has (`--before N+1 --limit 1` is message N)", async () => {
+  const listed = async (beforeId: number, limit = 50): Promise<number[]> =>
+    (await notifyctl.call('ListMessages', { projectId: h.ids.projectId, beforeId, limit })).messages.map((message) => message.id);
+  const send = async (): Promise<number> => (await h.dispatch.call('Send', h.sendRequest({ to: 'cursor@example.com' }))).messageId;
+  const below = await send();
+  // Ids no message will have, between two of the project's messages.
+  await h.pool.query("SELECT setval('messages_id_seq', nextval('messages_id_seq') + 10)");
+  const above = await send();
+  assert.deepEqual(await listed(above + 1, 1), [above]);
+  assert.deepEqual(await listed(above - 5), await listed(above));
+  assert.equal((await listed(above - 5, 1))[0], below);
+  // Another project's message, accepted after every message of this one: its place is before all of them.
+  const { rows } = await h.pool.query<{ id: string }>(
+    `INSERT INTO messages (project_id, organization_id, api_key_id, template_id, template_slug, template_version, recipient, data, celery_task_id)
+     SELECT $1, $2, $3, t.id, 'welcome', 1, 'other@example.com', '{}', gen_random_uuid() FROM templates t WHERE t.project_id = $4 AND t.slug = 'welcome'
+     RETURNING id`,
+    [h.ids.otherProjectId, h.ids.organizationId, h.ids.apiKeyId, h.ids.projectId],
+  );
+  assert.deepEqual(await listed(Number(rows[0]?.id)), await listed(0));
 });
 
 test('the gateway token may not list messages: the gateway searches them instead', async () => {
