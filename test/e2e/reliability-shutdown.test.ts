@@ -53,6 +53,12 @@ async function waitingOnLock(count: number): Promise<void> {
   );
 }
 
+/** Sends the gateway has put in SendMany calls to dispatch-svc so far (its notify_gateway_send_many_items histogram). */
+async function sendsHandedToDispatch(): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${system.stack.ports.metrics.gateway}/metrics`)).text();
+  return Number(/^notify_gateway_send_many_items_sum(?:\{[^}]*\})? (\d+)$/m.exec(text)?.[1] ?? 0);
+}
+
 /** Holds a PostgreSQL lock on `table` (every read and write of it waits) until the returned function is called. */
 async function lockTable(table: 'outbox' | 'api_keys'): Promise<() => Promise<void>> {
   const client: PoolClient = await system.db.connect();
@@ -82,11 +88,15 @@ describe('SIGTERM under load', () => {
 
   test('dispatch-svc: Send calls in their transaction when it is told to stop commit and answer, then it exits', async () => {
     await reachable();
+    const handedBefore = await sendsHandedToDispatch();
     const release = await lockTable('outbox');
     let inFlight: Promise<HttpResult>[];
     try {
       inFlight = Array.from({ length: 5 }, () => system.send(tenant, body()));
-      await waitingOnLock(5);
+      // The gateway gathers sends that arrive together into one SendMany call, and dispatch-svc into one transaction:
+      // not a backend each. Every send handed over, and a transaction waiting on the lock, they are in flight for sure.
+      await waitFor(async () => ((await sendsHandedToDispatch()) - handedBefore >= 5 ? true : undefined), { timeoutMs: 5_000, intervalMs: 25, what: 'the gateway to hand the 5 sends to dispatch-svc' });
+      await waitingOnLock(1);
       system.stack.kill('dispatch-svc', 'SIGTERM');
       await pause(300);
     } finally {
