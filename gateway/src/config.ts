@@ -67,7 +67,7 @@ export const configSpec = {
   // well inside the minute, so last_used_at stays as meaningful as without the cache.
   authCacheTtlMs: duration('AUTH_CACHE_TTL', {
     description:
-      'how long an accepted API key is answered without asking auth-svc (0 disables the cache); revocations and plan changes arrive sooner over NATS, and nothing is cached while NATS is unreachable. auth-svc records a key\'s last use only when asked, so keep it well under a minute (its recording interval)',
+      'how long an accepted API key is answered without asking auth-svc (0 disables the cache); a key in use is asked again in the background during the last quarter of it, so no request waits for auth-svc; revocations and plan changes arrive sooner over NATS, and nothing is cached while NATS is unreachable. auth-svc records a key\'s last use only when asked, so keep it well under a minute (its recording interval)',
     default: '10s',
   }),
   ...natsSettings,

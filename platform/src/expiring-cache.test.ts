@@ -80,3 +80,13 @@ test('a hit does not extend the time to live: the source is asked again at least
   clock.now += 100;
   assert.equal(cache.get('nk_a'), undefined);
 });
+
+test('lookup tells how long a stored value has left, and nothing once it expired', () => {
+  const { cache, clock } = clockedCache();
+  assert.equal(cache.lookup('nk_a'), undefined);
+  cache.set('nk_a', 'record', cache.ticket());
+  clock.now += 7_500;
+  assert.deepEqual(cache.lookup('nk_a'), { value: 'record', remainingMs: 2_500 });
+  clock.now += 2_500;
+  assert.equal(cache.lookup('nk_a'), undefined);
+});

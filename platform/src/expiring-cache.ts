@@ -34,12 +34,18 @@ export class ExpiringCache<V> {
 
   /** The stored value for `key`, or undefined when there is none (or it expired). */
   get(key: string): V | undefined {
+    return this.lookup(key)?.value;
+  }
+
+  /** The stored value for `key` with the time it has left, or undefined when there is none (or it expired). */
+  lookup(key: string): { readonly value: V; readonly remainingMs: number } | undefined {
     const entry = this.#entries.get(key);
     if (!entry) return undefined;
     this.#entries.delete(key);
-    if (entry.expiresAt <= this.#now()) return undefined;
+    const remainingMs = entry.expiresAt - this.#now();
+    if (remainingMs <= 0) return undefined;
     this.#entries.set(key, entry); // re-insert: Map order is the recency order
-    return entry.value;
+    return { value: entry.value, remainingMs };
   }
 
   ticket(): CacheTicket {

@@ -26,7 +26,8 @@ function setup(options: { live?: boolean } = {}) {
   const registry = createRegistry('gateway-test');
   const lookups = new Counter({ name: 'lookups', help: 'test', labelNames: ['result'], registers: [registry] });
   const authSvc = fakeAuthSvc();
-  const authorizer = new CachedAuthorizer({ authorize: authSvc.authorize, ttlMs: 60_000, maxEntries: 100, lookups });
+  const clock = { now: 1_000 };
+  const authorizer = new CachedAuthorizer({ authorize: authSvc.authorize, ttlMs: 60_000, maxEntries: 100, lookups, now: () => clock.now });
   if (options.live ?? true) authorizer.resume();
   const counted = async () => {
     const values = (await lookups.get()).values;
@@ -40,7 +41,7 @@ function setup(options: { live?: boolean } = {}) {
     if (authSvc.calls.length > before) authSvc.calls.at(-1)?.settle(answer);
     return result;
   };
-  return { authorizer, authSvc, counted, ask };
+  return { authorizer, authSvc, counted, ask, clock };
 }
 
 test('an accepted key is answered from memory the next time: one call to auth-svc, then hits', async () => {
@@ -151,4 +152,55 @@ test('while paused (invalidations cannot be received) every request asks auth-sv
   assert.equal(authSvc.calls.length, 7, 'the early answer was not stored');
   await ask(keyB, 7);
   assert.equal(authSvc.calls.length, 7, 'an answer asked for while live is');
+});
+
+test('a key in use is asked again in the last quarter of its TTL, in the background: no request waits, and the new acceptance serves a full TTL', async () => {
+  const { authorizer, authSvc, counted, ask, clock } = setup();
+  await ask(keyA, 7, accepted(1));
+  clock.now += 44_999; // 15,001 ms left of 60,000: not yet
+  assert.deepEqual(await authorizer.authorize(keyA, 7), accepted(1));
+  assert.equal(authSvc.calls.length, 1);
+
+  clock.now += 1; // a quarter of the TTL left
+  assert.deepEqual(await authorizer.authorize(keyA, 7), accepted(1), 'answered from memory while the refresh runs');
+  assert.deepEqual(await authorizer.authorize(keyA, 7), accepted(1));
+  assert.equal(authSvc.calls.length, 2, 'one refresh for the entry, however many hits');
+  authSvc.calls[1]?.settle(accepted(5));
+  await Promise.resolve();
+
+  clock.now += 59_999; // past the first answer's expiry, within the refreshed one's
+  assert.deepEqual(await authorizer.authorize(keyA, 7), accepted(5));
+  assert.equal(authSvc.calls.length, 3, 'the refreshed entry, at its own last quarter, is refreshed in turn');
+  assert.deepEqual(await counted(), { hit: 4, miss: 1 });
+});
+
+test('a refresh that fails or is refused changes nothing: the entry lives out its TTL, and the first request after it asks auth-svc', async () => {
+  const { authorizer, authSvc, ask, clock } = setup();
+  await ask(keyA, 7, accepted(1));
+  clock.now += 50_000;
+  await authorizer.authorize(keyA, 7);
+  authSvc.calls[1]?.settle(new Error('unavailable'));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(await authorizer.authorize(keyA, 7), accepted(1), 'still the entry, never extended');
+  assert.equal(authSvc.calls.length, 2, 'no second refresh of the same entry: a failing auth-svc is not asked once per request');
+
+  clock.now += 10_000; // the first answer's TTL is over
+  const after = authorizer.authorize(keyA, 7);
+  assert.equal(authSvc.calls.length, 3);
+  authSvc.calls[2]?.settle(new Error('invalid_api_key'));
+  await assert.rejects(after, /invalid_api_key/);
+});
+
+test('a refresh that was running when the key was revoked is not stored', async () => {
+  const { authorizer, authSvc, ask, clock } = setup();
+  await ask(keyA, 7, accepted(1));
+  clock.now += 50_000;
+  await authorizer.authorize(keyA, 7);
+  authorizer.invalidatePrefix(prefixA);
+  authSvc.calls[1]?.settle(accepted(1)); // answered from auth-svc's state before the revocation
+  await new Promise((resolve) => setImmediate(resolve));
+  const next = authorizer.authorize(keyA, 7);
+  assert.equal(authSvc.calls.length, 3, 'the revoked key is asked again, not answered from the refresh');
+  authSvc.calls[2]?.settle(new Error('invalid_api_key'));
+  await assert.rejects(next, /invalid_api_key/);
 });

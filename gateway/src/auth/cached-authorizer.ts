@@ -1,6 +1,8 @@
 // Authorize through the gateway's cache: an accepted key is answered from memory until its entry expires
 // (AUTH_CACHE_TTL, never extended by a hit) or auth-svc announces a change; concurrent misses for the same key and
-// organization share one call. Refusals are never stored: each one reaches auth-svc, whose verdict the brute-force
+// organization share one call. A key in use is asked again ahead of its expiry: a hit in the last quarter of the TTL
+// starts one call in the background whose acceptance replaces the entry, so a busy key's requests never wait for
+// auth-svc and every acceptance served is still at most one TTL old. Refusals are never stored: each one reaches auth-svc, whose verdict the brute-force
 // guard counts as before. The cache is used only while invalidations are received (`resume`), and starts from nothing
 // each time; an answer asked for before an invalidation or a pause is not stored after it (see ExpiringCache's ticket).
 import { ExpiringCache, type Counter } from '@notify/platform';
@@ -18,12 +20,19 @@ export interface CachedAuthorizerOptions {
   readonly maxEntries: number;
   /** notify_gateway_auth_cache_total{result}. */
   readonly lookups: Counter<'result'>;
+  /** The cache's clock; tests pass their own. */
+  readonly now?: () => number;
 }
+
+/** The share of the TTL, at its end, in which a hit asks auth-svc again in the background. */
+const refreshAheadShare = 0.25;
 
 /** An accepted answer, stored under its key's prefix, for the request it answered. */
 interface Acceptance {
   readonly digest: string;
   readonly response: AuthorizeResponse;
+  /** Its one refresh was asked for: whatever that call answers, no other is started for this entry. */
+  refreshing: boolean;
 }
 
 interface Pending {
@@ -35,14 +44,16 @@ export class CachedAuthorizer {
   readonly #call: AuthorizeCall;
   readonly #cache: ExpiringCache<Acceptance>;
   readonly #lookups: Counter<'result'>;
+  readonly #refreshAheadMs: number;
   /** Calls under way, by request digest. */
   readonly #inFlight = new Map<string, Pending>();
   #live = false;
 
   constructor(options: CachedAuthorizerOptions) {
     this.#call = options.authorize;
-    this.#cache = new ExpiringCache({ ttlMs: options.ttlMs, maxEntries: options.maxEntries });
+    this.#cache = new ExpiringCache({ ttlMs: options.ttlMs, maxEntries: options.maxEntries, ...(options.now ? { now: options.now } : {}) });
     this.#lookups = options.lookups;
+    this.#refreshAheadMs = options.ttlMs * refreshAheadShare;
   }
 
   /**
@@ -55,18 +66,26 @@ export class CachedAuthorizer {
     // invalidated: both go straight to auth-svc.
     if (prefix === undefined || organizationId <= 0) return this.#call(apiKey, organizationId);
     const digest = requestDigest(apiKey, organizationId);
-    const cached = this.#cache.get(prefix);
-    if (cached?.digest === digest) {
+    const cached = this.#cache.lookup(prefix);
+    if (cached?.value.digest === digest) {
       this.#lookups.inc({ result: 'hit' });
-      return Promise.resolve(cached.response);
+      if (cached.remainingMs <= this.#refreshAheadMs && !cached.value.refreshing) {
+        cached.value.refreshing = true;
+        // A failed refresh changes nothing: the entry lives out its TTL, and the first request after it asks itself.
+        this.#ask(prefix, digest, apiKey, organizationId).catch(() => undefined);
+      }
+      return Promise.resolve(cached.value.response);
     }
     this.#lookups.inc({ result: 'miss' });
-    const pending = this.#inFlight.get(digest);
-    if (pending) return pending.answer;
+    return this.#inFlight.get(digest)?.answer ?? this.#ask(prefix, digest, apiKey, organizationId);
+  }
+
+  /** One call to auth-svc, shared by the requests that arrive while it runs; its acceptance is stored unless invalidated since. */
+  #ask(prefix: string, digest: string, apiKey: string, organizationId: number): Promise<AuthorizeResponse> {
     const ticket = this.#cache.ticket();
     const answer = this.#call(apiKey, organizationId)
       .then((response) => {
-        if (this.#live) this.#cache.set(prefix, { digest, response }, ticket);
+        if (this.#live) this.#cache.set(prefix, { digest, response, refreshing: false }, ticket);
         return response;
       })
       .finally(() => {

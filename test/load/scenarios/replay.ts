@@ -1,8 +1,9 @@
 // Idempotent replays: many Idempotency-Keys are accepted once, then the same requests (same key, same body, same
 // tenant) are sent again and again at a fixed rate. Every answer must be the stored 202 marked as a replay, and no
 // replay may create a message; the figure is the replays' latency. The rate is the plan's, or half of what the system
-// accepted at saturation if that is lower: the figure is the latency of a replay, not of a queue. The same keys are
-// replayed again while one mailer drains the delivery backlog (delivery.ts, `replayWhileDraining`).
+// accepted at saturation if that is lower: the figure is the latency of a replay, not of a queue. The replays start
+// once the keys' own messages are delivered, so the mailer is idle as the row says; the same keys are replayed again
+// while one mailer drains the delivery backlog (delivery.ts, `replayWhileDraining`).
 import { randomUUID } from 'node:crypto';
 import { countOf } from '../generators/load-result.ts';
 import { runBatch } from '../generators/batch-load.ts';
@@ -10,7 +11,7 @@ import type { LoadResult } from '../generators/load-result.ts';
 import { runPaced, type PacedLoadResult, type PacedRequest } from '../generators/paced-load.ts';
 import type { BenchTenant } from '../system/system-under-test.ts';
 import { inWindow, requireAnswers, type BenchContext } from './context.ts';
-import { lastMessageId } from './message-progress.ts';
+import { lastMessageId, waitSettled } from './message-progress.ts';
 import { sendBody, sendHeaders, sendPath } from './send-requests.ts';
 
 export interface ReplayResult {
@@ -59,9 +60,13 @@ export async function runReplay(context: BenchContext, keyed: readonly PacedRequ
   const rate = replayRate(plan.replayRate, saturatedPerSecond);
 
   context.progress(`replay: accepting ${plan.replayKeys.toLocaleString('en-US')} idempotency keys`);
+  const after = await lastMessageId(system.db);
   const create = await runBatch({ url: system.gatewayUrl, connections: plan.connections, requests: keyed });
   requireAnswers(context, 'replay (first requests)', create);
   context.accepted += countOf(create, 202) - create.replayed;
+  // Their deliveries would otherwise share the replays' window: this row is the one with the mailer idle.
+  const delivered = await waitSettled(system.db, { after, upTo: await lastMessageId(system.db) }, plan.settleTimeoutMs);
+  context.progress(`  their messages delivered within ${delivered.waitedS.toFixed(1)} s`);
 
   context.progress(`replay: replaying them at ${rate}/s for ${plan.replayS} s`);
   const { replay, newMessages } = await inWindow(context, 'replay', () => replayKeys(context, 'replay', keyed, { rate, durationS: plan.replayS }));
