@@ -7,7 +7,15 @@ import type pg from 'pg';
 /** Kernel clock ticks per second for /proc/<pid>/stat and /proc/stat times (USER_HZ, 100 on Linux). */
 const ticksPerSecond = 100;
 
+/**
+ * CPU milliseconds used so far, per process (`<label>\0<pid>`), and by the whole machine (`machine`). Kept per process,
+ * not per group: a group's processes change during a phase (a pooled backend closes and another opens, a mailer is
+ * restarted), and a group's total would then fall by what the leaving process had used before the phase.
+ */
 export type CpuSnapshot = ReadonlyMap<string, number>;
+
+export const processKey = (label: string, pid: number): string => `${label}\0${pid}`;
+const labelOf = (key: string): string => key.split('\0')[0] as string;
 
 export interface CpuSources {
   /** Service processes as [label, pid]. */
@@ -58,29 +66,33 @@ async function postgresBackends(db: pg.Pool): Promise<number[]> {
 
 export async function snapshotCpu(sources: CpuSources): Promise<CpuSnapshot> {
   const totals = new Map<string, number>();
-  const add = (label: string, ms: number): void => void totals.set(label, (totals.get(label) ?? 0) + ms);
-  for (const [label, pid] of sources.services()) add(label, processMs(pid));
-  for (const [label, pid] of sources.helpers) if (pid !== undefined) add(label, processMs(pid));
-  for (const pid of await postgresBackends(sources.db)) add('postgres (this run)', processMs(pid));
-  for (const [label, pid] of sharedServers()) add(label, processMs(pid));
-  add('bench (load generator)', processMs(process.pid));
-  add('machine', machineBusyMs());
+  const add = (label: string, pid: number): void => void totals.set(processKey(label, pid), processMs(pid));
+  for (const [label, pid] of sources.services()) add(label, pid);
+  for (const [label, pid] of sources.helpers) if (pid !== undefined) add(label, pid);
+  for (const pid of await postgresBackends(sources.db)) add('postgres (this run)', pid);
+  for (const [label, pid] of sharedServers()) add(label, pid);
+  add('bench (load generator)', process.pid);
+  totals.set('machine', machineBusyMs());
   return totals;
 }
 
 /**
  * CPU milliseconds per accepted message between two snapshots, per group, plus `other`: machine time no group
- * accounts for (other users of the machine, PostgreSQL's background writers, the kernel). A group missing from the
- * first snapshot (a process started in between) counts from zero.
+ * accounts for (other users of the machine, PostgreSQL's background writers, the kernel, and what a process that
+ * exited between the snapshots used). A process missing from the first snapshot (started in between) counts from zero.
  */
 export function cpuPerMessage(before: CpuSnapshot, after: CpuSnapshot, messages: number): Record<string, number> {
+  const used = new Map<string, number>();
+  for (const [key, ms] of after) {
+    if (key === 'machine') continue;
+    const label = labelOf(key);
+    used.set(label, (used.get(label) ?? 0) + Math.max(0, ms - (before.get(key) ?? 0)));
+  }
   const perMessage: Record<string, number> = {};
   let accounted = 0;
-  for (const [label, ms] of after) {
-    if (label === 'machine') continue;
-    const used = Math.max(0, ms - (before.get(label) ?? 0));
-    accounted += used;
-    perMessage[label] = used / Math.max(1, messages);
+  for (const [label, ms] of used) {
+    accounted += ms;
+    perMessage[label] = ms / Math.max(1, messages);
   }
   const machine = (after.get('machine') ?? 0) - (before.get('machine') ?? 0);
   perMessage['other (not this run)'] = Math.max(0, machine - accounted) / Math.max(1, messages);
