@@ -223,7 +223,7 @@ test('the batch rows put accepted messages/s and CPU per message in batches of 1
   };
   const delivery: DeliveryResult = {
     messages: 2_000,
-    preload: saturation(1_000).load,
+    preload: { ...saturation(1_000).load, statuses: { '202': 1_000 } },
     preloadAcceptedPerSecond: 1_000,
     preloadCpuPerMessage: { gateway: 0.3, 'auth-svc': 0.05, 'dispatch-svc': 0.15, 'postgres (this run)': 0.3, 'machine total': 0.8 },
     drainCpuPerMessage: {},
@@ -238,6 +238,15 @@ test('the batch rows put accepted messages/s and CPU per message in batches of 1
       ['ingest in batches of 100, mailers stopped (accepted messages/s)', '4,000/s', 'single sends 1,000/s', '4.00'],
       ['CPU per message accepted in batches of 100, mailers stopped: services', '0.10 ms', 'single sends 0.50 ms', '0.20'],
       ['CPU per message accepted in batches of 100, mailers stopped: system', '0.20 ms', 'single sends 0.80 ms', '0.25'],
+    ],
+  );
+  // The single sends' own CPU per send is the accept path's row, its system figure judged against 0.5 ms.
+  const acceptPath = buildRows({ connections: 64, delivery }).filter((entry) => entry.figure.includes('the backlog'));
+  assert.deepEqual(
+    acceptPath.map((entry) => [entry.figure, entry.measured, entry.baseline, entry.target, entry.result]),
+    [
+      ['CPU per accepted send, mailers stopped, the backlog: services', '0.50 ms', '1,000 sends, the tenants in turn', '', ''],
+      ['CPU per accepted send, mailers stopped, the backlog: system', '0.80 ms', '1,000 sends, the tenants in turn', '<= 0.50 ms', 'MISS (+60%)'],
     ],
   );
   // Without the single sends' run (the bench stopped before it), the figures stand alone.

@@ -1,5 +1,6 @@
 // The results table: one row per figure, with its baseline from the same run, the ratio, the target and the verdict.
 // Scenarios that did not run (the bench stopped early) leave their rows out.
+import { countOf } from '../generators/load-result.ts';
 import type { BatchIngestResult } from '../scenarios/batch-ingest.ts';
 import type { CeilingResult } from '../scenarios/ceiling.ts';
 import type { DeliveryResult } from '../scenarios/delivery.ts';
@@ -80,6 +81,7 @@ export function buildRows(figures: Figures): Row[] {
       rows.push(row('delivery / raw pooled nodemailer', twoPlaces(ratio), { baseline: `raw ${perSecond(delivery.raw.perSecond)}`, ratio, target: targets.deliveryOfRaw, judged: ratio }));
     }
     rows.push(row('ingest at saturation, mailers stopped (accepted/s)', perSecond(delivery.preloadAcceptedPerSecond)));
+    rows.push(...acceptPathRows(delivery));
   }
   if (messageWrites && messageWrites.updates > 0) {
     const baseline = `${whole(messageWrites.updates)} updates${delivery ? ` (${twoPlaces(messageWrites.updates / Math.max(1, delivery.messages))} per message)` : ''}, ${messageWrites.indexes} indexes`;
@@ -284,6 +286,21 @@ function statusReadRows(reads: StatusReadResult): Row[] {
     row('CPU per status read: services', cpu(totals.services)),
     row('CPU per status read: system', cpu(totals.system), { target: targets.cpuPerRequestMs, judged: totals.system }),
   ];
+}
+
+/**
+ * The accept path (issue 14, item 1): CPU per send accepted with the mailers stopped, over the delivery backlog (the
+ * largest run of single sends, at saturation, the tenants in turn), the system figure judged against the accept-path target.
+ */
+function acceptPathRows(delivery: DeliveryResult): Row[] {
+  const totals = webhookTotals(delivery.preloadCpuPerMessage);
+  const baseline = `${whole(countOf(delivery.preload, 202))} sends, the tenants in turn`;
+  return (['services', 'system'] as const).map((key) =>
+    row(`CPU per accepted send, mailers stopped, the backlog: ${key}`, `${twoPlaces(totals[key])} ms`, {
+      baseline,
+      ...(key === 'system' ? { target: targets.cpuPerRequestMs, judged: totals[key] } : {}),
+    }),
+  );
 }
 
 /**
