@@ -2,9 +2,10 @@
 // (AUTH_CACHE_TTL, never extended by a hit) or auth-svc announces a change; concurrent misses for the same key and
 // organization share one call. A key in use is asked again ahead of its expiry: a hit in the last quarter of the TTL
 // starts one call in the background whose acceptance replaces the entry, so a busy key's requests never wait for
-// auth-svc and every acceptance served is still at most one TTL old. Refusals are never stored: each one reaches auth-svc, whose verdict the brute-force
-// guard counts as before. The cache is used only while invalidations are received (`resume`), and starts from nothing
-// each time; an answer asked for before an invalidation or a pause is not stored after it (see ExpiringCache's ticket).
+// auth-svc and every acceptance served is still at most one TTL old. Refusals are never stored: each one reaches
+// auth-svc, whose verdict the brute-force guard counts as before. The cache is used only while invalidations are
+// received (`resume`), and starts from nothing each time; an answer asked for before an invalidation or a pause is not
+// stored after it (see ExpiringCache's ticket).
 import { ExpiringCache, type Counter } from '@notify/platform';
 import type { auth } from '@notify/proto';
 import { apiKeyPrefix, requestDigest } from './authorization-cache.ts';

@@ -4,14 +4,14 @@ import { cpuPerMessage, processKey } from './cpu-usage.ts';
 
 test('CPU per message is each group’s use between snapshots, with the unaccounted machine time as other', () => {
   const before = new Map([
-    ['gateway', 1_000],
-    ['postgres (this run)', 500],
+    [processKey('gateway', 11), 1_000],
+    [processKey('postgres (this run)', 12), 500],
     ['machine', 10_000],
   ]);
   const after = new Map([
-    ['gateway', 1_400],
-    ['postgres (this run)', 700],
-    ['mailer-svc', 100],
+    [processKey('gateway', 11), 1_400],
+    [processKey('postgres (this run)', 12), 700],
+    [processKey('mailer-svc', 13), 100],
     ['machine', 11_000],
   ]);
   assert.deepEqual(cpuPerMessage(before, after, 100), {
