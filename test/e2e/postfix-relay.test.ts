@@ -145,7 +145,8 @@ describe('stopping a private Postfix', () => {
     const postfix = await startPrivatePostfix({ routes: {}, defaultRoute: { host: '127.0.0.1', port: sink.port } });
     try {
       assert.ok(existsSync(postfix.directory));
-      assert.match(postfix.log(), /daemon started/);
+      // Ready means its SMTP port answers; the master's own log line may be written a moment later.
+      await waitFor(() => /daemon started/.test(postfix.log()), { timeoutMs: 10_000, intervalMs: 100, what: 'the Postfix master to log "daemon started"' });
       const stoppedAt = Date.now();
       await postfix.stop();
       console.log(`private Postfix stopped in ${Date.now() - stoppedAt} ms`);
