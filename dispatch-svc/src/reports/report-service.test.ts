@@ -70,7 +70,8 @@ const metric = async (name: string, labels: Record<string, string>): Promise<num
   return values.find((each) => Object.entries(labels).every(([label, value]) => each.labels[label] === value))?.value;
 };
 
-const hardBounce = { kind: 'bounced', suppression: 'hard_bounce', detail: '5.1.1 smtp; 550 5.1.1 <gone@example.org>: user unknown', smtpCode: 550, receivedAt: '2026-11-25T10:00:00.000Z' };
+// Received an hour ago: inside the deliverability gauges' last day whenever the suite runs.
+const hardBounce = { kind: 'bounced', suppression: 'hard_bounce', detail: '5.1.1 smtp; 550 5.1.1 <gone@example.org>: user unknown', smtpCode: 550, receivedAt: new Date(Date.now() - 3_600_000).toISOString() };
 
 describe('ApplyReport', () => {
   test('a hard bounce moves a sent message to bounced, records the event, suppresses the address and writes the webhook event', async () => {
