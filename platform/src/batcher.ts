@@ -11,6 +11,9 @@ export interface BatcherOptions<T, R> {
   readonly run: (items: readonly T[]) => Promise<readonly PromiseSettledResult<R>[]>;
 }
 
+/** An item's result for `run`: carried out. */
+export const fulfilled = <R>(value: R): PromiseFulfilledResult<R> => ({ status: 'fulfilled', value });
+
 interface Entry<T, R> {
   readonly item: T;
   readonly resolve: (value: R) => void;

@@ -6,7 +6,7 @@ export { createLogger, redactedPaths, type Logger } from './logger.ts';
 export { Lifecycle, ShutdownPriority } from './lifecycle.ts';
 export { Counter, Gauge, Histogram, checkReadiness, createRegistry, degradable, startOpsServer, type OpsServer, type Readiness, type ReadinessCheck, type ReadinessState, type Registry } from './metrics.ts';
 export { commonConfig, runService, type ServiceContext } from './service.ts';
-export { Batcher, type BatcherOptions } from './batcher.ts';
+export { Batcher, fulfilled, type BatcherOptions } from './batcher.ts';
 export { listenOn } from './listen.ts';
 export { runPeriodically, type PeriodicTask } from './periodic.ts';
 export { ExpiringCache, type CacheTicket } from './expiring-cache.ts';

@@ -28,7 +28,7 @@ import { startSystemUnderTest, type SystemUnderTest } from './system/system-unde
 
 const usage = `usage: npm run bench [-- --quick] [-- --profile]
   --quick    about two minutes: shorter runs, 2,000 messages for delivery (a smoke test of the bench, not a measurement)
-  --profile  run gateway, auth-svc, dispatch-svc and mailer-svc under node --cpu-prof and summarise where their CPU went`;
+  --profile  run gateway, auth-svc, dispatch-svc, mailer-svc and webhook-svc under node --cpu-prof and summarise where their CPU went`;
 
 const { values: flags } = parseArgs({ options: { quick: { type: 'boolean', default: false }, profile: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } } });
 if (flags.help) {
@@ -43,7 +43,7 @@ const startedAt = new Date();
 // ISO 8601 basic format: sortable, and no colons in a file name.
 const stamp = startedAt.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
 const profileDir = flags.profile ? join(resultsDir, 'profiles', stamp) : undefined;
-const profiledServices = ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc'] as const;
+const profiledServices = ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc'] as const;
 const command = `npm run bench${flags.quick || flags.profile ? ' --' : ''}${flags.quick ? ' --quick' : ''}${flags.profile ? ' --profile' : ''}`;
 const began = performance.now();
 const progress = (line: string): void => void process.stderr.write(`[${((performance.now() - began) / 1_000).toFixed(1).padStart(6)} s] ${line}\n`);
@@ -101,6 +101,7 @@ function summarizeAll(): Array<ProfileSummary & { window: string }> {
     'auth-svc': ['ingest'],
     'dispatch-svc': ['ingest', 'delivery', 'status reads', 'tracing on'],
     'mailer-svc': ['delivery', 'tracing on'],
+    'webhook-svc': ['webhook endpoint', 'webhook burst'],
   };
   const summaries: Array<ProfileSummary & { window: string }> = [];
   for (const service of profiledServices) {

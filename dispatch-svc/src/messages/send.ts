@@ -7,7 +7,7 @@
 // later step of its delivery, in whatever process, continues that trace.
 import { randomUUID } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
-import { activeContext, annotateRequestSpan, Batcher, notifyAttributes, traceparentOf, UserError, type Context, type Logger, type Span } from '@notify/platform';
+import { activeContext, annotateRequestSpan, Batcher, fulfilled, notifyAttributes, traceparentOf, UserError, type Context, type Logger, type Span } from '@notify/platform';
 import { startCreateSpan } from '@notify/platform/nats';
 import { withTransaction, type Pool, type PoolClient } from '@notify/platform/database';
 import type { DeliveryJob, dispatch } from '@notify/proto';
@@ -120,7 +120,6 @@ export function unstorableData(): UserError {
 }
 
 const refused = (reason: unknown): PromiseRejectedResult => ({ status: 'rejected', reason });
-const fulfilled = <T>(value: T): PromiseFulfilledResult<T> => ({ status: 'fulfilled', value });
 
 /**
  * The sends of one batch on their way through the steps of acceptBatch: a step settles the sends it refuses (or

@@ -68,6 +68,7 @@ export async function startSystemUnderTest(options: SystemUnderTestOptions): Pro
       'auth-svc': profiled('auth-svc'),
       'dispatch-svc': profiled('dispatch-svc'),
       'mailer-svc': profiled('mailer-svc'),
+      'webhook-svc': profiled('webhook-svc'),
     },
     adminDeadlineMs: 10_000,
   });

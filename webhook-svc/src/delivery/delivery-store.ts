@@ -20,31 +20,75 @@ export type Claim =
   | { readonly kind: 'settled' }
   | { readonly kind: 'endpoint_disabled' };
 
-export async function claimDelivery(pool: Pool, eventId: number, endpointId: number, leaseMs: number): Promise<Claim> {
-  const claimed = await pool.query<{ attempts: number; url: string; secret: string; previousSecret: string | null; body: string }>({
+/** One delivery: an event for an endpoint. */
+export interface DeliveryKey {
+  readonly eventId: number;
+  readonly endpointId: number;
+}
+
+const keyOf = (key: DeliveryKey): string => `${key.eventId}:${key.endpointId}`;
+
+/** PostgreSQL's deadlock_detected: the statement was cancelled whole, so it can be made again. */
+const deadlockDetected = '40P01';
+
+/**
+ * Runs a statement that writes several rows in no set order, again if PostgreSQL broke a deadlock by cancelling it:
+ * two replicas' statements may name the same rows in opposite orders (copies of one delivery, one endpoint's run).
+ */
+async function retriedOnDeadlock<T>(statement: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await statement();
+    } catch (error) {
+      if (attempt === 3 || (error as { code?: string }).code !== deadlockDetected) throw error;
+    }
+  }
+}
+
+/**
+ * Claims the deliveries named, in one statement, and says for each what it found. A delivery named twice is claimed for
+ * the first only: the second finds the lease and waits, as a second copy of its message would.
+ */
+export async function claimDeliveries(pool: Pool, keys: readonly DeliveryKey[], leaseMs: number): Promise<Claim[]> {
+  const claimed = await retriedOnDeadlock(() => pool.query<{ eventId: string; endpointId: string; attempts: number; url: string; secret: string; previousSecret: string | null; body: string }>({
     name: 'webhook-claim',
     text: `UPDATE webhook_deliveries d SET next_attempt_at = now() + $3 * interval '1 millisecond', updated_at = now()
-             FROM webhook_endpoints w, webhook_events e
-            WHERE d.event_id = $1 AND d.endpoint_id = $2 AND d.state = 'pending' AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= now())
+             FROM unnest($1::bigint[], $2::bigint[]) AS k (event_id, endpoint_id), webhook_endpoints w, webhook_events e
+            WHERE d.event_id = k.event_id AND d.endpoint_id = k.endpoint_id
+              AND d.state = 'pending' AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= now())
               AND w.id = d.endpoint_id AND w.enabled AND e.id = d.event_id
-        RETURNING d.attempts, w.url, w.secret,
+        RETURNING d.event_id AS "eventId", d.endpoint_id AS "endpointId", d.attempts, w.url, w.secret,
                   CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS "previousSecret", e.payload::text AS body`,
-    values: [eventId, endpointId, leaseMs],
-  });
-  const row = claimed.rows[0];
-  if (row) {
+    values: [keys.map((key) => key.eventId), keys.map((key) => key.endpointId), leaseMs],
+  }));
+  const claimedRows = new Map(claimed.rows.map((row) => [`${row.eventId}:${row.endpointId}`, row]));
+  const claims: Array<Claim | undefined> = keys.map((key) => {
+    const row = claimedRows.get(keyOf(key));
+    if (!row) return undefined;
+    claimedRows.delete(keyOf(key));
     return { kind: 'claimed', delivery: { attempts: row.attempts, url: row.url, secrets: row.previousSecret ? [row.secret, row.previousSecret] : [row.secret], body: row.body } };
-  }
-  const found = await pool.query<{ state: string; waitMs: number | null; enabled: boolean }>({
-    name: 'webhook-claim-why-not',
-    text: `SELECT d.state, ceil(extract(epoch FROM d.next_attempt_at - now()) * 1000)::float8 AS "waitMs", w.enabled
-             FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.event_id = $1 AND d.endpoint_id = $2`,
-    values: [eventId, endpointId],
   });
-  const why = found.rows[0];
-  if (!why || why.state !== 'pending') return { kind: 'settled' };
-  if (!why.enabled) return { kind: 'endpoint_disabled' };
-  return { kind: 'later', inMs: Math.max(1, why.waitMs ?? 1) };
+  const asked = keys.filter((_, index) => claims[index] === undefined);
+  if (asked.length === 0) return claims as Claim[];
+  // Why not: settled already, its endpoint disabled, or due later (a lease or a retry's delay).
+  const found = await pool.query<{ eventId: string; endpointId: string; state: string; waitMs: number | null; enabled: boolean }>({
+    name: 'webhook-claim-why-not',
+    text: `SELECT d.event_id AS "eventId", d.endpoint_id AS "endpointId", d.state,
+                  ceil(extract(epoch FROM d.next_attempt_at - now()) * 1000)::float8 AS "waitMs", w.enabled
+             FROM unnest($1::bigint[], $2::bigint[]) AS k (event_id, endpoint_id)
+             JOIN webhook_deliveries d ON d.event_id = k.event_id AND d.endpoint_id = k.endpoint_id
+             JOIN webhook_endpoints w ON w.id = d.endpoint_id`,
+    values: [asked.map((key) => key.eventId), asked.map((key) => key.endpointId)],
+  });
+  const why = new Map(found.rows.map((row) => [`${row.eventId}:${row.endpointId}`, row]));
+  return keys.map((key, index): Claim => {
+    const claim = claims[index];
+    if (claim) return claim;
+    const row = why.get(keyOf(key));
+    if (!row || row.state !== 'pending') return { kind: 'settled' };
+    if (!row.enabled) return { kind: 'endpoint_disabled' };
+    return { kind: 'later', inMs: Math.max(1, row.waitMs ?? 1) };
+  });
 }
 
 export interface AttemptRecord {
@@ -66,49 +110,63 @@ export interface AttemptRecord {
 export type EndpointChange = 'none' | 'disabled_gone' | 'disabled_failing';
 
 /**
- * Records the attempt, moves the delivery, and keeps the endpoint's run of failures: a success ends it, a failure
- * starts it or, `disableAfterMs` after it started, disables the endpoint. One transaction.
+ * Records the attempts, moves their deliveries, and keeps each endpoint's run of failures: a success ends it, a failure
+ * starts it or, `disableAfterMs` after it started, disables the endpoint. One statement; an endpoint's row is written
+ * only when its run starts or ends or it is disabled. Of the attempts of one endpoint, the first carries the endpoint's
+ * change, the others 'none'; attempts recorded together happened at once, so any success among them ends the run.
  */
-export async function recordAttempt(pool: Pool, record: AttemptRecord, disableAfterMs: number): Promise<EndpointChange> {
-  const succeeded = record.outcome.state === 'succeeded';
-  const result = await pool.query<{ change: EndpointChange }>({
-    name: 'webhook-record-attempt',
-    text: `WITH attempt AS (
+export async function recordAttempts(pool: Pool, records: readonly AttemptRecord[], disableAfterMs: number): Promise<EndpointChange[]> {
+  const query = {
+    name: 'webhook-record-attempts',
+    text: `WITH r AS (
+             SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::integer[], $4::integer[], $5::integer[], $6::text[], $7::text[], $8::text[], $9::float8[], $10::boolean[], $11::boolean[])
+                      AS r (event_id, endpoint_id, attempt, status_code, latency_ms, response_body, error, state, retry_ms, succeeded, gone)
+           ), attempt AS (
              INSERT INTO webhook_attempts (event_id, endpoint_id, attempt, status_code, latency_ms, response_body, error)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)
+             SELECT event_id, endpoint_id, attempt, status_code, latency_ms, response_body, error FROM r
            ), delivery AS (
-             UPDATE webhook_deliveries SET state = $8, attempts = $3, updated_at = now(),
-                    next_attempt_at = CASE WHEN $8 = 'pending' THEN now() + $9 * interval '1 millisecond' END
-              WHERE event_id = $1 AND endpoint_id = $2
+             UPDATE webhook_deliveries d SET state = r.state, attempts = r.attempt, updated_at = now(),
+                    next_attempt_at = CASE WHEN r.state = 'pending' THEN now() + r.retry_ms * interval '1 millisecond' END
+               FROM r WHERE d.event_id = r.event_id AND d.endpoint_id = r.endpoint_id
+           ), outcome AS (
+             SELECT endpoint_id, bool_or(succeeded) AS succeeded, bool_or(gone) AS gone FROM r GROUP BY endpoint_id
            )
            UPDATE webhook_endpoints w
-              SET failing_since = CASE WHEN $10 THEN NULL ELSE coalesce(w.failing_since, now()) END,
-                  enabled = w.enabled AND NOT $11 AND ($10 OR coalesce(w.failing_since, now()) > now() - $12 * interval '1 millisecond'),
+              SET failing_since = CASE WHEN o.succeeded THEN NULL ELSE coalesce(w.failing_since, now()) END,
+                  enabled = w.enabled AND NOT o.gone AND (o.succeeded OR coalesce(w.failing_since, now()) > now() - $12 * interval '1 millisecond'),
                   disabled_reason = CASE
                     WHEN NOT w.enabled THEN w.disabled_reason
-                    WHEN $11 THEN 'gone'
-                    WHEN NOT $10 AND coalesce(w.failing_since, now()) <= now() - $12 * interval '1 millisecond' THEN 'failing'
+                    WHEN o.gone THEN 'gone'
+                    WHEN NOT o.succeeded AND coalesce(w.failing_since, now()) <= now() - $12 * interval '1 millisecond' THEN 'failing'
                     ELSE w.disabled_reason END,
                   updated_at = now()
-             FROM webhook_endpoints old
-            WHERE w.id = $2 AND old.id = w.id
-        RETURNING CASE WHEN old.enabled AND NOT w.enabled THEN (CASE WHEN $11 THEN 'disabled_gone' ELSE 'disabled_failing' END) ELSE 'none' END AS change`,
+             FROM outcome o, webhook_endpoints old
+            WHERE w.id = o.endpoint_id AND old.id = w.id
+              AND ((o.gone AND w.enabled) OR (o.succeeded AND w.failing_since IS NOT NULL)
+                   OR (NOT o.succeeded AND (w.failing_since IS NULL OR (w.enabled AND w.failing_since <= now() - $12 * interval '1 millisecond'))))
+        RETURNING w.id AS "endpointId", CASE WHEN old.enabled AND NOT w.enabled THEN (CASE WHEN o.gone THEN 'disabled_gone' ELSE 'disabled_failing' END) ELSE 'none' END AS change`,
     values: [
-      record.eventId,
-      record.endpointId,
-      record.attempt,
-      record.statusCode,
-      record.latencyMs,
-      record.responseBody,
-      record.error,
-      record.outcome.state,
-      record.outcome.state === 'pending' ? record.outcome.retryInMs : 0,
-      succeeded,
-      record.gone,
+      records.map((record) => record.eventId),
+      records.map((record) => record.endpointId),
+      records.map((record) => record.attempt),
+      records.map((record) => record.statusCode),
+      records.map((record) => record.latencyMs),
+      records.map((record) => record.responseBody),
+      records.map((record) => record.error),
+      records.map((record) => record.outcome.state),
+      records.map((record) => (record.outcome.state === 'pending' ? record.outcome.retryInMs : 0)),
+      records.map((record) => record.outcome.state === 'succeeded'),
+      records.map((record) => record.gone),
       disableAfterMs,
     ],
+  };
+  const result = await retriedOnDeadlock(() => pool.query<{ endpointId: string; change: EndpointChange }>(query));
+  const changes = new Map(result.rows.map((row) => [Number(row.endpointId), row.change]));
+  return records.map((record) => {
+    const change = changes.get(record.endpointId) ?? 'none';
+    changes.delete(record.endpointId);
+    return change;
   });
-  return result.rows[0]?.change ?? 'none';
 }
 
 /** A delivery to an endpoint that was disabled meanwhile is not attempted: it is recorded failed. */

@@ -3,13 +3,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { refusalOf } from './address-policy.ts';
-import { postWebhook, type OutboundOptions } from './outbound.ts';
+import { createOutbound, type OutboundOptions } from './outbound.ts';
 
 const strict: OutboundOptions = { allowPrivate: false, timeoutMs: 2_000, maxBodyBytes: 1_024 };
 const local: OutboundOptions = { ...strict, allowPrivate: true };
-const post = (url: string, options: OutboundOptions) => postWebhook(url, { 'webhook-id': 'evt_1' }, '{}', options);
+const post = (url: string, options: OutboundOptions) => createOutbound(options).post(url, { 'webhook-id': 'evt_1' }, '{}');
 
-function refusedWith(result: Awaited<ReturnType<typeof postWebhook>>, pattern: RegExp): void {
+function refusedWith(result: Awaited<ReturnType<typeof post>>, pattern: RegExp): void {
   assert.equal(result.kind, 'error');
   if (result.kind === 'error') assert.match(result.error, pattern);
 }
@@ -29,15 +29,22 @@ describe('a webhook request', () => {
   let server: Server;
   let base = '';
   const hits: string[] = [];
+  let connections = 0;
+  const requestsOn = new WeakMap<object, number>();
   before(async () => {
     server = createServer((request, response) => {
       hits.push(request.url ?? '');
-      if (request.url === '/redirect') response.writeHead(302, { location: '/elsewhere' }).end();
+      const onThisConnection = (requestsOn.get(request.socket) ?? 0) + 1;
+      requestsOn.set(request.socket, onThisConnection);
+      // As a receiver that closed a kept connection just as the next request was sent on it.
+      if (request.url === '/closes-kept' && onThisConnection > 1) request.socket.destroy();
+      else if (request.url === '/redirect') response.writeHead(302, { location: '/elsewhere' }).end();
       else if (request.url === '/large') response.writeHead(200).end('x'.repeat(1_000_000));
       else if (request.url === '/silent') return;
       else if (request.url === '/busy') response.writeHead(503, { 'retry-after': '120' }).end('busy');
       else response.writeHead(204).end();
     });
+    server.on('connection', () => (connections += 1));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
@@ -100,5 +107,37 @@ describe('a webhook request', () => {
   test('Retry-After is returned with the response', async () => {
     const result = await post(`${base}/busy`, local);
     assert.deepEqual(result, { kind: 'response', status: 503, body: 'busy', retryAfter: '120' });
+  });
+
+  test('requests to one receiver reuse one connection, and a response not read to its end closes it', async () => {
+    const outbound = createOutbound(local);
+    try {
+      const before = connections;
+      for (let request = 0; request < 3; request += 1) {
+        const result = await outbound.post(`${base}/ok`, {}, '{}');
+        assert.equal(result.kind === 'response' && result.status, 204);
+      }
+      assert.equal(connections - before, 1, 'three requests, one connection');
+      await outbound.post(`${base}/large`, {}, '{}');
+      await outbound.post(`${base}/ok`, {}, '{}');
+      assert.equal(connections - before, 2, 'the connection of a response cut short is not reused');
+    } finally {
+      outbound.close();
+    }
+  });
+
+  test('a kept connection the receiver closed as it was reused is replaced, and the request made once more', async () => {
+    const outbound = createOutbound(local);
+    try {
+      const before = connections;
+      assert.equal((await outbound.post(`${base}/closes-kept`, {}, '{}')).kind, 'response');
+      hits.length = 0;
+      const result = await outbound.post(`${base}/closes-kept`, {}, '{}');
+      assert.equal(result.kind === 'response' && result.status, 204);
+      assert.deepEqual(hits, ['/closes-kept', '/closes-kept'], 'made on the kept connection, then on a new one');
+      assert.equal(connections - before, 2);
+    } finally {
+      outbound.close();
+    }
   });
 });

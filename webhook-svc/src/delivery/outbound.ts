@@ -1,6 +1,6 @@
 // One webhook request, made safely: https only (unless the operator allows private targets), every resolved address
-// checked at connect time (address-policy.ts), no redirect followed, a hard deadline over the whole exchange, and at
-// most `maxBodyBytes` of the response kept (the rest is not read).
+// checked at connect time (address-policy.ts), no redirect followed, a hard deadline over the whole exchange, at most
+// `maxBodyBytes` of the response kept (the rest is not read), and connections kept alive between requests.
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
@@ -59,50 +59,92 @@ export function urlRefusal(url: URL, allowPrivate: boolean): string | undefined 
   return undefined;
 }
 
-export async function postWebhook(target: string, headers: Record<string, string>, body: string, options: OutboundOptions): Promise<OutboundResult> {
-  let url: URL;
-  try {
-    url = new URL(target);
-  } catch {
-    return { kind: 'error', error: 'invalid URL' };
-  }
-  const refusal = urlRefusal(url, options.allowPrivate);
-  if (refusal) return { kind: 'error', error: `refused: ${refusal}` };
+/** A connection left idle this long is closed (shorter than the idle timeouts receivers commonly keep, 5 s or more). */
+const idleConnectionMs = 4_000;
+
+/** Webhook requests over kept-alive connections: one pool per scheme, each connection checked once, when it is made. */
+export interface Outbound {
+  post(target: string, headers: Record<string, string>, body: string): Promise<OutboundResult>;
+  /** Closes the idle connections (at shutdown, once the open requests are done). */
+  close(): void;
+}
+
+export function createOutbound(options: OutboundOptions): Outbound {
+  // Connections are reused (a TLS handshake per event would cost more than the event). The address policy holds: it
+  // is checked in the lookup each new connection makes, and a kept connection stays on the address it was checked on.
+  const agents = { 'http:': new http.Agent({ keepAlive: true, timeout: idleConnectionMs }), 'https:': new https.Agent({ keepAlive: true, timeout: idleConnectionMs }) };
+  const lookup = options.allowPrivate ? undefined : checkedLookup(options.resolve ?? systemResolve);
+  return {
+    async post(target, headers, body) {
+      let url: URL;
+      try {
+        url = new URL(target);
+      } catch {
+        return { kind: 'error', error: 'invalid URL' };
+      }
+      const refusal = urlRefusal(url, options.allowPrivate);
+      if (refusal) return { kind: 'error', error: `refused: ${refusal}` };
+      const via = { agent: agents[url.protocol as keyof typeof agents], lookup, deadline: performance.now() + options.timeoutMs };
+      const first = await exchange(url, headers, body, options, via);
+      // A kept connection the receiver closed as it was being reused fails before any answer: the request is made
+      // again, once, on another (Node's documented remedy; a receiver may see it twice, under one webhook-id).
+      return first.kind === 'stale' ? settled(await exchange(url, headers, body, options, via)) : first;
+    },
+    close() {
+      for (const agent of Object.values(agents)) agent.destroy();
+    },
+  };
+}
+
+/** The outcome of one exchange: a result, or a reused connection that turned out closed before any answer. */
+type Exchange = OutboundResult | { readonly kind: 'stale'; readonly error: string };
+
+const settled = (result: Exchange): OutboundResult => (result.kind === 'stale' ? { kind: 'error', error: result.error } : result);
+
+function exchange(
+  url: URL,
+  headers: Record<string, string>,
+  body: string,
+  options: OutboundOptions,
+  via: { readonly agent: http.Agent; readonly lookup: LookupFunction | undefined; /** performance.now() at which the whole request gives up. */ readonly deadline: number },
+): Promise<Exchange> {
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve) => {
-    let settled = false;
-    const finish = (result: OutboundResult): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(deadline);
-      request.destroy();
+    let done = false;
+    // The connection goes back to the pool only after a response read to its end; otherwise it is closed.
+    const finish = (result: Exchange, keepConnection = false): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      if (!keepConnection) request.destroy();
       resolve(result);
     };
     const request = client.request(url, {
       method: 'POST',
-      agent: false,
+      agent: via.agent,
       headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': 'Notify-Webhooks/1' },
-      ...(options.allowPrivate ? {} : { lookup: checkedLookup(options.resolve ?? systemResolve) }),
+      ...(via.lookup ? { lookup: via.lookup } : {}),
     });
-    const deadline = setTimeout(() => finish({ kind: 'error', error: `no response within ${options.timeoutMs} ms` }), options.timeoutMs);
-    request.on('error', (error: NodeJS.ErrnoException) =>
-      finish({ kind: 'error', error: error instanceof RefusedTarget || error.code === 'EREFUSEDTARGET' ? `refused: ${error.message}` : error.message || String(error.code) }),
-    );
+    const timer = setTimeout(() => finish({ kind: 'error', error: `no response within ${options.timeoutMs} ms` }), Math.max(0, via.deadline - performance.now()));
+    request.on('error', (error: NodeJS.ErrnoException) => {
+      if (request.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE')) return finish({ kind: 'stale', error: error.message });
+      finish({ kind: 'error', error: error instanceof RefusedTarget || error.code === 'EREFUSEDTARGET' ? `refused: ${error.message}` : error.message || String(error.code) });
+    });
     request.on('response', (response) => {
       const chunks: Buffer[] = [];
       let kept = 0;
-      const done = (): void => {
+      const answer = (): OutboundResult => {
         const retryAfter = response.headers['retry-after'];
-        finish({ kind: 'response', status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined });
+        return { kind: 'response', status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined };
       };
       response.on('data', (chunk: Buffer) => {
         if (kept < options.maxBodyBytes) chunks.push(chunk.subarray(0, options.maxBodyBytes - kept));
         kept += chunk.length;
-        // Enough read: the rest is not waited for.
-        if (kept >= options.maxBodyBytes) done();
+        // Enough read: the rest is not waited for (and the connection is not reused).
+        if (kept >= options.maxBodyBytes) finish(answer());
       });
-      response.on('end', done);
-      response.on('error', done);
+      response.on('end', () => finish(answer(), true));
+      response.on('error', () => finish(answer()));
     });
     request.end(body);
   });

@@ -3,13 +3,13 @@
 // attempt, and then acks (delivered, or failed for good) or naks with the retry's delay (with jitter, or Retry-After).
 // Each endpoint may hold only `endpointConcurrency` of a replica's requests (see startSender), so a slow or dead
 // endpoint cannot take every slot from the others.
-import type { Logger } from '@notify/platform';
+import { Batcher, fulfilled, type Logger } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import { consumeDurably, nanoseconds, type JetStreamClient, type JsMsg } from '@notify/platform/nats';
 import { readWebhookDelivery, schemaHeader, type Topology, type WebhookDelivery } from '@notify/proto';
-import { claimDelivery, failDelivery, recordAttempt, type AttemptRecord, type ClaimedDelivery } from './delivery-store.ts';
+import { claimDeliveries, failDelivery, recordAttempts, type AttemptRecord, type Claim, type ClaimedDelivery, type DeliveryKey, type EndpointChange } from './delivery-store.ts';
 import type { AttemptResult, WebhookMetrics } from './metrics.ts';
-import { postWebhook, type OutboundOptions } from './outbound.ts';
+import { createOutbound, type Outbound, type OutboundOptions } from './outbound.ts';
 import { nextRetryDelay } from './schedule.ts';
 import { signedHeaders, webhookId } from './signature.ts';
 
@@ -48,13 +48,31 @@ const busyDelayMs = (): number => 1_000 + Math.floor(Math.random() * 2_000);
 /** Whether a response is the success the contract names: a 2xx (a 3xx is a failure and is not followed). */
 const isSuccess = (status: number): boolean => status >= 200 && status < 300;
 
-async function attempt(deps: SenderDeps, settings: SenderSettings, delivery: WebhookDelivery, claimed: ClaimedDelivery): Promise<{ settle: 'ack' } | { settle: 'nak'; delayMs: number }> {
+/**
+ * The sender's database work, in batches: what many requests ask at once (claims as a burst of deliveries arrives,
+ * attempts as their answers come in) goes out in one statement, one batch at a time.
+ */
+interface Store {
+  claim(key: DeliveryKey): Promise<Claim>;
+  record(attempt: AttemptRecord): Promise<EndpointChange>;
+}
+
+/** Most deliveries one statement claims or records: the requests one replica may have open at once. */
+const maxBatch = (settings: SenderSettings): number => settings.concurrency;
+
+function batchedStore(pool: SenderDeps['pool'], settings: SenderSettings): Store {
+  const claims = new Batcher<DeliveryKey, Claim>({ maxBatchSize: maxBatch(settings), concurrency: 1, run: async (keys) => (await claimDeliveries(pool, keys, settings.leaseMs)).map(fulfilled) });
+  const records = new Batcher<AttemptRecord, EndpointChange>({ maxBatchSize: maxBatch(settings), concurrency: 1, run: async (attempts) => (await recordAttempts(pool, attempts, settings.disableAfterMs)).map(fulfilled) });
+  return { claim: (key) => claims.submit(key), record: (attempt) => records.submit(attempt) };
+}
+
+async function attempt(deps: SenderDeps, settings: SenderSettings, outbound: Outbound, store: Store, delivery: WebhookDelivery, claimed: ClaimedDelivery): Promise<{ settle: 'ack' } | { settle: 'nak'; delayMs: number }> {
   const number = claimed.attempts + 1;
   const timestamp = Math.floor(Date.now() / 1_000);
   const headers = signedHeaders(claimed.secrets, webhookId(delivery.eventId), timestamp, claimed.body);
   const started = performance.now();
   deps.metrics.inFlight.inc();
-  const response = await postWebhook(claimed.url, headers, claimed.body, settings.outbound).finally(() => deps.metrics.inFlight.dec());
+  const response = await outbound.post(claimed.url, headers, claimed.body).finally(() => deps.metrics.inFlight.dec());
   const latencyMs = Math.round(performance.now() - started);
   const status = response.kind === 'response' ? response.status : undefined;
   const gone = status === 410;
@@ -65,21 +83,17 @@ async function attempt(deps: SenderDeps, settings: SenderSettings, delivery: Web
     const delay = nextRetryDelay(settings.schedule, number, response.kind === 'response' ? { status: response.status, retryAfter: response.retryAfter } : {}, Date.now());
     outcome = delay === undefined ? { state: 'failed' } : { state: 'pending', retryInMs: delay };
   }
-  const change = await recordAttempt(
-    deps.pool,
-    {
-      eventId: delivery.eventId,
-      endpointId: delivery.endpointId,
-      attempt: number,
-      statusCode: status ?? null,
-      latencyMs,
-      responseBody: response.kind === 'response' ? response.body : null,
-      error: response.kind === 'error' ? response.error : status !== undefined && !isSuccess(status) ? `HTTP ${status}` : null,
-      outcome,
-      gone,
-    },
-    settings.disableAfterMs,
-  );
+  const change = await store.record({
+    eventId: delivery.eventId,
+    endpointId: delivery.endpointId,
+    attempt: number,
+    statusCode: status ?? null,
+    latencyMs,
+    responseBody: response.kind === 'response' ? response.body : null,
+    error: response.kind === 'error' ? response.error : status !== undefined && !isSuccess(status) ? `HTTP ${status}` : null,
+    outcome,
+    gone,
+  });
   const result: AttemptResult = outcome.state === 'pending' ? 'retrying' : outcome.state;
   deps.metrics.attempts.inc({ result });
   deps.metrics.latency.observe({ result }, latencyMs / 1_000);
@@ -129,18 +143,20 @@ export interface Sender {
 export function startSender(deps: SenderDeps, settings: SenderSettings): Sender {
   const shares = new Map<number, EndpointShare>();
   const parkLimit = settings.endpointConcurrency * 8;
+  const outbound = createOutbound(settings.outbound);
+  const store = batchedStore(deps.pool, settings);
   let stopping = false;
 
   async function work(message: JsMsg, delivery: WebhookDelivery): Promise<void> {
     try {
-      const claim = await claimDelivery(deps.pool, delivery.eventId, delivery.endpointId, settings.leaseMs);
+      const claim = await store.claim(delivery);
       if (claim.kind === 'settled') message.ack();
       else if (claim.kind === 'endpoint_disabled') {
         await failDelivery(deps.pool, delivery.eventId, delivery.endpointId);
         message.ack();
       } else if (claim.kind === 'later') message.nak(claim.inMs);
       else {
-        const settled = await attempt(deps, settings, delivery, claim.delivery);
+        const settled = await attempt(deps, settings, outbound, store, delivery, claim.delivery);
         if (settled.settle === 'ack') message.ack();
         else message.nak(settled.delayMs);
       }
@@ -207,6 +223,7 @@ export function startSender(deps: SenderDeps, settings: SenderSettings): Sender 
       await consumer.stop();
       // Parked deliveries whose endpoint had no request left open are handed back here.
       for (const share of shares.values()) nextParked(share);
+      outbound.close();
     },
   };
 }

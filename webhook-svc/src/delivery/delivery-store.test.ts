@@ -1,0 +1,168 @@
+// The sender's statements against a real PostgreSQL: deliveries claimed and attempts recorded many to a statement, with
+// the same outcome for each as when they were one to a statement.
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, test } from 'node:test';
+import { createPool, type Pool } from '@notify/platform/database';
+import { createTestDatabase, type TestDatabase } from '@notify/test/harness/database.ts';
+import { silentLogger } from '@notify/test/harness/logger.ts';
+import { claimDeliveries, recordAttempts, type AttemptRecord, type DeliveryKey } from './delivery-store.ts';
+
+const leaseMs = 60_000;
+const fiveDaysMs = 5 * 86_400_000;
+let database: TestDatabase;
+let pool: Pool;
+let tenant: { organizationId: number; projectId: number; apiKeyId: number; templateId: number };
+
+before(async () => {
+  database = await createTestDatabase();
+  pool = createPool(database.url, { max: 4, applicationName: 'webhook-store-test', logger: silentLogger('webhook-store-test') });
+  const id = async (sql: string, values: unknown[]): Promise<number> => Number((await pool.query<{ id: string }>(`${sql} RETURNING id`, values)).rows[0]?.id);
+  const planId = await id('INSERT INTO plans (name) VALUES ($1)', ['plan']);
+  const organizationId = await id('INSERT INTO organizations (name, plan_id) VALUES ($1, $2)', ['Org', planId]);
+  const projectId = await id('INSERT INTO projects (organization_id, name) VALUES ($1, $2)', [organizationId, 'main']);
+  const apiKeyId = await id('INSERT INTO api_keys (project_id, name, prefix, secret_hash) VALUES ($1, $2, $3, $4)', [projectId, 'key', 'ntfy_test', Buffer.alloc(32)]);
+  const templateId = await id("INSERT INTO templates (project_id, slug, active, subject, html, text) VALUES ($1, 'welcome', true, 's', 'h', 't')", [projectId]);
+  tenant = { organizationId, projectId, apiKeyId, templateId };
+});
+
+after(async () => {
+  await pool?.end();
+  await database?.drop();
+});
+
+beforeEach(async () => {
+  await pool.query('TRUNCATE webhook_attempts, webhook_deliveries, webhook_events, webhook_endpoints, messages CASCADE');
+});
+
+async function endpoint(failingForMs?: number): Promise<number> {
+  const found = await pool.query<{ id: string }>(
+    `INSERT INTO webhook_endpoints (project_id, organization_id, url, event_types, secret, failing_since)
+     VALUES ($1, $2, 'https://hooks.example.com/', '{message.sent}', 'whsec_AAAA', now() - $3 * interval '1 millisecond') RETURNING id`,
+    [tenant.projectId, tenant.organizationId, failingForMs ?? null],
+  );
+  return Number(found.rows[0]?.id);
+}
+
+/** A pending delivery of a new event to `endpointId`. */
+async function delivery(endpointId: number): Promise<DeliveryKey> {
+  const message = await pool.query<{ id: string }>(
+    `INSERT INTO messages (project_id, organization_id, api_key_id, template_id, template_slug, template_version, recipient, data, state, celery_task_id)
+     VALUES ($1, $2, $3, $4, 'welcome', 1, 'to@example.com', '{}', 'sent', gen_random_uuid()) RETURNING id`,
+    [tenant.projectId, tenant.organizationId, tenant.apiKeyId, tenant.templateId],
+  );
+  const event = await pool.query<{ id: string }>(
+    `INSERT INTO webhook_events (project_id, message_id, type, sequence, payload) VALUES ($1, $2, 'message.sent', 1, '{"type": "message.sent"}') RETURNING id`,
+    [tenant.projectId, message.rows[0]?.id],
+  );
+  const eventId = Number(event.rows[0]?.id);
+  await pool.query('INSERT INTO webhook_deliveries (event_id, endpoint_id, next_attempt_at) VALUES ($1, $2, now())', [eventId, endpointId]);
+  return { eventId, endpointId };
+}
+
+const attempt = (key: DeliveryKey, outcome: AttemptRecord['outcome'], statusCode: number | null, gone = false): AttemptRecord => ({
+  ...key,
+  attempt: 1,
+  statusCode,
+  latencyMs: 12,
+  responseBody: statusCode === null ? null : '',
+  error: statusCode === null ? 'connect ECONNREFUSED' : null,
+  outcome,
+  gone,
+});
+
+const endpointRow = async (id: number) =>
+  (await pool.query<{ enabled: boolean; disabledReason: string | null; failing: boolean }>('SELECT enabled, disabled_reason AS "disabledReason", failing_since IS NOT NULL AS failing FROM webhook_endpoints WHERE id = $1', [id])).rows[0];
+
+test('one statement claims every due delivery named, and says for each of the others why not', async () => {
+  const open = await endpoint();
+  const [due, alsoDue, settled, later] = [await delivery(open), await delivery(open), await delivery(open), await delivery(open)];
+  await pool.query("UPDATE webhook_deliveries SET state = 'succeeded' WHERE event_id = $1", [settled.eventId]);
+  await pool.query("UPDATE webhook_deliveries SET next_attempt_at = now() + interval '30 seconds' WHERE event_id = $1", [later.eventId]);
+  const disabled = await endpoint();
+  const ofDisabled = await delivery(disabled);
+  await pool.query("UPDATE webhook_endpoints SET enabled = false, disabled_reason = 'operator' WHERE id = $1", [disabled]);
+
+  const claims = await claimDeliveries(pool, [due, settled, later, ofDisabled, alsoDue], leaseMs);
+  assert.deepEqual(
+    claims.map((claim) => claim.kind),
+    ['claimed', 'settled', 'later', 'endpoint_disabled', 'claimed'],
+  );
+  const first = claims[0];
+  assert.ok(first?.kind === 'claimed');
+  assert.deepEqual(first.delivery, { attempts: 0, url: 'https://hooks.example.com/', secrets: ['whsec_AAAA'], body: '{"type": "message.sent"}' });
+  const waiting = claims[2];
+  assert.ok(waiting?.kind === 'later' && waiting.inMs > 25_000 && waiting.inMs <= 30_000);
+  // Claimed means leased: named again, both now wait out the lease.
+  const again = await claimDeliveries(pool, [due, alsoDue], leaseMs);
+  assert.ok(again.every((claim) => claim.kind === 'later' && claim.inMs > leaseMs - 5_000));
+});
+
+test('a delivery named twice in one batch is claimed once: the second copy waits out the lease', async () => {
+  const key = await delivery(await endpoint());
+  const claims = await claimDeliveries(pool, [key, key], leaseMs);
+  assert.equal(claims[0]?.kind, 'claimed');
+  assert.ok(claims[1]?.kind === 'later' && claims[1].inMs > leaseMs - 5_000);
+});
+
+test('attempts recorded together: each delivery moves, each attempt is logged, and each endpoint changes as its attempts say', async () => {
+  const healthy = await endpoint();
+  const recovering = await endpoint(60_000);
+  const gone = await endpoint();
+  const failingLong = await endpoint(fiveDaysMs + 60_000);
+  const keys = {
+    healthy: await delivery(healthy),
+    recoveringFailed: await delivery(recovering),
+    recoveringSucceeded: await delivery(recovering),
+    gone: await delivery(gone),
+    failingLong: await delivery(failingLong),
+    failingLongAgain: await delivery(failingLong),
+  };
+  const changes = await recordAttempts(
+    pool,
+    [
+      attempt(keys.healthy, { state: 'succeeded' }, 204),
+      attempt(keys.recoveringFailed, { state: 'pending', retryInMs: 5_000 }, 503),
+      attempt(keys.recoveringSucceeded, { state: 'succeeded' }, 200),
+      attempt(keys.gone, { state: 'failed' }, 410, true),
+      attempt(keys.failingLong, { state: 'pending', retryInMs: 5_000 }, null),
+      attempt(keys.failingLongAgain, { state: 'pending', retryInMs: 5_000 }, 500),
+    ],
+    fiveDaysMs,
+  );
+  // The change of an endpoint is told once, with its first attempt.
+  assert.deepEqual(changes, ['none', 'none', 'none', 'disabled_gone', 'disabled_failing', 'none']);
+
+  const deliveries = await pool.query<{ eventId: string; state: string; attempts: number; retryInS: number | null }>(
+    `SELECT event_id AS "eventId", state, attempts, round(extract(epoch FROM next_attempt_at - now()))::int AS "retryInS" FROM webhook_deliveries ORDER BY event_id`,
+  );
+  assert.deepEqual(
+    deliveries.rows.map((row) => [Number(row.eventId), row.state, row.attempts, row.retryInS]),
+    [
+      [keys.healthy.eventId, 'succeeded', 1, null],
+      [keys.recoveringFailed.eventId, 'pending', 1, 5],
+      [keys.recoveringSucceeded.eventId, 'succeeded', 1, null],
+      [keys.gone.eventId, 'failed', 1, null],
+      [keys.failingLong.eventId, 'pending', 1, 5],
+      [keys.failingLongAgain.eventId, 'pending', 1, 5],
+    ],
+  );
+  const logged = await pool.query<{ count: string }>('SELECT count(*) FROM webhook_attempts');
+  assert.equal(Number(logged.rows[0]?.count), 6);
+
+  assert.deepEqual(await endpointRow(healthy), { enabled: true, disabledReason: null, failing: false });
+  assert.deepEqual(await endpointRow(recovering), { enabled: true, disabledReason: null, failing: false }, 'a success among its attempts ends the run');
+  assert.deepEqual(await endpointRow(gone), { enabled: false, disabledReason: 'gone', failing: true });
+  assert.deepEqual(await endpointRow(failingLong), { enabled: false, disabledReason: 'failing', failing: true });
+});
+
+test("a failure starts an endpoint's run of failures and a later success ends it; a success while healthy leaves its row alone", async () => {
+  const id = await endpoint();
+  const updatedAt = async () => (await pool.query<{ at: Date }>('SELECT updated_at AS at FROM webhook_endpoints WHERE id = $1', [id])).rows[0]?.at.getTime();
+  const untouched = await updatedAt();
+  assert.deepEqual(await recordAttempts(pool, [attempt(await delivery(id), { state: 'succeeded' }, 204)], fiveDaysMs), ['none']);
+  assert.equal(await updatedAt(), untouched, 'not written: nothing about it changed');
+  assert.deepEqual(await recordAttempts(pool, [attempt(await delivery(id), { state: 'pending', retryInMs: 1_000 }, 502)], fiveDaysMs), ['none']);
+  assert.equal((await endpointRow(id))?.failing, true);
+  assert.deepEqual(await recordAttempts(pool, [attempt(await delivery(id), { state: 'succeeded' }, 204)], fiveDaysMs), ['none']);
+  assert.deepEqual(await endpointRow(id), { enabled: true, disabledReason: null, failing: false });
+});
