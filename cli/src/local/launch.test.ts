@@ -167,12 +167,20 @@ describe('local launcher on private resources', { timeout: 90_000 }, () => {
     assert.ok(stack.pid('mailer-svc') !== undefined && stack.pid('mailer-svc') !== before);
   });
 
-  test('stopping ends every service cleanly, gateway first and auth-svc last', async () => {
+  test('stopping ends every service cleanly, gateway first and auth-svc last, and a restart under way does not start again', async () => {
     const { stack } = launched;
     const order: ServiceName[] = [];
     const services: ServiceName[] = ['auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc', 'bounce-svc', 'gateway'];
     for (const service of services) void stack.exited(service).then(() => order.push(service));
+    // A restart asked while the stack stops (as an interrupted bench may): it must not start the service again.
+    const restarting = stack.exited('gateway').then(() =>
+      stack.restart('webhook-svc').then(
+        () => 'restarted',
+        (error: Error) => error.message,
+      ),
+    );
     await launched.stop();
+    assert.equal(await restarting, 'webhook-svc not restarted: the stack is stopping');
     for (const service of services) assert.deepEqual(await stack.exited(service), { code: 0, signal: null }, `${service} exit`);
     assert.equal(order[0], 'gateway');
     // The mailers, the webhook sender and the bounce receiver stop together, before the services they depend on.

@@ -43,6 +43,8 @@ export class ServiceProcess {
   #running = false;
   /** Set while the stack itself stops the process, so the exit is not reported as a crash. */
   #stopping = false;
+  /** The stop under way, if one is. */
+  #stop: Promise<ExitInfo> | undefined;
 
   constructor(options: ServiceProcessOptions) {
     this.options = options;
@@ -78,6 +80,7 @@ export class ServiceProcess {
     this.#child = child;
     this.#running = true;
     this.#stopping = false;
+    this.#stop = undefined;
     if (child.stdout) output.pipe(label, child.stdout);
     if (child.stderr) output.pipe(label, child.stderr);
     this.#exit = new Promise((resolve) => {
@@ -117,9 +120,18 @@ export class ServiceProcess {
     if (this.#running) this.#child?.kill(signal);
   }
 
-  /** SIGTERM, then SIGKILL if it has not exited within `timeoutMs`; resolves once it has exited. */
-  async stop(timeoutMs: number): Promise<ExitInfo> {
+  /**
+   * SIGTERM, then SIGKILL if it has not exited within `timeoutMs`; resolves once it has exited. Asked again while it
+   * stops (a restart and the stack's stop at once), it waits for the same stop: a second SIGTERM would end the
+   * service's graceful shutdown.
+   */
+  stop(timeoutMs: number): Promise<ExitInfo> {
     if (!this.#running) return this.#exit;
+    this.#stop ??= this.#terminate(timeoutMs);
+    return this.#stop;
+  }
+
+  async #terminate(timeoutMs: number): Promise<ExitInfo> {
     this.#stopping = true;
     this.signal('SIGTERM');
     // A process paused with SIGSTOP (chaos tests) only acts on SIGTERM once it runs again.

@@ -296,6 +296,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     async restart(service, index, extraEnv) {
       const child = find(service, index);
       await child.stop(stopTimeoutMs);
+      // The stack stopped meanwhile (an interrupted bench): nothing may start after it, to outlive it.
+      if (stopped) throw new Error(`${service} not restarted: the stack is stopping`);
       if (extraEnv) child.options.env = { ...child.options.env, ...extraEnv };
       child.start();
       await child.waitReady(readyTimeoutMs);
