@@ -155,6 +155,7 @@ function printCpu(measured: Figures): void {
     ['accepting from one tenant, mailers stopped, no webhook endpoint', measured.webhooks?.acceptNone?.cpuPerMessage],
     ['accepting from one tenant, mailers stopped, one webhook endpoint', measured.webhooks?.acceptEndpoint?.cpuPerMessage],
     [`status reads at ${measured.statusReads?.rate}/s (per read)`, measured.statusReads?.cpuPerRead],
+    ['status reads at saturation (per read)', measured.statusReads?.saturated.cpuPerRead],
     [`accepting in batches of ${measured.batch?.items}, mailers stopped`, measured.batch?.cpuPerMessage],
   ];
   for (const [phase, perMessage] of phases) {

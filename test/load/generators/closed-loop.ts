@@ -5,6 +5,8 @@ import autocannon from 'autocannon';
 import type { LoadResult } from './load-result.ts';
 
 export interface ClosedLoopRequest {
+  /** POST unless given. */
+  readonly method?: 'GET' | 'POST';
   readonly path: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string;
@@ -42,7 +44,7 @@ export async function runClosedLoop(options: ClosedLoopOptions): Promise<ClosedL
         connections: options.connections,
         ...(options.amount === undefined ? { duration: options.durationS ?? 10 } : { amount: options.amount }),
         timeout: 10,
-        requests: options.requests.map((spec) => ({ method: 'POST' as const, path: spec.path, headers: { ...spec.headers }, body: spec.body })),
+        requests: options.requests.map((spec) => ({ method: spec.method ?? 'POST', path: spec.path, headers: { ...spec.headers }, body: spec.body })),
       },
       (error, done) => (error ? reject(error instanceof Error ? error : new Error(String(error))) : resolve(done)),
     );

@@ -48,6 +48,8 @@ export interface BenchPlan {
   readonly statusReadRate: number;
   readonly statusReadS: number;
   readonly statusReadMessages: number;
+  /** Then as many reads as `connections` keep in flight, closed-loop (the accept path's condition), up to this many. */
+  readonly statusReadsSaturated: number;
   /** Batch ingest (POST /api/v1/send/batch/, 100 messages a request, mailers stopped): messages, connections, longest run. */
   readonly batchMessages: number;
   readonly batchConnections: number;
@@ -92,6 +94,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     statusReadRate: 200,
     statusReadS: 5,
     statusReadMessages: 1_000,
+    statusReadsSaturated: 10_000,
     batchMessages: 20_000,
     batchConnections: 8,
     batchMaxS: 30,
@@ -130,6 +133,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     statusReadRate: 200,
     statusReadS: 3,
     statusReadMessages: 300,
+    statusReadsSaturated: 3_000,
     batchMessages: 2_000,
     batchConnections: 8,
     batchMaxS: 10,

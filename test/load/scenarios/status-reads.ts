@@ -1,8 +1,10 @@
 // Status reads: GET /api/v1/messages/{id}/ with the API key that sent the message, open-loop at the plan's fixed rate
-// for a few seconds, with the system otherwise idle. The ids are the latest messages of the first
-// tenant, all delivered, so each answer carries the message and its transitions. The CPU of every process is counted
-// over the run and divided by the reads answered 200; any other answer fails the bench (the read rate limit is raised
-// out of the way, as the send rate is).
+// for a few seconds, with the system otherwise idle, then closed-loop over the plan's connections (saturation, the
+// accept path's condition) for a number of reads. The ids are the latest messages of the first tenant, all delivered,
+// so each answer carries the message and its transitions. The CPU of every process is counted over each run and
+// divided by its reads answered 200; any other answer fails the bench (the read rate limit is raised out of the way,
+// as the send rate is).
+import { runClosedLoop, type ClosedLoopResult } from '../generators/closed-loop.ts';
 import { countOf } from '../generators/load-result.ts';
 import { runPaced, type PacedLoadResult, type PacedRequest } from '../generators/paced-load.ts';
 import { cpuPerMessage } from '../system/cpu-usage.ts';
@@ -19,6 +21,8 @@ export interface StatusReadResult {
   readonly reads: number;
   /** CPU milliseconds per read, per process group (see system/cpu-usage.ts). */
   readonly cpuPerRead: Record<string, number>;
+  /** The closed-loop run: every request's fixed costs shared with the others in flight, as on the accept path. */
+  readonly saturated: { readonly load: ClosedLoopResult; readonly reads: number; readonly cpuPerRead: Record<string, number> };
 }
 
 export async function runStatusReads(context: BenchContext): Promise<StatusReadResult> {
@@ -42,12 +46,27 @@ export async function runStatusReads(context: BenchContext): Promise<StatusReadR
   const load = await inWindow(context, 'status reads', () => runPaced({ url, rate, durationS: plan.statusReadS, connections: plan.connections, request }));
   const cpuAfter = await context.cpu();
   requireAnswers(context, 'status reads', load);
-  for (const run of [warmup, load]) {
+  const saturatedCpuBefore = await context.cpu();
+  const saturatedLoad = await inWindow(context, 'status reads', () =>
+    runClosedLoop({ url, connections: plan.connections, amount: plan.statusReadsSaturated, maxDurationS: 10, requests: prepared.map(({ path }) => ({ method: 'GET', path, headers, body: '' })) }),
+  );
+  const saturatedCpuAfter = await context.cpu();
+  requireAnswers(context, 'status reads at saturation', saturatedLoad);
+  for (const run of [warmup, load, saturatedLoad]) {
     const other = Object.entries(run.statuses).filter(([status]) => status !== '200' && !status.startsWith('5'));
     if (other.length > 0) context.failures.push(`status reads: answers other than 200 (${JSON.stringify(Object.fromEntries(other))})`);
   }
   const reads = countOf(load, 200);
-  const result: StatusReadResult = { rate, messages: rows.length, load, reads, cpuPerRead: cpuPerMessage(cpuBefore, cpuAfter, reads) };
+  const saturatedReads = countOf(saturatedLoad, 200);
+  const result: StatusReadResult = {
+    rate,
+    messages: rows.length,
+    load,
+    reads,
+    cpuPerRead: cpuPerMessage(cpuBefore, cpuAfter, reads),
+    saturated: { load: saturatedLoad, reads: saturatedReads, cpuPerRead: cpuPerMessage(saturatedCpuBefore, saturatedCpuAfter, saturatedReads) },
+  };
   context.progress(`  ${reads.toLocaleString('en-US')} reads, latency p50 ${load.latencyMs.p50.toFixed(1)} ms, p99 ${load.latencyMs.p99.toFixed(1)} ms`);
+  context.progress(`  then closed-loop over ${plan.connections} connections: ${saturatedReads.toLocaleString('en-US')} reads, ${Math.round(saturatedLoad.answeredPerSecond).toLocaleString('en-US')}/s`);
   return result;
 }
