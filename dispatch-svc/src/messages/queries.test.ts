@@ -12,6 +12,8 @@ let h: Harness;
 /** ListMessages is notifyctl's (the admin token), not the gateway's. */
 let notifyctl: GrpcClient<typeof dispatchProto.DispatchService.service>;
 const ids: number[] = [];
+/** When every transition below happened (to the millisecond, as the mailers report it). */
+const occurredAt = new Date().toISOString();
 /** Every lookup names the project and its organization. */
 let scope: { projectId: number; organizationId: number };
 
@@ -31,7 +33,6 @@ before(async () => {
     });
     ids.push(response.messageId);
   }
-  const occurredAt = new Date().toISOString();
   const [first, second] = ids;
   if (first === undefined || second === undefined) throw new Error('no messages');
   await applyDeliveryEvent(h.pool, { messageId: first, state: 'sending', attempt: 1, occurredAt });
@@ -62,6 +63,8 @@ test('a message is returned with its transitions in lifecycle order', async () =
     ['queued:0:0', 'sending:1:0', 'deferred:1:451', 'sending:2:0', 'sent:2:250'],
   );
   assert.equal(message.events[2]?.reason, 'greylisted');
+  // Each transition as its event gave it: the time to the millisecond in UTC, and '' for what it did not carry.
+  assert.deepEqual(message.events[4], { state: 'sent', attempt: 2, smtpCode: 250, smtpResponse: '250 2.0.0 OK', reason: '', occurredAt });
 });
 
 test('a failed message shows why', async () => {

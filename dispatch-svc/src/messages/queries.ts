@@ -35,7 +35,8 @@ export interface EventRow {
   smtpCode: number | null;
   smtpResponse: string | null;
   reason: string | null;
-  occurredAt: Date;
+  /** RFC 3339 in UTC with milliseconds, as Date.prototype.toISOString writes it. */
+  occurredAt: string;
 }
 
 export const columns = `id, project_id AS "projectId", organization_id AS "organizationId", template_slug AS template,
@@ -79,29 +80,29 @@ export function toMessage(row: MessageRow, events: EventRow[]): dispatch.Message
       smtpCode: event.smtpCode ?? 0,
       smtpResponse: event.smtpResponse ?? '',
       reason: event.reason ?? '',
-      occurredAt: event.occurredAt.toISOString(),
+      occurredAt: event.occurredAt,
     })),
   };
 }
 
 /**
- * The message with its transitions in lifecycle order (attempt, then position within the attempt). Matched on project
- * and organization both: a caller that names the wrong one sees the same NOT_FOUND as for an id that never existed.
+ * The message with its transitions in lifecycle order (attempt, then position within the attempt), in one statement.
+ * Matched on project and organization both: a caller that names the wrong one sees the same NOT_FOUND as for an id
+ * that never existed.
  */
 export async function getMessage(pool: Pool, request: dispatch.GetMessageRequest__Output): Promise<dispatch.Message__Output> {
-  const found = await pool.query<MessageRow>({
+  const found = await pool.query<MessageRow & { events: EventRow[] }>({
     name: 'message-get',
-    text: `SELECT ${columns} FROM messages WHERE id = $1 AND project_id = $2 AND organization_id = $3`,
+    text: `SELECT ${columns},
+                  coalesce((SELECT json_agg(json_build_object('state', e.state, 'attempt', e.attempt, 'smtpCode', e.smtp_code, 'smtpResponse', e.smtp_response,
+                                                              'reason', e.reason, 'occurredAt', to_char(e.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+                                            ORDER BY e.attempt, CASE e.state WHEN 'scheduled' THEN -1 WHEN 'queued' THEN 0 WHEN 'sending' THEN 1 WHEN 'deferred' THEN 2
+                                                                             WHEN 'bounced' THEN 4 WHEN 'complained' THEN 4 ELSE 3 END, e.occurred_at, e.id)
+                              FROM message_events e WHERE e.message_id = messages.id), '[]') AS events
+             FROM messages WHERE id = $1 AND project_id = $2 AND organization_id = $3`,
     values: [request.messageId, request.projectId, request.organizationId],
   });
   const row = found.rows[0];
   if (!row) throw new UserError(status.NOT_FOUND, 'message_not_found', `no message ${request.messageId} in this project`);
-  const events = await pool.query<EventRow>({
-    name: 'message-events',
-    text: `SELECT state, attempt, smtp_code AS "smtpCode", smtp_response AS "smtpResponse", reason, occurred_at AS "occurredAt"
-             FROM message_events WHERE message_id = $1
-            ORDER BY attempt, CASE state WHEN 'scheduled' THEN -1 WHEN 'queued' THEN 0 WHEN 'sending' THEN 1 WHEN 'deferred' THEN 2 WHEN 'bounced' THEN 4 WHEN 'complained' THEN 4 ELSE 3 END, occurred_at, id`,
-    values: [row.id],
-  });
-  return toMessage(row, events.rows);
+  return toMessage(row, row.events);
 }
