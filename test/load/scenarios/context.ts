@@ -94,7 +94,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     statusReadRate: 200,
     statusReadS: 5,
     statusReadMessages: 1_000,
-    statusReadsSaturated: 10_000,
+    statusReadsSaturated: 5_000,
     batchMessages: 20_000,
     batchConnections: 8,
     batchMaxS: 30,
