@@ -5,7 +5,7 @@ import { after, before, beforeEach, test } from 'node:test';
 import { createPool, type Pool } from '@notify/platform/database';
 import { createTestDatabase, type TestDatabase } from '@notify/test/harness/database.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
-import { claimDeliveries, recordAttempts, type AttemptRecord, type DeliveryKey } from './delivery-store.ts';
+import { batchedStore, claimDeliveries, recordAttempts, type AttemptRecord, type DeliveryKey } from './delivery-store.ts';
 
 const leaseMs = 60_000;
 const fiveDaysMs = 5 * 86_400_000;
@@ -165,4 +165,17 @@ test("a failure starts an endpoint's run of failures and a later success ends it
   assert.equal((await endpointRow(id))?.failing, true);
   assert.deepEqual(await recordAttempts(pool, [attempt(await delivery(id), { state: 'succeeded' }, 204)], fiveDaysMs), ['none']);
   assert.deepEqual(await endpointRow(id), { enabled: true, disabledReason: null, failing: false });
+});
+
+test('records made at once share a statement, and one the database refuses fails alone', async () => {
+  const id = await endpoint();
+  const store = batchedStore(pool, { maxBatch: 64, leaseMs, disableAfterMs: fiveDaysMs });
+  const [kept, purged] = [await delivery(id), await delivery(id)];
+  // Its event purged while its request was out (retention): its attempt can no longer be recorded.
+  await pool.query('DELETE FROM webhook_events WHERE id = $1', [purged.eventId]);
+  const outcomes = await Promise.allSettled([store.record(attempt(kept, { state: 'succeeded' }, 204)), store.record(attempt(purged, { state: 'succeeded' }, 204))]);
+  assert.deepEqual(outcomes[0], { status: 'fulfilled', value: 'none' });
+  assert.equal(outcomes[1]?.status, 'rejected');
+  const recorded = await pool.query<{ eventId: string; state: string }>('SELECT d.event_id AS "eventId", d.state FROM webhook_deliveries d JOIN webhook_attempts a USING (event_id, endpoint_id)');
+  assert.deepEqual(recorded.rows.map((row) => [Number(row.eventId), row.state]), [[kept.eventId, 'succeeded']]);
 });

@@ -2,6 +2,7 @@
 // by moving its next_attempt_at past the attempt's longest possible duration (a lease): a second copy of its message
 // (a replica killed mid-attempt, a relay that published twice) finds it not due and waits, and once the lease runs
 // out the copy JetStream offers again makes the attempt.
+import { Batcher, fulfilled } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 
 export interface ClaimedDelivery {
@@ -176,4 +177,31 @@ export async function failDelivery(pool: Pool, eventId: number, endpointId: numb
     text: `UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, updated_at = now() WHERE event_id = $1 AND endpoint_id = $2 AND state = 'pending'`,
     values: [eventId, endpointId],
   });
+}
+
+/**
+ * The sender's claims and records, in batches: what many requests ask at once (claims as a burst of deliveries
+ * arrives, records as their answers come in) goes out in one statement, one batch at a time.
+ */
+export interface DeliveryStore {
+  claim(key: DeliveryKey): Promise<Claim>;
+  record(attempt: AttemptRecord): Promise<EndpointChange>;
+}
+
+export function batchedStore(pool: Pool, settings: { readonly maxBatch: number; readonly leaseMs: number; readonly disableAfterMs: number }): DeliveryStore {
+  const claims = new Batcher<DeliveryKey, Claim>({ maxBatchSize: settings.maxBatch, concurrency: 1, run: async (keys) => (await claimDeliveries(pool, keys, settings.leaseMs)).map(fulfilled) });
+  const records = new Batcher<AttemptRecord, EndpointChange>({
+    maxBatchSize: settings.maxBatch,
+    concurrency: 1,
+    run: async (attempts) => {
+      try {
+        return (await recordAttempts(pool, attempts, settings.disableAfterMs)).map(fulfilled);
+      } catch (error) {
+        if (attempts.length === 1) throw error;
+        // One record the database refuses (its event purged meanwhile, say) must not fail the others: each on its own.
+        return Promise.allSettled(attempts.map(async (attempt) => (await recordAttempts(pool, [attempt], settings.disableAfterMs))[0] ?? 'none'));
+      }
+    },
+  });
+  return { claim: (key) => claims.submit(key), record: (attempt) => records.submit(attempt) };
 }

@@ -42,6 +42,7 @@ describe('a webhook request', () => {
       else if (request.url === '/large') response.writeHead(200).end('x'.repeat(1_000_000));
       else if (request.url === '/silent') return;
       else if (request.url === '/busy') response.writeHead(503, { 'retry-after': '120' }).end('busy');
+      else if (request.url === '/nul') response.writeHead(200).end('ok\0done');
       else response.writeHead(204).end();
     });
     server.on('connection', () => (connections += 1));
@@ -102,6 +103,11 @@ describe('a webhook request', () => {
     const started = Date.now();
     refusedWith(await post(`${base}/silent`, { ...local, timeoutMs: 300 }), /no response within 300 ms/);
     assert.ok(Date.now() - started < 2_000);
+  });
+
+  test('a NUL byte in the response is kept as U+FFFD (the attempts log is text)', async () => {
+    const result = await post(`${base}/nul`, local);
+    assert.deepEqual(result, { kind: 'response', status: 200, body: 'ok\uFFFDdone', retryAfter: undefined });
   });
 
   test('Retry-After is returned with the response', async () => {

@@ -135,7 +135,9 @@ function exchange(
       let kept = 0;
       const answer = (): OutboundResult => {
         const retryAfter = response.headers['retry-after'];
-        return { kind: 'response', status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined };
+        // Kept in a text column, which cannot hold U+0000: a receiver's NUL bytes are kept as U+FFFD.
+        const body = Buffer.concat(chunks).toString('utf8').replaceAll('\0', '\uFFFD');
+        return { kind: 'response', status: response.statusCode ?? 0, body, retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined };
       };
       response.on('data', (chunk: Buffer) => {
         if (kept < options.maxBodyBytes) chunks.push(chunk.subarray(0, options.maxBodyBytes - kept));

@@ -3,11 +3,11 @@
 // attempt, and then acks (delivered, or failed for good) or naks with the retry's delay (with jitter, or Retry-After).
 // Each endpoint may hold only `endpointConcurrency` of a replica's requests (see startSender), so a slow or dead
 // endpoint cannot take every slot from the others.
-import { Batcher, fulfilled, type Logger } from '@notify/platform';
+import type { Logger } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import { consumeDurably, nanoseconds, type JetStreamClient, type JsMsg } from '@notify/platform/nats';
 import { readWebhookDelivery, schemaHeader, type Topology, type WebhookDelivery } from '@notify/proto';
-import { claimDeliveries, failDelivery, recordAttempts, type AttemptRecord, type Claim, type ClaimedDelivery, type DeliveryKey, type EndpointChange } from './delivery-store.ts';
+import { batchedStore, failDelivery, type AttemptRecord, type ClaimedDelivery, type DeliveryStore } from './delivery-store.ts';
 import type { AttemptResult, WebhookMetrics } from './metrics.ts';
 import { createOutbound, type Outbound, type OutboundOptions } from './outbound.ts';
 import { nextRetryDelay } from './schedule.ts';
@@ -48,25 +48,7 @@ const busyDelayMs = (): number => 1_000 + Math.floor(Math.random() * 2_000);
 /** Whether a response is the success the contract names: a 2xx (a 3xx is a failure and is not followed). */
 const isSuccess = (status: number): boolean => status >= 200 && status < 300;
 
-/**
- * The sender's database work, in batches: what many requests ask at once (claims as a burst of deliveries arrives,
- * attempts as their answers come in) goes out in one statement, one batch at a time.
- */
-interface Store {
-  claim(key: DeliveryKey): Promise<Claim>;
-  record(attempt: AttemptRecord): Promise<EndpointChange>;
-}
-
-/** Most deliveries one statement claims or records: the requests one replica may have open at once. */
-const maxBatch = (settings: SenderSettings): number => settings.concurrency;
-
-function batchedStore(pool: SenderDeps['pool'], settings: SenderSettings): Store {
-  const claims = new Batcher<DeliveryKey, Claim>({ maxBatchSize: maxBatch(settings), concurrency: 1, run: async (keys) => (await claimDeliveries(pool, keys, settings.leaseMs)).map(fulfilled) });
-  const records = new Batcher<AttemptRecord, EndpointChange>({ maxBatchSize: maxBatch(settings), concurrency: 1, run: async (attempts) => (await recordAttempts(pool, attempts, settings.disableAfterMs)).map(fulfilled) });
-  return { claim: (key) => claims.submit(key), record: (attempt) => records.submit(attempt) };
-}
-
-async function attempt(deps: SenderDeps, settings: SenderSettings, outbound: Outbound, store: Store, delivery: WebhookDelivery, claimed: ClaimedDelivery): Promise<{ settle: 'ack' } | { settle: 'nak'; delayMs: number }> {
+async function attempt(deps: SenderDeps, settings: SenderSettings, outbound: Outbound, store: DeliveryStore, delivery: WebhookDelivery, claimed: ClaimedDelivery): Promise<{ settle: 'ack' } | { settle: 'nak'; delayMs: number }> {
   const number = claimed.attempts + 1;
   const timestamp = Math.floor(Date.now() / 1_000);
   const headers = signedHeaders(claimed.secrets, webhookId(delivery.eventId), timestamp, claimed.body);
@@ -144,7 +126,8 @@ export function startSender(deps: SenderDeps, settings: SenderSettings): Sender 
   const shares = new Map<number, EndpointShare>();
   const parkLimit = settings.endpointConcurrency * 8;
   const outbound = createOutbound(settings.outbound);
-  const store = batchedStore(deps.pool, settings);
+  // Most deliveries one statement claims or records: the requests one replica may have open at once.
+  const store = batchedStore(deps.pool, { maxBatch: settings.concurrency, leaseMs: settings.leaseMs, disableAfterMs: settings.disableAfterMs });
   let stopping = false;
 
   async function work(message: JsMsg, delivery: WebhookDelivery): Promise<void> {
