@@ -3,13 +3,14 @@
 // DomainAdminService, ErasureAdminService, ProjectRelayAdminService and RetentionAdminService for operators (admin
 // token), SigningKeyService and RelayRouteService for the mailers, PanelService for the gateway's web panel and
 // ReportService for bounce-svc (and Unsubscribe for the gateway's page). main.ts and the tests both serve them from here.
+import type { status } from '@grpc/grpc-js';
 import type { Caller, GrpcServer } from '@notify/platform';
 import { dispatchProto } from '@notify/proto';
 import { deadLetterAdminHandlers } from './dead-letters/dead-letter-admin.ts';
 import { domainAdminHandlers, signingKeyHandlers } from './domains/domain-admin.ts';
 import { erasureAdminHandlers } from './erasure/erasure-admin.ts';
 import { listMessages, searchProjectMessages } from './messages/message-list.ts';
-import { getMessage } from './messages/queries.ts';
+import { messageReadHandlers } from './messages/get-many.ts';
 import { createSendBatchHandler } from './messages/send-batch.ts';
 import { createSendManyHandler } from './messages/send-many.ts';
 import { createSendHandler, publishAccepted, type SendDeps } from './messages/send.ts';
@@ -50,20 +51,23 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
   const { gateway, mailer, bounce, admin } = deps.callers;
   const publish = publishAccepted(deps);
   const send = createSendHandler(deps, publish);
+  const recordItem = (path: string, code: status, seconds: number): void => server.recordItem(path, code, seconds);
+  const reads = messageReadHandlers(deps.pool, deps.logger, recordItem);
   server.add(
     dispatchProto.DispatchService.service,
     {
       Send: send,
-      GetMessage: (request) => getMessage(deps.pool, request),
+      GetMessage: reads.GetMessage,
+      GetMessages: reads.GetMessages,
       ListMessages: (request) => listMessages(deps.pool, request),
       SearchProjectMessages: (request) => searchProjectMessages(deps.pool, request),
       GetUsage: (request) => getUsage(deps.pool, request),
       CancelMessage: (request) => cancelMessage(deps, request, 'api'),
       SendBatch: createSendBatchHandler(deps, publish),
-      SendMany: createSendManyHandler(send, deps.logger, (path, code, seconds) => server.recordItem(path, code, seconds)),
+      SendMany: createSendManyHandler(send, deps.logger, recordItem),
     },
     // ListMessages is notifyctl's `messages list`; the gateway lists through SearchProjectMessages. Only the gateway sends.
-    { Send: [gateway], SendMany: [gateway], GetMessage: [gateway], ListMessages: [admin], SearchProjectMessages: [gateway], GetUsage: [gateway], SendBatch: [gateway], CancelMessage: [gateway] },
+    { Send: [gateway], SendMany: [gateway], GetMessage: [gateway], GetMessages: [gateway], ListMessages: [admin], SearchProjectMessages: [gateway], GetUsage: [gateway], SendBatch: [gateway], CancelMessage: [gateway] },
   );
   server.add(dispatchProto.TemplateAdminService.service, templateAdminHandlers(deps), [admin]);
   server.add(dispatchProto.DeadLetterAdminService.service, deadLetterAdminHandlers(deps), [admin]);

@@ -14,7 +14,23 @@ export { GrpcServer, type Access, type AsyncHandlers, type Caller } from './grpc
 export { channelCredentials, grpcClientTlsSettings, grpcServerTlsSettings, serverCredentials } from './grpc/tls.ts';
 export { GrpcClient, channelOptions, type GrpcClientOptions } from './grpc/client.ts';
 export { RemoteError, toGrpcFailure } from './grpc/errors.ts';
-export { contextOfItem, endItemSpan, itemRefusal, itemTraceContext, remoteErrorOf, startItemSpan, type ItemRefusal, type ItemTraceContext } from './grpc/batched-calls.ts';
+export {
+  BatchedCalls,
+  checkItemCount,
+  contextOfItem,
+  endItemSpan,
+  itemRefusal,
+  itemServer,
+  itemTraceContext,
+  remoteErrorOf,
+  startItemSpan,
+  type BatchedCallsOptions,
+  type CarriedItem,
+  type ItemOutcome,
+  type ItemRefusal,
+  type ItemTraceContext,
+  type RecordItem,
+} from './grpc/batched-calls.ts';
 export { activeContext, annotateRequestSpan, contextFromTraceparent, inSpan, withActiveSpan, linkTo, notifyAttributes, recordFailure, SpanKind, SpanStatusCode, startSpan, traceIdOf, traceparentOf, type Attributes, type Context, type Link, type Span, type SpanStart } from './tracing.ts';
 export { parseRate, type Rate } from './rate.ts';
 export { formatRetention, parseRetention } from './retention.ts';

@@ -65,9 +65,9 @@ export function startTelemetry(env: Readonly<Record<string, string | undefined>>
     instrumentations: [
       // Probes and scrapes would drown real traffic in traces.
       new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => /^\/(healthz|readyz|metrics)/.test(req.url ?? '') }),
-      // SendMany carries many Send calls, each traced as its own call (grpc/batched-calls.ts): a span of the batch
-      // would be a trace of its own for every call, or sit in the trace of whichever send came first.
-      new GrpcInstrumentation({ ignoreGrpcMethods: ['Check', 'Watch', 'SendMany'] }),
+      // SendMany and GetMessages carry many Send and GetMessage calls, each traced as its own call (grpc/batched-calls.ts):
+      // a span of the batch would be a trace of its own for every call, or sit in the trace of whichever item came first.
+      new GrpcInstrumentation({ ignoreGrpcMethods: ['Check', 'Watch', 'SendMany', 'GetMessages'] }),
       // Spans inside one service: worth having only when they are recorded.
       // A query or command outside any request (a periodic task's) would be a trace of its own: left out.
       // Koa's middleware layers (each an anonymous function) and pg's pool checkouts say nothing a trace reader needs

@@ -86,23 +86,34 @@ export function toMessage(row: MessageRow, events: EventRow[]): dispatch.Message
 }
 
 /**
- * The message with its transitions in lifecycle order (attempt, then position within the attempt), in one statement.
- * Matched on project and organization both: a caller that names the wrong one sees the same NOT_FOUND as for an id
- * that never existed.
+ * The messages `requests` name, each with its transitions in lifecycle order (attempt, then position within the
+ * attempt), in one statement whatever their number; a result per request, in order. Matched on project and
+ * organization both: a request that names the wrong one is refused NOT_FOUND exactly as one for an id that never existed.
  */
-export async function getMessage(pool: Pool, request: dispatch.GetMessageRequest__Output): Promise<dispatch.Message__Output> {
-  const found = await pool.query<MessageRow & { events: EventRow[] }>({
-    name: 'message-get',
-    text: `SELECT ${columns},
+export async function getMessages(pool: Pool, requests: readonly dispatch.GetMessageRequest__Output[]): Promise<PromiseSettledResult<dispatch.Message__Output>[]> {
+  const found = await pool.query<MessageRow & { position: string; events: EventRow[] }>({
+    name: 'messages-get',
+    text: `SELECT wanted.position, ${columns},
                   coalesce((SELECT json_agg(json_build_object('state', e.state, 'attempt', e.attempt, 'smtpCode', e.smtp_code, 'smtpResponse', e.smtp_response,
                                                               'reason', e.reason, 'occurredAt', to_char(e.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
                                             ORDER BY e.attempt, CASE e.state WHEN 'scheduled' THEN -1 WHEN 'queued' THEN 0 WHEN 'sending' THEN 1 WHEN 'deferred' THEN 2
                                                                              WHEN 'bounced' THEN 4 WHEN 'complained' THEN 4 ELSE 3 END, e.occurred_at, e.id)
                               FROM message_events e WHERE e.message_id = messages.id), '[]') AS events
-             FROM messages WHERE id = $1 AND project_id = $2 AND organization_id = $3`,
-    values: [request.messageId, request.projectId, request.organizationId],
+             FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS wanted(message, project, organization, position)
+             JOIN messages ON messages.id = wanted.message AND messages.project_id = wanted.project AND messages.organization_id = wanted.organization`,
+    values: [requests.map((request) => request.messageId), requests.map((request) => request.projectId), requests.map((request) => request.organizationId)],
   });
-  const row = found.rows[0];
-  if (!row) throw new UserError(status.NOT_FOUND, 'message_not_found', `no message ${request.messageId} in this project`);
-  return toMessage(row, row.events);
+  const byPosition = new Map(found.rows.map((row) => [Number(row.position), row]));
+  return requests.map((request, index) => {
+    const row = byPosition.get(index + 1);
+    if (row) return { status: 'fulfilled', value: toMessage(row, row.events) };
+    return { status: 'rejected', reason: new UserError(status.NOT_FOUND, 'message_not_found', `no message ${request.messageId} in this project`) };
+  });
+}
+
+/** One message as getMessages reads it: NOT_FOUND message_not_found for any id not the project's and organization's. */
+export async function getMessage(pool: Pool, request: dispatch.GetMessageRequest__Output): Promise<dispatch.Message__Output> {
+  const [result] = await getMessages(pool, [request]);
+  if (result?.status !== 'fulfilled') throw result?.reason;
+  return result.value;
 }

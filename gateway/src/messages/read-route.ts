@@ -19,6 +19,7 @@ import { text } from '../i18n/messages.ts';
 import { rateLimitHeaders, throttled } from '../rate-limit/headers.ts';
 import type { SendRateLimiter } from '../rate-limit/limiter.ts';
 import type { DispatchClient } from '../send/dispatch.ts';
+import type { MessageReader } from './get-many.ts';
 import { parseListQuery } from './read-query.ts';
 
 export interface ReadRouteDeps {
@@ -124,12 +125,13 @@ function messageIdOf(ctx: ParameterizedContext<GatewayState>): number {
   return messageId;
 }
 
-export function getMessageRoute(deps: ReadRouteDeps): Middleware<GatewayState> {
+/** Reads through `reader`: the GetMessage calls of reads that arrive together travel in one GetMessages call. */
+export function getMessageRoute(deps: ReadRouteDeps, reader: MessageReader): Middleware<GatewayState> {
   return async (ctx) => {
     const access = await admit(deps, ctx);
     const messageId = messageIdOf(ctx);
     try {
-      const message = await deps.dispatch.call('GetMessage', { projectId: access.projectId, organizationId: access.organizationId, messageId });
+      const message = await reader.call({ projectId: access.projectId, organizationId: access.organizationId, messageId });
       ctx.body = messageBody(message, true);
     } catch (error) {
       if (error instanceof RemoteError && error.status === status.NOT_FOUND) throw messageNotFound(error);

@@ -46,7 +46,7 @@ export interface SendAnswer {
  */
 export async function dispatchSend(sends: SendDispatcher, request: dispatch.SendRequest, fieldErrors?: FieldErrors): Promise<SendAnswer> {
   try {
-    const response = await sends.send(request);
+    const response = await sends.call(request);
     return { accepted: acceptedBody(response), organizationAccepted: response.organizationAccepted };
   } catch (error) {
     throw refusalOf(error, fieldErrors);

@@ -11,7 +11,7 @@ import { text } from '../i18n/messages.ts';
 import { gatewayCaller } from '../testing/serve-app.ts';
 import { sendManyItem, standIn, standInServer } from '../testing/stand-in.ts';
 import { dispatchSend, refusalOf, type DispatchClient } from './dispatch.ts';
-import { SendDispatcher } from './send-many.ts';
+import { sendDispatcher, type SendDispatcher } from './send-many.ts';
 
 /** Sends per SendMany call the stand-ins received, in order. */
 const calls: number[] = [];
@@ -68,7 +68,7 @@ function client(at: string, deadlineMs = 2_000): DispatchClient {
 }
 
 function dispatcher(at: string, options: { deadlineMs?: number; calls?: number; registry?: Registry } = {}): SendDispatcher {
-  return new SendDispatcher(client(at, options.deadlineMs), { maxItems: 64, calls: options.calls ?? 4, registry: options.registry ?? createRegistry('send-many-test') });
+  return sendDispatcher(client(at, options.deadlineMs), { maxItems: 64, calls: options.calls ?? 4, registry: options.registry ?? createRegistry('send-many-test') });
 }
 
 const request = (template: string, id: number): dispatch.SendRequest => ({ projectId: 1, organizationId: 2, apiKeyId: 3, template, to: `${id}@example.com`, dataJson: '{}', monthlyQuota: 0, fieldsInvalid: template === 'fields' });
