@@ -130,6 +130,7 @@ function printOtherAnswers(measured: Figures): void {
     ['webhooks endpoint', measured.webhooks?.endpoint?.load],
     ['webhook accept, no endpoint', measured.webhooks?.acceptNone?.load],
     ['webhook accept, one endpoint', measured.webhooks?.acceptEndpoint?.load],
+    ['webhook backlog, no endpoint', measured.webhooks?.backlogNone?.load],
     ['webhook burst', measured.webhooks?.burst?.load],
     ['batches', measured.batch?.load],
   ];
@@ -154,6 +155,9 @@ function printCpu(measured: Figures): void {
     [`accepting and delivering at ${measured.webhooks?.rate}/s from one tenant, one webhook endpoint`, measured.webhooks?.endpoint?.cpuPerMessage],
     ['accepting from one tenant, mailers stopped, no webhook endpoint', measured.webhooks?.acceptNone?.cpuPerMessage],
     ['accepting from one tenant, mailers stopped, one webhook endpoint', measured.webhooks?.acceptEndpoint?.cpuPerMessage],
+    ['accepting and delivering a backlog from one tenant, no webhook endpoint', measured.webhooks?.backlogNone?.cpuPerMessage],
+    ['accepting and delivering a backlog from one tenant, one webhook endpoint, its events relayed', measured.webhooks?.backlogEndpoint?.cpuPerMessage],
+    ['sending webhook events, one webhook-svc draining a backlog (per event)', measured.webhooks?.burst?.cpuPerEvent],
     [`status reads at ${measured.statusReads?.rate}/s (per read)`, measured.statusReads?.cpuPerRead],
     ['status reads at saturation (per read)', measured.statusReads?.saturated.cpuPerRead],
     [`accepting in batches of ${measured.batch?.items}, mailers stopped`, measured.batch?.cpuPerMessage],

@@ -7,9 +7,14 @@
 // divided by the messages. The difference of the two, divided by the events delivered, is the CPU one webhook event
 // costs. The accept path is measured apart, without and with the endpoint: a batch of sends from that tenant accepted
 // with the mailers stopped, CPU per accepted send (as the issue's accept-path target is judged).
-// Then a burst measures what one sender (webhook-svc, one replica) achieves: with webhook-svc stopped, N messages are
-// sent as fast as the gateway takes them and delivered, and their events relayed onto JetStream; webhook-svc is
-// started again and the receiver times the N events from the first to the last.
+// At 200/s each process pays its wake-ups alone, and the two runs' difference is often smaller than their noise; so an
+// event's cost is judged from backlogs, the condition the accept path and status reads are judged in. N messages are
+// sent as fast as the gateway takes them and delivered by one mailer, first with no endpoint, then with the endpoint
+// and webhook-svc stopped, until their events are relayed onto JetStream: the CPU per message of the second less the
+// first's is what making and relaying an event costs. Then the burst: webhook-svc is started again, and from the moment
+// it is ready until the receiver has every event, the CPU over the events sent in that time is what sending one costs
+// (its start-up left out); the receiver also times the N events from the first to the last, the rate one sender
+// (webhook-svc, one replica) achieves.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { dispatchProto } from '@notify/proto';
 import { GrpcClient } from '@notify/platform';
@@ -47,11 +52,27 @@ export interface WebhookAcceptRun {
   readonly cpuPerMessage: Record<string, number>;
 }
 
+/** N messages sent from one tenant as fast as accepted, one mailer delivering them (and with the endpoint, webhook-svc stopped). */
+export interface WebhookBacklogRun {
+  readonly mode: WebhookMode;
+  readonly load: LoadResult;
+  /** Messages the run created (the divisor). */
+  readonly messages: number;
+  /** Events relayed onto JetStream when the window closed (0 without an endpoint). */
+  readonly events: number;
+  /** CPU milliseconds per message, per process group, from the first request until every message was delivered and its event relayed. */
+  readonly cpuPerMessage: Record<string, number>;
+}
+
 export interface WebhookBurst {
   /** Messages sent, and the webhook events the receiver got for them. */
   readonly messages: number;
   readonly events: number;
   readonly load: LoadResult;
+  /** Events the receiver got from webhook-svc's readiness to the last (the divisor of cpuPerEvent). */
+  readonly eventsAfterReady: number;
+  /** CPU milliseconds per event sent, per process group, from webhook-svc's readiness to the last event. */
+  readonly cpuPerEvent: Record<string, number>;
   /** From webhook-svc's start (ready) to the last event, and from the first event to the last (receiver clock). */
   readonly fromStartS: number;
   readonly spanS: number;
@@ -66,6 +87,8 @@ export interface WebhookCostResult {
   endpoint?: WebhookRun;
   acceptNone?: WebhookAcceptRun;
   acceptEndpoint?: WebhookAcceptRun;
+  backlogNone?: WebhookBacklogRun;
+  backlogEndpoint?: WebhookBacklogRun;
   burst?: WebhookBurst;
 }
 
@@ -103,6 +126,24 @@ export function cpuPerEvent(none: Pick<WebhookRun, 'messages' | 'cpuPerMessage'>
   // Scaled to the endpoint run's messages, so runs of slightly different sizes compare.
   const extra = (webhookTotals(endpoint.cpuPerMessage)[key] - webhookTotals(none.cpuPerMessage)[key]) * endpoint.messages;
   return extra / endpoint.events;
+}
+
+/** The CPU one webhook event costs from backlogs, in milliseconds: made and relayed (the backlogs' difference), sent (the burst's), and their sum. */
+export interface BacklogEventCost {
+  readonly made: number;
+  readonly sent: number;
+  readonly total: number;
+}
+
+/**
+ * (CPU of the backlog with the endpoint - CPU of the one without) / events relayed, each backlog's CPU being its
+ * per-message figure times the endpoint backlog's messages; plus the burst's CPU per event sent. Undefined without events.
+ */
+export function backlogCpuPerEvent(none: Pick<WebhookBacklogRun, 'cpuPerMessage'>, endpoint: WebhookBacklogRun, burst: Pick<WebhookBurst, 'cpuPerEvent' | 'eventsAfterReady'>, key: 'services' | 'system'): BacklogEventCost | undefined {
+  if (endpoint.events <= 0 || burst.eventsAfterReady <= 0) return undefined;
+  const made = ((webhookTotals(endpoint.cpuPerMessage)[key] - webhookTotals(none.cpuPerMessage)[key]) * endpoint.messages) / endpoint.events;
+  const sent = webhookTotals(burst.cpuPerEvent)[key];
+  return { made, sent, total: made + sent };
 }
 
 /** Polls the receiver until it has got `expected` more requests than `before`, or nothing new for `quietMs` past `timeoutMs`. */
@@ -216,46 +257,87 @@ async function waitRelayed(context: BenchContext, after: number, upTo: number, e
   }
 }
 
-/** N messages delivered with webhook-svc stopped, then the time one webhook-svc takes to send their N events. */
-async function measureBurst(context: BenchContext, receiver: BenchWebhookReceiver): Promise<WebhookBurst> {
+/**
+ * N messages from one tenant sent as fast as the gateway takes them and delivered by one mailer; with the endpoint,
+ * webhook-svc is stopped first and the window closes once their events are relayed onto JetStream.
+ */
+async function measureBacklog(context: BenchContext, mode: WebhookMode, receiver: BenchWebhookReceiver): Promise<WebhookBacklogRun> {
   const { plan, system } = context;
   const [tenant] = system.tenants;
   if (!tenant) throw new Error('no tenant');
-  context.progress(`webhook burst: ${plan.webhookBurst.toLocaleString('en-US')} messages delivered with webhook-svc stopped`);
-  system.stack.kill('webhook-svc', 'SIGTERM');
-  await system.stack.exited('webhook-svc');
+  const helpers: Array<readonly [string, number | undefined]> = [[webhookReceiverLabel, receiver.pid]];
+  if (mode === 'endpoint') {
+    system.stack.kill('webhook-svc', 'SIGTERM');
+    await system.stack.exited('webhook-svc');
+  }
+  context.progress(`webhook backlog, ${mode === 'endpoint' ? 'one endpoint, webhook-svc stopped' : 'no endpoint'}: ${plan.webhookBurst.toLocaleString('en-US')} messages sent as fast as accepted, one mailer delivering`);
   const after = await lastMessageId(system.db);
   const requests = Array.from({ length: plan.webhookBurst }, (_, index) => ({ path: sendPath, headers: sendHeaders(tenant), body: Buffer.from(sendBody(index)) }));
-  const load = await runBatch({ url: system.gatewayUrl, connections: plan.connections, requests });
-  requireAnswers(context, 'webhook burst', load);
-  const accepted = countOf(load, 202);
-  context.accepted += accepted;
-  const upTo = load.timeouts + load.errors === 0 ? await lastMessageId(system.db) : await quietMessageId(system.db, 15_000);
-  const delivered = await waitSettled(system.db, { after, upTo }, plan.settleTimeoutMs);
-  if (delivered.failed > 0) context.failures.push(`webhook burst: ${delivered.failed} messages failed delivery`);
-  const relayed = await waitRelayed(context, after, upTo, delivered.sent);
-  if (relayed < delivered.sent) context.progress(`webhook burst: only ${relayed} of ${delivered.sent} events relayed before webhook-svc started again`);
+  const cpuBefore = await context.cpu(helpers);
+  const { load, delivered, events } = await inWindow(context, `webhook backlog ${mode}`, async () => {
+    const load = await runBatch({ url: system.gatewayUrl, connections: plan.connections, requests });
+    const upTo = load.timeouts + load.errors === 0 ? await lastMessageId(system.db) : await quietMessageId(system.db, 15_000);
+    const delivered = await waitSettled(system.db, { after, upTo }, plan.settleTimeoutMs);
+    const events = mode === 'endpoint' ? await waitRelayed(context, after, upTo, delivered.sent) : 0;
+    return { load, delivered, events };
+  });
+  const cpuAfter = await context.cpu(helpers);
+  requireAnswers(context, `webhook backlog ${mode}`, load);
+  context.accepted += countOf(load, 202);
+  if (delivered.failed > 0) context.failures.push(`webhook backlog ${mode}: ${delivered.failed} messages failed delivery`);
+  if (mode === 'endpoint' && events < delivered.sent) context.progress(`webhook backlog: only ${events} of ${delivered.sent} events relayed when the window closed`);
+  const run: WebhookBacklogRun = { mode, load, messages: delivered.total, events, cpuPerMessage: cpuPerMessage(cpuBefore, cpuAfter, delivered.total) };
+  const totals = webhookTotals(run.cpuPerMessage);
+  context.progress(`  ${run.messages.toLocaleString('en-US')} messages, ${events.toLocaleString('en-US')} events relayed: services ${totals.services.toFixed(2)} ms, system ${totals.system.toFixed(2)} ms of CPU per message`);
+  return run;
+}
+
+/** The endpoint's backlog (webhook-svc stopped), then one webhook-svc started to send its events: the time it takes and the CPU per event once it is ready. */
+async function measureBurst(context: BenchContext, receiver: BenchWebhookReceiver, into: WebhookCostResult): Promise<WebhookBurst> {
+  const { plan, system } = context;
+  const helpers: Array<readonly [string, number | undefined]> = [[webhookReceiverLabel, receiver.pid]];
+  const backlog = await measureBacklog(context, 'endpoint', receiver);
+  into.backlogEndpoint = backlog;
+  const relayed = backlog.events;
 
   context.progress(`webhook burst: ${relayed.toLocaleString('en-US')} events waiting; one webhook-svc started`);
   await receiver.resetTimes();
   const before = (await receiver.counts()).requests;
   const started = performance.now();
-  const counts = await inWindow(context, 'webhook burst', async () => {
+  const { counts, readyCounts, cpuReady, cpuAfter } = await inWindow(context, 'webhook burst', async () => {
     await system.stack.restart('webhook-svc');
-    return receiverCaughtUp(receiver, before, relayed, plan.settleTimeoutMs);
+    // Its start-up is not an event's cost: the CPU is counted from its readiness, over the events sent since.
+    const cpuReady = await context.cpu(helpers);
+    const readyCounts = await receiver.counts();
+    const counts = await receiverCaughtUp(receiver, before, relayed, plan.settleTimeoutMs);
+    return { counts, readyCounts, cpuReady, cpuAfter: await context.cpu(helpers) };
   });
   const ready = performance.now();
   const events = counts.requests - before;
+  const eventsAfterReady = counts.requests - readyCounts.requests;
   const spanS = counts.firstAt !== null && counts.lastAt !== null ? (counts.lastAt - counts.firstAt) / 1_000 : 0;
   // The receiver's clock is another process's: the time from the start is the poll's, to within 100 ms.
   const fromStartS = (ready - started) / 1_000;
-  const burst: WebhookBurst = { messages: delivered.sent, events, load, fromStartS, spanS, perSecond: spanS > 0 ? (events - 1) / spanS : 0 };
-  if (events < delivered.sent) context.failures.push(`webhook burst: the receiver got ${events} events for ${delivered.sent} messages sent`);
-  context.progress(`  ${events.toLocaleString('en-US')} events in ${spanS.toFixed(2)} s from the first to the last (${Math.round(burst.perSecond)}/s), ${fromStartS.toFixed(1)} s from the start`);
+  const burst: WebhookBurst = {
+    messages: backlog.messages,
+    events,
+    load: backlog.load,
+    eventsAfterReady,
+    cpuPerEvent: cpuPerMessage(cpuReady, cpuAfter, eventsAfterReady),
+    fromStartS,
+    spanS,
+    perSecond: spanS > 0 ? (events - 1) / spanS : 0,
+  };
+  if (events < backlog.messages) context.failures.push(`webhook burst: the receiver got ${events} events for ${backlog.messages} messages sent`);
+  const totals = webhookTotals(burst.cpuPerEvent);
+  context.progress(
+    `  ${events.toLocaleString('en-US')} events in ${spanS.toFixed(2)} s from the first to the last (${Math.round(burst.perSecond)}/s), ${fromStartS.toFixed(1)} s from the start; ` +
+      `${eventsAfterReady.toLocaleString('en-US')} after it was ready: services ${totals.services.toFixed(2)} ms, system ${totals.system.toFixed(2)} ms of CPU per event`,
+  );
   return burst;
 }
 
-/** Runs both halves at `into.rate` and the accept path without and with the endpoint, then the burst, filling `into` as each finishes; the endpoint is removed at the end. */
+/** Runs both halves at `into.rate`, the accept path and the backlog without and with the endpoint, then the burst, filling `into` as each finishes; the endpoint is removed at the end. */
 export async function runWebhookCost(context: BenchContext, into: WebhookCostResult): Promise<void> {
   const { system } = context;
   const [tenant] = system.tenants;
@@ -267,6 +349,8 @@ export async function runWebhookCost(context: BenchContext, into: WebhookCostRes
     // As the tracing-cost scenario leaves the other services: no OTLP endpoint, whatever the bench inherited.
     await system.stack.restart('webhook-svc', 0, { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '', OTEL_BSP_SCHEDULE_DELAY: '' });
     into.none = await measure(context, 'none', into.rate, receiver);
+    // Each backlog right after a run at the fixed rate, so that both find the mailer as warm.
+    into.backlogNone = await measureBacklog(context, 'none', receiver);
     into.acceptNone = await measureAccept(context, 'none', receiver);
     const unasked = (await receiver.counts()).requests;
     if (unasked > 0) context.failures.push(`webhook none: the receiver got ${unasked} requests with no endpoint`);
@@ -277,7 +361,7 @@ export async function runWebhookCost(context: BenchContext, into: WebhookCostRes
     if (into.endpoint.events < into.endpoint.delivered.sent) {
       context.failures.push(`webhook endpoint: the receiver got ${into.endpoint.events} events for ${into.endpoint.delivered.sent} messages sent`);
     }
-    into.burst = await measureBurst(context, receiver);
+    into.burst = await measureBurst(context, receiver, into);
   } finally {
     // Later scenarios run without the endpoint; webhook-svc is left running.
     if (endpointId !== undefined) await admin.call('DeleteWebhook', { id: endpointId }).catch(() => undefined);
