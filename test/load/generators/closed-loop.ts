@@ -34,6 +34,21 @@ export interface ClosedLoopResult extends LoadResult {
   readonly cutOff: number;
 }
 
+type AutocannonRequest = Omit<ClosedLoopRequest, 'headers'> & { headers: Record<string, string> };
+
+/**
+ * autocannon builds every request of the list for each connection before the first is sent: 64 connections × 1,000
+ * status reads cost the load generator about 0.75 s of CPU here, 0.15 ms per read of a 5,000-read run, counted in its
+ * figure. A list longer than the connections is therefore one request whose next item is set up as it is sent
+ * (about 0.03 ms each); a short one (the tenants' sends) is built up front, as autocannon does.
+ */
+function autocannonRequests(specs: readonly ClosedLoopRequest[], connections: number): autocannon.Request[] {
+  const built = specs.map((spec): AutocannonRequest => ({ method: spec.method ?? 'POST', path: spec.path, headers: { ...spec.headers }, body: spec.body }));
+  if (built.length <= connections) return built;
+  let next = 0;
+  return [{ setupRequest: (request: autocannon.Request) => ({ ...request, ...built[next++ % built.length] }) }];
+}
+
 export async function runClosedLoop(options: ClosedLoopOptions): Promise<ClosedLoopResult> {
   let stoppedByTime = options.amount === undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -44,7 +59,7 @@ export async function runClosedLoop(options: ClosedLoopOptions): Promise<ClosedL
         connections: options.connections,
         ...(options.amount === undefined ? { duration: options.durationS ?? 10 } : { amount: options.amount }),
         timeout: 10,
-        requests: options.requests.map((spec) => ({ method: spec.method ?? 'POST', path: spec.path, headers: { ...spec.headers }, body: spec.body })),
+        requests: autocannonRequests(options.requests, options.connections),
       },
       (error, done) => (error ? reject(error instanceof Error ? error : new Error(String(error))) : resolve(done)),
     );
