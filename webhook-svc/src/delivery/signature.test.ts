@@ -28,3 +28,14 @@ test('a changed body does not verify', () => {
   const headers = signedHeaders([secret], webhookId(9), Math.floor(Date.now() / 1000), body);
   assert.throws(() => new Webhook(secret).verify(body.replace('"sequence":1', '"sequence":2'), headers));
 });
+
+test('a secret signs the same whether its key was made before or not, past the most keys kept too', () => {
+  const first = newSecret();
+  const timestamp = Math.floor(Date.now() / 1000);
+  const signature = signedHeaders([first], webhookId(10), timestamp, body)['webhook-signature'];
+  // More secrets than the keys kept: the first one's key is made again, and signs the same.
+  for (let index = 0; index < 1_001; index += 1) signedHeaders([newSecret()], webhookId(11), timestamp, body);
+  const again = signedHeaders([first], webhookId(10), timestamp, body);
+  assert.equal(again['webhook-signature'], signature);
+  assert.doesNotThrow(() => new Webhook(first).verify(body, again));
+});
