@@ -261,7 +261,7 @@ function webhookRows(webhooks: WebhookCostResult): Row[] {
       const cost = backlogCpuPerEvent(backlogNone, backlogEndpoint, burst, key);
       if (cost === undefined) continue;
       rows.push(
-        row(`CPU per webhook event made and relayed, from a backlog: ${key}`, cpu(cost.made), {
+        row(`CPU per webhook event made and relayed (dispatch-svc${key === 'system' ? ', PostgreSQL, NATS' : ''}), from a backlog: ${key}`, cpu(cost.made), {
           baseline: `(with - without) / ${whole(backlogEndpoint.events)} events, ${whole(backlogEndpoint.messages)} messages each`,
         }),
         row(`CPU per webhook event sent, one webhook-svc draining a backlog: ${key}`, cpu(cost.sent), { baseline: `${whole(burst.eventsAfterReady)} events once it was ready` }),
