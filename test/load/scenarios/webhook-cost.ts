@@ -8,10 +8,10 @@
 // costs. The accept path is measured apart, without and with the endpoint: a batch of sends from that tenant accepted
 // with the mailers stopped, CPU per accepted send (as the issue's accept-path target is judged).
 // At 200/s each process pays its wake-ups alone, and the two runs' difference is often smaller than their noise; so an
-// event's cost is judged from backlogs, the condition the accept path and status reads are judged in. N messages are
-// sent as fast as the gateway takes them and delivered by one mailer, first with no endpoint, then with the endpoint
-// and webhook-svc stopped, until their events are relayed onto JetStream: the CPU per message of dispatch-svc,
-// PostgreSQL and NATS in the second less the first's is what making and relaying an event costs. Then the burst: webhook-svc is started again, and from the moment
+// event's cost is judged from backlogs, the condition the accept path and status reads are judged in. With webhook-svc
+// stopped, N messages are sent as fast as the gateway takes them and delivered by one mailer, first with no endpoint,
+// then, right after, with the endpoint, until their events are relayed onto JetStream: the CPU per message of
+// dispatch-svc, PostgreSQL and NATS in the second less the first's is what making and relaying an event costs. Then the burst: webhook-svc is started again, and from the moment
 // it is ready until the receiver has every event, the CPU over the events sent in that time is what sending one costs
 // (its start-up left out); the receiver also times the N events from the first to the last, the rate one sender
 // (webhook-svc, one replica) achieves.
@@ -266,30 +266,41 @@ async function waitRelayed(context: BenchContext, after: number, upTo: number, e
   }
 }
 
-/**
- * N messages from one tenant sent as fast as the gateway takes them and delivered by one mailer; with the endpoint,
- * webhook-svc is stopped first and the window closes once their events are relayed onto JetStream.
- */
-async function measureBacklog(context: BenchContext, mode: WebhookMode, receiver: BenchWebhookReceiver): Promise<WebhookBacklogRun> {
+/** Sends `count` messages from the first tenant as fast as the gateway takes them; resolves once they are delivered (and with `relayed`, their events relayed). */
+async function sendBacklog(context: BenchContext, count: number, relayed: boolean): Promise<{ load: LoadResult; delivered: DeliveryState; events: number }> {
   const { plan, system } = context;
   const [tenant] = system.tenants;
   if (!tenant) throw new Error('no tenant');
+  const after = await lastMessageId(system.db);
+  const requests = Array.from({ length: count }, (_, index) => ({ path: sendPath, headers: sendHeaders(tenant), body: Buffer.from(sendBody(index)) }));
+  const load = await runBatch({ url: system.gatewayUrl, connections: plan.connections, requests });
+  const upTo = load.timeouts + load.errors === 0 ? await lastMessageId(system.db) : await quietMessageId(system.db, 15_000);
+  const delivered = await waitSettled(system.db, { after, upTo }, plan.settleTimeoutMs);
+  const events = relayed ? await waitRelayed(context, after, upTo, delivered.sent) : 0;
+  return { load, delivered, events };
+}
+
+/**
+ * N messages from one tenant sent as fast as the gateway takes them and delivered by one mailer, webhook-svc stopped;
+ * with the endpoint the window closes once their events are relayed onto JetStream. The backlog without the endpoint
+ * comes first, after a warm-up of a quarter of it (the first saturated stretch after the mailers' restart cost every
+ * process more), and the one with the endpoint right after it, so that both find the system in the same state.
+ */
+async function measureBacklog(context: BenchContext, mode: WebhookMode, receiver: BenchWebhookReceiver): Promise<WebhookBacklogRun> {
+  const { plan, system } = context;
   const helpers: Array<readonly [string, number | undefined]> = [[webhookReceiverLabel, receiver.pid]];
-  if (mode === 'endpoint') {
+  if (system.stack.pid('webhook-svc') !== undefined) {
     system.stack.kill('webhook-svc', 'SIGTERM');
     await system.stack.exited('webhook-svc');
   }
-  context.progress(`webhook backlog, ${mode === 'endpoint' ? 'one endpoint, webhook-svc stopped' : 'no endpoint'}: ${plan.webhookBurst.toLocaleString('en-US')} messages sent as fast as accepted, one mailer delivering`);
-  const after = await lastMessageId(system.db);
-  const requests = Array.from({ length: plan.webhookBurst }, (_, index) => ({ path: sendPath, headers: sendHeaders(tenant), body: Buffer.from(sendBody(index)) }));
+  if (mode === 'none') {
+    const warmup = await sendBacklog(context, Math.ceil(plan.webhookBurst / 4), false);
+    requireAnswers(context, 'webhook backlog warm-up', warmup.load);
+    context.accepted += countOf(warmup.load, 202);
+  }
+  context.progress(`webhook backlog, ${mode === 'endpoint' ? 'one endpoint' : 'no endpoint'}, webhook-svc stopped: ${plan.webhookBurst.toLocaleString('en-US')} messages sent as fast as accepted, one mailer delivering`);
   const cpuBefore = await context.cpu(helpers);
-  const { load, delivered, events } = await inWindow(context, `webhook backlog ${mode}`, async () => {
-    const load = await runBatch({ url: system.gatewayUrl, connections: plan.connections, requests });
-    const upTo = load.timeouts + load.errors === 0 ? await lastMessageId(system.db) : await quietMessageId(system.db, 15_000);
-    const delivered = await waitSettled(system.db, { after, upTo }, plan.settleTimeoutMs);
-    const events = mode === 'endpoint' ? await waitRelayed(context, after, upTo, delivered.sent) : 0;
-    return { load, delivered, events };
-  });
+  const { load, delivered, events } = await inWindow(context, `webhook backlog ${mode}`, () => sendBacklog(context, plan.webhookBurst, mode === 'endpoint'));
   const cpuAfter = await context.cpu(helpers);
   requireAnswers(context, `webhook backlog ${mode}`, load);
   context.accepted += countOf(load, 202);
@@ -358,19 +369,18 @@ export async function runWebhookCost(context: BenchContext, into: WebhookCostRes
     // As the tracing-cost scenario leaves the other services: no OTLP endpoint, whatever the bench inherited.
     await system.stack.restart('webhook-svc', 0, { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '', OTEL_BSP_SCHEDULE_DELAY: '' });
     into.none = await measure(context, 'none', into.rate, receiver);
-    // Each backlog right after a run at the fixed rate, so that both find the mailer as warm.
-    into.backlogNone = await measureBacklog(context, 'none', receiver);
     into.acceptNone = await measureAccept(context, 'none', receiver);
     const unasked = (await receiver.counts()).requests;
     if (unasked > 0) context.failures.push(`webhook none: the receiver got ${unasked} requests with no endpoint`);
+    into.backlogNone = await measureBacklog(context, 'none', receiver);
     const created = await admin.call('CreateWebhook', { projectId: tenant.projectId, url: receiver.url, eventTypes: everyEventType });
     endpointId = Number(created.webhook?.id);
+    into.burst = await measureBurst(context, receiver, into);
     into.acceptEndpoint = await measureAccept(context, 'endpoint', receiver);
     into.endpoint = await measure(context, 'endpoint', into.rate, receiver);
     if (into.endpoint.events < into.endpoint.delivered.sent) {
       context.failures.push(`webhook endpoint: the receiver got ${into.endpoint.events} events for ${into.endpoint.delivered.sent} messages sent`);
     }
-    into.burst = await measureBurst(context, receiver, into);
   } finally {
     // Later scenarios run without the endpoint; webhook-svc is left running.
     if (endpointId !== undefined) await admin.call('DeleteWebhook', { id: endpointId }).catch(() => undefined);
