@@ -1,8 +1,9 @@
 // Unary calls carried as the items of one batched call (DispatchService.SendMany carries Send calls, GetMessages
-// GetMessage calls): each item keeps what its own call would have had. Its trace: a client and a server span named as the gRPC instrumentation names a
-// call's, the server's a child of the client's through the W3C trace context the item carries (the batched call itself
-// is left untraced, telemetry.ts). Its failure: the status, reason and field messages its own call would have failed
-// with, carried as the item's refusal and read back by the caller as the same RemoteError.
+// GetMessage calls): each item keeps what its own call would have had. Its trace: a client and a server span named as
+// the gRPC instrumentation names a call's, the server's a child of the client's through the W3C trace context the item
+// carries (the batched call itself is left untraced, telemetry.ts). Its failure: the status, reason and field messages
+// its own call would have failed with, carried as the item's refusal and read back by the caller as the same
+// RemoteError. The caller's side is BatchedCalls, the server's itemServer.
 import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
 import { Batcher } from '../batcher.ts';
