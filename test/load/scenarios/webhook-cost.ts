@@ -11,10 +11,10 @@
 // event's cost is judged from backlogs, the condition the accept path and status reads are judged in. With webhook-svc
 // stopped, N messages are sent as fast as the gateway takes them and delivered by one mailer, first with no endpoint,
 // then, right after, with the endpoint, until their events are relayed onto JetStream: the CPU per message of
-// dispatch-svc, PostgreSQL and NATS in the second less the first's is what making and relaying an event costs. Then the burst: webhook-svc is started again, and from the moment
-// it is ready until the receiver has every event, the CPU over the events sent in that time is what sending one costs
-// (its start-up left out); the receiver also times the N events from the first to the last, the rate one sender
-// (webhook-svc, one replica) achieves.
+// dispatch-svc, PostgreSQL and NATS in the second less the first's is what making and relaying an event costs. Then
+// the burst: webhook-svc is started again, and from the moment it is ready until the receiver has every event, the CPU
+// over the events sent in that time is what sending one costs (its start-up left out); the receiver also times the N
+// events from the first to the last, the rate one sender (webhook-svc, one replica) achieves.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { dispatchProto } from '@notify/proto';
 import { GrpcClient } from '@notify/platform';
@@ -52,7 +52,7 @@ export interface WebhookAcceptRun {
   readonly cpuPerMessage: Record<string, number>;
 }
 
-/** N messages sent from one tenant as fast as accepted, one mailer delivering them (and with the endpoint, webhook-svc stopped). */
+/** N messages sent from one tenant as fast as accepted, one mailer delivering them, webhook-svc stopped. */
 export interface WebhookBacklogRun {
   readonly mode: WebhookMode;
   readonly load: LoadResult;
@@ -357,7 +357,10 @@ async function measureBurst(context: BenchContext, receiver: BenchWebhookReceive
   return burst;
 }
 
-/** Runs both halves at `into.rate`, the accept path and the backlog without and with the endpoint, then the burst, filling `into` as each finishes; the endpoint is removed at the end. */
+/**
+ * Runs, in order, the half without the endpoint, the accept path without it, both backlogs, the burst, the accept path
+ * with the endpoint and the half with it, filling `into` as each finishes; the endpoint is removed at the end.
+ */
 export async function runWebhookCost(context: BenchContext, into: WebhookCostResult): Promise<void> {
   const { system } = context;
   const [tenant] = system.tenants;
