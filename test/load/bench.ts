@@ -22,7 +22,7 @@ import { benchTemplate } from './scenarios/send-requests.ts';
 import { runStatusReads } from './scenarios/status-reads.ts';
 import { runTracingCost, tracingRate } from './scenarios/tracing-cost.ts';
 import { runWebhookCost, webhookTotals } from './scenarios/webhook-cost.ts';
-import { snapshotCpu } from './system/cpu-usage.ts';
+import { snapshotCpu, snapshotRunQueueWait } from './system/cpu-usage.ts';
 import { sampleMemory, type MemorySampler } from './system/memory.ts';
 import { startSystemUnderTest, type SystemUnderTest } from './system/system-under-test.ts';
 
@@ -221,6 +221,7 @@ try {
     windows,
     progress,
     cpu: (helpers = []) => snapshotCpu({ services: () => running.processes(), helpers: [['smtp-sink', running.sink.pid], ...helpers], db: running.db }),
+    runQueueWait: () => snapshotRunQueueWait({ services: () => running.processes(), helpers: [['smtp-sink', running.sink.pid]], db: running.db }),
   };
 
   figures.ceiling = await runCeiling(context);

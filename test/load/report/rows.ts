@@ -110,6 +110,7 @@ export function buildRows(figures: Figures): Row[] {
         target: targets.replayP99Ms,
         judged: replay.replay.latencyMs.p99,
       }),
+      ...runQueueWaitRows(`idempotent replay at ${whole(replay.rate)}/s`, 'replay', replay.runQueueWaitMs),
     );
   }
   const draining = delivery?.replayWhileDraining;
@@ -120,6 +121,7 @@ export function buildRows(figures: Figures): Row[] {
         target: targets.replayWhileDrainingP99Ms,
         judged: draining.replay.latencyMs.p99,
       }),
+      ...runQueueWaitRows(`idempotent replay at ${whole(draining.rate)}/s while draining`, 'replay', draining.runQueueWaitMs),
     );
   }
   if (tracing) rows.push(...tracingRows(tracing));
@@ -127,6 +129,22 @@ export function buildRows(figures: Figures): Row[] {
   if (statusReads) rows.push(...statusReadRows(statusReads, connections));
   for (const [service, mib] of Object.entries(memory ?? {})) rows.push(row(`peak RSS ${service}`, `${whole(mib)} MiB`));
   return rows;
+}
+
+/**
+ * Beside a paced run's latency: how long, per request, its processes were ready to run but waited for a CPU (the
+ * scheduler's run queue), in all and by group (those of at least 0.05 ms, the largest first). Every process counts,
+ * also those off the request's path (a mailer delivering meanwhile): the figure says how contended the cores were as
+ * well as what the requests waited. On a machine with spare cores it is near zero.
+ */
+function runQueueWaitRows(run: string, request: string, waits: Readonly<Record<string, number>> | undefined): Row[] {
+  if (!waits) return [];
+  const { 'in all': total = 0, ...groups } = waits;
+  const largest = Object.entries(groups)
+    .filter(([, waited]) => waited >= 0.05)
+    .sort(([, a], [, b]) => b - a)
+    .map(([group, waited]) => `${group} ${twoPlaces(waited)}`);
+  return [row(`${run}: waiting for a CPU per ${request}, all processes`, `${twoPlaces(total)} ms`, { baseline: largest.join(', ') })];
 }
 
 /**
@@ -153,6 +171,7 @@ function endToEndRows(endToEnd: EndToEndResult, rawPerSecond: number | undefined
       target: targets.acceptP99AtHalfSustainedMs,
       judged: endToEnd.load.latencyMs.p99,
     }),
+    ...runQueueWaitRows(`accept latency at ${perSecond(endToEnd.rate)}`, 'send', endToEnd.runQueueWaitMs),
   );
   rows.push(
     row(`queued->sent at ${at}: p50 / p99`, `${ms(endToEnd.queuedToSent.p50Ms)} / ${ms(endToEnd.queuedToSent.p99Ms)} ms`, {

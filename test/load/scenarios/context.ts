@@ -166,6 +166,8 @@ export interface BenchContext {
   progress(line: string): void;
   /** CPU time used so far per process group (see system/cpu-usage.ts), with `helpers` counted as groups of their own. */
   cpu(helpers?: ReadonlyArray<readonly [string, number | undefined]>): Promise<CpuSnapshot>;
+  /** Time waited for a CPU so far per process of the same groups (see system/cpu-usage.ts). */
+  runQueueWait(): Promise<CpuSnapshot>;
 }
 
 export function monotonicUs(): number {

@@ -6,14 +6,14 @@
 // at least N messages, reach the sink. While it drains, the replay scenario's keys are replayed for a few seconds at a
 // low rate: replay latency with the mailer, NATS and the sink busy on the same cores, for a small share of the drain's CPU.
 import { runClosedLoop, type ClosedLoopResult } from '../generators/closed-loop.ts';
-import type { PacedLoadResult, PacedRequest } from '../generators/paced-load.ts';
+import type { PacedRequest } from '../generators/paced-load.ts';
 import { countOf } from '../generators/load-result.ts';
 import { cpuPerMessage } from '../system/cpu-usage.ts';
 import { inWindow, requireAnswers, type BenchContext } from './context.ts';
 import { lastMessageId, sentSpan, waitSettled, type DeliveryState, type SentSpan } from './message-progress.ts';
 import { messageUpdates, messageWritesSince, type MessageWrites } from './message-writes.ts';
 import { sendRaw, type RawSendResult } from './raw-nodemailer.ts';
-import { replayKeys } from './replay.ts';
+import { replayKeys, type ReplayResult } from './replay.ts';
 import { runScaleOut, scaleOutBacklog, type ScaleOutResult } from './scale-out.ts';
 import { closedLoopRequests } from './send-requests.ts';
 
@@ -32,7 +32,7 @@ export interface DeliveryResult {
   /** From the mailer's start until every message was recorded as sent in the database. */
   readonly settled: DeliveryState & { waitedS: number };
   /** The replay scenario's keys replayed while the mailer drained (absent when there were none). */
-  readonly replayWhileDraining?: { readonly keys: number; readonly rate: number; readonly replay: PacedLoadResult; readonly newMessages: number };
+  readonly replayWhileDraining?: Omit<ReplayResult, 'create'>;
 }
 
 async function waitOutboxEmpty(context: BenchContext, timeoutMs: number): Promise<number> {

@@ -5,6 +5,7 @@
 // and, from the database, the time from acceptance to `sent` of each of those messages.
 import { countOf } from '../generators/load-result.ts';
 import { runPaced, type PacedLoadResult } from '../generators/paced-load.ts';
+import { runQueueWaitPerRequest } from '../system/cpu-usage.ts';
 import { inWindow, requireAnswers, type BenchContext } from './context.ts';
 import { settle, type Settled } from './ingest.ts';
 import { lastMessageId, waitSettled, type QueuedToSent } from './message-progress.ts';
@@ -22,6 +23,8 @@ export interface EndToEndResult {
   readonly acceptedPerSecond: number;
   readonly queuedToSent: QueuedToSent;
   readonly settled: Settled;
+  /** Milliseconds per send each process group waited for a CPU (undefined where the kernel keeps no such figure). */
+  readonly runQueueWaitMs?: Record<string, number>;
 }
 
 /** Half the sustained rate, in whole requests per second (at least 1). */
@@ -44,12 +47,14 @@ export async function runEndToEnd(context: BenchContext, sources: { acceptedWhil
   const left = await waitSettled(system.db, { after: 0, upTo: after }, plan.settleTimeoutMs);
   if (left.pending > 0) context.progress(`end to end: ${left.pending} earlier messages still undelivered; the run shares the mailer with them`);
   context.progress(`end to end: sustained ${Math.round(sustained)}/s; ${rate}/s offered for ${plan.endToEndS} s, one mailer delivering`);
+  const waitBefore = await context.runQueueWait();
   const load = await inWindow(context, 'end to end', () => runPaced({ url: system.gatewayUrl, rate, durationS: plan.endToEndS, connections: plan.connections, request: pacedRequests(system.tenants) }));
+  const runQueueWaitMs = runQueueWaitPerRequest(waitBefore, await context.runQueueWait(), load.completed);
   requireAnswers(context, `end to end at ${rate}/s`, load, { timeoutsAllowed: true });
   context.accepted += countOf(load, 202) - load.replayed;
   const acceptedPerSecond = countOf(load, 202) / Math.max(plan.endToEndS, load.durationS);
   context.progress(`  achieved ${Math.round(acceptedPerSecond)}/s, accept latency p50 ${load.latencyMs.p50.toFixed(1)} ms, p99 ${load.latencyMs.p99.toFixed(1)} ms`);
   const delivered = await settle(context, `end to end at ${rate}/s`, after);
   context.progress(`  queued->sent p50 ${Math.round(delivered.queuedToSent.p50Ms)} ms, p99 ${Math.round(delivered.queuedToSent.p99Ms)} ms`);
-  return { sustainedPerSecond: sustained, acceptedWhileDeliveringPerSecond: acceptedWhileDelivering, drainPerSecond: drain, rate, load, acceptedPerSecond, ...delivered };
+  return { sustainedPerSecond: sustained, acceptedWhileDeliveringPerSecond: acceptedWhileDelivering, drainPerSecond: drain, rate, load, acceptedPerSecond, ...delivered, ...(runQueueWaitMs ? { runQueueWaitMs } : {}) };
 }

@@ -10,6 +10,7 @@ import { runBatch } from '../generators/batch-load.ts';
 import type { LoadResult } from '../generators/load-result.ts';
 import { runPaced, type PacedLoadResult, type PacedRequest } from '../generators/paced-load.ts';
 import type { BenchTenant } from '../system/system-under-test.ts';
+import { runQueueWaitPerRequest } from '../system/cpu-usage.ts';
 import { inWindow, requireAnswers, type BenchContext } from './context.ts';
 import { lastMessageId, waitSettled } from './message-progress.ts';
 import { sendBody, sendHeaders, sendPath } from './send-requests.ts';
@@ -22,6 +23,8 @@ export interface ReplayResult {
   readonly replay: PacedLoadResult;
   /** Messages created while replaying: must be 0. */
   readonly newMessages: number;
+  /** Milliseconds per replay each process group waited for a CPU (undefined where the kernel keeps no such figure). */
+  readonly runQueueWaitMs?: Record<string, number>;
 }
 
 /** The plan's replay rate, or half of the saturation figure rounded down to 50/s if lower (at least 50/s). */
@@ -50,13 +53,15 @@ const replayWarmupS = 1;
  * Replays `keyed` (already accepted) open-loop, after a warm-up; fails the bench when a replay created a message or
  * was answered as a new send.
  */
-export async function replayKeys(context: BenchContext, what: string, keyed: readonly PacedRequest[], options: { rate: number; durationS: number }): Promise<{ replay: PacedLoadResult; newMessages: number }> {
+export async function replayKeys(context: BenchContext, what: string, keyed: readonly PacedRequest[], options: { rate: number; durationS: number }): Promise<Pick<ReplayResult, 'replay' | 'newMessages' | 'runQueueWaitMs'>> {
   const { plan, system } = context;
   const before = await lastMessageId(system.db);
   const replayFor = (durationS: number): Promise<PacedLoadResult> =>
     runPaced({ url: system.gatewayUrl, rate: options.rate, connections: plan.connections, request: (index) => keyed[index % keyed.length] as PacedRequest, durationS });
   const warmup = await replayFor(replayWarmupS);
+  const waitBefore = await context.runQueueWait();
   const replay = await replayFor(options.durationS);
+  const runQueueWaitMs = runQueueWaitPerRequest(waitBefore, await context.runQueueWait(), replay.completed);
   requireAnswers(context, `${what} (warm-up)`, warmup);
   requireAnswers(context, what, replay);
   context.progress(`  latency p50 ${replay.latencyMs.p50.toFixed(1)} ms, p99 ${replay.latencyMs.p99.toFixed(1)} ms`);
@@ -64,7 +69,7 @@ export async function replayKeys(context: BenchContext, what: string, keyed: rea
   const notReplayed = [warmup, replay].reduce((sum, run) => sum + countOf(run, 202) - run.replayed, 0);
   if (newMessages > 0) context.failures.push(`${what}: ${newMessages} messages were created by requests that should have been replays`);
   if (notReplayed > 0) context.failures.push(`${what}: ${notReplayed} answers were 202 without Idempotent-Replayed`);
-  return { replay, newMessages };
+  return { replay, newMessages, ...(runQueueWaitMs ? { runQueueWaitMs } : {}) };
 }
 
 export async function runReplay(context: BenchContext, keyed: readonly PacedRequest[], saturatedPerSecond: number | undefined): Promise<ReplayResult> {
@@ -81,6 +86,6 @@ export async function runReplay(context: BenchContext, keyed: readonly PacedRequ
   context.progress(`  their messages delivered within ${delivered.waitedS.toFixed(1)} s`);
 
   context.progress(`replay: replaying them at ${rate}/s for ${plan.replayS} s`);
-  const { replay, newMessages } = await inWindow(context, 'replay', () => replayKeys(context, 'replay', keyed, { rate, durationS: plan.replayS }));
-  return { keys: keyed.length, rate, create, replay, newMessages };
+  const replayed = await inWindow(context, 'replay', () => replayKeys(context, 'replay', keyed, { rate, durationS: plan.replayS }));
+  return { keys: keyed.length, rate, create, ...replayed };
 }

@@ -1,6 +1,8 @@
 // Where the machine's CPU time goes during a scenario, per process group: each service, this run's PostgreSQL
 // backends, the shared NATS and Redis servers, the bench itself, and the rest of the machine (other work that shares
-// it). Divided by the messages accepted, it says what one message costs and what limits the figure.
+// it). Divided by the messages accepted, it says what one message costs and what limits the figure. Beside it, the
+// time the same processes spent ready to run but waiting for a CPU (the scheduler's run queue): divided by the
+// requests of a paced run, the share of their latency that is waiting for a core, not work.
 import { readdirSync, readFileSync } from 'node:fs';
 import type pg from 'pg';
 
@@ -36,6 +38,28 @@ function processMs(pid: number): number {
   }
 }
 
+/**
+ * Milliseconds the process's threads have spent runnable but waiting for a CPU: the second field of each thread's
+ * /proc/<pid>/task/<tid>/schedstat (nanoseconds), summed over the threads alive now: a thread's figure ends with it
+ * (V8's and libuv's threads live as long as the process). Undefined when the kernel does not keep it or the process
+ * exited.
+ */
+export function runQueueWaitMs(pid: number): number | undefined {
+  try {
+    let waitNs = 0;
+    for (const thread of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        waitNs += Number(readFileSync(`/proc/${pid}/task/${thread}/schedstat`, 'utf8').split(' ')[1]);
+      } catch {
+        // the thread ended while listed
+      }
+    }
+    return Number.isFinite(waitNs) ? waitNs / 1e6 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Busy time of the whole machine (all CPUs), from the first line of /proc/stat. */
 function machineBusyMs(): number {
   const [, ...values] = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/);
@@ -64,16 +88,41 @@ async function postgresBackends(db: pg.Pool): Promise<number[]> {
   return rows.map((row) => row.pid);
 }
 
+/** Every process the bench accounts for, as [label, pid]. */
+async function accountedProcesses(sources: CpuSources): Promise<Array<readonly [string, number]>> {
+  const found: Array<readonly [string, number]> = [...sources.services()];
+  for (const [label, pid] of sources.helpers) if (pid !== undefined) found.push([label, pid]);
+  for (const pid of await postgresBackends(sources.db)) found.push(['postgres (this run)', pid]);
+  found.push(...sharedServers(), ['bench (load generator)', process.pid]);
+  return found;
+}
+
 export async function snapshotCpu(sources: CpuSources): Promise<CpuSnapshot> {
   const totals = new Map<string, number>();
-  const add = (label: string, pid: number): void => void totals.set(processKey(label, pid), processMs(pid));
-  for (const [label, pid] of sources.services()) add(label, pid);
-  for (const [label, pid] of sources.helpers) if (pid !== undefined) add(label, pid);
-  for (const pid of await postgresBackends(sources.db)) add('postgres (this run)', pid);
-  for (const [label, pid] of sharedServers()) add(label, pid);
-  add('bench (load generator)', process.pid);
+  for (const [label, pid] of await accountedProcesses(sources)) totals.set(processKey(label, pid), processMs(pid));
   totals.set('machine', machineBusyMs());
   return totals;
+}
+
+/** Run-queue waits so far, per process (`<label>\0<pid>`): empty where the kernel keeps no scheduler statistics. */
+export async function snapshotRunQueueWait(sources: CpuSources): Promise<CpuSnapshot> {
+  const totals = new Map<string, number>();
+  for (const [label, pid] of await accountedProcesses(sources)) {
+    const waited = runQueueWaitMs(pid);
+    if (waited !== undefined) totals.set(processKey(label, pid), waited);
+  }
+  return totals;
+}
+
+/** Each group's use between two snapshots, each process counted from its own start (see CpuSnapshot). */
+function usedPerGroup(before: CpuSnapshot, after: CpuSnapshot): Map<string, number> {
+  const used = new Map<string, number>();
+  for (const [key, ms] of after) {
+    if (key === 'machine') continue;
+    const label = labelOf(key);
+    used.set(label, (used.get(label) ?? 0) + Math.max(0, ms - (before.get(key) ?? 0)));
+  }
+  return used;
 }
 
 /**
@@ -82,12 +131,7 @@ export async function snapshotCpu(sources: CpuSources): Promise<CpuSnapshot> {
  * exited between the snapshots used). A process missing from the first snapshot (started in between) counts from zero.
  */
 export function cpuPerMessage(before: CpuSnapshot, after: CpuSnapshot, messages: number): Record<string, number> {
-  const used = new Map<string, number>();
-  for (const [key, ms] of after) {
-    if (key === 'machine') continue;
-    const label = labelOf(key);
-    used.set(label, (used.get(label) ?? 0) + Math.max(0, ms - (before.get(key) ?? 0)));
-  }
+  const used = usedPerGroup(before, after);
   const perMessage: Record<string, number> = {};
   let accounted = 0;
   for (const [label, ms] of used) {
@@ -98,4 +142,21 @@ export function cpuPerMessage(before: CpuSnapshot, after: CpuSnapshot, messages:
   perMessage['other (not this run)'] = Math.max(0, machine - accounted) / Math.max(1, messages);
   perMessage['machine total'] = machine / Math.max(1, messages);
   return perMessage;
+}
+
+/**
+ * Milliseconds each group waited for a CPU per request between two run-queue snapshots, and `in all`; undefined when
+ * the kernel keeps no scheduler statistics (no group measured).
+ */
+export function runQueueWaitPerRequest(before: CpuSnapshot, after: CpuSnapshot, requests: number): Record<string, number> | undefined {
+  const waited = usedPerGroup(before, after);
+  if (waited.size === 0) return undefined;
+  const perRequest: Record<string, number> = {};
+  let total = 0;
+  for (const [label, ms] of waited) {
+    total += ms;
+    perRequest[label] = ms / Math.max(1, requests);
+  }
+  perRequest['in all'] = total / Math.max(1, requests);
+  return perRequest;
 }
