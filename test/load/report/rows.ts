@@ -133,7 +133,7 @@ export function buildRows(figures: Figures): Row[] {
 
 /**
  * Beside a paced run's latency: how long, per request, its processes were ready to run but waited for a CPU (the
- * scheduler's run queue), in all and by group (those of at least 0.05 ms, the largest first). Every process counts,
+ * scheduler's run queue), in all and by group (the four largest of at least 0.05 ms). Every process counts,
  * also those off the request's path (a mailer delivering meanwhile): the figure says how contended the cores were as
  * well as what the requests waited. On a machine with spare cores it is near zero.
  */
@@ -143,6 +143,7 @@ function runQueueWaitRows(run: string, request: string, waits: Readonly<Record<s
   const largest = Object.entries(groups)
     .filter(([, waited]) => waited >= 0.05)
     .sort(([, a], [, b]) => b - a)
+    .slice(0, 4)
     .map(([group, waited]) => `${group} ${twoPlaces(waited)}`);
   return [row(`${run}: waiting for a CPU per ${request}, all processes`, `${twoPlaces(total)} ms`, { baseline: largest.join(', ') })];
 }
