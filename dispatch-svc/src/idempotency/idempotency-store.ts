@@ -43,25 +43,41 @@ export interface ProjectKey {
   readonly idempotencyKey: string;
 }
 
+/** A key's lock, and its live record if the lock's statement saw one. */
+export interface KeyLock {
+  /** False: another request with the same key is being processed right now. */
+  readonly locked: boolean;
+  /** The key's record, committed and not expired, as the lock's statement saw it; undefined when it saw none. */
+  readonly live?: IdempotencyRecord;
+}
+
 /**
- * Takes each key's lock for the rest of the transaction without waiting. False means another request with the same
- * key is being processed right now: the caller answers "in use" rather than queueing behind it. In the order given.
+ * Takes each key's lock for the rest of the transaction without waiting (a key locked elsewhere: the caller answers
+ * "in use" rather than queueing behind it), and reads its record in the same statement. That statement's snapshot
+ * was taken before its locks, so it can miss a record that the lock's previous holder committed just before letting
+ * go: a live record it sees is final (a record is replaced only once expired), and a replay needs nothing more; for a
+ * key it saw no live record of, the caller reads again (findIdempotencyRecords) now that it holds the lock. In the
+ * order given.
  */
-export async function tryLockIdempotencyKeys(client: PoolClient, keys: readonly ProjectKey[]): Promise<boolean[]> {
-  const result = await client.query<{ locked: boolean }>({
+export async function tryLockIdempotencyKeys(client: PoolClient, keys: readonly ProjectKey[]): Promise<KeyLock[]> {
+  const result = await client.query<{ locked: boolean; fingerprint: string | null; response: IdempotencyRecord['response'] | null; expired: boolean | null }>({
     name: 'idempotency-lock-many',
-    text: `SELECT pg_try_advisory_xact_lock(lock_key) AS locked
-             FROM unnest($1::bigint[]) WITH ORDINALITY AS wanted(lock_key, position) ORDER BY position`,
-    values: [keys.map((key) => idempotencyLockKey(key.projectId, key.idempotencyKey))],
+    text: `SELECT pg_try_advisory_xact_lock(wanted.lock_key) AS locked, record.fingerprint, record.response, record.expires_at <= now() AS expired
+             FROM unnest($1::bigint[], $2::bigint[], $3::uuid[]) WITH ORDINALITY AS wanted(lock_key, project_id, idempotency_key, position)
+             LEFT JOIN idempotency_keys record ON record.project_id = wanted.project_id AND record.idempotency_key = wanted.idempotency_key
+            ORDER BY wanted.position`,
+    values: [keys.map((key) => idempotencyLockKey(key.projectId, key.idempotencyKey)), keys.map((key) => key.projectId), keys.map((key) => key.idempotencyKey)],
   });
-  return result.rows.map((row) => row.locked === true);
+  return result.rows.map(({ locked, fingerprint, response, expired }) =>
+    fingerprint !== null && response !== null && expired === false ? { locked: locked === true, live: { fingerprint, response, expired } } : { locked: locked === true },
+  );
 }
 
 export const projectKeyId = (key: ProjectKey): string => `${key.projectId}/${key.idempotencyKey}`;
 
 /**
  * The records of these keys that exist, keyed by projectKeyId. Read in a statement of its own after the locks were
- * taken, so that it sees what a request that held one of them committed.
+ * taken, so that it sees what a request that held one of them committed (see tryLockIdempotencyKeys).
  */
 export async function findIdempotencyRecords(client: PoolClient, keys: readonly ProjectKey[]): Promise<Map<string, IdempotencyRecord>> {
   const result = await client.query<IdempotencyRecord & ProjectKey>({

@@ -56,9 +56,10 @@ function validateBatch(request: dispatch.SendBatchRequest__Output): { key: Proje
 
 /** The batch's key, judged like Send's (check 10): in use, a replay of the stored answer, a mismatch, or free. */
 async function judgeBatchKey(client: PoolClient, key: ProjectKey, fingerprint: string): Promise<StoredBatchResponse | undefined> {
-  const [locked] = await tryLockIdempotencyKeys(client, [key]);
-  if (!locked) throw idempotencyKeyInUse();
-  const record = (await findIdempotencyRecords(client, [key])).get(projectKeyId(key));
+  const [lock] = await tryLockIdempotencyKeys(client, [key]);
+  if (!lock?.locked) throw idempotencyKeyInUse();
+  // A live record the lock's statement saw is final; without one, read again now that the lock is held.
+  const record = lock.live ?? (await findIdempotencyRecords(client, [key])).get(projectKeyId(key));
   if (!record || record.expired) return undefined;
   // A send's record under the same key has another fingerprint (another body): a mismatch, like any other.
   if (record.fingerprint !== fingerprint) throw idempotencyKeyMismatch();

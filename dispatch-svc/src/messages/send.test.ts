@@ -146,6 +146,44 @@ describe('idempotency', () => {
     assert.equal(await count('idempotency_keys WHERE expires_at <= now()'), 0);
   });
 
+  test("a live record the lock's statement read is judged at once; a key it saw no live record of is read again after the lock", async () => {
+    // h.deps with a pool whose clients note the name of each idempotency statement they run.
+    const statements: string[] = [];
+    const noting = <T extends object>(target: T): T =>
+      new Proxy(target, {
+        get: (object, property) => {
+          const value: unknown = Reflect.get(object, property);
+          if (property === 'query' && typeof value === 'function') {
+            return (config: { name?: string } | string, ...rest: unknown[]) => {
+              const name = typeof config === 'string' ? config : (config.name ?? '');
+              if (name.startsWith('idempotency-')) statements.push(name);
+              return (value as (...args: unknown[]) => unknown).call(object, config, ...rest);
+            };
+          }
+          if (property === 'connect' && typeof value === 'function') return async () => noting(await (value as () => Promise<object>).call(object));
+          return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(object) : value;
+        },
+      });
+    const send = createSendHandler({ ...h.deps, pool: noting(h.pool) });
+    const direct = (overrides: Partial<dispatch.SendRequest>): dispatch.SendRequest__Output =>
+      ({ fieldsInvalid: false, tags: [], metadataJson: '', test: false, sendAt: '', ...request(overrides), monthlyQuota: 0 }) as dispatch.SendRequest__Output;
+    const key = randomUUID();
+
+    const first = await send(direct({ idempotencyKey: key, fingerprint: 'fp' }));
+    assert.deepEqual(statements.splice(0), ['idempotency-lock-many', 'idempotency-find-many', 'idempotency-save-many']);
+    const replay = await send(direct({ idempotencyKey: key, fingerprint: 'fp' }));
+    assert.deepEqual(replay, { ...first, idempotentReplay: true, organizationAccepted: 0 });
+    assert.deepEqual(statements.splice(0), ['idempotency-lock-many']);
+    await assert.rejects(send(direct({ idempotencyKey: key, fingerprint: 'other' })), { reason: 'idempotency_key_mismatch' });
+    assert.deepEqual(statements.splice(0), ['idempotency-lock-many']);
+    // An expired record is no answer: read again after the lock, then replaced by the new send.
+    await h.pool.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idempotency_key = $1`, [key]);
+    const anew = await send(direct({ idempotencyKey: key, fingerprint: 'other' }));
+    assert.equal(anew.idempotentReplay, false);
+    assert.deepEqual(statements.splice(0), ['idempotency-lock-many', 'idempotency-find-many', 'idempotency-save-many']);
+    await h.outboxEmptied();
+  });
+
   test('a refused request stores nothing, so the key can be corrected and retried', async () => {
     const key = randomUUID();
     await assertRefused(h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'typo', template: 'welcom' })), status.NOT_FOUND, 'template_not_found');

@@ -12,7 +12,7 @@ import { startCreateSpan } from '@notify/platform/nats';
 import { withTransaction, type Pool, type PoolClient } from '@notify/platform/database';
 import type { DeliveryJob, dispatch } from '@notify/proto';
 import { idempotencyKeyInUse, idempotencyKeyMismatch } from '../idempotency/idempotency-refusals.ts';
-import { findIdempotencyRecords, projectKeyId, saveIdempotencyRecords, tryLockIdempotencyKeys, type NewIdempotencyRecord, type ProjectKey, type StoredResponse } from '../idempotency/idempotency-store.ts';
+import { findIdempotencyRecords, projectKeyId, saveIdempotencyRecords, tryLockIdempotencyKeys, type IdempotencyRecord, type NewIdempotencyRecord, type ProjectKey, type StoredResponse } from '../idempotency/idempotency-store.ts';
 import type { DispatchMetrics } from '../metrics.ts';
 import type { OutgoingJob } from '../outbox/delivery-job.ts';
 import type { JobPublisher } from '../outbox/job-publisher.ts';
@@ -186,7 +186,8 @@ export async function acceptBatch(client: PoolClient, deps: SendDeps, sends: rea
 /**
  * Step 1 (check 10): each Idempotency-Key's lock, taken without waiting (a key another transaction holds, or that an
  * earlier send of this batch holds, is in use: 409), then the live records of the keys held: the same fingerprint is a
- * replay of the stored response, another one a mismatch.
+ * replay of the stored response, another one a mismatch. A live record the lock's statement saw is final; the keys it
+ * saw none for are read again, after the locks (tryLockIdempotencyKeys).
  */
 async function judgeIdempotencyKeys(client: PoolClient, batch: BatchVerdicts): Promise<void> {
   const keyed = new Map<string, number>();
@@ -200,19 +201,23 @@ async function judgeIdempotencyKeys(client: PoolClient, batch: BatchVerdicts): P
   if (keyed.size === 0) return;
   const keyOf = (index: number): ProjectKey => ({ projectId: batch.send(index).request.projectId, idempotencyKey: batch.send(index).input.idempotencyKey ?? '' });
   const candidates = [...keyed.values()];
-  const locked = await tryLockIdempotencyKeys(client, candidates.map(keyOf));
-  const holders = candidates.filter((index, position) => {
-    if (!locked[position]) batch.refuse(index, idempotencyKeyInUse());
-    return locked[position];
-  });
-  // A statement of its own, after the locks: it sees what a request that held one of them committed.
-  if (holders.length === 0) return;
-  const records = await findIdempotencyRecords(client, holders.map(keyOf));
-  for (const index of holders) {
-    const record = records.get(projectKeyId(keyOf(index)));
-    if (!record || record.expired) continue;
+  const judge = (index: number, record: IdempotencyRecord): void => {
     if (record.fingerprint === batch.send(index).request.fingerprint) batch.answer(index, { replay: true, response: record.response as StoredResponse });
     else batch.refuse(index, idempotencyKeyMismatch());
+  };
+  const locks = await tryLockIdempotencyKeys(client, candidates.map(keyOf));
+  const unseen = candidates.filter((index, position) => {
+    const lock = locks[position];
+    if (!lock?.locked) batch.refuse(index, idempotencyKeyInUse());
+    else if (lock.live) judge(index, lock.live);
+    return lock?.locked === true && lock.live === undefined;
+  });
+  // A statement of its own, after the locks: it sees what a request that held one of them committed.
+  if (unseen.length === 0) return;
+  const records = await findIdempotencyRecords(client, unseen.map(keyOf));
+  for (const index of unseen) {
+    const record = records.get(projectKeyId(keyOf(index)));
+    if (record && !record.expired) judge(index, record);
   }
 }
 
