@@ -26,7 +26,8 @@ export interface ServiceContext<C> {
 
 /**
  * Runs a service: loads and validates config (every fault printed, exit 1), starts the ops listener,
- * calls `start`, and on SIGTERM/SIGINT runs the shutdown handlers it registered, then exits.
+ * calls `start`, and on SIGTERM/SIGINT runs the shutdown handlers it registered, then exits. /readyz answers 503 with
+ * `started: failing` until `start` has resolved, then the checks it added decide.
  */
 export function runService<S extends Record<string, Field<unknown>>>(
   name: string,
@@ -44,7 +45,10 @@ export function runService<S extends Record<string, Field<unknown>>>(
   const logger = createLogger(name, config.logLevel);
   const registry = createRegistry(name);
   const lifecycle = new Lifecycle(logger, config.shutdownTimeoutMs);
-  const checks: Record<string, ReadinessCheck> = {};
+  let started = false;
+  // Not ready before `start` has finished, whatever the dependencies say: until then a gateway may not listen yet and a
+  // mailer may not consume yet, and a rollout that counted such a replica ready would stop the old one too early.
+  const checks: Record<string, ReadinessCheck> = { started: async () => started };
   lifecycle.onShutdown('telemetry', ShutdownPriority.final, stopTelemetry);
 
   const exit = (reason: string, code: number): void => {
@@ -72,6 +76,7 @@ export function runService<S extends Record<string, Field<unknown>>>(
       addReadinessCheck: (check, fn) => void (checks[check] = fn),
       crash: () => process.kill(process.pid, 'SIGKILL'),
     });
+    started = true;
     logger.info('started');
   })().catch((error: unknown) => {
     logger.fatal({ err: error }, 'start failed');
