@@ -12,7 +12,7 @@ import { readProfiles, summarizeProfiles, type ProfileSummary } from './report/p
 import { buildRows, renderTable, type Figures } from './report/rows.ts';
 import { runBatchIngest } from './scenarios/batch-ingest.ts';
 import { runCeiling } from './scenarios/ceiling.ts';
-import { plans, type BenchContext, type TimeWindow } from './scenarios/context.ts';
+import { plans, runLimitMs, type BenchContext, type TimeWindow } from './scenarios/context.ts';
 import { runDelivery } from './scenarios/delivery.ts';
 import { runEndToEnd } from './scenarios/end-to-end.ts';
 import { finalCheck, type FinalCheck } from './scenarios/final-check.ts';
@@ -90,7 +90,8 @@ async function abort(reason: string): Promise<never> {
   progress(`partial results in ${relative(process.cwd(), writeResults())}`);
   process.exit(1);
 }
-setTimeout(() => void abort(`the run exceeded its limit of ${plan.limitMs / 60_000} minutes`), plan.limitMs).unref();
+const limitMs = runLimitMs(plan, flags.profile);
+setTimeout(() => void abort(`the run exceeded its limit of ${limitMs / 60_000} minutes`), limitMs).unref();
 process.once('SIGINT', () => void abort('interrupted'));
 
 function summarizeAll(): Array<ProfileSummary & { window: string }> {

@@ -143,6 +143,11 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
   },
 };
 
+/** The run's time limit: half as long again with CPU profiles, whose sampler slows every process it profiles. */
+export function runLimitMs(plan: Pick<BenchPlan, 'limitMs'>, profiled: boolean): number {
+  return profiled ? plan.limitMs * 1.5 : plan.limitMs;
+}
+
 /** A stretch of time on the monotonic clock, in microseconds (the clock V8's CPU profiles use). */
 export interface TimeWindow {
   readonly label: string;

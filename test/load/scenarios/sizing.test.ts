@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { plans } from './context.ts';
+import { plans, runLimitMs } from './context.ts';
 import { halfSustainedRate } from './end-to-end.ts';
 import { replayRate } from './replay.ts';
 import { scaleOutBacklog } from './scale-out.ts';
@@ -32,4 +32,10 @@ test('the end-to-end run offers half the sustained rate, in whole requests per s
   assert.equal(halfSustainedRate(416), 208);
   assert.equal(halfSustainedRate(391.4), 196);
   assert.equal(halfSustainedRate(1), 1);
+});
+
+test('a run with CPU profiles is given half as long again before it is stopped', () => {
+  assert.equal(runLimitMs(plans.quick, false), 4 * 60_000);
+  assert.equal(runLimitMs(plans.quick, true), 6 * 60_000);
+  assert.equal(runLimitMs(plans.full, true), 1.5 * plans.full.limitMs);
 });
