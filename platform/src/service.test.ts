@@ -22,14 +22,19 @@ test('/readyz is 503 (started: failing) while start is still running, and 200 on
   });
   const lines: Array<Record<string, unknown>> = [];
   const waiters: Array<() => void> = [];
+  const wakeAll = (): void => {
+    for (const wake of waiters.splice(0)) wake();
+  };
   createInterface({ input: child.stdout }).on('line', (line) => {
     lines.push(JSON.parse(line) as Record<string, unknown>);
-    for (const wake of waiters.splice(0)) wake();
+    wakeAll();
   });
+  child.on('exit', wakeAll);
   const logged = async (message: string): Promise<Record<string, unknown>> => {
     for (;;) {
       const found = lines.find((line) => line['msg'] === message);
       if (found) return found;
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the service exited before logging "${message}"`);
       await new Promise<void>((resolve) => waiters.push(resolve));
     }
   };
