@@ -180,19 +180,14 @@ describe('container images', () => {
   });
 
   test('every service starts from its image\'s command line, answers /readyz, writes nothing into its image and exits 0 on SIGTERM', { timeout: 120_000 }, async () => {
-    const ports = { authGrpc: await freePort(), dispatchGrpc: await freePort(), http: await freePort(), bounceSmtp: await freePort() };
-    const metrics: Record<Service, number> = {
-      'auth-svc': await freePort(),
-      'dispatch-svc': await freePort(),
-      'mailer-svc': await freePort(),
-      'webhook-svc': await freePort(),
-      'bounce-svc': await freePort(),
-      gateway: await freePort(),
-    };
+    // Each port is picked just before the stage that binds it: a free port picked long before (the gateway's, while the
+    // other stages start) may meanwhile become the local end of some connection, and the bind then fails.
+    const ports = { authGrpc: await freePort(), dispatchGrpc: await freePort(), http: 0, bounceSmtp: 0 };
+    const metrics = {} as Record<Service, number>;
     const common = { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, DATABASE_URL: database.url };
     // The mailers (DKIM keys) and bounce-svc (reports) call dispatch-svc, each with its own token, as the chart wires them.
     const dispatchAddress = { DISPATCH_SVC_ADDR: `dns:///127.0.0.1:${ports.dispatchGrpc}` };
-    const env: Record<Service, Record<string, string>> = {
+    const env = (): Record<Service, Record<string, string>> => ({
       'auth-svc': { ...common, GRPC_PORT: String(ports.authGrpc), GATEWAY_TOKEN: tokens.GATEWAY_TOKEN, ADMIN_TOKEN: tokens.ADMIN_TOKEN },
       'dispatch-svc': { ...common, ...tokens, GRPC_PORT: String(ports.dispatchGrpc), NOTIFY_DATA_KEY: dataKey },
       'mailer-svc': { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, SMTP_URL: 'smtp://127.0.0.1:2525', NOTIFY_DATA_KEY: dataKey, ...dispatchAddress, MAILER_TOKEN: tokens.MAILER_TOKEN },
@@ -206,12 +201,17 @@ describe('container images', () => {
         REDIS_URL: infrastructure.redisUrl,
         REDIS_KEY_PREFIX: `notify-t-${runId}:`,
       },
-    };
+    });
     const before = new Map(services.map((service) => [service, image(service).snapshot()]));
     const children = new Map<Service, ChildProcess>();
     // In dependency order, as the chart's probes would let them in.
     for (const stage of [['auth-svc', 'dispatch-svc'], ['mailer-svc', 'webhook-svc', 'bounce-svc'], ['gateway']] as Service[][]) {
-      for (const service of stage) children.set(service, start(service, { ...env[service], METRICS_PORT: String(metrics[service]) }));
+      if (stage.includes('bounce-svc')) ports.bounceSmtp = await freePort();
+      if (stage.includes('gateway')) ports.http = await freePort();
+      for (const service of stage) {
+        metrics[service] = await freePort();
+        children.set(service, start(service, { ...env()[service], METRICS_PORT: String(metrics[service]) }));
+      }
       for (const service of stage) {
         const child = children.get(service) as ChildProcess;
         await waitFor(async () => {
