@@ -58,3 +58,51 @@ test('without a collector, log lines carry the caller trace id, or a new one per
     assert.notEqual(fresh[0], fresh[1]);
   });
 });
+
+// What the loader hook wrapped (a module it wraps resolves to a `?iitm=true` URL) and what the instrumentations patched,
+// as seen from a module loaded after `--import` as a service's are. Without a collector only HTTP and gRPC are
+// instrumented; with one also Koa, pg and ioredis.
+const loadedModules = `
+  import * as http from 'node:http';
+  import * as grpc from '@grpc/grpc-js';
+  import Koa from 'koa';
+  import pg from 'pg';
+  import { Redis } from 'ioredis';
+  const patched = (f) => f?.__wrapped === true;
+  const wrapped = (specifier) => import.meta.resolve(specifier).endsWith('?iitm=true');
+  console.log(JSON.stringify({
+    patched: {
+      http: patched(http.request) && patched(http.get) && patched(http.Server.prototype.emit),
+      grpc: patched(grpc.Client.prototype.makeUnaryRequest) && patched(grpc.Server.prototype.register),
+      koa: patched(Koa.prototype.use),
+      pg: patched(pg.Client.prototype.query) && patched(pg.Pool.prototype.connect),
+      ioredis: patched(Redis.prototype.sendCommand),
+    },
+    wrapped: Object.fromEntries(['node:http', 'node:https', '@grpc/grpc-js', 'koa', 'pg', 'ioredis', 'pino', 'nodemailer', '@notify/platform'].map((s) => [s, wrapped(s)])),
+  }));
+`;
+
+async function instrumentedModules(env: Record<string, string>): Promise<{ patched: Record<string, boolean>; wrapped: Record<string, boolean> }> {
+  const child = spawn(process.execPath, ['--import', '@notify/platform/telemetry-register', '--input-type=module', '-e', loadedModules], {
+    env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  assert.equal(code, 0);
+  return JSON.parse(output) as { patched: Record<string, boolean>; wrapped: Record<string, boolean> };
+}
+
+test('the loader hook wraps only the modules an enabled instrumentation patches, and those are patched', async () => {
+  const others = { pino: false, nodemailer: false, '@notify/platform': false };
+  assert.deepEqual(await instrumentedModules({}), {
+    patched: { http: true, grpc: true, koa: false, pg: false, ioredis: false },
+    wrapped: { 'node:http': true, 'node:https': true, '@grpc/grpc-js': true, koa: false, pg: false, ioredis: false, ...others },
+  });
+  // A collector that is never reached: nothing is recorded here, so nothing is exported.
+  assert.deepEqual(await instrumentedModules({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:9/v1/traces' }), {
+    patched: { http: true, grpc: true, koa: true, pg: true, ioredis: true },
+    wrapped: { 'node:http': true, 'node:https': true, '@grpc/grpc-js': true, koa: true, pg: true, ioredis: true, ...others },
+  });
+});
