@@ -107,6 +107,7 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
   const mailer = await startMailer(
     {
       js,
+      flush: () => nc.flush(),
       names,
       renderer,
       sender,

@@ -83,6 +83,11 @@ interface Run {
   startReplica(faultFor?: (event: DeliveryEvent) => EventFault): Promise<Mailer>;
   /** Publishes a job as dispatch-svc does. */
   publish(job: DeliveryJob, msgID: string): Promise<void>;
+  /**
+   * Publishes jobs from a connection of their own, without waiting for the stream to confirm them: resolves once the
+   * server has read them, before the replicas' connection need have received any.
+   */
+  publishFromElsewhere(jobs: readonly DeliveryJob[]): Promise<void>;
   /** Publishes bytes as a job, with a schema header when `schema` is given. */
   publishBytes(bytes: Uint8Array, schema: string | undefined, msgID: string): Promise<void>;
   /** The dead letters the run's mailers wrote: each one's reason header and bytes. */
@@ -193,6 +198,7 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
   const metrics = createMailerMetrics(createRegistry('mailer-test'));
   const eventsOf = (messageId: number): DeliveryEvent[] => events.filter((event) => event.messageId === messageId);
   const readyJsm = jsm;
+  const readyNc = nc;
   const readySender = sender;
   const readyLedger = ledger;
   const pool = renderer;
@@ -205,13 +211,27 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
     metrics,
     offers,
     async startReplica(faultFor) {
-      const replica = await startMailer({ js: faultFor ? withEventFaults(js, faultFor) : js, names, renderer: readyRenderer, sender: readySender, ledger: readyLedger, metrics, logger, ...(random ? { random } : {}) }, settings);
+      const replica = await startMailer({ js: faultFor ? withEventFaults(js, faultFor) : js, flush: () => readyNc.flush(), names, renderer: readyRenderer, sender: readySender, ledger: readyLedger, metrics, logger, ...(random ? { random } : {}) }, settings);
       replicas.push(replica);
       return replica;
     },
     publish: async (payload, msgID) => {
       const message = encodeDeliveryJob(payload);
       await js.publish(names.jobsSubject, message.bytes, { msgID, headers: schemaHeaders(message) });
+    },
+    async publishFromElsewhere(jobs) {
+      const publisher = await connectNats(testEnvironment.natsUrl, 'mailer-test-publisher', logger);
+      try {
+        for (const payload of jobs) {
+          const message = encodeDeliveryJob(payload);
+          const headers = schemaHeaders(message);
+          headers.set('Nats-Msg-Id', String(payload.messageId));
+          publisher.publish(names.jobsSubject, message.bytes, { headers });
+        }
+        await publisher.flush();
+      } finally {
+        await publisher.close();
+      }
     },
     async publishBytes(bytes, schema, msgID) {
       const headers = natsHeaders();
@@ -453,6 +473,24 @@ describe('mailer with NATS and SMTP', () => {
     const recorded = run.eventsOf(203).length;
     await sleep(1_600);
     assert.equal(run.eventsOf(203).length, recorded);
+  });
+
+  it('hands back the jobs its open pull brought in as it stopped, instead of leaving them to their ack wait', async () => {
+    await mailer.drain(2_000);
+    const stopping = await run.startReplica();
+    await sleep(200); // its pull is open and waiting, and the only one
+    const ids = [211, 212, 213, 214, 215];
+    await run.publishFromElsewhere(ids.map((id) => job(id, `handed-back-${id}@example.com`)));
+    // The server sends the jobs to the open pull once they are stored; the replica stops before reading them, as one
+    // told to stop while they are on their way does.
+    const blockedUntil = performance.now() + 150;
+    while (performance.now() < blockedUntil);
+    stopping.stopIntake();
+    await stopping.drain(2_000);
+    mailer = await run.startReplica();
+    // Far sooner than the ack wait (10 s) that jobs the stopped replica dropped would wait out.
+    for (const id of ids) assert.equal((await waitFor(`message ${id} sent`, () => run.settledOf(id), 4_000)).state, 'sent');
+    assert.equal(await run.ackPending(), 0);
   });
 });
 

@@ -31,6 +31,8 @@ export interface MailerSettings extends RetryPolicy {
 
 export interface MailerDependencies {
   js: JetStreamClient;
+  /** Resolves once the NATS server has answered a ping sent now on the replica's connection (its `flush()`). */
+  flush: () => Promise<void>;
   names: Topology;
   renderer: Renderer;
   sender: MailSender;
@@ -141,6 +143,20 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
     held.set(msg, entry);
   };
 
+  /**
+   * Ends an open pull once the server has answered a ping sent after intake stopped. Jobs it sent for the pull before
+   * (on the wire, or read by the socket but not yet by this replica, as when the stop comes while it is busy) are then
+   * received and handed back by the loop; ended at once, the pull's subscription would be gone when they arrive, and
+   * each would wait out its ack wait on this replica before another got it. A job the server sends the pull during
+   * that round trip itself can still miss it.
+   */
+  const endPull = (pull: NonNullable<typeof batch>): void => {
+    void deps
+      .flush()
+      .catch((error: unknown) => logger.warn({ err: error }, 'no answer from NATS before the open pull was ended'))
+      .finally(() => pull.stop());
+  };
+
   const refillSlots = Math.ceil(settings.concurrency / 4);
   const waitForSlots = async (): Promise<void> => {
     while (settings.concurrency - delivering() < refillSlots && !stopping) await slotFreed.promise;
@@ -152,7 +168,7 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
       if (stopping) break;
       try {
         batch = await consumer.fetch({ max_messages: settings.concurrency - delivering(), expires: fetchExpiresMs });
-        if (stopping) batch.stop();
+        if (stopping) endPull(batch);
         for await (const msg of batch) {
           // A job that arrives as intake stops goes back for another replica.
           if (stopping) msg.nak(handBackDelayMs);
@@ -167,10 +183,11 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
   })();
 
   const stopIntake = (): void => {
+    if (stopping) return;
     stopping = true;
     intake.abort();
     wakeLoop();
-    batch?.stop();
+    if (batch) endPull(batch);
   };
 
   return {
