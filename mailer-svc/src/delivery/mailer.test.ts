@@ -79,8 +79,11 @@ interface Run {
   metrics: MailerMetrics;
   /** How many times the sink was offered each recipient. */
   offers: Map<string, number>;
-  /** `faultFor` injects faults into the replica's event publishes (see withEventFaults). */
-  startReplica(faultFor?: (event: DeliveryEvent) => EventFault): Promise<Mailer>;
+  /**
+   * `faultFor` injects faults into the replica's event publishes (see withEventFaults); `flush` stands for its
+   * connection's flush (the real one by default).
+   */
+  startReplica(faultFor?: (event: DeliveryEvent) => EventFault, flush?: () => Promise<void>): Promise<Mailer>;
   /** Publishes a job as dispatch-svc does. */
   publish(job: DeliveryJob, msgID: string): Promise<void>;
   /**
@@ -210,8 +213,8 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
     jsm: readyJsm,
     metrics,
     offers,
-    async startReplica(faultFor) {
-      const replica = await startMailer({ js: faultFor ? withEventFaults(js, faultFor) : js, flush: () => readyNc.flush(), names, renderer: readyRenderer, sender: readySender, ledger: readyLedger, metrics, logger, ...(random ? { random } : {}) }, settings);
+    async startReplica(faultFor, flush = () => readyNc.flush()) {
+      const replica = await startMailer({ js: faultFor ? withEventFaults(js, faultFor) : js, flush, names, renderer: readyRenderer, sender: readySender, ledger: readyLedger, metrics, logger, ...(random ? { random } : {}) }, settings);
       replicas.push(replica);
       return replica;
     },
@@ -491,6 +494,21 @@ describe('mailer with NATS and SMTP', () => {
     // Far sooner than the ack wait (10 s) that jobs the stopped replica dropped would wait out.
     for (const id of ids) assert.equal((await waitFor(`message ${id} sent`, () => run.settledOf(id), 4_000)).state, 'sent');
     assert.equal(await run.ackPending(), 0);
+  });
+
+  it('ends its open pull anyway when NATS does not answer the ping of its stop in time', async () => {
+    await mailer.drain(2_000);
+    const unanswered = await run.startReplica(undefined, () => new Promise<void>(() => {}));
+    await sleep(200); // its pull is open and waiting
+    const started = performance.now();
+    await unanswered.drain(5_000);
+    const tookMs = performance.now() - started;
+    // Two seconds for the answer; the open pull itself would have lasted until it expired (10 s).
+    assert.ok(tookMs >= 1_900 && tookMs < 4_000, `stopped in ${Math.round(tookMs)} ms`);
+    assert.ok(logged.some((line) => line.msg === 'no answer from NATS before the open pull was ended'));
+    mailer = await run.startReplica();
+    await run.publish(job(216, 'after-unanswered@example.com'), '216');
+    assert.equal((await waitFor('the sent event', () => run.settledOf(216))).state, 'sent');
   });
 });
 

@@ -66,6 +66,8 @@ export interface Mailer {
 const handBackDelayMs = 1_000;
 /** Pause before pulling again after a pull failed. */
 const resumeDelayMs = 1_000;
+/** Longest wait for NATS's answer before a stopping replica ends its open pull anyway (see endPull). */
+const endPullWaitMs = 2_000;
 /** How long one pull request waits for jobs on an idle stream. */
 const fetchExpiresMs = 10_000;
 
@@ -148,13 +150,17 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
    * (on the wire, or read by the socket but not yet by this replica, as when the stop comes while it is busy) are then
    * received and handed back by the loop; ended at once, the pull's subscription would be gone when they arrive, and
    * each would wait out its ack wait on this replica before another got it. A job the server sends the pull during
-   * that round trip itself can still miss it.
+   * that round trip itself can still miss it, and so can those on their way when NATS does not answer in time.
    */
   const endPull = (pull: NonNullable<typeof batch>): void => {
-    void deps
-      .flush()
-      .catch((error: unknown) => logger.warn({ err: error }, 'no answer from NATS before the open pull was ended'))
-      .finally(() => pull.stop());
+    const answered = deps.flush().then(
+      () => true,
+      () => false,
+    );
+    void Promise.race([answered, sleep(endPullWaitMs, false, { ref: false })]).then((inTime) => {
+      if (!inTime) logger.warn({ waitedMs: endPullWaitMs }, 'no answer from NATS before the open pull was ended');
+      pull.stop();
+    });
   };
 
   const refillSlots = Math.ceil(settings.concurrency / 4);
