@@ -146,7 +146,7 @@ const webhookRun = (mode: 'none' | 'endpoint', cpuPerMessage: Record<string, num
   events,
 });
 
-test('the webhook rows put CPU per message with an endpoint beside none, the extra CPU per event at the rate and from backlogs, the events and the burst rate', () => {
+test('the webhook rows put CPU per message with an endpoint beside none, the extra CPU per event at the rate and from backlogs, the events, the burst rate and its updates of webhook_deliveries', () => {
   const none = webhookRun('none', { gateway: 1, 'auth-svc': 0.1, 'dispatch-svc': 0.5, 'mailer-svc': 1.4, 'webhook-svc': 0, 'postgres (this run)': 0.5, 'other (not this run)': 3, 'machine total': 7 }, 0);
   const endpoint = webhookRun(
     'endpoint',
@@ -177,6 +177,8 @@ test('the webhook rows put CPU per message with an endpoint beside none, the ext
     fromStartS: 2.4,
     spanS: 1.996,
     perSecond: 250,
+    // Two updates per event (claim, record), three in four in place, on a table of two indexes.
+    deliveryWrites: { updates: 800, hotUpdates: 600, indexes: 2 },
   };
   const cost = backlogCpuPerEvent(backlogNone, backlogEndpoint, burst, 'system');
   assert.deepEqual(cost && [cost.made, cost.sent, cost.total].map((ms) => ms.toFixed(6)), ['0.400000', '0.900000', '1.300000']);
@@ -199,7 +201,15 @@ test('the webhook rows put CPU per message with an endpoint beside none, the ext
       ['CPU per webhook event, from a backlog (made, relayed and sent): system', '1.30 ms', '', ''],
       ['webhook events delivered (204)', '400', '400 messages sent, receiver 0.30 ms/message', ''],
       ['webhook events/s, one webhook-svc, one endpoint', '250/s', '500 events in 2.0 s; 2.4 s from its restart to the last', ''],
+      ['webhook burst: HOT share of updates of webhook_deliveries', '75%', '800 updates, 2 indexes', ''],
+      // 200 updates not HOT, each writing to both indexes, over 800 updates.
+      ['webhook burst: index entries written per update of webhook_deliveries (at most)', '0.50', '', ''],
     ],
+  );
+  assert.deepEqual(
+    buildRows({ connections: 64, webhooks: { rate: 200, burst: { ...burst, deliveryWrites: { updates: 0, hotUpdates: 0, indexes: 2 } } } }).filter((entry) => entry.figure.startsWith('webhook burst:')),
+    [],
+    'no update seen, no share',
   );
   // The fixed rate's difference is shown, not judged; the backlogs' sum is.
   assert.equal(rows.find((entry) => entry.figure === 'extra CPU per webhook event at 200/s: system')?.result, '');
@@ -214,7 +224,7 @@ test('the webhook rows put CPU per message with an endpoint beside none, the ext
 
 const acceptRun = (mode: 'none' | 'endpoint', cpuPerMessage: Record<string, number>): WebhookAcceptRun => ({
   mode,
-  load: { sent: 500, completed: 500, statuses: { '202': 500 }, errors: 0, timeouts: 0, durationS: 1, latencyMs: latency, replayed: 0 },
+  load: { sent: 500, completed: 500, statuses: { '202': 500 }, errors: 0, timeouts: 0, durationS: 1, latencyMs: latency, answeredPerSecond: 500, cutOff: 0 },
   messages: 500,
   cpuPerMessage,
 });

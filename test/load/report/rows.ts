@@ -6,7 +6,7 @@ import type { CeilingResult } from '../scenarios/ceiling.ts';
 import type { DeliveryResult } from '../scenarios/delivery.ts';
 import type { EndToEndResult } from '../scenarios/end-to-end.ts';
 import type { IngestResult } from '../scenarios/ingest.ts';
-import { indexEntriesPerUpdate, type MessageWrites } from '../scenarios/message-writes.ts';
+import { indexEntriesPerUpdate, type TableWrites } from '../scenarios/table-writes.ts';
 import type { ReplayResult } from '../scenarios/replay.ts';
 import type { ScaleOutResult } from '../scenarios/scale-out.ts';
 import type { StatusReadResult } from '../scenarios/status-reads.ts';
@@ -22,7 +22,7 @@ export interface Figures {
   replay?: ReplayResult;
   delivery?: DeliveryResult;
   /** Updates of messages during the delivery drain, and what they wrote to its indexes. */
-  messageWrites?: MessageWrites;
+  messageWrites?: TableWrites;
   scaleOut?: ScaleOutResult;
   endToEnd?: EndToEndResult;
   tracing?: TracingCostResult;
@@ -83,11 +83,7 @@ export function buildRows(figures: Figures): Row[] {
     rows.push(row('ingest at saturation, mailers stopped (accepted/s)', perSecond(delivery.preloadAcceptedPerSecond)));
     rows.push(...acceptPathRows(delivery));
   }
-  if (messageWrites && messageWrites.updates > 0) {
-    const baseline = `${whole(messageWrites.updates)} updates${delivery ? ` (${twoPlaces(messageWrites.updates / Math.max(1, delivery.messages))} per message)` : ''}, ${messageWrites.indexes} indexes`;
-    rows.push(row('delivery drain: HOT share of updates of messages', `${whole((messageWrites.hotUpdates / messageWrites.updates) * 100)}%`, { baseline }));
-    rows.push(row('delivery drain: index entries written per update of messages (at most)', twoPlaces(indexEntriesPerUpdate(messageWrites))));
-  }
+  if (messageWrites) rows.push(...updateRows('delivery drain', 'messages', messageWrites, delivery && { count: delivery.messages, unit: 'message' }));
   if (batch) rows.push(...batchRows(batch, delivery));
   if (scaleOut) {
     const single = scaleOut.runs.find((run) => run.replicas === 1)?.perSecond;
@@ -303,9 +299,24 @@ function webhookRows(webhooks: WebhookCostResult): Row[] {
       row('webhook events/s, one webhook-svc, one endpoint', perSecond(burst.perSecond), {
         baseline: `${whole(burst.events)} events in ${burst.spanS.toFixed(1)} s; ${burst.fromStartS.toFixed(1)} s from its restart to the last`,
       }),
+      // Not per event: the counters of so short a window miss too many of its updates (table-writes.ts).
+      ...updateRows('webhook burst', 'webhook_deliveries', burst.deliveryWrites),
     );
   }
   return rows;
+}
+
+/**
+ * A window's updates of one table: the share made in place (HOT), beside the updates (per message or event when
+ * given) and the table's indexes, and the index entries they wrote per update; nothing when there was no update.
+ */
+function updateRows(window: string, table: string, writes: TableWrites, per?: { readonly count: number; readonly unit: string }): Row[] {
+  if (writes.updates <= 0) return [];
+  const perItem = per ? ` (${twoPlaces(writes.updates / Math.max(1, per.count))} per ${per.unit})` : '';
+  return [
+    row(`${window}: HOT share of updates of ${table}`, `${whole((writes.hotUpdates / writes.updates) * 100)}%`, { baseline: `${whole(writes.updates)} updates${perItem}, ${writes.indexes} indexes` }),
+    row(`${window}: index entries written per update of ${table} (at most)`, twoPlaces(indexEntriesPerUpdate(writes))),
+  ];
 }
 
 /**

@@ -41,6 +41,8 @@ export interface BenchPlan {
   readonly webhookBurst: number;
   /** Webhook accept path: sends accepted from one tenant with the mailers stopped, without and with an endpoint. */
   readonly webhookAcceptMessages: number;
+  /** Unmeasured sends from another tenant before each of those runs: the services as warm as for the backlog's row. */
+  readonly webhookAcceptWarmUp: number;
   /**
    * Status reads (GET /api/v1/messages/{id}/, after a warm-up as long as the webhook one): the offered rate (fixed: a
    * read is not bounded by what sends saturate at), the run's length, and the messages read.
@@ -91,6 +93,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     webhookWarmupS: 2,
     webhookBurst: 2_000,
     webhookAcceptMessages: 1_000,
+    webhookAcceptWarmUp: 2_000,
     statusReadRate: 200,
     statusReadS: 5,
     statusReadMessages: 1_000,
@@ -130,6 +133,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     webhookWarmupS: 1,
     webhookBurst: 500,
     webhookAcceptMessages: 500,
+    webhookAcceptWarmUp: 2_000,
     statusReadRate: 200,
     statusReadS: 3,
     statusReadMessages: 300,

@@ -11,7 +11,7 @@ import { countOf } from '../generators/load-result.ts';
 import { cpuPerMessage } from '../system/cpu-usage.ts';
 import { inWindow, requireAnswers, type BenchContext } from './context.ts';
 import { lastMessageId, sentSpan, waitSettled, type DeliveryState, type SentSpan } from './message-progress.ts';
-import { messageUpdates, messageWritesSince, type MessageWrites } from './message-writes.ts';
+import { tableUpdates, tableWritesSince, type TableWrites } from './table-writes.ts';
 import { sendRaw, type RawSendResult } from './raw-nodemailer.ts';
 import { replayKeys, type ReplayResult } from './replay.ts';
 import { runScaleOut, scaleOutBacklog, type ScaleOutResult } from './scale-out.ts';
@@ -51,7 +51,7 @@ async function waitOutboxEmpty(context: BenchContext, timeoutMs: number): Promis
  */
 export async function runDelivery(
   context: BenchContext,
-  into: { delivery?: DeliveryResult; scaleOut?: ScaleOutResult; messageWrites?: MessageWrites },
+  into: { delivery?: DeliveryResult; scaleOut?: ScaleOutResult; messageWrites?: TableWrites },
   replayed: readonly PacedRequest[],
 ): Promise<void> {
   const { plan, system } = context;
@@ -93,7 +93,7 @@ export async function runDelivery(
   context.progress('delivery: one mailer drains the rest of the backlog');
   const drainStarted = new Date();
   const drainCpuBefore = await context.cpu();
-  const updatesBefore = await messageUpdates(system.db);
+  const updatesBefore = await tableUpdates(system.db, 'messages');
   let replayWhileDraining: DeliveryResult['replayWhileDraining'];
   const settled = await inWindow(context, 'delivery', async () => {
     await system.startMailers([0]);
@@ -111,7 +111,7 @@ export async function runDelivery(
   const notify = await sentSpan(system.db, range, drainStarted);
   const drainCpuPerMessage = cpuPerMessage(drainCpuBefore, await context.cpu(), notify.messages);
   // Only the drain's state changes update messages in this window (replays write nothing): what each cost in index writes.
-  into.messageWrites = await messageWritesSince(system.db, updatesBefore);
+  into.messageWrites = await tableWritesSince(system.db, 'messages', updatesBefore);
   context.progress(`  ${Math.round(notify.perSecond)}/s over ${notify.messages.toLocaleString('en-US')} messages; all recorded as sent ${settled.waitedS.toFixed(1)} s after the mailer started`);
   if (replayWhileDraining && settled.pending === 0 && settled.waitedS < plan.drainReplayS) {
     context.progress(`delivery: the drain ended ${settled.waitedS.toFixed(1)} s after the mailer started, before the replays did: part of them ran with the mailers idle`);

@@ -179,3 +179,33 @@ test('records made at once share a statement, and one the database refuses fails
   const recorded = await pool.query<{ eventId: string; state: string }>('SELECT d.event_id AS "eventId", d.state FROM webhook_deliveries d JOIN webhook_attempts a USING (event_id, endpoint_id)');
   assert.deepEqual(recorded.rows.map((row) => [Number(row.eventId), row.state]), [[kept.eventId, 'succeeded']]);
 });
+
+/** Entries on the leaf pages of each index of webhook_deliveries (pageinspect), by index name. */
+async function indexEntries(): Promise<Record<string, number>> {
+  const found = await pool.query<{ index: string; entries: number }>(
+    `SELECT c.relname AS index,
+            (SELECT count(*) FROM generate_series(1, pg_relation_size(c.oid) / current_setting('block_size')::int - 1) AS page,
+                    LATERAL bt_page_items(c.relname::text, page::int) AS item
+              WHERE (bt_page_stats(c.relname::text, page::int)).type = 'l')::int AS entries
+       FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+      WHERE i.indrelid = 'webhook_deliveries'::regclass`,
+  );
+  return Object.fromEntries(found.rows.map((row) => [row.index, row.entries]));
+}
+
+test('claiming a delivery and recording its attempt write no index entry: both update the row in place (HOT)', async () => {
+  await pool.query('CREATE EXTENSION IF NOT EXISTS pageinspect');
+  const id = await endpoint();
+  const keys: DeliveryKey[] = [];
+  for (let count = 0; count < 20; count += 1) keys.push(await delivery(id));
+  const before = await indexEntries();
+  assert.deepEqual(Object.values(before), [20, 20], 'the primary key and the endpoint index, one entry per delivery');
+
+  const claims = await claimDeliveries(pool, keys, leaseMs);
+  assert.ok(claims.every((claim) => claim.kind === 'claimed'));
+  await recordAttempts(pool, keys.map((key, index) => attempt(key, index % 2 === 0 ? { state: 'succeeded' } : { state: 'pending', retryInMs: 5_000 }, index % 2 === 0 ? 204 : 503)), fiveDaysMs);
+
+  const moved = await pool.query<{ state: string; count: number }>('SELECT state, count(*)::int AS count FROM webhook_deliveries WHERE attempts = 1 GROUP BY state ORDER BY state');
+  assert.deepEqual(moved.rows, [{ state: 'pending', count: 10 }, { state: 'succeeded', count: 10 }]);
+  assert.deepEqual(await indexEntries(), before, 'a new entry in an index would mean an update that was not HOT');
+});
