@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { audit, waitForStates } from '../harness/delivery-audit.ts';
+import { metricValue } from '../harness/service-metrics.ts';
 import { SmtpScript } from '../harness/smtp-script.ts';
 import { startSystem, type System, type Tenant } from '../harness/system.ts';
 import { waitFor } from '../harness/wait.ts';
@@ -44,14 +45,6 @@ async function timings(ids: readonly number[]): Promise<{ accepted: number; sent
   return rows.map((row) => ({ accepted: row.accepted.getTime(), sent: row.sent.getTime(), deferrals: row.deferrals }));
 }
 
-/** The value of a series (by name and some of its labels) on one mailer replica's /metrics, undefined when it has none. */
-async function metric(port: number, name: string, labels: Record<string, string>): Promise<number | undefined> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const wanted = Object.entries(labels).map(([label, value]) => `${label}="${value}"`);
-  const line = text.split('\n').find((candidate) => candidate.startsWith(`${name}{`) && wanted.every((pair) => candidate.includes(pair)));
-  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
-}
-
 test('a domain answering 421 to every third message is slowed for both replicas and all its mail delivered, while another domain keeps its pace', async () => {
   script.refuseEvery('slow-', { code: 421, message: '4.7.0 Too many connections, slow down' }, 3);
   const slow = Array.from({ length: 20 }, (_, n) => `slow-${n}@slow.example`);
@@ -71,7 +64,7 @@ test('a domain answering 421 to every third message is slowed for both replicas 
   assert.equal(ports.length, 2);
   const slowedPace = await waitFor(
     async () => {
-      const paces = await Promise.all(ports.map((port) => metric(port, 'notify_destination_concurrency_limit', { domain: 'slow.example' })));
+      const paces = await Promise.all(ports.map((port) => metricValue(port, 'notify_destination_concurrency_limit', { domain: 'slow.example' })));
       return paces.every((pace) => pace !== undefined && pace < 4 && pace === paces[0]) && paces[0];
     },
     { timeoutMs: 20_000, intervalMs: 50, what: 'both replicas to slow the domain that pushes back' },
@@ -99,7 +92,7 @@ test('a domain answering 421 to every third message is slowed for both replicas 
   assert.ok((fastLatencies[Math.floor(fastLatencies.length / 2)] ?? 0) < 2_000, `median latency of the other domain ${fastLatencies.join(', ')} ms`);
 
   assert.ok(slowedPace < 4);
-  const refusals = await Promise.all(ports.map((port) => metric(port, 'notify_destination_deferrals_total', { domain: 'slow.example', reason: 'rate_limited' })));
+  const refusals = await Promise.all(ports.map((port) => metricValue(port, 'notify_destination_deferrals_total', { domain: 'slow.example', reason: 'rate_limited' })));
   assert.ok(refusals.reduce((sum: number, count) => sum + (count ?? 0), 0) >= 3, `rate_limited deferrals per replica: ${refusals.join(', ')}`);
-  assert.equal(await metric(ports[0] ?? 0, 'notify_destination_concurrency_limit', { domain: 'fast.example' }), undefined, 'the other domain was never slowed');
+  assert.equal(await metricValue(ports[0] ?? 0, 'notify_destination_concurrency_limit', { domain: 'fast.example' }), undefined, 'the other domain was never slowed');
 });

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
+import { metricValue } from '../harness/service-metrics.ts';
 import { startSystem, type System, type Tenant } from '../harness/system.ts';
 import { waitFor } from '../harness/wait.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../harness/webhook-receiver.ts';
@@ -115,6 +116,30 @@ test('a receiver that never answers does not delay another: every event reaches 
   assert.ok(dead.receiver.maxOpen() > 0 && dead.receiver.maxOpen() <= 4, `most requests open at once at the dead receiver: ${dead.receiver.maxOpen()}`);
   await system.db.query('UPDATE webhook_endpoints SET enabled = false WHERE id = ANY ($1::bigint[])', [[dead.id, fast.id]]);
   await dead.receiver.stop();
+});
+
+test('a burst to one endpoint waits in the sender for its requests: none of it is put back to come again seconds later', async () => {
+  const { receiver, id } = await endpoint();
+  // The burst: events made while no sender runs, every one relayed to JetStream before the sender starts again.
+  system.stack.kill('webhook-svc', 'SIGTERM');
+  await system.stack.exited('webhook-svc');
+  const ids = await sendMessages(120);
+  await waitFor(async () => {
+    const { rows } = await system.db.query<{ relayed: number }>(
+      `SELECT count(*) FILTER (WHERE e.published_at IS NOT NULL)::int AS relayed FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.endpoint_id = $1`,
+      [id],
+    );
+    return rows[0]?.relayed === ids.length ? true : undefined;
+  }, { timeoutMs: 30_000, what: 'every event of the burst relayed' });
+  await system.stack.restart('webhook-svc');
+  await receivedFor(receiver, ids, 30_000);
+  // Four requests at a time (WEBHOOK_ENDPOINT_CONCURRENCY), the rest parked at the endpoint's pace: more than the 32
+  // (eight per slot) parked at most before, when the others were put back for 1-3 s, and again when they came back.
+  const busy = (action: string) => metricValue(system.stack.ports.metrics.webhook, 'notify_webhook_endpoint_busy_total', { action });
+  assert.equal(await busy('put_back'), 0);
+  const parked = (await busy('parked')) ?? 0;
+  assert.ok(parked > 32, `deliveries parked: ${parked}`);
+  await system.db.query('UPDATE webhook_endpoints SET enabled = false WHERE id = $1', [id]);
 });
 
 test('a receiver down for a while then up gets every event, retried under the same webhook-id', async () => {

@@ -146,7 +146,7 @@ const webhookRun = (mode: 'none' | 'endpoint', cpuPerMessage: Record<string, num
   events,
 });
 
-test('the webhook rows put CPU per message with an endpoint beside none, the extra CPU per event at the rate and from backlogs, the events, the burst rate and its updates of webhook_deliveries', () => {
+test('the webhook rows put CPU per message with an endpoint beside none, the extra CPU per event at the rate and from backlogs, the events, the burst rate, its deliveries put back and its updates of webhook_deliveries', () => {
   const none = webhookRun('none', { gateway: 1, 'auth-svc': 0.1, 'dispatch-svc': 0.5, 'mailer-svc': 1.4, 'webhook-svc': 0, 'postgres (this run)': 0.5, 'other (not this run)': 3, 'machine total': 7 }, 0);
   const endpoint = webhookRun(
     'endpoint',
@@ -179,6 +179,8 @@ test('the webhook rows put CPU per message with an endpoint beside none, the ext
     perSecond: 250,
     // Two updates per event (claim, record), three in four in place, on a table of two indexes.
     deliveryWrites: { updates: 800, hotUpdates: 600, indexes: 2 },
+    // Four requests open at a time: the other 496 waited for one, and 3 of them were put back.
+    endpointBusy: { parked: 493, putBack: 3 },
   };
   const cost = backlogCpuPerEvent(backlogNone, backlogEndpoint, burst, 'system');
   assert.deepEqual(cost && [cost.made, cost.sent, cost.total].map((ms) => ms.toFixed(6)), ['0.400000', '0.900000', '1.300000']);
@@ -201,13 +203,14 @@ test('the webhook rows put CPU per message with an endpoint beside none, the ext
       ['CPU per webhook event, from a backlog (made, relayed and sent): system', '1.30 ms', '', ''],
       ['webhook events delivered (204)', '400', '400 messages sent, receiver 0.30 ms/message', ''],
       ['webhook events/s, one webhook-svc, one endpoint', '250/s', '500 events in 2.0 s; 2.4 s from its restart to the last', ''],
+      ['webhook burst: deliveries put back to the stream, endpoint at its share', '3', '493 waited in webhook-svc', ''],
       ['webhook burst: HOT share of updates of webhook_deliveries', '75%', '800 updates, 2 indexes', ''],
       // 200 updates not HOT, each writing to both indexes, over 800 updates.
       ['webhook burst: index entries written per update of webhook_deliveries (at most)', '0.50', '', ''],
     ],
   );
   assert.deepEqual(
-    buildRows({ connections: 64, webhooks: { rate: 200, burst: { ...burst, deliveryWrites: { updates: 0, hotUpdates: 0, indexes: 2 } } } }).filter((entry) => entry.figure.startsWith('webhook burst:')),
+    buildRows({ connections: 64, webhooks: { rate: 200, burst: { ...burst, deliveryWrites: { updates: 0, hotUpdates: 0, indexes: 2 } } } }).filter((entry) => /updates? of webhook_deliveries/.test(entry.figure)),
     [],
     'no update seen, no share',
   );

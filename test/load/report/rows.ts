@@ -299,6 +299,7 @@ function webhookRows(webhooks: WebhookCostResult): Row[] {
       row('webhook events/s, one webhook-svc, one endpoint', perSecond(burst.perSecond), {
         baseline: `${whole(burst.events)} events in ${burst.spanS.toFixed(1)} s; ${burst.fromStartS.toFixed(1)} s from its restart to the last`,
       }),
+      row('webhook burst: deliveries put back to the stream, endpoint at its share', whole(burst.endpointBusy.putBack), { baseline: `${whole(burst.endpointBusy.parked)} waited in webhook-svc` }),
       // Not per event: the counters of so short a window miss too many of its updates (table-writes.ts).
       ...updateRows('webhook burst', 'webhook_deliveries', burst.deliveryWrites),
     );

@@ -19,6 +19,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { dispatchProto } from '@notify/proto';
 import { GrpcClient } from '@notify/platform';
+import { metricValue } from '../../harness/service-metrics.ts';
 import { runBatch } from '../generators/batch-load.ts';
 import { runClosedLoop, type ClosedLoopResult } from '../generators/closed-loop.ts';
 import { countOf, type LoadResult } from '../generators/load-result.ts';
@@ -84,6 +85,8 @@ export interface WebhookBurst {
   readonly perSecond: number;
   /** The updates of webhook_deliveries from webhook-svc's readiness to the last event: its claims and records. */
   readonly deliveryWrites: TableWrites;
+  /** Deliveries that found the endpoint at its share of requests: waited in webhook-svc, or put back to the stream. */
+  readonly endpointBusy: { readonly parked: number; readonly putBack: number };
 }
 
 export interface WebhookCostResult {
@@ -353,6 +356,7 @@ async function measureBurst(context: BenchContext, receiver: BenchWebhookReceive
     return { counts, readyCounts, cpuReady, cpuAfter: await context.cpu(helpers), updatesReady };
   });
   const ready = performance.now();
+  const endpointBusy = (action: string) => metricValue(system.stack.ports.metrics.webhook, 'notify_webhook_endpoint_busy_total', { action });
   const events = counts.requests - before;
   const eventsAfterReady = counts.requests - readyCounts.requests;
   const spanS = counts.firstAt !== null && counts.lastAt !== null ? (counts.lastAt - counts.firstAt) / 1_000 : 0;
@@ -368,6 +372,8 @@ async function measureBurst(context: BenchContext, receiver: BenchWebhookReceive
     spanS,
     perSecond: spanS > 0 ? (events - 1) / spanS : 0,
     deliveryWrites: await tableWritesSince(system.db, 'webhook_deliveries', updatesReady),
+    // Its counters started at zero with the restart.
+    endpointBusy: { parked: (await endpointBusy('parked')) ?? 0, putBack: (await endpointBusy('put_back')) ?? 0 },
   };
   if (events < backlog.messages) context.failures.push(`webhook burst: the receiver got ${events} events for ${backlog.messages} messages sent`);
   const totals = webhookTotals(burst.cpuPerEvent);

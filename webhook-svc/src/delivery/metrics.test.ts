@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { createRegistry } from '@notify/platform';
 import { createWebhookMetrics } from './metrics.ts';
 
-test('every attempt result and disabling reason is exported from the start, at zero', async () => {
+test("every attempt result, disabling reason and busy endpoint's action is exported from the start, at zero", async () => {
   const registry = createRegistry('webhook-svc');
   createWebhookMetrics(registry);
   const page = await registry.metrics();
@@ -12,4 +12,5 @@ test('every attempt result and disabling reason is exported from the start, at z
     assert.match(page, new RegExp(`notify_webhook_attempt_duration_seconds_bucket\\{[^}]*result="${result}"`));
   }
   for (const reason of ['gone', 'failing']) assert.match(page, new RegExp(`notify_webhook_endpoints_disabled_total\\{[^}]*reason="${reason}"[^}]*\\} 0`));
+  for (const action of ['parked', 'put_back']) assert.match(page, new RegExp(`notify_webhook_endpoint_busy_total\\{[^}]*action="${action}"[^}]*\\} 0`));
 });

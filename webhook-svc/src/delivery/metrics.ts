@@ -8,6 +8,13 @@ import { Counter, Gauge, Histogram, type Registry } from '@notify/platform';
 export const attemptResults = ['succeeded', 'retrying', 'failed'] as const;
 export type AttemptResult = (typeof attemptResults)[number];
 
+/**
+ * `action` of notify_webhook_endpoint_busy_total, for a delivery that found its endpoint at its share of open requests:
+ * `parked` (it waits in the replica for one of them), `put_back` (handed back to be offered again in a few seconds: too
+ * many waiting already, waited too long, or the replica is stopping).
+ */
+export const busyActions = ['parked', 'put_back'] as const;
+
 export type WebhookMetrics = ReturnType<typeof createWebhookMetrics>;
 
 export function createWebhookMetrics(registry: Registry) {
@@ -25,6 +32,13 @@ export function createWebhookMetrics(registry: Registry) {
     registers: [registry],
   });
   for (const reason of ['gone', 'failing']) endpointsDisabled.inc({ reason }, 0);
+  const endpointBusy = new Counter({
+    name: 'notify_webhook_endpoint_busy_total',
+    help: 'Deliveries that found their endpoint at its share of open requests, by action: parked (wait for one in the replica) or put_back (offered again in a few seconds)',
+    labelNames: ['action'] as const,
+    registers: [registry],
+  });
+  for (const action of busyActions) endpointBusy.inc({ action }, 0);
   const latency = new Histogram({
     name: 'notify_webhook_attempt_duration_seconds',
     help: 'Time from connecting to a webhook endpoint to its answer (or the timeout)',
@@ -38,10 +52,6 @@ export function createWebhookMetrics(registry: Registry) {
     endpointsDisabled,
     latency,
     inFlight: new Gauge({ name: 'notify_webhook_in_flight', help: 'Webhook requests this replica has open', registers: [registry] }),
-    endpointBusy: new Counter({
-      name: 'notify_webhook_endpoint_busy_total',
-      help: 'Deliveries that found their endpoint at its share of open requests: they wait for one of them (or, past a few seconds or too many waiting, are put back)',
-      registers: [registry],
-    }),
+    endpointBusy,
   };
 }

@@ -100,10 +100,12 @@ interface Parked {
   readonly since: number;
 }
 
-/** One endpoint's share of a replica: requests open, and deliveries waiting for one of them to end. */
+/** One endpoint's share of a replica: requests open, deliveries waiting for one of them to end, and how long each takes. */
 interface EndpointShare {
   open: number;
   readonly parked: Parked[];
+  /** How long a delivery held one of the endpoint's slots, a moving average in ms; undefined until one ended. */
+  slotMs: number | undefined;
 }
 
 /**
@@ -112,19 +114,43 @@ interface EndpointShare {
  */
 const parkMaxMs = 2_000;
 
+/** Most deliveries one endpoint may have parked in a replica, however fast it answers. */
+const maxParkedPerEndpoint = 4_096;
+
+/** Most deliveries a replica holds parked for all endpoints together: what bounds its memory, however many there are. */
+const maxParked = 4 * maxParkedPerEndpoint;
+
+/** Weight of the latest delivery in an endpoint's moving average of slot time. */
+const slotSmoothing = 0.2;
+
+/**
+ * How many of an endpoint's deliveries may wait in this replica: as many as its slots get through in half of
+ * `parkMaxMs` when each holds one for `slotMs` (so a burst to a fast endpoint waits here, in order, instead of being
+ * put back to come again seconds later), never fewer than `floor` (a slow endpoint: the rest go back to the stream at
+ * once) and never more than `maxParkedPerEndpoint`, which is also the limit while no delivery of the endpoint has
+ * ended yet (a burst that finds the replica just started, or the endpoint idle). A parked delivery that waited
+ * `parkMaxMs` (one of a dead endpoint's, its requests hanging until their timeout) is put back when a slot frees.
+ */
+export function parkLimit(slotMs: number | undefined, endpointConcurrency: number, floor: number): number {
+  if (slotMs === undefined) return maxParkedPerEndpoint;
+  const inHalfTheWait = Math.floor(((parkMaxMs / 2) * endpointConcurrency) / Math.max(slotMs, 1));
+  return Math.min(maxParkedPerEndpoint, Math.max(floor, inHalfTheWait));
+}
+
 export interface Sender {
   /** Stops pulling, hands parked deliveries back, finishes the open requests, then resolves. */
   stop(): Promise<void>;
 }
 
 /**
- * Deliveries to an endpoint at its share are parked (up to `endpointConcurrency` x 8), without holding a handler:
- * each request of that endpoint, once done, takes the next parked one, so a burst to a fast endpoint flows at the
- * endpoint's pace while a dead endpoint's deliveries are put back and leave the handlers to the others.
+ * Deliveries to an endpoint at its share are parked (see parkLimit), without holding a handler: each request of that
+ * endpoint, once done, takes the next parked one, so a burst to a fast endpoint flows at the endpoint's pace while a
+ * dead endpoint's deliveries are put back and leave the handlers to the others.
  */
 export function startSender(deps: SenderDeps, settings: SenderSettings): Sender {
   const shares = new Map<number, EndpointShare>();
-  const parkLimit = settings.endpointConcurrency * 8;
+  const parkFloor = settings.endpointConcurrency * 8;
+  let parkedInAll = 0;
   const outbound = createOutbound(settings.outbound);
   // Most deliveries one statement claims or records: the requests one replica may have open at once.
   const store = batchedStore(deps.pool, { maxBatch: settings.concurrency, leaseMs: settings.leaseMs, disableAfterMs: settings.disableAfterMs });
@@ -150,17 +176,32 @@ export function startSender(deps: SenderDeps, settings: SenderSettings): Sender 
     }
   }
 
+  /** Hands a delivery back to JetStream, to be offered again in a few seconds: its endpoint is at its share. */
+  function putBack(message: JsMsg): void {
+    deps.metrics.endpointBusy.inc({ action: 'put_back' });
+    message.nak(busyDelayMs());
+  }
+
   /** The next parked delivery still worth taking; the stale ones (and all of them while stopping) are put back. */
   function nextParked(share: EndpointShare): Parked | undefined {
     for (let next = share.parked.shift(); next; next = share.parked.shift()) {
+      parkedInAll -= 1;
       if (!stopping && Date.now() - next.since <= parkMaxMs) {
         // Its ack wait starts again: it may now take a whole request.
         next.message.working();
         return next;
       }
-      next.message.nak(busyDelayMs());
+      putBack(next.message);
     }
     return undefined;
+  }
+
+  /** Works on a delivery in one of its endpoint's slots, keeping the endpoint's pace. */
+  async function workTimed(share: EndpointShare, parked: Parked): Promise<void> {
+    const started = performance.now();
+    await work(parked.message, parked.delivery);
+    const tookMs = performance.now() - started;
+    share.slotMs = share.slotMs === undefined ? tookMs : share.slotMs + slotSmoothing * (tookMs - share.slotMs);
   }
 
   async function handleOne(message: JsMsg): Promise<void> {
@@ -173,16 +214,18 @@ export function startSender(deps: SenderDeps, settings: SenderSettings): Sender 
     }
     const delivery = read.value;
     let share = shares.get(delivery.endpointId);
-    if (!share) shares.set(delivery.endpointId, (share = { open: 0, parked: [] }));
+    if (!share) shares.set(delivery.endpointId, (share = { open: 0, parked: [], slotMs: undefined }));
     if (share.open >= settings.endpointConcurrency) {
-      deps.metrics.endpointBusy.inc();
-      if (share.parked.length < parkLimit && !stopping) share.parked.push({ message, delivery, since: Date.now() });
-      else message.nak(busyDelayMs());
+      if (share.parked.length < parkLimit(share.slotMs, settings.endpointConcurrency, parkFloor) && parkedInAll < maxParked && !stopping) {
+        deps.metrics.endpointBusy.inc({ action: 'parked' });
+        share.parked.push({ message, delivery, since: Date.now() });
+        parkedInAll += 1;
+      } else putBack(message);
       return;
     }
     share.open += 1;
     try {
-      for (let next: Parked | undefined = { message, delivery, since: Date.now() }; next; next = nextParked(share)) await work(next.message, next.delivery);
+      for (let next: Parked | undefined = { message, delivery, since: Date.now() }; next; next = nextParked(share)) await workTimed(share, next);
     } finally {
       share.open -= 1;
       if (share.open === 0 && share.parked.length === 0) shares.delete(delivery.endpointId);
