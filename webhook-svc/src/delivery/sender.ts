@@ -108,11 +108,8 @@ interface EndpointShare {
   slotMs: number | undefined;
 }
 
-/**
- * A parked delivery older than this when a slot frees is put back instead (its endpoint is slow: a request took
- * longer), so it does not wait out a dead endpoint's timeouts one after another.
- */
-const parkMaxMs = 2_000;
+/** An endpoint may have parked what its slots get through in this long at their pace. */
+const parkPaceMs = 1_000;
 
 /** Most deliveries one endpoint may have parked in a replica, however fast it answers. */
 const maxParkedPerEndpoint = 4_096;
@@ -124,17 +121,16 @@ const maxParked = 4 * maxParkedPerEndpoint;
 const slotSmoothing = 0.2;
 
 /**
- * How many of an endpoint's deliveries may wait in this replica: as many as its slots get through in half of
- * `parkMaxMs` when each holds one for `slotMs` (so a burst to a fast endpoint waits here, in order, instead of being
- * put back to come again seconds later), never fewer than `floor` (a slow endpoint: the rest go back to the stream at
- * once) and never more than `maxParkedPerEndpoint`, which is also the limit while no delivery of the endpoint has
- * ended yet (a burst that finds the replica just started, or the endpoint idle). A parked delivery that waited
- * `parkMaxMs` (one of a dead endpoint's, its requests hanging until their timeout) is put back when a slot frees.
+ * How many of an endpoint's deliveries may wait in this replica: as many as its slots get through in `parkPaceMs` when
+ * each holds one for `slotMs` (so a burst to a fast endpoint waits here, in order, instead of being put back to come
+ * again seconds later), never fewer than `floor` (a slow endpoint: the rest go back to the stream at once) and never
+ * more than `maxParkedPerEndpoint`, which is also the limit while no delivery of the endpoint has ended yet (a burst
+ * that finds the replica just started, or the endpoint idle).
  */
 export function parkLimit(slotMs: number | undefined, endpointConcurrency: number, floor: number): number {
   if (slotMs === undefined) return maxParkedPerEndpoint;
-  const inHalfTheWait = Math.floor(((parkMaxMs / 2) * endpointConcurrency) / Math.max(slotMs, 1));
-  return Math.min(maxParkedPerEndpoint, Math.max(floor, inHalfTheWait));
+  const atItsPace = Math.floor((parkPaceMs * endpointConcurrency) / Math.max(slotMs, 1));
+  return Math.min(maxParkedPerEndpoint, Math.max(floor, atItsPace));
 }
 
 export interface Sender {
@@ -150,6 +146,10 @@ export interface Sender {
 export function startSender(deps: SenderDeps, settings: SenderSettings): Sender {
   const shares = new Map<number, EndpointShare>();
   const parkFloor = settings.endpointConcurrency * 8;
+  // A delivery parked longer than half its ack wait is put back when its turn comes (the replica stopping puts back
+  // all of them): any longer and JetStream could offer it to another replica while it waits here. Those are a slow or
+  // dead endpoint's, parked before its pace was known; a fast endpoint's burst goes through well within it.
+  const parkMaxMs = settings.leaseMs / 2;
   let parkedInAll = 0;
   const outbound = createOutbound(settings.outbound);
   // Most deliveries one statement claims or records: the requests one replica may have open at once.
