@@ -108,8 +108,6 @@ interface EndpointShare {
   slotMs: number | undefined;
 }
 
-/** An endpoint may have parked what its slots get through in this long at their pace. */
-const parkPaceMs = 1_000;
 
 /** Most deliveries one endpoint may have parked in a replica, however fast it answers. */
 const maxParkedPerEndpoint = 4_096;
@@ -121,15 +119,15 @@ const maxParked = 4 * maxParkedPerEndpoint;
 const slotSmoothing = 0.2;
 
 /**
- * How many of an endpoint's deliveries may wait in this replica: as many as its slots get through in `parkPaceMs` when
- * each holds one for `slotMs` (so a burst to a fast endpoint waits here, in order, instead of being put back to come
- * again seconds later), never fewer than `floor` (a slow endpoint: the rest go back to the stream at once) and never
- * more than `maxParkedPerEndpoint`, which is also the limit while no delivery of the endpoint has ended yet (a burst
- * that finds the replica just started, or the endpoint idle).
+ * How many of an endpoint's deliveries may wait in this replica: as many as its slots get through in `waitMs` (how
+ * long one may wait) when each holds one for `slotMs` (so a burst to a fast endpoint waits here, in order, instead of
+ * being put back to come again seconds later), never fewer than `floor` (a slow endpoint: the rest go back to the
+ * stream at once) and never more than `maxParkedPerEndpoint`, which is also the limit while no delivery of the
+ * endpoint has ended yet (a burst that finds the replica just started, or the endpoint idle).
  */
-export function parkLimit(slotMs: number | undefined, endpointConcurrency: number, floor: number): number {
+export function parkLimit(slotMs: number | undefined, endpointConcurrency: number, floor: number, waitMs: number): number {
   if (slotMs === undefined) return maxParkedPerEndpoint;
-  const atItsPace = Math.floor((parkPaceMs * endpointConcurrency) / Math.max(slotMs, 1));
+  const atItsPace = Math.floor((waitMs * endpointConcurrency) / Math.max(slotMs, 1));
   return Math.min(maxParkedPerEndpoint, Math.max(floor, atItsPace));
 }
 
@@ -148,7 +146,7 @@ export function startSender(deps: SenderDeps, settings: SenderSettings): Sender 
   const parkFloor = settings.endpointConcurrency * 8;
   // A delivery parked longer than half its ack wait is put back when its turn comes (the replica stopping puts back
   // all of them): any longer and JetStream could offer it to another replica while it waits here. Those are a slow or
-  // dead endpoint's, parked before its pace was known; a fast endpoint's burst goes through well within it.
+  // dead endpoint's, parked before its pace was known (parkLimit parks no more than the endpoint gets through in time).
   const parkMaxMs = settings.leaseMs / 2;
   let parkedInAll = 0;
   const outbound = createOutbound(settings.outbound);
@@ -216,7 +214,7 @@ export function startSender(deps: SenderDeps, settings: SenderSettings): Sender 
     let share = shares.get(delivery.endpointId);
     if (!share) shares.set(delivery.endpointId, (share = { open: 0, parked: [], slotMs: undefined }));
     if (share.open >= settings.endpointConcurrency) {
-      if (share.parked.length < parkLimit(share.slotMs, settings.endpointConcurrency, parkFloor) && parkedInAll < maxParked && !stopping) {
+      if (share.parked.length < parkLimit(share.slotMs, settings.endpointConcurrency, parkFloor, parkMaxMs) && parkedInAll < maxParked && !stopping) {
         deps.metrics.endpointBusy.inc({ action: 'parked' });
         share.parked.push({ message, delivery, since: Date.now() });
         parkedInAll += 1;
