@@ -100,14 +100,13 @@ interface Parked {
   readonly since: number;
 }
 
-/** One endpoint's share of a replica: requests open, deliveries waiting for one of them to end, and how long each takes. */
+/** One endpoint's share of a replica: requests open, deliveries waiting for one of them to end, and how long the latest took. */
 interface EndpointShare {
   open: number;
   readonly parked: Parked[];
-  /** How long a delivery held one of the endpoint's slots, a moving average in ms; undefined until one ended. */
-  slotMs: number | undefined;
+  /** How long each of the endpoint's latest deliveries held its slot, in ms, oldest first (at most `paceSamples`). */
+  readonly slotTimesMs: number[];
 }
-
 
 /** Most deliveries one endpoint may have parked in a replica, however fast it answers. */
 const maxParkedPerEndpoint = 4_096;
@@ -115,8 +114,15 @@ const maxParkedPerEndpoint = 4_096;
 /** Most deliveries a replica holds parked for all endpoints together: what bounds its memory, however many there are. */
 const maxParked = 4 * maxParkedPerEndpoint;
 
-/** Weight of the latest delivery in an endpoint's moving average of slot time. */
-const slotSmoothing = 0.2;
+/**
+ * An endpoint's pace is the shortest time one of its latest deliveries held a slot, of this many: a few slow requests
+ * (a replica's first, with its connections and statements still to make; a receiver's hiccup) do not turn a burst back
+ * to the stream, and an endpoint that stops answering is known slow once that many requests in a row were.
+ */
+const paceSamples = 16;
+
+/** The endpoint's pace: the time a delivery holds one of its slots (see paceSamples); undefined until one ended. */
+const paceOf = (share: EndpointShare): number | undefined => (share.slotTimesMs.length === 0 ? undefined : Math.min(...share.slotTimesMs));
 
 /**
  * How many of an endpoint's deliveries may wait in this replica: as many as its slots get through in `waitMs` (how
@@ -199,7 +205,8 @@ export function startSender(deps: SenderDeps, settings: SenderSettings): Sender 
     const started = performance.now();
     await work(parked.message, parked.delivery);
     const tookMs = performance.now() - started;
-    share.slotMs = share.slotMs === undefined ? tookMs : share.slotMs + slotSmoothing * (tookMs - share.slotMs);
+    share.slotTimesMs.push(tookMs);
+    if (share.slotTimesMs.length > paceSamples) share.slotTimesMs.shift();
   }
 
   async function handleOne(message: JsMsg): Promise<void> {
@@ -212,9 +219,9 @@ export function startSender(deps: SenderDeps, settings: SenderSettings): Sender 
     }
     const delivery = read.value;
     let share = shares.get(delivery.endpointId);
-    if (!share) shares.set(delivery.endpointId, (share = { open: 0, parked: [], slotMs: undefined }));
+    if (!share) shares.set(delivery.endpointId, (share = { open: 0, parked: [], slotTimesMs: [] }));
     if (share.open >= settings.endpointConcurrency) {
-      if (share.parked.length < parkLimit(share.slotMs, settings.endpointConcurrency, parkFloor, parkMaxMs) && parkedInAll < maxParked && !stopping) {
+      if (share.parked.length < parkLimit(paceOf(share), settings.endpointConcurrency, parkFloor, parkMaxMs) && parkedInAll < maxParked && !stopping) {
         deps.metrics.endpointBusy.inc({ action: 'parked' });
         share.parked.push({ message, delivery, since: Date.now() });
         parkedInAll += 1;
