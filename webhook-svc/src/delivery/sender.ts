@@ -115,14 +115,15 @@ const maxParkedPerEndpoint = 4_096;
 const maxParked = 4 * maxParkedPerEndpoint;
 
 /**
- * An endpoint's pace is the shortest time one of its latest deliveries held a slot, of this many: a few slow requests
- * (a replica's first, with its connections and statements still to make; a receiver's hiccup) do not turn a burst back
- * to the stream, and an endpoint that stops answering is known slow once that many requests in a row were.
+ * An endpoint's pace is the shortest time one of its latest deliveries held a slot, of this many, and unknown until
+ * that many have ended: the first requests of a replica (its connections and statements still to make, its code not
+ * yet optimised) or a receiver's hiccup do not turn a burst back to the stream, and an endpoint that stops answering is
+ * known slow once that many requests in a row were.
  */
 const paceSamples = 16;
 
-/** The endpoint's pace: the time a delivery holds one of its slots (see paceSamples); undefined until one ended. */
-const paceOf = (share: EndpointShare): number | undefined => (share.slotTimesMs.length === 0 ? undefined : Math.min(...share.slotTimesMs));
+/** The endpoint's pace: the time a delivery holds one of its slots (see paceSamples). */
+const paceOf = (share: EndpointShare): number | undefined => (share.slotTimesMs.length < paceSamples ? undefined : Math.min(...share.slotTimesMs));
 
 /**
  * How many of an endpoint's deliveries may wait in this replica: as many as its slots get through in `waitMs` (how
