@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { parkLimit } from './sender.ts';
 
 test('an endpoint may have parked what its slots get through in the time one may wait, at its pace, never fewer than the floor nor more than 4,096', () => {
-  // No delivery of the endpoint has ended yet: its pace is not known.
+  // Its pace not known yet (fewer than 16 of its deliveries have ended).
   assert.equal(parkLimit(undefined, 4, 32, 30_000), 4_096);
   // Four slots, 50 ms each: 80 deliveries a second, 2,400 in 30 s, 80 in 1 s.
   assert.equal(parkLimit(50, 4, 32, 30_000), 2_400);

@@ -129,8 +129,8 @@ const paceOf = (share: EndpointShare): number | undefined => (share.slotTimesMs.
  * How many of an endpoint's deliveries may wait in this replica: as many as its slots get through in `waitMs` (how
  * long one may wait) when each holds one for `slotMs` (so a burst to a fast endpoint waits here, in order, instead of
  * being put back to come again seconds later), never fewer than `floor` (a slow endpoint: the rest go back to the
- * stream at once) and never more than `maxParkedPerEndpoint`, which is also the limit while no delivery of the
- * endpoint has ended yet (a burst that finds the replica just started, or the endpoint idle).
+ * stream at once) and never more than `maxParkedPerEndpoint`, which is also the limit while its pace is not known
+ * (`slotMs` undefined: a burst that finds the replica just started, or the endpoint idle until now; see paceSamples).
  */
 export function parkLimit(slotMs: number | undefined, endpointConcurrency: number, floor: number, waitMs: number): number {
   if (slotMs === undefined) return maxParkedPerEndpoint;
