@@ -209,3 +209,46 @@ test('claiming a delivery and recording its attempt write no index entry: both u
   assert.deepEqual(moved.rows, [{ state: 'pending', count: 10 }, { state: 'succeeded', count: 10 }]);
   assert.deepEqual(await indexEntries(), before, 'a new entry in an index would mean an update that was not HOT');
 });
+
+test('a delivery claimed and recorded alone is worked on as in a batch, by statements planned once per connection', async () => {
+  // One connection, so pg_prepared_statements (per session) sees every execution.
+  const alone = createPool(database.url, { max: 1, applicationName: 'webhook-store-test-alone', logger: silentLogger('webhook-store-test') });
+  try {
+    const id = await endpoint();
+    // Tables the size of a system's and analyzed, as autovacuum keeps them: what the planner weighs its plans on.
+    const message = (await pool.query<{ id: string }>('SELECT message_id AS id FROM webhook_events WHERE id = $1', [(await delivery(id)).eventId])).rows[0]?.id;
+    await pool.query(
+      `WITH e AS (INSERT INTO webhook_events (project_id, message_id, type, sequence, payload)
+                  SELECT $1, $2, 'message.sent', 1 + n, '{"type": "message.sent"}' FROM generate_series(1, 5000) AS n RETURNING id)
+       INSERT INTO webhook_deliveries (event_id, endpoint_id, state) SELECT id, $3, 'succeeded' FROM e`,
+      [tenant.projectId, message, id],
+    );
+    await pool.query('ANALYZE webhook_events, webhook_deliveries, webhook_endpoints, webhook_attempts');
+    for (let count = 0; count < 8; count += 1) {
+      const key = await delivery(id);
+      const [claim] = await claimDeliveries(alone, [key], leaseMs);
+      assert.equal(claim?.kind, 'claimed');
+      const [again] = await claimDeliveries(alone, [key], leaseMs);
+      assert.ok(again?.kind === 'later' && again.inMs > leaseMs - 5_000, 'claimed means leased');
+      assert.deepEqual(await recordAttempts(alone, [attempt(key, { state: 'succeeded' }, 204)], fiveDaysMs), ['none']);
+      const [settled] = await claimDeliveries(alone, [key], leaseMs);
+      assert.equal(settled?.kind, 'settled');
+    }
+    // PostgreSQL keeps a generic plan once it looks no dearer than planning for the values; an unnest of array
+    // parameters, assumed ten rows long, never would for one item, and each execution would be planned anew.
+    const plans = await alone.query<{ name: string; generic: number; custom: number }>(
+      `SELECT name, generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements WHERE name LIKE 'webhook-%' ORDER BY name`,
+    );
+    assert.deepEqual(
+      plans.rows.map((row) => [row.name, row.custom <= 5 && row.generic >= 3]),
+      [
+        ['webhook-claim-one', true],
+        ['webhook-claim-why-not-one', true],
+        ['webhook-record-attempts-one', true],
+      ],
+      JSON.stringify(plans.rows),
+    );
+  } finally {
+    await alone.end();
+  }
+});

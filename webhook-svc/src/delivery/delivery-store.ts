@@ -3,7 +3,7 @@
 // (a replica killed mid-attempt, a relay that published twice) finds it not due and waits, and once the lease runs
 // out the copy JetStream offers again makes the attempt.
 import { Batcher, fulfilled } from '@notify/platform';
-import type { Pool } from '@notify/platform/database';
+import { batchRows, type Pool, type RowColumn } from '@notify/platform/database';
 
 export interface ClaimedDelivery {
   readonly attempts: number;
@@ -46,21 +46,28 @@ async function retriedOnDeadlock<T>(statement: () => Promise<T>): Promise<T> {
   }
 }
 
+/** A delivery's key as the rows of a batched statement (batchRows). */
+const keyColumns: readonly RowColumn<DeliveryKey>[] = [
+  { type: 'bigint', value: (key) => key.eventId },
+  { type: 'bigint', value: (key) => key.endpointId },
+];
+
 /**
  * Claims the deliveries named, in one statement, and says for each what it found. A delivery named twice is claimed for
  * the first only: the second finds the lease and waits, as a second copy of its message would.
  */
 export async function claimDeliveries(pool: Pool, keys: readonly DeliveryKey[], leaseMs: number): Promise<Claim[]> {
+  const batch = batchRows('webhook-claim', keys, keyColumns);
   const claimed = await retriedOnDeadlock(() => pool.query<{ eventId: string; endpointId: string; attempts: number; url: string; secret: string; previousSecret: string | null; body: string }>({
-    name: 'webhook-claim',
+    name: batch.name,
     text: `UPDATE webhook_deliveries d SET next_attempt_at = now() + $3 * interval '1 millisecond', updated_at = now()
-             FROM unnest($1::bigint[], $2::bigint[]) AS k (event_id, endpoint_id), webhook_endpoints w, webhook_events e
+             FROM ${batch.rows} AS k (event_id, endpoint_id), webhook_endpoints w, webhook_events e
             WHERE d.event_id = k.event_id AND d.endpoint_id = k.endpoint_id
               AND d.state = 'pending' AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= now())
               AND w.id = d.endpoint_id AND w.enabled AND e.id = d.event_id
         RETURNING d.event_id AS "eventId", d.endpoint_id AS "endpointId", d.attempts, w.url, w.secret,
                   CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS "previousSecret", e.payload::text AS body`,
-    values: [keys.map((key) => key.eventId), keys.map((key) => key.endpointId), leaseMs],
+    values: [...batch.values, leaseMs],
   }));
   const claimedRows = new Map(claimed.rows.map((row) => [`${row.eventId}:${row.endpointId}`, row]));
   const claims: Array<Claim | undefined> = keys.map((key) => {
@@ -72,14 +79,15 @@ export async function claimDeliveries(pool: Pool, keys: readonly DeliveryKey[], 
   const asked = keys.filter((_, index) => claims[index] === undefined);
   if (asked.length === 0) return claims as Claim[];
   // Why not: settled already, its endpoint disabled, or due later (a lease or a retry's delay).
+  const asking = batchRows('webhook-claim-why-not', asked, keyColumns);
   const found = await pool.query<{ eventId: string; endpointId: string; state: string; waitMs: number | null; enabled: boolean }>({
-    name: 'webhook-claim-why-not',
+    name: asking.name,
     text: `SELECT d.event_id AS "eventId", d.endpoint_id AS "endpointId", d.state,
                   ceil(extract(epoch FROM d.next_attempt_at - now()) * 1000)::float8 AS "waitMs", w.enabled
-             FROM unnest($1::bigint[], $2::bigint[]) AS k (event_id, endpoint_id)
+             FROM ${asking.rows} AS k (event_id, endpoint_id)
              JOIN webhook_deliveries d ON d.event_id = k.event_id AND d.endpoint_id = k.endpoint_id
              JOIN webhook_endpoints w ON w.id = d.endpoint_id`,
-    values: [asked.map((key) => key.eventId), asked.map((key) => key.endpointId)],
+    values: asking.values,
   });
   const why = new Map(found.rows.map((row) => [`${row.eventId}:${row.endpointId}`, row]));
   return keys.map((key, index): Claim => {
@@ -110,6 +118,21 @@ export interface AttemptRecord {
 /** How a failing endpoint ended after an attempt: still enabled, or disabled now (and why). */
 export type EndpointChange = 'none' | 'disabled_gone' | 'disabled_failing';
 
+/** An attempt as the rows of the record statement (batchRows): its delivery, what happened, and what it became. */
+const recordColumns: readonly RowColumn<AttemptRecord>[] = [
+  { type: 'bigint', value: (record) => record.eventId },
+  { type: 'bigint', value: (record) => record.endpointId },
+  { type: 'integer', value: (record) => record.attempt },
+  { type: 'integer', value: (record) => record.statusCode },
+  { type: 'integer', value: (record) => record.latencyMs },
+  { type: 'text', value: (record) => record.responseBody },
+  { type: 'text', value: (record) => record.error },
+  { type: 'text', value: (record) => record.outcome.state },
+  { type: 'float8', value: (record) => (record.outcome.state === 'pending' ? record.outcome.retryInMs : 0) },
+  { type: 'boolean', value: (record) => record.outcome.state === 'succeeded' },
+  { type: 'boolean', value: (record) => record.gone },
+];
+
 /**
  * Records the attempts, moves their deliveries, and keeps each endpoint's run of failures: a success ends it, a failure
  * starts it or, `disableAfterMs` after it started, disables the endpoint. One statement; an endpoint's row is written
@@ -117,10 +140,11 @@ export type EndpointChange = 'none' | 'disabled_gone' | 'disabled_failing';
  * change, the others 'none'; attempts recorded together happened at once, so any success among them ends the run.
  */
 export async function recordAttempts(pool: Pool, records: readonly AttemptRecord[], disableAfterMs: number): Promise<EndpointChange[]> {
+  const batch = batchRows('webhook-record-attempts', records, recordColumns);
   const query = {
-    name: 'webhook-record-attempts',
+    name: batch.name,
     text: `WITH r AS (
-             SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::integer[], $4::integer[], $5::integer[], $6::text[], $7::text[], $8::text[], $9::float8[], $10::boolean[], $11::boolean[])
+             SELECT * FROM ${batch.rows}
                       AS r (event_id, endpoint_id, attempt, status_code, latency_ms, response_body, error, state, retry_ms, succeeded, gone)
            ), attempt AS (
              INSERT INTO webhook_attempts (event_id, endpoint_id, attempt, status_code, latency_ms, response_body, error)
@@ -146,20 +170,7 @@ export async function recordAttempts(pool: Pool, records: readonly AttemptRecord
               AND ((o.gone AND w.enabled) OR (o.succeeded AND w.failing_since IS NOT NULL)
                    OR (NOT o.succeeded AND (w.failing_since IS NULL OR (w.enabled AND w.failing_since <= now() - $12 * interval '1 millisecond'))))
         RETURNING w.id AS "endpointId", CASE WHEN old.enabled AND NOT w.enabled THEN (CASE WHEN o.gone THEN 'disabled_gone' ELSE 'disabled_failing' END) ELSE 'none' END AS change`,
-    values: [
-      records.map((record) => record.eventId),
-      records.map((record) => record.endpointId),
-      records.map((record) => record.attempt),
-      records.map((record) => record.statusCode),
-      records.map((record) => record.latencyMs),
-      records.map((record) => record.responseBody),
-      records.map((record) => record.error),
-      records.map((record) => record.outcome.state),
-      records.map((record) => (record.outcome.state === 'pending' ? record.outcome.retryInMs : 0)),
-      records.map((record) => record.outcome.state === 'succeeded'),
-      records.map((record) => record.gone),
-      disableAfterMs,
-    ],
+    values: [...batch.values, disableAfterMs],
   };
   const result = await retriedOnDeadlock(() => pool.query<{ endpointId: string; change: EndpointChange }>(query));
   const changes = new Map(result.rows.map((row) => [Number(row.endpointId), row.change]));
