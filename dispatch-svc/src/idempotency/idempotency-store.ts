@@ -1,7 +1,7 @@
 // Idempotency records: the first accepted response of a (project, Idempotency-Key), kept for NOTIFY_IDEMPOTENCY_TTL,
 // and the transaction-scoped advisory lock that makes a second request with the same key wait its turn or be refused.
 import { hash } from 'node:crypto';
-import type { PoolClient } from '@notify/platform/database';
+import { batchRows, type PoolClient, type RowColumn } from '@notify/platform/database';
 
 /** The 202 body as the public API returns it (snake_case), stored so a replay answers exactly the same. */
 export interface StoredResponse {
@@ -51,6 +51,13 @@ export interface KeyLock {
   readonly live?: IdempotencyRecord;
 }
 
+/** A key as the rows of the lock's statement (batchRows): its lock, then the record's key. */
+const lockColumns: readonly RowColumn<ProjectKey>[] = [
+  { type: 'bigint', value: (key) => idempotencyLockKey(key.projectId, key.idempotencyKey) },
+  { type: 'bigint', value: (key) => key.projectId },
+  { type: 'uuid', value: (key) => key.idempotencyKey },
+];
+
 /**
  * Takes each key's lock for the rest of the transaction without waiting (a key locked elsewhere: the caller answers
  * "in use" rather than queueing behind it), and reads its record in the same statement. That statement's snapshot
@@ -60,13 +67,14 @@ export interface KeyLock {
  * order given.
  */
 export async function tryLockIdempotencyKeys(client: PoolClient, keys: readonly ProjectKey[]): Promise<KeyLock[]> {
+  const wanted = batchRows('idempotency-lock-many', keys, lockColumns, { ordinality: true });
   const result = await client.query<{ locked: boolean; fingerprint: string | null; response: IdempotencyRecord['response'] | null; expired: boolean | null }>({
-    name: 'idempotency-lock-many',
+    name: wanted.name,
     text: `SELECT pg_try_advisory_xact_lock(wanted.lock_key) AS locked, record.fingerprint, record.response, record.expires_at <= now() AS expired
-             FROM unnest($1::bigint[], $2::bigint[], $3::uuid[]) WITH ORDINALITY AS wanted(lock_key, project_id, idempotency_key, position)
+             FROM ${wanted.rows} AS wanted(lock_key, project_id, idempotency_key, position)
              LEFT JOIN idempotency_keys record ON record.project_id = wanted.project_id AND record.idempotency_key = wanted.idempotency_key
             ORDER BY wanted.position`,
-    values: [keys.map((key) => idempotencyLockKey(key.projectId, key.idempotencyKey)), keys.map((key) => key.projectId), keys.map((key) => key.idempotencyKey)],
+    values: wanted.values,
   });
   return result.rows.map(({ locked, fingerprint, response, expired }) =>
     fingerprint !== null && response !== null && expired === false ? { locked: locked === true, live: { fingerprint, response, expired } } : { locked: locked === true },

@@ -6,10 +6,12 @@ import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import { dispatchProto, type dispatch } from '@notify/proto';
+import { plannedSince, preparedPlans } from '@notify/test/harness/prepared-plans.ts';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { applyDeliveryEvent } from '../events/event-store.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 import { messageReadHandlers } from './get-many.ts';
+import { getMessages } from './queries.ts';
 
 let h: Harness;
 const ids: number[] = [];
@@ -95,5 +97,41 @@ test('a call with no read, or more than a batch may hold, is refused as a whole;
     await assertRefused(notifyctl.call('GetMessages', { items: [{ get: { ...scope, messageId: ids[0] } }] }), status.PERMISSION_DENIED, 'permission_denied');
   } finally {
     notifyctl.close();
+  }
+});
+
+test('status reads, alone or a few together, are read by statements planned once per connection', async () => {
+  // Tables the size of a system's and analyzed, as autovacuum keeps them: what the planner weighs its plans on.
+  await h.pool.query(
+    `WITH copies AS (
+       INSERT INTO messages (project_id, organization_id, api_key_id, template_id, template_slug, template_version, recipient, data, state, celery_task_id)
+       SELECT project_id, organization_id, api_key_id, template_id, template_slug, template_version, recipient, data, state, gen_random_uuid()
+         FROM messages, generate_series(1, 2500) WHERE id = ANY($1::bigint[]) RETURNING id)
+     INSERT INTO message_events (message_id, state, attempt, occurred_at) SELECT id, 'queued', 0, now() FROM copies`,
+    [ids],
+  );
+  await h.pool.query('ANALYZE messages, message_events');
+  // One connection, so pg_prepared_statements (per session) sees every execution.
+  const client = await h.pool.connect();
+  const readRounds = async (rounds: number): Promise<void> => {
+    for (let round = 0; round < rounds; round += 1) {
+      for (const count of [1, 3, 6]) {
+        const results = await getMessages(client as unknown as Pool, Array.from({ length: count }, (_, index) => ({ ...scope, messageId: ids[index % 2] as number })));
+        assert.deepEqual(results.map((result) => (result.status === 'fulfilled' ? result.value.id : 0)), Array.from({ length: count }, (_, index) => ids[index % 2]));
+      }
+    }
+  };
+  try {
+    // PostgreSQL plans a statement for its values five times before it weighs the generic plan; after that, an unnest
+    // of array parameters (assumed ten rows long) would be planned anew at every call of fewer reads.
+    await readRounds(6);
+    const before = await preparedPlans(client, 'messages-get');
+    await readRounds(4);
+    assert.deepEqual(plannedSince(before, await preparedPlans(client, 'messages-get')), {
+      'messages-get': { generic: 8, custom: 0 },
+      'messages-get-one': { generic: 4, custom: 0 },
+    });
+  } finally {
+    client.release();
   }
 });

@@ -2,7 +2,7 @@
 // or organization is indistinguishable from one that does not exist.
 import { status } from '@grpc/grpc-js';
 import { traceIdOf, UserError } from '@notify/platform';
-import type { Pool } from '@notify/platform/database';
+import { batchRows, type Pool, type RowColumn } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 import type { MessageState } from '../events/state-machine.ts';
 
@@ -85,23 +85,32 @@ export function toMessage(row: MessageRow, events: EventRow[]): dispatch.Message
   };
 }
 
+/** A read as the rows of messages-get (batchRows), and one that finds nothing, to pad a batch with. */
+const readColumns: readonly RowColumn<dispatch.GetMessageRequest__Output>[] = [
+  { type: 'bigint', value: (request) => request.messageId },
+  { type: 'bigint', value: (request) => request.projectId },
+  { type: 'bigint', value: (request) => request.organizationId },
+];
+const noMessage: dispatch.GetMessageRequest__Output = { messageId: 0, projectId: 0, organizationId: 0 };
+
 /**
  * The messages `requests` name, each with its transitions in lifecycle order (attempt, then position within the
  * attempt), in one statement whatever their number; a result per request, in order. Matched on project and
  * organization both: a request that names the wrong one is refused NOT_FOUND exactly as one for an id that never existed.
  */
 export async function getMessages(pool: Pool, requests: readonly dispatch.GetMessageRequest__Output[]): Promise<PromiseSettledResult<dispatch.Message__Output>[]> {
+  const wanted = batchRows('messages-get', requests, readColumns, { ordinality: true, filler: noMessage });
   const found = await pool.query<MessageRow & { position: string; events: EventRow[] }>({
-    name: 'messages-get',
+    name: wanted.name,
     text: `SELECT wanted.position, ${columns},
                   coalesce((SELECT json_agg(json_build_object('state', e.state, 'attempt', e.attempt, 'smtpCode', e.smtp_code, 'smtpResponse', e.smtp_response,
                                                               'reason', e.reason, 'occurredAt', to_char(e.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
                                             ORDER BY e.attempt, CASE e.state WHEN 'scheduled' THEN -1 WHEN 'queued' THEN 0 WHEN 'sending' THEN 1 WHEN 'deferred' THEN 2
                                                                              WHEN 'bounced' THEN 4 WHEN 'complained' THEN 4 ELSE 3 END, e.occurred_at, e.id)
                               FROM message_events e WHERE e.message_id = messages.id), '[]') AS events
-             FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS wanted(message, project, organization, position)
+             FROM ${wanted.rows} AS wanted(message, project, organization, position)
              JOIN messages ON messages.id = wanted.message AND messages.project_id = wanted.project AND messages.organization_id = wanted.organization`,
-    values: [requests.map((request) => request.messageId), requests.map((request) => request.projectId), requests.map((request) => request.organizationId)],
+    values: wanted.values,
   });
   const byPosition = new Map(found.rows.map((row) => [Number(row.position), row]));
   return requests.map((request, index) => {

@@ -147,7 +147,8 @@ describe('idempotency', () => {
   });
 
   test("a live record the lock's statement read is judged at once; a key it saw no live record of is read again after the lock", async () => {
-    // h.deps with a pool whose clients note the name of each idempotency statement they run.
+    // h.deps with a pool whose clients note the name of each idempotency statement they run (a send alone locks its
+    // one key with the lock statement's one-row form, platform batchRows).
     const statements: string[] = [];
     const noting = <T extends object>(target: T): T =>
       new Proxy(target, {
@@ -170,17 +171,17 @@ describe('idempotency', () => {
     const key = randomUUID();
 
     const first = await send(direct({ idempotencyKey: key, fingerprint: 'fp' }));
-    assert.deepEqual(statements.splice(0), ['idempotency-lock-many', 'idempotency-find-many', 'idempotency-save-many']);
+    assert.deepEqual(statements.splice(0), ['idempotency-lock-many-one', 'idempotency-find-many', 'idempotency-save-many']);
     const replay = await send(direct({ idempotencyKey: key, fingerprint: 'fp' }));
     assert.deepEqual(replay, { ...first, idempotentReplay: true, organizationAccepted: 0 });
-    assert.deepEqual(statements.splice(0), ['idempotency-lock-many']);
+    assert.deepEqual(statements.splice(0), ['idempotency-lock-many-one']);
     await assert.rejects(send(direct({ idempotencyKey: key, fingerprint: 'other' })), { reason: 'idempotency_key_mismatch' });
-    assert.deepEqual(statements.splice(0), ['idempotency-lock-many']);
+    assert.deepEqual(statements.splice(0), ['idempotency-lock-many-one']);
     // An expired record is no answer: read again after the lock, then replaced by the new send.
     await h.pool.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idempotency_key = $1`, [key]);
     const anew = await send(direct({ idempotencyKey: key, fingerprint: 'other' }));
     assert.equal(anew.idempotentReplay, false);
-    assert.deepEqual(statements.splice(0), ['idempotency-lock-many', 'idempotency-find-many', 'idempotency-save-many']);
+    assert.deepEqual(statements.splice(0), ['idempotency-lock-many-one', 'idempotency-find-many', 'idempotency-save-many']);
     await h.outboxEmptied();
   });
 

@@ -1,6 +1,6 @@
 // Monthly usage: messages accepted per organization per calendar month (UTC), the count a plan's quota applies to.
 // The month is taken from the transaction's now(), the same instant the message's created_at records.
-import type { Pool, PoolClient } from '@notify/platform/database';
+import { batchRows, type Pool, type PoolClient, type RowColumn } from '@notify/platform/database';
 
 /** What the sends of one organization in a batch ask for: `wanted` messages under `monthlyQuota` (0 = unlimited). */
 export interface UsageRequest {
@@ -21,6 +21,13 @@ export interface UsageGrant {
   readonly accepted: number;
 }
 
+/** A request as the rows of the grant's statement (batchRows). */
+const grantColumns: readonly RowColumn<UsageRequest>[] = [
+  { type: 'bigint', value: (request) => request.organizationId },
+  { type: 'integer', value: (request) => request.wanted },
+  { type: 'bigint', value: (request) => request.monthlyQuota },
+];
+
 /**
  * Counts up to `wanted` accepted messages per organization, in the transaction that accepts them, within what its
  * quota leaves (platform/migrations: notify_grant_usage); returns what each organization was granted. Each row
@@ -31,15 +38,16 @@ export async function grantUsage(client: PoolClient, requests: readonly UsageReq
   const ordered = [...requests].sort((a, b) => a.organizationId - b.organizationId);
   // `before` is read with the statement's snapshot, so it never sees the function's own update (nor a concurrent one
   // committed after the statement started).
+  const wanted = batchRows('usage-grant', ordered, grantColumns, { ordinality: true });
   const result = await client.query<{ organizationId: number; granted: number; before: number }>({
-    name: 'usage-grant',
+    name: wanted.name,
     text: `SELECT wanted.organization_id AS "organizationId", notify_grant_usage(wanted.organization_id, wanted.count, wanted.quota) AS granted,
                   coalesce(usage.accepted, 0)::bigint AS before
-             FROM unnest($1::bigint[], $2::integer[], $3::bigint[]) WITH ORDINALITY AS wanted(organization_id, count, quota, position)
+             FROM ${wanted.rows} AS wanted(organization_id, count, quota, position)
              LEFT JOIN organization_usage AS usage
                     ON usage.organization_id = wanted.organization_id AND usage.month = date_trunc('month', now() AT TIME ZONE 'UTC')::date
             ORDER BY wanted.position`,
-    values: [ordered.map((r) => r.organizationId), ordered.map((r) => r.wanted), ordered.map((r) => r.monthlyQuota)],
+    values: wanted.values,
   });
   const asked = new Map(ordered.map((request) => [request.organizationId, request]));
   return new Map(

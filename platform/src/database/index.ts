@@ -80,26 +80,50 @@ export interface RowColumn<T> {
 }
 
 /**
+ * How many rows a batch padded with a filler has at least: more than the ten elements PostgreSQL assumes an array
+ * parameter has when it plans a statement for any values, so that a plan for the batch's own values never looks the
+ * cheaper (it is weighed against the average of the connection's earlier custom plans, made on tables perhaps smaller).
+ */
+export const paddedBatchLength = 16;
+
+export interface BatchRowsOptions<T> {
+  /** A position column (1, 2, ...) after the others: the unnest's WITH ORDINALITY. */
+  readonly ordinality?: boolean;
+  /**
+   * An item that matches no row (key 0: ids start at 1), for a statement that only reads or updates the rows its items
+   * name: a batch shorter than paddedBatchLength is padded with it. Never for a statement that writes a row per item (an
+   * insert).
+   */
+  readonly filler?: T;
+}
+
+/**
  * The rows of a prepared statement that works on a batch of items, as a FROM item (`AS alias (columns)` follows it)
  * and its parameters, which start at $1. A batch is one array parameter per column, unnested; a single item is a
- * one-row VALUES of scalar parameters, under a name of its own. PostgreSQL keeps a generic plan for a prepared
- * statement only when it looks no dearer than planning each execution for its values, and a generic plan assumes an
- * unnest of array parameters has ten rows: a statement that mostly carries one item would be planned anew every time,
- * where the one-row form is planned once per connection (the webhook sender's record of one attempt: 0.65 ms of the
- * backend's CPU planned each time, 0.3 ms planned once; docs/benchmark.md).
+ * one-row VALUES of scalar parameters, under a name of its own.
+ *
+ * PostgreSQL plans a prepared statement for its values five times, then keeps a plan made for any values (generic)
+ * unless that looks dearer than planning each time. A generic plan assumes an array parameter has ten elements, so a
+ * statement that mostly carries fewer items (one, or the handful that arrive together below saturation) would be
+ * planned anew at every execution: planning was most of the backend's CPU for such statements (the status read's
+ * messages-get: 0.30 ms a call planned each time, 0.08 ms planned once; docs/benchmark.md). The one-row form, and a
+ * padded batch (`filler`), are planned once per connection.
  */
-export function batchRows<T>(name: string, items: readonly T[], columns: readonly RowColumn<T>[]): { name: string; rows: string; values: unknown[] } {
+export function batchRows<T>(name: string, items: readonly T[], columns: readonly RowColumn<T>[], options: BatchRowsOptions<T> = {}): { name: string; rows: string; values: unknown[] } {
   if (items.length === 1) {
     const item = items[0] as T;
+    const scalars = columns.map((column, index) => `$${index + 1}::${column.type}`);
     return {
       name: `${name}-one`,
-      rows: `(VALUES (${columns.map((column, index) => `$${index + 1}::${column.type}`).join(', ')}))`,
+      rows: `(VALUES (${[...scalars, ...(options.ordinality ? ['1::bigint'] : [])].join(', ')}))`,
       values: columns.map((column) => column.value(item)),
     };
   }
+  const { filler } = options;
+  const rows = filler !== undefined && items.length < paddedBatchLength ? [...items, ...Array<T>(paddedBatchLength - items.length).fill(filler)] : items;
   return {
     name,
-    rows: `unnest(${columns.map((column, index) => `$${index + 1}::${column.type}[]`).join(', ')})`,
-    values: columns.map((column) => items.map(column.value)),
+    rows: `unnest(${columns.map((column, index) => `$${index + 1}::${column.type}[]`).join(', ')})${options.ordinality ? ' WITH ORDINALITY' : ''}`,
+    values: columns.map((column) => rows.map(column.value)),
   };
 }

@@ -5,6 +5,7 @@ import { after, before, beforeEach, test } from 'node:test';
 import { createPool, type Pool } from '@notify/platform/database';
 import { createTestDatabase, type TestDatabase } from '@notify/test/harness/database.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
+import { plannedSince, preparedPlans } from '@notify/test/harness/prepared-plans.ts';
 import { batchedStore, claimDeliveries, recordAttempts, type AttemptRecord, type DeliveryKey } from './delivery-store.ts';
 
 const leaseMs = 60_000;
@@ -224,30 +225,28 @@ test('a delivery claimed and recorded alone is worked on as in a batch, by state
       [tenant.projectId, message, id],
     );
     await pool.query('ANALYZE webhook_events, webhook_deliveries, webhook_endpoints, webhook_attempts');
-    for (let count = 0; count < 8; count += 1) {
-      const key = await delivery(id);
-      const [claim] = await claimDeliveries(alone, [key], leaseMs);
-      assert.equal(claim?.kind, 'claimed');
-      const [again] = await claimDeliveries(alone, [key], leaseMs);
-      assert.ok(again?.kind === 'later' && again.inMs > leaseMs - 5_000, 'claimed means leased');
-      assert.deepEqual(await recordAttempts(alone, [attempt(key, { state: 'succeeded' }, 204)], fiveDaysMs), ['none']);
-      const [settled] = await claimDeliveries(alone, [key], leaseMs);
-      assert.equal(settled?.kind, 'settled');
-    }
-    // PostgreSQL keeps a generic plan once it looks no dearer than planning for the values; an unnest of array
-    // parameters, assumed ten rows long, never would for one item, and each execution would be planned anew.
-    const plans = await alone.query<{ name: string; generic: number; custom: number }>(
-      `SELECT name, generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements WHERE name LIKE 'webhook-%' ORDER BY name`,
-    );
-    assert.deepEqual(
-      plans.rows.map((row) => [row.name, row.custom <= 5 && row.generic >= 3]),
-      [
-        ['webhook-claim-one', true],
-        ['webhook-claim-why-not-one', true],
-        ['webhook-record-attempts-one', true],
-      ],
-      JSON.stringify(plans.rows),
-    );
+    const deliver = async (times: number): Promise<void> => {
+      for (let count = 0; count < times; count += 1) {
+        const key = await delivery(id);
+        const [claim] = await claimDeliveries(alone, [key], leaseMs);
+        assert.equal(claim?.kind, 'claimed');
+        const [again] = await claimDeliveries(alone, [key], leaseMs);
+        assert.ok(again?.kind === 'later' && again.inMs > leaseMs - 5_000, 'claimed means leased');
+        assert.deepEqual(await recordAttempts(alone, [attempt(key, { state: 'succeeded' }, 204)], fiveDaysMs), ['none']);
+        const [settled] = await claimDeliveries(alone, [key], leaseMs);
+        assert.equal(settled?.kind, 'settled');
+      }
+    };
+    // PostgreSQL plans a statement for its values five times before it weighs the generic plan; after that, an unnest
+    // of array parameters (assumed ten rows long) would be planned anew for every delivery.
+    await deliver(6);
+    const before = await preparedPlans(alone, 'webhook-');
+    await deliver(4);
+    assert.deepEqual(plannedSince(before, await preparedPlans(alone, 'webhook-')), {
+      'webhook-claim-one': { generic: 12, custom: 0 },
+      'webhook-claim-why-not-one': { generic: 8, custom: 0 },
+      'webhook-record-attempts-one': { generic: 4, custom: 0 },
+    });
   } finally {
     await alone.end();
   }

@@ -51,13 +51,15 @@ const keyColumns: readonly RowColumn<DeliveryKey>[] = [
   { type: 'bigint', value: (key) => key.eventId },
   { type: 'bigint', value: (key) => key.endpointId },
 ];
+/** A key no delivery has, to pad a batch of claims with (batchRows). */
+const noDelivery: DeliveryKey = { eventId: 0, endpointId: 0 };
 
 /**
  * Claims the deliveries named, in one statement, and says for each what it found. A delivery named twice is claimed for
  * the first only: the second finds the lease and waits, as a second copy of its message would.
  */
 export async function claimDeliveries(pool: Pool, keys: readonly DeliveryKey[], leaseMs: number): Promise<Claim[]> {
-  const batch = batchRows('webhook-claim', keys, keyColumns);
+  const batch = batchRows('webhook-claim', keys, keyColumns, { filler: noDelivery });
   const claimed = await retriedOnDeadlock(() => pool.query<{ eventId: string; endpointId: string; attempts: number; url: string; secret: string; previousSecret: string | null; body: string }>({
     name: batch.name,
     text: `UPDATE webhook_deliveries d SET next_attempt_at = now() + $3 * interval '1 millisecond', updated_at = now()
@@ -79,7 +81,7 @@ export async function claimDeliveries(pool: Pool, keys: readonly DeliveryKey[], 
   const asked = keys.filter((_, index) => claims[index] === undefined);
   if (asked.length === 0) return claims as Claim[];
   // Why not: settled already, its endpoint disabled, or due later (a lease or a retry's delay).
-  const asking = batchRows('webhook-claim-why-not', asked, keyColumns);
+  const asking = batchRows('webhook-claim-why-not', asked, keyColumns, { filler: noDelivery });
   const found = await pool.query<{ eventId: string; endpointId: string; state: string; waitMs: number | null; enabled: boolean }>({
     name: asking.name,
     text: `SELECT d.event_id AS "eventId", d.endpoint_id AS "endpointId", d.state,
