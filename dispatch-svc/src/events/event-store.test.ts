@@ -2,7 +2,9 @@
 // event once, and ends each message where its events applied one at a time in lifecycle order would.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { createPool } from '@notify/platform/database';
 import type { DeliveryEvent } from '@notify/proto';
+import { plannedSince, preparedPlans } from '@notify/test/harness/prepared-plans.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 import { applyDeliveryEvents, type StoredOutcome } from './event-store.ts';
 
@@ -155,4 +157,44 @@ test('a batch that fails leaves nothing of it behind', async () => {
   assert.equal((await row(a))?.state, 'queued');
   assert.deepEqual(await eventRows(a), ['queued:0']);
   assert.deepEqual(await eventRows(b), ['queued:0']);
+});
+
+test('events of a message alone or of a few together are applied by statements planned once per connection', async () => {
+  const ids = await newMessages(6);
+  await h.growMessages(ids, 2500);
+  // One connection, so pg_prepared_statements (per session) sees every execution.
+  const alone = createPool(String(h.pool.options.connectionString), { max: 1, applicationName: 'dispatch-test-plans', logger: h.logger });
+  let attempt = 0;
+  const applyRounds = async (rounds: number): Promise<void> => {
+    for (let round = 0; round < rounds; round += 1) {
+      attempt += 1;
+      for (const batch of [ids.slice(0, 1), ids.slice(1, 4)]) {
+        const applied = await applyDeliveryEvents(alone, batch.map((id) => ({ event: sending(id, attempt) })));
+        assert.deepEqual(applied.map(({ outcome }) => outcome), batch.map(() => 'applied'));
+      }
+    }
+  };
+  try {
+    // PostgreSQL plans a statement for its values five times before it weighs the generic plan; after that, a batch
+    // shorter than the ten rows it assumes an array parameter holds would be planned anew at every batch.
+    await applyRounds(6);
+    const session = await alone.connect();
+    const before = await preparedPlans(session, 'event-');
+    session.release();
+    await applyRounds(4);
+    const again = await alone.connect();
+    const planned = plannedSince(before, await preparedPlans(again, 'event-'));
+    again.release();
+    assert.deepEqual(planned, {
+      'event-advance-batch': { generic: 4, custom: 0 },
+      'event-advance-batch-one': { generic: 4, custom: 0 },
+      'event-insert-batch': { generic: 8, custom: 0 },
+      'event-lock-messages': { generic: 4, custom: 0 },
+      'event-lock-messages-one': { generic: 4, custom: 0 },
+    });
+  } finally {
+    await alone.end();
+  }
+  for (const id of ids.slice(0, 4)) assert.deepEqual(await row(id), { state: 'sending', state_attempt: 10, attempts: 10, last_smtp_code: null, last_smtp_response: null, failure_reason: null });
+  assert.equal((await row(ids[4] as number))?.state, 'queued');
 });

@@ -1,7 +1,7 @@
 // Persisting delivery events, a batch at a time: in one transaction the messages they name are locked, every event is
 // recorded once in message_events, and each message is moved forward as far as the state machine allows. A batch
 // costs the same five round trips (BEGIN, lock, insert, update, COMMIT) whether it holds one event or a hundred.
-import { withTransaction, type Pool, type PoolClient } from '@notify/platform/database';
+import { batchRows, withTransaction, type Pool, type PoolClient, type RowColumn } from '@notify/platform/database';
 import type { DeliveryEvent } from '@notify/proto';
 import type { EventOutcome } from '../metrics.ts';
 import { compareLifecycle, advance, type MessageProgress } from './state-machine.ts';
@@ -19,19 +19,23 @@ export type StoredOutcome = Exclude<EventOutcome, 'malformed'>;
 /** An event's identity in message_events: its unique key. */
 const eventKey = (event: Pick<DeliveryEvent, 'messageId' | 'attempt' | 'state'>): string => `${event.messageId}:${event.attempt}:${event.state}`;
 
+const idColumns: readonly RowColumn<number>[] = [{ type: 'bigint', value: (id) => id }];
+
 /**
  * Locks the rows in id order, as every replica does, so two batches naming the same messages wait for each other
- * instead of deadlocking. Messages that do not exist are simply not returned.
+ * instead of deadlocking. Messages that do not exist are simply not returned. A short batch is padded with id 0, which
+ * no message has (platform batchRows).
  */
 async function lockMessages(client: PoolClient, ids: readonly number[]): Promise<{ progress: Map<number, MessageProgress>; erased: Set<number> }> {
+  const wanted = batchRows('event-lock-messages', ids, idColumns, { filler: 0 });
   const found = await client.query<MessageProgress & { id: number; erased: boolean }>({
-    name: 'event-lock-messages',
-    text: `SELECT id, state, state_attempt AS "stateAttempt", attempts, last_smtp_code AS "lastSmtpCode",
-                  last_smtp_response AS "lastSmtpResponse", failure_reason AS "failureReason", recipient = $2 AS erased
-             FROM messages WHERE id = ANY($1::bigint[])
-            ORDER BY id
-              FOR UPDATE`,
-    values: [ids, erasedRecipient],
+    name: wanted.name,
+    text: `SELECT m.id, m.state, m.state_attempt AS "stateAttempt", m.attempts, m.last_smtp_code AS "lastSmtpCode",
+                  m.last_smtp_response AS "lastSmtpResponse", m.failure_reason AS "failureReason", m.recipient = $2 AS erased
+             FROM ${wanted.rows} AS wanted (id) JOIN messages m ON m.id = wanted.id
+            ORDER BY m.id
+              FOR UPDATE OF m`,
+    values: [...wanted.values, erasedRecipient],
   });
   return {
     progress: new Map(found.rows.map(({ id, erased, ...progress }) => [id, progress])),
@@ -60,26 +64,32 @@ async function recordEvents(client: PoolClient, events: readonly DeliveryEvent[]
   return new Set(inserted.rows.map(eventKey));
 }
 
+type Advanced = readonly [id: number, next: MessageProgress];
+
+const advanceColumns: readonly RowColumn<Advanced>[] = [
+  { type: 'bigint', value: ([id]) => id },
+  { type: 'message_state', value: ([, next]) => next.state },
+  { type: 'integer', value: ([, next]) => next.stateAttempt },
+  { type: 'integer', value: ([, next]) => next.attempts },
+  { type: 'integer', value: ([, next]) => next.lastSmtpCode },
+  { type: 'text', value: ([, next]) => next.lastSmtpResponse },
+  { type: 'text', value: ([, next]) => next.failureReason },
+];
+
+/** Pads a short batch (platform batchRows): no message has id 0, so it moves nothing. */
+const noMessage: Advanced = [0, { state: 'queued', stateAttempt: 0, attempts: 0, lastSmtpCode: null, lastSmtpResponse: null, failureReason: null }];
+
 /** Writes the progress each moved message ended at, in one statement. */
 async function advanceMessages(client: PoolClient, advanced: ReadonlyMap<number, MessageProgress>): Promise<void> {
-  const rows = [...advanced];
+  const moved = batchRows('event-advance-batch', [...advanced], advanceColumns, { filler: noMessage });
   await client.query({
-    name: 'event-advance-batch',
+    name: moved.name,
     text: `UPDATE messages AS m
               SET state = n.state, state_attempt = n.state_attempt, attempts = n.attempts, last_smtp_code = n.last_smtp_code,
                   last_smtp_response = n.last_smtp_response, failure_reason = n.failure_reason, updated_at = now()
-             FROM unnest($1::bigint[], $2::message_state[], $3::integer[], $4::integer[], $5::integer[], $6::text[], $7::text[])
-                  AS n (id, state, state_attempt, attempts, last_smtp_code, last_smtp_response, failure_reason)
+             FROM ${moved.rows} AS n (id, state, state_attempt, attempts, last_smtp_code, last_smtp_response, failure_reason)
             WHERE m.id = n.id`,
-    values: [
-      rows.map(([id]) => id),
-      rows.map(([, next]) => next.state),
-      rows.map(([, next]) => next.stateAttempt),
-      rows.map(([, next]) => next.attempts),
-      rows.map(([, next]) => next.lastSmtpCode),
-      rows.map(([, next]) => next.lastSmtpResponse),
-      rows.map(([, next]) => next.failureReason),
-    ],
+    values: moved.values,
   });
 }
 

@@ -1,7 +1,7 @@
 // Webhook events, written in the transaction that applies the state changes they report (so no crash loses one): a
 // webhook_events row per transition that maps to a type, when the project has an enabled endpoint subscribed to it,
 // and a pending webhook_deliveries row per such endpoint. The webhook relay publishes them (webhook-relay.ts).
-import type { PoolClient } from '@notify/platform/database';
+import { batchRows, type PoolClient, type RowColumn } from '@notify/platform/database';
 import type { DeliveryEvent, DeliveryState } from '@notify/proto';
 
 /** The webhook event type of each state that has one (CONTRACT.md, "Webhooks"); `sending` has none. */
@@ -37,6 +37,29 @@ export async function recordWebhookEvents(client: PoolClient, applied: readonly 
   );
 }
 
+type OrderedEvent = WebhookEventFacts & {
+  /** The event's position among the batch's events of its message (1, 2, ...): its sequence continues the last by it. */
+  readonly ordinal: number;
+};
+
+const recordColumns: readonly RowColumn<OrderedEvent>[] = [
+  { type: 'bigint', value: (event) => event.messageId },
+  { type: 'text', value: (event) => event.type },
+  { type: 'text', value: (event) => event.state },
+  { type: 'integer', value: (event) => event.attempt },
+  { type: 'integer', value: (event) => event.smtpCode ?? null },
+  { type: 'text', value: (event) => event.smtpResponse ?? null },
+  { type: 'text', value: (event) => event.reason ?? null },
+  { type: 'timestamptz', value: (event) => event.occurredAt },
+  { type: 'integer', value: (event) => event.ordinal },
+];
+
+/**
+ * Pads a short batch (platform batchRows): the statement writes only the events of messages that exist (it joins
+ * messages), and no message has id 0, so the filler records nothing.
+ */
+const noEvent: OrderedEvent = { messageId: 0, type: '', state: '', attempt: 0, occurredAt: new Date(0).toISOString(), ordinal: 0 };
+
 /**
  * Records webhook events of any type (a delivery transition, a report, an unsubscribe), in order, for the endpoints of
  * each message's project subscribed to them. Same contract as recordWebhookEvents: the caller holds the messages'
@@ -45,16 +68,16 @@ export async function recordWebhookEvents(client: PoolClient, applied: readonly 
 export async function recordMessageWebhookEvents(client: PoolClient, typed: readonly WebhookEventFacts[]): Promise<number> {
   if (typed.length === 0) return 0;
   const order = new Map<number, number>();
-  const ordinals = typed.map((event) => {
-    const next = (order.get(event.messageId) ?? 0) + 1;
-    order.set(event.messageId, next);
-    return next;
+  const ordered = typed.map((event) => {
+    const ordinal = (order.get(event.messageId) ?? 0) + 1;
+    order.set(event.messageId, ordinal);
+    return { ...event, ordinal };
   });
+  const recorded = batchRows('webhook-events-record', ordered, recordColumns, { filler: noEvent });
   const result = await client.query({
-    name: 'webhook-events-record',
+    name: recorded.name,
     text: `WITH t AS (
-             SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::integer[], $5::integer[], $6::text[], $7::text[], $8::timestamptz[], $9::integer[])
-                      AS t (message_id, type, status, attempt, smtp_code, smtp_response, reason, occurred_at, ordinal)
+             SELECT * FROM ${recorded.rows} AS t (message_id, type, status, attempt, smtp_code, smtp_response, reason, occurred_at, ordinal)
            ), due AS (
              SELECT t.*, m.project_id, m.recipient, m.template_slug, m.celery_task_id, m.tags, m.metadata,
                     coalesce((SELECT max(e.sequence) FROM webhook_events e WHERE e.message_id = t.message_id), 0) + t.ordinal AS sequence
@@ -78,17 +101,7 @@ export async function recordMessageWebhookEvents(client: PoolClient, typed: read
            INSERT INTO webhook_deliveries (event_id, endpoint_id, next_attempt_at)
            SELECT events.id, w.id, now() FROM events JOIN webhook_endpoints w ON w.project_id = events.project_id AND w.enabled AND events.type = ANY (w.event_types)
            RETURNING event_id`,
-    values: [
-      typed.map((event) => event.messageId),
-      typed.map((event) => event.type),
-      typed.map((event) => event.state),
-      typed.map((event) => event.attempt),
-      typed.map((event) => event.smtpCode ?? null),
-      typed.map((event) => event.smtpResponse ?? null),
-      typed.map((event) => event.reason ?? null),
-      typed.map((event) => event.occurredAt),
-      ordinals,
-    ],
+    values: recorded.values,
   });
   return new Set(result.rows.map((row: { event_id: string }) => row.event_id)).size;
 }

@@ -3,8 +3,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { readWebhookDelivery, schemaHeader, type DeliveryEvent } from '@notify/proto';
+import { plannedSince, preparedPlans } from '@notify/test/harness/prepared-plans.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 import { applyDeliveryEvents } from './event-store.ts';
+import { recordMessageWebhookEvents } from './webhook-events.ts';
 import { relayWebhookEvents } from './webhook-relay.ts';
 
 let h: Harness;
@@ -112,4 +114,40 @@ test('the relay publishes one message per pending delivery, marks the event publ
   const before = (await h.jsm.streams.info(h.names.webhooksStream)).state.messages;
   assert.equal(await relay(), 1);
   assert.equal((await h.jsm.streams.info(h.names.webhooksStream)).state.messages, before + 1);
+});
+
+test('webhook events recorded alone or a few together are recorded by statements planned once per connection', async () => {
+  const messageIds = [await h.acceptMessage(), await h.acceptMessage(), await h.acceptMessage()];
+  const sent = (messageId: number, second: number) => ({ messageId, type: 'message.sent', state: 'sent', attempt: 1, occurredAt: at(second) });
+  // One connection, so pg_prepared_statements (per session) sees every execution.
+  const session = await h.pool.connect();
+  const record = async (times: number): Promise<number[]> => {
+    const counts: number[] = [];
+    for (let time = 0; time < times; time += 1) {
+      counts.push(await recordMessageWebhookEvents(session, [sent(messageIds[0] as number, time)]));
+      // A short batch is padded with events of no message: they record nothing.
+      counts.push(await recordMessageWebhookEvents(session, [sent(messageIds[1] as number, time), sent(messageIds[2] as number, time), sent(messageIds[1] as number, time)]));
+    }
+    return counts;
+  };
+  try {
+    // PostgreSQL plans a statement for its values five times before it weighs the generic plan; after that, an unnest
+    // of array parameters (assumed ten rows long) would be planned anew for every batch shorter than that.
+    await record(6);
+    const before = await preparedPlans(session, 'webhook-events-');
+    assert.deepEqual(await record(4), [1, 3, 1, 3, 1, 3, 1, 3]);
+    assert.deepEqual(plannedSince(before, await preparedPlans(session, 'webhook-events-')), {
+      'webhook-events-record': { generic: 4, custom: 0 },
+      'webhook-events-record-one': { generic: 4, custom: 0 },
+    });
+  } finally {
+    session.release();
+  }
+  // Every event recorded, each once per message in order, and one delivery each, for the one subscribed endpoint.
+  assert.deepEqual((await eventsOf(messageIds[1] as number)).map(({ sequence }) => sequence), Array.from({ length: 20 }, (_, index) => index + 1));
+  const deliveries = await h.pool.query<{ count: number }>(
+    'SELECT count(*)::int AS count FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE e.message_id = ANY ($1::bigint[])',
+    [messageIds],
+  );
+  assert.equal(deliveries.rows[0]?.count, 40);
 });

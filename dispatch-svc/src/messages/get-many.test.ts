@@ -101,16 +101,7 @@ test('a call with no read, or more than a batch may hold, is refused as a whole;
 });
 
 test('status reads, alone or a few together, are read by statements planned once per connection', async () => {
-  // Tables the size of a system's and analyzed, as autovacuum keeps them: what the planner weighs its plans on.
-  await h.pool.query(
-    `WITH copies AS (
-       INSERT INTO messages (project_id, organization_id, api_key_id, template_id, template_slug, template_version, recipient, data, state, celery_task_id)
-       SELECT project_id, organization_id, api_key_id, template_id, template_slug, template_version, recipient, data, state, gen_random_uuid()
-         FROM messages, generate_series(1, 2500) WHERE id = ANY($1::bigint[]) RETURNING id)
-     INSERT INTO message_events (message_id, state, attempt, occurred_at) SELECT id, 'queued', 0, now() FROM copies`,
-    [ids],
-  );
-  await h.pool.query('ANALYZE messages, message_events');
+  await h.growMessages(ids, 2500);
   // One connection, so pg_prepared_statements (per session) sees every execution.
   const client = await h.pool.connect();
   const readRounds = async (rounds: number): Promise<void> => {

@@ -1,10 +1,11 @@
-// A send's statements that lock or count per key, carrying the one key a send has when sends do not arrive together:
+// A send's statements that lock, count or delete per key, carrying the one key a send has when sends do not arrive together:
 // PostgreSQL plans each once per connection, not at every send (platform batchRows).
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { plannedSince, preparedPlans } from '@notify/test/harness/prepared-plans.ts';
 import { tryLockIdempotencyKeys } from '../idempotency/idempotency-store.ts';
+import { deleteOutboxRows } from '../outbox/outbox-store.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 import { grantUsage } from '../usage/usage-store.ts';
 
@@ -12,6 +13,7 @@ let h: Harness;
 
 before(async () => {
   h = await startHarness();
+  await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'welcome', subject: 'Hi', text: 'Hi', active: true });
 });
 
 after(() => h.close());
@@ -40,6 +42,33 @@ test('the idempotency lock and the usage grant of a send alone are planned once 
     assert.deepEqual(plannedSince(before, after), {
       'idempotency-lock-many-one': { generic: 4, custom: 0 },
       'usage-grant-one': { generic: 4, custom: 0 },
+    });
+  } finally {
+    alone.release();
+  }
+});
+
+test('the outbox rows of a send alone, or of a few sends together, are deleted by a statement planned once per connection', async () => {
+  const messageIds = [await h.acceptMessage(), await h.acceptMessage(), await h.acceptMessage(), await h.acceptMessage()];
+  await h.outboxEmptied();
+  const alone = await h.pool.connect();
+  const confirmRounds = async (rounds: number): Promise<void> => {
+    for (let round = 0; round < rounds; round += 1) {
+      // The rows a send writes in its transaction, deleted once JetStream confirmed their jobs.
+      await alone.query(`INSERT INTO outbox (message_id, payload) SELECT id, '{}' FROM unnest($1::bigint[]) AS id`, [messageIds]);
+      await deleteOutboxRows(alone, messageIds.slice(0, 1));
+      await deleteOutboxRows(alone, messageIds.slice(1));
+      const left = await alone.query('SELECT message_id FROM outbox WHERE message_id = ANY ($1::bigint[])', [messageIds]);
+      assert.deepEqual(left.rows, []);
+    }
+  };
+  try {
+    await confirmRounds(6);
+    const before = await preparedPlans(alone, 'outbox-delete-many');
+    await confirmRounds(4);
+    assert.deepEqual(plannedSince(before, await preparedPlans(alone, 'outbox-delete-many')), {
+      'outbox-delete-many': { generic: 4, custom: 0 },
+      'outbox-delete-many-one': { generic: 4, custom: 0 },
     });
   } finally {
     alone.release();

@@ -1,6 +1,6 @@
 // The outbox table: a row per delivery job that JetStream has not confirmed yet, written in the message's transaction.
 import type { DeliveryJob } from '@notify/proto';
-import type { Pool, PoolClient } from '@notify/platform/database';
+import { batchRows, type Pool, type PoolClient, type RowColumn } from '@notify/platform/database';
 
 export async function insertOutboxRows(client: PoolClient, jobs: readonly DeliveryJob[]): Promise<void> {
   await client.query({
@@ -23,9 +23,19 @@ export async function replaceOutboxRow(client: PoolClient, job: DeliveryJob): Pr
   });
 }
 
-/** Called once JetStream confirmed the jobs; deleting nothing (the relay got there first) is fine. */
+const messageIdColumns: readonly RowColumn<number>[] = [{ type: 'bigint', value: (messageId) => messageId }];
+
+/**
+ * Called once JetStream confirmed the jobs; deleting nothing (the relay got there first) is fine. A short batch is
+ * padded with message id 0, which no row has (platform batchRows).
+ */
 export async function deleteOutboxRows(db: Pool | PoolClient, messageIds: readonly number[]): Promise<void> {
-  await db.query({ name: 'outbox-delete-many', text: 'DELETE FROM outbox WHERE message_id = ANY($1::bigint[])', values: [messageIds] });
+  const confirmed = batchRows('outbox-delete-many', messageIds, messageIdColumns, { filler: 0 });
+  await db.query({
+    name: confirmed.name,
+    text: `DELETE FROM outbox o USING ${confirmed.rows} AS confirmed (message_id) WHERE o.message_id = confirmed.message_id`,
+    values: confirmed.values,
+  });
 }
 
 export async function countOutboxRows(pool: Pool): Promise<number> {

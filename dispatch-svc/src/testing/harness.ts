@@ -52,6 +52,11 @@ export interface Harness {
   usedThisMonth(): Promise<number>;
   /** Waits until the outbox is empty: a published job's row is deleted after the send has answered. */
   outboxEmptied(): Promise<void>;
+  /**
+   * Makes messages and message_events the size of a system's and analyzes them, as autovacuum keeps them: what the
+   * planner weighs its plans on. Each of `messageIds` gets `copies` copies, with their `queued` events.
+   */
+  growMessages(messageIds: readonly number[], copies: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -195,6 +200,17 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
       },
       async outboxEmptied() {
         await waitFor(async () => (await pool.query('SELECT 1 FROM outbox LIMIT 1')).rowCount === 0, { timeoutMs: 5_000, intervalMs: 20, what: 'the outbox to be empty' });
+      },
+      async growMessages(messageIds, copies) {
+        await pool.query(
+          `WITH copies AS (
+             INSERT INTO messages (project_id, organization_id, api_key_id, template_id, template_slug, template_version, recipient, data, state, celery_task_id)
+             SELECT project_id, organization_id, api_key_id, template_id, template_slug, template_version, recipient, data, state, gen_random_uuid()
+               FROM messages, generate_series(1, $2) WHERE id = ANY($1::bigint[]) RETURNING id)
+           INSERT INTO message_events (message_id, state, attempt, occurred_at) SELECT id, 'queued', 0, now() FROM copies`,
+          [messageIds, copies],
+        );
+        await pool.query('ANALYZE messages, message_events');
       },
       close,
     };

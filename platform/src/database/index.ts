@@ -90,9 +90,9 @@ export interface BatchRowsOptions<T> {
   /** A position column (1, 2, ...) after the others: the unnest's WITH ORDINALITY. */
   readonly ordinality?: boolean;
   /**
-   * An item that matches no row (key 0: ids start at 1), for a statement that only reads or updates the rows its items
-   * name: a batch shorter than paddedBatchLength is padded with it. Never for a statement that writes a row per item (an
-   * insert).
+   * An item that matches no row (key 0: ids start at 1), for a statement that reads, updates or writes only for items
+   * that match existing rows: a batch shorter than paddedBatchLength is padded with it. Never for a statement that
+   * writes a row for every item, matched or not.
    */
   readonly filler?: T;
 }
