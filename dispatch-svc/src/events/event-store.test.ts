@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { createPool } from '@notify/platform/database';
 import type { DeliveryEvent } from '@notify/proto';
-import { plannedSince, preparedPlans } from '@notify/test/harness/prepared-plans.ts';
+import { plannedAfterWarmUp } from '@notify/test/harness/prepared-plans.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 import { applyDeliveryEvents, type StoredOutcome } from './event-store.ts';
 
@@ -175,17 +175,7 @@ test('events of a message alone or of a few together are applied by statements p
     }
   };
   try {
-    // PostgreSQL plans a statement for its values five times before it weighs the generic plan; after that, a batch
-    // shorter than the ten rows it assumes an array parameter holds would be planned anew at every batch.
-    await applyRounds(6);
-    const session = await alone.connect();
-    const before = await preparedPlans(session, 'event-');
-    session.release();
-    await applyRounds(4);
-    const again = await alone.connect();
-    const planned = plannedSince(before, await preparedPlans(again, 'event-'));
-    again.release();
-    assert.deepEqual(planned, {
+    assert.deepEqual(await plannedAfterWarmUp(alone, ['event-'], applyRounds), {
       'event-advance-batch': { generic: 4, custom: 0 },
       'event-advance-batch-one': { generic: 4, custom: 0 },
       'event-insert-batch': { generic: 8, custom: 0 },

@@ -6,7 +6,7 @@ import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import { dispatchProto, type dispatch } from '@notify/proto';
-import { plannedSince, preparedPlans } from '@notify/test/harness/prepared-plans.ts';
+import { plannedAfterWarmUp } from '@notify/test/harness/prepared-plans.ts';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { applyDeliveryEvent } from '../events/event-store.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
@@ -113,12 +113,7 @@ test('status reads, alone or a few together, are read by statements planned once
     }
   };
   try {
-    // PostgreSQL plans a statement for its values five times before it weighs the generic plan; after that, an unnest
-    // of array parameters (assumed ten rows long) would be planned anew at every call of fewer reads.
-    await readRounds(6);
-    const before = await preparedPlans(client, 'messages-get');
-    await readRounds(4);
-    assert.deepEqual(plannedSince(before, await preparedPlans(client, 'messages-get')), {
+    assert.deepEqual(await plannedAfterWarmUp(client, ['messages-get'], readRounds), {
       'messages-get': { generic: 8, custom: 0 },
       'messages-get-one': { generic: 4, custom: 0 },
     });

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { plannedSince, preparedPlans } from '@notify/test/harness/prepared-plans.ts';
+import { plannedAfterWarmUp } from '@notify/test/harness/prepared-plans.ts';
 import { tryLockIdempotencyKeys } from '../idempotency/idempotency-store.ts';
 import { deleteOutboxRows } from '../outbox/outbox-store.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
@@ -33,13 +33,7 @@ test('the idempotency lock and the usage grant of a send alone are planned once 
     }
   };
   try {
-    // PostgreSQL plans a statement for its values five times before it weighs the generic plan; after that, an unnest
-    // of array parameters (assumed ten rows long) would be planned anew at every send.
-    await sendAlone(6);
-    const before = { ...(await preparedPlans(alone, 'idempotency-')), ...(await preparedPlans(alone, 'usage-')) };
-    await sendAlone(4);
-    const after = { ...(await preparedPlans(alone, 'idempotency-')), ...(await preparedPlans(alone, 'usage-')) };
-    assert.deepEqual(plannedSince(before, after), {
+    assert.deepEqual(await plannedAfterWarmUp(alone, ['idempotency-', 'usage-'], sendAlone), {
       'idempotency-lock-many-one': { generic: 4, custom: 0 },
       'usage-grant-one': { generic: 4, custom: 0 },
     });
@@ -63,10 +57,7 @@ test('the outbox rows of a send alone, or of a few sends together, are deleted b
     }
   };
   try {
-    await confirmRounds(6);
-    const before = await preparedPlans(alone, 'outbox-delete-many');
-    await confirmRounds(4);
-    assert.deepEqual(plannedSince(before, await preparedPlans(alone, 'outbox-delete-many')), {
+    assert.deepEqual(await plannedAfterWarmUp(alone, ['outbox-delete-many'], confirmRounds), {
       'outbox-delete-many': { generic: 4, custom: 0 },
       'outbox-delete-many-one': { generic: 4, custom: 0 },
     });

@@ -5,7 +5,7 @@ import { after, before, beforeEach, test } from 'node:test';
 import { createPool, type Pool } from '@notify/platform/database';
 import { createTestDatabase, type TestDatabase } from '@notify/test/harness/database.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
-import { plannedSince, preparedPlans } from '@notify/test/harness/prepared-plans.ts';
+import { plannedAfterWarmUp } from '@notify/test/harness/prepared-plans.ts';
 import { batchedStore, claimDeliveries, recordAttempts, type AttemptRecord, type DeliveryKey } from './delivery-store.ts';
 
 const leaseMs = 60_000;
@@ -237,12 +237,7 @@ test('a delivery claimed and recorded alone is worked on as in a batch, by state
         assert.equal(settled?.kind, 'settled');
       }
     };
-    // PostgreSQL plans a statement for its values five times before it weighs the generic plan; after that, an unnest
-    // of array parameters (assumed ten rows long) would be planned anew for every delivery.
-    await deliver(6);
-    const before = await preparedPlans(alone, 'webhook-');
-    await deliver(4);
-    assert.deepEqual(plannedSince(before, await preparedPlans(alone, 'webhook-')), {
+    assert.deepEqual(await plannedAfterWarmUp(alone, ['webhook-'], deliver), {
       'webhook-claim-one': { generic: 12, custom: 0 },
       'webhook-claim-why-not-one': { generic: 8, custom: 0 },
       'webhook-record-attempts-one': { generic: 4, custom: 0 },
