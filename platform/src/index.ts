@@ -31,6 +31,6 @@ export {
   type ItemTraceContext,
   type RecordItem,
 } from './grpc/batched-calls.ts';
-export { activeContext, annotateRequestSpan, contextFromTraceparent, inSpan, withActiveSpan, linkTo, notifyAttributes, recordFailure, SpanKind, SpanStatusCode, startSpan, traceIdOf, traceparentOf, type Attributes, type Context, type Link, type Span, type SpanStart } from './tracing.ts';
+export { activeContext, annotateRequestSpan, contextFromTraceparent, inSpan, withActiveSpan, linkTo, notifyAttributes, recordFailure, SpanKind, SpanStatusCode, startSpan, traceIdOf, tracedRequests, traceparentOf, type Attributes, type Context, type Link, type Span, type SpanStart } from './tracing.ts';
 export { parseRate, type Rate } from './rate.ts';
 export { formatRetention, parseRetention } from './retention.ts';

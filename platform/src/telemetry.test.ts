@@ -1,5 +1,6 @@
 // Without a collector spans are not recorded, but a service's log lines must still carry the trace they belong to:
 // the caller's (traceparent), or a new one. Run in a child process, since tracing is installed by `node --import`.
+// The HTTP servers serve their requests as the gateway's listener does (tracing.ts, tracedRequests).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -9,9 +10,15 @@ import { test } from 'node:test';
 // An HTTP server that logs one line per request, inside the request's handler, then answers.
 const server = `
   import { createServer } from 'node:http';
-  import { createLogger } from '@notify/platform';
+  import { finished } from 'node:stream';
+  import { createLogger, tracedRequests } from '@notify/platform';
   const logger = createLogger('telemetry-test', 'info');
-  const server = createServer((req, res) => { logger.info({ path: req.url }, 'handled'); res.end('ok'); });
+  // As the gateway's access log does, a line once the response has left too.
+  const server = createServer(tracedRequests((req, res) => {
+    finished(res, () => logger.info({ path: req.url, when: 'answered' }, 'request'));
+    logger.info({ path: req.url, when: 'handled' }, 'handled');
+    res.end('ok');
+  }));
   server.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: server.address().port })));
 `;
 
@@ -44,24 +51,39 @@ const waitForLog = async (logs: Record<string, unknown>[], count: number): Promi
   for (let i = 0; i < 100 && logs.length < count; i++) await new Promise((resolve) => setTimeout(resolve, 20));
 };
 
-test('without a collector, log lines carry the caller trace id, or a new one per request', async () => {
-  await withTracedServer({}, async (port, logs) => {
+const collectorNeverReached = { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:9/v1/traces' };
+
+for (const [collector, env] of [
+  ['without a collector', {}],
+  ['with a collector', collectorNeverReached],
+] as const) {
+  test(`${collector}, log lines carry the caller trace id, or a new one per request`, async () => {
+    await serverLogsTraces(env);
+  });
+}
+
+async function serverLogsTraces(env: Record<string, string>): Promise<void> {
+  await withTracedServer(env, async (port, logs) => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     await fetch(`http://127.0.0.1:${port}/traced`, { headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } });
     await fetch(`http://127.0.0.1:${port}/fresh-1`);
     await fetch(`http://127.0.0.1:${port}/fresh-2`);
-    await waitForLog(logs, 3);
-    const byPath = new Map(logs.map((line) => [line['path'], line]));
-    assert.equal(byPath.get('/traced')?.['trace_id'], traceId);
-    const fresh = [byPath.get('/fresh-1')?.['trace_id'], byPath.get('/fresh-2')?.['trace_id']];
+    await waitForLog(logs, 6);
+    const traceOf = (path: string): unknown => {
+      const [handled, answered] = ['handled', 'answered'].map((when) => logs.find((line) => line['path'] === path && line['when'] === when)?.['trace_id']);
+      assert.equal(answered, handled, `${path}: the lines of one request carry one trace`);
+      return handled;
+    };
+    assert.equal(traceOf('/traced'), traceId);
+    const fresh = [traceOf('/fresh-1'), traceOf('/fresh-2')];
     for (const id of fresh) assert.match(String(id), /^(?!0{32})[0-9a-f]{32}$/);
     assert.notEqual(fresh[0], fresh[1]);
   });
-});
+}
 
 // What the loader hook wrapped (a module it wraps resolves to a `?iitm=true` URL) and what the instrumentations patched,
-// as seen from a module loaded after `--import` as a service's are. Without a collector only HTTP and gRPC are
-// instrumented; with one also Koa, pg and ioredis.
+// as seen from a module loaded after `--import` as a service's are. Without a collector only gRPC is instrumented; with
+// one also HTTP (the gateway's server, webhook-svc's requests to endpoints), Koa, pg and ioredis.
 const loadedModules = `
   import * as http from 'node:http';
   import * as grpc from '@grpc/grpc-js';
@@ -72,7 +94,8 @@ const loadedModules = `
   const wrapped = (specifier) => import.meta.resolve(specifier).endsWith('?iitm=true');
   console.log(JSON.stringify({
     patched: {
-      http: patched(http.request) && patched(http.get) && patched(http.Server.prototype.emit),
+      httpServer: patched(http.Server.prototype.emit),
+      httpClient: patched(http.request) && patched(http.get),
       grpc: patched(grpc.Client.prototype.makeUnaryRequest) && patched(grpc.Server.prototype.register),
       koa: patched(Koa.prototype.use),
       pg: patched(pg.Client.prototype.query) && patched(pg.Pool.prototype.connect),
@@ -97,12 +120,50 @@ async function instrumentedModules(env: Record<string, string>): Promise<{ patch
 test('the loader hook wraps only the modules an enabled instrumentation patches, and those are patched', async () => {
   const others = { pino: false, nodemailer: false, '@notify/platform': false };
   assert.deepEqual(await instrumentedModules({}), {
-    patched: { http: true, grpc: true, koa: false, pg: false, ioredis: false },
-    wrapped: { 'node:http': true, 'node:https': true, '@grpc/grpc-js': true, koa: false, pg: false, ioredis: false, ...others },
+    patched: { httpServer: false, httpClient: false, grpc: true, koa: false, pg: false, ioredis: false },
+    wrapped: { 'node:http': false, 'node:https': false, '@grpc/grpc-js': true, koa: false, pg: false, ioredis: false, ...others },
   });
   // A collector that is never reached: nothing is recorded here, so nothing is exported.
-  assert.deepEqual(await instrumentedModules({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:9/v1/traces' }), {
-    patched: { http: true, grpc: true, koa: true, pg: true, ioredis: true },
+  assert.deepEqual(await instrumentedModules(collectorNeverReached), {
+    patched: { httpServer: true, httpClient: true, grpc: true, koa: true, pg: true, ioredis: true },
     wrapped: { 'node:http': true, 'node:https': true, '@grpc/grpc-js': true, koa: true, pg: true, ioredis: true, ...others },
   });
+});
+
+// A request to an integrator's endpoint made while a traced request is handled, and the traceparent the endpoint saw.
+const outgoingRequest = `
+  import http from 'node:http';
+  import { tracedRequests } from '@notify/platform';
+  const seen = [];
+  const endpoint = http.createServer((req, res) => { seen.push(req.headers.traceparent ?? null); res.end(); });
+  await new Promise((resolve) => endpoint.listen(0, '127.0.0.1', resolve));
+  const service = http.createServer(tracedRequests((req, res) => {
+    http.get({ host: '127.0.0.1', port: endpoint.address().port, path: '/hook' }, (answer) => { answer.resume(); answer.on('end', () => res.end()); });
+  }));
+  await new Promise((resolve) => service.listen(0, '127.0.0.1', resolve));
+  await fetch('http://127.0.0.1:' + service.address().port + '/', { headers: { traceparent: process.env.CALLER_TRACEPARENT } });
+  console.log(JSON.stringify(seen));
+  process.exit(0);
+`;
+
+async function traceparentsAtEndpoint(env: Record<string, string>, callerTraceparent: string): Promise<unknown> {
+  const child = spawn(process.execPath, ['--import', '@notify/platform/telemetry-register', '--input-type=module', '-e', outgoingRequest], {
+    env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '', CALLER_TRACEPARENT: callerTraceparent, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  assert.equal(code, 0);
+  return JSON.parse(output);
+}
+
+test("a request to an integrator's endpoint carries a trace only when a collector records it", async () => {
+  const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+  const caller = `00-${traceId}-00f067aa0ba902b7-01`;
+  // Without a collector nothing records the trace the request is made in: the endpoint is not told of it.
+  assert.deepEqual(await traceparentsAtEndpoint({}, caller), [null]);
+  // With one, the request is a client span of the trace it was made in, as the endpoint sees.
+  const [recorded] = (await traceparentsAtEndpoint(collectorNeverReached, caller)) as [string];
+  assert.match(recorded, new RegExp(`^00-${traceId}-(?!00f067aa0ba902b7)[0-9a-f]{16}-01$`));
 });

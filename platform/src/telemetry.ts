@@ -63,8 +63,12 @@ export function startTelemetry(env: Readonly<Record<string, string | undefined>>
       ? { spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), ...batchSettings(env) })] }
       : { spanProcessors: [new NoopSpanProcessor()], sampler: new AlwaysOffSampler() }),
     instrumentations: [
-      // Probes and scrapes would drown real traffic in traces.
-      new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => /^\/(healthz|readyz|metrics)/.test(req.url ?? '') }),
+      // Probes and scrapes would drown real traffic in traces. Without a collector HTTP is left alone: the gateway's
+      // listener makes each request's trace ids itself (tracing.ts, tracedRequests), and the services call one another
+      // over gRPC, so the only requests made with node:http(s) are webhook-svc's to the integrators' endpoints, not a
+      // hop between services. A span nobody records, made for each, cost the gateway and webhook-svc a tenth to a fifth
+      // of their CPU per request (docs/benchmark.md).
+      ...(exporting ? [new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => /^\/(healthz|readyz|metrics)/.test(req.url ?? '') })] : []),
       // SendMany and GetMessages carry many Send and GetMessage calls, each traced as its own call (grpc/batched-calls.ts):
       // a span of the batch would be a trace of its own for every call, or sit in the trace of whichever item came first.
       new GrpcInstrumentation({ ignoreGrpcMethods: ['Check', 'Watch', 'SendMany', 'GetMessages'] }),

@@ -1,7 +1,9 @@
 // Notify's own spans and the W3C trace context they are carried in where no instrumentation carries it: the message row
 // (which outlives the request that accepted it) and NATS headers (nats/trace-context.ts). Without a collector the
 // spans are non-recording (telemetry.ts) but the trace ids still travel, so logs and the panel can name a message's trace.
-import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
+import { randomFillSync } from 'node:crypto';
+import type { RequestListener } from 'node:http';
+import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
 import { getRPCMetadata, parseTraceParent, TRACE_PARENT_HEADER } from '@opentelemetry/core';
 
 export { SpanKind, SpanStatusCode, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
@@ -100,6 +102,38 @@ export function traceparentOf(source: Span | Context = context.active()): string
 export function contextFromTraceparent(traceparent: string | null | undefined): Context {
   const spanContext = traceparent ? parseTraceParent(traceparent) : null;
   return spanContext ? trace.setSpanContext(ROOT_CONTEXT, { ...spanContext, isRemote: true }) : ROOT_CONTEXT;
+}
+
+/** Random bytes for trace and span ids, drawn 24 at a time from a pool: a `randomBytes` call of its own costs 5 µs. */
+const idPool = Buffer.alloc(24 * 512);
+let idPoolUsed = idPool.length;
+
+/** 48 random hex digits: a trace id (32) and a span id (16). */
+function randomIds(): string {
+  if (idPoolUsed === idPool.length) {
+    randomFillSync(idPool);
+    idPoolUsed = 0;
+  }
+  idPoolUsed += 24;
+  return idPool.toString('hex', idPoolUsed - 24, idPoolUsed);
+}
+
+/**
+ * Serves each request in a trace: the HTTP server span the instrumentation made for it when spans are recorded (a
+ * collector is set, telemetry.ts), else a span that is not recorded, in the trace the caller's `traceparent` names or
+ * in a new one. Only its ids are made: the instrumentation's own non-recording span cost the gateway about 60 µs of CPU
+ * a request (docs/benchmark.md), where this costs a few. Its log lines and the calls it makes carry the trace either way.
+ */
+export function tracedRequests(listener: RequestListener): RequestListener {
+  return (request, response) => {
+    if (trace.getSpan(context.active())) return listener(request, response);
+    const ids = randomIds();
+    const header = request.headers[TRACE_PARENT_HEADER];
+    const caller = typeof header === 'string' ? parseTraceParent(header) : null;
+    // As the SDK makes it without a collector: the caller's trace, a span id of its own, not sampled.
+    const span = trace.wrapSpanContext({ traceId: caller?.traceId ?? ids.slice(0, 32), spanId: ids.slice(32), traceFlags: TraceFlags.NONE });
+    return context.with(trace.setSpan(ROOT_CONTEXT, span), () => listener(request, response));
+  };
 }
 
 /** The trace id a stored `traceparent` names, or null. */

@@ -3,7 +3,7 @@
 // does not exist), their own rate bucket, keyset pages under concurrent sends, and the 422 of a bad filter. Every
 // response is also checked against the OpenAPI document the gateway serves.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { assertCoded, assertDetailOnly, assertFieldErrors } from '../harness/contract-shapes.ts';
 import { openApiResponseCheck, type ResponseCheck } from '../harness/openapi.ts';
@@ -50,6 +50,34 @@ async function sendOne(tenant: Tenant, to = 'someone@example.com'): Promise<numb
   assert.equal(response.status, 202, response.text);
   return response.body['message_id'] as number;
 }
+
+test("without a collector, a send's access log line names the trace its message keeps: the caller's when it sent one", async () => {
+  const tenant = await tenantWithTemplate('traced');
+  const callerTrace = randomBytes(16).toString('hex');
+  const sends: Array<{ requestId: string; headers: Record<string, string> }> = [
+    { requestId: randomUUID(), headers: {} },
+    { requestId: randomUUID(), headers: { traceparent: `00-${callerTrace}-00f067aa0ba902b7-01` } },
+  ];
+  const traces: unknown[] = [];
+  for (const { requestId, headers } of sends) {
+    const response = await system.send(tenant, validBody('welcome'), { 'x-request-id': requestId, ...headers });
+    assert.equal(response.status, 202, response.text);
+    const kept = (await read(tenant, `/api/v1/messages/${response.body['message_id'] as number}/`)).body['trace_id'];
+    assert.match(String(kept), /^(?!0{32})[0-9a-f]{32}$/);
+    const accessLine = await waitFor(
+      async () =>
+        system.stack.logs
+          .lines('gateway')
+          .map((line) => (line.text.startsWith('{') ? (JSON.parse(line.text) as Record<string, unknown>) : {}))
+          .find((line) => line['requestId'] === requestId && line['msg'] === 'request'),
+      { timeoutMs: 5_000, what: `the access log line of ${requestId}` },
+    );
+    assert.equal(accessLine['trace_id'], kept, 'the access log line and the message name one trace');
+    traces.push(kept);
+  }
+  assert.notEqual(traces[0], callerTrace);
+  assert.equal(traces[1], callerTrace);
+});
 
 test('a sent message reads back with its status, its fields and its transitions oldest first', async () => {
   const tenant = await tenantWithTemplate('reader');

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { listenOn } from '@notify/platform';
+import { listenOn, tracedRequests } from '@notify/platform';
 
 export interface HttpListener {
   readonly port: number;
@@ -48,7 +48,8 @@ function requireHost(handler: RequestListener): RequestListener {
 
 export async function listen(handler: RequestListener, port: number, host = '0.0.0.0'): Promise<HttpListener> {
   // Node's own check would answer a request without Host with a bare 400; requireHost answers it in the contract's shape.
-  const server: Server = createServer({ requireHostHeader: false }, requireHost(handler));
+  // Each request is served in its trace, whose ids its log lines and its gRPC calls carry.
+  const server: Server = createServer({ requireHostHeader: false }, tracedRequests(requireHost(handler)));
   server.on('clientError', answerUnparsable);
   // A client that trickles its headers or body does not hold a connection forever.
   server.headersTimeout = 10_000;
