@@ -92,11 +92,13 @@ export async function runDelivery(
 
   context.progress('delivery: one mailer drains the rest of the backlog');
   const drainStarted = new Date();
-  const drainCpuBefore = await context.cpu();
   const updatesBefore = await tableUpdates(system.db, 'messages');
+  await system.startMailers([0]);
+  // The mailer's start-up (loading its modules) is not a mail's cost: the CPU, and the profiles' window, count from its
+  // readiness. The mails it sent before the reading below are a few of thousands.
+  const drainCpuBefore = await context.cpu();
   let replayWhileDraining: DeliveryResult['replayWhileDraining'];
   const settled = await inWindow(context, 'delivery', async () => {
-    await system.startMailers([0]);
     const replays = async (): Promise<void> => {
       if (replayed.length === 0) return;
       const rate = plan.drainReplayRate;
