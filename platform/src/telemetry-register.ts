@@ -11,5 +11,5 @@ import { startTelemetry } from './telemetry.ts';
 
 const { registerOptions, waitForAllMessagesAcknowledged } = createAddHookMessageChannel();
 register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, registerOptions);
-startTelemetry(process.env, process.argv[1], process.pid);
+await startTelemetry(process.env, process.argv[1], process.pid);
 await waitForAllMessagesAcknowledged();

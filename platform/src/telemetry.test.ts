@@ -105,8 +105,9 @@ const loadedModules = `
   }));
 `;
 
-async function instrumentedModules(env: Record<string, string>): Promise<{ patched: Record<string, boolean>; wrapped: Record<string, boolean> }> {
-  const child = spawn(process.execPath, ['--import', '@notify/platform/telemetry-register', '--input-type=module', '-e', loadedModules], {
+/** Runs `script` in a process started as a service is (`--import` the telemetry, after `imports`), and parses what it printed. */
+async function outputUnderTelemetry(script: string, env: Record<string, string>, imports: string[] = []): Promise<unknown> {
+  const child = spawn(process.execPath, [...imports.flatMap((module) => ['--import', module]), '--import', '@notify/platform/telemetry-register', '--input-type=module', '-e', script], {
     env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -114,7 +115,11 @@ async function instrumentedModules(env: Record<string, string>): Promise<{ patch
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const [code] = (await once(child, 'exit')) as [number | null];
   assert.equal(code, 0);
-  return JSON.parse(output) as { patched: Record<string, boolean>; wrapped: Record<string, boolean> };
+  return JSON.parse(output);
+}
+
+async function instrumentedModules(env: Record<string, string>): Promise<{ patched: Record<string, boolean>; wrapped: Record<string, boolean> }> {
+  return (await outputUnderTelemetry(loadedModules, env)) as { patched: Record<string, boolean>; wrapped: Record<string, boolean> };
 }
 
 test('the loader hook wraps only the modules an enabled instrumentation patches, and those are patched', async () => {
@@ -146,16 +151,8 @@ const outgoingRequest = `
   process.exit(0);
 `;
 
-async function traceparentsAtEndpoint(env: Record<string, string>, callerTraceparent: string): Promise<unknown> {
-  const child = spawn(process.execPath, ['--import', '@notify/platform/telemetry-register', '--input-type=module', '-e', outgoingRequest], {
-    env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '', CALLER_TRACEPARENT: callerTraceparent, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const [code] = (await once(child, 'exit')) as [number | null];
-  assert.equal(code, 0);
-  return JSON.parse(output);
+function traceparentsAtEndpoint(env: Record<string, string>, callerTraceparent: string): Promise<unknown> {
+  return outputUnderTelemetry(outgoingRequest, { CALLER_TRACEPARENT: callerTraceparent, ...env });
 }
 
 test("a request to an integrator's endpoint carries a trace only when a collector records it", async () => {
@@ -166,4 +163,34 @@ test("a request to an integrator's endpoint carries a trace only when a collecto
   // With one, the request is a client span of the trace it was made in, as the endpoint sees.
   const [recorded] = (await traceparentsAtEndpoint(collectorNeverReached, caller)) as [string];
   assert.match(recorded, new RegExp(`^00-${traceId}-(?!00f067aa0ba902b7)[0-9a-f]{16}-01$`));
+});
+
+// Every @opentelemetry package a process loads while `--import` starts tracing, recorded by a resolve hook installed
+// before it (module.registerHooks sees every import and require of the main thread).
+const recordPackages = `data:text/javascript,${encodeURIComponent(`
+  import { registerHooks } from 'node:module';
+  globalThis.openTelemetryPackages = new Set();
+  registerHooks({ resolve(specifier, context, next) {
+    const resolved = next(specifier, context);
+    const name = /\\/node_modules\\/(@opentelemetry\\/[^/]+)\\//.exec(resolved.url)?.[1];
+    if (name) globalThis.openTelemetryPackages.add(name);
+    return resolved;
+  } });
+`)}`;
+
+async function packagesLoadedAtStart(env: Record<string, string>): Promise<string[]> {
+  return (await outputUnderTelemetry('console.log(JSON.stringify([...globalThis.openTelemetryPackages].sort()))', env, [recordPackages])) as string[];
+}
+
+test('a service starts tracing without the SDK of every signal, and loads the exporter and the in-service instrumentations only for a collector', async () => {
+  const exportingOnly = ['@opentelemetry/exporter-trace-otlp-proto', '@opentelemetry/instrumentation-http', '@opentelemetry/instrumentation-ioredis', '@opentelemetry/instrumentation-koa', '@opentelemetry/instrumentation-pg'];
+  // The OTLP exporter's encoder brings the logs' and metrics' SDKs; nothing else asks for them.
+  const neverWithout = ['@opentelemetry/sdk-node', '@opentelemetry/sdk-logs', '@opentelemetry/sdk-metrics'];
+  const withoutCollector = await packagesLoadedAtStart({});
+  // What makes and carries trace ids is there: the tracer provider, the context manager, gRPC's instrumentation.
+  for (const needed of ['@opentelemetry/sdk-trace', '@opentelemetry/context-async-hooks', '@opentelemetry/instrumentation-grpc']) assert.ok(withoutCollector.includes(needed), `${needed} loaded`);
+  for (const name of [...exportingOnly, ...neverWithout]) assert.ok(!withoutCollector.includes(name), `${name} not loaded without a collector`);
+  const withCollector = await packagesLoadedAtStart(collectorNeverReached);
+  for (const name of exportingOnly) assert.ok(withCollector.includes(name), `${name} loaded with a collector`);
+  assert.ok(!withCollector.includes('@opentelemetry/sdk-node'), 'the SDK of every signal not loaded with a collector');
 });

@@ -8,7 +8,7 @@ import { AlwaysOffSampler, InMemorySpanExporter, SimpleSpanProcessor, TracerProv
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { carriedContext, connectNats, jetstream, jetstreamManager, publishTraced, startCreateSpan, type NatsConnection } from './nats/index.ts';
-import { serviceResource } from './telemetry.ts';
+import { propagatorFromEnvironment, samplerFromEnvironment, serviceResource } from './telemetry.ts';
 import { contextFromTraceparent, inSpan, linkTo, startSpan, traceIdOf, traceparentOf } from './tracing.ts';
 
 const exporter = new InMemorySpanExporter();
@@ -86,6 +86,25 @@ test('a process names itself after its package, with its version and an instance
   assert.equal(attributes['service.version'], '0.1.0');
   assert.match(String(attributes['service.instance.id']), /^.+:4242$/);
   assert.equal(serviceResource({ POD_NAME: 'notify-mailer-7d9c-x2' }, entry, 4242).attributes['service.instance.id'], 'notify-mailer-7d9c-x2');
+});
+
+test('OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG choose the sampler the specification names; unset or unknown, the default stands', () => {
+  const sampler = (env: Record<string, string>): string | undefined => samplerFromEnvironment(env).sampler?.toString();
+  assert.equal(sampler({}), undefined);
+  assert.equal(sampler({ OTEL_TRACES_SAMPLER: 'no_such_sampler' }), undefined);
+  assert.equal(sampler({ OTEL_TRACES_SAMPLER: 'always_off' }), 'AlwaysOffSampler');
+  assert.equal(sampler({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25' }), 'TraceIdRatioBased{0.25}');
+  // Out of [0, 1] or missing, the ratio is 1, as the specification says.
+  assert.equal(sampler({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '7' }), 'TraceIdRatioBased{1}');
+  assert.match(String(sampler({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' })), /^ParentBased\{root=TraceIdRatioBased\{0\.1\}/);
+});
+
+test('OTEL_PROPAGATORS: W3C trace context and baggage unless it names fewer, or none', () => {
+  const fields = (env: Record<string, string>): string[] | undefined => propagatorFromEnvironment(env)?.fields().sort();
+  assert.deepEqual(fields({}), ['baggage', 'traceparent', 'tracestate']);
+  assert.deepEqual(fields({ OTEL_PROPAGATORS: 'tracecontext' }), ['traceparent', 'tracestate']);
+  assert.deepEqual(fields({ OTEL_PROPAGATORS: 'tracecontext,b3' }), ['traceparent', 'tracestate']);
+  assert.equal(fields({ OTEL_PROPAGATORS: 'none' }), undefined);
 });
 
 test('the children of a span this process did not record are not made: the parent context stands in for them', async () => {
