@@ -144,7 +144,7 @@ export function propagatorFromEnvironment(env: Environment): TextMapPropagator |
 }
 
 /** The OTEL_*_LIMIT variables of the specification; the provider's defaults for those unset. */
-function spanLimitsFromEnvironment(env: Environment): SpanLimits {
+export function spanLimitsFromEnvironment(env: Environment): SpanLimits {
   const number = (...names: string[]): number | undefined => {
     for (const name of names) {
       const value = Number(env[name]);

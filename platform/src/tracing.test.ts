@@ -8,7 +8,7 @@ import { AlwaysOffSampler, InMemorySpanExporter, SimpleSpanProcessor, TracerProv
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { carriedContext, connectNats, jetstream, jetstreamManager, publishTraced, startCreateSpan, type NatsConnection } from './nats/index.ts';
-import { propagatorFromEnvironment, samplerFromEnvironment, serviceResource } from './telemetry.ts';
+import { propagatorFromEnvironment, samplerFromEnvironment, serviceResource, spanLimitsFromEnvironment } from './telemetry.ts';
 import { contextFromTraceparent, inSpan, linkTo, startSpan, traceIdOf, traceparentOf } from './tracing.ts';
 
 const exporter = new InMemorySpanExporter();
@@ -105,6 +105,31 @@ test('OTEL_PROPAGATORS: W3C trace context and baggage unless it names fewer, or 
   assert.deepEqual(fields({ OTEL_PROPAGATORS: 'tracecontext' }), ['traceparent', 'tracestate']);
   assert.deepEqual(fields({ OTEL_PROPAGATORS: 'tracecontext,b3' }), ['traceparent', 'tracestate']);
   assert.equal(fields({ OTEL_PROPAGATORS: 'none' }), undefined);
+});
+
+test('the OTEL_*_LIMIT variables bound what a span keeps; the span-specific one wins over the general one, and unset or unreadable ones leave the defaults', async () => {
+  assert.deepEqual(spanLimitsFromEnvironment({}), {});
+  assert.deepEqual(spanLimitsFromEnvironment({ OTEL_SPAN_EVENT_COUNT_LIMIT: 'many', OTEL_SPAN_LINK_COUNT_LIMIT: ' ' }), {});
+  const limits = spanLimitsFromEnvironment({
+    OTEL_ATTRIBUTE_COUNT_LIMIT: '9',
+    OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT: '2',
+    OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT: '4',
+    OTEL_SPAN_EVENT_COUNT_LIMIT: '1',
+    OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT: '1',
+  });
+  assert.deepEqual(limits, { attributeCountLimit: 2, attributeValueLengthLimit: 4, eventCountLimit: 1, attributePerEventCountLimit: 1 });
+
+  const limitedExporter = new InMemorySpanExporter();
+  const limited = new TracerProvider({ spanLimits: limits, spanProcessors: [new SimpleSpanProcessor({ exporter: limitedExporter })] });
+  const span = limited.getTracer('test').startSpan('limited', { attributes: { first: 'abcdefgh', second: 'xy', third: 'dropped' } });
+  // Past the event count limit the oldest events go.
+  span.addEvent('dropped');
+  span.addEvent('kept', { one: 1, two: 2 });
+  span.end();
+  const [recorded] = limitedExporter.getFinishedSpans();
+  assert.deepEqual(recorded?.attributes, { first: 'abcd', second: 'xy' });
+  assert.deepEqual(recorded?.events.map((event) => [event.name, event.attributes]), [['kept', { one: 1 }]]);
+  await limited.shutdown();
 });
 
 test('the children of a span this process did not record are not made: the parent context stands in for them', async () => {
