@@ -10,7 +10,6 @@ import type { LoadResult } from './generators/load-result.ts';
 import { currentLoad, describeMachine, type MachineDescription } from './report/machine.ts';
 import { readProfiles, summarizeProfiles, type ProfileSummary } from './report/profile-summary.ts';
 import { buildRows, renderTable, type Figures } from './report/rows.ts';
-import { runBatchIngest } from './scenarios/batch-ingest.ts';
 import { runCeiling } from './scenarios/ceiling.ts';
 import { plans, runLimitMs, type BenchContext, type TimeWindow } from './scenarios/context.ts';
 import { runDelivery } from './scenarios/delivery.ts';
@@ -230,9 +229,8 @@ try {
   await runIngest(context, figures.ingest);
   const replayed = keyedRequests(running.tenants, plan.replayKeys);
   figures.replay = await runReplay(context, replayed, figures.ingest.saturation?.acceptedPerSecond);
+  // The batch figure too: its batches are accepted beside the single sends' backlog, the same way (mailers stopped, saturation).
   await runDelivery(context, figures, replayed);
-  // Beside the single sends' backlog just accepted the same way (mailers stopped, saturation).
-  figures.batch = await runBatchIngest(context);
   figures.endToEnd = await runEndToEnd(context, { acceptedWhileDelivering: figures.ingest.saturation?.acceptedPerSecond, drain: figures.delivery?.notify.perSecond });
   figures.tracing = { rate: tracingRate(plan.tracingRate, figures.ingest.saturation?.acceptedPerSecond) };
   await runTracingCost(context, figures.tracing);

@@ -1,14 +1,14 @@
 // Ingest in batches (POST /api/v1/send/batch/), beside the single sends' figure measured the same way (delivery.ts):
 // every mailer stopped, closed loop at saturation, each request a batch of `batchItems` valid messages for one
 // tenant, the tenants taking turns. Accepted messages per second and CPU per accepted message, counted in the
-// database (every item must be accepted: any other entry fails the bench). Then one mailer delivers them, so the
-// final check finds them sent.
+// database (every item must be accepted: any other entry fails the bench). Their jobs join the delivery backlog,
+// which the delivery drain delivers, so the final check finds them sent.
 import { runClosedLoop, type ClosedLoopRequest, type ClosedLoopResult } from '../generators/closed-loop.ts';
 import { countOf } from '../generators/load-result.ts';
 import { cpuPerMessage } from '../system/cpu-usage.ts';
 import type { BenchTenant } from '../system/system-under-test.ts';
 import { inWindow, requireAnswers, type BenchContext } from './context.ts';
-import { lastMessageId, quietMessageId, waitSettled } from './message-progress.ts';
+import { lastMessageId, quietMessageId, type IdRange } from './message-progress.ts';
 import { sendBody, sendHeaders } from './send-requests.ts';
 
 /** Messages per batch request. */
@@ -34,9 +34,9 @@ export function batchRequests(tenants: readonly BenchTenant[]): ClosedLoopReques
   }));
 }
 
-export async function runBatchIngest(context: BenchContext): Promise<BatchIngestResult> {
+/** Accepts the batches with every mailer stopped (the caller's part) and leaves their messages undelivered: their range. */
+export async function acceptBatches(context: BenchContext): Promise<{ result: BatchIngestResult; range: IdRange }> {
   const { plan, system } = context;
-  await system.stopMailers([0]);
   const requests = Math.max(1, Math.round(plan.batchMessages / batchItems));
   context.progress(`batch ingest: ${requests.toLocaleString('en-US')} batches of ${batchItems} with every mailer stopped, ${plan.batchConnections} connections`);
   const after = await lastMessageId(system.db);
@@ -59,10 +59,5 @@ export async function runBatchIngest(context: BenchContext): Promise<BatchIngest
   const acceptedPerSecond = countOf(load, 200) * batchItems / load.durationS;
   const perMessage = cpuPerMessage(cpuBefore, cpuAfter, countOf(load, 200) * batchItems);
   context.progress(`  accepted ${Math.round(acceptedPerSecond)} messages/s, batch latency p50 ${load.latencyMs.p50} ms, p99 ${load.latencyMs.p99} ms`);
-
-  await system.startMailers([0]);
-  const settled = await waitSettled(system.db, range, plan.settleTimeoutMs);
-  context.progress(`  delivered ${settled.sent} of ${settled.total} within ${settled.waitedS.toFixed(1)} s`);
-  if (settled.failed > 0) context.failures.push(`batch ingest: ${settled.failed} messages failed delivery`);
-  return { items: batchItems, load, accepted, acceptedPerSecond, cpuPerMessage: perMessage };
+  return { result: { items: batchItems, load, accepted, acceptedPerSecond, cpuPerMessage: perMessage }, range };
 }

@@ -1,15 +1,18 @@
 // Delivery end to end. With every mailer stopped, a backlog is accepted through the API (its jobs wait in JetStream):
-// N messages for the delivery figure plus what the scale-out windows will take, or what the system accepts within
-// `deliveryPreloadMaxS` if that is less (a system far below its targets would otherwise hold the bench for many minutes). Raw pooled nodemailer into the same
-// sink, same pool and concurrency, gives the baseline; the scale-out windows run (slow sink); then the sink is made
-// fast again, one mailer starts, and the bench measures from the `sent` events in the database how fast the rest,
-// at least N messages, reach the sink. While it drains, the replay scenario's keys are replayed for a few seconds at a
-// low rate: replay latency with the mailer, NATS and the sink busy on the same cores, for a small share of the drain's CPU.
+// single sends, then the batch figure's batches (batch-ingest.ts), together N messages for the delivery figure plus
+// what the scale-out windows will take (the single sends cut at `deliveryPreloadMaxS` if the system accepts fewer in
+// that time: a system far below its targets would otherwise hold the bench for many minutes). Raw pooled nodemailer
+// into the same sink, same pool and concurrency, gives the baseline; the scale-out windows run (slow sink); then the
+// sink is made fast again, one mailer starts, and the bench measures from the `sent` events in the database how fast
+// the rest, at least N messages, reach the sink. While it drains, the replay scenario's keys are replayed for a few
+// seconds at a low rate: replay latency with the mailer, NATS and the sink busy on the same cores, for a small share
+// of the drain's CPU.
 import { runClosedLoop, type ClosedLoopResult } from '../generators/closed-loop.ts';
 import type { PacedRequest } from '../generators/paced-load.ts';
 import { countOf } from '../generators/load-result.ts';
 import { cpuPerMessage } from '../system/cpu-usage.ts';
-import { inWindow, requireAnswers, type BenchContext } from './context.ts';
+import { acceptBatches, type BatchIngestResult } from './batch-ingest.ts';
+import { inWindow, requireAnswers, type BenchContext, type BenchPlan } from './context.ts';
 import { lastMessageId, sentSpan, waitSettled, type DeliveryState, type SentSpan } from './message-progress.ts';
 import { tableUpdates, tableWritesSince, type TableWrites } from './table-writes.ts';
 import { sendRaw, type RawSendResult } from './raw-nodemailer.ts';
@@ -46,20 +49,28 @@ async function waitOutboxEmpty(context: BenchContext, timeoutMs: number): Promis
 }
 
 /**
+ * Single sends of the delivery backlog: the drain's N messages and the scale-out windows' share, less the batches,
+ * which bring the rest (accepting them is a figure of their own; delivering them is the drain's).
+ */
+export function singleSendBacklog(plan: BenchPlan): number {
+  return plan.deliveryMessages + scaleOutBacklog(plan) - plan.batchMessages;
+}
+
+/**
  * `replayed`: Idempotency-Keys the replay scenario accepted, replayed again during the drain. Started with the mailer,
  * it ends well before the drain does (`drainReplayS` against a drain of tens of seconds in the full plan).
  */
 export async function runDelivery(
   context: BenchContext,
-  into: { delivery?: DeliveryResult; scaleOut?: ScaleOutResult; messageWrites?: TableWrites },
+  into: { delivery?: DeliveryResult; scaleOut?: ScaleOutResult; messageWrites?: TableWrites; batch?: BatchIngestResult },
   replayed: readonly PacedRequest[],
 ): Promise<void> {
   const { plan, system } = context;
   const mailers = Array.from({ length: Math.max(...plan.scaleReplicas) }, (_, index) => index);
   await system.stopMailers(mailers);
 
-  const backlog = plan.deliveryMessages + scaleOutBacklog(plan);
-  context.progress(`delivery: accepting a backlog of ${backlog.toLocaleString('en-US')} messages with every mailer stopped`);
+  const backlog = singleSendBacklog(plan);
+  context.progress(`delivery: accepting a backlog of ${backlog.toLocaleString('en-US')} single sends with every mailer stopped (the batches bring the rest)`);
   const after = await lastMessageId(system.db);
   const preloadCpuBefore = await context.cpu();
   const preload = await runClosedLoop({
@@ -74,13 +85,16 @@ export async function runDelivery(
   context.accepted += countOf(preload, 202);
   const preloadAcceptedPerSecond = countOf(preload, 202) / preload.durationS;
   context.progress(`  accepted ${Math.round(preloadAcceptedPerSecond)}/s`);
-  const range = { after, upTo: await lastMessageId(system.db) };
-  // Jobs are published after commit; the few left to the outbox relay must be in JetStream before the clock starts.
+  // Jobs are published after commit; the few left to the outbox relay must be in JetStream before the next clock starts.
+  await waitOutboxEmpty(context, 15_000);
+  const batches = await acceptBatches(context);
+  into.batch = batches.result;
+  const range = { after, upTo: batches.range.upTo };
   const unpublished = await waitOutboxEmpty(context, 15_000);
   if (unpublished > 0) context.progress(`delivery: ${unpublished} jobs still in the outbox`);
 
   // The baseline sends as many mails as the drain will deliver (the backlog less what the scale-out may take).
-  const messages = Math.max(1_000, Math.min(plan.deliveryMessages, countOf(preload, 202) - scaleOutBacklog(plan)));
+  const messages = Math.max(1_000, Math.min(plan.deliveryMessages, countOf(preload, 202) + batches.result.accepted - scaleOutBacklog(plan)));
   if (messages < plan.deliveryMessages) context.progress(`delivery: the backlog was cut at ${plan.deliveryPreloadMaxS} s; about ${messages.toLocaleString('en-US')} messages for the drain`);
   context.progress(`delivery baseline: raw nodemailer, ${messages.toLocaleString('en-US')} mails, pool ${plan.smtpPoolSize}, ${plan.mailerConcurrency} in flight`);
   const raw = await sendRaw({ port: system.sink.port, messages, poolSize: plan.smtpPoolSize, concurrency: plan.mailerConcurrency });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { plans, runLimitMs } from './context.ts';
+import { singleSendBacklog } from './delivery.ts';
 import { halfSustainedRate } from './end-to-end.ts';
 import { replayRate } from './replay.ts';
 import { scaleOutBacklog } from './scale-out.ts';
@@ -19,6 +20,14 @@ test('the scale-out backlog outlasts every window even at the best rate the sink
     const mostConsumed = plan.scaleReplicas.reduce((sum, replicas) => sum + replicas * perReplica * (plan.scaleWindowS + 1 + 3), 0);
     assert.ok(scaleOutBacklog(plan) > mostConsumed, plan.name);
   }
+});
+
+test('single sends and batches together make the delivery backlog, the single sends at least as many as the scale-out windows take', () => {
+  for (const plan of Object.values(plans)) {
+    assert.equal(singleSendBacklog(plan) + plan.batchMessages, plan.deliveryMessages + scaleOutBacklog(plan), plan.name);
+    assert.ok(singleSendBacklog(plan) >= scaleOutBacklog(plan), plan.name);
+  }
+  assert.equal(singleSendBacklog(plans.full), 9_780);
 });
 
 test('the tracing cost runs at the planned rate unless that is more than half of what the system accepted at saturation', () => {
