@@ -194,3 +194,21 @@ test('a service starts tracing without the SDK of every signal, and loads the ex
   for (const name of exportingOnly) assert.ok(withCollector.includes(name), `${name} loaded with a collector`);
   assert.ok(!withCollector.includes('@opentelemetry/sdk-node'), 'the SDK of every signal not loaded with a collector');
 });
+
+// What the SDK's diagnostics write (its console logger writes with the console's own methods, so to stderr), and
+// whether the instrumentations patched a service's modules.
+const diagnosticsAndPatches = `
+  import { diag } from '@opentelemetry/api';
+  import * as grpc from '@grpc/grpc-js';
+  const written = [];
+  process.stderr.write = (chunk) => written.push(String(chunk).trim());
+  diag.warn('probe warning');
+  diag.info('probe information');
+  console.log(JSON.stringify({ written, grpcPatched: grpc.Client.prototype.makeUnaryRequest.__wrapped === true }));
+`;
+
+test('OTEL_LOG_LEVEL writes the SDK diagnostics of that level and above; OTEL_SDK_DISABLED=true sets up no tracing at all', async () => {
+  assert.deepEqual(await outputUnderTelemetry(diagnosticsAndPatches, {}), { written: [], grpcPatched: true });
+  assert.deepEqual(await outputUnderTelemetry(diagnosticsAndPatches, { OTEL_LOG_LEVEL: 'warn' }), { written: ['probe warning'], grpcPatched: true });
+  assert.deepEqual(await outputUnderTelemetry(diagnosticsAndPatches, { OTEL_SDK_DISABLED: 'true', OTEL_LOG_LEVEL: 'warn' }), { written: [], grpcPatched: false });
+});
