@@ -148,6 +148,7 @@ function printCpu(measured: Figures): void {
   const phases: Array<[string, Record<string, number> | undefined]> = [
     ['accepting at saturation, mailer running', measured.ingest?.saturation?.cpuPerMessage],
     ['accepting the backlog, mailers stopped', measured.delivery?.preloadCpuPerMessage],
+    ['raw pooled nodemailer into the same sink, the baseline (per mail)', measured.delivery?.rawCpuPerMessage],
     ['delivering the backlog (per message sent)', measured.delivery?.drainCpuPerMessage],
     [`accepting and delivering at ${measured.tracing?.rate}/s, no OTLP endpoint`, measured.tracing?.off?.cpuPerMessage],
     [`accepting and delivering at ${measured.tracing?.rate}/s, spans exported to OTLP`, measured.tracing?.on?.cpuPerMessage],

@@ -2,9 +2,9 @@
 // single sends, then the batch figure's batches (batch-ingest.ts), together N messages for the delivery figure plus
 // what the scale-out windows will take (the single sends cut at `deliveryPreloadMaxS` if the system accepts fewer in
 // that time: a system far below its targets would otherwise hold the bench for many minutes). Raw pooled nodemailer
-// into the same sink, same pool and concurrency, gives the baseline; the scale-out windows run (slow sink); then the
-// sink is made fast again, one mailer starts, and the bench measures from the `sent` events in the database how fast
-// the rest, at least N messages, reach the sink. While it drains, the replay scenario's keys are replayed for a few
+// into the same sink, same pool and concurrency, gives the baseline, of mails per second and of CPU per mail; the
+// scale-out windows run (slow sink); then the sink is made fast again, one mailer starts, and the bench measures from
+// the `sent` events in the database how fast the rest, at least N messages, reach the sink, and what each cost. While it drains, the replay scenario's keys are replayed for a few
 // seconds at a low rate: replay latency with the mailer, NATS and the sink busy on the same cores, for a small share
 // of the drain's CPU.
 import { runClosedLoop, type ClosedLoopResult } from '../generators/closed-loop.ts';
@@ -31,6 +31,8 @@ export interface DeliveryResult {
   /** CPU milliseconds per delivered message during the drain. */
   readonly drainCpuPerMessage: Record<string, number>;
   readonly raw: RawSendResult;
+  /** CPU milliseconds per mail raw nodemailer sent (its client is the bench's own process), read like the drain's. */
+  readonly rawCpuPerMessage: Record<string, number>;
   readonly notify: SentSpan;
   /** From the mailer's start until every message was recorded as sent in the database. */
   readonly settled: DeliveryState & { waitedS: number };
@@ -97,8 +99,10 @@ export async function runDelivery(
   const messages = Math.max(1_000, Math.min(plan.deliveryMessages, countOf(preload, 202) + batches.result.accepted - scaleOutBacklog(plan)));
   if (messages < plan.deliveryMessages) context.progress(`delivery: the backlog was cut at ${plan.deliveryPreloadMaxS} s; about ${messages.toLocaleString('en-US')} messages for the drain`);
   context.progress(`delivery baseline: raw nodemailer, ${messages.toLocaleString('en-US')} mails, pool ${plan.smtpPoolSize}, ${plan.mailerConcurrency} in flight`);
+  const rawCpuBefore = await context.cpu();
   const raw = await sendRaw({ port: system.sink.port, messages, poolSize: plan.smtpPoolSize, concurrency: plan.mailerConcurrency });
-  context.progress(`  ${Math.round(raw.perSecond)}/s`);
+  const rawCpuPerMessage = cpuPerMessage(rawCpuBefore, await context.cpu(), raw.messages);
+  context.progress(`  ${Math.round(raw.perSecond)}/s, ${(rawCpuPerMessage['machine total'] ?? 0).toFixed(2)} ms of machine CPU per mail`);
   if (raw.failed > 0) context.failures.push(`delivery baseline: raw nodemailer could not send ${raw.failed} mails into the sink`);
 
   into.scaleOut = { delayMs: plan.scaleDelayMs, runs: [] };
@@ -132,5 +136,5 @@ export async function runDelivery(
   if (replayWhileDraining && settled.pending === 0 && settled.waitedS < plan.drainReplayS) {
     context.progress(`delivery: the drain ended ${settled.waitedS.toFixed(1)} s after the mailer started, before the replays did: part of them ran with the mailers idle`);
   }
-  into.delivery = { messages: notify.messages, preload, preloadAcceptedPerSecond, preloadCpuPerMessage, drainCpuPerMessage, raw, notify, settled, ...(replayWhileDraining ? { replayWhileDraining } : {}) };
+  into.delivery = { messages: notify.messages, preload, preloadAcceptedPerSecond, preloadCpuPerMessage, drainCpuPerMessage, raw, rawCpuPerMessage, notify, settled, ...(replayWhileDraining ? { replayWhileDraining } : {}) };
 }
