@@ -35,9 +35,10 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
   for (const stream of [streams.jobs, streams.events, streams.deadLetters]) await ensureStream(jsm, stream, config.natsStreamReplicas);
   await ensureConsumer(jsm, names.jobsStream, mailerConsumerConfig(names, config));
   const js = jetstream(nc);
-  // Its own client with a short request timeout: a write lost while NATS restarts is retried as soon as the connection
-  // is back, instead of after the default 5 s, which may exceed what is left of the job's ack wait.
-  const ledger = await openOutcomeLedger(jetstream(nc, { timeout: ledgerTimeoutMs }), jsm, { names, replicas: config.natsStreamReplicas });
+  // Its reads and writes through a client of its own with a short request timeout: a write lost while NATS restarts is
+  // retried as soon as the connection is back, instead of after the default 5 s, which may exceed what is left of the
+  // job's ack wait. Its bucket is created with the default timeout (a replicated stream elects a leader first).
+  const ledger = await openOutcomeLedger(js, jsm, { names, replicas: config.natsStreamReplicas, requests: jetstream(nc, { timeout: ledgerTimeoutMs }) });
   addReadinessCheck('nats', () => natsReachable(nc));
 
   const signingKeys = new GrpcClient(dispatchProto.SigningKeyService.service, config.dispatchSvcAddr, {

@@ -41,9 +41,20 @@ function parse(value: string): FinishedDelivery | undefined {
   return undefined;
 }
 
-/** Creates the bucket if it is missing (safe from every replica at every start) and keeps its TTL and replicas current. */
-export async function openOutcomeLedger(js: JetStreamClient, jsm: JetStreamManager, options: { names: Topology; replicas: number; ttlMs?: number }): Promise<OutcomeLedger> {
-  const kv = await openBucket(js, jsm, options.names.outcomesBucket, { ttlMs: options.ttlMs ?? outcomeTtlMs, replicas: options.replicas });
+/**
+ * Creates the bucket if it is missing (safe from every replica at every start) and keeps its TTL and replicas current,
+ * through `js`; the ledger's reads and writes go through `requests` when given (a client with a short request timeout).
+ */
+export async function openOutcomeLedger(
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  options: { names: Topology; replicas: number; ttlMs?: number; requests?: JetStreamClient },
+): Promise<OutcomeLedger> {
+  const kv = await openBucket(js, jsm, options.names.outcomesBucket, {
+    ttlMs: options.ttlMs ?? outcomeTtlMs,
+    replicas: options.replicas,
+    ...(options.requests ? { requests: options.requests } : {}),
+  });
   const key = (message: LedgerMessage): string => message.celeryTaskId;
   return {
     async find(message) {
