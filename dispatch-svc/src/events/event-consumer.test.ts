@@ -257,6 +257,17 @@ test('the events received while a batch commits are applied together in the next
   assert.deepEqual(await outcomesSince(before), { applied: 6, duplicate: 1, unknown_message: 1, malformed: 1 });
 });
 
+test("a message's sending and its sent received 40 ms apart share one transaction: a batch that is not full waits 100 ms for more", async () => {
+  const message = await newMessage();
+  await publish(message, { messageId: message, state: 'sending', attempt: 1, occurredAt: at(1) });
+  await sleep(40);
+  await publish(message, { messageId: message, state: 'sent', attempt: 1, occurredAt: at(2), smtpCode: 250, smtpResponse: '250 OK' });
+  await settled();
+  assert.equal(await stateOf(message), 'sent');
+  const writers = await h.pool.query<{ count: number }>(`SELECT count(DISTINCT xmin::text)::int AS count FROM message_events WHERE message_id = $1 AND state <> 'queued'`, [message]);
+  assert.equal(writers.rows[0]?.count, 1, 'both events were recorded by one transaction');
+});
+
 test('a batch whose transaction fails is nak\'d whole, and applied when it is offered again', async () => {
   const [a, b, c] = [await newMessage(), await newMessage(), await newMessage()];
   const releaseHold = await holdLock('test: hold third');
