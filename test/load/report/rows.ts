@@ -342,10 +342,6 @@ function statusReadRows(reads: StatusReadResult, connections: number): Row[] {
 }
 
 /**
- * The accept path (issue 14, item 1): CPU per send accepted with the mailers stopped, over the delivery backlog (the
- * largest run of single sends, at saturation, the tenants in turn), the system figure judged against the accept-path target.
- */
-/**
  * CPU per mail of the drain beside raw nodemailer's (its client is the bench's process, its sink the same): the
  * system's figures, judged as raw / drain against the same 0.8 as the rate, so at most 1.25 times raw's CPU per mail.
  */
@@ -364,6 +360,10 @@ function deliveryCpuRows(delivery: DeliveryResult): Row[] {
   ];
 }
 
+/**
+ * The accept path (issue 14, item 1): CPU per send accepted with the mailers stopped, over the delivery backlog (the
+ * largest run of single sends, at saturation, the tenants in turn), the system figure judged against the accept-path target.
+ */
 function acceptPathRows(delivery: DeliveryResult): Row[] {
   const totals = webhookTotals(delivery.preloadCpuPerMessage);
   const baseline = `${whole(countOf(delivery.preload, 202))} sends, the tenants in turn`;

@@ -4,9 +4,9 @@
 // that time: a system far below its targets would otherwise hold the bench for many minutes). Raw pooled nodemailer
 // into the same sink, same pool and concurrency, gives the baseline, of mails per second and of CPU per mail; the
 // scale-out windows run (slow sink); then the sink is made fast again, one mailer starts, and the bench measures from
-// the `sent` events in the database how fast the rest, at least N messages, reach the sink, and what each cost. While it drains, the replay scenario's keys are replayed for a few
-// seconds at a low rate: replay latency with the mailer, NATS and the sink busy on the same cores, for a small share
-// of the drain's CPU.
+// the `sent` events in the database how fast the rest, at least N messages, reach the sink, and what each cost. While
+// it drains, the replay scenario's keys are replayed for a few seconds at a low rate: replay latency with the mailer,
+// NATS and the sink busy on the same cores, for a small share of the drain's CPU.
 import { runClosedLoop, type ClosedLoopResult } from '../generators/closed-loop.ts';
 import type { PacedRequest } from '../generators/paced-load.ts';
 import { countOf } from '../generators/load-result.ts';
