@@ -311,6 +311,23 @@ describe('group commit', () => {
     await h.outboxEmptied();
   });
 
+  test('sends that arrive while a transaction runs wait for it and go together in the next one', async () => {
+    const send = createSendHandler(h.deps);
+    const first = send(direct({ to: 'first@example.com' }));
+    // Each in a turn of the event loop of its own, while the first send's transaction makes its seven round trips to
+    // PostgreSQL (a turn handles at most one of its replies, so three turns cannot see it commit).
+    const waiting: Promise<dispatch.SendResponse__Output>[] = [];
+    for (let index = 0; index < 3; index += 1) {
+      await new Promise((resolve) => setImmediate(resolve));
+      waiting.push(send(direct({ to: `waiting-${index}@example.com` })));
+    }
+    const firstId = (await first).messageId;
+    const waitingIds = (await Promise.all(waiting)).map((response) => response.messageId);
+    assert.equal(await transactionsOf(waitingIds), 1, 'the sends that waited share one transaction');
+    assert.equal(await transactionsOf([firstId, ...waitingIds]), 2, 'and it is not the first send\'s');
+    await h.outboxEmptied();
+  });
+
   test('a send the database refuses fails alone: the others of its batch are accepted', async () => {
     const send = createSendHandler(h.deps);
     // PostgreSQL's jsonb cannot hold U+0000, which JSON can: a value only the database finds wrong.

@@ -99,12 +99,14 @@ export function fieldsInvalid(): UserError {
 }
 
 /**
- * Sends per transaction, and transactions at once. While every batch is running, the sends that arrive wait for the
- * next one to start, so under load a transaction carries many sends and its statements and its commit (one WAL flush)
- * are shared; alone, a send is a batch of one and waits for nothing.
+ * Sends per transaction, and one transaction at a time: the sends that arrive while it runs wait for it and go
+ * together in the next one, so under load a transaction carries many sends and its statements and its commit (one WAL
+ * flush) are shared; alone, a send is a batch of one and waits for nothing. Four transactions at once made each
+ * smaller (0.16-0.20 commits per accepted send at saturation against 0.06-0.13) for no more sends per second, and
+ * PostgreSQL spent about a third more CPU per send (docs/benchmark.md, "One send transaction at a time").
  */
 const maxSendsPerBatch = 64;
-const concurrentBatches = 4;
+const concurrentBatches = 1;
 /** Published jobs' outbox rows are deleted together, one statement at a time. */
 const maxOutboxDeletesPerStatement = 512;
 
