@@ -16,7 +16,7 @@ export interface SendManyOptions {
 
 /**
  * Up to 64 sends per call (what dispatch-svc takes into one transaction), 16 calls at once. dispatch-svc gathers the
- * sends of calls that arrive together into its own transactions (4 at once), so more calls in flight cost only their
+ * sends of calls that arrive together into its own transactions (one at a time), so more calls in flight cost only their
  * smaller size (about 4 sends each at 64 connections instead of about 21 with 4 calls); and a send the gateway holds
  * back waiting for a call slot has not reached dispatch-svc: should that stop (one replica restarting), such a send is
  * answered 503 like one that arrived after it stopped, where a send already in a call is committed and answered.
