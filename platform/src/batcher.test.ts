@@ -62,3 +62,42 @@ test('each item gets its own outcome, and a failed batch fails only its own item
   assert.equal(await batcher.submit(3), 3);
   assert.equal(calls, 3);
 });
+
+test('with overlapAfterMs, what arrives while a batch runs waits for it, and starts beside it once it has run that long', async () => {
+  const { batches, run, finishNext } = controlledRun();
+  const batcher = new Batcher({ maxBatchSize: 100, concurrency: 3, overlapAfterMs: 60, run });
+  const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+  const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+  const startedBy = async (count: number, withinMs: number): Promise<void> => {
+    for (const deadline = Date.now() + withinMs; batches.length < count && Date.now() < deadline; ) await sleep(5);
+    assert.equal(batches.length, count);
+  };
+  const answers = [batcher.submit(1)];
+  await tick();
+  answers.push(batcher.submit(2), batcher.submit(3));
+  await tick();
+  assert.deepEqual(batches, [[1]], 'the first batch runs alone');
+  // It ends before its 60 ms: the items that waited go together in the next one.
+  await finishNext();
+  assert.deepEqual(batches, [[1], [2, 3]]);
+  answers.push(batcher.submit(4));
+  await sleep(20);
+  assert.deepEqual(batches, [[1], [2, 3]], 'an item waits for a batch that has run less than 60 ms');
+  // [2, 3] runs on (stuck): once it has run 60 ms, 4 starts beside it, and 5 waits for 4 in turn.
+  await startedBy(3, 1_000);
+  answers.push(batcher.submit(5));
+  await sleep(20);
+  assert.deepEqual(batches, [[1], [2, 3], [4]]);
+  await startedBy(4, 1_000);
+  // The third running batch is the most at once: 6 waits for one to end, however long they run.
+  answers.push(batcher.submit(6));
+  await sleep(150);
+  assert.deepEqual(batches, [[1], [2, 3], [4], [5]]);
+  await finishNext();
+  await startedBy(5, 1_000);
+  assert.deepEqual(batches, [[1], [2, 3], [4], [5], [6]]);
+  await finishNext();
+  await finishNext();
+  await finishNext();
+  assert.deepEqual(await Promise.all(answers), [10, 20, 30, 40, 50, 60]);
+});

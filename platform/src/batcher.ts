@@ -1,12 +1,19 @@
 // Group commit: work submitted concurrently is carried out in batches, each submitter waiting for the batch it landed
 // in. A batch starts as soon as fewer than `concurrency` are running; what arrives while all of them run forms the
-// next one. Nothing waits on a timer: alone, a request is a batch of one, and batches grow only as load does.
+// next one. Alone, a request is a batch of one and waits for nothing, and batches grow only as load does. With
+// `overlapAfterMs`, what arrives while a batch runs waits for it unless it runs that long: fuller batches while they
+// end quickly, and no wait behind one that is stuck (a lock, a slow disk) longer than that.
 
 export interface BatcherOptions<T, R> {
   /** Most items one batch takes. */
   readonly maxBatchSize: number;
-  /** Batches carried out at once. */
+  /** Batches carried out at once, at most. */
   readonly concurrency: number;
+  /**
+   * When set, a batch starts while others run only once each of them has run this long; until then what arrives waits
+   * for the next batch to end. Unset, a batch starts whenever fewer than `concurrency` run.
+   */
+  readonly overlapAfterMs?: number;
   /** Carries out one batch and settles each item, in order; a rejection settles every item of the batch with it. */
   readonly run: (items: readonly T[]) => Promise<readonly PromiseSettledResult<R>[]>;
 }
@@ -23,8 +30,12 @@ interface Entry<T, R> {
 export class Batcher<T, R> {
   readonly #options: BatcherOptions<T, R>;
   #queue: Entry<T, R>[] = [];
-  #running = 0;
+  /** When each running batch started (performance.now()). */
+  #runningSince: number[] = [];
   #drainScheduled = false;
+  /** The timer that starts a batch beside the running ones once the youngest has run `overlapAfterMs`, and its time. */
+  #overlapTimer: ReturnType<typeof setTimeout> | undefined;
+  #overlapDue = 0;
 
   constructor(options: BatcherOptions<T, R>) {
     if (!(options.maxBatchSize >= 1 && options.concurrency >= 1)) throw new RangeError('maxBatchSize and concurrency must be at least 1');
@@ -46,14 +57,36 @@ export class Batcher<T, R> {
   }
 
   #drain(): void {
-    while (this.#running < this.#options.concurrency && this.#queue.length > 0) {
-      const batch = this.#queue.splice(0, this.#options.maxBatchSize);
-      this.#running += 1;
-      void this.#carryOut(batch);
+    const { concurrency, maxBatchSize, overlapAfterMs } = this.#options;
+    while (this.#runningSince.length < concurrency && this.#queue.length > 0) {
+      if (overlapAfterMs !== undefined && this.#runningSince.length > 0) {
+        const due = Math.max(...this.#runningSince) + overlapAfterMs;
+        if (due > performance.now()) {
+          this.#drainAt(due);
+          return;
+        }
+      }
+      const batch = this.#queue.splice(0, maxBatchSize);
+      const started = performance.now();
+      this.#runningSince.push(started);
+      void this.#carryOut(batch, started);
     }
   }
 
-  async #carryOut(batch: Entry<T, R>[]): Promise<void> {
+  /** Drains again at `due` (or earlier, if a timer is already set for then). */
+  #drainAt(due: number): void {
+    if (this.#overlapTimer !== undefined && this.#overlapDue <= due) return;
+    clearTimeout(this.#overlapTimer);
+    this.#overlapDue = due;
+    this.#overlapTimer = setTimeout(() => {
+      this.#overlapTimer = undefined;
+      this.#drain();
+    }, Math.ceil(due - performance.now()));
+    // The running batch keeps the process alive while it matters; the timer alone must not hold a shutdown.
+    this.#overlapTimer.unref();
+  }
+
+  async #carryOut(batch: Entry<T, R>[], started: number): Promise<void> {
     try {
       const results = await this.#options.run(batch.map((entry) => entry.item));
       batch.forEach((entry, index) => {
@@ -65,7 +98,7 @@ export class Batcher<T, R> {
     } catch (error) {
       for (const entry of batch) entry.reject(error);
     } finally {
-      this.#running -= 1;
+      this.#runningSince.splice(this.#runningSince.indexOf(started), 1);
       this.#drain();
     }
   }

@@ -328,6 +328,40 @@ describe('group commit', () => {
     await h.outboxEmptied();
   });
 
+  test('a transaction stuck on a lock holds the sends that arrive after it only until it has run 50 ms: the next starts beside it', async () => {
+    const send = createSendHandler(h.deps);
+    // Hold the organization's usage row: the first send's transaction then waits on it, before its commit.
+    const holder = await h.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(
+        `INSERT INTO organization_usage (organization_id, month, accepted) VALUES ($1, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 0)
+         ON CONFLICT (organization_id, month) DO UPDATE SET accepted = organization_usage.accepted`,
+        [h.ids.organizationId],
+      );
+      let stuckSettled = false;
+      const stuck = send(direct({ to: 'stuck@example.com' })).finally(() => {
+        stuckSettled = true;
+      });
+      for (let waited = 0; (await count(`pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)) === 0; waited += 10) {
+        assert.ok(waited < 2_000, 'the first send waits on the usage row');
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      // A test key's send counts no usage, so nothing of its own waits on the lock: only the stuck transaction could.
+      const held = new Promise<'held'>((resolve) => setTimeout(() => resolve('held'), 2_000).unref());
+      const beside = await Promise.race([send(direct({ to: 'beside@example.com', test: true })), held]);
+      assert.ok(beside !== 'held', 'accepted while the lock is still held, not after');
+      assert.equal(beside.status, 'queued');
+      assert.equal(stuckSettled, false, 'while the first send still waits');
+      await holder.query('COMMIT');
+      assert.equal((await stuck).status, 'queued');
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      holder.release();
+    }
+    await h.outboxEmptied();
+  });
+
   test('a send the database refuses fails alone: the others of its batch are accepted', async () => {
     const send = createSendHandler(h.deps);
     // PostgreSQL's jsonb cannot hold U+0000, which JSON can: a value only the database finds wrong.
