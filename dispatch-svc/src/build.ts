@@ -3,7 +3,7 @@
 import type { ConfigOf, GrpcServer, Logger, Registry } from '@notify/platform';
 import { runPeriodically } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
-import { ensureStream, jetstream, jetstreamManager, watchNatsLink, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
+import { createAckedPublisher, ensureStream, jetstream, jetstreamManager, watchNatsLink, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
 import { streamDeclarations, topology, type Topology } from '@notify/proto';
 import { LiquidSyntax, startRenderPool, type RenderPool } from '@notify/templating';
 import type { configSpec } from './config.ts';
@@ -69,8 +69,9 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
   const js = jetstream(nats);
   const metrics = createDispatchMetrics(registry);
   const link = watchNatsLink(nats);
+  const acked = createAckedPublisher(nats);
   // A test fault (refused outside NODE_ENV=test) must look like a crash, with no shutdown steps.
-  const publisher = withTestFault(createJobPublisher({ js, subject: names.jobsSubject, metrics, connected: link.connected }), settings.testFault, clients.crash);
+  const publisher = withTestFault(createJobPublisher({ publisher: acked, subject: names.jobsSubject, metrics, connected: link.connected }), settings.testFault, clients.crash);
   // The panel's previews render tenant templates: in worker threads, so a hostile one never holds Send or any other call.
   const renderer = await startRenderPool({
     workers: settings.renderWorkers,
@@ -127,7 +128,7 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
       const purgeAbort = new AbortController();
       const purge = runPeriodically('retention purge', settings.retentionPurgeIntervalMs, () => retention.purge('try', purgeAbort.signal), logger);
       const retentionGauges = runPeriodically('retention gauges', retentionGaugesIntervalMs, () => retention.updateGauges(), logger);
-      const webhookRelay = startWebhookRelay({ pool, js, names, logger, connected: link.connected }, settings.outboxRelayIntervalMs);
+      const webhookRelay = startWebhookRelay({ pool, publisher: acked, names, logger, connected: link.connected }, settings.outboxRelayIntervalMs);
       const consumer = startEventConsumer({ js, names, pool, metrics, logger, maxBatchSize: 128, afterCommit: webhookRelay.wake });
       const deliveryLimits = startDeliveryLimitConsumer({ js, jsm, pool, names, metrics, logger });
       const consumerMetrics = startConsumerMetrics({ jsm, consumers: watchedConsumers(names), registry, logger });

@@ -4,7 +4,7 @@
 // relays (in order, failing over) or the relays dispatch-svc holds for the message's project.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { channelCredentials, GrpcClient, runPeriodically, runService, ShutdownPriority } from '@notify/platform';
-import { connectNats, ensureConsumer, ensureStream, jetstream, jetstreamManager, natsReachable } from '@notify/platform/nats';
+import { connectNats, createAckedPublisher, ensureConsumer, ensureStream, jetstream, jetstreamManager, natsReachable } from '@notify/platform/nats';
 import { dispatchProto, streamDeclarations, topology } from '@notify/proto';
 import { mailerConfig } from './config.ts';
 import { mailerConsumerConfig } from './delivery/consumer-config.ts';
@@ -108,6 +108,7 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
   const mailer = await startMailer(
     {
       js,
+      publisher: createAckedPublisher(nc),
       flush: () => nc.flush(),
       names,
       renderer,

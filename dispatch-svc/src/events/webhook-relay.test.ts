@@ -50,7 +50,7 @@ const deliveriesOf = async (eventId: string): Promise<number[]> =>
   (await h.pool.query<{ endpoint_id: string }>(`SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1 AND state = 'pending' ORDER BY endpoint_id`, [eventId])).rows.map((row) =>
     Number(row.endpoint_id),
   );
-const relay = () => relayWebhookEvents({ pool: h.pool, js: h.js, names: h.names, logger: h.logger, connected: () => true });
+const relay = () => relayWebhookEvents({ pool: h.pool, publisher: h.js, names: h.names, logger: h.logger, connected: () => true });
 
 test('each transition with a type is one webhook event, in the same transaction, with a growing sequence', async () => {
   const messageId = await h.acceptMessage();

@@ -5,7 +5,7 @@
 // Nats-Msg-Id within the duplicate window, and the sender settles a late copy from the delivery's state anyway.
 import type { Logger } from '@notify/platform';
 import { withTransaction, type Pool } from '@notify/platform/database';
-import { schemaHeaders, type JetStreamClient } from '@notify/platform/nats';
+import { schemaHeaders, type JetStreamPublisher } from '@notify/platform/nats';
 import { encodeWebhookDelivery, webhookDeliveryId, type Topology } from '@notify/proto';
 
 /** A PubAck not received in this time leaves the event to the next pass. */
@@ -13,7 +13,8 @@ const publishTimeoutMs = 2_000;
 
 export interface WebhookRelayDeps {
   readonly pool: Pool;
-  readonly js: JetStreamClient;
+  /** The connection's acked publisher (createAckedPublisher). */
+  readonly publisher: JetStreamPublisher;
   readonly names: Topology;
   readonly logger: Logger;
   /** False while the NATS connection is known to be down: the pass is skipped instead of waiting out timeouts. */
@@ -41,7 +42,7 @@ async function relayBatch(deps: WebhookRelayDeps, batchSize: number): Promise<{ 
       deliveries.rows.map(({ eventId, endpointId, attempts }) => {
         const delivery = { eventId: Number(eventId), endpointId: Number(endpointId) };
         const message = encodeWebhookDelivery(delivery);
-        return deps.js.publish(deps.names.webhooksSubject(delivery.endpointId), message.bytes, {
+        return deps.publisher.publish(deps.names.webhooksSubject(delivery.endpointId), message.bytes, {
           msgID: webhookDeliveryId(delivery, attempts),
           headers: schemaHeaders(message),
           timeout: publishTimeoutMs,

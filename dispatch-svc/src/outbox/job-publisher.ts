@@ -3,7 +3,7 @@
 // span in the message's trace, and the job's headers carry the context its create span made (the conventions' rule
 // when creating and sending are apart), so the mailer's spans are children of the message's creation whoever published.
 import { notifyAttributes, OperationalError } from '@notify/platform';
-import { publishTraced, type JetStreamClient } from '@notify/platform/nats';
+import { publishTraced, type JetStreamPublisher } from '@notify/platform/nats';
 import { deliveryJobId, encodeDeliveryJob } from '@notify/proto';
 import type { DispatchMetrics, PublishPath } from '../metrics.ts';
 import type { OutgoingJob } from './delivery-job.ts';
@@ -22,7 +22,8 @@ export interface JobPublisher {
 export const publishTimeoutMs = 1_000;
 
 export interface JobPublisherOptions {
-  js: JetStreamClient;
+  /** The connection's acked publisher (createAckedPublisher). */
+  publisher: JetStreamPublisher;
   subject: string;
   metrics: DispatchMetrics;
   /** False while the NATS connection is known to be down: a publish then fails at once instead of waiting out its timeout. */
@@ -34,7 +35,7 @@ export function createJobPublisher(options: JobPublisherOptions): JobPublisher {
     subject: options.subject,
     async publish({ job, traceparent }, path) {
       if (options.connected && !options.connected()) throw new OperationalError('NATS is unreachable; the job waits in the outbox');
-      const ack = await publishTraced(options.js, options.subject, encodeDeliveryJob(job), { msgID: deliveryJobId(job), timeout: publishTimeoutMs }, {
+      const ack = await publishTraced(options.publisher, options.subject, encodeDeliveryJob(job), { msgID: deliveryJobId(job), timeout: publishTimeoutMs }, {
         attributes: { [notifyAttributes.messageId]: job.messageId, 'notify.publish.path': path },
         created: traceparent,
       });

@@ -3,14 +3,14 @@
 // `process` span) whose context the event's headers carry back to dispatch-svc.
 import { notifyAttributes } from '@notify/platform';
 import { deliveryEventId, encodeDeliveryEvent, type DeliveryEvent, type Topology } from '@notify/proto';
-import { publishTraced, type JetStreamClient } from '@notify/platform/nats';
+import { publishTraced, type JetStreamPublisher } from '@notify/platform/nats';
 
 export type EventPublisher = (event: DeliveryEvent) => Promise<void>;
 
-export function createEventPublisher(js: JetStreamClient, names: Topology): EventPublisher {
+export function createEventPublisher(publisher: JetStreamPublisher, names: Topology): EventPublisher {
   return async (event) => {
     const attributes = { [notifyAttributes.messageId]: event.messageId, [notifyAttributes.state]: event.state };
     // retries covers a PubAck timeout or no responders while a stream leader is being elected.
-    await publishTraced(js, names.eventsSubject(event.messageId), encodeDeliveryEvent(event), { msgID: deliveryEventId(event), retries: 3 }, { attributes });
+    await publishTraced(publisher, names.eventsSubject(event.messageId), encodeDeliveryEvent(event), { msgID: deliveryEventId(event), retries: 3 }, { attributes });
   };
 }

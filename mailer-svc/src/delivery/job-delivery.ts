@@ -50,7 +50,7 @@ export const eventFailureRetryMs = 2_000;
 
 export function createJobDelivery(deps: MailerDependencies, settings: MailerSettings): JobDelivery {
   const { logger, metrics } = deps;
-  const publishEvent = createEventPublisher(deps.js, deps.names);
+  const publishEvent = createEventPublisher(deps.publisher, deps.names);
   const now = (): string => new Date().toISOString();
 
   const settle = async (held: HeldJob, settlement: Settlement): Promise<void> => {

@@ -11,7 +11,7 @@ import { simpleParser, type ParsedMail } from 'mailparser';
 import { encodeDeliveryJob, readDeliveryEvent, schemaHeader, streamDeclarations, topology, type DeliveryEvent, type DeliveryJob } from '@notify/proto';
 import { createLogger, createRegistry } from '@notify/platform';
 import { createDataKey } from '@notify/platform/mail';
-import { connectNats, ensureConsumer, ensureStream, headers as natsHeaders, jetstream, schemaHeaders, jetstreamManager, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
+import { connectNats, createAckedPublisher, ensureConsumer, ensureStream, headers as natsHeaders, jetstream, schemaHeaders, jetstreamManager, type JetStreamManager, type JetStreamPublisher, type NatsConnection } from '@notify/platform/nats';
 import { startSmtpSink, type SmtpSink } from '@notify/cli/local';
 import { startRenderPool, type RenderPool, type Renderer } from '@notify/templating';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
@@ -58,19 +58,19 @@ const waitFor = <T>(what: string, probe: () => T | undefined | Promise<T | undef
 /** What happens to one event the mailer publishes: lost before it reaches the stream, or stored with its confirmation held back. */
 type EventFault = { lose: true } | { holdConfirmation: Promise<void> } | undefined;
 
-/** The mailer's JetStream client, with the faults `faultFor` picks applied to the delivery events it publishes. */
-function withEventFaults(js: JetStreamClient, faultFor: (event: DeliveryEvent) => EventFault): JetStreamClient {
-  const publish: JetStreamClient['publish'] = async (subject, payload, options) => {
-    const read = readDeliveryEvent(payload as Uint8Array, options?.headers?.get(schemaHeader));
+/** The mailer's event publisher, with the faults `faultFor` picks applied to the delivery events it publishes. */
+function withEventFaults(publisher: JetStreamPublisher, faultFor: (event: DeliveryEvent) => EventFault): JetStreamPublisher {
+  const publish: JetStreamPublisher['publish'] = async (subject, payload, options) => {
+    const read = readDeliveryEvent(payload, options.headers?.get(schemaHeader));
     if (!read.ok) throw new Error(read.reason);
     const event = read.value;
     const fault = faultFor(event);
     if (fault && 'lose' in fault) throw new Error(`test fault: the ${event.state} event of message ${event.messageId} was not recorded`);
-    const ack = await js.publish(subject, payload, options);
+    const ack = await publisher.publish(subject, payload, options);
     if (fault) await fault.holdConfirmation;
     return ack;
   };
-  return new Proxy(js, { get: (target, property) => (property === 'publish' ? publish : Reflect.get(target, property, target)) });
+  return { publish };
 }
 
 /** One isolated run: its own streams and consumer, an SMTP sink answering by recipient, and mailer replicas on demand. */
@@ -198,6 +198,7 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
   }
 
   const js = jetstream(nc);
+  const publisher = createAckedPublisher(nc);
   const metrics = createMailerMetrics(createRegistry('mailer-test'));
   const eventsOf = (messageId: number): DeliveryEvent[] => events.filter((event) => event.messageId === messageId);
   const readyJsm = jsm;
@@ -214,7 +215,7 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
     metrics,
     offers,
     async startReplica(faultFor, flush = () => readyNc.flush()) {
-      const replica = await startMailer({ js: faultFor ? withEventFaults(js, faultFor) : js, flush, names, renderer: readyRenderer, sender: readySender, ledger: readyLedger, metrics, logger, ...(random ? { random } : {}) }, settings);
+      const replica = await startMailer({ js, publisher: faultFor ? withEventFaults(publisher, faultFor) : publisher, flush, names, renderer: readyRenderer, sender: readySender, ledger: readyLedger, metrics, logger, ...(random ? { random } : {}) }, settings);
       replicas.push(replica);
       return replica;
     },

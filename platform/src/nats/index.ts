@@ -81,5 +81,6 @@ export const nanoseconds = ns;
 export { consumeDurably, type DurableConsumer, type DurableConsumerOptions } from './durable-consumer.ts';
 export { deadLetter } from './dead-letters.ts';
 export { publishMessage, schemaHeaders } from './wire.ts';
+export { createAckedPublisher, NoStreamError, PublishTimeoutError, type AckedPublisher, type AckedPublishOptions, type JetStreamPublisher } from './acked-publisher.ts';
 export { natsReachable, watchNatsLink, type NatsLink } from './link.ts';
 export { carriedContext, publishTraced, startBatchProcessSpan, startCreateSpan, startProcessSpan, startSendSpan, type MessagingTarget } from './trace-context.ts';

@@ -1,10 +1,11 @@
 // Trace context across NATS, which has no OpenTelemetry instrumentation of its own: the W3C `traceparent` travels in
 // the message's headers, and the spans around publishing and processing follow the OpenTelemetry semantic conventions
 // for messaging (messaging.system=nats, destination, message id, operation name and type, producer/consumer kinds).
-import type { JetStreamClient, JetStreamPublishOptions, PubAck } from '@nats-io/jetstream';
+import type { PubAck } from '@nats-io/jetstream';
 import type { MsgHdrs } from '@nats-io/transport-node';
 import type { WireMessage } from '@notify/proto';
 import { schemaHeaders } from './wire.ts';
+import type { AckedPublishOptions, JetStreamPublisher } from './acked-publisher.ts';
 import { trace } from '@opentelemetry/api';
 import { contextFromTraceparent, recordFailure, SpanKind, startSpan, traceparentHeader, traceparentOf, type Attributes, type Context, type Link, type Span } from '../tracing.ts';
 
@@ -78,10 +79,10 @@ export function startBatchProcessSpan(target: MessagingTarget, carried: readonly
  * of that creation and the message carries the creation's context, whoever publishes it and however late.
  */
 export async function publishTraced(
-  js: JetStreamClient,
+  publisher: JetStreamPublisher,
   subject: string,
   message: WireMessage,
-  options: Partial<JetStreamPublishOptions> & { msgID: string },
+  options: Omit<AckedPublishOptions, 'headers'>,
   trace: { attributes?: Attributes; created?: string },
 ): Promise<PubAck> {
   const target = { destination: subject, messageId: options.msgID, ...(trace.attributes ? { attributes: trace.attributes } : {}) };
@@ -90,7 +91,7 @@ export async function publishTraced(
     const headers = schemaHeaders(message);
     const traceparent = trace.created ?? traceparentOf(span);
     if (traceparent) headers.set(traceparentHeader, traceparent);
-    const ack = await js.publish(subject, message.bytes, { ...options, headers });
+    const ack = await publisher.publish(subject, message.bytes, { ...options, headers });
     if (ack.duplicate) span.setAttribute('messaging.nats.duplicate', true);
     return ack;
   } catch (error) {
