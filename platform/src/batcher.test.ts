@@ -101,3 +101,33 @@ test('with overlapAfterMs, what arrives while a batch runs waits for it, and sta
   await finishNext();
   assert.deepEqual(await Promise.all(answers), [10, 20, 30, 40, 50, 60]);
 });
+
+test('with spacingMs, a batch that is not full starts that long after the one before it started; a full one at once', async () => {
+  const started: Array<{ items: number[]; at: number }> = [];
+  const batcher = new Batcher<number, number>({
+    maxBatchSize: 3,
+    concurrency: 1,
+    spacingMs: 200,
+    run: async (items) => {
+      started.push({ items: [...items], at: performance.now() });
+      return items.map((item) => ({ status: 'fulfilled', value: item * 10 }));
+    },
+  });
+  const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+  // Alone, the first starts at once.
+  assert.equal(await batcher.submit(1), 10);
+  // Two arriving 20 ms apart within the spacing go together, 200 ms after the first started.
+  const waiting = [batcher.submit(2)];
+  await sleep(20);
+  waiting.push(batcher.submit(3));
+  assert.deepEqual(await Promise.all(waiting), [20, 30]);
+  assert.deepEqual(started.map((batch) => batch.items), [[1], [2, 3]]);
+  const gap = (started[1]?.at ?? 0) - (started[0]?.at ?? 0);
+  assert.ok(gap >= 199, `the second batch started ${gap.toFixed(1)} ms after the first`);
+  // A full batch does not wait for the spacing.
+  const full = [4, 5, 6].map((n) => batcher.submit(n));
+  assert.deepEqual(await Promise.all(full), [40, 50, 60]);
+  const fullGap = (started[2]?.at ?? 0) - (started[1]?.at ?? 0);
+  assert.ok(fullGap < 150, `the full batch started ${fullGap.toFixed(1)} ms after the one before`);
+  assert.deepEqual(started.map((batch) => batch.items), [[1], [2, 3], [4, 5, 6]]);
+});

@@ -117,6 +117,12 @@ const concurrentBatches = 4;
 const stuckAfterMs = 50;
 /** Published jobs' outbox rows are deleted together, one statement at a time. */
 const maxOutboxDeletesPerStatement = 512;
+/**
+ * And at most ten such statements a second unless one is full (each is a commit of its own): nobody waits for these
+ * deletes, the relay leaves rows alone until OUTBOX_RELAY_MIN_AGE (5 s by default), and one it publishes again before
+ * its delete is a copy JetStream drops.
+ */
+const outboxDeleteSpacingMs = 100;
 
 /** SQLSTATE classes of a failure one send of a batch can cause: data exceptions, constraint violations, rollbacks. */
 export const sendSpecificFailure = /^(22|23|40)/;
@@ -447,6 +453,7 @@ export function publishAccepted(deps: SendDeps): PublishAccepted {
   const outboxCleaner = new Batcher<number, void>({
     maxBatchSize: maxOutboxDeletesPerStatement,
     concurrency: 1,
+    spacingMs: outboxDeleteSpacingMs,
     run: async (messageIds) => {
       await deleteOutboxRows(deps.pool, messageIds);
       return messageIds.map(() => fulfilled(undefined));
