@@ -2,6 +2,7 @@
 // only for subscribed, enabled endpoints of the message's project, then published one message per delivery.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { createAckedPublisher, type JetStreamPublisher } from '@notify/platform/nats';
 import { readWebhookDelivery, schemaHeader, type DeliveryEvent } from '@notify/proto';
 import { plannedAfterWarmUp } from '@notify/test/harness/prepared-plans.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
@@ -10,6 +11,8 @@ import { recordMessageWebhookEvents } from './webhook-events.ts';
 import { relayWebhookEvents } from './webhook-relay.ts';
 
 let h: Harness;
+/** Publishes as dispatch-svc does (build.ts). */
+let publisher: JetStreamPublisher;
 let subscribed: number;
 let failedOnly: number;
 
@@ -23,6 +26,7 @@ const endpoint = async (projectId: number, types: string[], enabled = true): Pro
 
 before(async () => {
   h = await startHarness();
+  publisher = createAckedPublisher(h.nats);
   await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'welcome', subject: 'Hi', text: 'Hi', active: true });
   subscribed = await endpoint(h.ids.projectId, ['message.sent', 'message.deferred']);
   failedOnly = await endpoint(h.ids.projectId, ['message.failed']);
@@ -50,7 +54,7 @@ const deliveriesOf = async (eventId: string): Promise<number[]> =>
   (await h.pool.query<{ endpoint_id: string }>(`SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1 AND state = 'pending' ORDER BY endpoint_id`, [eventId])).rows.map((row) =>
     Number(row.endpoint_id),
   );
-const relay = () => relayWebhookEvents({ pool: h.pool, publisher: h.js, names: h.names, logger: h.logger, connected: () => true });
+const relay = () => relayWebhookEvents({ pool: h.pool, publisher, names: h.names, logger: h.logger, connected: () => true });
 
 test('each transition with a type is one webhook event, in the same transaction, with a growing sequence', async () => {
   const messageId = await h.acceptMessage();

@@ -104,9 +104,10 @@ export function fieldsInvalid(): UserError {
  * flush) are shared; alone, a send is a batch of one and waits for nothing. Four transactions started whenever fewer
  * ran made each smaller (0.16-0.20 commits per accepted send at saturation against 0.06-0.13 one at a time) for no
  * more sends per second, and PostgreSQL spent about a third more CPU per send (docs/benchmark.md, "a send
- * transaction waits for the one running"). A transaction that has run `stuckAfterMs` is waiting (a lock another transaction holds, a
- * slow disk), not working: the next starts beside it, so that one stuck send never holds every other (a send whose
- * Idempotency-Key is in flight is still answered 409 within that time, not after the first one's wait).
+ * transaction waits for the one running"). A transaction that has run `stuckAfterMs` is waiting (a lock another
+ * transaction holds, a slow disk), not working: the next starts beside it, so that one stuck send never holds every
+ * other (a send whose Idempotency-Key is in flight is still answered 409 within that time, not after the first one's
+ * wait).
  */
 const maxSendsPerBatch = 64;
 const concurrentBatches = 4;

@@ -93,7 +93,7 @@ test('an acknowledgement that never comes rejects with PublishTimeoutError once 
   assert.ok(elapsed >= 400 && elapsed < 2_000, `two tries of 200 ms and a pause between them, took ${elapsed} ms`);
 });
 
-test('closing the publisher rejects what waits; a closed connection rejects at once', async () => {
+test('closing the publisher or its connection rejects what waits; a closed connection rejects at once', async () => {
   const own = await connectNats(testEnvironment.natsUrl, 'acked-publisher-close-test', logger);
   const closing = createAckedPublisher(own);
   const silent = own.subscribe(`${subjectPrefix}closing`, { callback: () => undefined });
@@ -104,6 +104,13 @@ test('closing the publisher rejects what waits; a closed connection rejects at o
   silent.unsubscribe();
 
   const afterClose = createAckedPublisher(own);
+  const silentAgain = own.subscribe(`${subjectPrefix}closing`, { callback: () => undefined });
+  await own.flush();
+  // Waiting when the connection closes: rejected then, not at its 5 s timeout.
+  const started = Date.now();
+  const cut = afterClose.publish(`${subjectPrefix}closing`, bytes('cut'), { msgID: `${prefix}cut` });
   await own.close();
+  await assert.rejects(cut, /closed/);
+  assert.ok(Date.now() - started < 2_000, 'rejected when the connection closed');
   await assert.rejects(afterClose.publish(`${subjectPrefix}stored.late`, bytes('late'), { msgID: `${prefix}late` }), /closed/);
 });

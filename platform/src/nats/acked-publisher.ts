@@ -89,6 +89,11 @@ export function createAckedPublisher(nc: NatsConnection): AckedPublisher {
       settle(Number(msg.subject.slice(inbox.length + 1)), acknowledgement(msg));
     },
   });
+  const rejectWaiting = (reason: string): void => {
+    for (const token of [...waiting.keys()]) settle(token, new Error(reason));
+  };
+  // Closed with its connection (or by close()): no acknowledgement can come any more.
+  void subscription.closed.then(() => rejectWaiting('the NATS connection is closed'));
   const expire = (): void => {
     const now = Date.now();
     for (const [token, entry] of waiting) {
@@ -130,7 +135,7 @@ export function createAckedPublisher(nc: NatsConnection): AckedPublisher {
     },
     close() {
       subscription.unsubscribe();
-      for (const token of [...waiting.keys()]) settle(token, new Error('the publisher was closed'));
+      rejectWaiting('the publisher was closed');
     },
   };
 }
