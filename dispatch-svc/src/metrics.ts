@@ -118,7 +118,7 @@ export function createDispatchMetrics(registry: Registry): DispatchMetrics {
     }),
     messagesReplayed: new Counter({
       name: 'notify_messages_replayed_total',
-      help: 'Sends answered from an idempotency record instead of creating a message',
+      help: 'Sends answered from an idempotency record instead of creating a message (replays a gateway answered from memory are not counted here)',
       registers: [registry],
     }),
     deliveryEvents: new Counter({

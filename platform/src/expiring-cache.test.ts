@@ -18,6 +18,20 @@ test('a stored value is served until its time to live has passed', () => {
   assert.equal(cache.size, 0);
 });
 
+test('a value its source says lives less than the TTL is served that long; one said to live longer, the TTL only', () => {
+  const { cache, clock } = clockedCache();
+  cache.set('short', 'short', cache.ticket(), 2_000);
+  cache.set('long', 'long', cache.ticket(), 60_000);
+  cache.set('gone', 'gone', cache.ticket(), 0);
+  assert.equal(cache.get('gone'), undefined);
+  clock.now += 1_999;
+  assert.equal(cache.get('short'), 'short');
+  clock.now += 1;
+  assert.equal(cache.get('short'), undefined);
+  clock.now += 8_000;
+  assert.equal(cache.get('long'), undefined);
+});
+
 test('null is a value: a key known to match nothing is cached as a negative entry', () => {
   const { cache } = clockedCache();
   assert.equal(cache.get('nk_unknown'), undefined);

@@ -52,11 +52,15 @@ export class ExpiringCache<V> {
     return this.#generation as CacheTicket;
   }
 
-  /** Stores `value` unless an invalidation or a clear happened since `ticket` was taken. */
-  set(key: string, value: V, ticket: CacheTicket): void {
-    if (ticket !== this.#generation || this.#ttlMs <= 0) return;
+  /**
+   * Stores `value` unless an invalidation or a clear happened since `ticket` was taken, for `ttlMs` when the value's
+   * source says it lives less than the cache's TTL (never longer than that TTL).
+   */
+  set(key: string, value: V, ticket: CacheTicket, ttlMs = this.#ttlMs): void {
+    const lifeMs = Math.min(ttlMs, this.#ttlMs);
+    if (ticket !== this.#generation || lifeMs <= 0) return;
     this.#entries.delete(key);
-    this.#entries.set(key, { value, expiresAt: this.#now() + this.#ttlMs });
+    this.#entries.set(key, { value, expiresAt: this.#now() + lifeMs });
     for (const oldest of this.#entries.keys()) {
       if (this.#entries.size <= this.#maxEntries) break;
       this.#entries.delete(oldest);

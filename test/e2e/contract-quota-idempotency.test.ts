@@ -7,6 +7,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { topology } from '@notify/proto';
 import { openApiResponseCheck, type ResponseCheck } from '../harness/openapi.ts';
+import { metricValue } from '../harness/service-metrics.ts';
 import { infrastructure } from '../harness/resources.ts';
 import { startSystem, type HttpResult, type System, type Tenant } from '../harness/system.ts';
 import { waitFor } from '../harness/wait.ts';
@@ -320,4 +321,29 @@ test('after NOTIFY_IDEMPOTENCY_TTL the key can be used again, for another body t
   assert.notEqual(again.body['message_id'], first.body['message_id']);
   const replay = await sendWithKey(tenant, key, body({ to: 'grace@example.com' }));
   assert.deepEqual(replay.body, { ...again.body, idempotent_replay: true });
+});
+
+test('a replay the gateway answers from memory, without dispatch-svc, ends with its record: after NOTIFY_IDEMPOTENCY_TTL the same body is a new message', async () => {
+  const tenant = await tenantWithTemplate('memory');
+  const key = randomUUID();
+  const judgedByDispatch = async (): Promise<number> => {
+    const value = await metricValue(system.stack.ports.metrics.dispatch, 'notify_messages_replayed_total', {});
+    assert.ok(value !== undefined, 'dispatch-svc counts the replays it judges');
+    return value;
+  };
+  const first = await sendWithKey(tenant, key, body());
+  const acceptedAt = Date.now();
+  assert.equal(first.status, 202, first.text);
+  const judged = await judgedByDispatch();
+  const replay = await sendWithKey(tenant, key, body());
+  assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+  assert.deepEqual(replay.body, { ...first.body, idempotent_replay: true });
+  assert.equal(await judgedByDispatch(), judged, 'the gateway answered the replay itself');
+
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, acceptedAt + idempotencyTtlMs + 200 - Date.now())));
+  const again = await sendWithKey(tenant, key, body());
+  assert.equal(again.status, 202, again.text);
+  assert.equal(again.body['idempotent_replay'], false);
+  assert.notEqual(again.body['message_id'], first.body['message_id']);
+  assert.equal(await count('messages WHERE idempotency_key = $1', [key]), 2);
 });

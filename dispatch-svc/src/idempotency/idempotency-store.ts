@@ -26,6 +26,8 @@ export interface IdempotencyRecord {
   /** A send's 202 body, or a batch's answer: the fingerprints of the two never match, so each reads only its own kind. */
   readonly response: StoredResponse | StoredBatchResponse;
   readonly expired: boolean;
+  /** How long the record stays live, counted from its transaction's start: a replay may be answered from memory that long (0 once expired). */
+  readonly remainingMs: number;
 }
 
 /**
@@ -59,6 +61,12 @@ const lockColumns: readonly RowColumn<ProjectKey>[] = [
 ];
 
 /**
+ * The record's remaining life in milliseconds, from the transaction's start (`now()`): what the gateway may answer its
+ * replays from memory for, counted from before it made the call, so never past the record's expiry whatever the clocks.
+ */
+const remainingMsColumn = `GREATEST(0, floor(extract(epoch FROM record.expires_at - now()) * 1000))::float8`;
+
+/**
  * Takes each key's lock for the rest of the transaction without waiting (a key locked elsewhere: the caller answers
  * "in use" rather than queueing behind it), and reads its record in the same statement. That statement's snapshot
  * was taken before its locks, so it can miss a record that the lock's previous holder committed just before letting
@@ -68,16 +76,17 @@ const lockColumns: readonly RowColumn<ProjectKey>[] = [
  */
 export async function tryLockIdempotencyKeys(client: PoolClient, keys: readonly ProjectKey[]): Promise<KeyLock[]> {
   const wanted = batchRows('idempotency-lock-many', keys, lockColumns, { ordinality: true });
-  const result = await client.query<{ locked: boolean; fingerprint: string | null; response: IdempotencyRecord['response'] | null; expired: boolean | null }>({
+  const result = await client.query<{ locked: boolean; fingerprint: string | null; response: IdempotencyRecord['response'] | null; expired: boolean | null; remainingMs: number | null }>({
     name: wanted.name,
-    text: `SELECT pg_try_advisory_xact_lock(wanted.lock_key) AS locked, record.fingerprint, record.response, record.expires_at <= now() AS expired
+    text: `SELECT pg_try_advisory_xact_lock(wanted.lock_key) AS locked, record.fingerprint, record.response, record.expires_at <= now() AS expired,
+                  ${remainingMsColumn} AS "remainingMs"
              FROM ${wanted.rows} AS wanted(lock_key, project_id, idempotency_key, position)
              LEFT JOIN idempotency_keys record ON record.project_id = wanted.project_id AND record.idempotency_key = wanted.idempotency_key
             ORDER BY wanted.position`,
     values: wanted.values,
   });
-  return result.rows.map(({ locked, fingerprint, response, expired }) =>
-    fingerprint !== null && response !== null && expired === false ? { locked: locked === true, live: { fingerprint, response, expired } } : { locked: locked === true },
+  return result.rows.map(({ locked, fingerprint, response, expired, remainingMs }) =>
+    fingerprint !== null && response !== null && expired === false ? { locked: locked === true, live: { fingerprint, response, expired, remainingMs: remainingMs ?? 0 } } : { locked: locked === true },
   );
 }
 
@@ -90,8 +99,9 @@ export const projectKeyId = (key: ProjectKey): string => `${key.projectId}/${key
 export async function findIdempotencyRecords(client: PoolClient, keys: readonly ProjectKey[]): Promise<Map<string, IdempotencyRecord>> {
   const result = await client.query<IdempotencyRecord & ProjectKey>({
     name: 'idempotency-find-many',
-    text: `SELECT project_id AS "projectId", idempotency_key AS "idempotencyKey", fingerprint, response, expires_at <= now() AS expired
-             FROM idempotency_keys
+    text: `SELECT project_id AS "projectId", idempotency_key AS "idempotencyKey", fingerprint, response, expires_at <= now() AS expired,
+                  ${remainingMsColumn} AS "remainingMs"
+             FROM idempotency_keys record
             WHERE (project_id, idempotency_key) IN (SELECT * FROM unnest($1::bigint[], $2::uuid[]))`,
     values: [keys.map((key) => key.projectId), keys.map((key) => key.idempotencyKey)],
   });

@@ -79,7 +79,7 @@ describe('idempotency', () => {
     const jobs = await h.jobsInStream();
 
     const replay = await h.dispatch.call('Send', request({ idempotencyKey: key.toUpperCase(), fingerprint: 'fp-1' }));
-    assert.deepEqual(replay, { ...first, idempotentReplay: true, organizationAccepted: 0 });
+    assert.deepEqual(replay, { ...first, idempotentReplay: true, organizationAccepted: 0, replayableForMs: replay.replayableForMs });
     assert.equal(await count('messages'), messages);
     assert.equal(await h.jobsInStream(), jobs);
     assert.match(await h.registry.getSingleMetricAsString('notify_messages_replayed_total'), /notify_messages_replayed_total\{[^}]*\} 1/);
@@ -88,6 +88,19 @@ describe('idempotency', () => {
     assert.equal(record.message_id, first.messageId);
     assert.deepEqual(record.response, { message_id: first.messageId, status: 'queued', celery_task_id: first.celeryTaskId, idempotent_replay: false });
     assert.equal(record.ttl, 86_400, 'the record lives NOTIFY_IDEMPOTENCY_TTL from acceptance');
+  });
+
+  test('a keyed answer says how long its record replays it: the TTL when accepted, what is left of it on a replay; nothing without a key', async () => {
+    const key = randomUUID();
+    const first = await h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fp-life' }));
+    assert.equal(first.replayableForMs, 86_400_000, 'a new record lives NOTIFY_IDEMPOTENCY_TTL from its transaction');
+    assert.equal((await h.dispatch.call('Send', request())).replayableForMs, 0);
+
+    // Five seconds of life left: a replay says so (less what the statement's start already used), never more.
+    await h.pool.query(`UPDATE idempotency_keys SET expires_at = now() + interval '5 seconds' WHERE idempotency_key = $1`, [key]);
+    const replay = await h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fp-life' }));
+    assert.equal(replay.idempotentReplay, true);
+    assert.ok(replay.replayableForMs > 3_000 && replay.replayableForMs <= 5_000, `replayable for ${replay.replayableForMs} ms`);
   });
 
   test('the same key with a different request is refused as a mismatch', async () => {
@@ -173,7 +186,7 @@ describe('idempotency', () => {
     const first = await send(direct({ idempotencyKey: key, fingerprint: 'fp' }));
     assert.deepEqual(statements.splice(0), ['idempotency-lock-many-one', 'idempotency-find-many', 'idempotency-save-many']);
     const replay = await send(direct({ idempotencyKey: key, fingerprint: 'fp' }));
-    assert.deepEqual(replay, { ...first, idempotentReplay: true, organizationAccepted: 0 });
+    assert.deepEqual(replay, { ...first, idempotentReplay: true, organizationAccepted: 0, replayableForMs: replay.replayableForMs });
     assert.deepEqual(statements.splice(0), ['idempotency-lock-many-one']);
     await assert.rejects(send(direct({ idempotencyKey: key, fingerprint: 'other' })), { reason: 'idempotency_key_mismatch' });
     assert.deepEqual(statements.splice(0), ['idempotency-lock-many-one']);
@@ -216,7 +229,7 @@ describe('the fields the gateway refused (check 11), judged after the key (check
     const first = await h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fp-same' }));
     const messages = await count('messages');
     const replay = await h.dispatch.call('Send', refusedFields({ idempotencyKey: key.toUpperCase(), fingerprint: 'fp-same' }));
-    assert.deepEqual(replay, { ...first, idempotentReplay: true, organizationAccepted: 0 });
+    assert.deepEqual(replay, { ...first, idempotentReplay: true, organizationAccepted: 0, replayableForMs: replay.replayableForMs });
     assert.equal(await count('messages'), messages);
   });
 

@@ -53,7 +53,8 @@ export interface Pending {
 }
 
 export type Outcome =
-  | { readonly replay: true; readonly response: StoredResponse }
+  /** `replayableForMs`: how long the key's record stays live, from the transaction's start (toSendResponse). */
+  | { readonly replay: true; readonly response: StoredResponse; readonly replayableForMs: number }
   /** `outgoing` is null for a scheduled send: its job waits in the schedule, for the releaser. */
   | { readonly replay: false; readonly response: StoredResponse; readonly outgoing: OutgoingJob | null; readonly organizationAccepted: number };
 
@@ -219,7 +220,7 @@ async function judgeIdempotencyKeys(client: PoolClient, batch: BatchVerdicts): P
   const keyOf = (index: number): ProjectKey => ({ projectId: batch.send(index).request.projectId, idempotencyKey: batch.send(index).input.idempotencyKey ?? '' });
   const candidates = [...keyed.values()];
   const judge = (index: number, record: IdempotencyRecord): void => {
-    if (record.fingerprint === batch.send(index).request.fingerprint) batch.answer(index, { replay: true, response: record.response as StoredResponse });
+    if (record.fingerprint === batch.send(index).request.fingerprint) batch.answer(index, { replay: true, response: record.response as StoredResponse, replayableForMs: record.remainingMs });
     else batch.refuse(index, idempotencyKeyMismatch());
   };
   const locks = await tryLockIdempotencyKeys(client, candidates.map(keyOf));
@@ -431,14 +432,18 @@ async function acceptInTransaction(deps: SendDeps, batch: readonly Pending[]): P
   }
 }
 
-/** A stored 202 body as SendResponse, with the organization's month count when this send was counted (0 for a replay). */
-export const toSendResponse = (stored: StoredResponse, replay: boolean, organizationAccepted: number): dispatch.SendResponse__Output => ({
+/**
+ * A stored 202 body as SendResponse, with the organization's month count when this send was counted (0 for a replay),
+ * and how long its key's record stays live from the transaction's start (0 without a key, and for a batch's items).
+ */
+export const toSendResponse = (stored: StoredResponse, replay: boolean, organizationAccepted: number, replayableForMs = 0): dispatch.SendResponse__Output => ({
   messageId: stored.message_id,
   status: stored.status,
   celeryTaskId: stored.celery_task_id,
   idempotentReplay: replay,
   organizationAccepted,
   sendAt: stored.send_at ?? '',
+  replayableForMs,
 });
 
 export type SendHandler = (request: dispatch.SendRequest__Output) => Promise<dispatch.SendResponse__Output>;
@@ -488,10 +493,11 @@ export function createSendHandler(deps: SendDeps, publishDirect: PublishAccepted
     annotateRequestSpan({ [notifyAttributes.messageId]: outcome.response.message_id });
     if (outcome.replay) {
       deps.metrics.messagesReplayed.inc();
-      return toSendResponse(outcome.response, true, 0);
+      return toSendResponse(outcome.response, true, 0, outcome.replayableForMs);
     }
     deps.metrics.messagesAccepted.inc();
     if (outcome.outgoing) await publishDirect(outcome.outgoing);
-    return toSendResponse(outcome.response, false, outcome.organizationAccepted);
+    // A new record lives NOTIFY_IDEMPOTENCY_TTL from its transaction's start (saveIdempotencyRecords).
+    return toSendResponse(outcome.response, false, outcome.organizationAccepted, input.idempotencyKey === null ? 0 : deps.idempotencyTtlMs);
   };
 }

@@ -66,7 +66,7 @@ describe('a send with send_at', () => {
     const first = await h.dispatch.call('Send', request({ sendAt, idempotencyKey: key, fingerprint: 'body-a' }));
     const scheduledBefore = await count('scheduled_messages');
     const replay = await h.dispatch.call('Send', request({ sendAt, idempotencyKey: key, fingerprint: 'body-a' }));
-    assert.deepEqual({ ...replay, idempotentReplay: true, organizationAccepted: 0 }, { ...first, idempotentReplay: true, organizationAccepted: 0 });
+    assert.deepEqual({ ...replay, idempotentReplay: true, organizationAccepted: 0 }, { ...first, idempotentReplay: true, organizationAccepted: 0, replayableForMs: replay.replayableForMs });
     assert.equal(replay.idempotentReplay, true);
     assert.equal(replay.status, 'scheduled');
     assert.equal(replay.sendAt, sendAt);

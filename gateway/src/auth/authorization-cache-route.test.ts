@@ -61,7 +61,7 @@ before(async () => {
     dispatchProto.DispatchService.service,
     standIn(dispatchProto.DispatchService.service, {
       async Send(): Promise<dispatch.SendResponse__Output> {
-        return { messageId: 1, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 1, sendAt: '' };
+        return { messageId: 1, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 1, sendAt: '', replayableForMs: 0 };
       },
     }),
     [gatewayCaller],

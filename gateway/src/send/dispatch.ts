@@ -34,10 +34,14 @@ function acceptedBody(response: dispatch.SendResponse__Output): AcceptedBody {
   return body;
 }
 
-/** What Send answered: the 202 body, and the organization's count of messages this month once this one was counted (0 for a replay). */
+/**
+ * What Send answered: the 202 body, the organization's count of messages this month once this one was counted (0 for
+ * a replay), and how long the key's record replays it (0 without a key).
+ */
 export interface SendAnswer {
   readonly accepted: AcceptedBody;
   readonly organizationAccepted: number;
+  readonly replayableForMs: number;
 }
 
 /**
@@ -47,7 +51,7 @@ export interface SendAnswer {
 export async function dispatchSend(sends: SendDispatcher, request: dispatch.SendRequest, fieldErrors?: FieldErrors): Promise<SendAnswer> {
   try {
     const response = await sends.call(request);
-    return { accepted: acceptedBody(response), organizationAccepted: response.organizationAccepted };
+    return { accepted: acceptedBody(response), organizationAccepted: response.organizationAccepted, replayableForMs: response.replayableForMs };
   } catch (error) {
     throw refusalOf(error, fieldErrors);
   }

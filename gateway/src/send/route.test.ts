@@ -119,13 +119,17 @@ async function judgeSend(request: dispatch.SendRequest__Output): Promise<dispatc
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       break;
   }
-  if (request.template === 'replayed') return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: true, organizationAccepted: 0, sendAt: '' };
+  // A keyed send whose record, dispatch-svc says, lives 300 ms: the gateway may answer its replays from memory that long.
+  if (request.template === 'remembered') {
+    return { messageId: 503, status: 'queued', celeryTaskId, idempotentReplay: false, organizationAccepted: 0, sendAt: '', replayableForMs: request.idempotencyKey === '' ? 0 : 300 };
+  }
+  if (request.template === 'replayed') return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: true, organizationAccepted: 0, sendAt: '', replayableForMs: 0 };
   const used = usage.get(request.organizationId) ?? 0;
   if (request.monthlyQuota > 0 && used >= request.monthlyQuota) throw new UserError(status.FAILED_PRECONDITION, 'plan_blocked', 'quota used up');
   usage.set(request.organizationId, used + 1);
   // A scheduled send: dispatch-svc answers its time back, normalized to UTC.
-  if (request.sendAt !== '') return { messageId: 502, status: 'scheduled', celeryTaskId, idempotentReplay: false, organizationAccepted: used + 1, sendAt: new Date(request.sendAt).toISOString() };
-  return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: false, organizationAccepted: used + 1, sendAt: '' };
+  if (request.sendAt !== '') return { messageId: 502, status: 'scheduled', celeryTaskId, idempotentReplay: false, organizationAccepted: used + 1, sendAt: new Date(request.sendAt).toISOString(), replayableForMs: 0 };
+  return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: false, organizationAccepted: used + 1, sendAt: '', replayableForMs: 0 };
 }
 
 after(async () => {
@@ -444,7 +448,7 @@ test('with a key, a body with invalid fields still goes to Send, once, as fields
 
 test('a replay is answered by the one Send call', async () => {
   const key = randomUUID();
-  const stored = { messageId: 77, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '' };
+  const stored = { messageId: 77, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '', replayableForMs: 0 };
   idempotencyKeys.set(key, { fingerprint: sendFingerprint(valid, 7), response: stored });
   let response: Response | undefined;
   assert.deepEqual(await callsOf(async () => (response = await send({ key: 'idempotent.key', headers: { 'Idempotency-Key': key } }))), ['SendMany']);
@@ -453,10 +457,41 @@ test('a replay is answered by the one Send call', async () => {
   assert.deepEqual(await response?.json(), { message_id: 77, status: 'queued', celery_task_id: stored.celeryTaskId, idempotent_replay: true });
 });
 
+test('a replay this gateway saw answered is answered from memory, after checks 1-9 and without dispatch-svc, while its record lives', async () => {
+  const key = randomUUID();
+  const body = { ...valid, template: 'remembered' };
+  const headers = { 'Idempotency-Key': key };
+  let first: Response | undefined;
+  assert.deepEqual(await callsOf(async () => (first = await send({ key: 'idempotent.key', body, headers }))), ['SendMany']);
+  assert.equal(first?.status, 202);
+  const accepted = await first?.json();
+  assert.deepEqual(accepted, { message_id: 503, status: 'queued', celery_task_id: celeryTaskId, idempotent_replay: false });
+
+  let replay: Response | undefined;
+  assert.deepEqual(await callsOf(async () => (replay = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': key.toUpperCase() } }))), []);
+  assert.equal(replay?.status, 202);
+  assert.equal(replay?.headers.get('idempotent-replayed'), 'true');
+  assert.match(replay?.headers.get('ratelimit') ?? '', /^"send";r=\d+;/, 'the replay was counted against the rate (check 6)');
+  assert.deepEqual(await replay?.json(), { ...accepted, idempotent_replay: true });
+
+  // Checks 1-9 still come first; another body is dispatch-svc's to judge; without a key nothing is remembered.
+  assert.equal((await send({ key: 'unknown.key', body, headers })).status, 401);
+  assert.equal((await send({ key: 'idempotent.key', body, headers: { ...headers, 'Content-Type': 'text/plain' } })).status, 415);
+  assert.deepEqual(await callsOf(() => send({ key: 'idempotent.key', body: { ...body, to: 'bo@example.com' }, headers: { 'Idempotency-Key': randomUUID() } })), ['SendMany']);
+  assert.deepEqual(await callsOf(() => send({ key: 'idempotent.key', body })), ['SendMany']);
+  assert.deepEqual(await callsOf(() => send({ key: 'idempotent.key', body })), ['SendMany']);
+
+  // The record's 300 ms are over: dispatch-svc is asked again.
+  await new Promise((resolve) => setTimeout(resolve, 350));
+  assert.deepEqual(await callsOf(() => send({ key: 'idempotent.key', body, headers })), ['SendMany']);
+  // Another body with the key goes to dispatch-svc, remembered or not.
+  assert.deepEqual(await callsOf(() => send({ key: 'idempotent.key', body: { ...body, to: 'bo@example.com' }, headers })), ['SendMany']);
+});
+
 test('a replay of a key whose body has invalid fields is the stored 202, not a 422 (check 10 before 11)', async () => {
   const key = randomUUID();
   const body = { ...valid, to: 'not an address', extra: true };
-  const stored = { messageId: 79, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '' };
+  const stored = { messageId: 79, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '', replayableForMs: 0 };
   idempotencyKeys.set(key, { fingerprint: sendFingerprint(body, 7), response: stored });
   const response = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': key } });
   assert.equal(response.status, 202);
@@ -469,7 +504,7 @@ test('a key in flight (409) or used with another body (422) wins over invalid fi
   const inFlight = randomUUID();
   idempotencyKeys.set(inFlight, 'in_flight');
   const used = randomUUID();
-  idempotencyKeys.set(used, { fingerprint: 'of another body', response: { messageId: 78, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '' } });
+  idempotencyKeys.set(used, { fingerprint: 'of another body', response: { messageId: 78, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '', replayableForMs: 0 } });
   for (const [body, fieldsInvalid] of [[{ template: 'a b', to: 'x' }, true], [{ ...valid, template: 'missing' }, false]] as const) {
     let busy: Response | undefined;
     assert.deepEqual(await callsOf(async () => (busy = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': inFlight } }))), ['SendMany']);
@@ -496,7 +531,7 @@ test('in steady state every send makes exactly one call to dispatch-svc: Send, w
   // The first send of an organization with a quota asks its usage once; Send's answers keep the figure from then on.
   assert.deepEqual(await callsOf(() => send({ key: 'steady.key', organization: '11' })), ['GetUsage', 'SendMany']);
   const replayedKey = randomUUID();
-  idempotencyKeys.set(replayedKey, { fingerprint: sendFingerprint(valid, 11), response: { messageId: 80, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '' } });
+  idempotencyKeys.set(replayedKey, { fingerprint: sendFingerprint(valid, 11), response: { messageId: 80, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '', replayableForMs: 0 } });
   const requests: Array<Parameters<typeof send>[0]> = [
     {},
     { headers: { 'Idempotency-Key': randomUUID() } },

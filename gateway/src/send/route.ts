@@ -16,6 +16,7 @@ import { acceptedThisMonth, dispatchSend, type AcceptedBody, type DispatchClient
 import { sendFingerprint } from './fingerprint.ts';
 import { parseIdempotencyKey } from './idempotency-key.ts';
 import { labelFields } from './labels.ts';
+import { ReplayMemory } from './replay-memory.ts';
 import type { SendDispatcher } from './send-many.ts';
 import { sendAtOf, validateSendBody, type Validation } from './validation.ts';
 
@@ -36,7 +37,12 @@ export interface SendRouteDeps {
  * together (GetUsage too, for check 5, only when the plan has a quota and no recent Send answer told this gateway the
  * organization's count: see auth/plan.ts).
  */
-export function sendRoute(deps: SendRouteDeps, sends: SendDispatcher, usage: MonthlyUsageMemory = monthlyUsageMemory(deps.dispatch)): Middleware<GatewayState> {
+export function sendRoute(
+  deps: SendRouteDeps,
+  sends: SendDispatcher,
+  usage: MonthlyUsageMemory = monthlyUsageMemory(deps.dispatch),
+  replays: ReplayMemory = new ReplayMemory(),
+): Middleware<GatewayState> {
   return async (ctx) => {
     // 1-6. Size, key, organization, plan, rate.
     const { bytes, access, monthlyQuota } = await admitSend(ctx, deps, usage, deps.maxBodyBytes);
@@ -46,6 +52,15 @@ export function sendRoute(deps: SendRouteDeps, sends: SendDispatcher, usage: Mon
     ensureJsonBody(ctx.get('Content-Type') || undefined, ctx.get('Content-Encoding') || undefined);
     const input = parseJsonObject(bytes);
     const idempotencyKey = parseIdempotencyKey(ctx.headers['idempotency-key']);
+    // The fingerprint, with a key, is the parsed body as sent, valid or not.
+    const fingerprint = idempotencyKey === undefined ? '' : sendFingerprint(input, organizationId);
+
+    // 10, when this replica saw the key's live record answered: the same body is a replay (replay-memory.ts).
+    const remembered = idempotencyKey === undefined ? undefined : replays.replay(access.projectId, idempotencyKey, fingerprint);
+    if (remembered) {
+      accept(ctx, remembered);
+      return;
+    }
 
     // 11, judged here but answered in order: with an Idempotency-Key its record (check 10) comes first, so dispatch-svc
     // is told the verdict and answers a replay, 409 or 422 mismatch before it; without one, there is nothing to ask.
@@ -54,8 +69,9 @@ export function sendRoute(deps: SendRouteDeps, sends: SendDispatcher, usage: Mon
     if (fieldErrors && idempotencyKey === undefined) throw fieldErrors;
 
     // 10-14 in dispatch-svc, one call, one transaction: the key's record, then the fields' verdict, the template, the
-    // data and the quota (counted against it, exactly). The fingerprint, with a key, is the parsed body as sent, valid or not.
+    // data and the quota (counted against it, exactly).
     const fields = sendFields(validation);
+    const asked = replays.ask();
     let answer: SendAnswer;
     try {
       answer = await dispatchSend(
@@ -67,7 +83,7 @@ export function sendRoute(deps: SendRouteDeps, sends: SendDispatcher, usage: Mon
           ...fields,
           idempotencyKey: idempotencyKey ?? '',
           // Compared only on a replay of the same key: without one, dispatch-svc neither stores nor reads it.
-          fingerprint: idempotencyKey === undefined ? '' : sendFingerprint(input, organizationId),
+          fingerprint,
           monthlyQuota,
           test: access.test,
         },
@@ -79,6 +95,7 @@ export function sendRoute(deps: SendRouteDeps, sends: SendDispatcher, usage: Mon
       throw error;
     }
     if (monthlyQuota > 0 && answer.organizationAccepted > 0) usage.record(organizationId, answer.organizationAccepted);
+    if (idempotencyKey !== undefined) replays.remember(access.projectId, idempotencyKey, fingerprint, answer.accepted, answer.replayableForMs, asked);
     accept(ctx, answer.accepted);
   };
 }

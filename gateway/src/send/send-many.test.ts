@@ -36,7 +36,7 @@ async function judge(request: dispatch.SendRequest__Output): Promise<dispatch.Se
   if (request.template === 'sleepy') await new Promise((resolve) => setTimeout(resolve, 3_000));
   const refusal = refusals[request.template];
   if (refusal) throw refusal();
-  return { messageId: Number(request.to.split('@')[0]), status: 'queued', celeryTaskId: `task-${request.to}`, idempotentReplay: false, organizationAccepted: 1, sendAt: '' };
+  return { messageId: Number(request.to.split('@')[0]), status: 'queued', celeryTaskId: `task-${request.to}`, idempotentReplay: false, organizationAccepted: 1, sendAt: '', replayableForMs: 0 };
 }
 
 async function serve(handlers: Partial<Parameters<typeof standIn<typeof dispatchProto.DispatchService.service>>[1]>): Promise<string> {
@@ -94,7 +94,7 @@ test("the sends that arrive together share one SendMany call, each answered exac
 
   for (const [id, template] of templates.entries()) {
     const own = await unary.call('Send', request(template, id)).then(
-      (response) => ({ accepted: { message_id: response.messageId, status: response.status, celery_task_id: response.celeryTaskId, idempotent_replay: false }, organizationAccepted: 1 }),
+      (response) => ({ accepted: { message_id: response.messageId, status: response.status, celery_task_id: response.celeryTaskId, idempotent_replay: false }, organizationAccepted: 1, replayableForMs: 0 }),
       (error: unknown) => answered(refusalOf(error, ownFieldErrors)),
     );
     const outcome = batched[id] as PromiseSettledResult<unknown>;
