@@ -3,7 +3,7 @@
 import type { ConfigOf, GrpcServer, Logger, Registry } from '@notify/platform';
 import { runPeriodically } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
-import { createAckedPublisher, ensureStream, jetstream, jetstreamManager, watchNatsLink, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
+import { createAckedPublisher, declareJetStream, ensureStream, jetstream, jetstreamManager, watchNatsLink, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
 import { streamDeclarations, topology, type Topology } from '@notify/proto';
 import { LiquidSyntax, startRenderPool, type RenderPool } from '@notify/templating';
 import type { configSpec } from './config.ts';
@@ -61,11 +61,18 @@ const retentionGaugesIntervalMs = 60_000;
 export async function buildDispatch(settings: DispatchSettings, clients: DispatchClients): Promise<Dispatch> {
   const { pool, nats, logger, registry } = clients;
   const names = topology(settings.natsPrefix);
-  const jsm = await jetstreamManager(nats);
-  const streams = streamDeclarations(names);
-  for (const stream of [streams.jobs, streams.events, streams.deadLetters, streams.webhooks]) await ensureStream(jsm, stream, settings.natsStreamReplicas);
-  await ensureEventsConsumer(jsm, names);
-  await ensureDeliveryLimitStream(jsm, names, settings.natsStreamReplicas);
+  const jsm = await declareJetStream(
+    'streams and consumers',
+    async () => {
+      const jsm = await jetstreamManager(nats);
+      const streams = streamDeclarations(names);
+      for (const stream of [streams.jobs, streams.events, streams.deadLetters, streams.webhooks]) await ensureStream(jsm, stream, settings.natsStreamReplicas);
+      await ensureEventsConsumer(jsm, names);
+      await ensureDeliveryLimitStream(jsm, names, settings.natsStreamReplicas);
+      return jsm;
+    },
+    { logger },
+  );
   const js = jetstream(nats);
   const metrics = createDispatchMetrics(registry);
   const link = watchNatsLink(nats);

@@ -2,7 +2,7 @@
 // each request per Standard Webhooks, posts it safely, records every attempt and retries on the contract's schedule.
 import { runService, ShutdownPriority } from '@notify/platform';
 import { createPool, databaseReachable } from '@notify/platform/database';
-import { connectNats, ensureConsumer, ensureStream, jetstream, jetstreamManager, natsReachable } from '@notify/platform/nats';
+import { connectNats, declareJetStream, ensureConsumer, ensureStream, jetstream, jetstreamManager, natsReachable } from '@notify/platform/nats';
 import { streamDeclarations, topology } from '@notify/proto';
 import { webhookConfig } from './config.ts';
 import { createWebhookMetrics } from './delivery/metrics.ts';
@@ -16,9 +16,15 @@ runService('webhook-svc', webhookConfig, async ({ config, logger, registry, life
   const names = topology(config.natsPrefix);
   const pool = createPool(config.databaseUrl, { max: config.databasePoolSize, applicationName: 'webhook-svc', logger });
   const nc = await connectNats(config.natsUrl, 'webhook-svc', logger, config);
-  const jsm = await jetstreamManager(nc);
-  await ensureStream(jsm, streamDeclarations(names).webhooks, config.natsStreamReplicas);
-  await ensureConsumer(jsm, names.webhooksStream, senderConsumerConfig(names, config.ackWaitMs));
+  await declareJetStream(
+    'webhooks stream and consumer',
+    async () => {
+      const jsm = await jetstreamManager(nc);
+      await ensureStream(jsm, streamDeclarations(names).webhooks, config.natsStreamReplicas);
+      await ensureConsumer(jsm, names.webhooksStream, senderConsumerConfig(names, config.ackWaitMs));
+    },
+    { logger },
+  );
   addReadinessCheck('database', () => databaseReachable(pool));
   addReadinessCheck('nats', () => natsReachable(nc));
 

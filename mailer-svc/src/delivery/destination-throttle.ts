@@ -30,7 +30,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KV, KvEntry } from '@nats-io/kv';
 import { Counter, Gauge, Histogram, type Logger, type Registry } from '@notify/platform';
-import type { JetStreamClient, JetStreamManager } from '@notify/platform/nats';
+import { declareJetStream, type JetStreamClient, type JetStreamManager } from '@notify/platform/nats';
 import { destinationOf, type DestinationLimit } from './destination-limits.ts';
 import { openBucket } from './kv-bucket.ts';
 import { enhancedStatus, type DeliveryOutcome } from './smtp-outcome.ts';
@@ -210,7 +210,7 @@ export async function openDestinationThrottle(
   settings: ThrottleSettings,
 ): Promise<DestinationThrottle> {
   const { metrics, logger } = deps;
-  const kv: KV = await openBucket(deps.js, deps.jsm, deps.bucket, { ttlMs: paceTtlMs, replicas: deps.replicas });
+  const kv: KV = await declareJetStream('destination throttle bucket', () => openBucket(deps.js, deps.jsm, deps.bucket, { ttlMs: paceTtlMs, replicas: deps.replicas }), { logger });
   const self = randomUUID();
   /** Live replicas (this one included), by id, with when each last said so (server time). */
   const presence = new Map<string, number>([[self, Date.now()]]);

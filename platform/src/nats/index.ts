@@ -83,4 +83,5 @@ export { deadLetter } from './dead-letters.ts';
 export { publishMessage, schemaHeaders } from './wire.ts';
 export { createAckedPublisher, NoStreamError, PublishTimeoutError, type AckedPublisher, type AckedPublishOptions, type JetStreamPublisher } from './acked-publisher.ts';
 export { natsReachable, watchNatsLink, type NatsLink } from './link.ts';
+export { declareJetStream, isPassingJetStreamFailure, type DeclareOptions } from './declare.ts';
 export { carriedContext, publishTraced, startBatchProcessSpan, startCreateSpan, startProcessSpan, startSendSpan, type MessagingTarget } from './trace-context.ts';
