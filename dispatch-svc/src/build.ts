@@ -3,7 +3,7 @@
 import type { ConfigOf, GrpcServer, Logger, Registry } from '@notify/platform';
 import { runPeriodically } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
-import { createAckedPublisher, declareJetStream, ensureStream, jetstream, jetstreamManager, watchNatsLink, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
+import { createAckedPublisher, createInboxRequester, declareJetStream, ensureStream, jetstream, jetstreamManager, watchNatsLink, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
 import { streamDeclarations, topology, type Topology } from '@notify/proto';
 import { LiquidSyntax, startRenderPool, type RenderPool } from '@notify/templating';
 import type { configSpec } from './config.ts';
@@ -76,7 +76,7 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
   const js = jetstream(nats);
   const metrics = createDispatchMetrics(registry);
   const link = watchNatsLink(nats);
-  const acked = createAckedPublisher(nats);
+  const acked = createAckedPublisher(createInboxRequester(nats));
   // A test fault (refused outside NODE_ENV=test) must look like a crash, with no shutdown steps.
   const publisher = withTestFault(createJobPublisher({ publisher: acked, subject: names.jobsSubject, metrics, connected: link.connected }), settings.testFault, clients.crash);
   // The panel's previews render tenant templates: in worker threads, so a hostile one never holds Send or any other call.

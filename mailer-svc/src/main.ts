@@ -4,7 +4,7 @@
 // relays (in order, failing over) or the relays dispatch-svc holds for the message's project.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { channelCredentials, GrpcClient, runPeriodically, runService, ShutdownPriority } from '@notify/platform';
-import { connectNats, createAckedPublisher, declareJetStream, ensureConsumer, ensureStream, jetstream, jetstreamManager, natsReachable } from '@notify/platform/nats';
+import { connectNats, createAckedPublisher, createInboxRequester, declareJetStream, ensureConsumer, ensureStream, jetstream, jetstreamManager, natsReachable } from '@notify/platform/nats';
 import { dispatchProto, streamDeclarations, topology } from '@notify/proto';
 import { mailerConfig } from './config.ts';
 import { mailerConsumerConfig } from './delivery/consumer-config.ts';
@@ -31,6 +31,9 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
   const names = topology(config.natsPrefix);
   const nc = await connectNats(config.natsUrl, 'mailer-svc', logger, config);
   const js = jetstream(nc);
+  // One subscription for the replies of the events' publishes, the ledger's reads and writes and the double acks.
+  const requester = createInboxRequester(nc);
+  const publisher = createAckedPublisher(requester);
   const { jsm, ledger } = await declareJetStream(
     'streams, jobs consumer and outcome ledger',
     async () => {
@@ -38,10 +41,9 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
       const streams = streamDeclarations(names);
       for (const stream of [streams.jobs, streams.events, streams.deadLetters]) await ensureStream(jsm, stream, config.natsStreamReplicas);
       await ensureConsumer(jsm, names.jobsStream, mailerConsumerConfig(names, config));
-      // Its reads and writes through a client of its own with a short request timeout: a write lost while NATS restarts
-      // is retried as soon as the connection is back, instead of after the default 5 s, which may exceed what is left of
-      // the job's ack wait. Its bucket is created with the default timeout (a replicated stream elects a leader first).
-      const ledger = await openOutcomeLedger(js, jsm, { names, replicas: config.natsStreamReplicas, requests: jetstream(nc, { timeout: ledgerTimeoutMs }) });
+      // Its reads and writes with a short timeout (outcome-ledger.ts); its bucket is created with the default one (a
+      // replicated stream elects a leader first).
+      const ledger = await openOutcomeLedger(js, jsm, { names, replicas: config.natsStreamReplicas, requests: { requester, publisher, timeoutMs: ledgerTimeoutMs } });
       return { jsm, ledger };
     },
     { logger },
@@ -115,7 +117,8 @@ runService('mailer-svc', mailerConfig, async ({ config, logger, registry, lifecy
   const mailer = await startMailer(
     {
       js,
-      publisher: createAckedPublisher(nc),
+      requester,
+      publisher,
       flush: () => nc.flush(),
       names,
       renderer,

@@ -11,7 +11,7 @@ import { simpleParser, type ParsedMail } from 'mailparser';
 import { encodeDeliveryJob, readDeliveryEvent, schemaHeader, streamDeclarations, topology, type DeliveryEvent, type DeliveryJob } from '@notify/proto';
 import { createLogger, createRegistry } from '@notify/platform';
 import { createDataKey } from '@notify/platform/mail';
-import { connectNats, createAckedPublisher, ensureConsumer, ensureStream, headers as natsHeaders, jetstream, schemaHeaders, jetstreamManager, type JetStreamManager, type JetStreamPublisher, type NatsConnection } from '@notify/platform/nats';
+import { connectNats, createAckedPublisher, createInboxRequester, ensureConsumer, ensureStream, headers as natsHeaders, jetstream, schemaHeaders, jetstreamManager, type InboxRequester, type JetStreamManager, type JetStreamPublisher, type NatsConnection } from '@notify/platform/nats';
 import { startSmtpSink, type SmtpSink } from '@notify/cli/local';
 import { startRenderPool, type RenderPool, type Renderer } from '@notify/templating';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
@@ -116,6 +116,8 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
   let sink: SmtpSink | undefined;
   let sender: MailSender | undefined;
   let ledger: OutcomeLedger | undefined;
+  let requester: InboxRequester | undefined;
+  let publisher: JetStreamPublisher | undefined;
   let renderer: RenderPool | undefined;
   let stopEvents = (): void => {};
 
@@ -162,7 +164,9 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
     const streams = streamDeclarations(names);
     for (const stream of [streams.jobs, streams.events, streams.deadLetters]) await ensureStream(jsm, stream, 1);
     await ensureConsumer(jsm, names.jobsStream, mailerConsumerConfig(names, settings));
-    ledger = await openOutcomeLedger(jetstream(nc), jsm, { names, replicas: 1 });
+    requester = createInboxRequester(nc);
+    publisher = createAckedPublisher(requester);
+    ledger = await openOutcomeLedger(jetstream(nc), jsm, { names, replicas: 1, requests: { requester, publisher, timeoutMs: 2_000 } });
 
     // A temporary consumer reads every event the run publishes.
     const info = await jsm.consumers.add(names.eventsStream, { ack_policy: 'explicit', filter_subject: names.eventsSubjects, inactive_threshold: 30_000_000_000 });
@@ -198,7 +202,8 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
   }
 
   const js = jetstream(nc);
-  const publisher = createAckedPublisher(nc);
+  const readyRequester = requester;
+  const readyPublisher = publisher;
   const metrics = createMailerMetrics(createRegistry('mailer-test'));
   const eventsOf = (messageId: number): DeliveryEvent[] => events.filter((event) => event.messageId === messageId);
   const readyJsm = jsm;
@@ -215,7 +220,7 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
     metrics,
     offers,
     async startReplica(faultFor, flush = () => readyNc.flush()) {
-      const replica = await startMailer({ js, publisher: faultFor ? withEventFaults(publisher, faultFor) : publisher, flush, names, renderer: readyRenderer, sender: readySender, ledger: readyLedger, metrics, logger, ...(random ? { random } : {}) }, settings);
+      const replica = await startMailer({ js, requester: readyRequester, publisher: faultFor ? withEventFaults(readyPublisher, faultFor) : readyPublisher, flush, names, renderer: readyRenderer, sender: readySender, ledger: readyLedger, metrics, logger, ...(random ? { random } : {}) }, settings);
       replicas.push(replica);
       return replica;
     },

@@ -82,7 +82,7 @@ export async function publishTraced(
   publisher: JetStreamPublisher,
   subject: string,
   message: WireMessage,
-  options: Omit<AckedPublishOptions, 'headers'>,
+  options: Omit<AckedPublishOptions, 'headers' | 'msgID'> & { readonly msgID: string },
   trace: { attributes?: Attributes; created?: string },
 ): Promise<PubAck> {
   const target = { destination: subject, messageId: options.msgID, ...(trace.attributes ? { attributes: trace.attributes } : {}) };
