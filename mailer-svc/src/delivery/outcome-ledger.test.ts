@@ -95,3 +95,14 @@ test('a write is tried again until its deadline while nothing acknowledges it, t
   // A direct get of a stream that is not there is not answered at all.
   await assert.rejects(ledger.find(message), RequestTimeoutError);
 });
+
+test('a celery_task_id that is no key of the bucket is neither read nor written, as the bucket\'s own client refuses it', async () => {
+  const ledger = await openOutcomeLedger(jetstream(nc), jsm, { names, replicas: 1, requests: requestsOn(nc) });
+  for (const celeryTaskId of ['a b', 'a.*', 'a.>', '.a', 'a.']) {
+    await assert.rejects(ledger.find({ celeryTaskId }), /not a key of the outcome ledger/);
+    // Refused at once, not tried again until the deadline: no retry can make it a key.
+    const started = Date.now();
+    await assert.rejects(ledger.record({ celeryTaskId }, sent, 10_000), /not a key of the outcome ledger/);
+    assert.ok(Date.now() - started < 1_000);
+  }
+});

@@ -55,6 +55,8 @@ export interface LedgerRequests {
 
 /** The status of a direct get that found no message on the subject. */
 const messageNotFound = 404;
+/** A key-value key, as the bucket's own client accepts one. */
+const validKey = /^[-/=.\w]+$/;
 
 /**
  * Creates the bucket if it is missing (safe from every replica at every start) and keeps its TTL and replicas current,
@@ -71,7 +73,11 @@ export async function openOutcomeLedger(
   const bucket = options.names.outcomesBucket;
   await openBucket(js, jsm, bucket, { ttlMs: options.ttlMs ?? outcomeTtlMs, replicas: options.replicas });
   const { requester, publisher, timeoutMs } = options.requests;
-  const subjectOf = (message: LedgerMessage): string => `$KV.${bucket}.${message.celeryTaskId}`;
+  const subjectOf = (message: LedgerMessage): string => {
+    const key = message.celeryTaskId;
+    if (key.startsWith('.') || key.endsWith('.') || !validKey.test(key)) throw new Error(`not a key of the outcome ledger: ${JSON.stringify(key)}`);
+    return `$KV.${bucket}.${key}`;
+  };
   const empty = new Uint8Array(0);
   return {
     async find(message) {
@@ -83,11 +89,12 @@ export async function openOutcomeLedger(
       return operation === 'DEL' || operation === 'PURGE' ? undefined : parse(reply.string());
     },
     async record(message, outcome, deadlineMs) {
+      const subject = subjectOf(message);
       const deadline = Date.now() + deadlineMs;
       const value = new TextEncoder().encode(JSON.stringify(outcome));
       for (;;) {
         try {
-          await publisher.publish(subjectOf(message), value, { timeout: timeoutMs });
+          await publisher.publish(subject, value, { timeout: timeoutMs });
           return;
         } catch (error) {
           if (Date.now() + recordRetryMs > deadline) throw error;
