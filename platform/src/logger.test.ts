@@ -62,6 +62,14 @@ test('every secret key is censored at the top and one and two levels down, in ob
   assert.equal(error.config.password, 'pw-error');
 });
 
+test('a frozen object is censored through a copy, and the line is still written', () => {
+  const settings = Object.freeze({ databaseUrl: 'postgres://u:pw-frozen@db/notify', pool: Object.freeze({ password: 'pw-frozen-2', size: 10 }) });
+  const { text, line } = logged((logger) => logger.warn({ settings }, 'starting'));
+  assert.doesNotMatch(text, /pw-frozen/);
+  assert.deepEqual(line['settings'], { databaseUrl: '[redacted]', pool: { password: '[redacted]', size: 10 } });
+  assert.equal(settings.databaseUrl, 'postgres://u:pw-frozen@db/notify');
+});
+
 test('a line with no secret is written as given, buffers and dates included', () => {
   const { line } = logged((logger) => logger.info({ method: 'POST', status: 202, nested: { at: new Date('2026-12-01T00:00:00Z'), bytes: Buffer.from('ok'), list: [1, { a: 2 }] } }, 'request'));
   assert.deepEqual(line['nested'], { at: '2026-12-01T00:00:00.000Z', bytes: { type: 'Buffer', data: [111, 107] }, list: [1, { a: 2 }] });

@@ -21,13 +21,21 @@ export const redactedPaths = [...secretKeys, 'req.headers.authorization', 'req.h
 /** Arrays, plain objects, errors and other records: what may hold a secret under a key. Not buffers or dates. */
 const walkable = (value: unknown): value is object => typeof value === 'object' && value !== null && !ArrayBuffer.isView(value) && !(value instanceof Date);
 
-/** A shallow copy that is what `value` is: an array, or an object of its prototype with its own properties. */
-function copyOf(value: object): Record<string, unknown> | unknown[] {
-  if (Array.isArray(value)) return [...(value as unknown[])];
-  const copy = Object.create(Object.getPrototypeOf(value), Object.getOwnPropertyDescriptors(value)) as Record<string, unknown>;
+/**
+ * A shallow copy of `value` with `replaced` in place of its own values: an array, or an object of its prototype with
+ * its own properties (non-writable ones of a frozen object too, so the replaced ones are defined, not assigned).
+ */
+function copyWith(value: object, replaced: ReadonlyMap<string, unknown>): object {
+  if (Array.isArray(value)) {
+    const copy: unknown[] = [...(value as unknown[])];
+    for (const [index, inner] of replaced) copy[Number(index)] = inner;
+    return copy;
+  }
+  const descriptors: PropertyDescriptorMap = Object.getOwnPropertyDescriptors(value);
+  for (const [key, inner] of replaced) descriptors[key] = { value: inner, writable: true, enumerable: true, configurable: true };
   // V8 keeps an error's stack behind an accessor of the original object: the copy gets its text.
-  if (value instanceof Error) Object.defineProperty(copy, 'stack', { value: value.stack, writable: true, configurable: true, enumerable: false });
-  return copy;
+  if (value instanceof Error) descriptors['stack'] = { value: value.stack, writable: true, enumerable: false, configurable: true };
+  return Object.create(Object.getPrototypeOf(value), descriptors) as object;
 }
 
 /**
@@ -36,18 +44,16 @@ function copyOf(value: object): Record<string, unknown> | unknown[] {
  * and stack, for pino's serializer).
  */
 function censored(value: object, depth: number): object {
-  let copy: Record<string, unknown> | unknown[] | undefined;
+  let replaced: Map<string, unknown> | undefined;
   const source = value as Record<string, unknown>;
   for (const key of Object.keys(source)) {
     const inner = source[key];
-    let replaced: unknown = inner;
-    if (secret.has(key)) replaced = censor;
-    else if (depth > 0 && walkable(inner)) replaced = censored(inner, depth - 1);
-    if (replaced === inner) continue;
-    copy ??= copyOf(value);
-    (copy as Record<string, unknown>)[key] = replaced;
+    let outcome: unknown = inner;
+    if (secret.has(key)) outcome = censor;
+    else if (depth > 0 && walkable(inner)) outcome = censored(inner, depth - 1);
+    if (outcome !== inner) (replaced ??= new Map()).set(key, outcome);
   }
-  return copy ?? value;
+  return replaced ? copyWith(value, replaced) : value;
 }
 
 /** The secret keys one and two levels below a line's own keys (pino's redact takes the top level). */
