@@ -42,4 +42,14 @@ describe('prefixed output', () => {
     assert.deepEqual(output.lines('a').map((line) => line.text), ['3']);
     assert.equal(output.text('b'), 'b   | 2\nb   | 4\n');
   });
+
+  test('however many lines come, the last `keep` of them are what is read, in order', () => {
+    const output = new PrefixedOutput({ target: null, width: 3, keep: 3 });
+    for (let index = 1; index <= 20; index += 1) {
+      output.line(index % 2 === 0 ? 'b' : 'a', String(index));
+      const expected = Array.from({ length: Math.min(3, index) }, (_, offset) => String(index - Math.min(3, index) + 1 + offset));
+      assert.deepEqual(output.lines().map((line) => line.text), expected, `after ${index} lines`);
+    }
+    assert.deepEqual(output.lines('a').map((line) => line.text), ['19']);
+  });
 });
