@@ -60,7 +60,9 @@ export async function startSystemUnderTest(options: SystemUnderTestOptions): Pro
       return { ...sink, close: () => sink.stop() };
     },
     mailerReplicas: options.mailerReplicas,
-    logLevel: 'warn',
+    // The chart's default: a default install writes an access line per request and a line per delivery attempt, and
+    // what they cost belongs in its CPU per message.
+    logLevel: 'info',
     output: process.env['BENCH_SERVICE_OUTPUT'] === 'stdout' ? undefined : null,
     env: { ...options.env, NOTIFY_PUBLIC_SEND_RATE: unthrottledRate, NOTIFY_PUBLIC_READ_RATE: unthrottledRate },
     serviceEnv: {
