@@ -57,7 +57,7 @@ function censored(value: object, depth: number): object {
 }
 
 /** The secret keys one and two levels below a line's own keys (pino's redact takes the top level). */
-export function censorNested(object: Record<string, unknown>): Record<string, unknown> {
+function censorNested(object: Record<string, unknown>): Record<string, unknown> {
   let copy: Record<string, unknown> | undefined;
   for (const key of Object.keys(object)) {
     const inner = object[key];
