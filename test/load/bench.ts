@@ -74,6 +74,8 @@ function writeResults(): string {
     final,
     profiles,
     profileDir: profileDir && relative(repoRoot, profileDir),
+    // The scenarios' windows on the profiles' clock (monotonic µs), to cut the .cpuprofile files other ways later.
+    profileWindows: profileDir ? windows : undefined,
   };
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   return file;
@@ -191,6 +193,9 @@ function printProfiles(summaries: ReadonlyArray<ProfileSummary & { window: strin
     console.log(
       `\nCPU profile ${summary.service} during ${summary.window}: busy ${summary.busyMs.toLocaleString('en-US')} ms of ${summary.sampledMs.toLocaleString('en-US')} ms sampled, GC ${share(summary.gcShare).trim()} of busy`,
     );
+    const { ours, dependencies, node, vm } = summary.split;
+    console.log(`  by who asked (self time charged to the nearest frame with a file): our code ${share(ours).trim()}, dependencies ${share(dependencies).trim()}, Node alone ${share(node).trim()}, V8 ${share(vm).trim()}`);
+    for (const line of summary.askers.slice(0, 8)) console.log(`    ${share(line.share)}  ${line.name}`);
     console.log('  by package (self time, share of busy):');
     for (const line of summary.packages.slice(0, 8)) console.log(`    ${share(line.share)}  ${line.name}`);
     console.log('  top functions (self time):');

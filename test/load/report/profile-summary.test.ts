@@ -51,3 +51,37 @@ test('only samples inside the windows count', () => {
     ['(garbage collector)', 'hot pg/lib/client.js:5'],
   );
 });
+
+test("self time is also charged to whoever asked for it: the nearest frame with a file above Node's and V8's", () => {
+  // (root) > route (ours) > write (node:) > writev (native); (root) > query (pg) > write (node:); (root) > runMicrotasks
+  // (native, nothing above); (root) > (garbage collector). One sample each, 1 ms apart, the write of route twice.
+  const asked: CpuProfile = {
+    nodes: [
+      { id: 1, callFrame: { functionName: '(root)', url: '', lineNumber: -1 }, children: [2, 5, 7, 8] },
+      { id: 2, callFrame: { functionName: 'route', url: 'file:///repo/gateway/src/route.ts', lineNumber: 0 }, children: [3] },
+      { id: 3, callFrame: { functionName: 'write', url: 'node:net', lineNumber: 10 }, children: [4] },
+      { id: 4, callFrame: { functionName: 'writev', url: '', lineNumber: -1 } },
+      { id: 5, callFrame: { functionName: 'query', url: 'file:///repo/node_modules/pg/lib/client.js', lineNumber: 4 }, children: [6] },
+      { id: 6, callFrame: { functionName: 'write', url: 'node:net', lineNumber: 10 } },
+      { id: 7, callFrame: { functionName: 'runMicrotasks', url: '', lineNumber: -1 } },
+      { id: 8, callFrame: { functionName: '(garbage collector)', url: '', lineNumber: -1 } },
+    ],
+    startTime: 0,
+    endTime: 5_000,
+    samples: [4, 4, 6, 7, 8],
+    timeDeltas: [0, 1_000, 1_000, 1_000, 1_000],
+  };
+  const summary = summarizeProfiles('gateway', [asked], { repoRoot: root });
+  assert.deepEqual(
+    summary.askers.map((line) => [line.name, line.selfMs]),
+    [
+      ['gateway', 2],
+      ['pg', 1],
+      ['node (no package above)', 1],
+      ['(garbage collector)', 1],
+    ],
+  );
+  assert.deepEqual(summary.split, { ours: 2 / 5, dependencies: 1 / 5, node: 1 / 5, vm: 1 / 5 });
+  // By package the same time is Node's and V8's own, where it ran.
+  assert.equal(summary.packages.find((line) => line.name === 'gateway'), undefined);
+});

@@ -1,14 +1,20 @@
 // Reads the .cpuprofile files `node --cpu-prof` wrote for a service and summarises where its CPU went: the functions
 // with the most self time, and the same time grouped by package (a node_modules package, a folder of this
 // repository, or Node's internals). Only samples taken inside the given time windows count, so start-up and idle
-// stretches between scenarios do not dilute the figures.
+// stretches between scenarios do not dilute the figures. The same time is also charged to whoever asked for it: the
+// nearest frame above a sample that has a file of its own (Node's internals and V8's builtins have none), so that a
+// socket write made for pg counts as pg's and one made for our code as ours.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TimeWindow } from '../scenarios/context.ts';
 
 /** The subset of V8's CPU profile format the summary reads. Times are microseconds on the monotonic clock. */
 export interface CpuProfile {
-  readonly nodes: ReadonlyArray<{ readonly id: number; readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number } }>;
+  readonly nodes: ReadonlyArray<{
+    readonly id: number;
+    readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
+    readonly children?: readonly number[];
+  }>;
   readonly startTime: number;
   readonly endTime: number;
   readonly samples: readonly number[];
@@ -33,6 +39,10 @@ export interface ProfileSummary {
   readonly gcShare: number;
   readonly functions: readonly CostLine[];
   readonly packages: readonly CostLine[];
+  /** Self time charged to the package or repository folder that asked for it (see askerOf). */
+  readonly askers: readonly CostLine[];
+  /** The same as shares of busy time, in four: our code, its dependencies, Node with nothing of either above, V8 (GC, unattributed). */
+  readonly split: { readonly ours: number; readonly dependencies: number; readonly node: number; readonly vm: number };
 }
 
 const idle = '(idle)';
@@ -60,6 +70,29 @@ export function locationOf(url: string, lineNumber: number, repoRoot: string): s
   return `${path}:${lineNumber + 1}`;
 }
 
+type Frame = CpuProfile['nodes'][number];
+
+/** Node and V8 code: Node's internals (`node:`, its `wasm://` parsers) and builtins or native code (no file). */
+const isRuntime = (frame: Frame): boolean => !frame.callFrame.url.startsWith('file://');
+
+/**
+ * Who a sample's time is charged to: the package or repository folder of the nearest frame above it that is not Node's
+ * or V8's (its kind: `ours` for a folder of this repository, `dependencies` for node_modules), or Node itself when no
+ * such frame is there (the event loop's own work, a microtask queue drained from Node); the garbage collector and
+ * V8's unattributed time are V8's.
+ */
+function askerOf(frame: Frame, parentOf: ReadonlyMap<number, Frame>, repoRoot: string): { name: string; kind: keyof ProfileSummary['split'] } {
+  const name = frame.callFrame.functionName;
+  if (frame.callFrame.url === '' && (name === garbageCollector || name === '(program)')) return { name, kind: 'vm' };
+  for (let above: Frame | undefined = frame; above; above = parentOf.get(above.id)) {
+    if (isRuntime(above)) continue;
+    const url = above.callFrame.url;
+    const kind = url.includes('/node_modules/') || !url.slice('file://'.length).startsWith(repoRoot) ? 'dependencies' : 'ours';
+    return { name: packageOf(url, repoRoot), kind };
+  }
+  return { name: 'node (no package above)', kind: 'node' };
+}
+
 function inside(windows: readonly TimeWindow[] | undefined, timeUs: number): boolean {
   return windows === undefined || windows.some((window) => timeUs >= window.startUs && timeUs < window.endUs);
 }
@@ -67,11 +100,16 @@ function inside(windows: readonly TimeWindow[] | undefined, timeUs: number): boo
 export function summarizeProfiles(service: string, profiles: readonly CpuProfile[], options: { windows?: readonly TimeWindow[]; repoRoot: string; top?: number }): ProfileSummary {
   const byFunction = new Map<string, number>();
   const byPackage = new Map<string, number>();
+  const byAsker = new Map<string, number>();
+  const split = { ours: 0, dependencies: 0, node: 0, vm: 0 };
   let sampledUs = 0;
   let idleUs = 0;
   let gcUs = 0;
   for (const profile of profiles) {
-    const frames = new Map(profile.nodes.map((node) => [node.id, node.callFrame]));
+    const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
+    const parentOf = new Map<number, Frame>();
+    for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node);
+    const askers = new Map<number, ReturnType<typeof askerOf>>();
     let timeUs = profile.startTime;
     for (let index = 0; index < profile.samples.length; index += 1) {
       timeUs += profile.timeDeltas[index] ?? 0;
@@ -79,8 +117,9 @@ export function summarizeProfiles(service: string, profiles: readonly CpuProfile
       const nextUs = index + 1 < profile.samples.length ? timeUs + (profile.timeDeltas[index + 1] ?? 0) : profile.endTime;
       const durationUs = Math.max(0, nextUs - timeUs);
       if (!inside(options.windows, timeUs)) continue;
-      const frame = frames.get(profile.samples[index] ?? -1);
-      if (!frame) continue;
+      const node = nodes.get(profile.samples[index] ?? -1);
+      if (!node) continue;
+      const frame = node.callFrame;
       sampledUs += durationUs;
       if (frame.functionName === idle) {
         idleUs += durationUs;
@@ -92,6 +131,10 @@ export function summarizeProfiles(service: string, profiles: readonly CpuProfile
       byFunction.set(name, (byFunction.get(name) ?? 0) + durationUs);
       const owner = frame.url === '' && frame.functionName.startsWith('(') ? frame.functionName : packageOf(frame.url, options.repoRoot);
       byPackage.set(owner, (byPackage.get(owner) ?? 0) + durationUs);
+      let asker = askers.get(node.id);
+      if (!asker) askers.set(node.id, (asker = askerOf(node, parentOf, options.repoRoot)));
+      byAsker.set(asker.name, (byAsker.get(asker.name) ?? 0) + durationUs);
+      split[asker.kind] += durationUs;
     }
   }
   const busyUs = sampledUs - idleUs;
@@ -108,6 +151,13 @@ export function summarizeProfiles(service: string, profiles: readonly CpuProfile
     gcShare: busyUs > 0 ? gcUs / busyUs : 0,
     functions: ranked(byFunction),
     packages: ranked(byPackage),
+    askers: ranked(byAsker),
+    split: {
+      ours: busyUs > 0 ? split.ours / busyUs : 0,
+      dependencies: busyUs > 0 ? split.dependencies / busyUs : 0,
+      node: busyUs > 0 ? split.node / busyUs : 0,
+      vm: busyUs > 0 ? split.vm / busyUs : 0,
+    },
   };
 }
 
