@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { parseDuration } from '@notify/platform';
 import { topology } from '@notify/proto';
-import { attemptsAcrossOutages, attemptsWithoutOutcome, audit, statesOf } from '../harness/delivery-audit.ts';
+import { attemptsAcrossOutages, attemptsWithoutOutcome, audit, statesOf, whereInFlight } from '../harness/delivery-audit.ts';
 import { gatewayReachesServices } from '../harness/service-waits.ts';
 import { startPrivateNats, type PrivateNats } from '../harness/private-nats.ts';
 import { startPrivateNatsCluster, type PrivateNatsCluster } from '../harness/private-nats-cluster.ts';
@@ -205,8 +205,10 @@ test(`a ${Math.round(durationMs / 1_000)} s soak with a mailer, dispatch-svc and
     { timeoutMs: 90_000, intervalMs: 500, what: 'every accepted message to be sent or failed' },
   ).catch(async (error: unknown) => {
     const states = await statesOf(system.db, ids);
-    const stuck = ids.filter((id) => !['sent', 'failed'].includes(states.get(id) ?? '')).map((id) => `${id}:${states.get(id) ?? 'missing'}`);
-    throw new Error(`${String(error)}; still in flight: ${stuck.slice(0, 20).join(', ')}${stuck.length > 20 ? ` and ${stuck.length - 20} more` : ''}`);
+    const inFlight = ids.filter((id) => !['sent', 'failed'].includes(states.get(id) ?? ''));
+    const stuck = inFlight.map((id) => `${id}:${states.get(id) ?? 'missing'}`);
+    const where = await whereInFlight(system.db, system.resources.mailDir, (cluster ?? nats)?.url ?? '', system.resources.natsPrefix, inFlight).catch((cause: unknown) => `not found: ${String(cause)}`);
+    throw new Error(`${String(error)}; still in flight: ${stuck.slice(0, 20).join(', ')}${stuck.length > 20 ? ` and ${stuck.length - 20} more` : ''}; ${where}; faults: ${JSON.stringify(faultLog)}`);
   });
   // Late duplicates, if any, arrive before counting.
   await pause(2_000);

@@ -2,7 +2,10 @@
 // so a duplicate shows) and the state dispatch-svc recorded. The reliability and chaos suites assert on this.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import type pg from 'pg';
+import { topology } from '@notify/proto';
 import { waitFor } from './wait.ts';
 
 /** Emails stored per message id (X-Notify-Message-Id), read from the raw files: fast enough for thousands. */
@@ -110,4 +113,33 @@ export async function attemptsAcrossOutages(
     [ids, outages.map((outage) => outage.from), outages.map((outage) => outage.to), redeliveryGraceMs],
   );
   return new Map(rows.map((row) => [Number(row.id), row.n]));
+}
+
+/**
+ * Where messages still in flight are, for a failure message: how many have a job waiting in the outbox, how many an
+ * email at the sink already (delivered, their events not applied), and what the jobs' and the events' consumers hold
+ * (the server's own counts: waiting in the stream, delivered and not acknowledged, pull requests open).
+ */
+export async function whereInFlight(db: pg.Pool, mailDir: string, natsUrl: string, prefix: string, ids: readonly number[]): Promise<string> {
+  const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE message_id = ANY($1::bigint[])', [ids]);
+  const mails = mailCounts(mailDir);
+  const emailed = ids.filter((id) => (mails.get(id) ?? 0) > 0).length;
+  const names = topology(prefix);
+  const connection = await connect({ servers: natsUrl.split(','), timeout: 2_000 });
+  try {
+    const jsm = await jetstreamManager(connection);
+    const consumers = await Promise.all(
+      [
+        [names.jobsStream, names.mailerConsumer],
+        [names.eventsStream, names.eventsConsumer],
+      ].map(async ([stream = '', consumer = '']) => {
+        const info = await jsm.consumers.info(stream, consumer).catch((error: unknown) => String(error));
+        if (typeof info === 'string') return `${consumer}: ${info}`;
+        return `${consumer}: ${info.num_pending} waiting, ${info.num_ack_pending} unacknowledged, ${info.num_redelivered} redelivered, ${info.num_waiting} pulls open, delivered up to ${info.delivered.stream_seq}, acknowledged up to ${info.ack_floor.stream_seq}`;
+      }),
+    );
+    return `${ids.length} in flight: ${rows[0]?.n ?? 0} with a job in the outbox, ${emailed} with an email at the sink; ${consumers.join('; ')}`;
+  } finally {
+    await connection.close();
+  }
 }
