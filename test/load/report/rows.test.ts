@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { tracingTotals, type TracingRun } from '../scenarios/tracing-cost.ts';
 import { backlogCpuPerEvent, cpuPerEvent, webhookTotals, type WebhookAcceptRun, type WebhookBacklogRun, type WebhookRun } from '../scenarios/webhook-cost.ts';
 import type { BatchIngestResult } from '../scenarios/batch-ingest.ts';
+import type { CeilingResult } from '../scenarios/ceiling.ts';
 import type { DeliveryResult } from '../scenarios/delivery.ts';
 import { halfSustainedRate, type EndToEndResult } from '../scenarios/end-to-end.ts';
 import type { StatusReadResult } from '../scenarios/status-reads.ts';
@@ -28,7 +29,7 @@ const saturation = (acceptedPerSecond: number) => ({
 test('the ingest rows judge saturation against its target and against the ceiling', () => {
   const rows = buildRows({
     connections: 64,
-    ceiling: { load: { sent: 1, completed: 1, statuses: {}, errors: 0, timeouts: 0, durationS: 1, latencyMs: latency, answeredPerSecond: 10_000, cutOff: 0 }, perSecond: 10_000 },
+    ceiling: { load: { sent: 1, completed: 1, statuses: {}, errors: 0, timeouts: 0, durationS: 1, latencyMs: latency, answeredPerSecond: 10_000, cutOff: 0 }, perSecond: 10_000, cpuPerRequest: {} },
     ingest: { saturation: saturation(2_500) },
   });
   const byFigure = new Map(rows.map((row) => [row.figure, row]));
@@ -319,6 +320,18 @@ test('the batch rows put accepted messages/s and CPU per message in batches of 1
       ['CPU per accepted send, mailers stopped, the backlog: system', '0.80 ms', '1,000 sends, the tenants in turn', '<= 0.50 ms', 'MISS (+60%)'],
     ],
   );
+  // Beside the bare Koa ceiling of the same run, the system figure is judged as requests' worth of its CPU: at most 5.
+  const ceiling: CeilingResult = {
+    load: { sent: 1, completed: 1, statuses: {}, errors: 0, timeouts: 0, durationS: 1, latencyMs: latency, answeredPerSecond: 10_000, cutOff: 0 },
+    perSecond: 10_000,
+    cpuPerRequest: { 'bare Koa': 0.09, 'bench (load generator)': 0.06, 'other (not this run)': 0.5, 'machine total': 0.65 },
+  };
+  const judged = (sendCpu: Record<string, number>): string[] => {
+    const ratioRow = buildRows({ connections: 64, ceiling, delivery: { ...delivery, preloadCpuPerMessage: sendCpu } }).find((entry) => entry.figure.includes('bare Koa CPU per request'));
+    return ratioRow ? [ratioRow.measured, ratioRow.baseline, ratioRow.target, ratioRow.result] : [];
+  };
+  assert.deepEqual(judged(delivery.preloadCpuPerMessage), ['5.33', 'bare Koa 0.15 ms per request', '<= 5.00', 'MISS (+7%)']);
+  assert.deepEqual(judged({ ...delivery.preloadCpuPerMessage, 'postgres (this run)': 0.2 }), ['4.67', 'bare Koa 0.15 ms per request', '<= 5.00', 'pass']);
   // Without the single sends' run (the bench stopped before it), the figures stand alone.
   assert.deepEqual(buildRows({ connections: 64, batch }).map((entry) => entry.baseline), ['2,000 messages', '', '']);
 });

@@ -82,7 +82,7 @@ export function buildRows(figures: Figures): Row[] {
     }
     rows.push(...deliveryCpuRows(delivery));
     rows.push(row('ingest at saturation, mailers stopped (accepted/s)', perSecond(delivery.preloadAcceptedPerSecond)));
-    rows.push(...acceptPathRows(delivery));
+    rows.push(...acceptPathRows(delivery, ceiling));
   }
   if (messageWrites) rows.push(...updateRows('delivery drain', 'messages', messageWrites, delivery && { count: delivery.messages, unit: 'message' }));
   if (batch) rows.push(...batchRows(batch, delivery));
@@ -362,17 +362,32 @@ function deliveryCpuRows(delivery: DeliveryResult): Row[] {
 
 /**
  * The accept path (issue 14, item 1): CPU per send accepted with the mailers stopped, over the delivery backlog (the
- * largest run of single sends, at saturation, the tenants in turn), the system figure judged against the accept-path target.
+ * largest run of single sends, at saturation, the tenants in turn), the system figure judged against the accept-path
+ * target; and that figure over the bare Koa ceiling's CPU per request in the same run, judged against the target's own
+ * same-run form ("about >= 0.2 x the bare Koa ceiling": at most 5 requests' worth of CPU per send).
  */
-function acceptPathRows(delivery: DeliveryResult): Row[] {
+function acceptPathRows(delivery: DeliveryResult, ceiling: CeilingResult | undefined): Row[] {
   const totals = webhookTotals(delivery.preloadCpuPerMessage);
   const baseline = `${whole(countOf(delivery.preload, 202))} sends, the tenants in turn`;
-  return (['services', 'system'] as const).map((key) =>
+  const rows = (['services', 'system'] as const).map((key) =>
     row(`CPU per accepted send, mailers stopped, the backlog: ${key}`, `${twoPlaces(totals[key])} ms`, {
       baseline,
       ...(key === 'system' ? { target: targets.cpuPerRequestMs, judged: totals[key] } : {}),
     }),
   );
+  const bareKoa = ceiling && webhookTotals(ceiling.cpuPerRequest).system;
+  if (bareKoa !== undefined && bareKoa > 0) {
+    const ratio = totals.system / bareKoa;
+    rows.push(
+      row('CPU per accepted send, mailers stopped, the backlog / bare Koa CPU per request: system', twoPlaces(ratio), {
+        baseline: `bare Koa ${twoPlaces(bareKoa)} ms per request`,
+        ratio,
+        target: targets.acceptCpuOfCeiling,
+        judged: ratio,
+      }),
+    );
+  }
+  return rows;
 }
 
 /**

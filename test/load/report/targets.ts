@@ -32,6 +32,8 @@ export const targets = {
   replayWhileDrainingP99Ms: atMost(15, '15 ms'),
   /** Machine CPU (less the machine's other work) per accepted send, per webhook event, per status read. */
   cpuPerRequestMs: atMost(0.5, '0.50 ms'),
+  /** The accept path's same-run form: at least 0.2 x the bare Koa ceiling, so at most 5 x its CPU per request. */
+  acceptCpuOfCeiling: atMost(5, '5.00'),
 };
 
 export type Verdict = 'pass' | 'MISS' | '';

@@ -1,6 +1,9 @@
-// Baseline of the ingest figure: the same requests, connections and load generator against a bare Koa endpoint.
+// Baseline of the ingest figure: the same requests, connections and load generator against a bare Koa endpoint. Its
+// CPU per request (the server, the load generator and whatever else runs) is the same run's floor for the accept path's
+// CPU per send: a send costs at least one such request.
 import { runClosedLoop, type ClosedLoopResult } from '../generators/closed-loop.ts';
 import { startChild } from '../system/child.ts';
+import { cpuPerMessage } from '../system/cpu-usage.ts';
 import type { BenchContext } from './context.ts';
 import { closedLoopRequests } from './send-requests.ts';
 
@@ -8,22 +11,31 @@ export interface CeilingResult {
   readonly load: ClosedLoopResult;
   /** 202 answers per second. */
   readonly perSecond: number;
+  /** CPU milliseconds per 202 answer, per process group (see system/cpu-usage.ts); the server is `bare Koa`. */
+  readonly cpuPerRequest: Record<string, number>;
 }
+
+/** The helper label of the bare Koa server in the CPU figures. */
+export const bareKoaLabel = 'bare Koa';
 
 export async function runCeiling(context: BenchContext): Promise<CeilingResult> {
   const { plan, system } = context;
   context.progress(`HTTP ceiling: bare Koa, ${plan.connections} connections, ${plan.ceilingS} s`);
   const server = await startChild<{ port: number }>(new URL('../system/ceiling-server.ts', import.meta.url), []);
+  const helpers = [[bareKoaLabel, server.pid]] as const;
   try {
+    const before = await context.cpu(helpers);
     const load = await runClosedLoop({
       url: `http://127.0.0.1:${server.ready.port}`,
       connections: plan.connections,
       durationS: plan.ceilingS,
       requests: closedLoopRequests(system.tenants),
     });
-    const perSecond = (load.statuses['202'] ?? 0) / load.durationS;
-    context.progress(`  ${Math.round(perSecond)}/s, latency p50 ${load.latencyMs.p50} ms, p99 ${load.latencyMs.p99} ms`);
-    return { load, perSecond };
+    const answered = load.statuses['202'] ?? 0;
+    const cpuPerRequest = cpuPerMessage(before, await context.cpu(helpers), answered);
+    const perSecond = answered / load.durationS;
+    context.progress(`  ${Math.round(perSecond)}/s, latency p50 ${load.latencyMs.p50} ms, p99 ${load.latencyMs.p99} ms, ${(cpuPerRequest['machine total'] ?? 0).toFixed(3)} ms of machine CPU per request`);
+    return { load, perSecond, cpuPerRequest };
   } finally {
     await server.stop();
   }
