@@ -16,7 +16,7 @@ export interface CeilingResult {
 }
 
 /** The helper label of the bare Koa server in the CPU figures. */
-export const bareKoaLabel = 'bare Koa';
+const bareKoaLabel = 'bare Koa';
 
 export async function runCeiling(context: BenchContext): Promise<CeilingResult> {
   const { plan, system } = context;
