@@ -43,3 +43,8 @@ test('with ordinality, each row has its position after the columns: the unnest c
   assert.equal(batchRows('find', [{ id: 1, label: 'a' }, { id: 2, label: 'b' }], columns, { ordinality: true }).rows, 'unnest($1::bigint[], $2::text[]) WITH ORDINALITY');
   assert.equal(batchRows('find', [{ id: 1, label: 'a' }], columns, { ordinality: true }).rows, '(VALUES ($1::bigint, $2::text, 1::bigint))');
 });
+
+test('rows that follow other parameters number theirs from firstParameter, in both forms', () => {
+  assert.equal(batchRows('find', [{ id: 1, label: 'a' }, { id: 2, label: 'b' }], columns, { firstParameter: 13 }).rows, 'unnest($13::bigint[], $14::text[])');
+  assert.equal(batchRows('find', [{ id: 1, label: 'a' }], columns, { firstParameter: 13 }).rows, '(VALUES ($13::bigint, $14::text))');
+});

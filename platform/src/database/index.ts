@@ -95,12 +95,14 @@ export interface BatchRowsOptions<T> {
    * writes a row for every item, matched or not.
    */
   readonly filler?: T;
+  /** The number of the first parameter, for a statement with other parameters before these rows' (1 by default). */
+  readonly firstParameter?: number;
 }
 
 /**
  * The rows of a prepared statement that works on a batch of items, as a FROM item (`AS alias (columns)` follows it)
- * and its parameters, which start at $1. A batch is one array parameter per column, unnested; a single item is a
- * one-row VALUES of scalar parameters, under a name of its own.
+ * and its parameters, which start at $1 (or `firstParameter`). A batch is one array parameter per column, unnested; a
+ * single item is a one-row VALUES of scalar parameters, under a name of its own.
  *
  * PostgreSQL plans a prepared statement for its values five times, then keeps a plan made for any values (generic)
  * unless that looks dearer than planning each time. A generic plan assumes an array parameter has ten elements, so a
@@ -110,9 +112,10 @@ export interface BatchRowsOptions<T> {
  * form, and a padded batch (`filler`), are planned once per connection.
  */
 export function batchRows<T>(name: string, items: readonly T[], columns: readonly RowColumn<T>[], options: BatchRowsOptions<T> = {}): { name: string; rows: string; values: unknown[] } {
+  const first = options.firstParameter ?? 1;
   if (items.length === 1) {
     const item = items[0] as T;
-    const scalars = columns.map((column, index) => `$${index + 1}::${column.type}`);
+    const scalars = columns.map((column, index) => `$${first + index}::${column.type}`);
     return {
       name: `${name}-one`,
       rows: `(VALUES (${[...scalars, ...(options.ordinality ? ['1::bigint'] : [])].join(', ')}))`,
@@ -123,7 +126,7 @@ export function batchRows<T>(name: string, items: readonly T[], columns: readonl
   const rows = filler !== undefined && items.length < paddedBatchLength ? [...items, ...Array<T>(paddedBatchLength - items.length).fill(filler)] : items;
   return {
     name,
-    rows: `unnest(${columns.map((column, index) => `$${index + 1}::${column.type}[]`).join(', ')})${options.ordinality ? ' WITH ORDINALITY' : ''}`,
+    rows: `unnest(${columns.map((column, index) => `$${first + index}::${column.type}[]`).join(', ')})${options.ordinality ? ' WITH ORDINALITY' : ''}`,
     values: columns.map((column) => rows.map(column.value)),
   };
 }

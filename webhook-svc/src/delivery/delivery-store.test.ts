@@ -10,6 +10,7 @@ import { batchedStore, claimDeliveries, recordAttempts, type AttemptRecord, type
 
 const leaseMs = 60_000;
 const fiveDaysMs = 5 * 86_400_000;
+const settings = { disableAfterMs: fiveDaysMs, leaseMs };
 let database: TestDatabase;
 let pool: Pool;
 let tenant: { organizationId: number; projectId: number; apiKeyId: number; templateId: number };
@@ -118,7 +119,7 @@ test('attempts recorded together: each delivery moves, each attempt is logged, a
     failingLong: await delivery(failingLong),
     failingLongAgain: await delivery(failingLong),
   };
-  const changes = await recordAttempts(
+  const recorded = await recordAttempts(
     pool,
     [
       attempt(keys.healthy, { state: 'succeeded' }, 204),
@@ -128,10 +129,10 @@ test('attempts recorded together: each delivery moves, each attempt is logged, a
       attempt(keys.failingLong, { state: 'pending', retryInMs: 5_000 }, null),
       attempt(keys.failingLongAgain, { state: 'pending', retryInMs: 5_000 }, 500),
     ],
-    fiveDaysMs,
+    settings,
   );
   // The change of an endpoint is told once, with its first attempt.
-  assert.deepEqual(changes, ['none', 'none', 'none', 'disabled_gone', 'disabled_failing', 'none']);
+  assert.deepEqual(recorded.map((record) => record.change), ['none', 'none', 'none', 'disabled_gone', 'disabled_failing', 'none']);
 
   const deliveries = await pool.query<{ eventId: string; state: string; attempts: number; retryInS: number | null }>(
     `SELECT event_id AS "eventId", state, attempts, round(extract(epoch FROM next_attempt_at - now()))::int AS "retryInS" FROM webhook_deliveries ORDER BY event_id`,
@@ -160,11 +161,11 @@ test("a failure starts an endpoint's run of failures and a later success ends it
   const id = await endpoint();
   const updatedAt = async () => (await pool.query<{ at: Date }>('SELECT updated_at AS at FROM webhook_endpoints WHERE id = $1', [id])).rows[0]?.at.getTime();
   const untouched = await updatedAt();
-  assert.deepEqual(await recordAttempts(pool, [attempt(await delivery(id), { state: 'succeeded' }, 204)], fiveDaysMs), ['none']);
+  assert.deepEqual(await recordAttempts(pool, [attempt(await delivery(id), { state: 'succeeded' }, 204)], settings), [{ change: 'none' }]);
   assert.equal(await updatedAt(), untouched, 'not written: nothing about it changed');
-  assert.deepEqual(await recordAttempts(pool, [attempt(await delivery(id), { state: 'pending', retryInMs: 1_000 }, 502)], fiveDaysMs), ['none']);
+  assert.deepEqual(await recordAttempts(pool, [attempt(await delivery(id), { state: 'pending', retryInMs: 1_000 }, 502)], settings), [{ change: 'none' }]);
   assert.equal((await endpointRow(id))?.failing, true);
-  assert.deepEqual(await recordAttempts(pool, [attempt(await delivery(id), { state: 'succeeded' }, 204)], fiveDaysMs), ['none']);
+  assert.deepEqual(await recordAttempts(pool, [attempt(await delivery(id), { state: 'succeeded' }, 204)], settings), [{ change: 'none' }]);
   assert.deepEqual(await endpointRow(id), { enabled: true, disabledReason: null, failing: false });
 });
 
@@ -175,10 +176,45 @@ test('records made at once share a statement, and one the database refuses fails
   // Its event purged while its request was out (retention): its attempt can no longer be recorded.
   await pool.query('DELETE FROM webhook_events WHERE id = $1', [purged.eventId]);
   const outcomes = await Promise.allSettled([store.record(attempt(kept, { state: 'succeeded' }, 204)), store.record(attempt(purged, { state: 'succeeded' }, 204))]);
-  assert.deepEqual(outcomes[0], { status: 'fulfilled', value: 'none' });
+  assert.deepEqual(outcomes[0], { status: 'fulfilled', value: { change: 'none' } });
   assert.equal(outcomes[1]?.status, 'rejected');
   const recorded = await pool.query<{ eventId: string; state: string }>('SELECT d.event_id AS "eventId", d.state FROM webhook_deliveries d JOIN webhook_attempts a USING (event_id, endpoint_id)');
   assert.deepEqual(recorded.rows.map((row) => [Number(row.eventId), row.state]), [[kept.eventId, 'succeeded']]);
+});
+
+test("a record claims its slot's next delivery in the same statement if its endpoint stays healthy; the others are left to claimDeliveries", async () => {
+  const [healthy, failing, gone, copied] = [await endpoint(), await endpoint(), await endpoint(), await endpoint()];
+  const keys = {
+    healthy: await delivery(healthy),
+    healthyNext: await delivery(healthy),
+    failing: await delivery(failing),
+    failingNext: await delivery(failing),
+    gone: await delivery(gone),
+    goneNext: await delivery(gone),
+    copied: await delivery(copied),
+  };
+  const recorded = await recordAttempts(
+    pool,
+    [
+      { ...attempt(keys.healthy, { state: 'succeeded' }, 204), next: keys.healthyNext },
+      { ...attempt(keys.failing, { state: 'pending', retryInMs: 5_000 }, 503), next: keys.failingNext },
+      { ...attempt(keys.gone, { state: 'failed' }, 410, true), next: keys.goneNext },
+      // A second copy of the delivery being recorded, parked behind the first.
+      { ...attempt(keys.copied, { state: 'succeeded' }, 204), next: keys.copied },
+    ],
+    settings,
+  );
+  assert.deepEqual(recorded, [
+    { change: 'none', next: { attempts: 0, url: 'https://hooks.example.com/', secrets: ['whsec_AAAA'], body: '{"type": "message.sent"}' } },
+    { change: 'none' },
+    { change: 'disabled_gone' },
+    { change: 'none' },
+  ]);
+  const claims = await claimDeliveries(pool, [keys.healthyNext, keys.failingNext, keys.goneNext, keys.copied], leaseMs);
+  assert.ok(claims[0]?.kind === 'later' && claims[0].inMs > leaseMs - 5_000, 'claimed with the record: leased');
+  assert.equal(claims[1]?.kind, 'claimed', 'a failing endpoint still enabled: claimed on its own');
+  assert.equal(claims[2]?.kind, 'endpoint_disabled', 'disabled by the record it was named with');
+  assert.equal(claims[3]?.kind, 'settled', 'the copy finds what its first copy became');
 });
 
 /** Entries on the leaf pages of each index of webhook_deliveries (pageinspect), by index name. */
@@ -204,7 +240,7 @@ test('claiming a delivery and recording its attempt write no index entry: both u
 
   const claims = await claimDeliveries(pool, keys, leaseMs);
   assert.ok(claims.every((claim) => claim.kind === 'claimed'));
-  await recordAttempts(pool, keys.map((key, index) => attempt(key, index % 2 === 0 ? { state: 'succeeded' } : { state: 'pending', retryInMs: 5_000 }, index % 2 === 0 ? 204 : 503)), fiveDaysMs);
+  await recordAttempts(pool, keys.map((key, index) => attempt(key, index % 2 === 0 ? { state: 'succeeded' } : { state: 'pending', retryInMs: 5_000 }, index % 2 === 0 ? 204 : 503)), settings);
 
   const moved = await pool.query<{ state: string; count: number }>('SELECT state, count(*)::int AS count FROM webhook_deliveries WHERE attempts = 1 GROUP BY state ORDER BY state');
   assert.deepEqual(moved.rows, [{ state: 'pending', count: 10 }, { state: 'succeeded', count: 10 }]);
@@ -227,20 +263,26 @@ test('a delivery claimed and recorded alone is worked on as in a batch, by state
     await pool.query('ANALYZE webhook_events, webhook_deliveries, webhook_endpoints, webhook_attempts');
     const deliver = async (times: number): Promise<void> => {
       for (let count = 0; count < times; count += 1) {
-        const key = await delivery(id);
+        const [key, next] = [await delivery(id), await delivery(id)];
         const [claim] = await claimDeliveries(alone, [key], leaseMs);
         assert.equal(claim?.kind, 'claimed');
         const [again] = await claimDeliveries(alone, [key], leaseMs);
         assert.ok(again?.kind === 'later' && again.inMs > leaseMs - 5_000, 'claimed means leased');
-        assert.deepEqual(await recordAttempts(alone, [attempt(key, { state: 'succeeded' }, 204)], fiveDaysMs), ['none']);
+        // Recorded with the slot's next delivery, which the same statement claims.
+        const [recorded] = await recordAttempts(alone, [{ ...attempt(key, { state: 'succeeded' }, 204), next }], settings);
+        assert.ok(recorded?.change === 'none' && recorded.next !== undefined);
+        const [nextAgain] = await claimDeliveries(alone, [next], leaseMs);
+        assert.ok(nextAgain?.kind === 'later' && nextAgain.inMs > leaseMs - 5_000, 'claimed with the record means leased');
+        assert.deepEqual(await recordAttempts(alone, [attempt(next, { state: 'succeeded' }, 204)], settings), [{ change: 'none' }]);
         const [settled] = await claimDeliveries(alone, [key], leaseMs);
         assert.equal(settled?.kind, 'settled');
       }
     };
     assert.deepEqual(await plannedAfterWarmUp(alone, ['webhook-'], deliver), {
-      'webhook-claim-one': { generic: 12, custom: 0 },
-      'webhook-claim-why-not-one': { generic: 8, custom: 0 },
+      'webhook-claim-one': { generic: 16, custom: 0 },
+      'webhook-claim-why-not-one': { generic: 12, custom: 0 },
       'webhook-record-attempts-one': { generic: 4, custom: 0 },
+      'webhook-record-attempts-one-claiming-one': { generic: 4, custom: 0 },
     });
   } finally {
     await alone.end();

@@ -54,21 +54,46 @@ const keyColumns: readonly RowColumn<DeliveryKey>[] = [
 /** A key no delivery has, to pad a batch of claims with (batchRows). */
 const noDelivery: DeliveryKey = { eventId: 0, endpointId: 0 };
 
+/** A claimed delivery as the claim's RETURNING gives it (claimStatement). */
+interface ClaimedRow {
+  readonly eventId: string;
+  readonly endpointId: string;
+  readonly attempts: number;
+  readonly url: string;
+  readonly secret: string;
+  readonly previousSecret: string | null;
+  readonly body: string;
+}
+
+/**
+ * The claim: the due, pending deliveries of the keys in `keys` (a FROM item with columns event_id and endpoint_id),
+ * their endpoint enabled, leased for `lease` (a parameter, in ms), `unless` an extra condition on `d`.
+ */
+const claimStatement = (keys: string, lease: string, unless = '') =>
+  `UPDATE webhook_deliveries d SET next_attempt_at = now() + ${lease} * interval '1 millisecond', updated_at = now()
+     FROM ${keys}, webhook_endpoints w, webhook_events e
+    WHERE d.event_id = k.event_id AND d.endpoint_id = k.endpoint_id
+      AND d.state = 'pending' AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= now())
+      AND w.id = d.endpoint_id AND w.enabled AND e.id = d.event_id${unless}
+RETURNING d.event_id AS "eventId", d.endpoint_id AS "endpointId", d.attempts, w.url, w.secret,
+          CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS "previousSecret", e.payload::text AS body`;
+
+const claimedDelivery = (row: ClaimedRow): ClaimedDelivery => ({
+  attempts: row.attempts,
+  url: row.url,
+  secrets: row.previousSecret ? [row.secret, row.previousSecret] : [row.secret],
+  body: row.body,
+});
+
 /**
  * Claims the deliveries named, in one statement, and says for each what it found. A delivery named twice is claimed for
  * the first only: the second finds the lease and waits, as a second copy of its message would.
  */
 export async function claimDeliveries(pool: Pool, keys: readonly DeliveryKey[], leaseMs: number): Promise<Claim[]> {
   const batch = batchRows('webhook-claim', keys, keyColumns, { filler: noDelivery });
-  const claimed = await retriedOnDeadlock(() => pool.query<{ eventId: string; endpointId: string; attempts: number; url: string; secret: string; previousSecret: string | null; body: string }>({
+  const claimed = await retriedOnDeadlock(() => pool.query<ClaimedRow>({
     name: batch.name,
-    text: `UPDATE webhook_deliveries d SET next_attempt_at = now() + $3 * interval '1 millisecond', updated_at = now()
-             FROM ${batch.rows} AS k (event_id, endpoint_id), webhook_endpoints w, webhook_events e
-            WHERE d.event_id = k.event_id AND d.endpoint_id = k.endpoint_id
-              AND d.state = 'pending' AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= now())
-              AND w.id = d.endpoint_id AND w.enabled AND e.id = d.event_id
-        RETURNING d.event_id AS "eventId", d.endpoint_id AS "endpointId", d.attempts, w.url, w.secret,
-                  CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS "previousSecret", e.payload::text AS body`,
+    text: claimStatement(`${batch.rows} AS k (event_id, endpoint_id)`, '$3'),
     values: [...batch.values, leaseMs],
   }));
   const claimedRows = new Map(claimed.rows.map((row) => [`${row.eventId}:${row.endpointId}`, row]));
@@ -76,7 +101,7 @@ export async function claimDeliveries(pool: Pool, keys: readonly DeliveryKey[], 
     const row = claimedRows.get(keyOf(key));
     if (!row) return undefined;
     claimedRows.delete(keyOf(key));
-    return { kind: 'claimed', delivery: { attempts: row.attempts, url: row.url, secrets: row.previousSecret ? [row.secret, row.previousSecret] : [row.secret], body: row.body } };
+    return { kind: 'claimed', delivery: claimedDelivery(row) };
   });
   const asked = keys.filter((_, index) => claims[index] === undefined);
   if (asked.length === 0) return claims as Claim[];
@@ -115,6 +140,12 @@ export interface AttemptRecord {
   readonly outcome: { readonly state: 'succeeded' } | { readonly state: 'failed' } | { readonly state: 'pending'; readonly retryInMs: number };
   /** 410 Gone: the endpoint is disabled at once. */
   readonly gone: boolean;
+  /**
+   * The delivery its slot takes next, one of the same endpoint's that waited for it: claimed in the same statement (one
+   * round trip and one commit fewer per delivery while a burst to an endpoint drains) if the attempts recorded with it
+   * left its endpoint healthy.
+   */
+  readonly next?: DeliveryKey;
 }
 
 /** How a failing endpoint ended after an attempt: still enabled, or disabled now (and why). */
@@ -135,30 +166,28 @@ const recordColumns: readonly RowColumn<AttemptRecord>[] = [
   { type: 'boolean', value: (record) => record.gone },
 ];
 
+/** What recording an attempt did: its endpoint's change, and its `next` delivery if that was claimed. */
+export interface Recorded {
+  readonly change: EndpointChange;
+  /** Absent when no `next` was named, or it could not be claimed here: claimDeliveries then says why. */
+  readonly next?: ClaimedDelivery;
+}
+
 /**
  * Records the attempts, moves their deliveries, and keeps each endpoint's run of failures: a success ends it, a failure
  * starts it or, `disableAfterMs` after it started, disables the endpoint. One statement; an endpoint's row is written
  * only when its run starts or ends or it is disabled. Of the attempts of one endpoint, the first carries the endpoint's
  * change, the others 'none'; attempts recorded together happened at once, so any success among them ends the run.
+ *
+ * The same statement claims the `next` deliveries, leased for `leaseMs`, of endpoints whose attempts here all
+ * succeeded. The others are left to claimDeliveries, which sees what this statement wrote: an endpoint it disables, a
+ * `next` that is a copy of a delivery recorded here (a row is updated once per statement).
  */
-export async function recordAttempts(pool: Pool, records: readonly AttemptRecord[], disableAfterMs: number): Promise<EndpointChange[]> {
+export async function recordAttempts(pool: Pool, records: readonly AttemptRecord[], settings: { readonly disableAfterMs: number; readonly leaseMs: number }): Promise<Recorded[]> {
   const batch = batchRows('webhook-record-attempts', records, recordColumns);
-  const query = {
-    name: batch.name,
-    text: `WITH r AS (
-             SELECT * FROM ${batch.rows}
-                      AS r (event_id, endpoint_id, attempt, status_code, latency_ms, response_body, error, state, retry_ms, succeeded, gone)
-           ), attempt AS (
-             INSERT INTO webhook_attempts (event_id, endpoint_id, attempt, status_code, latency_ms, response_body, error)
-             SELECT event_id, endpoint_id, attempt, status_code, latency_ms, response_body, error FROM r
-           ), delivery AS (
-             UPDATE webhook_deliveries d SET state = r.state, attempts = r.attempt, updated_at = now(),
-                    next_attempt_at = CASE WHEN r.state = 'pending' THEN now() + r.retry_ms * interval '1 millisecond' END
-               FROM r WHERE d.event_id = r.event_id AND d.endpoint_id = r.endpoint_id
-           ), outcome AS (
-             SELECT endpoint_id, bool_or(succeeded) AS succeeded, bool_or(gone) AS gone FROM r GROUP BY endpoint_id
-           )
-           UPDATE webhook_endpoints w
+  const nextKeys = records.flatMap((record) => (record.next ? [record.next] : []));
+  const claiming = nextKeys.length === 0 ? undefined : batchRows('claiming', nextKeys, keyColumns, { filler: noDelivery, firstParameter: recordColumns.length + 3 });
+  const endpointUpdate = `UPDATE webhook_endpoints w
               SET failing_since = CASE WHEN o.succeeded THEN NULL ELSE coalesce(w.failing_since, now()) END,
                   enabled = w.enabled AND NOT o.gone AND (o.succeeded OR coalesce(w.failing_since, now()) > now() - $12 * interval '1 millisecond'),
                   disabled_reason = CASE
@@ -171,15 +200,51 @@ export async function recordAttempts(pool: Pool, records: readonly AttemptRecord
             WHERE w.id = o.endpoint_id AND old.id = w.id
               AND ((o.gone AND w.enabled) OR (o.succeeded AND w.failing_since IS NOT NULL)
                    OR (NOT o.succeeded AND (w.failing_since IS NULL OR (w.enabled AND w.failing_since <= now() - $12 * interval '1 millisecond'))))
-        RETURNING w.id AS "endpointId", CASE WHEN old.enabled AND NOT w.enabled THEN (CASE WHEN o.gone THEN 'disabled_gone' ELSE 'disabled_failing' END) ELSE 'none' END AS change`,
-    values: [...batch.values, disableAfterMs],
-  };
-  const result = await retriedOnDeadlock(() => pool.query<{ endpointId: string; change: EndpointChange }>(query));
-  const changes = new Map(result.rows.map((row) => [Number(row.endpointId), row.change]));
+        RETURNING w.id AS "endpointId", CASE WHEN old.enabled AND NOT w.enabled THEN (CASE WHEN o.gone THEN 'disabled_gone' ELSE 'disabled_failing' END) ELSE 'none' END AS change`;
+  const text = `WITH r AS (
+             SELECT * FROM ${batch.rows}
+                      AS r (event_id, endpoint_id, attempt, status_code, latency_ms, response_body, error, state, retry_ms, succeeded, gone)
+           ), attempt AS (
+             INSERT INTO webhook_attempts (event_id, endpoint_id, attempt, status_code, latency_ms, response_body, error)
+             SELECT event_id, endpoint_id, attempt, status_code, latency_ms, response_body, error FROM r
+           ), delivery AS (
+             UPDATE webhook_deliveries d SET state = r.state, attempts = r.attempt, updated_at = now(),
+                    next_attempt_at = CASE WHEN r.state = 'pending' THEN now() + r.retry_ms * interval '1 millisecond' END
+               FROM r WHERE d.event_id = r.event_id AND d.endpoint_id = r.endpoint_id
+           ), outcome AS (
+             SELECT endpoint_id, bool_or(succeeded) AS succeeded, bool_or(gone) AS gone, bool_and(succeeded) AS healthy FROM r GROUP BY endpoint_id
+           )`;
+  const query = claiming
+    ? {
+        name: `${batch.name}-${claiming.name}`,
+        text: `${text}, endpoint AS (${endpointUpdate}), claimed AS (${claimStatement(
+          `${claiming.rows} AS k (event_id, endpoint_id)`,
+          '$13',
+          `
+      AND NOT EXISTS (SELECT 1 FROM r WHERE r.event_id = d.event_id AND r.endpoint_id = d.endpoint_id)
+      AND EXISTS (SELECT 1 FROM outcome o WHERE o.endpoint_id = d.endpoint_id AND o.healthy)`,
+        )})
+           SELECT "endpointId", change, NULL::bigint AS "eventId", NULL::integer AS attempts, NULL::text AS url, NULL::text AS secret, NULL::text AS "previousSecret", NULL::text AS body FROM endpoint
+           UNION ALL
+           SELECT "endpointId", NULL, "eventId", attempts, url, secret, "previousSecret", body FROM claimed`,
+        values: [...batch.values, settings.disableAfterMs, settings.leaseMs, ...claiming.values],
+      }
+    : { name: batch.name, text: `${text} ${endpointUpdate}`, values: [...batch.values, settings.disableAfterMs] };
+  const result = await retriedOnDeadlock(() => pool.query<{ endpointId: string; change: EndpointChange | null } & Partial<ClaimedRow>>(query));
+  const changes = new Map<number, EndpointChange>();
+  const claimedRows = new Map<string, ClaimedRow>();
+  for (const row of result.rows) {
+    if (row.change !== null) changes.set(Number(row.endpointId), row.change);
+    else claimedRows.set(`${row.eventId}:${row.endpointId}`, row as ClaimedRow);
+  }
   return records.map((record) => {
     const change = changes.get(record.endpointId) ?? 'none';
     changes.delete(record.endpointId);
-    return change;
+    const claimed = record.next && claimedRows.get(keyOf(record.next));
+    if (!claimed || !record.next) return { change };
+    // A delivery named twice is claimed for the first.
+    claimedRows.delete(keyOf(record.next));
+    return { change, next: claimedDelivery(claimed) };
   });
 }
 
@@ -198,21 +263,21 @@ export async function failDelivery(pool: Pool, eventId: number, endpointId: numb
  */
 export interface DeliveryStore {
   claim(key: DeliveryKey): Promise<Claim>;
-  record(attempt: AttemptRecord): Promise<EndpointChange>;
+  record(attempt: AttemptRecord): Promise<Recorded>;
 }
 
 export function batchedStore(pool: Pool, settings: { readonly maxBatch: number; readonly leaseMs: number; readonly disableAfterMs: number }): DeliveryStore {
   const claims = new Batcher<DeliveryKey, Claim>({ maxBatchSize: settings.maxBatch, concurrency: 1, run: async (keys) => (await claimDeliveries(pool, keys, settings.leaseMs)).map(fulfilled) });
-  const records = new Batcher<AttemptRecord, EndpointChange>({
+  const records = new Batcher<AttemptRecord, Recorded>({
     maxBatchSize: settings.maxBatch,
     concurrency: 1,
     run: async (attempts) => {
       try {
-        return (await recordAttempts(pool, attempts, settings.disableAfterMs)).map(fulfilled);
+        return (await recordAttempts(pool, attempts, settings)).map(fulfilled);
       } catch (error) {
         if (attempts.length === 1) throw error;
         // One record the database refuses (its event purged meanwhile, say) must not fail the others: each on its own.
-        return Promise.allSettled(attempts.map(async (attempt) => (await recordAttempts(pool, [attempt], settings.disableAfterMs))[0] ?? 'none'));
+        return Promise.allSettled(attempts.map(async (attempt) => (await recordAttempts(pool, [attempt], settings))[0] ?? { change: 'none' }));
       }
     },
   });

@@ -7,7 +7,7 @@ import type { Logger } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import { consumeDurably, nanoseconds, type JetStreamClient, type JsMsg } from '@notify/platform/nats';
 import { readWebhookDelivery, schemaHeader, type Topology, type WebhookDelivery } from '@notify/proto';
-import { batchedStore, failDelivery, type AttemptRecord, type ClaimedDelivery, type DeliveryStore } from './delivery-store.ts';
+import { batchedStore, failDelivery, type AttemptRecord, type Claim, type ClaimedDelivery, type DeliveryKey, type DeliveryStore } from './delivery-store.ts';
 import type { AttemptResult, WebhookMetrics } from './metrics.ts';
 import { createOutbound, type Outbound, type OutboundOptions } from './outbound.ts';
 import { nextRetryDelay } from './schedule.ts';
@@ -48,7 +48,19 @@ const busyDelayMs = (): number => 1_000 + Math.floor(Math.random() * 2_000);
 /** Whether a response is the success the contract names: a 2xx (a 3xx is a failure and is not followed). */
 const isSuccess = (status: number): boolean => status >= 200 && status < 300;
 
-async function attempt(deps: SenderDeps, settings: SenderSettings, outbound: Outbound, store: DeliveryStore, delivery: WebhookDelivery, claimed: ClaimedDelivery): Promise<{ settle: 'ack' } | { settle: 'nak'; delayMs: number }> {
+/**
+ * One attempt, recorded. `takeNext` hands over the delivery the slot takes next, if one waits: it is claimed with the
+ * record (`next` of what this resolves to).
+ */
+async function attempt(
+  deps: SenderDeps,
+  settings: SenderSettings,
+  outbound: Outbound,
+  store: DeliveryStore,
+  delivery: WebhookDelivery,
+  claimed: ClaimedDelivery,
+  takeNext: () => DeliveryKey | undefined,
+): Promise<({ settle: 'ack' } | { settle: 'nak'; delayMs: number }) & { next?: ClaimedDelivery }> {
   const number = claimed.attempts + 1;
   const timestamp = Math.floor(Date.now() / 1_000);
   const headers = signedHeaders(claimed.secrets, webhookId(delivery.eventId), timestamp, claimed.body);
@@ -65,7 +77,8 @@ async function attempt(deps: SenderDeps, settings: SenderSettings, outbound: Out
     const delay = nextRetryDelay(settings.schedule, number, response.kind === 'response' ? { status: response.status, retryAfter: response.retryAfter } : {}, Date.now());
     outcome = delay === undefined ? { state: 'failed' } : { state: 'pending', retryInMs: delay };
   }
-  const change = await store.record({
+  const next = takeNext();
+  const { change, next: claimedNext } = await store.record({
     eventId: delivery.eventId,
     endpointId: delivery.endpointId,
     attempt: number,
@@ -75,6 +88,7 @@ async function attempt(deps: SenderDeps, settings: SenderSettings, outbound: Out
     error: response.kind === 'error' ? response.error : status !== undefined && !isSuccess(status) ? `HTTP ${status}` : null,
     outcome,
     gone,
+    ...(next ? { next } : {}),
   });
   const result: AttemptResult = outcome.state === 'pending' ? 'retrying' : outcome.state;
   deps.metrics.attempts.inc({ result });
@@ -86,11 +100,11 @@ async function attempt(deps: SenderDeps, settings: SenderSettings, outbound: Out
   }
   if (outcome.state === 'pending') {
     deps.logger.info({ ...context, error: response.kind === 'error' ? response.error : undefined, retryInMs: outcome.retryInMs }, 'webhook attempt failed; will retry');
-    return { settle: 'nak', delayMs: outcome.retryInMs };
+    return { settle: 'nak', delayMs: outcome.retryInMs, ...(claimedNext ? { next: claimedNext } : {}) };
   }
   if (outcome.state === 'failed') deps.logger.warn({ ...context, error: response.kind === 'error' ? response.error : undefined }, 'webhook delivery failed');
   else deps.logger.debug(context, 'webhook delivered');
-  return { settle: 'ack' };
+  return { settle: 'ack', ...(claimedNext ? { next: claimedNext } : {}) };
 }
 
 /** A delivery waiting for a request of its endpoint to finish, with when it started to wait. */
@@ -98,6 +112,12 @@ interface Parked {
   readonly message: JsMsg;
   readonly delivery: WebhookDelivery;
   readonly since: number;
+}
+
+/** A delivery a slot works on, and its claim when the slot's previous record made it. */
+interface Turn {
+  readonly parked: Parked;
+  readonly claimed?: ClaimedDelivery;
 }
 
 /** One endpoint's share of a replica: requests open, deliveries waiting for one of them to end, and how long the latest took. */
@@ -161,16 +181,28 @@ export function startSender(deps: SenderDeps, settings: SenderSettings): Sender 
   const store = batchedStore(deps.pool, { maxBatch: settings.concurrency, leaseMs: settings.leaseMs, disableAfterMs: settings.disableAfterMs });
   let stopping = false;
 
-  async function work(message: JsMsg, delivery: WebhookDelivery): Promise<void> {
+  /**
+   * Works on a delivery, and says what the slot takes next: the endpoint's next parked delivery (taken while its record
+   * is made, to be claimed with it), if one waits.
+   */
+  async function work(share: EndpointShare, turn: Turn): Promise<Turn | undefined> {
+    const { message, delivery } = turn.parked;
+    let next: Parked | undefined;
+    const takeNext = (): DeliveryKey | undefined => {
+      next = nextParked(share);
+      return next?.delivery;
+    };
+    let claimedNext: ClaimedDelivery | undefined;
     try {
-      const claim = await store.claim(delivery);
+      const claim: Claim = turn.claimed ? { kind: 'claimed', delivery: turn.claimed } : await store.claim(delivery);
       if (claim.kind === 'settled') message.ack();
       else if (claim.kind === 'endpoint_disabled') {
         await failDelivery(deps.pool, delivery.eventId, delivery.endpointId);
         message.ack();
       } else if (claim.kind === 'later') message.nak(claim.inMs);
       else {
-        const settled = await attempt(deps, settings, outbound, store, delivery, claim.delivery);
+        const settled = await attempt(deps, settings, outbound, store, delivery, claim.delivery, takeNext);
+        claimedNext = settled.next;
         if (settled.settle === 'ack') message.ack();
         else message.nak(settled.delayMs);
       }
@@ -179,6 +211,9 @@ export function startSender(deps: SenderDeps, settings: SenderSettings): Sender 
       deps.logger.warn({ err: error, eventId: delivery.eventId, endpointId: delivery.endpointId }, 'webhook delivery not worked on; it will be offered again');
       message.nak(busyDelayMs());
     }
+    // Unclaimed (none was taken with the record, or the record could not claim it): it claims on its own.
+    const taken: Parked | undefined = next ?? nextParked(share);
+    return taken && { parked: taken, ...(claimedNext ? { claimed: claimedNext } : {}) };
   }
 
   /** Hands a delivery back to JetStream, to be offered again in a few seconds: its endpoint is at its share. */
@@ -202,12 +237,13 @@ export function startSender(deps: SenderDeps, settings: SenderSettings): Sender 
   }
 
   /** Works on a delivery in one of its endpoint's slots, keeping the endpoint's pace. */
-  async function workTimed(share: EndpointShare, parked: Parked): Promise<void> {
+  async function workTimed(share: EndpointShare, turn: Turn): Promise<Turn | undefined> {
     const started = performance.now();
-    await work(parked.message, parked.delivery);
+    const next = await work(share, turn);
     const tookMs = performance.now() - started;
     share.slotTimesMs.push(tookMs);
     if (share.slotTimesMs.length > paceSamples) share.slotTimesMs.shift();
+    return next;
   }
 
   async function handleOne(message: JsMsg): Promise<void> {
@@ -231,7 +267,7 @@ export function startSender(deps: SenderDeps, settings: SenderSettings): Sender 
     }
     share.open += 1;
     try {
-      for (let next: Parked | undefined = { message, delivery, since: Date.now() }; next; next = nextParked(share)) await workTimed(share, next);
+      for (let turn: Turn | undefined = { parked: { message, delivery, since: Date.now() } }; turn; ) turn = await workTimed(share, turn);
     } finally {
       share.open -= 1;
       if (share.open === 0 && share.parked.length === 0) shares.delete(delivery.endpointId);
