@@ -21,9 +21,19 @@ export interface HttpSender {
   finish(): LoadResult & { readonly replayed: number };
 }
 
+/**
+ * How long a keep-alive socket may stay idle before the sender closes it. Node's agent otherwise keeps one until a
+ * second before the timeout the server announces (`Keep-Alive: timeout=5`, Node's default), counted from when the
+ * client has read the answer, later than the server started its own count; on two loaded cores a paced run's idle
+ * sockets then sometimes reached the server's timeout first, and the request that took one was reset unanswered
+ * (docs/benchmark.md, "the README's run, and one that failed", 1 December). Closing them sooner leaves a margin of
+ * seconds, not one.
+ */
+export const idleSocketMs = 2_000;
+
 export function createHttpSender(options: { url: string; connections: number; expected: number; timeoutMs: number }): HttpSender {
   const target = new URL(options.url);
-  const agent = new Agent({ keepAlive: true, maxSockets: options.connections, maxFreeSockets: options.connections });
+  const agent = new Agent({ keepAlive: true, maxSockets: options.connections, maxFreeSockets: options.connections, timeout: idleSocketMs });
   let latencies = new Float64Array(Math.max(16, options.expected));
   const statuses: Record<string, number> = {};
   let answered = 0;
