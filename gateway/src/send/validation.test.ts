@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { translate, type Language } from '../i18n/messages.ts';
-import { arraysAtMost, elementsAtMost, maxDataArrayItems, maxDataDepth, maxDataElements, parseRfc3339, sendAtOf, validateSendBody } from './validation.ts';
+import { maxDataArrayItems, maxDataDepth, maxDataElements, parseRfc3339, sendAtOf, shapeOf, validateSendBody } from './validation.ts';
 
 const valid = { template: 'welcome_v2-a', to: 'ana@example.com', channel: 'email', data: { name: 'Ana' } };
 
@@ -112,8 +112,8 @@ test('a list inside data holds at most 1000 items, at any depth', () => {
   assert.deepEqual(refusal({ ...valid, data: { items: list(maxDataArrayItems + 1) } }), { data: ['A list in the data may hold at most 1000 items.'] });
   assert.deepEqual(refusal({ ...valid, data: { a: { b: [[], list(maxDataArrayItems + 1)] } } }), { data: ['A list in the data may hold at most 1000 items.'] });
   assert.deepEqual(refusal({ ...valid, data: { items: list(maxDataArrayItems + 1) } }, 'es'), { data: ['Una lista de los datos puede contener como máximo 1000 elementos.'] });
-  assert.equal(arraysAtMost({ a: [1, [2, 3]] }, 2), true);
-  assert.equal(arraysAtMost({ a: [1, [2, 3, 4]] }, 2), false);
+  assert.equal(shapeOf({ a: [1, [2, 3]] }).longestArray, 2);
+  assert.equal(shapeOf({ a: [1, [2, 3, 4]], b: [] }).longestArray, 3);
 });
 
 test('data holds at most 10000 values in all, members and items at every depth counted', () => {
@@ -126,8 +126,7 @@ test('data holds at most 10000 values in all, members and items at every depth c
   // Nested values count too: 10 lists of 100 objects of 10 members each is 10 + 1,000 + 10,000 values.
   const nestedValues = Object.fromEntries(Array.from({ length: 10 }, (_, index) => [`l${index}`, Array.from({ length: 100 }, () => Object.fromEntries(Array.from({ length: 10 }, (_, key) => [`k${key}`, key])))]));
   assert.deepEqual(refusal({ ...valid, data: nestedValues }), { data: ['The data may hold at most 10000 values in all, counting those nested in objects and lists.'] });
-  assert.equal(elementsAtMost({ a: [1, { b: 2 }] }, 4), true);
-  assert.equal(elementsAtMost({ a: [1, { b: 2 }] }, 3), false);
+  assert.equal(shapeOf({ a: [1, { b: 2 }] }).elements, 4);
   assert.equal(maxDataElements, 10_000);
 });
 

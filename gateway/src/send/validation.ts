@@ -63,57 +63,57 @@ const withinReach = (value: string): boolean => {
   return instant === undefined || instant <= Date.now() + maxSendAheadDays * dayMs;
 };
 
-/** Whether objects and arrays nest at most `max` levels, `value` itself being level 1. Iterative: a 256 KiB body can nest deeper than the call stack. */
-export function nestsAtMost(value: unknown, max: number): boolean {
-  const pending: Array<[unknown, number]> = [[value, 1]];
+/** What the limits on `data` judge: how deep it nests (`value` itself is level 1), whether an object in it has a reserved key, its longest array, and its values in all (each member of an object and each item of an array, at every depth). */
+export interface DataShape {
+  depth: number;
+  reservedKey: boolean;
+  longestArray: number;
+  elements: number;
+}
+
+/** The shape of `value`, in one walk. Iterative: a 256 KiB body can nest deeper than the call stack; the body's size bounds the walk. */
+export function shapeOf(value: object): DataShape {
+  const shape: DataShape = { depth: 0, reservedKey: false, longestArray: 0, elements: 0 };
+  const pending: Array<[object, number]> = [[value, 1]];
+  const visit = (child: unknown, depth: number): void => {
+    if (child !== null && typeof child === 'object') pending.push([child, depth]);
+  };
   for (let item = pending.pop(); item; item = pending.pop()) {
     const [node, depth] = item;
-    if (depth > max) return false;
-    for (const child of Object.values(node as object)) {
-      if (child !== null && typeof child === 'object') pending.push([child, depth + 1]);
+    shape.depth = Math.max(shape.depth, depth);
+    if (Array.isArray(node)) {
+      shape.longestArray = Math.max(shape.longestArray, node.length);
+      shape.elements += node.length;
+      for (const child of node) visit(child, depth + 1);
+      continue;
+    }
+    const keys = Object.keys(node);
+    shape.elements += keys.length;
+    for (const key of keys) {
+      if (reservedKeys.has(key)) shape.reservedKey = true;
+      // An own `__proto__` (JSON.parse makes one) shadows the accessor: this reads the member, not the prototype.
+      visit((node as Record<string, unknown>)[key], depth + 1);
     }
   }
-  return true;
+  return shape;
 }
 
-/** Whether every array inside `value`, at any depth, has at most `max` items. */
-export function arraysAtMost(value: unknown, max: number): boolean {
-  const pending: unknown[] = [value];
-  for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
-    if (Array.isArray(node) && node.length > max) return false;
-    for (const child of Object.values(node as object)) {
-      if (child !== null && typeof child === 'object') pending.push(child);
-    }
-  }
-  return true;
+/**
+ * The limits of `data`, judged from one walk: each limit broken is an error of its own keyword (maxDepth,
+ * noReservedKeys, maxArrayItems, maxElements: one message each, below).
+ */
+function dataWithinLimits(_: boolean, value: object): boolean {
+  const shape = shapeOf(value);
+  const broken = [
+    shape.depth > maxDataDepth && 'maxDepth',
+    shape.reservedKey && 'noReservedKeys',
+    shape.longestArray > maxDataArrayItems && 'maxArrayItems',
+    shape.elements > maxDataElements && 'maxElements',
+  ].filter((keyword) => keyword !== false);
+  dataWithinLimits.errors = broken.map((keyword) => ({ keyword, params: {} }));
+  return broken.length === 0;
 }
-
-/** Whether `value` holds at most `max` values in all (members and items at every depth); stops counting past `max`. */
-export function elementsAtMost(value: unknown, max: number): boolean {
-  let count = 0;
-  const pending: unknown[] = [value];
-  for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
-    const children = Object.values(node as object);
-    count += children.length;
-    if (count > max) return false;
-    for (const child of children) {
-      if (child !== null && typeof child === 'object') pending.push(child);
-    }
-  }
-  return true;
-}
-
-/** Whether any object inside `value`, at any depth, has a key that JavaScript code could mistake for a prototype link. */
-export function hasReservedKey(value: unknown): boolean {
-  const pending: unknown[] = [value];
-  for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
-    if (!Array.isArray(node) && Object.keys(node as object).some((key) => reservedKeys.has(key))) return true;
-    for (const child of Object.values(node as object)) {
-      if (child !== null && typeof child === 'object') pending.push(child);
-    }
-  }
-  return false;
-}
+dataWithinLimits.errors = [] as Partial<ErrorObject>[];
 
 const ajv = new Ajv({ allErrors: true, strict: true });
 // addr-spec only: no display name, no list, a real domain with a TLD, RFC 5321 part lengths.
@@ -122,10 +122,9 @@ ajv.addFormat('email', {
   validate: (value: string) => validator.isEmail(value, { allow_display_name: false, require_tld: true, allow_ip_domain: false }),
 });
 ajv.addKeyword({ keyword: 'noControlCharacters', type: 'string', schemaType: 'boolean', errors: false, validate: (_: boolean, value: string) => !/\p{Cc}/u.test(value) });
-ajv.addKeyword({ keyword: 'maxDepth', type: 'object', schemaType: 'number', errors: false, validate: (max: number, value: unknown) => nestsAtMost(value, max) });
-ajv.addKeyword({ keyword: 'noReservedKeys', type: 'object', schemaType: 'boolean', errors: false, validate: (_: boolean, value: unknown) => !hasReservedKey(value) });
-ajv.addKeyword({ keyword: 'maxArrayItems', type: 'object', schemaType: 'number', errors: false, validate: (max: number, value: unknown) => arraysAtMost(value, max) });
-ajv.addKeyword({ keyword: 'maxElements', type: 'object', schemaType: 'number', errors: false, validate: (max: number, value: unknown) => elementsAtMost(value, max) });
+ajv.addKeyword({ keyword: 'dataLimits', type: 'object', schemaType: 'boolean', errors: true, validate: dataWithinLimits });
+// metadata's: flat, so a walk of its one level.
+ajv.addKeyword({ keyword: 'noReservedKeys', type: 'object', schemaType: 'boolean', errors: false, validate: (_: boolean, value: object) => !shapeOf(value).reservedKey });
 // send_at's three rules, each its own keyword (and message); the time rules pass a value that is not a time, which
 // `rfc3339` alone names.
 ajv.addKeyword({ keyword: 'rfc3339', type: 'string', schemaType: 'boolean', errors: false, validate: (_: boolean, value: string) => parseRfc3339(value) !== undefined });
@@ -140,14 +139,14 @@ const validate = ajv.compile<SendBody>({
     template: { type: 'string', minLength: 1, maxLength: maxTemplateLength, pattern: '^[A-Za-z0-9_-]*$' },
     to: { type: 'string', maxLength: maxRecipientLength, noControlCharacters: true, format: 'email' },
     channel: { type: 'string', enum: ['email'] },
-    data: { type: 'object', maxDepth: maxDataDepth, noReservedKeys: true, maxArrayItems: maxDataArrayItems, maxElements: maxDataElements },
+    data: { type: 'object', dataLimits: true },
     tags: tagsSchema,
     metadata: metadataSchema,
     send_at: { type: 'string', rfc3339: true, notPast: true, withinReach: true },
   },
 });
 
-/** One message per schema keyword: the schema above uses each keyword for one rule only. */
+/** One message per schema keyword (dataLimits' errors name one of four): the schema above uses each keyword for one rule only. */
 const keywordMessages: Record<string, (error: ErrorObject) => Text> = {
   required: () => text('field.required'),
   additionalProperties: () => text('field.unknown'),
