@@ -144,6 +144,28 @@ test('the tracing rows put CPU per message with spans exported beside the defaul
   );
 });
 
+test("the paced ceiling's rows put the bare Koa server's and the system's CPU per request at the paced rate beside saturation's, and the gateway's at that rate beside the server's", () => {
+  const pacedLoad = { sent: 1_000, completed: 1_000, statuses: { '202': 1_000 }, errors: 0, timeouts: 0, durationS: 5, latencyMs: latency, offeredRate: 200, replayed: 0, maxScheduleLagMs: 1 };
+  const ceiling: CeilingResult = {
+    load: { sent: 1, completed: 1, statuses: {}, errors: 0, timeouts: 0, durationS: 1, latencyMs: latency, answeredPerSecond: 20_000, cutOff: 0 },
+    perSecond: 20_000,
+    cpuPerRequest: { 'bare Koa': 0.04, 'bench (load generator)': 0.04, 'other (not this run)': 0.5, 'machine total': 0.58 },
+    paced: { rate: 200, load: pacedLoad, cpuPerRequest: { 'bare Koa': 0.3, 'bench (load generator)': 0.5, 'other (not this run)': 1, 'machine total': 1.8 } },
+  };
+  const off = tracingRun('off', { gateway: 1.5, 'dispatch-svc': 1, 'machine total': 2.5 }, 0);
+  const paced = (figures: Parameters<typeof buildRows>[0]): string[][] =>
+    buildRows(figures)
+      .filter((entry) => entry.figure.includes('paced') || entry.figure.includes('/ bare Koa server'))
+      .map((entry) => [entry.figure, entry.measured, entry.baseline, entry.ratio]);
+  assert.deepEqual(paced({ connections: 64, ceiling, tracing: { rate: 200, off } }), [
+    ['HTTP ceiling at 200/s, paced: CPU per request, bare Koa server', '0.30 ms', 'at saturation 0.04 ms', '7.50'],
+    ['HTTP ceiling at 200/s, paced: CPU per request, system', '0.80 ms', 'at saturation 0.08 ms', '10.00'],
+    ['CPU per message at 200/s, no OTLP endpoint: gateway / bare Koa server at 200/s', '5.00', 'gateway 1.50 ms, bare Koa 0.30 ms', '5.00'],
+  ]);
+  // The tracing runs at another rate (half of a slow machine's saturation): no gateway row to compare.
+  assert.equal(paced({ connections: 64, ceiling, tracing: { rate: 100, off } }).length, 2);
+});
+
 const webhookRun = (mode: 'none' | 'endpoint', cpuPerMessage: Record<string, number>, events: number): WebhookRun => ({
   mode,
   load: { sent: 400, completed: 400, statuses: { '202': 400 }, errors: 0, timeouts: 0, durationS: 2, latencyMs: latency, offeredRate: 200, replayed: 0, maxScheduleLagMs: 1 },

@@ -2,7 +2,7 @@
 // Scenarios that did not run (the bench stopped early) leave their rows out.
 import { countOf } from '../generators/load-result.ts';
 import type { BatchIngestResult } from '../scenarios/batch-ingest.ts';
-import type { CeilingResult } from '../scenarios/ceiling.ts';
+import { bareKoaLabel, type CeilingResult, type PacedCeiling } from '../scenarios/ceiling.ts';
 import type { DeliveryResult } from '../scenarios/delivery.ts';
 import type { EndToEndResult } from '../scenarios/end-to-end.ts';
 import type { IngestResult } from '../scenarios/ingest.ts';
@@ -122,6 +122,7 @@ export function buildRows(figures: Figures): Row[] {
     );
   }
   if (tracing) rows.push(...tracingRows(tracing));
+  if (ceiling?.paced) rows.push(...pacedCeilingRows(ceiling, ceiling.paced, tracing));
   if (webhooks) rows.push(...webhookRows(webhooks));
   if (statusReads) rows.push(...statusReadRows(statusReads, connections));
   for (const [service, mib] of Object.entries(memory ?? {})) rows.push(row(`peak RSS ${service}`, `${whole(mib)} MiB`));
@@ -143,6 +144,29 @@ function runQueueWaitRows(run: string, request: string, waits: Readonly<Record<s
     .slice(0, 4)
     .map(([group, waited]) => `${group} ${twoPlaces(waited)}`);
   return [row(`${run}: waiting for a CPU per ${request}, all processes`, `${twoPlaces(total)} ms`, { baseline: largest.join(', ') })];
+}
+
+/**
+ * The bare Koa ceiling at the paced runs' rate, beside itself at saturation: what a request that arrives alone costs
+ * the server and the machine (waking the processes it passes through), against a request among many. Then the
+ * gateway's CPU per message at the same rate (tracing's run without an endpoint) beside the bare server's per request:
+ * how many bare requests' worth of CPU the gateway spends on a send when sends come one at a time. Not judged.
+ */
+function pacedCeilingRows(ceiling: CeilingResult, paced: PacedCeiling, tracing: TracingCostResult | undefined): Row[] {
+  const cpu = (value: number): string => `${twoPlaces(value)} ms`;
+  const at = `${whole(paced.rate)}/s`;
+  const beside = (value: number, saturated: number): { baseline: string; ratio?: number } => ({ baseline: `at saturation ${cpu(saturated)}`, ...(saturated > 0 ? { ratio: value / saturated } : {}) });
+  const server = paced.cpuPerRequest[bareKoaLabel] ?? 0;
+  const system = webhookTotals(paced.cpuPerRequest).system;
+  const rows = [
+    row(`HTTP ceiling at ${at}, paced: CPU per request, bare Koa server`, cpu(server), beside(server, ceiling.cpuPerRequest[bareKoaLabel] ?? 0)),
+    row(`HTTP ceiling at ${at}, paced: CPU per request, system`, cpu(system), beside(system, webhookTotals(ceiling.cpuPerRequest).system)),
+  ];
+  const gateway = tracing?.rate === paced.rate ? tracing.off?.cpuPerMessage['gateway'] : undefined;
+  if (gateway !== undefined && server > 0) {
+    rows.push(row(`CPU per message at ${at}, no OTLP endpoint: gateway / bare Koa server at ${at}`, twoPlaces(gateway / server), { baseline: `gateway ${cpu(gateway)}, bare Koa ${cpu(server)}`, ratio: gateway / server }));
+  }
+  return rows;
 }
 
 /**

@@ -11,6 +11,8 @@ export interface BenchPlan {
   readonly connections: number;
   readonly tenants: number;
   readonly ceilingS: number;
+  /** The ceiling again, open-loop at `tracingRate`: the paced runs' floor per request. */
+  readonly ceilingPacedS: number;
   readonly warmupRate: number;
   readonly warmupS: number;
   /** Length of the end-to-end run at half the sustained rate (the rate is derived from the same run's capacity). */
@@ -70,6 +72,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     connections: 64,
     tenants: 50,
     ceilingS: 10,
+    ceilingPacedS: 5,
     warmupRate: 200,
     warmupS: 3,
     endToEndS: 10,
@@ -110,6 +113,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     connections: 64,
     tenants: 20,
     ceilingS: 3,
+    ceilingPacedS: 2,
     warmupRate: 200,
     warmupS: 1,
     endToEndS: 4,
