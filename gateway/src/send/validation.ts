@@ -123,7 +123,7 @@ ajv.addFormat('email', {
 });
 ajv.addKeyword({ keyword: 'noControlCharacters', type: 'string', schemaType: 'boolean', errors: false, validate: (_: boolean, value: string) => !/\p{Cc}/u.test(value) });
 ajv.addKeyword({ keyword: 'dataLimits', type: 'object', schemaType: 'boolean', errors: true, validate: dataWithinLimits });
-// metadata's: flat, so a walk of its one level.
+// metadata's reserved keys: its values must be strings, so for a body that can pass the walk stays on its one level.
 ajv.addKeyword({ keyword: 'noReservedKeys', type: 'object', schemaType: 'boolean', errors: false, validate: (_: boolean, value: object) => !shapeOf(value).reservedKey });
 // send_at's three rules, each its own keyword (and message); the time rules pass a value that is not a time, which
 // `rfc3339` alone names.

@@ -148,7 +148,8 @@ function runQueueWaitRows(run: string, request: string, waits: Readonly<Record<s
 
 /**
  * The bare Koa ceiling at the paced runs' rate, beside itself at saturation: what a request that arrives alone costs
- * the server and the machine (waking the processes it passes through), against a request among many. Then the
+ * the server and the machine (waking the processes it passes through; the system figure also carries the load
+ * generator's millisecond ticker and the idle services' own timers), against a request among many. Then the
  * gateway's CPU per message at the same rate (tracing's run without an endpoint) beside the bare server's per request:
  * how many bare requests' worth of CPU the gateway spends on a send when sends come one at a time. Not judged.
  */
