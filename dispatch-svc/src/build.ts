@@ -13,6 +13,7 @@ import { startWebhookRelay } from './events/webhook-relay.ts';
 import { sweepExpiredIdempotencyRecords } from './idempotency/expiry-sweeper.ts';
 import { startConsumerMetrics, watchedConsumers } from './jetstream-metrics.ts';
 import { createDispatchMetrics, type DispatchMetrics } from './metrics.ts';
+import { jobContentLimit } from './outbox/delivery-job.ts';
 import { createJobPublisher, type JobPublisher } from './outbox/job-publisher.ts';
 import { relayOutbox } from './outbox/outbox-relay.ts';
 import { withTestFault } from './outbox/test-fault.ts';
@@ -53,6 +54,8 @@ export interface Dispatch {
   startBackground(): { stop(): Promise<void> };
 }
 
+/** NATS's own max_payload, for a connection whose server has not told its own yet. */
+const defaultNatsMaxPayload = 1_048_576;
 const idempotencySweepIntervalMs = 60_000;
 const scheduledBacklogIntervalMs = 5_000;
 const retentionGaugesIntervalMs = 60_000;
@@ -102,6 +105,7 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
     metrics,
     logger,
     idempotencyTtlMs: settings.idempotencyTtlMs,
+    maxJobContentBytes: jobContentLimit(nats.info?.max_payload ?? defaultNatsMaxPayload),
     callers: {
       gateway: { name: 'gateway', token: settings.gatewayToken },
       mailer: { name: 'mailer', token: settings.mailerToken },

@@ -1,9 +1,15 @@
 // The gateway's environment variables, validated at start with every fault listed at once. The NATS and token settings
 // are the platform's shared groups; README.md's settings table is generated from these declarations.
-import { custom, duration, gatewayTokenSetting, grpcClientTlsSettings, integer, natsSettings, parseRate, text, url } from '@notify/platform';
+import { custom, duration, gatewayTokenSetting, grpcClientTlsSettings, grpcMessageLimitBytes, integer, natsSettings, parseRate, text, url } from '@notify/platform';
 import { panelConfigSpec } from './panel/config.ts';
 import { sendManyDefaults } from './send/send-many.ts';
 import { parseSentinels } from './rate-limit/redis.ts';
+
+/**
+ * Largest value of either body limit: a quarter of the internal gRPC message limit, so that a body accepted here
+ * reaches dispatch-svc even after JSON.stringify has made its data longer.
+ */
+export const maxPublicBodyBytes = grpcMessageLimitBytes / 4;
 
 export const configSpec = {
   httpPort: integer('HTTP_PORT', { description: 'port of the public HTTP listener; 0 picks a free one', default: 8080, min: 0, max: 65535 }),
@@ -13,7 +19,7 @@ export const configSpec = {
   ...grpcClientTlsSettings,
   grpcDeadlineMs: duration('GRPC_DEADLINE', { description: 'deadline of each call to auth-svc and dispatch-svc', default: '2s', minMs: 1 }),
   dispatchSendMaxItems: integer('DISPATCH_SEND_MAX_ITEMS', {
-    description: 'single sends (POST /api/v1/send/) carried by one SendMany call to dispatch-svc at most; each keeps its own GRPC_DEADLINE, its time waiting for a call included',
+    description: 'single sends (POST /api/v1/send/) carried by one SendMany call to dispatch-svc at most (fewer when NOTIFY_MAX_BODY_BYTES times this would pass a quarter of the internal 64 MiB gRPC message limit); each keeps its own GRPC_DEADLINE, its time waiting for a call included',
     default: sendManyDefaults.maxItems,
     min: 1,
     max: 500,
@@ -60,8 +66,8 @@ export const configSpec = {
     max: 10,
   }),
   gatewayReplicas: integer('NOTIFY_GATEWAY_REPLICAS', { description: "gateway replicas sharing the send and failed-authentication rates; without Redis each allows its share (rate / replicas)", default: 1, min: 1 }),
-  maxBodyBytes: integer('NOTIFY_MAX_BODY_BYTES', { description: 'largest request body accepted, in bytes (413 beyond)', default: 262_144, min: 1 }),
-  maxBatchBodyBytes: integer('NOTIFY_MAX_BATCH_BODY_BYTES', { description: 'largest batch send body (POST /api/v1/send/batch/) accepted, in bytes (413 beyond)', default: 5_242_880, min: 1 }),
+  maxBodyBytes: integer('NOTIFY_MAX_BODY_BYTES', { description: 'largest request body accepted, in bytes (413 beyond)', default: 262_144, min: 1, max: maxPublicBodyBytes }),
+  maxBatchBodyBytes: integer('NOTIFY_MAX_BATCH_BODY_BYTES', { description: 'largest batch send body (POST /api/v1/send/batch/) accepted, in bytes (413 beyond)', default: 5_242_880, min: 1, max: maxPublicBodyBytes }),
   // auth-svc writes api_keys.last_used_at only for the Authorize calls it answers (at most once a minute per key), and a
   // cached acceptance makes none: a key in constant use is then seen by auth-svc once per TTL. The default keeps that
   // well inside the minute, so last_used_at stays as meaningful as without the cache.

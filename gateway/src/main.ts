@@ -2,13 +2,14 @@
 import { channelCredentials, degradable, GrpcClient, runService, ShutdownPriority, type ConfigOf, type Logger, type Registry } from '@notify/platform';
 import { authProto, dispatchProto, topology } from '@notify/proto';
 import { createApp } from './app.ts';
+import { sendManyItems } from './send/send-many.ts';
 import { listenForInvalidations } from './auth/authorization-invalidation.ts';
 import { createAuthorizationCacheMetrics } from './auth/authorization-metrics.ts';
 import { BruteForceGuard, createBruteForceMetrics } from './auth/brute-force-guard.ts';
 import { callAuthorize, type AuthClient } from './auth/authorize.ts';
 import { CachedAuthorizer } from './auth/cached-authorizer.ts';
 import { KeyDirectory } from './auth/key-directory.ts';
-import { configSpec } from './config.ts';
+import { configSpec, maxPublicBodyBytes } from './config.ts';
 import { listen } from './http/listener.ts';
 import { createPanelDeps } from './panel/dependencies.ts';
 import { SendRateLimiter } from './rate-limit/limiter.ts';
@@ -94,7 +95,7 @@ runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, 
     auth,
     ...(keys.authorizations && { authorizations: keys.authorizations }),
     dispatch,
-    sendMany: { maxItems: config.dispatchSendMaxItems, calls: config.dispatchSendCalls },
+    sendMany: { maxItems: sendManyItems(config.dispatchSendMaxItems, config.maxBodyBytes, maxPublicBodyBytes), calls: config.dispatchSendCalls },
     rateLimiter,
     readRateLimiter,
     bruteForce,

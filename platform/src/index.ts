@@ -10,7 +10,7 @@ export { Batcher, fulfilled, type BatcherOptions } from './batcher.ts';
 export { listenOn } from './listen.ts';
 export { runPeriodically, type PeriodicTask } from './periodic.ts';
 export { ExpiringCache, type CacheTicket } from './expiring-cache.ts';
-export { GrpcServer, type Access, type AsyncHandlers, type Caller } from './grpc/server.ts';
+export { GrpcServer, grpcMessageLimitBytes, type Access, type AsyncHandlers, type Caller } from './grpc/server.ts';
 export { channelCredentials, grpcClientTlsSettings, grpcServerTlsSettings, serverCredentials } from './grpc/tls.ts';
 export { GrpcClient, channelOptions, type GrpcClientOptions } from './grpc/client.ts';
 export { RemoteError, toGrpcFailure } from './grpc/errors.ts';

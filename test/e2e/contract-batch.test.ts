@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import { assertCoded, assertDetailOnly, assertEveryResponseHeaders, assertFieldErrors, batchResultsProblem, writtenRows } from '../harness/contract-shapes.ts';
 import { openApiResponseCheck, type ResponseCheck } from '../harness/openapi.ts';
 import { rawRequest } from '../harness/raw-http.ts';
+import { waitFor } from '../harness/wait.ts';
 import { startSystem, type HttpResult, type System, type Tenant } from '../harness/system.ts';
 import { anotherKey, validBody } from '../harness/tenants.ts';
 
@@ -152,6 +153,41 @@ test('the whole request is refused only for what concerns all of its items, and 
   // A batch above the single send's 256 KiB limit is read (it has its own limit), and served without the trailing slash.
   const big = { messages: Array.from({ length: 3 }, (_, i) => ({ ...to(i), data: { name: 'x'.repeat(100_000) } })) };
   assert.deepEqual(statuses(await sendBatch(tenant, big, {}, '/api/v1/send/batch')), [202, 202, 202]);
+});
+
+test('the largest batch body the gateway reads reaches dispatch-svc whole (over gRPC\'s default 4 MiB); one byte more is 413', async () => {
+  const limit = 5 * 1024 * 1024;
+  // 500 items of about 10 KB each, padded with whitespace to exactly NOTIFY_MAX_BATCH_BODY_BYTES.
+  const messages = Array.from({ length: 500 }, (_, i) => ({ ...to(i), data: { name: 'x'.repeat(10_300) } }));
+  const exact = JSON.stringify({ messages }).padEnd(limit, ' ');
+  assert.equal(Buffer.byteLength(exact), limit);
+  const whole = await sendBatch(tenant, exact);
+  assert.equal(whole.status, 200, whole.text.slice(0, 300));
+  assert.deepEqual(new Set(statuses(whole)), new Set([202]));
+  assert.equal(statuses(whole).length, 500);
+  const before = await writtenRows(system.db);
+  // Sent raw: the 413 comes from Content-Length, and the gateway closes the connection without reading the body.
+  const over = await rawRequest(system.gatewayUrl, {
+    path: '/api/v1/send/batch/',
+    headers: [['Authorization', `Api-Key ${tenant.apiKey}`], ['X-Organization-ID', String(tenant.organizationId)], ['Content-Type', 'application/json']],
+    body: Buffer.from(`${exact} `),
+  });
+  assertCoded(over, 413, 'payload_too_large');
+  assert.deepEqual(await writtenRows(system.db), before);
+});
+
+test('an item whose job could not fit in a NATS message is a 413 payload_too_large entry, written nowhere; the others are accepted', async () => {
+  const before = await writtenRows(system.db);
+  const oversized = { ...to(1), data: { name: 'x'.repeat(2 * 1024 * 1024) } };
+  const response = await sendBatch(tenant, { messages: [to(0), oversized, to(2)] }, { 'accept-language': 'es' });
+  assert.deepEqual(statuses(response), [202, 413, 202]);
+  const refused: Record<string, unknown> = entries(response)[1] ?? {};
+  assert.equal(refused['code'], 'payload_too_large');
+  assert.match(String((refused['errors'] as Record<string, string[]>)['non_field_errors']?.[0]), /^El mensaje es demasiado grande para ponerlo en cola: sus datos y su plantilla superan los \d+ bytes\.$/);
+  const after = await writtenRows(system.db);
+  assert.equal(after.messages, before.messages + 2);
+  // Nothing waits in the outbox for a publish that could never succeed.
+  await waitFor(async () => (await system.db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox')).rows[0]?.n === 0, { timeoutMs: 15_000, what: 'the outbox to be emptied' });
 });
 
 test('the per-key rate covers the first items: the rest are 429 entries, refused items are given back, and an empty window is a 429 for all', async () => {

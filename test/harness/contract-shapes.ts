@@ -139,7 +139,7 @@ export function batchResultsProblem(results: unknown): string | undefined {
       return `entry ${position} (${String(record['status'])}) without field errors`;
     }
     const expected = record['status'] === 422 ? 'errors,index,status' : record['status'] === 429 ? 'code,errors,index,retry_after,status' : 'code,errors,index,status';
-    if (![403, 404, 422, 429].includes(record['status'] as number) || keys !== expected) return `entry ${position}: status ${String(record['status'])} with keys ${keys}`;
+    if (![403, 404, 413, 422, 429].includes(record['status'] as number) || keys !== expected) return `entry ${position}: status ${String(record['status'])} with keys ${keys}`;
     if (record['code'] !== undefined && !snakeCase.test(String(record['code']))) return `entry ${position} with a malformed code`;
     if (record['status'] === 429 && !(Number.isInteger(record['retry_after']) && (record['retry_after'] as number) >= 1)) return `429 entry ${position} without retry_after`;
   }

@@ -428,6 +428,21 @@ describe('refusals', () => {
     assert.deepEqual([...error.fields].sort(), ['{"path":"count","keyword":"type","params":{"type":"integer"}}', '{"path":"name","keyword":"required","params":{}}']);
   });
 
+  test("a message whose job (data with the template's texts) could not fit in a NATS message is RESOURCE_EXHAUSTED and writes nothing", async () => {
+    const maxPayload = h.nats.info?.max_payload ?? 0;
+    assert.ok(maxPayload > 0, 'the NATS server tells its max_payload');
+    const [messages, outbox, jobs] = [await count('messages'), await count('outbox'), await h.jobsInStream()];
+    const name = 'x'.repeat(maxPayload);
+    const error = await assertRefused(h.dispatch.call('Send', request({ dataJson: JSON.stringify({ name }) })), status.RESOURCE_EXHAUSTED, 'payload_too_large');
+    assert.ok(Number(error.fields[0]) < maxPayload && Number(error.fields[0]) > maxPayload / 2, `the limit ${error.fields[0]} is the server's max_payload less the job's envelope`);
+    assert.deepEqual([await count('messages'), await count('outbox'), await h.jobsInStream()], [messages, outbox, jobs]);
+    // At the limit it is accepted, and its job reaches the stream rather than waiting in the outbox for good.
+    const fits = Number(error.fields[0]) - Buffer.byteLength('Hello {{ name }}<p>Hi {{ name }}</p>Hi {{ name }}') - Buffer.byteLength('{"name":""}');
+    const accepted = await h.dispatch.call('Send', request({ dataJson: JSON.stringify({ name: 'y'.repeat(fits) }) }));
+    await h.outboxEmptied();
+    assert.equal((await h.lastJob()).job.messageId, accepted.messageId);
+  });
+
   test('a malformed request is INVALID_ARGUMENT naming each fault', async () => {
     const error = await assertRefused(
       h.dispatch.call('Send', request({ dataJson: '[1]', idempotencyKey: 'not-a-uuid', fingerprint: 'fp', to: '' })),

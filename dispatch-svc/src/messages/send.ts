@@ -14,7 +14,7 @@ import type { DeliveryJob, dispatch } from '@notify/proto';
 import { idempotencyKeyInUse, idempotencyKeyMismatch } from '../idempotency/idempotency-refusals.ts';
 import { findIdempotencyRecords, projectKeyId, saveIdempotencyRecords, tryLockIdempotencyKeys, type IdempotencyRecord, type NewIdempotencyRecord, type ProjectKey, type StoredResponse } from '../idempotency/idempotency-store.ts';
 import type { DispatchMetrics } from '../metrics.ts';
-import type { OutgoingJob } from '../outbox/delivery-job.ts';
+import { jobContentBytes, type OutgoingJob } from '../outbox/delivery-job.ts';
 import type { JobPublisher } from '../outbox/job-publisher.ts';
 import { deleteOutboxRows, insertOutboxRows } from '../outbox/outbox-store.ts';
 import { findTemplates, slugPattern, templateKey, type TemplateRow } from '../templates/template-store.ts';
@@ -32,6 +32,8 @@ export interface SendDeps {
   readonly metrics: DispatchMetrics;
   readonly logger: Logger;
   readonly idempotencyTtlMs: number;
+  /** Largest data and template texts one job may carry (jobContentLimit of the NATS server's max_payload). */
+  readonly maxJobContentBytes: number;
 }
 
 export interface SendInput {
@@ -246,7 +248,10 @@ function refuseInvalidFields(batch: BatchVerdicts): void {
   }
 }
 
-/** Step 3 (checks 12-13): each send's template, active, with data that satisfies its declared variables. */
+/**
+ * Step 3 (checks 12-13): each send's template, active, with data that satisfies its declared variables, and a job
+ * (data and template) small enough for JetStream.
+ */
 async function judgeTemplates(client: PoolClient, deps: SendDeps, batch: BatchVerdicts): Promise<Map<number, TemplateRow>> {
   const templateOf = new Map<number, TemplateRow>();
   const open = batch.open();
@@ -273,10 +278,15 @@ function refuseTemplate(deps: SendDeps, request: dispatch.SendRequest__Output, i
   if (!template) return new UserError(status.NOT_FOUND, 'template_not_found', `no template "${request.template}" in this project`);
   if (!template.active) return new UserError(status.FAILED_PRECONDITION, 'template_inactive', `template "${request.template}" is not active`);
   const violations = deps.schemas.violations(template, input.data);
-  if (violations.length === 0) return undefined;
+  if (violations.length === 0) return jobContentBytes(request.dataJson, template) > deps.maxJobContentBytes ? messageTooLarge(deps.maxJobContentBytes) : undefined;
   // Structured, so that the gateway can tell the caller in its own language.
   const fields = violations.map(encodeViolation);
   return new UserError(status.INVALID_ARGUMENT, 'data_invalid', `data does not match the variables of template "${template.slug}"`, { fields });
+}
+
+/** The message's job would not fit in a JetStream message; the limit goes to the gateway to be put in words. */
+function messageTooLarge(limit: number): UserError {
+  return new UserError(status.RESOURCE_EXHAUSTED, 'payload_too_large', `the message's data and template come to more than the ${limit} bytes a job may carry`, { fields: [String(limit)] });
 }
 
 /**

@@ -7,6 +7,8 @@ export const defaultLanguage: Language = 'en';
 
 const en = {
   payload_too_large: 'The request body is larger than the limit of {limit} bytes.',
+  message_too_large: 'The message is too large to be queued: its data and its template come to more than {limit} bytes.',
+  request_too_large: 'The request is too large to be processed once its data is read; send less at once.',
   'auth.missing': 'Authentication credentials were not provided.',
   'auth.scheme': 'The Authorization header must have the form "Api-Key <key>".',
   'auth.invalid': 'Invalid or revoked API key.',
@@ -104,6 +106,8 @@ export type MessageKey = keyof typeof en;
 // Typed against the English catalogue: a key missing here does not compile.
 const es: Record<MessageKey, string> = {
   payload_too_large: 'El cuerpo de la solicitud supera el límite de {limit} bytes.',
+  message_too_large: 'El mensaje es demasiado grande para ponerlo en cola: sus datos y su plantilla superan los {limit} bytes.',
+  request_too_large: 'La solicitud es demasiado grande para procesarla una vez leídos sus datos; envíe menos a la vez.',
   'auth.missing': 'No se proporcionaron las credenciales de autenticación.',
   'auth.scheme': 'El encabezado Authorization debe tener la forma "Api-Key <clave>".',
   'auth.invalid': 'Clave de API no válida o revocada.',

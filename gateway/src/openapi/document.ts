@@ -155,8 +155,8 @@ key's record (409 in flight, 422 used with another body: batches and single send
 
 Otherwise the answer is 200 with one entry per item, in order: 202 with what a send's 202 carries (its \`status\` named
 \`message_status\`), or the item's refusal: 422 (its fields, an inactive template, \`data\` against the template's
-variables, a suppressed \`to\`), 404 template_not_found, 403 plan_blocked (the monthly quota covered only the items
-before it) or 429 throttled (the per-key rate covered only the items before it; \`retry_after\` seconds).
+variables, a suppressed \`to\`), 404 template_not_found, 413 payload_too_large (the message, its data with its
+template, is too large to be queued), 403 plan_blocked (the monthly quota covered only the items before it) or 429 throttled (the per-key rate covered only the items before it; \`retry_after\` seconds).
 
 Rate: the request takes one point of the per-key send rate like a send; each further item whose fields are valid takes
 one more, the first items first, as far as the window goes; points of items not accepted in the end are given back.
@@ -200,7 +200,7 @@ export const openApiDocument = {
           }),
           ...sendRefusals(),
           '404': response("No template with this slug in the key's project.", errorBody(['template_not_found']), rateHeaders),
-          '413': response('The body is larger than the limit.', errorBody(['payload_too_large'])),
+          '413': response('The body is larger than the limit, or the message (its data with its template) too large to be queued.', errorBody(['payload_too_large'])),
           '422': response('Fields refused, each with its messages: request fields, `template` (inactive), `data` (template variables) or `Idempotency-Key` (used with another body).', ref('schemas/FieldErrors'), rateHeaders),
           '429': response(
             'Over the per-key rate (with the rate-limit headers), or too many API keys refused for this client address (without them); the text names the same seconds as Retry-After.',
@@ -402,12 +402,12 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
         additionalProperties: false,
         properties: {
           index: { type: 'integer', minimum: 0, description: 'Position of the item in `messages`.' },
-          status: { enum: [403, 404, 422, 429] },
-          code: { enum: ['plan_blocked', 'template_not_found', 'throttled'], description: 'Absent for 422.' },
+          status: { enum: [403, 404, 413, 422, 429] },
+          code: { enum: ['plan_blocked', 'template_not_found', 'payload_too_large', 'throttled'], description: 'Absent for 422.' },
           errors: {
             type: 'object',
             minProperties: 1,
-            description: 'The item\'s refused fields with their messages (422), `template` (404), or `non_field_errors` for what concerns the item as a whole (not an object, 403, 429).',
+            description: 'The item\'s refused fields with their messages (422), `template` (404), or `non_field_errors` for what concerns the item as a whole (not an object, 403, 413, 429).',
             additionalProperties: { type: 'array', minItems: 1, items: { type: 'string' } },
           },
           retry_after: { type: 'integer', minimum: 1, description: '429 only: whole seconds until the per-key rate has room again.' },

@@ -98,3 +98,19 @@ test('a suppressed recipient is a 422 on `to` naming the reason and date, in the
   assert.ok(refusal instanceof FieldErrors);
   assert.deepEqual([...refusal.fields], [['to', [text('to.suppressed', { reason: 'hard_bounce', since: '2026-11-25' })]]]);
 });
+
+test('a message too large to be queued is 413 payload_too_large naming the limit dispatch-svc gave', () => {
+  const refusal = refusalOf(remote(status.RESOURCE_EXHAUSTED, 'payload_too_large', ['1044480']));
+  assert.ok(refusal instanceof ApiError);
+  assert.equal(refusal.status, 413);
+  assert.equal(refusal.code, 'payload_too_large');
+  assert.deepEqual(refusal.detail, text('message_too_large', { limit: '1044480' }));
+});
+
+test('a call over the gRPC message limit (RESOURCE_EXHAUSTED without a reason of ours) is 413 payload_too_large, not a 500', () => {
+  const refusal = refusalOf(remote(status.RESOURCE_EXHAUSTED));
+  assert.ok(refusal instanceof ApiError);
+  assert.equal(refusal.status, 413);
+  assert.equal(refusal.code, 'payload_too_large');
+  assert.deepEqual(refusal.detail, text('request_too_large'));
+});

@@ -105,5 +105,9 @@ export function refusalFor(error: Refusal, fieldErrors?: FieldErrors): unknown {
   }
   // The quota was used up by requests that passed check 5 together with this one.
   if (is(status.FAILED_PRECONDITION, 'plan_blocked')) return planBlocked(error);
+  // The message's job would not fit in a JetStream message; the limit in bytes is the first field.
+  if (is(status.RESOURCE_EXHAUSTED, 'payload_too_large')) return new ApiError(413, 'payload_too_large', text('message_too_large', { limit: error.fields[0] ?? '' }), { cause: error });
+  // The call itself was over the gRPC message limit (its data grew when serialized): the request is too large, not a fault.
+  if (error.status === status.RESOURCE_EXHAUSTED) return new ApiError(413, 'payload_too_large', text('request_too_large'), { cause: error });
   return unexpectedRemoteFailure(error);
 }

@@ -11,7 +11,7 @@ import { text } from '../i18n/messages.ts';
 import { gatewayCaller } from '../testing/serve-app.ts';
 import { sendManyItem, standIn, standInServer } from '../testing/stand-in.ts';
 import { dispatchSend, refusalOf, type DispatchClient } from './dispatch.ts';
-import { sendDispatcher, type SendDispatcher } from './send-many.ts';
+import { sendDispatcher, sendManyItems, type SendDispatcher } from './send-many.ts';
 
 /** Sends per SendMany call the stand-ins received, in order. */
 const calls: number[] = [];
@@ -155,4 +155,10 @@ test('a dispatch-svc without SendMany (a release before it, during an upgrade) s
   const [accepted, missing] = await Promise.allSettled([dispatchSend(sends, request('welcome', 7)), dispatchSend(sends, request('missing', 8))]);
   assert.equal(accepted?.status === 'fulfilled' && accepted.value.accepted.message_id, 7);
   assert.equal(missing?.status === 'rejected' && (missing.reason as ApiError).status, 404);
+});
+
+test('a SendMany call carries no more sends than bodies of the largest size fit in its gRPC message', () => {
+  assert.equal(sendManyItems(64, 262_144, 16 * 1024 * 1024), 64);
+  assert.equal(sendManyItems(64, 1024 * 1024, 16 * 1024 * 1024), 16);
+  assert.equal(sendManyItems(64, 16 * 1024 * 1024, 16 * 1024 * 1024), 1);
 });

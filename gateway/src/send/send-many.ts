@@ -24,6 +24,14 @@ export interface SendManyOptions {
  */
 export const sendManyDefaults: SendManyOptions = { maxItems: 64, calls: 16 };
 
+/**
+ * The sends one SendMany call may carry: `maxItems`, or fewer when that many bodies of the largest size could pass
+ * `maxCallBytes` (the gRPC message they travel in must hold them all).
+ */
+export function sendManyItems(maxItems: number, maxBodyBytes: number, maxCallBytes: number): number {
+  return Math.max(1, Math.min(maxItems, Math.floor(maxCallBytes / maxBodyBytes)));
+}
+
 export type SendDispatcher = BatchedCalls<dispatch.SendRequest, dispatch.SendResponse__Output>;
 
 export function sendDispatcher(client: DispatchClient, options: SendManyOptions & { readonly registry: Registry }): SendDispatcher {

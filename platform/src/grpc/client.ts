@@ -6,7 +6,7 @@ import type { MethodDefinition } from '@grpc/proto-loader';
 import { service as healthService } from 'grpc-health-check';
 import { Counter, Histogram, type Registry } from '../metrics.ts';
 import { RemoteError } from './errors.ts';
-import type { KnownMethods } from './server.ts';
+import { grpcMessageLimitBytes, type KnownMethods } from './server.ts';
 
 type RequestOf<T> = T extends MethodDefinition<infer Request, infer _Out, infer _RequestOut, infer _ResponseOut> ? Request : never;
 type ResponseOf<T> = T extends MethodDefinition<infer _In, infer _Out, infer _RequestOut, infer Response> ? Response : never;
@@ -63,6 +63,8 @@ export const channelOptions: grpc.ChannelOptions = {
   'grpc.keepalive_timeout_ms': 10_000,
   'grpc.initial_reconnect_backoff_ms': 250,
   'grpc.max_reconnect_backoff_ms': 2_000,
+  'grpc.max_receive_message_length': grpcMessageLimitBytes,
+  'grpc.max_send_message_length': grpcMessageLimitBytes,
 };
 
 export class GrpcClient<D extends grpc.ServiceDefinition> {

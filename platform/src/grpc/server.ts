@@ -36,6 +36,15 @@ function serviceOf(path: string): string {
   return path.split('/')[1] ?? '';
 }
 
+/**
+ * Largest gRPC message a Notify client or server sends or receives. gRPC's default (4 MiB) is below the gateway's batch
+ * body limit (5 MiB), so it must be raised everywhere at once: a public body limit may be at most a quarter of this
+ * (gateway/src/config.ts), which leaves room for what a request grows by on its way in (a number such as `1e20` comes
+ * out of JSON.stringify five times longer). A message over it still fails with RESOURCE_EXHAUSTED, which the gateway
+ * answers 413.
+ */
+export const grpcMessageLimitBytes = 64 * 1024 * 1024;
+
 export class GrpcServer {
   readonly #server: grpc.Server;
   readonly #health = new HealthImplementation({ '': 'NOT_SERVING' });
@@ -66,7 +75,11 @@ export class GrpcServer {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [options.registry],
     });
-    this.#server = new grpc.Server({ interceptors: [this.#intercept] });
+    this.#server = new grpc.Server({
+      interceptors: [this.#intercept],
+      'grpc.max_receive_message_length': grpcMessageLimitBytes,
+      'grpc.max_send_message_length': grpcMessageLimitBytes,
+    });
     this.#health.addToServer(this.#server);
   }
 
