@@ -1,5 +1,5 @@
 // One access-log line and the HTTP metrics per request, recorded when the response has left (so the status is final,
-// whichever middleware set it). Never logs headers: the Authorization header carries the API key.
+// whichever middleware set it). Never logs headers (the Authorization header carries the API key) nor a token in a path.
 import { finished } from 'node:stream';
 import type { RouterContext } from '@koa/router';
 import type { Middleware, ParameterizedContext } from 'koa';
@@ -12,6 +12,15 @@ const probeRoutes = new Set(['/healthz', '/readyz']);
 function routeLabel(ctx: ParameterizedContext<GatewayState>): string {
   // Only named routes become labels, so unknown paths cannot blow up the metrics' cardinality.
   return (ctx as unknown as RouterContext)._matchedRouteName ?? ctx.state.route ?? 'unmatched';
+}
+
+/**
+ * The path as logged. A path parameter that is a credential (the unsubscribe link's `:token`, which opens to the
+ * recipient's address) is logged as the route's own pattern, never its value.
+ */
+function loggedPath(ctx: ParameterizedContext<GatewayState>): string {
+  const pattern = (ctx as unknown as RouterContext)._matchedRoute;
+  return typeof pattern === 'string' && /:\w*token\b/i.test(pattern) ? pattern : ctx.path;
 }
 
 export function observe(options: { registry: Registry; logger: Logger }): Middleware<GatewayState> {
@@ -41,7 +50,7 @@ export function observe(options: { registry: Registry; logger: Logger }): Middle
       const line = {
         method: ctx.method,
         route,
-        path: ctx.path,
+        path: loggedPath(ctx),
         status,
         ms: Math.round(seconds * 1000),
         requestId: ctx.state.requestId,
