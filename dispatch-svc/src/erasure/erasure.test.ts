@@ -8,7 +8,8 @@ import { GrpcClient } from '@notify/platform';
 import { dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { applyDeliveryEvents } from '../events/event-store.ts';
-import { applyRecipientReport } from '../reports/report-store.ts';
+import { applyRecipientReport, applyUnsubscribe } from '../reports/report-store.ts';
+import { erasedAddress } from '../suppressions/suppression-store.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 
 let h: Harness;
@@ -21,6 +22,10 @@ before(async () => {
   panel = new GrpcClient(dispatchProto.PanelService.service, h.address, { token: h.callers.gateway.token, deadlineMs: 5_000 });
   await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'welcome', subject: 'Hi', text: 'Hi', active: true });
   await h.admin.call('PutTemplate', { projectId: h.ids.otherProjectId, slug: 'welcome', subject: 'Hi', text: 'Hi', active: true });
+  // An endpoint for message.unsubscribed, so that its events are recorded (none are for a project without one).
+  const webhooks = new GrpcClient(dispatchProto.WebhookAdminService.service, h.address, { token: h.callers.admin.token, deadlineMs: 5_000 });
+  await webhooks.call('CreateWebhook', { projectId: h.ids.projectId, url: 'https://hooks.example.com/notify', eventTypes: ['message.unsubscribed'] });
+  webhooks.close();
 });
 
 after(async () => {
@@ -104,4 +109,42 @@ test('a bounce reported after the erasure records no address and suppresses noth
   assert.equal(await holdsAddress(id, 'bounced@example.com'), false);
   const { rows } = await h.pool.query('SELECT address FROM suppressions WHERE project_id = $1 AND address = $2', [h.ids.projectId, 'erased@erased.invalid']);
   assert.deepEqual(rows, [], 'the marker is never suppressed');
+});
+
+/** The project's suppression entries and message.unsubscribed webhook events, as stored. */
+async function suppressionsAndUnsubscribedEvents(address: string, messageId: number): Promise<{ entries: string[]; events: number }> {
+  const entries = await h.pool.query<{ address: string }>('SELECT address FROM suppressions WHERE project_id = $1 AND (lower(address) = lower($2) OR address = $3) ORDER BY address', [h.ids.projectId, address, erasedAddress(h.ids.projectId, address)]);
+  const events = await h.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_events WHERE message_id = $1 AND type = 'message.unsubscribed'", [messageId]);
+  return { entries: entries.rows.map((row) => row.address), events: events.rows[0]?.n ?? -1 };
+}
+
+test('an unsubscribe link used after the erasure matches the hashed entry: nothing in clear, no second message.unsubscribed', async () => {
+  const address = 'Unsub.After@Example.com';
+  const id = await accept(address);
+  const claim = { projectId: h.ids.projectId, messageId: id, address, source: 'one_click' };
+  assert.deepEqual(await applyUnsubscribe(h.pool, claim), { suppressed: true, changed: true });
+  const first = await suppressionsAndUnsubscribedEvents(address, id);
+  assert.equal(first.events, 1);
+  await erasure.call('EraseRecipient', { projectId: h.ids.projectId, address });
+  assert.deepEqual(await applyUnsubscribe(h.pool, claim), { suppressed: true, changed: false });
+  assert.deepEqual(await suppressionsAndUnsubscribedEvents(address, id), { entries: [erasedAddress(h.ids.projectId, address)], events: first.events });
+  // An operator adding the address again is answered with the entry the erasure kept, still nothing in clear.
+  const suppressions = new GrpcClient(dispatchProto.SuppressionAdminService.service, h.address, { token: h.callers.admin.token, deadlineMs: 5_000 });
+  try {
+    await suppressions.call('AddSuppression', { projectId: h.ids.projectId, address, reason: 'manual' });
+  } finally {
+    suppressions.close();
+  }
+  assert.deepEqual((await suppressionsAndUnsubscribedEvents(address, id)).entries, [erasedAddress(h.ids.projectId, address)]);
+});
+
+test('the first unsubscribe of a recipient erased before it is listed as a hash only, with one message.unsubscribed that names no address', async () => {
+  const address = 'never.suppressed@example.com';
+  const id = await accept(address);
+  await erasure.call('EraseRecipient', { projectId: h.ids.projectId, address });
+  assert.deepEqual(await applyUnsubscribe(h.pool, { projectId: h.ids.projectId, messageId: id, address, source: 'mailto' }), { suppressed: true, changed: true });
+  assert.deepEqual(await suppressionsAndUnsubscribedEvents(address, id), { entries: [erasedAddress(h.ids.projectId, address)], events: 1 });
+  assert.equal(await holdsAddress(id, address), false);
+  // Still refused: a send to the address finds the hashed entry.
+  await assertRefused(h.dispatch.call('Send', h.sendRequest({ to: address })), status.FAILED_PRECONDITION, 'recipient_suppressed');
 });

@@ -125,7 +125,9 @@ export async function applyUnsubscribe(pool: Pool, claim: UnsubscribeClaimInput)
   return withTransaction(pool, async (client) => {
     // Locked first, as a report about the same message would, so the event's sequence is taken without a race.
     const message = await lockMessage(client, claim.messageId, claim.projectId);
-    const entry = await addSuppression(client, { projectId: claim.projectId, address: claim.address, reason: 'unsubscribed', messageId: message?.id });
+    // The link of a message erased since still unsubscribes its recipient, whose address is then listed as a hash only.
+    const erased = message?.recipient === erasedRecipient;
+    const entry = await addSuppression(client, { projectId: claim.projectId, address: claim.address, reason: 'unsubscribed', messageId: message?.id, erased });
     if (entry.added && message) {
       await recordMessageWebhookEvents(client, [
         {

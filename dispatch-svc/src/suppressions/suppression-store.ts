@@ -62,21 +62,25 @@ export async function findSuppressions(client: PoolClient, wanted: readonly { pr
 export const suppressionKey = (projectId: number, address: string): string => `${projectId}:${normalizeAddress(address)}`;
 
 /**
- * Adds an entry; an address already suppressed keeps its first reason and time. Returns the entry as stored, and
- * whether this call added it.
+ * Adds an entry; an address already suppressed keeps its first reason and time, whether it is listed in clear or, since
+ * an erasure, as its hash (erasedAddress). The address of an erased recipient (`erased`: the message it comes with
+ * was erased) is listed as its hash only. Returns the entry as stored, and whether this call added it.
  */
 export async function addSuppression(
   client: Pool | PoolClient,
-  entry: { projectId: number; address: string; reason: SuppressionReason; messageId?: number | undefined },
+  entry: { projectId: number; address: string; reason: SuppressionReason; messageId?: number | undefined; erased?: boolean },
 ): Promise<Suppression & { added: boolean }> {
+  const hashed = erasedAddress(entry.projectId, entry.address);
   const result = await client.query<Suppression & { added: boolean }>({
     name: 'suppression-add',
-    text: `WITH added AS (
-             INSERT INTO suppressions (project_id, address, reason, message_id) VALUES ($1, $2, $3, $4)
+    text: `WITH listed AS (SELECT ${columns} FROM suppressions WHERE project_id = $1 AND address IN ($2, $5) ORDER BY address = $5 LIMIT 1),
+           added AS (
+             INSERT INTO suppressions (project_id, address, reason, message_id)
+             SELECT $1, CASE WHEN $6 THEN $5 ELSE $2 END, $3, $4 WHERE NOT EXISTS (SELECT 1 FROM listed)
              ON CONFLICT (project_id, address) DO NOTHING RETURNING ${columns})
            SELECT *, true AS added FROM added
-           UNION ALL SELECT ${columns}, false FROM suppressions WHERE project_id = $1 AND address = $2 AND NOT EXISTS (SELECT 1 FROM added)`,
-    values: [entry.projectId, normalizeAddress(entry.address), entry.reason, entry.messageId ?? null],
+           UNION ALL SELECT *, false FROM listed`,
+    values: [entry.projectId, normalizeAddress(entry.address), entry.reason, entry.messageId ?? null, hashed, entry.erased ?? false],
   });
   const [row] = result.rows;
   if (!row) throw new Error('the suppression was neither added nor found');
