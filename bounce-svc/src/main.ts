@@ -9,6 +9,7 @@ import { startReceiver } from './reports/receiver.ts';
 
 runService('bounce-svc', bounceConfig, async ({ config, logger, registry, lifecycle, addReadinessCheck }) => {
   if ((config.tlsKeyFile === '') !== (config.tlsCertFile === '')) throw new Error('BOUNCE_TLS_KEY_FILE and BOUNCE_TLS_CERT_FILE go together');
+  if (config.maxHeldBytes < config.maxBytes) throw new Error('BOUNCE_MAX_HELD_BYTES must be at least BOUNCE_MAX_BYTES, or no report of the largest size could be held');
   const tls = config.tlsKeyFile === '' ? undefined : { key: await readFile(config.tlsKeyFile), cert: await readFile(config.tlsCertFile) };
   const reports = new GrpcClient(dispatchProto.ReportService.service, config.dispatchSvcAddr, {
     token: config.bounceToken,
@@ -22,6 +23,15 @@ runService('bounce-svc', bounceConfig, async ({ config, logger, registry, lifecy
     dataKey: config.dataKey,
     bounceDomain: config.bounceDomain,
     maxBytes: config.maxBytes,
+    limits: {
+      maxClients: config.maxClients,
+      maxClientsPerAddress: config.maxClientsPerAddress,
+      sessionTimeoutMs: config.sessionTimeoutMs,
+      commandTimeoutMs: config.commandTimeoutMs,
+      maxCommands: config.maxCommands,
+      maxRecipients: config.maxRecipients,
+      maxHeldBytes: config.maxHeldBytes,
+    },
     reports,
     metrics: createBounceMetrics(registry),
     logger,

@@ -14,6 +14,8 @@ import { arf, dsn } from '@notify/test/harness/report-samples.ts';
 const bounceDomain = 'bounces.example.test';
 const token = 'internal-token-for-tests';
 const dataKey = createDataKey(randomBytes(32));
+/** The defaults of config.ts: none of these tests comes near them (receiver-limits.test.ts does). */
+const limits = { maxClients: 200, maxClientsPerAddress: 20, sessionTimeoutMs: 300_000, commandTimeoutMs: 60_000, maxCommands: 1_000, maxRecipients: 100, maxHeldBytes: 32 * 1024 * 1024 };
 
 /** What the test's dispatch-svc was asked, and how it answers next. */
 interface Calls {
@@ -60,6 +62,7 @@ beforeEach(async () => {
     dataKey,
     bounceDomain,
     maxBytes: 1024 * 1024,
+    limits,
     reports: client,
     metrics: createBounceMetrics(registry),
     logger: silentLogger(),
@@ -239,7 +242,7 @@ describe('bounce receiver', () => {
     await receiver.close();
     registry = createRegistry('bounce-test');
     const unreachable = new GrpcClient(dispatchProto.ReportService.service, '127.0.0.1:1', { token, deadlineMs: 500 });
-    receiver = await startReceiver({ host: '127.0.0.1', port: 0, dataKey, bounceDomain, maxBytes: 1024 * 1024, reports: unreachable, metrics: createBounceMetrics(registry), logger: silentLogger(), closeTimeoutMs: 1_000 });
+    receiver = await startReceiver({ host: '127.0.0.1', port: 0, dataKey, bounceDomain, maxBytes: 1024 * 1024, limits, reports: unreachable, metrics: createBounceMetrics(registry), logger: silentLogger(), closeTimeoutMs: 1_000 });
     const returnPath = returnPathFor(dataKey, 54, bounceDomain);
     const error = await refusal(returnPath, dsn(returnPath, { action: 'failed', status: '5.1.1' }));
     assert.equal(error.responseCode, 451);

@@ -1,8 +1,10 @@
 // Reading what a report says: a DSN (RFC 3464, multipart/report; report-type=delivery-status) or a feedback-loop
 // complaint (ARF, RFC 5965, multipart/report; report-type=feedback-report). Pure: the receiver decides what to do.
-import { simpleParser } from 'mailparser';
+// Only three pieces of a report are read: its header block, its machine-readable part and the header block of the
+// original it quotes. The rest, however large, is skipped over without being decoded, so a report costs
+// milliseconds and a few hundred KiB at most.
 import { isHardBounceStatus, statusCode } from './enhanced-status.ts';
-import { fieldGroups, headerFields, multipartParts, type Fields, type MimePart } from './mime.ts';
+import { decodedBody, decodeEncodedWords, fieldGroups, maxHeaderBytes, multipartParts, parseContentType, readEntity, readMessageHeader, type Fields, type MimePart } from './mime.ts';
 
 /** Thrown when a mail is not a report this service reads, or its machine-readable part cannot be read. */
 export class MalformedReportError extends Error {
@@ -25,6 +27,10 @@ export type Report =
   | { kind: 'arf'; effect: 'none'; feedbackType: string; returnPath: string | undefined };
 
 const maxDetailLength = 1_000;
+/** RFC 6522 has two or three parts to a report; past this many it is not one (and is not split further). */
+export const maxReportParts = 100;
+/** The machine-readable part is a few fields per recipient; a larger one is refused rather than read. */
+const maxMachinePartBytes = 64 * 1024;
 const complaintTypes = new Set(['abuse', 'fraud', 'virus', 'other']);
 const noticeTypes = new Set(['not-spam', 'auth-failure']);
 const informativeActions = new Set(['delayed', 'delivered', 'relayed', 'expanded']);
@@ -43,16 +49,20 @@ function bareAddress(value: string | undefined): string | undefined {
   return address === '' ? undefined : address;
 }
 
-/** The Return-Path of the enclosed original message: the VERP address it was sent with. */
+/**
+ * The Return-Path of the enclosed original message: the VERP address it was sent with. Only the start of the original
+ * is decoded, enough for its header block.
+ */
 function originalReturnPath(parts: readonly MimePart[]): string | undefined {
   const original = parts.find((part) => originalTypes.has(part.type));
-  return original && bareAddress(headerFields(original.body)?.get('return-path'));
+  return original && bareAddress(readEntity(decodedBody(original, maxHeaderBytes))?.headers.get('return-path'));
 }
 
 function machinePart(parts: readonly MimePart[], type: string, kind: 'dsn' | 'arf'): Fields[] {
   const part = parts.find((candidate) => candidate.type === type);
   if (!part) throw new MalformedReportError(`the report has no ${type} part`, kind);
-  const groups = fieldGroups(part.body);
+  if (part.content.length > maxMachinePartBytes) throw new MalformedReportError(`the ${type} part is over ${maxMachinePartBytes} bytes`, kind);
+  const groups = fieldGroups(decodedBody(part, maxMachinePartBytes).toString('utf8'));
   if (!groups || groups.length === 0) throw new MalformedReportError(`the ${type} part cannot be read`, kind);
   return groups;
 }
@@ -99,23 +109,27 @@ function readArf(parts: readonly MimePart[]): Report {
   return { kind: 'arf', effect: 'complaint', detail: oneLine(`${feedbackType} (${userAgent})`), returnPath };
 }
 
+const reportKinds: ReadonlyMap<string, 'dsn' | 'arf'> = new Map([
+  ['delivery-status', 'dsn'],
+  ['feedback-report', 'arf'],
+]);
+
 /** Reads a report; throws MalformedReportError for anything that is not a readable DSN or ARF report. */
-export async function readReport(raw: Buffer): Promise<Report> {
-  const parsed = await simpleParser(raw, { skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
-  const contentType = parsed.headers.get('content-type') as { value?: string; params?: Record<string, string> } | undefined;
-  if (contentType?.value?.toLowerCase() !== 'multipart/report') throw new MalformedReportError('not a multipart/report');
-  const reportType = contentType.params?.['report-type']?.toLowerCase();
-  const boundary = contentType.params?.['boundary'];
-  if (!boundary) throw new MalformedReportError('the multipart/report has no boundary');
-  const parts = multipartParts(raw.toString('latin1'), boundary);
-  if (!parts) throw new MalformedReportError('the multipart/report cannot be split into its parts');
-  if (reportType === 'delivery-status') return readDsn(parts);
-  if (reportType === 'feedback-report') return readArf(parts);
-  throw new MalformedReportError('a report-type other than delivery-status or feedback-report');
+export function readReport(raw: Buffer): Report {
+  const { headers, bodyStart } = readMessageHeader(raw);
+  const contentType = parseContentType(headers.get('content-type'));
+  if (contentType.type !== 'multipart/report') throw new MalformedReportError('not a multipart/report');
+  const kind = reportKinds.get(contentType.params.get('report-type')?.toLowerCase() ?? '');
+  if (!kind) throw new MalformedReportError('a report-type other than delivery-status or feedback-report');
+  const boundary = contentType.params.get('boundary');
+  if (!boundary) throw new MalformedReportError('the multipart/report has no boundary', kind);
+  const split = multipartParts(raw.subarray(bodyStart), boundary, maxReportParts);
+  if ('fault' in split) throw new MalformedReportError(`the multipart/report cannot be split into its parts: ${split.fault}`, kind);
+  return kind === 'dsn' ? readDsn(split.parts) : readArf(split.parts);
 }
 
 /** The unsubscribe token of a mailto unsubscribe (Subject `unsubscribe <token>`), or undefined. */
-export async function readUnsubscribeRequest(raw: Buffer): Promise<string | undefined> {
-  const parsed = await simpleParser(raw, { skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
-  return /^\s*unsubscribe\s+([A-Za-z0-9_-]{1,2048})\s*$/i.exec(parsed.subject ?? '')?.[1];
+export function readUnsubscribeRequest(raw: Buffer): string | undefined {
+  const subject = readMessageHeader(raw).headers.get('subject');
+  return subject === undefined ? undefined : /^\s*unsubscribe\s+([A-Za-z0-9_-]{1,2048})\s*$/i.exec(decodeEncodedWords(subject))?.[1];
 }

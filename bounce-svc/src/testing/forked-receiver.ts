@@ -1,0 +1,47 @@
+// The test's side of receiver-process.ts: starts it, with a fake dispatch-svc in the test's process, and asks it for
+// its memory.
+import { fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { startFakeDispatch } from './fake-dispatch.ts';
+import type { ReceiverProcessSettings } from './receiver-process.ts';
+
+export interface Memory {
+  /** The highest resident set size since the previous call (or the start), and the one now, in bytes. */
+  peak: number;
+  now: number;
+}
+
+export interface ForkedReceiver {
+  readonly port: number;
+  /** The messageId of every report applied, in order. */
+  readonly applied: readonly number[];
+  memory(): Promise<Memory>;
+  close(): Promise<void>;
+}
+
+async function nextMessage<T>(child: ChildProcess): Promise<T> {
+  const [message] = (await once(child, 'message')) as [T];
+  return message;
+}
+
+export async function forkReceiver(settings: Omit<ReceiverProcessSettings, 'dispatch'>): Promise<ForkedReceiver> {
+  const dispatch = await startFakeDispatch();
+  const child = fork(new URL('./receiver-process.ts', import.meta.url), [JSON.stringify({ ...settings, dispatch: { address: dispatch.address, token: dispatch.token } })], {
+    execArgv: [],
+    stdio: 'inherit',
+  });
+  const { port } = await nextMessage<{ port: number }>(child);
+  return {
+    port,
+    applied: dispatch.applied,
+    async memory() {
+      child.send('memory');
+      return nextMessage<Memory>(child);
+    },
+    async close() {
+      child.send('close');
+      await once(child, 'exit');
+      await dispatch.close();
+    },
+  };
+}

@@ -1,0 +1,52 @@
+// bounce-svc's receiver in a process of its own, for the tests that measure what the receiver alone costs (its resident
+// set, its event loop) while their clients, and the dispatch-svc it calls, run in the test's process.
+// Started by forkReceiver (forked-receiver.ts) with its settings as JSON in argv[2]; it sends { port } once listening,
+// and answers each 'memory' with the highest resident set size it has sampled since the previous one (or its start)
+// and its resident set size now.
+import { createRegistry, GrpcClient } from '@notify/platform';
+import { createDataKey } from '@notify/platform/mail';
+import { dispatchProto } from '@notify/proto';
+import { silentLogger } from '@notify/test/harness/logger.ts';
+import { createBounceMetrics } from '../reports/metrics.ts';
+import { startReceiver, type ReceiverLimits } from '../reports/receiver.ts';
+
+export interface ReceiverProcessSettings {
+  dataKeyHex: string;
+  bounceDomain: string;
+  maxBytes: number;
+  limits: ReceiverLimits;
+  dispatch: { address: string; token: string };
+}
+
+const settings = JSON.parse(process.argv[2]!) as ReceiverProcessSettings;
+const reports = new GrpcClient(dispatchProto.ReportService.service, settings.dispatch.address, { token: settings.dispatch.token, deadlineMs: 2_000 });
+const receiver = await startReceiver({
+  host: '127.0.0.1',
+  port: 0,
+  dataKey: createDataKey(Buffer.from(settings.dataKeyHex, 'hex')),
+  bounceDomain: settings.bounceDomain,
+  maxBytes: settings.maxBytes,
+  limits: settings.limits,
+  reports,
+  metrics: createBounceMetrics(createRegistry('bounce-test')),
+  logger: silentLogger(),
+  closeTimeoutMs: 1_000,
+});
+
+let peak = process.memoryUsage.rss();
+const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 5);
+process.on('message', (message) => {
+  if (message === 'memory') {
+    const now = process.memoryUsage.rss();
+    process.send!({ peak: Math.max(peak, now), now });
+    peak = now;
+  }
+  if (message === 'close') {
+    clearInterval(sampler);
+    void receiver.close().then(() => {
+      reports.close();
+      process.disconnect();
+    });
+  }
+});
+process.send!({ port: receiver.port });
