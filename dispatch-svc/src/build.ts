@@ -22,10 +22,11 @@ import { RetentionPurge } from './retention/purge.ts';
 import { releaseScheduled, updateScheduledBacklog } from './scheduled/releaser.ts';
 import { addDispatchServices, type ServiceDeps } from './services.ts';
 import { VariablesSchemas } from './templates/variables-schema.ts';
+import { startSecretSealing } from './webhooks/secret-sealing.ts';
 
 export type DispatchSettings = Pick<
   ConfigOf<typeof configSpec>,
-  'natsPrefix' | 'natsStreamReplicas' | 'gatewayToken' | 'mailerToken' | 'bounceToken' | 'adminToken' | 'idempotencyTtlMs' | 'outboxRelayIntervalMs' | 'outboxRelayMinAgeMs' | 'scheduleReleaseIntervalMs' | 'deliverabilityIntervalMs' | 'testFault' | 'webhookAllowPrivate' | 'dataKey' | 'renderWorkers'
+  'natsPrefix' | 'natsStreamReplicas' | 'gatewayToken' | 'mailerToken' | 'bounceToken' | 'adminToken' | 'idempotencyTtlMs' | 'outboxRelayIntervalMs' | 'outboxRelayMinAgeMs' | 'scheduleReleaseIntervalMs' | 'deliverabilityIntervalMs' | 'testFault' | 'webhookAllowPrivate' | 'webhookEndpointsPerProject' | 'dataKey' | 'renderWorkers'
   | 'messageRetentionHours' | 'retentionPurgeIntervalMs' | 'retentionPurgeBatchSize' | 'retentionPurgePauseMs'
 >;
 
@@ -50,7 +51,7 @@ export interface Dispatch {
   readonly renderer: RenderPool;
   /** Adds dispatch-svc's gRPC services (services.ts) to `server`. */
   serve(server: GrpcServer): void;
-  /** Starts the outbox and webhook relays, the releaser of scheduled messages, the idempotency sweep, the retention purge, the event and delivery-limit consumers, the queue, deliverability and retention gauges. */
+  /** Starts the outbox and webhook relays, the releaser of scheduled messages, the idempotency sweep, the retention purge, the sealing of webhook secrets stored in clear, the event and delivery-limit consumers, the queue, deliverability and retention gauges. */
   startBackground(): { stop(): Promise<void> };
 }
 
@@ -113,6 +114,7 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
       admin: { name: 'admin', token: settings.adminToken },
     },
     webhookAllowPrivate: settings.webhookAllowPrivate,
+    webhookEndpointsPerProject: settings.webhookEndpointsPerProject,
     dataKey: settings.dataKey,
   };
   return {
@@ -139,6 +141,7 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
       const purgeAbort = new AbortController();
       const purge = runPeriodically('retention purge', settings.retentionPurgeIntervalMs, () => retention.purge('try', purgeAbort.signal), logger);
       const retentionGauges = runPeriodically('retention gauges', retentionGaugesIntervalMs, () => retention.updateGauges(), logger);
+      const secretSealing = startSecretSealing({ pool, dataKey: settings.dataKey, logger });
       const webhookRelay = startWebhookRelay({ pool, publisher: acked, names, logger, connected: link.connected }, settings.outboxRelayIntervalMs);
       const consumer = startEventConsumer({ js, names, pool, metrics, logger, maxBatchSize: 128, afterCommit: webhookRelay.wake });
       const deliveryLimits = startDeliveryLimitConsumer({ js, jsm, pool, names, metrics, logger });
@@ -147,7 +150,7 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
         stop: async () => {
           await consumer.stop();
           purgeAbort.abort();
-          await Promise.all([purge.stop(), retentionGauges.stop(), relay.stop(), releaser.stop(), backlog.stop(), webhookRelay.stop(), sweeper.stop(), deliverability.stop(), deliveryLimits.stop(), consumerMetrics.stop()]);
+          await Promise.all([purge.stop(), retentionGauges.stop(), secretSealing.stop(), relay.stop(), releaser.stop(), backlog.stop(), webhookRelay.stop(), sweeper.stop(), deliverability.stop(), deliveryLimits.stop(), consumerMetrics.stop()]);
         },
       };
     },

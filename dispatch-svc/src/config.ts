@@ -39,6 +39,12 @@ export const configSpec = {
     description: 'accept webhook endpoint URLs over plain http:// (local development; https:// is required otherwise)',
     default: false,
   }),
+  webhookEndpointsPerProject: integer('NOTIFY_WEBHOOK_ENDPOINTS_PER_PROJECT', {
+    description: 'webhook endpoints one project may have, enabled or not: creating one more is refused (each event is one request per endpoint)',
+    default: 20,
+    min: 1,
+    max: 1_000,
+  }),
   messageRetentionHours: custom(
     'NOTIFY_MESSAGE_RETENTION',
     {

@@ -1,11 +1,14 @@
 // Webhooks end to end: a message's transitions become signed webhook requests to real HTTP receivers, each signature
 // verified by the `standardwebhooks` library; at least once through a receiver outage and a SIGKILLed sender, one slow
-// receiver never delaying another, and a secret rotation verifying with either secret.
+// receiver never delaying another, a secret rotation verifying with either secret, and secrets sealed at rest.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
+import { parseDataKey, webhookSecretSealContext } from '@notify/platform/mail';
 import { metricValue } from '../harness/service-metrics.ts';
+import { gatewayReachesServices } from '../harness/service-waits.ts';
 import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../harness/webhook-receiver.ts';
 
@@ -19,7 +22,7 @@ before(async () => {
   system = await startSystem({
     env: { NOTIFY_PUBLIC_SEND_RATE: '100000/min', NOTIFY_WEBHOOK_ALLOW_PRIVATE: 'true' },
     // The contract's schedule on a short clock; the timeout and ack wait short enough for a test to outwait them.
-    serviceEnv: { 'webhook-svc': { WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s,2s,2s,2s,2s', WEBHOOK_TIMEOUT: '3s', WEBHOOK_ACK_WAIT: '5s', WEBHOOK_CONCURRENCY: '16', WEBHOOK_ENDPOINT_CONCURRENCY: '4' } },
+    serviceEnv: { 'webhook-svc': { WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s,2s,2s,2s,2s', WEBHOOK_TIMEOUT: '3s', WEBHOOK_ACK_WAIT: '5s', WEBHOOK_CONCURRENCY: '16', WEBHOOK_ENDPOINT_CONCURRENCY: '4', WEBHOOK_PROJECT_CONCURRENCY: '8' } },
   });
   tenant = await system.createTenant('webhooks');
   await system.putTemplate(tenant.projectId, 'welcome');
@@ -30,18 +33,25 @@ after(async () => {
   await system?.stop();
 });
 
-/** A receiver and its endpoint (subscribed to message.sent), on a project of its own unless one is given. */
-async function endpoint(options: { projectId?: number; secret?: string; previousSecret?: string } = {}): Promise<{ receiver: WebhookReceiver; id: number; projectId: number }> {
+/**
+ * A receiver and its endpoint (subscribed to message.sent), on a project of its own unless one is given. Its secrets
+ * are stored sealed under its id, as dispatch-svc stores them, or in clear as a release that did not seal them did.
+ */
+async function endpoint(options: { projectId?: number; secret?: string; previousSecret?: string; inClear?: boolean } = {}): Promise<{ receiver: WebhookReceiver; id: number; projectId: number }> {
   const secret = options.secret ?? newSecret();
   const receiver = await startWebhookReceiver(options.previousSecret ? [secret, options.previousSecret] : [secret]);
   receivers.push(receiver);
   const projectId = options.projectId ?? tenant.projectId;
-  const { rows } = await system.db.query<{ id: string }>(
-    `INSERT INTO webhook_endpoints (project_id, organization_id, url, event_types, secret, previous_secret, previous_secret_expires_at)
-     VALUES ($1, $2, $3, '{message.sent}', $4, $5, CASE WHEN $5::text IS NULL THEN NULL ELSE now() + interval '24 hours' END) RETURNING id`,
-    [projectId, tenant.organizationId, receiver.url, secret, options.previousSecret ?? null],
+  const id = Number((await system.db.query<{ id: string }>(`SELECT nextval(pg_get_serial_sequence('webhook_endpoints', 'id')) AS id`)).rows[0]?.id);
+  const dataKey = parseDataKey(system.stack.env.NOTIFY_DATA_KEY);
+  const stored = (value: string | undefined) => (value === undefined || options.inClear ? value : dataKey.seal(value, webhookSecretSealContext(id)));
+  const [column, previousColumn] = options.inClear ? ['secret', 'previous_secret'] : ['sealed_secret', 'sealed_previous_secret'];
+  await system.db.query(
+    `INSERT INTO webhook_endpoints (id, project_id, organization_id, url, event_types, ${column}, ${previousColumn}, previous_secret_expires_at)
+     VALUES ($1, $2, $3, $4, '{message.sent}', $5, $6, CASE WHEN $6::text IS NULL THEN NULL ELSE now() + interval '24 hours' END)`,
+    [id, projectId, tenant.organizationId, receiver.url, stored(secret), stored(options.previousSecret) ?? null],
   );
-  return { receiver, id: Number(rows[0]?.id), projectId };
+  return { receiver, id, projectId };
 }
 
 async function sendMessages(count: number): Promise<number[]> {
@@ -116,6 +126,43 @@ test('a receiver that never answers does not delay another: every event reaches 
   assert.ok(dead.receiver.maxOpen() > 0 && dead.receiver.maxOpen() <= 4, `most requests open at once at the dead receiver: ${dead.receiver.maxOpen()}`);
   await system.db.query('UPDATE webhook_endpoints SET enabled = false WHERE id = ANY ($1::bigint[])', [[dead.id, fast.id]]);
   await dead.receiver.stop();
+});
+
+test("a project whose endpoints all hang holds at most its share of the sender: another project's webhooks keep their latency", async (t) => {
+  const project = (await system.authAdmin.call('CreateProject', { organizationId: tenant.organizationId, name: 'stalled' })).id;
+  const key = await system.authAdmin.call('CreateApiKey', { projectId: project, name: 'stalled' });
+  await system.putTemplate(project, 'welcome');
+  // Five endpoints may hold 20 requests (4 each), more than the sender's 16; their project may hold 8.
+  const hanging = await Promise.all(Array.from({ length: 5 }, () => endpoint({ projectId: project })));
+  for (const { receiver } of hanging) receiver.answer = () => 'hang';
+  const fast = await endpoint();
+  for (let index = 0; index < 12; index += 1) {
+    const response = await system.send({ apiKey: key.apiKey, organizationId: tenant.organizationId }, { template: 'welcome', to: `stalled${index}@example.com`, channel: 'email', data: { name: 'Ada' } });
+    assert.equal(response.status, 202, response.text);
+  }
+  const openAtHanging = () => hanging.reduce((open, { receiver }) => open + receiver.open(), 0);
+  let mostOpen = 0;
+  const sampling = setInterval(() => (mostOpen = Math.max(mostOpen, openAtHanging())), 20);
+  try {
+    await waitFor(() => openAtHanging() >= 8, { timeoutMs: 15_000, what: "the stalled project's requests open" });
+    // The other project's messages while the stalled one's requests hang, time out and are made again.
+    const ids: number[] = [];
+    for (let index = 0; index < 6; index += 1) {
+      ids.push(...(await sendMessages(1)));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    const got = await receivedFor(fast.receiver, ids);
+    const { rows } = await system.db.query<{ id: string; created: Date }>('SELECT id, created_at AS created FROM webhook_events WHERE message_id = ANY ($1::bigint[])', [ids]);
+    const createdAt = new Map(rows.map((row) => [`evt_${row.id}`, row.created.getTime()]));
+    const delays = got.map((webhook) => webhook.at - (createdAt.get(webhook.id) ?? 0));
+    t.diagnostic(`delays after each event was recorded: ${delays.join(', ')} ms; most requests open at once at the stalled project's receivers: ${mostOpen}`);
+    assert.ok(Math.max(...delays) < 2_000, `delays after each event was recorded: ${delays.join(', ')} ms`);
+    assert.ok(mostOpen <= 8, `most requests open at once at the stalled project's receivers: ${mostOpen} (WEBHOOK_PROJECT_CONCURRENCY: 8)`);
+  } finally {
+    clearInterval(sampling);
+  }
+  await system.db.query('UPDATE webhook_endpoints SET enabled = false WHERE id = ANY ($1::bigint[])', [[...hanging.map(({ id }) => id), fast.id]]);
+  for (const { receiver } of hanging) await receiver.stop();
 });
 
 test('a burst to one endpoint waits in the sender for its requests: none of it is put back to come again seconds later', async () => {
@@ -218,6 +265,28 @@ test('after a secret rotation each request verifies with either secret during th
   const [later] = await sendMessages(1);
   const [next] = await receivedFor(receiver, [later!]);
   assert.deepEqual(next?.verifiedWith, [current]);
+  await system.db.query('UPDATE webhook_endpoints SET enabled = false WHERE id = $1', [id]);
+});
+
+test('secrets stored in clear sign until dispatch-svc seals them at start, and sign the same after', async () => {
+  const [current, previous] = [newSecret(), newSecret()];
+  const { receiver, id } = await endpoint({ secret: current, previousSecret: previous, inClear: true });
+  const [beforeSealing] = await sendMessages(1);
+  assert.deepEqual((await receivedFor(receiver, [beforeSealing!]))[0]?.verifiedWith, [current, previous]);
+
+  await system.stack.restart('dispatch-svc');
+  await gatewayReachesServices(() => system.send(tenant, validBody('no-such-template')));
+  const sealed = await waitFor(async () => {
+    const { rows } = await system.db.query<{ clear: boolean; sealed: boolean }>(
+      `SELECT secret IS NOT NULL OR previous_secret IS NOT NULL AS clear, sealed_secret IS NOT NULL AND sealed_previous_secret IS NOT NULL AS sealed FROM webhook_endpoints WHERE id = $1`,
+      [id],
+    );
+    return rows[0]?.clear === false ? rows[0] : undefined;
+  }, { timeoutMs: 15_000, what: 'the secrets sealed' });
+  assert.equal(sealed.sealed, true);
+  const [afterSealing] = await sendMessages(1);
+  assert.deepEqual((await receivedFor(receiver, [afterSealing!]))[0]?.verifiedWith, [current, previous]);
+  assert.deepEqual(receiver.unverified, []);
   await system.db.query('UPDATE webhook_endpoints SET enabled = false WHERE id = $1', [id]);
 });
 

@@ -346,7 +346,7 @@ describe('helm/notify', () => {
         NOTIFY_DATA_KEY: 'data-key',
       },
       'mailer-svc': { NATS_URL: 'nats-url', SMTP_URL: 'smtp-url', MAILER_TOKEN: 'mailer-token', NOTIFY_DATA_KEY: 'data-key' },
-      'webhook-svc': { DATABASE_URL: 'database-url', NATS_URL: 'nats-url' },
+      'webhook-svc': { DATABASE_URL: 'database-url', NATS_URL: 'nats-url', NOTIFY_DATA_KEY: 'data-key' },
       'bounce-svc': { BOUNCE_TOKEN: 'bounce-token', NOTIFY_DATA_KEY: 'data-key' },
     };
     for (const [rendered, secretName] of [[production, 'notify-connections'], [externalUrls, 'notify-secrets']] as const) {
@@ -590,9 +590,9 @@ describe('helm/notify', () => {
     }
   });
 
-  test('NOTIFY_DATA_KEY is mounted as a file into dispatch-svc, the mailers and bounce-svc, and into nothing else', async (t) => {
+  test('NOTIFY_DATA_KEY is mounted as a file into dispatch-svc, the mailers, webhook-svc and bounce-svc, and into nothing else', async (t) => {
     if (skip) return t.skip(skip);
-    const holders = ['bounce-svc', 'dispatch-svc', 'mailer-svc'];
+    const holders = ['bounce-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc'];
     const envOnly = await render(helm, { valuesFiles: [productionValues], set: ['secrets.mountAsFiles=false'] });
     for (const [name, rendered] of [['dev', dev], ['production', production], ['external URLs', externalUrls], ['environment variables', envOnly]] as const) {
       const having: string[] = [];

@@ -34,7 +34,7 @@ const tokens = {
   BOUNCE_TOKEN: randomBytes(24).toString('hex'),
   ADMIN_TOKEN: randomBytes(24).toString('hex'),
 };
-/** NOTIFY_DATA_KEY of dispatch-svc, the mailers and bounce-svc, as the chart generates it: 32 random bytes, base64. */
+/** NOTIFY_DATA_KEY of dispatch-svc, the mailers, webhook-svc and bounce-svc, as the chart generates it: 32 random bytes, base64. */
 const dataKey = randomBytes(32).toString('base64');
 /** Stands for the pods' /tmp emptyDir: the only place a container may write. */
 const scratch = mkdtempSync(join(tmpdir(), `notify-images-${runId}-`));
@@ -191,7 +191,7 @@ describe('container images', () => {
       'auth-svc': { ...common, GRPC_PORT: String(ports.authGrpc), GATEWAY_TOKEN: tokens.GATEWAY_TOKEN, ADMIN_TOKEN: tokens.ADMIN_TOKEN },
       'dispatch-svc': { ...common, ...tokens, GRPC_PORT: String(ports.dispatchGrpc), NOTIFY_DATA_KEY: dataKey },
       'mailer-svc': { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, SMTP_URL: 'smtp://127.0.0.1:2525', NOTIFY_DATA_KEY: dataKey, ...dispatchAddress, MAILER_TOKEN: tokens.MAILER_TOKEN },
-      'webhook-svc': { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, DATABASE_URL: database.url },
+      'webhook-svc': { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, DATABASE_URL: database.url, NOTIFY_DATA_KEY: dataKey },
       'bounce-svc': { NOTIFY_DATA_KEY: dataKey, BOUNCE_SMTP_PORT: String(ports.bounceSmtp), BOUNCE_SMTP_HOST: '127.0.0.1', BOUNCE_DOMAIN: 'bounces.notify.localhost', ...dispatchAddress, BOUNCE_TOKEN: tokens.BOUNCE_TOKEN },
       gateway: {
         HTTP_PORT: String(ports.http),

@@ -215,7 +215,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     },
     // The mailers ask dispatch-svc's SigningKeyService for DKIM keys; bounce-svc calls its ReportService.
     'mailer-svc': { ...nats, SMTP_URL: env.SMTP_URL, ...dataKey, BOUNCE_DOMAIN: env.BOUNCE_DOMAIN, NOTIFY_PUBLIC_URL: env.GATEWAY_URL, DISPATCH_SVC_ADDR: env.DISPATCH_SVC_ADDR, MAILER_TOKEN: env.MAILER_TOKEN, ...grpcClientTls },
-    'webhook-svc': { DATABASE_URL: env.DATABASE_URL, ...nats },
+    'webhook-svc': { DATABASE_URL: env.DATABASE_URL, ...nats, ...dataKey },
     'bounce-svc': { ...dataKey, BOUNCE_DOMAIN: env.BOUNCE_DOMAIN, BOUNCE_SMTP_PORT: env.BOUNCE_SMTP_PORT, BOUNCE_SMTP_HOST: '127.0.0.1', DISPATCH_SVC_ADDR: env.DISPATCH_SVC_ADDR, BOUNCE_TOKEN: env.BOUNCE_TOKEN, ...grpcClientTls },
     gateway: {
       HTTP_PORT: String(ports.gateway),

@@ -114,6 +114,7 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
         deliverabilityIntervalMs: 60_000,
         testFault: 'none',
         webhookAllowPrivate: options.webhookAllowPrivate ?? false,
+        webhookEndpointsPerProject: 20,
         dataKey: createDataKey(randomBytes(32)),
         renderWorkers: 1,
         messageRetentionHours: 720,

@@ -1,6 +1,7 @@
 // The webhook_endpoints table as operators change it. Every call takes a scope: the operator's (admin token) reaches
 // any endpoint by id, the panel's only those of one project of one organization, so a foreign id reads as absent.
-import type { Pool } from '@notify/platform/database';
+// Secrets reach it only sealed (secret-sealing.ts); it neither opens nor returns them.
+import { withTransaction, type Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 
 /** The project and organization a panel user acts in; `null` for the operator's admin surface. */
@@ -23,7 +24,7 @@ interface EndpointRow {
   readonly updatedAt: Date;
 }
 
-// Never the secrets: only creation and rotation return one, from RETURNING secret.
+// Never the secrets: creation and rotation return the new one as it was made, not from here.
 const columns = `id, project_id AS "projectId", organization_id AS "organizationId", url, event_types AS "eventTypes", enabled,
                  disabled_reason AS "disabledReason", failing_since AS "failingSince",
                  CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END AS "previousSecretExpiresAt",
@@ -49,22 +50,49 @@ export function toWebhookMessage(row: EndpointRow): dispatch.Webhook__Output {
   };
 }
 
-/** The new endpoint, or undefined when the project does not exist (in the scope's organization). */
+/** The id of an endpoint about to be inserted: its secret is sealed under it before the row is written. */
+export async function newEndpointId(pool: Pool): Promise<number> {
+  const result = await pool.query<{ id: number }>({ name: 'webhook-endpoint-new-id', text: `SELECT nextval(pg_get_serial_sequence('webhook_endpoints', 'id')) AS id` });
+  const id = result.rows[0]?.id;
+  if (id === undefined) throw new Error('nextval returned no row');
+  return id;
+}
+
+/** What inserting an endpoint did: the endpoint, or why there is none (and how many endpoints its project has). */
+export type Inserted =
+  | { readonly kind: 'created'; readonly webhook: dispatch.Webhook__Output }
+  | { readonly kind: 'project_not_found' }
+  | { readonly kind: 'limit_reached'; readonly endpoints: number };
+
+/**
+ * Inserts the endpoint, unless the project does not exist (in the scope's organization) or already has `maxPerProject`
+ * endpoints, enabled or not. The project's row is locked first, so two creations at once cannot both take its last place.
+ */
 export async function insertEndpoint(
   pool: Pool,
   projectId: number,
   organizationId: number | null,
-  endpoint: { url: string; eventTypes: readonly string[]; secret: string },
-): Promise<dispatch.Webhook__Output | undefined> {
-  const result = await pool.query<EndpointRow>({
-    name: 'webhook-endpoint-insert',
-    text: `INSERT INTO webhook_endpoints (project_id, organization_id, url, event_types, secret)
-           SELECT id, organization_id, $3, $4, $5 FROM projects WHERE id = $1 AND ($2::bigint IS NULL OR organization_id = $2)
-           RETURNING ${columns}`,
-    values: [projectId, organizationId, endpoint.url, endpoint.eventTypes, endpoint.secret],
+  endpoint: { id: number; url: string; eventTypes: readonly string[]; sealedSecret: string },
+  maxPerProject: number,
+): Promise<Inserted> {
+  return withTransaction(pool, async (client) => {
+    const project = await client.query<{ organizationId: number }>({
+      name: 'webhook-endpoint-lock-project',
+      text: 'SELECT organization_id AS "organizationId" FROM projects WHERE id = $1 AND ($2::bigint IS NULL OR organization_id = $2) FOR NO KEY UPDATE',
+      values: [projectId, organizationId],
+    });
+    const owner = project.rows[0];
+    if (!owner) return { kind: 'project_not_found' };
+    const counted = await client.query<{ endpoints: number }>({ name: 'webhook-endpoint-count', text: 'SELECT count(*)::int AS endpoints FROM webhook_endpoints WHERE project_id = $1', values: [projectId] });
+    const endpoints = counted.rows[0]?.endpoints ?? 0;
+    if (endpoints >= maxPerProject) return { kind: 'limit_reached', endpoints };
+    const result = await client.query<EndpointRow>({
+      name: 'webhook-endpoint-insert',
+      text: `INSERT INTO webhook_endpoints (id, project_id, organization_id, url, event_types, sealed_secret) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${columns}`,
+      values: [endpoint.id, projectId, owner.organizationId, endpoint.url, endpoint.eventTypes, endpoint.sealedSecret],
+    });
+    return { kind: 'created', webhook: toWebhookMessage(result.rows[0] as EndpointRow) };
   });
-  const row = result.rows[0];
-  return row && toWebhookMessage(row);
 }
 
 export async function listEndpoints(pool: Pool, projectId: number, scope: Scope): Promise<dispatch.Webhook__Output[]> {
@@ -113,17 +141,19 @@ export async function deleteEndpoint(pool: Pool, id: number): Promise<dispatch.W
 }
 
 /**
- * Makes `secret` the signing secret; the current one becomes the previous one, which signs beside it for 24 hours.
- * A second rotation within those hours drops the oldest secret: only two ever sign.
+ * Makes `sealedSecret` the signing secret; the current one becomes the previous one, which signs beside it for 24
+ * hours. A second rotation within those hours drops the oldest secret: only two ever sign. The current one moves as it
+ * is stored, clear if it was not sealed yet (secret-sealing.ts seals it there): both are sealed under the endpoint's id.
  */
-export async function rotateEndpointSecret(pool: Pool, id: number, secret: string): Promise<dispatch.Webhook__Output | undefined> {
+export async function rotateEndpointSecret(pool: Pool, id: number, sealedSecret: string): Promise<dispatch.Webhook__Output | undefined> {
   const result = await pool.query<EndpointRow>({
     name: 'webhook-endpoint-rotate',
     text: `UPDATE webhook_endpoints
-              SET previous_secret = secret, previous_secret_expires_at = now() + interval '${previousSecretLifetime}', secret = $2, updated_at = now()
+              SET previous_secret = secret, sealed_previous_secret = sealed_secret, previous_secret_expires_at = now() + interval '${previousSecretLifetime}',
+                  secret = NULL, sealed_secret = $2, updated_at = now()
             WHERE id = $1
             RETURNING ${columns}`,
-    values: [id, secret],
+    values: [id, sealedSecret],
   });
   const row = result.rows[0];
   return row && toWebhookMessage(row);

@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { GrpcClient } from '@notify/platform';
+import { GrpcClient, type RemoteError } from '@notify/platform';
+import { webhookSecretSealContext } from '@notify/platform/mail';
 import { dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
@@ -28,8 +29,16 @@ after(async () => {
 const create = (overrides: { url?: string; eventTypes?: string[]; projectId?: number } = {}) =>
   webhooks.call('CreateWebhook', { projectId: h.ids.projectId, url: 'https://hooks.example.com/notify', ...overrides });
 
-const stored = async (id: number) =>
-  (await h.pool.query('SELECT secret, previous_secret, previous_secret_expires_at - now() > interval \'23 hours\' AS "expiresInADay" FROM webhook_endpoints WHERE id = $1', [id])).rows[0];
+/** The endpoint's secrets as stored, opened (they are sealed under its id), and whether the previous one signs for a day. */
+async function stored(id: number) {
+  const { rows } = await h.pool.query<{ sealed_secret: string; sealed_previous_secret: string | null; expiresInADay: boolean | null }>(
+    'SELECT sealed_secret, sealed_previous_secret, previous_secret_expires_at - now() > interval \'23 hours\' AS "expiresInADay" FROM webhook_endpoints WHERE id = $1',
+    [id],
+  );
+  const row = rows[0]!;
+  const open = (sealed: string | null) => sealed && h.deps.dataKey.open(sealed, webhookSecretSealContext(id));
+  return { secret: open(row.sealed_secret), previous_secret: open(row.sealed_previous_secret), expiresInADay: row.expiresInADay };
+}
 
 /** An event of a new message with one delivery per endpoint (state given), as the event store and sender leave it. */
 async function deliveredEvent(endpointIds: number[], state: 'succeeded' | 'failed' = 'failed', attempts = 3): Promise<number> {
@@ -68,6 +77,27 @@ describe('creating and listing endpoints', () => {
       'event_types: unknown event type "message.opened" (one of message.sent, message.deferred, message.failed, message.bounced, message.complained, message.unsubscribed)',
     ]);
     await assertRefused(create({ projectId: 999_999 }), status.NOT_FOUND, 'project_not_found');
+  });
+
+  test('a project with as many endpoints as allowed, disabled ones included, is refused another until one is deleted', async () => {
+    const project = await h.pool.query<{ id: number }>(`INSERT INTO projects (organization_id, name) VALUES ($1, 'many endpoints') RETURNING id`, [h.ids.organizationId]);
+    const projectId = project.rows[0]!.id;
+    const allowed = h.deps.webhookEndpointsPerProject;
+    // Made at once: the two past the limit are refused however the creations interleave.
+    const outcomes = await Promise.allSettled(Array.from({ length: allowed + 2 }, () => create({ projectId })));
+    const ids = outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value.webhook!.id] : []));
+    assert.equal(ids.length, allowed);
+    assert.deepEqual(outcomes.flatMap((outcome) => (outcome.status === 'rejected' ? [(outcome.reason as RemoteError).reason] : [])), ['webhook_limit_reached', 'webhook_limit_reached']);
+    await webhooks.call('SetWebhookEnabled', { id: ids[0]!, enabled: false });
+    const refused = await assertRefused(create({ projectId }), status.FAILED_PRECONDITION, 'webhook_limit_reached');
+    assert.match(refused.message, new RegExp(`project ${projectId} has ${allowed} webhook endpoints`));
+    await assertRefused(
+      panel.call('CreateProjectWebhook', { projectId, organizationId: h.ids.organizationId, url: 'https://panel.example.com/hook', eventTypes: [] }),
+      status.FAILED_PRECONDITION,
+      'webhook_limit_reached',
+    );
+    await webhooks.call('DeleteWebhook', { id: ids[0]! });
+    assert.ok((await create({ projectId })).webhook);
   });
 
   test('plain http is accepted when dispatch-svc allows private targets', async () => {

@@ -3,6 +3,7 @@ import type { AsyncHandlers } from '@notify/platform';
 import type { dispatch } from '@notify/proto';
 import { newWebhookSecret } from './endpoint-rules.ts';
 import { deleteEndpoint, rotateEndpointSecret } from './endpoint-store.ts';
+import { sealSecret } from './secret-sealing.ts';
 import { checkIds, createEndpoint, endpointAttempts, listProjectEndpoints, replay, setEnabled, webhookNotFound, type WebhookDeps } from './webhook-operations.ts';
 
 export function webhookAdminHandlers(deps: WebhookDeps): AsyncHandlers<dispatch.WebhookAdminServiceDefinition> {
@@ -19,7 +20,7 @@ export function webhookAdminHandlers(deps: WebhookDeps): AsyncHandlers<dispatch.
     async RotateWebhookSecret(request) {
       checkIds({ id: request.id });
       const secret = newWebhookSecret();
-      const webhook = await rotateEndpointSecret(deps.pool, request.id, secret);
+      const webhook = await rotateEndpointSecret(deps.pool, request.id, sealSecret(deps.dataKey, request.id, secret));
       if (!webhook) throw webhookNotFound(request.id);
       return { webhook, secret };
     },

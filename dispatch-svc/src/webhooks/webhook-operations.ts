@@ -4,16 +4,22 @@
 import { status } from '@grpc/grpc-js';
 import { UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
+import type { DataKey } from '@notify/platform/mail';
 import type { dispatch } from '@notify/proto';
 import { listAttempts } from './attempts.ts';
 import { newWebhookSecret, readEventTypes, urlFaults } from './endpoint-rules.ts';
-import { findEndpoint, insertEndpoint, listEndpoints, setEndpointEnabled, type Scope } from './endpoint-store.ts';
+import { findEndpoint, insertEndpoint, listEndpoints, newEndpointId, setEndpointEnabled, type Scope } from './endpoint-store.ts';
 import { replayEvent } from './replay.ts';
+import { sealSecret } from './secret-sealing.ts';
 
 export interface WebhookDeps {
   readonly pool: Pool;
   /** NOTIFY_WEBHOOK_ALLOW_PRIVATE: plain http:// URLs are accepted (local development). */
   readonly webhookAllowPrivate: boolean;
+  /** Seals each new secret (secret-sealing.ts); dispatch-svc never opens one. */
+  readonly dataKey: DataKey;
+  /** NOTIFY_WEBHOOK_ENDPOINTS_PER_PROJECT: endpoints one project may have, enabled or not. */
+  readonly webhookEndpointsPerProject: number;
 }
 
 export const isPositiveId = (value: number): boolean => Number.isSafeInteger(value) && value > 0;
@@ -40,9 +46,23 @@ export async function createEndpoint(deps: WebhookDeps, projectId: number, organ
   faults.push(...types.faults);
   if (faults.length > 0) throw invalid(faults);
   const secret = newWebhookSecret();
-  const webhook = await insertEndpoint(deps.pool, projectId, organizationId, { url, eventTypes: types.types, secret });
-  if (!webhook) throw new UserError(status.NOT_FOUND, 'project_not_found', `no project ${projectId}`);
-  return { webhook, secret };
+  const id = await newEndpointId(deps.pool);
+  const inserted = await insertEndpoint(
+    deps.pool,
+    projectId,
+    organizationId,
+    { id, url, eventTypes: types.types, sealedSecret: sealSecret(deps.dataKey, id, secret) },
+    deps.webhookEndpointsPerProject,
+  );
+  if (inserted.kind === 'project_not_found') throw new UserError(status.NOT_FOUND, 'project_not_found', `no project ${projectId}`);
+  if (inserted.kind === 'limit_reached') {
+    throw new UserError(
+      status.FAILED_PRECONDITION,
+      'webhook_limit_reached',
+      `project ${projectId} has ${inserted.endpoints} webhook endpoints, the most one may have (NOTIFY_WEBHOOK_ENDPOINTS_PER_PROJECT): delete one it no longer uses`,
+    );
+  }
+  return { webhook: inserted.webhook, secret };
 }
 
 export async function listProjectEndpoints(deps: WebhookDeps, projectId: number, scope: Scope): Promise<dispatch.ListWebhooksResponse__Output> {

@@ -297,6 +297,9 @@ spec:
 {{- if and .Values.mailer.keda.enabled (not .Values.mailer.keda.natsServerMonitoringEndpoint) (not .Values.dev.enabled) }}
 {{- fail "mailer.keda.natsServerMonitoringEndpoint is required with mailer.keda.enabled: the host:port of the NATS HTTP monitoring endpoint (port 8222) KEDA reads the consumer lag from." }}
 {{- end }}
+{{- if ge (int .Values.config.webhook.projectConcurrency) (int .Values.config.webhook.concurrency) }}
+{{- fail "config.webhook.projectConcurrency must be below config.webhook.concurrency: one project's endpoints may never hold every request of a webhook sender." }}
+{{- end }}
 {{- if and .Values.httpRoute.enabled (not .Values.httpRoute.parentRefs) }}
 {{- fail "httpRoute.parentRefs is required with httpRoute.enabled: the Gateway(s) the route attaches to." }}
 {{- end }}

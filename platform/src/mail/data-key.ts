@@ -1,7 +1,8 @@
 // NOTIFY_DATA_KEY: the one secret behind everything Notify seals or signs for itself. Each use gets its own key,
 // derived with HKDF-SHA256 under a purpose label, so a value made for one use never verifies or opens as another:
-// DKIM private keys are sealed with AES-256-GCM (the domain as associated data), VERP return paths and unsubscribe
-// links are signed with HMAC-SHA256. The secret comes from the environment or a mounted file and is never printed.
+// DKIM private keys, projects' relay lists and webhook signing secrets are sealed with AES-256-GCM (what they belong
+// to as associated data), VERP return paths and unsubscribe links are signed with HMAC-SHA256. The secret comes from
+// the environment or a mounted file and is never printed.
 import { createCipheriv, createDecipheriv, createHmac, createSecretKey, hkdfSync, randomBytes } from 'node:crypto';
 import { custom, text } from '../config.ts';
 
@@ -51,12 +52,18 @@ export function createDataKey(material: Buffer): DataKey {
   };
 }
 
-/** The setting, spread into the spec of each service that seals or signs (dispatch-svc, mailer-svc, bounce-svc). */
+/**
+ * The context a webhook endpoint's signing secrets (current and previous) are sealed under: a sealed secret copied to
+ * another endpoint's row does not open there. dispatch-svc seals them, only webhook-svc opens them.
+ */
+export const webhookSecretSealContext = (endpointId: number): string => `webhook-secret:${endpointId}`;
+
+/** The setting, spread into the spec of each service that seals, opens or signs (dispatch-svc, mailer-svc, bounce-svc, webhook-svc). */
 export const dataKeySetting = {
   dataKey: custom(
     'NOTIFY_DATA_KEY',
     {
-      description: 'at least 32 random bytes, base64 or hex: seals DKIM private keys and signs return paths and unsubscribe links (`openssl rand -base64 32`)',
+      description: 'at least 32 random bytes, base64 or hex: seals DKIM private keys, relay lists and webhook secrets, and signs return paths and unsubscribe links (`openssl rand -base64 32`)',
       secret: true,
     },
     parseDataKey,

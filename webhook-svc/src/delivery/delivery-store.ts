@@ -8,7 +8,7 @@ import { batchRows, type Pool, type RowColumn } from '@notify/platform/database'
 export interface ClaimedDelivery {
   readonly attempts: number;
   readonly url: string;
-  /** The current secret first, then the previous one while it still signs. */
+  /** The current secret first, then the previous one while it still signs, as stored: opened by stored-secrets.ts. */
   readonly secrets: string[];
   /** The exact body, the same on every attempt. */
   readonly body: string;
@@ -75,8 +75,8 @@ const claimStatement = (keys: string, lease: string, unless = '') =>
     WHERE d.event_id = k.event_id AND d.endpoint_id = k.endpoint_id
       AND d.state = 'pending' AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= now())
       AND w.id = d.endpoint_id AND w.enabled AND e.id = d.event_id${unless}
-RETURNING d.event_id AS "eventId", d.endpoint_id AS "endpointId", d.attempts, w.url, w.secret,
-          CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS "previousSecret", e.payload::text AS body`;
+RETURNING d.event_id AS "eventId", d.endpoint_id AS "endpointId", d.attempts, w.url, coalesce(w.sealed_secret, w.secret) AS secret,
+          CASE WHEN w.previous_secret_expires_at > now() THEN coalesce(w.sealed_previous_secret, w.previous_secret) END AS "previousSecret", e.payload::text AS body`;
 
 const claimedDelivery = (row: ClaimedRow): ClaimedDelivery => ({
   attempts: row.attempts,

@@ -39,6 +39,16 @@ export function createWebhookMetrics(registry: Registry) {
     registers: [registry],
   });
   for (const action of busyActions) endpointBusy.inc({ action }, 0);
+  const projectBusy = new Counter({
+    name: 'notify_webhook_project_busy_total',
+    help: "Deliveries put back (offered again in a few seconds) because their project's endpoints held its share of the replica's requests",
+    registers: [registry],
+  });
+  const endpointsSlowed = new Counter({
+    name: 'notify_webhook_endpoints_slowed_total',
+    help: 'Times an endpoint was held to one request at a time because its requests timed out in a row',
+    registers: [registry],
+  });
   const latency = new Histogram({
     name: 'notify_webhook_attempt_duration_seconds',
     help: 'Time from connecting to a webhook endpoint to its answer (or the timeout)',
@@ -53,5 +63,7 @@ export function createWebhookMetrics(registry: Registry) {
     latency,
     inFlight: new Gauge({ name: 'notify_webhook_in_flight', help: 'Webhook requests this replica has open', registers: [registry] }),
     endpointBusy,
+    projectBusy,
+    endpointsSlowed,
   };
 }

@@ -105,6 +105,13 @@ describe('a webhook request', () => {
     assert.ok(Date.now() - started < 2_000);
   });
 
+  test('a timeout says so, as the sender slows down an endpoint that times out in a row; a refusal does not', async () => {
+    const silent = await post(`${base}/silent`, { ...local, timeoutMs: 300 });
+    assert.equal(silent.kind === 'error' && silent.timedOut, true);
+    const refused = await post(`${base}/ok`, strict);
+    assert.equal(refused.kind === 'error' && refused.timedOut, undefined);
+  });
+
   test('a NUL byte in the response is kept as U+FFFD (the attempts log is text)', async () => {
     const result = await post(`${base}/nul`, local);
     assert.deepEqual(result, { kind: 'response', status: 200, body: 'ok\uFFFDdone', retryAfter: undefined });

@@ -16,10 +16,10 @@ export interface OutboundOptions {
   readonly resolve?: (hostname: string) => Promise<LookupAddress[]>;
 }
 
-/** A response (any status: the caller decides what succeeded), or why there was none. */
+/** A response (any status: the caller decides what succeeded), or why there was none (`timedOut`: no answer in time). */
 export type OutboundResult =
   | { readonly kind: 'response'; readonly status: number; readonly body: string; readonly retryAfter: string | undefined }
-  | { readonly kind: 'error'; readonly error: string };
+  | { readonly kind: 'error'; readonly error: string; readonly timedOut?: true };
 
 /** A request refused before any connection: the URL or the address it resolves to is not allowed. */
 export class RefusedTarget extends Error {
@@ -125,7 +125,7 @@ function exchange(
       headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': 'Notify-Webhooks/1' },
       ...(via.lookup ? { lookup: via.lookup } : {}),
     });
-    const timer = setTimeout(() => finish({ kind: 'error', error: `no response within ${options.timeoutMs} ms` }), Math.max(0, via.deadline - performance.now()));
+    const timer = setTimeout(() => finish({ kind: 'error', error: `no response within ${options.timeoutMs} ms`, timedOut: true }), Math.max(0, via.deadline - performance.now()));
     request.on('error', (error: NodeJS.ErrnoException) => {
       if (request.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE')) return finish({ kind: 'stale', error: error.message });
       finish({ kind: 'error', error: error instanceof RefusedTarget || error.code === 'EREFUSEDTARGET' ? `refused: ${error.message}` : error.message || String(error.code) });

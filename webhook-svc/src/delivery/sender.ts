@@ -1,17 +1,21 @@
 // The webhook sender: a durable pull consumer on NOTIFY_WEBHOOKS shared by every replica. Each message names one
 // delivery (an event for an endpoint); the sender claims it in PostgreSQL, signs and posts the event's body, records the
 // attempt, and then acks (delivered, or failed for good) or naks with the retry's delay (with jitter, or Retry-After).
-// Each endpoint may hold only `endpointConcurrency` of a replica's requests (see startSender), so a slow or dead
-// endpoint cannot take every slot from the others.
+// Each endpoint may hold only `endpointConcurrency` of a replica's requests and each project `projectConcurrency`
+// (fair-share.ts, startSender), so a slow or dead endpoint, or a project with many, cannot take every slot from the others.
 import type { Logger } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
+import type { DataKey } from '@notify/platform/mail';
 import { consumeDurably, nanoseconds, type JetStreamClient, type JsMsg } from '@notify/platform/nats';
 import { readWebhookDelivery, schemaHeader, type Topology, type WebhookDelivery } from '@notify/proto';
 import { batchedStore, failDelivery, type AttemptRecord, type Claim, type ClaimedDelivery, type DeliveryKey, type DeliveryStore } from './delivery-store.ts';
+import { EndpointProjects } from './endpoint-projects.ts';
+import { FairShare } from './fair-share.ts';
 import type { AttemptResult, WebhookMetrics } from './metrics.ts';
-import { createOutbound, type Outbound, type OutboundOptions } from './outbound.ts';
+import { createOutbound, type Outbound, type OutboundOptions, type OutboundResult } from './outbound.ts';
 import { nextRetryDelay } from './schedule.ts';
 import { signedHeaders, webhookId } from './signature.ts';
+import { openSecrets } from './stored-secrets.ts';
 
 /** Jobs out at once across all replicas: a delivery waiting out a retry delay (a delayed nak) stays pending on the server. */
 export const maxAckPending = 100_000;
@@ -26,6 +30,8 @@ export interface SenderDeps {
   readonly pool: Pool;
   readonly metrics: WebhookMetrics;
   readonly logger: Logger;
+  /** Opens the endpoints' sealed signing secrets. */
+  readonly dataKey: DataKey;
 }
 
 export interface SenderSettings {
@@ -33,6 +39,8 @@ export interface SenderSettings {
   readonly concurrency: number;
   /** Of those, the most one endpoint may hold. */
   readonly endpointConcurrency: number;
+  /** Of those, the most one project's endpoints may hold together (fewer than `concurrency`). */
+  readonly projectConcurrency: number;
   readonly outbound: OutboundOptions;
   /** Retry delays, in order (schedule.ts). */
   readonly schedule: readonly number[];
@@ -49,8 +57,8 @@ const busyDelayMs = (): number => 1_000 + Math.floor(Math.random() * 2_000);
 const isSuccess = (status: number): boolean => status >= 200 && status < 300;
 
 /**
- * One attempt, recorded. `takeNext` hands over the delivery the slot takes next, if one waits: it is claimed with the
- * record (`next` of what this resolves to).
+ * One attempt, recorded. `requestEnded` is told how the request ended and hands over the delivery the slot takes next,
+ * if one waits: it is claimed with the record (`next` of what this resolves to).
  */
 async function attempt(
   deps: SenderDeps,
@@ -59,11 +67,11 @@ async function attempt(
   store: DeliveryStore,
   delivery: WebhookDelivery,
   claimed: ClaimedDelivery,
-  takeNext: () => DeliveryKey | undefined,
+  requestEnded: (response: OutboundResult) => DeliveryKey | undefined,
 ): Promise<({ settle: 'ack' } | { settle: 'nak'; delayMs: number }) & { next?: ClaimedDelivery }> {
   const number = claimed.attempts + 1;
   const timestamp = Math.floor(Date.now() / 1_000);
-  const headers = signedHeaders(claimed.secrets, webhookId(delivery.eventId), timestamp, claimed.body);
+  const headers = signedHeaders(openSecrets(deps.dataKey, delivery.endpointId, claimed.secrets), webhookId(delivery.eventId), timestamp, claimed.body);
   const started = performance.now();
   deps.metrics.inFlight.inc();
   const response = await outbound.post(claimed.url, headers, claimed.body).finally(() => deps.metrics.inFlight.dec());
@@ -77,7 +85,7 @@ async function attempt(
     const delay = nextRetryDelay(settings.schedule, number, response.kind === 'response' ? { status: response.status, retryAfter: response.retryAfter } : {}, Date.now());
     outcome = delay === undefined ? { state: 'failed' } : { state: 'pending', retryInMs: delay };
   }
-  const next = takeNext();
+  const next = requestEnded(response);
   const { change, next: claimedNext } = await store.record({
     eventId: delivery.eventId,
     endpointId: delivery.endpointId,
@@ -166,7 +174,8 @@ export interface Sender {
 /**
  * Deliveries to an endpoint at its share are parked (see parkLimit), without holding a handler: each request of that
  * endpoint, once done, takes the next parked one, so a burst to a fast endpoint flows at the endpoint's pace while a
- * dead endpoint's deliveries are put back and leave the handlers to the others.
+ * dead endpoint's deliveries are put back and leave the handlers to the others. A delivery whose project holds its
+ * share is put back too: the project's own requests, as they end, take its endpoints' parked deliveries.
  */
 export function startSender(deps: SenderDeps, settings: SenderSettings): Sender {
   const shares = new Map<number, EndpointShare>();
@@ -179,6 +188,8 @@ export function startSender(deps: SenderDeps, settings: SenderSettings): Sender 
   const outbound = createOutbound(settings.outbound);
   // Most deliveries one statement claims or records: the requests one replica may have open at once.
   const store = batchedStore(deps.pool, { maxBatch: settings.concurrency, leaseMs: settings.leaseMs, disableAfterMs: settings.disableAfterMs });
+  const projects = new EndpointProjects(deps.pool, { maxBatch: settings.concurrency });
+  const fairShare = new FairShare(settings);
   let stopping = false;
 
   /**
@@ -188,8 +199,9 @@ export function startSender(deps: SenderDeps, settings: SenderSettings): Sender 
   async function work(share: EndpointShare, turn: Turn): Promise<Turn | undefined> {
     const { message, delivery } = turn.parked;
     let next: Parked | undefined;
-    const takeNext = (): DeliveryKey | undefined => {
-      next = nextParked(share);
+    const requestEnded = (response: OutboundResult): DeliveryKey | undefined => {
+      keepTimeoutRun(delivery.endpointId, response);
+      next = nextTurn(share, delivery.endpointId);
       return next?.delivery;
     };
     let claimedNext: ClaimedDelivery | undefined;
@@ -201,19 +213,39 @@ export function startSender(deps: SenderDeps, settings: SenderSettings): Sender 
         message.ack();
       } else if (claim.kind === 'later') message.nak(claim.inMs);
       else {
-        const settled = await attempt(deps, settings, outbound, store, delivery, claim.delivery, takeNext);
+        const settled = await attempt(deps, settings, outbound, store, delivery, claim.delivery, requestEnded);
         claimedNext = settled.next;
         if (settled.settle === 'ack') message.ack();
         else message.nak(settled.delayMs);
       }
     } catch (error) {
       // The database failed: the claim (if it was made) runs out and the delivery is attempted again.
-      deps.logger.warn({ err: error, eventId: delivery.eventId, endpointId: delivery.endpointId }, 'webhook delivery not worked on; it will be offered again');
-      message.nak(busyDelayMs());
+      notWorkedOn(message, delivery, error);
     }
     // Unclaimed (none was taken with the record, or the record could not claim it): it claims on its own.
-    const taken: Parked | undefined = next ?? nextParked(share);
+    const taken: Parked | undefined = next ?? nextTurn(share, delivery.endpointId);
     return taken && { parked: taken, ...(claimedNext ? { claimed: claimedNext } : {}) };
+  }
+
+  /** Hands a delivery back to JetStream, to be offered again in a few seconds, after a failure (logged). */
+  function notWorkedOn(message: JsMsg, delivery: WebhookDelivery, error: unknown): void {
+    deps.logger.warn({ err: error, eventId: delivery.eventId, endpointId: delivery.endpointId }, 'webhook delivery not worked on; it will be offered again');
+    message.nak(busyDelayMs());
+  }
+
+  /** Keeps the endpoint's run of timeouts (fair-share.ts), and says so when it slows the endpoint down. */
+  function keepTimeoutRun(endpointId: number, response: OutboundResult): void {
+    if (!fairShare.requestEnded(endpointId, response.kind === 'error' && response.timedOut === true)) return;
+    deps.metrics.endpointsSlowed.inc();
+    deps.logger.warn({ endpointId }, 'webhook endpoint timed out repeatedly; it may hold one request at a time until one ends otherwise');
+  }
+
+  /**
+   * What a slot that just ended takes next: the endpoint's next parked delivery, unless the endpoint holds more slots
+   * than it now may (slowed down while they were open): then the slot ends, and the last of them takes it.
+   */
+  function nextTurn(share: EndpointShare, endpointId: number): Parked | undefined {
+    return share.open > fairShare.endpointLimit(endpointId) ? undefined : nextParked(share);
   }
 
   /** Hands a delivery back to JetStream, to be offered again in a few seconds: its endpoint is at its share. */
@@ -255,22 +287,53 @@ export function startSender(deps: SenderDeps, settings: SenderSettings): Sender 
       return;
     }
     const delivery = read.value;
-    let share = shares.get(delivery.endpointId);
-    if (!share) shares.set(delivery.endpointId, (share = { open: 0, parked: [], slotTimesMs: [] }));
-    if (share.open >= settings.endpointConcurrency) {
-      if (share.parked.length < parkLimit(paceOf(share), settings.endpointConcurrency, parkFloor, parkMaxMs) && parkedInAll < maxParked && !stopping) {
-        deps.metrics.endpointBusy.inc({ action: 'parked' });
-        share.parked.push({ message, delivery, since: Date.now() });
-        parkedInAll += 1;
-      } else putBack(message);
+    let projectId: number | undefined;
+    try {
+      projectId = await projects.of(delivery.endpointId);
+    } catch (error) {
+      notWorkedOn(message, delivery, error);
       return;
     }
+    // Its endpoint was deleted, and the endpoint's deliveries with it: nothing is left to send.
+    if (projectId === undefined) {
+      message.ack();
+      return;
+    }
+    const share = shares.get(delivery.endpointId);
+    const arrived: Parked = { message, delivery, since: Date.now() };
+    if (share && share.open >= fairShare.endpointLimit(delivery.endpointId)) parkOrPutBack(share, arrived);
+    else if (!fairShare.projectHasRoom(projectId)) {
+      deps.metrics.projectBusy.inc();
+      message.nak(busyDelayMs());
+    } else await holdSlot(share ?? newShare(delivery.endpointId), projectId, arrived);
+  }
+
+  /** Parks a delivery whose endpoint holds its share (see parkLimit), or puts it back when enough wait already. */
+  function parkOrPutBack(share: EndpointShare, arrived: Parked): void {
+    const limit = parkLimit(paceOf(share), fairShare.endpointLimit(arrived.delivery.endpointId), parkFloor, parkMaxMs);
+    if (share.parked.length < limit && parkedInAll < maxParked && !stopping) {
+      deps.metrics.endpointBusy.inc({ action: 'parked' });
+      share.parked.push(arrived);
+      parkedInAll += 1;
+    } else putBack(arrived.message);
+  }
+
+  function newShare(endpointId: number): EndpointShare {
+    const share: EndpointShare = { open: 0, parked: [], slotTimesMs: [] };
+    shares.set(endpointId, share);
+    return share;
+  }
+
+  /** Works on the delivery, then on its endpoint's parked ones in turn, holding one slot of the endpoint and its project. */
+  async function holdSlot(share: EndpointShare, projectId: number, first: Parked): Promise<void> {
     share.open += 1;
+    fairShare.take(projectId);
     try {
-      for (let turn: Turn | undefined = { parked: { message, delivery, since: Date.now() } }; turn; ) turn = await workTimed(share, turn);
+      for (let turn: Turn | undefined = { parked: first }; turn; ) turn = await workTimed(share, turn);
     } finally {
       share.open -= 1;
-      if (share.open === 0 && share.parked.length === 0) shares.delete(delivery.endpointId);
+      fairShare.release(projectId);
+      if (share.open === 0 && share.parked.length === 0) shares.delete(first.delivery.endpointId);
     }
   }
 

@@ -3,7 +3,8 @@
 // space-separated, so a receiver holding either verifies.
 import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 
-const secretPrefix = 'whsec_';
+/** What a Standard Webhooks secret starts with; the rest is the key, base64. */
+export const secretPrefix = 'whsec_';
 
 /**
  * Each secret's key object, made once: an HMAC keyed with raw bytes makes a new key object on every request (5 % of

@@ -70,6 +70,7 @@ before(async () => {
       async CreateProjectWebhook(request) {
         calls.push({ method: 'CreateProjectWebhook', request: { ...request } });
         inScope(request);
+        if (request.url === 'https://one-too-many.example/') throw new UserError(status.FAILED_PRECONDITION, 'webhook_limit_reached', 'project 21 has 20 webhook endpoints');
         if (!request.url.startsWith('https://')) {
           throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', 'invalid request', { fields: ['url: must use https (plain http is allowed only with NOTIFY_WEBHOOK_ALLOW_PRIVATE=true)'] });
         }
@@ -144,6 +145,15 @@ describe('the webhooks page', () => {
     assert.match(page, /Escriba una URL https:\/\/ absoluta/);
     assert.match(page, /value="http:\/\/plain\.example\/" aria-describedby="url-hint url-fault" aria-invalid="true"/);
     assert.match(page, /value="message\.sent" checked/);
+  });
+
+  test('an endpoint past the project\'s limit comes back as the form, saying so', async () => {
+    const who = await signIn(operator);
+    const response = await post(base, who, [['_csrf', who.csrf], ['url', 'https://one-too-many.example/'], ['events', 'message.sent']]);
+    const page = await response.text();
+    assert.equal(response.status, 409);
+    assert.match(page, /This project has as many endpoints as it may have/);
+    assert.match(page, /value="https:\/\/one-too-many\.example\/"/);
   });
 
   test('a viewer may not add, and a post without the session\'s token is refused', async () => {

@@ -74,6 +74,10 @@ export const createWebhook: Handler = (deps) => async (ctx) => {
     deps.logger.info({ panelUserId: signedIn(panel).access.user.id, webhookId: id, requestId: panel.state.requestId }, 'panel webhook created');
     await renderWebhooks(deps, panel, { created: { id, secret: created.secret } });
   } catch (error) {
+    if (error instanceof RemoteError && error.status === status.FAILED_PRECONDITION && error.reason === 'webhook_limit_reached') {
+      await renderWebhooks(deps, panel, { status: 409, notice: { kind: 'error', text: t('webhooks.limitReached') }, form: { url, eventTypes, faults: {} } });
+      return;
+    }
     if (!(error instanceof RemoteError && error.status === status.INVALID_ARGUMENT)) throw error;
     // dispatch-svc names each fault by field; the panel says it in the user's language.
     const faults = {
