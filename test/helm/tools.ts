@@ -1,10 +1,11 @@
-// The command-line tools the chart checks run, installed once into .data/tools/bin (gitignored, kept between runs):
+// The command-line tools the chart checks run, installed once per machine into the user's cache directory
+// ($XDG_CACHE_HOME or ~/.cache, under notify/tools/bin), outside any clone, so a fresh clone reuses them:
 // helm and kube-strict with `go install` (Go module proxy), promtool from Debian's `prometheus` package (apt).
 // Nothing else is downloaded. Each resolves to the binary's path, or to a reason the checks must be skipped.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -12,7 +13,7 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-export const toolsBin = join(repoRoot, '.data', 'tools', 'bin');
+export const toolsBin = join(process.env['XDG_CACHE_HOME'] || join(homedir(), '.cache'), 'notify', 'tools', 'bin');
 
 /** Pinned: the newest v3.21 patch on the Go module proxy when this was written. */
 export const helmVersion = 'v3.21.4';
