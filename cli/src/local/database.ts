@@ -10,15 +10,17 @@ export function databaseUrl(adminUrl: string, name: string): string {
   return url.toString();
 }
 
-/** Creates database `name` unless it exists; resolves true when it created it. */
-export async function ensureDatabase(adminUrl: string, name: string): Promise<boolean> {
-  if (!identifier.test(name)) throw new Error(`database name must be a lower-case SQL identifier, got '${name}'`);
+/** Creates database `name` unless it exists, as a copy of `template` when given; resolves true when it created it. */
+export async function ensureDatabase(adminUrl: string, name: string, template?: string): Promise<boolean> {
+  for (const each of [name, template ?? name]) {
+    if (!identifier.test(each)) throw new Error(`database name must be a lower-case SQL identifier, got '${each}'`);
+  }
   const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5_000 });
   await client.connect();
   try {
     const existing = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (existing.rowCount) return false;
-    await client.query(`CREATE DATABASE ${name}`);
+    await client.query(template === undefined ? `CREATE DATABASE ${name}` : `CREATE DATABASE ${name} TEMPLATE ${template}`);
     return true;
   } catch (error) {
     // Two launchers racing: the other one created it first.
