@@ -1,4 +1,4 @@
-// dispatch-svc's environment (README.md's settings table is generated from these declarations). The database, NATS,
+// dispatch-svc's environment (docs/settings.md's table is generated from these declarations). The database, NATS,
 // token and test-fault settings are the platform's shared groups; the variables every service reads come from runService.
 import { adminTokenSetting, boolean, custom, databaseSettings, duration, bounceTokenSetting, gatewayTokenSetting, grpcServerTlsSettings, integer, jetStreamSettings, mailerTokenSetting, natsSettings, parseRetention, testFaultSettings } from '@notify/platform';
 import { dataKeySetting } from '@notify/platform/mail';

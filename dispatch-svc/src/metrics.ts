@@ -47,143 +47,122 @@ export interface DispatchMetrics {
   readonly tableSize: Gauge<'table'>;
 }
 
-export function createDispatchMetrics(registry: Registry): DispatchMetrics {
-  const deliveryLimits = new Counter({
-    name: 'notify_delivery_limit_advisories_total',
-    help: 'JetStream delivery-limit advisories for jobs, by outcome (failed: the message ended failed; gone: the job had already left the stream; unreadable)',
-    labelNames: ['outcome'],
-    registers: [registry],
-  });
-  for (const outcome of ['failed', 'gone', 'unreadable']) deliveryLimits.inc({ outcome }, 0);
-  const suppressions = new Counter({
-    name: 'notify_suppressions_total',
-    help: 'Addresses added to a project\'s suppression list, by reason (hard_bounce, complaint, unsubscribed, manual)',
-    labelNames: ['reason'],
-    registers: [registry],
-  });
-  for (const reason of ['hard_bounce', 'complaint', 'unsubscribed', 'manual']) suppressions.inc({ reason }, 0);
-  const recipientReports = new Counter({
-    name: 'notify_recipient_reports_total',
-    help: 'Bounce and complaint reports applied to a sent message, by kind (bounced, complained) and suppression (hard_bounce, complaint, none)',
-    labelNames: ['kind', 'suppression'],
-    registers: [registry],
-  });
-  for (const [kind, suppression] of [['bounced', 'hard_bounce'], ['bounced', 'none'], ['complained', 'complaint']] as const) recipientReports.inc({ kind, suppression }, 0);
-  const scheduledCanceled = new Counter({
-    name: 'notify_scheduled_canceled_total',
-    help: 'Scheduled messages canceled before they were due, by origin (api: DELETE /api/v1/messages/{id}/, panel)',
-    labelNames: ['origin'],
-    registers: [registry],
-  });
-  for (const origin of ['api', 'panel', 'erasure']) scheduledCanceled.inc({ origin }, 0);
-  const erasures = new Counter({
-    name: 'notify_erasures_total',
-    help: 'Erasures of a recipient from a project (notifyctl messages erase, the panel), by origin',
-    labelNames: ['origin'],
-    registers: [registry],
-  });
-  const erasedMessages = new Counter({
-    name: 'notify_erased_messages_total',
-    help: 'Messages whose recipient and data an erasure replaced by the marker, by origin',
-    labelNames: ['origin'],
-    registers: [registry],
-  });
-  for (const origin of ['notifyctl', 'panel']) {
-    erasures.inc({ origin }, 0);
-    erasedMessages.inc({ origin }, 0);
-  }
-  const retentionPurgedRows = new Counter({
-    name: 'notify_retention_purged_rows_total',
-    help: 'Rows the retention purge deleted, by table (messages past their organization\'s retention and the rows that referenced them)',
-    labelNames: ['table'],
-    registers: [registry],
-  });
-  for (const table of purgedTables) retentionPurgedRows.inc({ table }, 0);
+type Series<L extends string> = Partial<Record<L, string>>;
+
+/** A counter on `registry`; `zeros` are the series it reports from the start, at 0, so that rates over them never go missing. */
+function counter<L extends string = string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = [], zeros: readonly Series<L>[] = []): Counter<L> {
+  const created = new Counter<L>({ name, help, labelNames, registers: [registry] });
+  for (const series of zeros) created.inc(series, 0);
+  return created;
+}
+
+function gauge<L extends string = string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = []): Gauge<L> {
+  return new Gauge<L>({ name, help, labelNames, registers: [registry] });
+}
+
+/** The send path's, the outbox's and the schedule's. */
+function acceptanceMetrics(registry: Registry): Pick<DispatchMetrics, 'jobsPublished' | 'outboxBacklog' | 'messagesAccepted' | 'messagesReplayed' | 'scheduledBacklog' | 'scheduledReleased' | 'scheduledCanceled'> {
   return {
-    jobsPublished: new Counter({
-      name: 'notify_jobs_published_total',
-      help: 'Delivery jobs JetStream stored (duplicates it dropped are not counted), by who published them',
-      labelNames: ['path'],
-      registers: [registry],
-    }),
-    outboxBacklog: new Gauge({
-      name: 'notify_outbox_backlog',
-      help: 'Outbox rows whose job JetStream has not confirmed yet, as of the relay\'s last pass',
-      registers: [registry],
-    }),
-    messagesAccepted: new Counter({
-      name: 'notify_messages_accepted_total',
-      help: 'Messages accepted and queued',
-      registers: [registry],
-    }),
-    messagesReplayed: new Counter({
-      name: 'notify_messages_replayed_total',
-      help: 'Sends answered from an idempotency record instead of creating a message (replays a gateway answered from memory are not counted here)',
-      registers: [registry],
-    }),
-    deliveryEvents: new Counter({
-      name: 'notify_delivery_events_total',
-      help: 'Delivery events consumed, by outcome (applied moved the message; recorded/duplicate did not)',
-      labelNames: ['outcome'],
-      registers: [registry],
-    }),
-    messagesRequeued: new Counter({
-      name: 'notify_messages_requeued_total',
-      help: 'Failed messages an operator re-queued for a new delivery',
-      registers: [registry],
-    }),
-    deliveryLimits,
-    suppressions,
-    recipientReports,
-    projectBounceRatio: new Gauge({
-      name: 'notify_project_bounce_ratio',
-      help: 'Share of the messages that reached the relay in the last 24 h that bounced (asynchronously, or as a hard bounce at the relay), per project',
-      labelNames: ['project_id'],
-      registers: [registry],
-    }),
-    projectComplaintRatio: new Gauge({
-      name: 'notify_project_complaint_ratio',
-      help: 'Share of the messages delivered in the last 24 h whose recipient complained (feedback-loop report), per project',
-      labelNames: ['project_id'],
-      registers: [registry],
-    }),
-    projectDeliveredLastDay: new Gauge({
-      name: 'notify_project_delivered_last_day',
-      help: 'Messages the relay accepted in the last 24 h, per project (the ratios\' denominator: small volumes make noisy ratios)',
-      labelNames: ['project_id'],
-      registers: [registry],
-    }),
-    scheduledBacklog: new Gauge({
-      name: 'notify_scheduled_backlog',
-      help: 'Scheduled messages (send_at) waiting for their time, counted every 5 seconds',
-      registers: [registry],
-    }),
-    scheduledReleased: new Counter({
-      name: 'notify_scheduled_released_total',
-      help: 'Scheduled messages queued by the releaser when they were due',
-      registers: [registry],
-    }),
-    scheduledCanceled,
-    erasures,
-    erasedMessages,
-    retentionPurgedRows,
-    retentionOldestFinalAge: new Gauge({
-      name: 'notify_retention_oldest_final_message_age_seconds',
-      help: 'Age of the oldest message in a final state kept, since its last change, per organization that has one; reported by the purge leader only',
-      labelNames: ['organization_id'],
-      registers: [registry],
-    }),
-    messageRetention: new Gauge({
-      name: 'notify_message_retention_seconds',
-      help: 'How long an organization\'s final messages are kept (its own retention, or NOTIFY_MESSAGE_RETENTION), per organization that has any; reported by the purge leader only',
-      labelNames: ['organization_id'],
-      registers: [registry],
-    }),
-    tableSize: new Gauge({
-      name: 'notify_table_size_bytes',
-      help: 'Size on disk of the message tables, indexes and TOAST included (pg_total_relation_size); reported by the purge leader only',
-      labelNames: ['table'],
-      registers: [registry],
-    }),
+    jobsPublished: counter(registry, 'notify_jobs_published_total', 'Delivery jobs JetStream stored (duplicates it dropped are not counted), by who published them', ['path']),
+    outboxBacklog: gauge(registry, 'notify_outbox_backlog', 'Outbox rows whose job JetStream has not confirmed yet, as of the relay\'s last pass'),
+    messagesAccepted: counter(registry, 'notify_messages_accepted_total', 'Messages accepted and queued'),
+    messagesReplayed: counter(
+      registry,
+      'notify_messages_replayed_total',
+      'Sends answered from an idempotency record instead of creating a message (replays a gateway answered from memory are not counted here)',
+    ),
+    scheduledBacklog: gauge(registry, 'notify_scheduled_backlog', 'Scheduled messages (send_at) waiting for their time, counted every 5 seconds'),
+    scheduledReleased: counter(registry, 'notify_scheduled_released_total', 'Scheduled messages queued by the releaser when they were due'),
+    scheduledCanceled: counter(registry, 'notify_scheduled_canceled_total', 'Scheduled messages canceled before they were due, by origin (api: DELETE /api/v1/messages/{id}/, panel)', ['origin'], [
+      { origin: 'api' },
+      { origin: 'panel' },
+      { origin: 'erasure' },
+    ]),
   };
+}
+
+/** What became of delivered messages: events, dead letters, reports, suppressions, and each project's ratios. */
+function deliveryMetrics(
+  registry: Registry,
+): Pick<DispatchMetrics, 'deliveryEvents' | 'messagesRequeued' | 'deliveryLimits' | 'suppressions' | 'recipientReports' | 'projectBounceRatio' | 'projectComplaintRatio' | 'projectDeliveredLastDay'> {
+  return {
+    deliveryEvents: counter(registry, 'notify_delivery_events_total', 'Delivery events consumed, by outcome (applied moved the message; recorded/duplicate did not)', ['outcome']),
+    messagesRequeued: counter(registry, 'notify_messages_requeued_total', 'Failed messages an operator re-queued for a new delivery'),
+    deliveryLimits: counter(
+      registry,
+      'notify_delivery_limit_advisories_total',
+      'JetStream delivery-limit advisories for jobs, by outcome (failed: the message ended failed; gone: the job had already left the stream; unreadable)',
+      ['outcome'],
+      ['failed', 'gone', 'unreadable'].map((outcome) => ({ outcome })),
+    ),
+    suppressions: counter(
+      registry,
+      'notify_suppressions_total',
+      'Addresses added to a project\'s suppression list, by reason (hard_bounce, complaint, unsubscribed, manual)',
+      ['reason'],
+      ['hard_bounce', 'complaint', 'unsubscribed', 'manual'].map((reason) => ({ reason })),
+    ),
+    recipientReports: counter(
+      registry,
+      'notify_recipient_reports_total',
+      'Bounce and complaint reports applied to a sent message, by kind (bounced, complained) and suppression (hard_bounce, complaint, none)',
+      ['kind', 'suppression'],
+      [
+        { kind: 'bounced', suppression: 'hard_bounce' },
+        { kind: 'bounced', suppression: 'none' },
+        { kind: 'complained', suppression: 'complaint' },
+      ],
+    ),
+    projectBounceRatio: gauge(
+      registry,
+      'notify_project_bounce_ratio',
+      'Share of the messages that reached the relay in the last 24 h that bounced (asynchronously, or as a hard bounce at the relay), per project',
+      ['project_id'],
+    ),
+    projectComplaintRatio: gauge(registry, 'notify_project_complaint_ratio', 'Share of the messages delivered in the last 24 h whose recipient complained (feedback-loop report), per project', ['project_id']),
+    projectDeliveredLastDay: gauge(
+      registry,
+      'notify_project_delivered_last_day',
+      'Messages the relay accepted in the last 24 h, per project (the ratios\' denominator: small volumes make noisy ratios)',
+      ['project_id'],
+    ),
+  };
+}
+
+/** Erasures and the retention purge. */
+function retentionMetrics(registry: Registry): Pick<DispatchMetrics, 'erasures' | 'erasedMessages' | 'retentionPurgedRows' | 'retentionOldestFinalAge' | 'messageRetention' | 'tableSize'> {
+  const origins = [{ origin: 'notifyctl' }, { origin: 'panel' }];
+  return {
+    erasures: counter(registry, 'notify_erasures_total', 'Erasures of a recipient from a project (notifyctl messages erase, the panel), by origin', ['origin'], origins),
+    erasedMessages: counter(registry, 'notify_erased_messages_total', 'Messages whose recipient and data an erasure replaced by the marker, by origin', ['origin'], origins),
+    retentionPurgedRows: counter(
+      registry,
+      'notify_retention_purged_rows_total',
+      'Rows the retention purge deleted, by table (messages past their organization\'s retention and the rows that referenced them)',
+      ['table'],
+      purgedTables.map((table) => ({ table })),
+    ),
+    retentionOldestFinalAge: gauge(
+      registry,
+      'notify_retention_oldest_final_message_age_seconds',
+      'Age of the oldest message in a final state kept, since its last change, per organization that has one; reported by the purge leader only',
+      ['organization_id'],
+    ),
+    messageRetention: gauge(
+      registry,
+      'notify_message_retention_seconds',
+      'How long an organization\'s final messages are kept (its own retention, or NOTIFY_MESSAGE_RETENTION), per organization that has any; reported by the purge leader only',
+      ['organization_id'],
+    ),
+    tableSize: gauge(
+      registry,
+      'notify_table_size_bytes',
+      'Size on disk of the message tables, indexes and TOAST included (pg_total_relation_size); reported by the purge leader only',
+      ['table'],
+    ),
+  };
+}
+
+export function createDispatchMetrics(registry: Registry): DispatchMetrics {
+  return { ...acceptanceMetrics(registry), ...deliveryMetrics(registry), ...retentionMetrics(registry) };
 }

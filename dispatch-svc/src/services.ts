@@ -13,7 +13,8 @@ import { listMessages, searchProjectMessages } from './messages/message-list.ts'
 import { messageReadHandlers } from './messages/get-many.ts';
 import { createSendBatchHandler } from './messages/send-batch.ts';
 import { createSendManyHandler } from './messages/send-many.ts';
-import { createSendHandler, publishAccepted, type SendDeps } from './messages/send.ts';
+import { createSendHandler, type SendDeps } from './messages/send.ts';
+import { publishAccepted } from './outbox/publish-accepted.ts';
 import { cancelMessage } from './scheduled/cancel.ts';
 import { suppressionAdminHandlers } from './suppressions/suppression-admin.ts';
 import { panelServiceHandlers } from './panel/panel-service.ts';

@@ -55,8 +55,8 @@ after(async () => {
 const newMessage = (): Promise<number> => h.acceptMessage();
 
 /**
- * Publishes an event as the mailer does, or text as a writer without a schema header (read as the JSON of the release
- * before); `dedupe: false` publishes without Nats-Msg-Id, so the stream keeps a second copy.
+ * Publishes an event as the mailer does, or text as a writer without a schema header (refused); `dedupe: false`
+ * publishes without Nats-Msg-Id, so the stream keeps a second copy.
  */
 async function publish(messageId: number, event: DeliveryEvent | string, dedupe = true): Promise<void> {
   const subject = h.names.eventsSubject(messageId);
@@ -195,13 +195,13 @@ test('malformed events are dead-lettered and terminated, events for unknown mess
   const messageId = await newMessage();
   const before = await outcomeCounts();
   const lettersBefore = (await deadLetterReasons()).length;
-  await publish(messageId, 'not json at all');
-  await publish(messageId, JSON.stringify({ messageId, state: 'delivered', attempt: 1, occurredAt: new Date().toISOString() }));
+  await publish(messageId, 'no schema header');
+  await publish(messageId, { messageId, state: 'delivered' as DeliveryEvent['state'], attempt: 1, occurredAt: new Date().toISOString() });
   await publish(999_999, { messageId: 999_999, state: 'sending', attempt: 1, occurredAt: new Date().toISOString() });
   await publish(messageId, { messageId, state: 'sending', attempt: 1, occurredAt: new Date().toISOString() });
   await settled();
   assert.deepEqual(await outcomesSince(before), { malformed: 2, unknown_message: 1, applied: 1 });
-  assert.deepEqual((await deadLetterReasons()).slice(lettersBefore), ['malformed event: not a JSON object', 'malformed event: invalid state']);
+  assert.deepEqual((await deadLetterReasons()).slice(lettersBefore), ['malformed event: schema (none) is not notify.messaging.v1.DeliveryEvent', 'malformed event: invalid state']);
   const message = await h.dispatch.call('GetMessage', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, messageId });
   assert.equal(message.state, 'sending');
   assert.equal((await h.jsm.streams.info(h.names.eventsStream)).state.messages, 0, 'nothing is left to redeliver');
@@ -223,7 +223,7 @@ test('the events received while a batch commits are applied together in the next
   // Not the unknown message of the test above: the stream would drop this as a copy of its event.
   await publish(999_998, { messageId: 999_998, state: 'sending', attempt: 1, occurredAt: at(2) });
   await publish(a, { messageId: a, state: 'deferred', attempt: 1, occurredAt: at(2), smtpCode: 451, smtpResponse: '451 later', reason: 'greylisted' });
-  await publish(c, 'not json at all');
+  await publish(c, 'no schema header');
   await publish(b, { messageId: b, state: 'sending', attempt: 1, occurredAt: at(2), reason: 'test: hold second' });
   const cSent: DeliveryEvent = { messageId: c, state: 'sent', attempt: 1, occurredAt: at(3), smtpCode: 250, smtpResponse: '250 OK' };
   await publish(c, cSent);

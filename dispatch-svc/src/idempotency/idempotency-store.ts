@@ -1,30 +1,20 @@
 // Idempotency records: the first accepted response of a (project, Idempotency-Key), kept for NOTIFY_IDEMPOTENCY_TTL,
 // and the transaction-scoped advisory lock that makes a second request with the same key wait its turn or be refused.
 import { hash } from 'node:crypto';
+import type { Refusal } from '@notify/platform';
 import { batchRows, type PoolClient, type RowColumn } from '@notify/platform/database';
+import type { AcceptedBody } from '@notify/proto';
 
-/** The 202 body as the public API returns it (snake_case), stored so a replay answers exactly the same. */
-export interface StoredResponse {
-  message_id: number;
-  status: string;
-  celery_task_id: string;
-  idempotent_replay: boolean;
-  /** A scheduled send's time (RFC 3339, UTC); absent for a send at once, whose body is the seed's four fields. */
-  send_at?: string;
-}
-
-/** A batch's whole answer (POST /api/v1/send/batch/), each item's outcome in order, stored so a replay answers the same. */
-export interface StoredBatchResponse {
-  readonly batch: readonly StoredBatchItem[];
-}
-
-/** One item of a stored batch answer: its 202 body, or the refusal the gateway words (gRPC status, reason, fields). */
-export type StoredBatchItem = { readonly accepted: StoredResponse } | { readonly refused: { readonly code: number; readonly reason: string; readonly fields: readonly string[] } };
+/**
+ * What a record answers its replays with, as JSON: a send's 202 body, or a batch's whole answer (POST
+ * /api/v1/send/batch/), each item's 202 body or refusal (which the gateway words) in the request's order. The
+ * fingerprints of a send and a batch never match, so each reads only its own kind.
+ */
+export type StoredResponse = AcceptedBody | { readonly batch: readonly ({ readonly accepted: AcceptedBody } | { readonly refused: Refusal })[] };
 
 export interface IdempotencyRecord {
   readonly fingerprint: string;
-  /** A send's 202 body, or a batch's answer: the fingerprints of the two never match, so each reads only its own kind. */
-  readonly response: StoredResponse | StoredBatchResponse;
+  readonly response: StoredResponse;
   readonly expired: boolean;
   /** How long the record stays live, counted from its transaction's start: a replay may be answered from memory that long (0 once expired). */
   readonly remainingMs: number;
@@ -76,7 +66,7 @@ const remainingMsColumn = `GREATEST(0, floor(extract(epoch FROM record.expires_a
  */
 export async function tryLockIdempotencyKeys(client: PoolClient, keys: readonly ProjectKey[]): Promise<KeyLock[]> {
   const wanted = batchRows('idempotency-lock-many', keys, lockColumns, { ordinality: true });
-  const result = await client.query<{ locked: boolean; fingerprint: string | null; response: IdempotencyRecord['response'] | null; expired: boolean | null; remainingMs: number | null }>({
+  const result = await client.query<{ locked: boolean; fingerprint: string | null; response: StoredResponse | null; expired: boolean | null; remainingMs: number | null }>({
     name: wanted.name,
     text: `SELECT pg_try_advisory_xact_lock(wanted.lock_key) AS locked, record.fingerprint, record.response, record.expires_at <= now() AS expired,
                   ${remainingMsColumn} AS "remainingMs"
@@ -112,7 +102,7 @@ export interface NewIdempotencyRecord extends ProjectKey {
   readonly fingerprint: string;
   /** Null for a batch's record, which belongs to no one message. */
   readonly messageId: number | null;
-  readonly response: StoredResponse | StoredBatchResponse;
+  readonly response: StoredResponse;
 }
 
 /**

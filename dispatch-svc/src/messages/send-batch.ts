@@ -8,20 +8,25 @@ import { activeContext, annotateRequestSpan, UserError } from '@notify/platform'
 import { withTransaction, type PoolClient } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 import { idempotencyKeyInUse, idempotencyKeyMismatch } from '../idempotency/idempotency-refusals.ts';
-import { findIdempotencyRecords, projectKeyId, saveIdempotencyRecords, tryLockIdempotencyKeys, type ProjectKey, type StoredBatchItem, type StoredBatchResponse } from '../idempotency/idempotency-store.ts';
+import { findIdempotencyRecords, projectKeyId, saveIdempotencyRecords, tryLockIdempotencyKeys, type ProjectKey, type StoredResponse } from '../idempotency/idempotency-store.ts';
 import type { OutgoingJob } from '../outbox/delivery-job.ts';
-import { acceptBatch, sendSpecificFailure, toSendResponse, validate, type Outcome, type Pending, type PublishAccepted, type SendDeps } from './send.ts';
+import type { PublishAccepted } from '../outbox/publish-accepted.ts';
+import type { Outcome, Pending } from './batch-verdicts.ts';
+import { uuidPattern, validate } from './send-request.ts';
+import { acceptBatch, sendSpecificFailure, toSendResponse, type SendDeps } from './send.ts';
 
 /** Items of one batch at most (the public API's limit, docs/integrators.md "Batch sends"). */
 export const maxBatchItems = 500;
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export type SendBatchHandler = (request: dispatch.SendBatchRequest__Output) => Promise<dispatch.SendBatchResponse__Output>;
+
+/** A batch's answer, as its key's record stores it, and one item of it: its 202 body, or its refusal. */
+type BatchAnswer = Extract<StoredResponse, { readonly batch: unknown }>;
+type BatchItem = BatchAnswer['batch'][number];
 
 interface Judged {
   readonly replay: boolean;
-  readonly answer: StoredBatchResponse;
+  readonly answer: BatchAnswer;
   /** Accepted items' jobs, published after the commit. */
   readonly outgoing: readonly OutgoingJob[];
   /** The organization's count of messages this month once the batch's were counted (0 for a replay). */
@@ -55,7 +60,7 @@ function validateBatch(request: dispatch.SendBatchRequest__Output): { key: Proje
 }
 
 /** The batch's key, judged like Send's (check 10): in use, a replay of the stored answer, a mismatch, or free. */
-async function judgeBatchKey(client: PoolClient, key: ProjectKey, fingerprint: string): Promise<StoredBatchResponse | undefined> {
+async function judgeBatchKey(client: PoolClient, key: ProjectKey, fingerprint: string): Promise<BatchAnswer | undefined> {
   const [lock] = await tryLockIdempotencyKeys(client, [key]);
   if (!lock?.locked) throw idempotencyKeyInUse();
   // A live record the lock's statement saw is final; without one, read again now that the lock is held.
@@ -63,19 +68,19 @@ async function judgeBatchKey(client: PoolClient, key: ProjectKey, fingerprint: s
   if (!record || record.expired) return undefined;
   // A send's record under the same key has another fingerprint (another body): a mismatch, like any other.
   if (record.fingerprint !== fingerprint) throw idempotencyKeyMismatch();
-  return record.response as StoredBatchResponse;
+  return record.response as BatchAnswer;
 }
 
-function storedItem(result: PromiseSettledResult<Outcome> | undefined): StoredBatchItem {
+function storedItem(result: PromiseSettledResult<Outcome> | undefined): BatchItem {
   if (result?.status === 'fulfilled') return { accepted: result.value.response };
   const reason: unknown = result?.reason;
   // Anything but a refusal Send documents is a fault of the batch, not of the item: the transaction is abandoned.
   if (!(reason instanceof UserError)) throw reason ?? new Error('a batch item was left without a verdict');
-  return { refused: { code: reason.status, reason: reason.reason, fields: reason.fields } };
+  return { refused: { code: reason.status, reason: reason.reason, fields: [...reason.fields] } };
 }
 
 /** An item whose rows the database refuses (jsonb cannot hold U+0000, which JSON can): a 422 on its `data`. */
-const unstorable: StoredBatchItem = { refused: { code: status.INVALID_ARGUMENT, reason: 'data_unstorable', fields: [] } };
+const unstorable: BatchItem = { refused: { code: status.INVALID_ARGUMENT, reason: 'data_unstorable', fields: [] } };
 
 /** Rolls back a probe's transaction once it has run. */
 class Probed extends Error {}
@@ -129,8 +134,8 @@ async function judgeOnce(deps: SendDeps, request: dispatch.SendBatchRequest__Out
     const indexes = [...pending.keys()];
     const settled = await acceptBatch(client, deps, [...pending.values()]);
     const verdicts = new Map(indexes.map((index, position) => [index, settled[position]]));
-    const throttled: StoredBatchItem = { refused: { code: status.RESOURCE_EXHAUSTED, reason: 'throttled', fields: [String(request.retryAfterSeconds)] } };
-    const answer: StoredBatchResponse = {
+    const throttled: BatchItem = { refused: { code: status.RESOURCE_EXHAUSTED, reason: 'throttled', fields: [String(request.retryAfterSeconds)] } };
+    const answer: BatchAnswer = {
       batch: request.messages.map((_, index) => (verdicts.has(index) ? storedItem(verdicts.get(index)) : refused.has(index) ? unstorable : throttled)),
     };
     const fresh = settled.flatMap((result) => (result.status === 'fulfilled' && !result.value.replay ? [result.value] : []));
@@ -142,9 +147,9 @@ async function judgeOnce(deps: SendDeps, request: dispatch.SendBatchRequest__Out
   });
 }
 
-function toResult(item: StoredBatchItem, replay: boolean): dispatch.SendBatchResult__Output {
+function toResult(item: BatchItem, replay: boolean): dispatch.SendBatchResult__Output {
   if ('accepted' in item) return { accepted: toSendResponse(item.accepted, replay, 0), outcome: 'accepted' };
-  return { refused: { code: item.refused.code, reason: item.refused.reason, fields: [...item.refused.fields] }, outcome: 'refused' };
+  return { refused: item.refused, outcome: 'refused' };
 }
 
 export function createSendBatchHandler(deps: SendDeps, publishDirect: PublishAccepted): SendBatchHandler {

@@ -133,7 +133,7 @@ function entryOf(ctx: ParameterizedContext<GatewayState>, index: number, result:
   }
   // The item's own field errors, when dispatch-svc answers that the gateway refused its fields.
   const fieldErrors = validation.valid ? undefined : new FieldErrors(validation.fields);
-  const refusal = refusalFor({ status: refused.code, reason: refused.reason, fields: refused.fields }, fieldErrors);
+  const refusal = refusalFor(refused, fieldErrors);
   if (refusal instanceof FieldErrors) return { index, status: 422, errors: renderFields(refusal.fields, language) };
   // A refusal Send never gives for one message is a fault of the gateway or dispatch-svc, not of the item.
   if (!(refusal instanceof ApiError) || refusal.status >= 500 || refusal.code === undefined) throw refusal;

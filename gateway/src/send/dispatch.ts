@@ -3,8 +3,8 @@
 // one SendMany call (send-many.ts); it also keeps the monthly usage check 5 compares with the quota. This makes the
 // calls and maps dispatch-svc's answers onto the contract's statuses and bodies.
 import { status } from '@grpc/grpc-js';
-import { RemoteError, type GrpcClient } from '@notify/platform';
-import type { dispatch } from '@notify/proto';
+import { RemoteError, type GrpcClient, type Refusal } from '@notify/platform';
+import type { AcceptedBody, dispatch } from '@notify/proto';
 import { planBlocked } from '../auth/plan.ts';
 import { ApiError, FieldErrors } from '../errors/api-error.ts';
 import { unexpectedRemoteFailure } from '../errors/dependency.ts';
@@ -13,15 +13,6 @@ import type { SendDispatcher } from './send-many.ts';
 import { variableFault } from './variable-faults.ts';
 
 export type DispatchClient = GrpcClient<dispatch.DispatchServiceDefinition>;
-
-/** The 202 body, exactly the seed's four fields; a scheduled send's adds its `send_at` (status `scheduled`). */
-export interface AcceptedBody {
-  message_id: number;
-  status: string;
-  celery_task_id: string;
-  idempotent_replay: boolean;
-  send_at?: string;
-}
 
 function acceptedBody(response: dispatch.SendResponse__Output): AcceptedBody {
   const body: AcceptedBody = {
@@ -72,42 +63,38 @@ export async function acceptedThisMonth(client: DispatchClient, organizationId: 
  */
 export function refusalOf(error: unknown, fieldErrors?: FieldErrors): unknown {
   if (!(error instanceof RemoteError)) return error;
-  return refusalFor(error, fieldErrors);
+  return refusalFor({ code: error.status, reason: error.reason, fields: [...error.fields] }, fieldErrors, error);
 }
 
-/** What dispatch-svc refused with: a failed call's, or one batch item's (SendRefusal). */
-export interface Refusal {
-  readonly status: status;
-  readonly reason: string;
-  readonly fields: readonly string[];
-}
-
-/** refusalOf for a refusal already known to come from dispatch-svc: a failed Send, or an item of SendBatch's answer. */
-export function refusalFor(error: Refusal, fieldErrors?: FieldErrors): unknown {
-  const is = (code: status, reason: string): boolean => error.status === code && error.reason === reason;
+/**
+ * refusalOf for a refusal already known to come from dispatch-svc: a failed Send's, or an item's of SendBatch's answer.
+ * `cause` (the failed call's RemoteError) is what a 503 or a bug keeps for its log line.
+ */
+export function refusalFor(refusal: Refusal, fieldErrors?: FieldErrors, cause: unknown = refusal): unknown {
+  const is = (code: status, reason: string): boolean => refusal.code === code && refusal.reason === reason;
   if (is(status.INVALID_ARGUMENT, 'fields_invalid') && fieldErrors) return fieldErrors;
-  if (is(status.NOT_FOUND, 'template_not_found')) return new ApiError(404, 'template_not_found', text('template_not_found'), { cause: error });
+  if (is(status.NOT_FOUND, 'template_not_found')) return new ApiError(404, 'template_not_found', text('template_not_found'), { cause });
   if (is(status.FAILED_PRECONDITION, 'template_inactive')) return FieldErrors.of('template', text('template.inactive'));
   if (is(status.INVALID_ARGUMENT, 'data_invalid')) {
     // dispatch-svc names what the template's declared variables refused, rendered here in the caller's language;
     // without that, a general message.
-    return error.fields.length > 0 ? FieldErrors.of('data', ...error.fields.map(variableFault)) : FieldErrors.of('data', text('data.invalid'));
+    return refusal.fields.length > 0 ? FieldErrors.of('data', ...refusal.fields.map(variableFault)) : FieldErrors.of('data', text('data.invalid'));
   }
   // A value PostgreSQL cannot store, such as U+0000 in a string of the data: found only when the send is written.
   if (is(status.INVALID_ARGUMENT, 'data_unstorable')) return FieldErrors.of('data', text('data.unstorable'));
   if (is(status.FAILED_PRECONDITION, 'recipient_suppressed')) {
-    const [reason = 'manual', since = ''] = error.fields;
+    const [reason = 'manual', since = ''] = refusal.fields;
     return FieldErrors.of('to', text('to.suppressed', { reason, since }));
   }
   if (is(status.FAILED_PRECONDITION, 'idempotency_key_mismatch')) return FieldErrors.of('Idempotency-Key', text('idempotency_key.mismatch'));
   if (is(status.ABORTED, 'idempotency_key_in_use')) {
-    return new ApiError(409, 'idempotency_key_in_use', text('idempotency_key_in_use'), { headers: { 'Retry-After': '1' }, cause: error });
+    return new ApiError(409, 'idempotency_key_in_use', text('idempotency_key_in_use'), { headers: { 'Retry-After': '1' }, cause });
   }
   // The quota was used up by requests that passed check 5 together with this one.
-  if (is(status.FAILED_PRECONDITION, 'plan_blocked')) return planBlocked(error);
+  if (is(status.FAILED_PRECONDITION, 'plan_blocked')) return planBlocked(cause);
   // The message's job would not fit in a JetStream message; the limit in bytes is the first field.
-  if (is(status.RESOURCE_EXHAUSTED, 'payload_too_large')) return new ApiError(413, 'payload_too_large', text('message_too_large', { limit: error.fields[0] ?? '' }), { cause: error });
+  if (is(status.RESOURCE_EXHAUSTED, 'payload_too_large')) return new ApiError(413, 'payload_too_large', text('message_too_large', { limit: refusal.fields[0] ?? '' }), { cause });
   // The call itself was over the gRPC message limit (its data grew when serialized): the request is too large, not a fault.
-  if (error.status === status.RESOURCE_EXHAUSTED) return new ApiError(413, 'payload_too_large', text('request_too_large'), { cause: error });
-  return unexpectedRemoteFailure(error);
+  if (refusal.code === status.RESOURCE_EXHAUSTED) return new ApiError(413, 'payload_too_large', text('request_too_large'), { cause });
+  return unexpectedRemoteFailure(cause);
 }

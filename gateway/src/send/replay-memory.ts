@@ -5,7 +5,7 @@
 // a mismatch, a key in use and every key this replica has not seen go to dispatch-svc as before. Per replica: a replay
 // that reaches another one is judged by dispatch-svc, with the same answer.
 import { ExpiringCache, type CacheTicket } from '@notify/platform';
-import type { AcceptedBody } from './dispatch.ts';
+import type { AcceptedBody } from '@notify/proto';
 
 export interface ReplayMemoryOptions {
   /** Entries kept at most; the least recently used goes first. */

@@ -2,7 +2,7 @@
 // Each step throws; the error handler renders.
 import type { Middleware, ParameterizedContext } from 'koa';
 import { annotateRequestSpan, notifyAttributes } from '@notify/platform';
-import type { dispatch } from '@notify/proto';
+import type { AcceptedBody, dispatch } from '@notify/proto';
 import type { AuthClient } from '../auth/authorize.ts';
 import type { BruteForceGuard } from '../auth/brute-force-guard.ts';
 import type { CachedAuthorizer } from '../auth/cached-authorizer.ts';
@@ -12,7 +12,7 @@ import type { GatewayState } from '../http/state.ts';
 import type { SendRateLimiter } from '../rate-limit/limiter.ts';
 import { admitSend } from './admission.ts';
 import { ensureJsonBody, parseJsonObject } from './body.ts';
-import { acceptedThisMonth, dispatchSend, type AcceptedBody, type DispatchClient, type SendAnswer } from './dispatch.ts';
+import { acceptedThisMonth, dispatchSend, type DispatchClient, type SendAnswer } from './dispatch.ts';
 import { sendFingerprint } from './fingerprint.ts';
 import { parseIdempotencyKey } from './idempotency-key.ts';
 import { labelFields } from './labels.ts';

@@ -11,19 +11,12 @@ import { errorMetadataKeys, UserError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { Histogram, type Registry } from '../metrics.ts';
 import { activeContext, withActiveSpan } from '../tracing.ts';
-import { RemoteError, toGrpcFailure, type GrpcFailure } from './errors.ts';
+import { RemoteError, toGrpcFailure, type GrpcFailure, type Refusal } from './errors.ts';
 
 /** The W3C trace context of one item, as its batched call carries it. */
 export interface ItemTraceContext {
   readonly traceparent: string;
   readonly tracestate: string;
-}
-
-/** How one item failed: what its own call's status and trailers would have said. */
-export interface ItemRefusal {
-  readonly code: status;
-  readonly reason: string;
-  readonly fields: string[];
 }
 
 /** A method path (`/notify.dispatch.v1.DispatchService/Send`) as the instrumentation names its spans and attributes. */
@@ -59,7 +52,7 @@ export function contextOfItem(item: ItemTraceContext): Context {
 }
 
 /** A failure (toGrpcFailure's) as an item's refusal; without a reason trailer, RemoteError's own default. */
-export function itemRefusal(failure: GrpcFailure): ItemRefusal {
+export function itemRefusal(failure: GrpcFailure): Refusal {
   const reason = failure.metadata.get(errorMetadataKeys.reason)[0];
   const fields = failure.metadata.get(errorMetadataKeys.fields)[0];
   return {
@@ -70,7 +63,7 @@ export function itemRefusal(failure: GrpcFailure): ItemRefusal {
 }
 
 /** The RemoteError the item's own call would have rejected with; its details are not carried, its status and reason stand for them. */
-export function remoteErrorOf(refusal: ItemRefusal): RemoteError {
+export function remoteErrorOf(refusal: Refusal): RemoteError {
   const details = `${status[refusal.code] ?? refusal.code}: ${refusal.reason}`;
   const metadata = new Metadata();
   metadata.set(errorMetadataKeys.reason, refusal.reason);
@@ -81,7 +74,7 @@ export function remoteErrorOf(refusal: ItemRefusal): RemoteError {
 /** What a batched call answers for one item: its own call's answer, or the refusal its own call would have failed with. */
 export interface ItemOutcome<R> {
   readonly answer?: R | null;
-  readonly refused?: ItemRefusal | null;
+  readonly refused?: Refusal | null;
 }
 
 /** Counts an item as a call of `path` with its status and time (GrpcServer.recordItem). */

@@ -34,6 +34,17 @@ export function toGrpcFailure(error: unknown): GrpcFailure {
   return { code: status.INTERNAL, details: 'internal error', metadata, unexpected: true };
 }
 
+/**
+ * Why a call was refused, as data: its status, stable reason and field messages, what a UserError carries and a
+ * RemoteError reads back. Where a refusal is an answer rather than a failed call: an item of a batched call (the shape
+ * of the wire's SendRefusal), a refused item of a batch's stored answer, what the gateway maps to the caller's error.
+ */
+export interface Refusal {
+  readonly code: status;
+  readonly reason: string;
+  readonly fields: string[];
+}
+
 /** A failed call as the client sees it: status, stable reason, and field messages if any. */
 export class RemoteError extends Error {
   override name = 'RemoteError';
