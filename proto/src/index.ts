@@ -37,6 +37,7 @@ export {
   webhookDeliveryId,
   schemaHeader,
 } from './messaging.ts';
+export type { AcceptedBody } from './accepted-body.ts';
 export { labelCharacters, labelLimits } from './labels.ts';
 export { duplicateWindowMs, outcomeTtlMs, streamDeclarations, topology, type StreamDeclaration, type Topology } from './streams.ts';
 export type * as auth from './generated/notify/auth/v1/index.ts';

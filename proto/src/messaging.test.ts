@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import protobuf from 'protobufjs';
 import {
   deliveryJobId,
+  deliveryStates,
   encodeDeliveryEvent,
   encodeDeliveryJob,
   encodeKeyAnnouncement,
@@ -99,10 +100,11 @@ describe('delivery jobs', () => {
     assert.deepEqual(readDeliveryJob(Uint8Array.of(0xff, 0xff, 0xff), message.schema), { ok: false, reason: 'malformed job: not a notify.messaging.v1.DeliveryJob' });
   });
 
-  it('written as JSON by the release before (no schema header) are still read, with the same rules', () => {
-    assert.deepEqual(readDeliveryJob(json(job), undefined), { ok: true, value: job });
-    assert.deepEqual(readDeliveryJob(json('{nope'), undefined), { ok: false, reason: 'malformed job: not a JSON object' });
-    assert.deepEqual(readDeliveryJob(json({ ...job, data: null }), undefined), { ok: false, reason: 'malformed job: invalid data', messageId: 7 });
+  it('are refused without the schema header, whatever the bytes', () => {
+    const message = encodeDeliveryJob(job);
+    const refusal = { ok: false, reason: 'malformed job: schema (none) is not notify.messaging.v1.DeliveryJob' };
+    assert.deepEqual(readDeliveryJob(message.bytes, undefined), refusal);
+    assert.deepEqual(readDeliveryJob(json(job), undefined), refusal);
   });
 });
 
@@ -154,14 +156,22 @@ describe('delivery events', () => {
     }
   });
 
-  it('written as JSON by the release before are still read; other JSON is refused', () => {
-    assert.deepEqual(readDeliveryEvent(json(event), undefined), { ok: true, value: event });
-    const nulls = readDeliveryEvent(json({ messageId: 1, state: 'sending', attempt: 1, occurredAt: '2025-01-02T03:04:05Z', smtpCode: null, reason: null }), undefined);
-    assert.deepEqual(nulls, { ok: true, value: { messageId: 1, state: 'sending', attempt: 1, occurredAt: '2025-01-02T03:04:05.000Z' } });
-    for (const value of ['not json', '[1]', 'null', { ...event, messageId: '7' }, { ...event, attempt: 1.5 }, { ...event, reason: 5 }]) {
-      assert.equal(readDeliveryEvent(json(value), undefined).ok, false, JSON.stringify(value));
+  it('are refused without the schema header, whatever the bytes', () => {
+    const message = encodeDeliveryEvent(event);
+    const refusal = { ok: false, reason: 'malformed event: schema (none) is not notify.messaging.v1.DeliveryEvent' };
+    assert.deepEqual(readDeliveryEvent(message.bytes, undefined), refusal);
+    assert.deepEqual(readDeliveryEvent(json(event), undefined), refusal);
+  });
+
+  it('carry a state of the DeliveryState enum of messaging.proto, by its name', () => {
+    assert.deepEqual(deliveryStates, ['sending', 'deferred', 'sent', 'failed']);
+    for (const state of deliveryStates) {
+      const message = encodeDeliveryEvent({ ...event, state });
+      const read = readDeliveryEvent(message.bytes, message.schema);
+      assert.equal(read.ok && read.value.state, state);
     }
-    assert.equal(readDeliveryEvent(Uint8Array.of(0xff, 0xfe), undefined).ok, false);
+    const unspecified = encodeDeliveryEvent({ ...event, state: 'DELIVERY_STATE_UNSPECIFIED' as never });
+    assert.deepEqual(readDeliveryEvent(unspecified.bytes, unspecified.schema), { ok: false, reason: 'malformed event: invalid state', messageId: 7 });
   });
 });
 
@@ -192,7 +202,7 @@ describe('webhook deliveries', () => {
 
   it('without the schema header or with a missing id are refused', () => {
     const message = encodeWebhookDelivery({ eventId: 42, endpointId: 3 });
-    assert.equal(readWebhookDelivery(message.bytes, undefined).ok, false);
+    assert.deepEqual(readWebhookDelivery(message.bytes, undefined), { ok: false, reason: 'malformed webhook delivery: schema (none) is not notify.messaging.v1.WebhookDelivery' });
     const missing = encodeWebhookDelivery({ eventId: 42, endpointId: 0 });
     assert.deepEqual(readWebhookDelivery(missing.bytes, missing.schema), { ok: false, reason: 'malformed webhook delivery: invalid endpointId' });
   });

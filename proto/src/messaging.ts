@@ -1,9 +1,7 @@
 // The messages that cross NATS (messaging/v1/messaging.proto), as the services hold them, and their one encoder and
 // reader each. Readers tolerate fields they do not know (a newer writer's additions) and refuse a message that lacks a
-// required field or is not of a schema they read, naming what is wrong; the caller logs it and dead-letters the bytes.
-//
-// A message without the `Notify-Schema` header is the JSON these payloads were before they were protobuf: jobs and
-// events written by a release before that one may still wait in the streams during an upgrade, and are read as such.
+// required field or is not of a schema they read (one without the `Notify-Schema` header included), naming what is
+// wrong; the caller logs it and dead-letters the bytes.
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 import type * as wire from './generated/notify/messaging/v1/index.ts';
@@ -17,8 +15,8 @@ export interface WireMessage {
   readonly bytes: Uint8Array;
 }
 
-export type DeliveryState = 'sending' | 'deferred' | 'sent' | 'failed';
-export const deliveryStates: readonly DeliveryState[] = ['sending', 'deferred', 'sent', 'failed'];
+/** What a delivery event reports: a value of the DeliveryState enum of messaging.proto, by name. */
+export type DeliveryState = Exclude<wire.DeliveryState__Output, 'DELIVERY_STATE_UNSPECIFIED'>;
 
 export type TemplateSnapshot = wire.TemplateSnapshot__Output;
 export type Requeue = wire.Requeue__Output;
@@ -52,6 +50,12 @@ export type KeyTarget = { keyPrefix: string } | { everyKey: true };
 export type Read<T> = { ok: true; value: T } | { ok: false; reason: string; messageId?: number };
 
 const root = protobuf.loadSync(fileURLToPath(new URL('../messaging/v1/messaging.proto', import.meta.url)));
+
+/** Every DeliveryState, in the enum's order (the generated types are only types: the list is read from the .proto). */
+export const deliveryStates: readonly DeliveryState[] = Object.entries(root.lookupEnum('notify.messaging.v1.DeliveryState').values)
+  .filter(([, number]) => number !== 0)
+  .sort(([, a], [, b]) => a - b)
+  .map(([name]) => name as DeliveryState);
 /** The options the generated `__Output` types are made for (proto/package.json). */
 const toObjectOptions: protobuf.IConversionOptions = { longs: Number, enums: String, defaults: true, oneofs: true };
 
@@ -77,17 +81,6 @@ const eventCodec = codec('DeliveryEvent');
 const keyCodec = codec('KeyAnnouncement');
 const webhookCodec = codec('WebhookDelivery');
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-/** The JSON of a message without a schema header (see the file's comment); undefined when it is not a JSON object. */
-function legacyJson(bytes: Uint8Array): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(utf8.decode(bytes));
-    return isObject(value) ? value : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const isId = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) > 0;
 const isString = (value: unknown): value is string => typeof value === 'string';
@@ -106,11 +99,10 @@ function refused<T>(what: string, problems: string, messageId: unknown): Read<T>
   return isId(messageId) ? { ok: false, reason, messageId } : { ok: false, reason };
 }
 
-/** The fields of a decoded message, or why there are none: a schema this release does not read, or unreadable bytes. */
+/** The fields of a decoded message, or why there are none: no schema or one this release does not read, or unreadable bytes. */
 function fieldsOf(bytes: Uint8Array, schema: string | undefined, expected: ReturnType<typeof codec>): Record<string, unknown> | string {
-  if (schema !== undefined && schema !== expected.schema) return `schema ${schema} is not ${expected.schema}`;
-  const fields = schema === undefined ? legacyJson(bytes) : expected.decode(bytes);
-  return fields ?? (schema === undefined ? 'not a JSON object' : `not a ${expected.schema}`);
+  if (schema !== expected.schema) return `schema ${schema ?? '(none)'} is not ${expected.schema}`;
+  return expected.decode(bytes) ?? `not a ${expected.schema}`;
 }
 
 export function encodeDeliveryJob(job: DeliveryJob): WireMessage {
@@ -121,13 +113,11 @@ export function encodeDeliveryJob(job: DeliveryJob): WireMessage {
 export function readDeliveryJob(bytes: Uint8Array, schema: string | undefined): Read<DeliveryJob> {
   const fields = fieldsOf(bytes, schema, jobCodec);
   if (typeof fields === 'string') return refused('job', fields, undefined);
-  let data = fields.data;
-  if (schema !== undefined) {
-    try {
-      data = JSON.parse(fields.dataJson as string);
-    } catch {
-      data = undefined;
-    }
+  let data: unknown;
+  try {
+    data = JSON.parse(fields.dataJson as string);
+  } catch {
+    data = undefined;
   }
   const problems = [
     !isId(fields.messageId) && 'messageId',
@@ -142,9 +132,7 @@ export function readDeliveryJob(bytes: Uint8Array, schema: string | undefined): 
   ].filter((problem): problem is string => problem !== false);
   if (problems.length > 0) return refused('job', `invalid ${problems.join(', ')}`, fields.messageId);
   const { messageId, celeryTaskId, projectId, organizationId, to, acceptedAt, template, requeue } = fields as unknown as wire.DeliveryJob__Output;
-  // A legacy JSON job predates the unsubscribe flag: it has none.
-  const snapshot = template as TemplateSnapshot;
-  const job: DeliveryJob = { messageId, celeryTaskId, projectId, organizationId, to, data: data as Record<string, unknown>, template: { ...snapshot, unsubscribe: snapshot.unsubscribe === true }, acceptedAt };
+  const job: DeliveryJob = { messageId, celeryTaskId, projectId, organizationId, to, data: data as Record<string, unknown>, template: template as TemplateSnapshot, acceptedAt };
   if (requeue) job.requeue = { attemptBase: requeue.attemptBase, at: requeue.at };
   if (fields.test === true) job.test = true;
   return { ok: true, value: job };
@@ -217,11 +205,10 @@ export function encodeWebhookDelivery(delivery: WebhookDelivery): WireMessage {
   return webhookCodec.encode({ ...delivery });
 }
 
-/** Reads a webhook delivery; only the protobuf form exists (it was never JSON). */
+/** Reads a webhook delivery; `schema` is the message's Notify-Schema header. */
 export function readWebhookDelivery(bytes: Uint8Array, schema: string | undefined): Read<WebhookDelivery> {
-  if (schema !== webhookCodec.schema) return refused('webhook delivery', `schema ${schema ?? '(none)'} is not ${webhookCodec.schema}`, undefined);
-  const fields = webhookCodec.decode(bytes);
-  if (!fields) return refused('webhook delivery', `not a ${webhookCodec.schema}`, undefined);
+  const fields = fieldsOf(bytes, schema, webhookCodec);
+  if (typeof fields === 'string') return refused('webhook delivery', fields, undefined);
   const problems = [!isId(fields.eventId) && 'eventId', !isId(fields.endpointId) && 'endpointId'].filter((problem): problem is string => problem !== false);
   if (problems.length > 0) return refused('webhook delivery', `invalid ${problems.join(', ')}`, undefined);
   return { ok: true, value: { eventId: fields.eventId as number, endpointId: fields.endpointId as number } };
