@@ -1,5 +1,5 @@
 // auth-svc's environment. Defaults suit the local machine; GATEWAY_TOKEN and ADMIN_TOKEN have none on purpose.
-// The database, NATS and token settings are the platform's shared groups. README.md's settings table is generated from
+// The database, NATS and token settings are the platform's shared groups. docs/settings.md's table is generated from
 // these declarations.
 import { adminTokenSetting, databaseSettings, duration, gatewayTokenSetting, grpcServerTlsSettings, integer, natsSettings } from '@notify/platform';
 

@@ -5,7 +5,7 @@ import { channelCredentials, degradable, GrpcClient, runService, ShutdownPriorit
 import { dispatchProto } from '@notify/proto';
 import { bounceConfig } from './config.ts';
 import { createBounceMetrics } from './reports/metrics.ts';
-import { startReceiver } from './reports/receiver.ts';
+import { Receiver } from './reports/receiver.ts';
 
 runService('bounce-svc', bounceConfig, async ({ config, logger, registry, lifecycle, addReadinessCheck }) => {
   if ((config.tlsKeyFile === '') !== (config.tlsCertFile === '')) throw new Error('BOUNCE_TLS_KEY_FILE and BOUNCE_TLS_CERT_FILE go together');
@@ -17,7 +17,7 @@ runService('bounce-svc', bounceConfig, async ({ config, logger, registry, lifecy
     registry,
     credentials: channelCredentials(config),
   });
-  const receiver = await startReceiver({
+  const receiver = await Receiver.start({
     host: config.smtpHost,
     port: config.smtpPort,
     dataKey: config.dataKey,

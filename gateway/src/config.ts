@@ -1,5 +1,5 @@
 // The gateway's environment variables, validated at start with every fault listed at once. The NATS and token settings
-// are the platform's shared groups; README.md's settings table is generated from these declarations.
+// are the platform's shared groups; docs/settings.md's table is generated from these declarations.
 import { custom, duration, gatewayTokenSetting, grpcClientTlsSettings, grpcMessageLimitBytes, integer, natsSettings, parseRate, text, url } from '@notify/platform';
 import { panelConfigSpec } from './panel/config.ts';
 import { sendManyDefaults } from './send/send-many.ts';

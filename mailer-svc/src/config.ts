@@ -2,7 +2,7 @@
 // The retry defaults are reasoned in docs/delivery-guarantees.md from RFC 5321 section 4.5.4.1: retries settle at
 // 30-60 minutes apart and a message is given up after 4 days; the attempt limit is a backstop that the default
 // schedule never reaches first (at least 30 min apart at the cap: fewer than 200 attempts fit in 4 days).
-// The NATS, token, data key and test-fault settings are the platform's shared groups; README.md's settings table is
+// The NATS, token, data key and test-fault settings are the platform's shared groups; docs/settings.md's table is
 // generated from these.
 import { custom, duration, grpcClientTlsSettings, integer, jetStreamSettings, mailerTokenSetting, natsSettings, testFaultSettings, text } from '@notify/platform';
 import { bounceDomainSetting, dataKeySetting, parseRelayUrls } from '@notify/platform/mail';

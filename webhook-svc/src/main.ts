@@ -6,7 +6,7 @@ import { connectNats, declareJetStream, ensureConsumer, ensureStream, jetstream,
 import { streamDeclarations, topology } from '@notify/proto';
 import { webhookConfig } from './config.ts';
 import { createWebhookMetrics } from './delivery/metrics.ts';
-import { senderConsumerConfig, startSender } from './delivery/sender.ts';
+import { Sender, senderConsumerConfig } from './delivery/sender.ts';
 
 /** The most of a response body kept in the attempts log. */
 const maxBodyBytes = 1_024;
@@ -29,7 +29,7 @@ runService('webhook-svc', webhookConfig, async ({ config, logger, registry, life
   addReadinessCheck('database', () => databaseReachable(pool));
   addReadinessCheck('nats', () => natsReachable(nc));
 
-  const sender = startSender(
+  const sender = Sender.start(
     { js: jetstream(nc), names, pool, metrics: createWebhookMetrics(registry), logger, dataKey: config.dataKey },
     {
       concurrency: config.concurrency,

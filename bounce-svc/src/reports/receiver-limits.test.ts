@@ -10,7 +10,7 @@ import { createDataKey, returnPathFor } from '@notify/platform/mail';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { dsn } from '@notify/test/harness/report-samples.ts';
 import { createBounceMetrics } from './metrics.ts';
-import { startReceiver, type Receiver, type ReceiverLimits } from './receiver.ts';
+import { Receiver, type ReceiverLimits } from './receiver.ts';
 import { startFakeDispatch, type FakeDispatch } from '../testing/fake-dispatch.ts';
 import { forkReceiver } from '../testing/forked-receiver.ts';
 import { SmtpDialog } from '../testing/smtp-dialog.ts';
@@ -43,7 +43,7 @@ after(async () => {
 
 async function receiver(overrides: Partial<ReceiverLimits> & { maxBytes?: number } = {}): Promise<Receiver> {
   const { maxBytes = mib, ...limitOverrides } = overrides;
-  const started = await startReceiver({
+  const started = await Receiver.start({
     host: '127.0.0.1',
     port: 0,
     dataKey,

@@ -8,7 +8,7 @@ import { createDataKey, returnPathFor, unsubscribeToken } from '@notify/platform
 import { dispatchProto } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { createBounceMetrics } from './metrics.ts';
-import { startReceiver, type Receiver } from './receiver.ts';
+import { Receiver } from './receiver.ts';
 import { arf, dsn } from '@notify/test/harness/report-samples.ts';
 
 const bounceDomain = 'bounces.example.test';
@@ -56,7 +56,7 @@ beforeEach(async () => {
   calls.applyAnswer = async () => ({ state: 'bounced', changed: true });
   registry = createRegistry('bounce-test');
   await receiver?.close();
-  receiver = await startReceiver({
+  receiver = await Receiver.start({
     host: '127.0.0.1',
     port: 0,
     dataKey,
@@ -242,7 +242,7 @@ describe('bounce receiver', () => {
     await receiver.close();
     registry = createRegistry('bounce-test');
     const unreachable = new GrpcClient(dispatchProto.ReportService.service, '127.0.0.1:1', { token, deadlineMs: 500 });
-    receiver = await startReceiver({ host: '127.0.0.1', port: 0, dataKey, bounceDomain, maxBytes: 1024 * 1024, limits, reports: unreachable, metrics: createBounceMetrics(registry), logger: silentLogger(), closeTimeoutMs: 1_000 });
+    receiver = await Receiver.start({ host: '127.0.0.1', port: 0, dataKey, bounceDomain, maxBytes: 1024 * 1024, limits, reports: unreachable, metrics: createBounceMetrics(registry), logger: silentLogger(), closeTimeoutMs: 1_000 });
     const returnPath = returnPathFor(dataKey, 54, bounceDomain);
     const error = await refusal(returnPath, dsn(returnPath, { action: 'failed', status: '5.1.1' }));
     assert.equal(error.responseCode, 451);

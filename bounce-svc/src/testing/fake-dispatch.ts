@@ -2,7 +2,7 @@
 import { createRegistry, GrpcClient, GrpcServer } from '@notify/platform';
 import { dispatchProto } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
-import type { ReportClient } from '../reports/receiver.ts';
+import type { ReportClient } from '../reports/report-handler.ts';
 
 const token = 'internal-token-for-tests';
 

@@ -8,7 +8,7 @@ import { createDataKey } from '@notify/platform/mail';
 import { dispatchProto } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { createBounceMetrics } from '../reports/metrics.ts';
-import { startReceiver, type ReceiverLimits } from '../reports/receiver.ts';
+import { Receiver, type ReceiverLimits } from '../reports/receiver.ts';
 
 export interface ReceiverProcessSettings {
   dataKeyHex: string;
@@ -20,7 +20,7 @@ export interface ReceiverProcessSettings {
 
 const settings = JSON.parse(process.argv[2]!) as ReceiverProcessSettings;
 const reports = new GrpcClient(dispatchProto.ReportService.service, settings.dispatch.address, { token: settings.dispatch.token, deadlineMs: 2_000 });
-const receiver = await startReceiver({
+const receiver = await Receiver.start({
   host: '127.0.0.1',
   port: 0,
   dataKey: createDataKey(Buffer.from(settings.dataKeyHex, 'hex')),

@@ -64,99 +64,102 @@ async function keep(file: string, secret: string): Promise<void> {
   await rename(temporary, file);
 }
 
+type AuthAdmin = GrpcClient<auth.AuthAdminServiceDefinition>;
+type TemplateAdmin = GrpcClient<dispatch.TemplateAdminServiceDefinition>;
+
 export async function seedDemo(options: SeedOptions): Promise<DemoTenant> {
   const created: string[] = [];
-  const authAdmin = new GrpcClient(authProto.AuthAdminService.service as auth.AuthAdminServiceDefinition, options.authAddress, { token: options.adminToken, deadlineMs: 10_000 });
-  const templateAdmin = new GrpcClient(dispatchProto.TemplateAdminService.service as dispatch.TemplateAdminServiceDefinition, options.dispatchAddress, {
+  const authAdmin: AuthAdmin = new GrpcClient(authProto.AuthAdminService.service as auth.AuthAdminServiceDefinition, options.authAddress, { token: options.adminToken, deadlineMs: 10_000 });
+  const templateAdmin: TemplateAdmin = new GrpcClient(dispatchProto.TemplateAdminService.service as dispatch.TemplateAdminServiceDefinition, options.dispatchAddress, {
     token: options.adminToken,
     deadlineMs: 10_000,
   });
   try {
-    const ensure = async <T>(what: string, existing: T | undefined, create: () => Promise<T>): Promise<T> => {
-      if (existing !== undefined) return existing;
-      created.push(what);
-      return create();
-    };
-    const plan = await ensure(
-      `plan "${demo.plan}"`,
-      (await authAdmin.call('ListPlans', {})).plans.find((candidate) => candidate.name === demo.plan),
-      () => authAdmin.call('CreatePlan', { name: demo.plan, monthlyQuota: 0, suspended: false }),
-    );
-    const organization = await ensure(
-      `organization "${demo.organization}"`,
-      (await authAdmin.call('ListOrganizations', {})).organizations.find((candidate) => candidate.name === demo.organization),
-      () => authAdmin.call('CreateOrganization', { name: demo.organization, planId: plan.id }),
-    );
-    const project = await ensure(
-      `project "${demo.project}"`,
-      (await authAdmin.call('ListProjects', { organizationId: organization.id })).projects.find((candidate) => candidate.name === demo.project),
-      () => authAdmin.call('CreateProject', { organizationId: organization.id, name: demo.project }),
-    );
-
-    // An existing `welcome` is left as the operator made it (edited, or deactivated on purpose).
-    const template = (await templateAdmin.call('ListTemplates', { projectId: project.id })).templates.find((candidate) => candidate.slug === demo.template.slug);
-    if (!template) {
-      await templateAdmin.call('PutTemplate', {
-        projectId: project.id,
-        slug: demo.template.slug,
-        subject: demo.template.subject,
-        html: demo.template.html,
-        text: demo.template.text,
-        variablesSchemaJson: JSON.stringify(demo.template.schema),
-        active: true,
-      });
-      created.push(`template "${demo.template.slug}"`);
-    } else if (!template.active) {
-      options.logger.warn(`template "${demo.template.slug}" is inactive: sends naming it are refused until \`notifyctl template activate\``);
-    }
-
-    const keys = (await authAdmin.call('ListApiKeys', { projectId: project.id })).keys;
-    const kept = await readKept(options.keyFile);
-    const valid = kept === undefined ? undefined : keys.find((key) => !key.revokedAt && kept.startsWith(`${key.prefix}.`));
-    let apiKey: string;
-    let apiKeyId: number;
-    if (kept !== undefined && valid) {
-      apiKey = kept;
-      apiKeyId = valid.id;
-    } else {
-      if (kept !== undefined) options.logger.info(`the key in ${options.keyFile} is revoked or unknown to this database: creating a new one`);
-      const fresh = await authAdmin.call('CreateApiKey', { projectId: project.id, name: demo.keyName });
-      if (!fresh.key) throw new Error('CreateApiKey answered without the key record');
-      apiKey = fresh.apiKey;
-      apiKeyId = fresh.key.id;
-      await keep(options.keyFile, apiKey);
-      created.push(`API key ${fresh.key.prefix} (kept in ${options.keyFile})`);
-    }
-
-    // The panel user's password lives beside the key; without it (a fresh .data/ on an old database) a new one is set.
-    const passwordFile = join(dirname(options.keyFile), 'demo-panel-password');
-    const { email, role } = demo.panelUser;
-    const panelUser = (await authAdmin.call('ListPanelUsers', { organizationId: organization.id })).users.find((user) => user.email === email);
-    let password = await readKept(passwordFile);
-    if (!panelUser || password === undefined) {
-      password ??= randomBytes(15).toString('base64url');
-      if (panelUser) await authAdmin.call('SetPanelUserPassword', { id: panelUser.id, password });
-      else await authAdmin.call('CreatePanelUser', { organizationId: organization.id, email, password, role });
-      await keep(passwordFile, password);
-      // Reported on its own line rather than in `created`, which lists what integrators use (plan to API key).
-      options.logger.info(`demo panel user: ${panelUser ? 'new password for' : 'created'} ${email} (password kept in ${passwordFile})`);
-    }
-    if (panelUser?.disabledAt) options.logger.warn(`panel user ${email} is disabled: it cannot sign in`);
-
+    const { plan, organization, project } = await ensureTenant(authAdmin, created);
+    await ensureTemplate(templateAdmin, project.id, created, options.logger);
+    const { apiKey, apiKeyId } = await ensureApiKey(authAdmin, project.id, options, created);
+    const panelUser = await ensurePanelUser(authAdmin, organization.id, options);
     options.logger.info(created.length > 0 ? `demo tenant: created ${created.join(', ')}` : 'demo tenant: already set up');
-    options.logger.info(`web panel: sign in at /panel/ on the gateway as ${email} with password ${password}`);
-    return {
-      planId: plan.id,
-      organizationId: organization.id,
-      projectId: project.id,
-      template: demo.template.slug,
-      apiKeyId,
-      apiKey,
-      panelUser: { email, password, passwordFile },
-      created,
-    };
+    options.logger.info(`web panel: sign in at /panel/ on the gateway as ${panelUser.email} with password ${panelUser.password}`);
+    return { planId: plan.id, organizationId: organization.id, projectId: project.id, template: demo.template.slug, apiKeyId, apiKey, panelUser, created };
   } finally {
     authAdmin.close();
     templateAdmin.close();
   }
+}
+
+/** The plan, organization and project, each looked up by name first and created when missing (added to `created`). */
+async function ensureTenant(authAdmin: AuthAdmin, created: string[]) {
+  const ensure = async <T>(what: string, existing: T | undefined, create: () => Promise<T>): Promise<T> => {
+    if (existing !== undefined) return existing;
+    created.push(what);
+    return create();
+  };
+  const plan = await ensure(
+    `plan "${demo.plan}"`,
+    (await authAdmin.call('ListPlans', {})).plans.find((candidate) => candidate.name === demo.plan),
+    () => authAdmin.call('CreatePlan', { name: demo.plan, monthlyQuota: 0, suspended: false }),
+  );
+  const organization = await ensure(
+    `organization "${demo.organization}"`,
+    (await authAdmin.call('ListOrganizations', {})).organizations.find((candidate) => candidate.name === demo.organization),
+    () => authAdmin.call('CreateOrganization', { name: demo.organization, planId: plan.id }),
+  );
+  const project = await ensure(
+    `project "${demo.project}"`,
+    (await authAdmin.call('ListProjects', { organizationId: organization.id })).projects.find((candidate) => candidate.name === demo.project),
+    () => authAdmin.call('CreateProject', { organizationId: organization.id, name: demo.project }),
+  );
+  return { plan, organization, project };
+}
+
+/** The `welcome` template; an existing one is left as the operator made it (edited, or deactivated on purpose). */
+async function ensureTemplate(templateAdmin: TemplateAdmin, projectId: number, created: string[], logger: Reporter): Promise<void> {
+  const template = (await templateAdmin.call('ListTemplates', { projectId })).templates.find((candidate) => candidate.slug === demo.template.slug);
+  if (!template) {
+    await templateAdmin.call('PutTemplate', {
+      projectId,
+      slug: demo.template.slug,
+      subject: demo.template.subject,
+      html: demo.template.html,
+      text: demo.template.text,
+      variablesSchemaJson: JSON.stringify(demo.template.schema),
+      active: true,
+    });
+    created.push(`template "${demo.template.slug}"`);
+  } else if (!template.active) {
+    logger.warn(`template "${demo.template.slug}" is inactive: sends naming it are refused until \`notifyctl template activate\``);
+  }
+}
+
+/** The key kept in the key file while it is valid for the project; otherwise a new one, kept there. */
+async function ensureApiKey(authAdmin: AuthAdmin, projectId: number, options: SeedOptions, created: string[]): Promise<{ apiKey: string; apiKeyId: number }> {
+  const keys = (await authAdmin.call('ListApiKeys', { projectId })).keys;
+  const kept = await readKept(options.keyFile);
+  const valid = kept === undefined ? undefined : keys.find((key) => !key.revokedAt && kept.startsWith(`${key.prefix}.`));
+  if (kept !== undefined && valid) return { apiKey: kept, apiKeyId: valid.id };
+  if (kept !== undefined) options.logger.info(`the key in ${options.keyFile} is revoked or unknown to this database: creating a new one`);
+  const fresh = await authAdmin.call('CreateApiKey', { projectId, name: demo.keyName });
+  if (!fresh.key) throw new Error('CreateApiKey answered without the key record');
+  await keep(options.keyFile, fresh.apiKey);
+  created.push(`API key ${fresh.key.prefix} (kept in ${options.keyFile})`);
+  return { apiKey: fresh.apiKey, apiKeyId: fresh.key.id };
+}
+
+/** The panel user; its password lives beside the key, and without it (a fresh .data/ on an old database) a new one is set. */
+async function ensurePanelUser(authAdmin: AuthAdmin, organizationId: number, options: SeedOptions): Promise<DemoTenant['panelUser']> {
+  const passwordFile = join(dirname(options.keyFile), 'demo-panel-password');
+  const { email, role } = demo.panelUser;
+  const panelUser = (await authAdmin.call('ListPanelUsers', { organizationId })).users.find((user) => user.email === email);
+  let password = await readKept(passwordFile);
+  if (!panelUser || password === undefined) {
+    password ??= randomBytes(15).toString('base64url');
+    if (panelUser) await authAdmin.call('SetPanelUserPassword', { id: panelUser.id, password });
+    else await authAdmin.call('CreatePanelUser', { organizationId, email, password, role });
+    await keep(passwordFile, password);
+    // Reported on its own line rather than in `created`, which lists what integrators use (plan to API key).
+    options.logger.info(`demo panel user: ${panelUser ? 'new password for' : 'created'} ${email} (password kept in ${passwordFile})`);
+  }
+  if (panelUser?.disabledAt) options.logger.warn(`panel user ${email} is disabled: it cannot sign in`);
+  return { email, password, passwordFile };
 }

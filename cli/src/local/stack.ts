@@ -169,12 +169,14 @@ async function choosePorts(wanted: StackPortOptions, mailers: number): Promise<S
 export async function startStack(options: StackOptions): Promise<Stack> {
   const mailers = options.mailerReplicas ?? 1;
   if (!Number.isInteger(mailers) || mailers < 1) throw new Error(`mailerReplicas must be a positive integer, got ${mailers}`);
-  const rootDir = options.rootDir ?? defaultRoot;
-  const readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
-  const stopTimeoutMs = options.stopTimeoutMs ?? 20_000;
   const ports = await choosePorts(options.ports ?? {}, mailers);
+  const stack = new LocalStack(options, ports, stackEnvironment(options, ports));
+  await stack.start();
+  return stack;
+}
 
-  const env: StackEnvironment = {
+function stackEnvironment(options: StackOptions, ports: StackPorts): StackEnvironment {
+  return {
     GATEWAY_URL: `http://127.0.0.1:${ports.gateway}`,
     AUTH_SVC_ADDR: `127.0.0.1:${ports.auth}`,
     DISPATCH_SVC_ADDR: `127.0.0.1:${ports.dispatch}`,
@@ -193,14 +195,17 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     BOUNCE_DOMAIN: options.bounceDomain ?? 'bounces.notify.localhost',
     BOUNCE_SMTP_PORT: String(ports.bounceSmtp),
   };
+}
+
+/** The variables each service is given by the stack itself, beside METRICS_PORT: each caller gets only its own token, the servers every token they accept. */
+function ownEnvironments(env: StackEnvironment, options: StackOptions, ports: StackPorts): Record<ServiceName, Record<string, string>> {
   const nats = { NATS_URL: env.NATS_URL, NOTIFY_NATS_PREFIX: env.NOTIFY_NATS_PREFIX };
   const dataKey = { NOTIFY_DATA_KEY: env.NOTIFY_DATA_KEY };
-  // Each caller gets only its own token; the servers get every token they accept.
   const gatewayToken = { GATEWAY_TOKEN: env.GATEWAY_TOKEN };
   const adminToken = { ADMIN_TOKEN: env.ADMIN_TOKEN };
   const grpcServerTls = { GRPC_TLS_CERT_FILE: options.grpcTls?.cert ?? '', GRPC_TLS_KEY_FILE: options.grpcTls?.key ?? '' };
   const grpcClientTls = { GRPC_TLS_CA_FILE: env.GRPC_TLS_CA_FILE };
-  const own: Record<ServiceName, Record<string, string>> = {
+  return {
     'auth-svc': { GRPC_PORT: String(ports.auth), DATABASE_URL: env.DATABASE_URL, ...nats, ...gatewayToken, ...adminToken, ...grpcServerTls },
     'dispatch-svc': {
       GRPC_PORT: String(ports.dispatch),
@@ -229,82 +234,107 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       ...nats,
     },
   };
-  const base = { ...pickInherited(process.env), LOG_LEVEL: options.logLevel ?? 'info', ...defined(options.env) };
-  const environmentOf = (service: ServiceName, metricsPort: number): Record<string, string> => ({
-    ...base,
-    ...options.serviceEnv?.[service],
-    ...own[service],
-    METRICS_PORT: String(metricsPort),
-  });
+}
 
-  const labels = ['auth-svc', 'dispatch-svc', 'webhook-svc', 'bounce-svc', 'gateway', ...ports.metrics.mailer.map((_, index) => `mailer-svc-${index}`)];
-  const output = new PrefixedOutput({ target: options.output === undefined ? process.stdout : options.output, width: Math.max(...labels.map((label) => label.length)) });
-  const make = (service: ServiceName, label: string, metricsPort: number): ServiceProcess =>
-    new ServiceProcess({ label, dir: service, rootDir, metricsPort, env: environmentOf(service, metricsPort), output });
+/** The services as child processes of this one, started in stages and stopped in the reverse order. */
+class LocalStack implements Stack {
+  readonly ports: StackPorts;
+  readonly env: StackEnvironment;
+  readonly logs: StackLogs;
+  readonly #readyTimeoutMs: number;
+  readonly #stopTimeoutMs: number;
+  readonly #processes: Record<ServiceName, ServiceProcess[]>;
+  /** Each stage depends on the ones before it; processes within a stage start together. */
+  readonly #stages: ServiceProcess[][];
+  #stopped: Promise<void> | undefined;
+  /** If this process dies without stopping the stack, its children must not outlive it. */
+  readonly #killAll = (): void => this.#stages.flat().forEach((child) => child.killNow());
 
-  const processes: Record<ServiceName, ServiceProcess[]> = {
-    'auth-svc': [make('auth-svc', 'auth-svc', ports.metrics.auth)],
-    'dispatch-svc': [make('dispatch-svc', 'dispatch-svc', ports.metrics.dispatch)],
-    'mailer-svc': ports.metrics.mailer.map((port, index) => make('mailer-svc', `mailer-svc-${index}`, port)),
-    'webhook-svc': [make('webhook-svc', 'webhook-svc', ports.metrics.webhook)],
-    'bounce-svc': [make('bounce-svc', 'bounce-svc', ports.metrics.bounce)],
-    gateway: [make('gateway', 'gateway', ports.metrics.gateway)],
-  };
-  // Each stage depends on the ones before it; processes within a stage start together. The gateway calls auth-svc and
-  // dispatch-svc only, so it starts beside the mailers rather than after them.
-  const stages: ServiceProcess[][] = [
-    [...processes['auth-svc'], ...processes['dispatch-svc']],
-    [...processes['mailer-svc'], ...processes['webhook-svc'], ...processes['bounce-svc'], ...processes.gateway],
-  ];
-
-  // If this process dies without stopping the stack, its children must not outlive it.
-  const killAll = (): void => stages.flat().forEach((child) => child.killNow());
-  process.once('exit', killAll);
-
-  // Stopped in the reverse order, the gateway first of all: no request comes in while the services behind it stop.
-  const stopOrder = [processes.gateway, ...[...stages].reverse().map((stage) => stage.filter((child) => !processes.gateway.includes(child)))];
-  const stopAll = async (): Promise<void> => {
-    for (const stage of stopOrder) await Promise.all(stage.map((child) => child.stop(stopTimeoutMs)));
-    process.off('exit', killAll);
-  };
-
-  try {
-    for (const stage of stages) {
-      for (const child of stage) child.start();
-      await Promise.all(stage.map((child) => child.waitReady(readyTimeoutMs)));
-    }
-  } catch (error) {
-    await stopAll();
-    throw error;
+  constructor(options: StackOptions, ports: StackPorts, env: StackEnvironment) {
+    this.ports = ports;
+    this.env = env;
+    this.#readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
+    this.#stopTimeoutMs = options.stopTimeoutMs ?? 20_000;
+    const labels = ['auth-svc', 'dispatch-svc', 'webhook-svc', 'bounce-svc', 'gateway', ...ports.metrics.mailer.map((_, index) => `mailer-svc-${index}`)];
+    const output = new PrefixedOutput({ target: options.output === undefined ? process.stdout : options.output, width: Math.max(...labels.map((label) => label.length)) });
+    this.logs = { lines: (source) => output.lines(source), text: (source) => output.text(source) };
+    const own = ownEnvironments(env, options, ports);
+    const base = { ...pickInherited(process.env), LOG_LEVEL: options.logLevel ?? 'info', ...defined(options.env) };
+    const rootDir = options.rootDir ?? defaultRoot;
+    const make = (service: ServiceName, label: string, metricsPort: number): ServiceProcess =>
+      new ServiceProcess({ label, dir: service, rootDir, metricsPort, env: { ...base, ...options.serviceEnv?.[service], ...own[service], METRICS_PORT: String(metricsPort) }, output });
+    this.#processes = {
+      'auth-svc': [make('auth-svc', 'auth-svc', ports.metrics.auth)],
+      'dispatch-svc': [make('dispatch-svc', 'dispatch-svc', ports.metrics.dispatch)],
+      'mailer-svc': ports.metrics.mailer.map((port, index) => make('mailer-svc', `mailer-svc-${index}`, port)),
+      'webhook-svc': [make('webhook-svc', 'webhook-svc', ports.metrics.webhook)],
+      'bounce-svc': [make('bounce-svc', 'bounce-svc', ports.metrics.bounce)],
+      gateway: [make('gateway', 'gateway', ports.metrics.gateway)],
+    };
+    // The gateway calls auth-svc and dispatch-svc only, so it starts beside the mailers rather than after them.
+    const processes = this.#processes;
+    this.#stages = [
+      [...processes['auth-svc'], ...processes['dispatch-svc']],
+      [...processes['mailer-svc'], ...processes['webhook-svc'], ...processes['bounce-svc'], ...processes.gateway],
+    ];
   }
 
-  const find = (service: ServiceName, index = 0): ServiceProcess => {
-    const child = processes[service]?.[index];
+  /** Starts the stages in order, each once the one before is ready; stops what started if one does not get ready. */
+  async start(): Promise<void> {
+    process.once('exit', this.#killAll);
+    try {
+      for (const stage of this.#stages) {
+        for (const child of stage) child.start();
+        await Promise.all(stage.map((child) => child.waitReady(this.#readyTimeoutMs)));
+      }
+    } catch (error) {
+      await this.#stopAll();
+      throw error;
+    }
+  }
+
+  serviceEnv(service: ServiceName, index?: number): Readonly<Record<string, string>> {
+    return this.#find(service, index).options.env;
+  }
+
+  pid(service: ServiceName, index?: number): number | undefined {
+    return this.#find(service, index).pid;
+  }
+
+  kill(service: ServiceName, signal: NodeJS.Signals = 'SIGTERM', index?: number): void {
+    this.#find(service, index).signal(signal);
+  }
+
+  exited(service: ServiceName, index?: number): Promise<ExitInfo> {
+    return this.#find(service, index).exited();
+  }
+
+  async restart(service: ServiceName, index?: number, extraEnv?: Readonly<Record<string, string>>): Promise<void> {
+    const child = this.#find(service, index);
+    await child.stop(this.#stopTimeoutMs);
+    // The stack stopped meanwhile (an interrupted bench): nothing may start after it, to outlive it.
+    if (this.#stopped) throw new Error(`${service} not restarted: the stack is stopping`);
+    if (extraEnv) child.options.env = { ...child.options.env, ...extraEnv };
+    child.start();
+    await child.waitReady(this.#readyTimeoutMs);
+  }
+
+  stop(): Promise<void> {
+    this.#stopped ??= this.#stopAll();
+    return this.#stopped;
+  }
+
+  #find(service: ServiceName, index = 0): ServiceProcess {
+    const child = this.#processes[service]?.[index];
     if (!child) throw new Error(`no ${service} process #${index} in this stack`);
     return child;
-  };
+  }
 
-  let stopped: Promise<void> | undefined;
-  return {
-    ports,
-    env,
-    logs: { lines: (source) => output.lines(source), text: (source) => output.text(source) },
-    serviceEnv: (service, index) => find(service, index).options.env,
-    pid: (service, index) => find(service, index).pid,
-    kill: (service, signal = 'SIGTERM', index) => find(service, index).signal(signal),
-    exited: (service, index) => find(service, index).exited(),
-    async restart(service, index, extraEnv) {
-      const child = find(service, index);
-      await child.stop(stopTimeoutMs);
-      // The stack stopped meanwhile (an interrupted bench): nothing may start after it, to outlive it.
-      if (stopped) throw new Error(`${service} not restarted: the stack is stopping`);
-      if (extraEnv) child.options.env = { ...child.options.env, ...extraEnv };
-      child.start();
-      await child.waitReady(readyTimeoutMs);
-    },
-    stop() {
-      stopped ??= stopAll();
-      return stopped;
-    },
-  };
+  /** Stopped in the reverse order, the gateway first of all: no request comes in while the services behind it stop. */
+  async #stopAll(): Promise<void> {
+    const gateway = this.#processes.gateway;
+    const stopOrder = [gateway, ...[...this.#stages].reverse().map((stage) => stage.filter((child) => !gateway.includes(child)))];
+    for (const stage of stopOrder) await Promise.all(stage.map((child) => child.stop(this.#stopTimeoutMs)));
+    process.off('exit', this.#killAll);
+  }
 }

@@ -9,7 +9,7 @@ import { encodeKeyAnnouncement, topology } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { startPrivateNats, type PrivateNats } from '@notify/test/harness/private-nats.ts';
 import { waitFor } from '@notify/test/harness/wait.ts';
-import { listenForInvalidations, type InvalidationListener, type InvalidationTarget } from './authorization-invalidation.ts';
+import { InvalidationListener, type InvalidationTarget } from './authorization-invalidation.ts';
 
 const logger = silentLogger('invalidation-test');
 const subject = topology('tgateway_').keyInvalidationSubject;
@@ -39,7 +39,7 @@ function recordingTarget(): InvalidationTarget & { events: string[] } {
 
 function listen(target: InvalidationTarget, retryMs = 100) {
   const received = new Counter({ name: 'invalidations', help: 'test', labelNames: ['scope'], registers: [createRegistry('gateway-test')] });
-  const listener = listenForInvalidations({ natsUrl: nats.url, subject, targets: [target], logger, received, retryMs });
+  const listener = InvalidationListener.listen({ natsUrl: nats.url, subject, targets: [target], logger, received, retryMs });
   listeners.push(listener);
   const count = async (scope: string) => (await received.get()).values.find((value) => value.labels['scope'] === scope)?.value ?? 0;
   return { listener, count };

@@ -34,99 +34,107 @@ export interface InvalidationListenerOptions {
   readonly retryMs?: number;
 }
 
-export interface InvalidationListener {
-  /** Whether the subscription is confirmed live now (the cache is in use). */
-  readonly live: boolean;
-  /** Stops listening and closes the connection; the cache is paused. */
-  close(): Promise<void>;
-}
-
-export function listenForInvalidations(options: InvalidationListenerOptions): InvalidationListener {
-  const { natsUrl, subject, logger, received } = options;
-  const target = allOf(options.targets);
-  let closed = false;
-  let live = false;
-  let connection: NatsConnection | undefined;
+export class InvalidationListener {
+  readonly #options: InvalidationListenerOptions;
+  readonly #target: InvalidationTarget;
+  #closed = false;
+  #live = false;
+  #connection: NatsConnection | undefined;
   /** Bumped whenever the subscription stops being trustworthy, so that a confirmation asked for before it is void. */
-  let epoch = 0;
-  const retry = new AbortController();
+  #epoch = 0;
+  readonly #retry = new AbortController();
 
-  const pause = (): void => {
-    epoch += 1;
-    live = false;
-    target.pause();
-  };
+  /** Connects in the background (retrying while NATS cannot be reached) and follows the announcements from then on. */
+  static listen(options: InvalidationListenerOptions): InvalidationListener {
+    const listener = new InvalidationListener(options);
+    void connectPatiently(options.natsUrl, options.natsCredentials, options.retryMs ?? 5_000, options.logger, listener.#retry.signal).then((nats) => {
+      if (!nats) return;
+      if (listener.#closed) return void nats.close();
+      listener.#connection = nats;
+      listener.#follow(nats);
+    });
+    return listener;
+  }
 
-  // A round trip to the server after (re)subscribing: once it answers, the server has the subscription, and every
-  // announcement from then on reaches us.
-  const goLiveAfterFlush = (nats: NatsConnection): void => {
-    const asked = epoch;
-    nats.flush().then(
-      () => {
-        if (closed || asked !== epoch) return;
-        live = true;
-        target.resume();
-        logger.info({ subject }, 'key invalidations subscribed: accepted API keys are cached');
-      },
-      (error: unknown) => {
-        if (!closed) logger.warn({ err: error }, 'NATS did not confirm the key invalidation subscription: authorizations stay uncached until it reconnects');
-      },
-    );
-  };
+  private constructor(options: InvalidationListenerOptions) {
+    this.#options = options;
+    this.#target = allOf(options.targets);
+  }
 
-  const follow = (nats: NatsConnection): void => {
+  /** Whether the subscription is confirmed live now (the cache is in use). */
+  get live(): boolean {
+    return this.#live;
+  }
+
+  /** Stops listening and closes the connection; the cache is paused. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#pause();
+    this.#retry.abort();
+    // close, not drain: nothing of ours is pending, and a drain would wait on a server that may be gone.
+    if (this.#connection && !this.#connection.isClosed()) await this.#connection.close();
+  }
+
+  #pause(): void {
+    this.#epoch += 1;
+    this.#live = false;
+    this.#target.pause();
+  }
+
+  #follow(nats: NatsConnection): void {
+    const { subject, logger, received } = this.#options;
     const subscription = nats.subscribe(subject, {
       callback: (error, message) => {
         if (!error) {
-          apply(message, target, received);
+          apply(message, this.#target, received);
           return;
         }
         // Whatever went wrong, announcements may be missed from here on.
         logger.warn({ err: error }, 'key invalidation subscription failed: authorizations are not cached until NATS reconnects');
         received.inc({ scope: 'all' });
-        pause();
+        this.#pause();
       },
     });
     void subscription.closed.then(() => {
-      if (closed) return;
+      if (this.#closed) return;
       logger.warn({ subject }, 'key invalidation subscription closed: authorizations are no longer cached');
-      pause();
+      this.#pause();
     });
-    void (async () => {
-      for await (const status of nats.status()) {
-        if (closed) break;
-        if (status.type === 'disconnect') {
-          // Announcements published while we are away are lost to us: nothing cached may be trusted, nor cached anew.
-          received.inc({ scope: 'all' });
-          pause();
-          logger.info('NATS disconnected: authorizations are not cached until it reconnects');
-        } else if (status.type === 'reconnect') {
-          goLiveAfterFlush(nats);
-        }
+    void this.#followStatus(nats);
+    this.#goLiveAfterFlush(nats);
+  }
+
+  async #followStatus(nats: NatsConnection): Promise<void> {
+    for await (const status of nats.status()) {
+      if (this.#closed) break;
+      if (status.type === 'disconnect') {
+        // Announcements published while we are away are lost to us: nothing cached may be trusted, nor cached anew.
+        this.#options.received.inc({ scope: 'all' });
+        this.#pause();
+        this.#options.logger.info('NATS disconnected: authorizations are not cached until it reconnects');
+      } else if (status.type === 'reconnect') {
+        this.#goLiveAfterFlush(nats);
       }
-    })();
-    goLiveAfterFlush(nats);
-  };
+    }
+  }
 
-  void connectPatiently(natsUrl, options.natsCredentials, options.retryMs ?? 5_000, logger, retry.signal).then((nats) => {
-    if (!nats) return;
-    if (closed) return void nats.close();
-    connection = nats;
-    follow(nats);
-  });
-
-  return {
-    get live() {
-      return live;
-    },
-    async close() {
-      closed = true;
-      pause();
-      retry.abort();
-      // close, not drain: nothing of ours is pending, and a drain would wait on a server that may be gone.
-      if (connection && !connection.isClosed()) await connection.close();
-    },
-  };
+  // A round trip to the server after (re)subscribing: once it answers, the server has the subscription, and every
+  // announcement from then on reaches us.
+  #goLiveAfterFlush(nats: NatsConnection): void {
+    const asked = this.#epoch;
+    const { subject, logger } = this.#options;
+    nats.flush().then(
+      () => {
+        if (this.#closed || asked !== this.#epoch) return;
+        this.#live = true;
+        this.#target.resume();
+        logger.info({ subject }, 'key invalidations subscribed: accepted API keys are cached');
+      },
+      (error: unknown) => {
+        if (!this.#closed) logger.warn({ err: error }, 'NATS did not confirm the key invalidation subscription: authorizations stay uncached until it reconnects');
+      },
+    );
+  }
 }
 
 /** One target driving all of them. */

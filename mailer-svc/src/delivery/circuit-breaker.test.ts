@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createCircuitBreaker } from './circuit-breaker.ts';
+import { CircuitBreaker } from './circuit-breaker.ts';
 
 function breakerAt(clock: { now: number }) {
-  return createCircuitBreaker({ failureThreshold: 3, coolDownMs: 1_000, now: () => clock.now });
+  return new CircuitBreaker({ failureThreshold: 3, coolDownMs: 1_000, now: () => clock.now });
 }
 
 test('a circuit opens after the threshold of consecutive failures, not before', () => {

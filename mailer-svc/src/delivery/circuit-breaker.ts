@@ -18,48 +18,48 @@ export interface CircuitBreakerOptions {
   readonly now?: () => number;
 }
 
-export interface CircuitBreaker {
+export class CircuitBreaker {
+  readonly #failureThreshold: number;
+  readonly #coolDownMs: number;
+  readonly #now: () => number;
+  #failures = 0;
+  #openedAt: number | undefined;
+  #probing = false;
+
+  constructor(options: CircuitBreakerOptions) {
+    this.#failureThreshold = options.failureThreshold;
+    this.#coolDownMs = options.coolDownMs;
+    this.#now = options.now ?? Date.now;
+  }
+
   /** The state now (an open circuit whose cool-down has passed is half-open). */
-  state(): CircuitState;
+  state(): CircuitState {
+    if (this.#openedAt === undefined) return 'closed';
+    return this.#probing || this.#now() - this.#openedAt >= this.#coolDownMs ? 'half-open' : 'open';
+  }
+
   /**
    * Whether a send may go to the relay now; a half-open circuit grants one probe at a time. Every granted send is
    * ended with exactly one of succeeded() or failed().
    */
-  tryAcquire(): boolean;
-  succeeded(): void;
-  failed(): void;
-}
+  tryAcquire(): boolean {
+    const current = this.state();
+    if (current === 'closed') return true;
+    if (current === 'open' || this.#probing) return false;
+    this.#probing = true;
+    return true;
+  }
 
-export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBreaker {
-  const now = options.now ?? Date.now;
-  let failures = 0;
-  let openedAt: number | undefined;
-  let probing = false;
+  succeeded(): void {
+    this.#failures = 0;
+    this.#openedAt = undefined;
+    this.#probing = false;
+  }
 
-  const state = (): CircuitState => {
-    if (openedAt === undefined) return 'closed';
-    return probing || now() - openedAt >= options.coolDownMs ? 'half-open' : 'open';
-  };
-
-  return {
-    state,
-    tryAcquire() {
-      const current = state();
-      if (current === 'closed') return true;
-      if (current === 'open' || probing) return false;
-      probing = true;
-      return true;
-    },
-    succeeded() {
-      failures = 0;
-      openedAt = undefined;
-      probing = false;
-    },
-    failed() {
-      failures += 1;
-      // A failed probe, or the threshold reached: a new cool-down starts now.
-      if (probing || failures >= options.failureThreshold) openedAt = now();
-      probing = false;
-    },
-  };
+  failed(): void {
+    this.#failures += 1;
+    // A failed probe, or the threshold reached: a new cool-down starts now.
+    if (this.#probing || this.#failures >= this.#failureThreshold) this.#openedAt = this.#now();
+    this.#probing = false;
+  }
 }

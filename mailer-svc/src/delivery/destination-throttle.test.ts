@@ -10,19 +10,8 @@ import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { waitFor } from '@notify/test/harness/wait.ts';
 import { mailerConfig } from '../config.ts';
 import { destinationOf, parseDestinationLimits, type DestinationLimit } from './destination-limits.ts';
-import {
-  adjustEveryMs,
-  createThrottleMetrics,
-  fasterPace,
-  isPushback,
-  openDestinationThrottle,
-  shareOf,
-  slowerPace,
-  type DestinationSlot,
-  type DestinationThrottle,
-  type ThrottleMetrics,
-  type ThrottleSettings,
-} from './destination-throttle.ts';
+import { createThrottleMetrics, DestinationThrottle, type DestinationSlot, type ThrottleMetrics, type ThrottleSettings } from './destination-throttle.ts';
+import { adjustEveryMs, fasterPace, isPushback, shareOf, slowerPace } from './destination-pace.ts';
 import type { DeliveryOutcome } from './smtp-outcome.ts';
 
 const logger = createLogger('throttle-test', 'warn');
@@ -129,7 +118,7 @@ describe('two replicas sharing a bucket', () => {
   };
   const open = async (settings: Partial<ThrottleSettings> = {}, bucket = newBucket()): Promise<{ throttle: DestinationThrottle; metrics: ThrottleMetrics; bucket: string }> => {
     const metrics = createThrottleMetrics(createRegistry('mailer-svc'));
-    const throttle = await openDestinationThrottle(
+    const throttle = await DestinationThrottle.open(
       { js: jetstream(nc), jsm, bucket, replicas: 1, metrics, logger },
       { defaults: { concurrency: 20, perSecond: 1_000 }, domains: new Map(), parkLimit: 100, ...settings },
     );

@@ -12,11 +12,11 @@
 // two replicas seeing the same refusal halve it once), and every few seconds for the presence. The hot path of a
 // mail is a map lookup and a little arithmetic.
 //
-// Adaptive: a 421 reply, or a 4.7.x enhanced status (too many connections, rate limited), halves the domain's
-// concurrency and rate, down to the floor (one delivery at once, one message a second or the configured rate when
-// lower), at most once a second: the replies to the mail already in flight say the same thing. Each second in which
-// mail to a slowed domain is accepted raises it by one delivery and a twentieth of its configured rate, back to the
-// configured limit (then its key is deleted). A pace left unchanged for the bucket's TTL expires: the domain starts
+// Adaptive (destination-pace.ts): a 421 reply, or a 4.7.x enhanced status (too many connections, rate limited), halves
+// the domain's concurrency and rate, down to the floor (one delivery at once, one message a second or the configured
+// rate when lower), at most once a second: the replies to the mail already in flight say the same thing. Each second in
+// which mail to a slowed domain is accepted raises it by one delivery and a twentieth of its configured rate, back to
+// the configured limit (then its key is deleted). A pace left unchanged for the bucket's TTL expires: the domain starts
 // again at its limit. Refusals nodemailer's pool answered by sending again itself reach it through `observe`
 // (pool-refusals.ts).
 //
@@ -32,8 +32,9 @@ import type { KV, KvEntry } from '@nats-io/kv';
 import { Counter, Gauge, Histogram, type Logger, type Registry } from '@notify/platform';
 import { declareJetStream, type JetStreamClient, type JetStreamManager } from '@notify/platform/nats';
 import { destinationOf, type DestinationLimit } from './destination-limits.ts';
+import { adjustEveryMs, atLimit, fasterPace, floorOf, isPushback, shareOf, slowerPace, type Pace } from './destination-pace.ts';
 import { openBucket } from './kv-bucket.ts';
-import { enhancedStatus, type DeliveryOutcome } from './smtp-outcome.ts';
+import type { DeliveryOutcome } from './smtp-outcome.ts';
 
 export interface ThrottleSettings {
   /** The limit of every domain MAILER_DESTINATION_LIMITS does not name. */
@@ -56,21 +57,6 @@ export interface WaitingJob {
 export interface DestinationSlot {
   /** Ends the delivery with what the relay answered (undefined: no answer to learn from). */
   release(outcome: DeliveryOutcome | undefined): void;
-}
-
-export interface DestinationThrottle {
-  /** A slot for mail to `address`, once its domain has room; undefined when the job was given back meanwhile. */
-  acquire(address: string, job: WaitingJob): Promise<DestinationSlot | undefined>;
-  /** Learns from a refusal of mail to `address` that came without a slot's end (one the SMTP pool retried itself). */
-  observe(address: string, outcome: DeliveryOutcome): void;
-  close(): Promise<void>;
-}
-
-/** A domain's pace below its limit, as the bucket holds it (`changedAt`: epoch ms of the last change). */
-interface Pace {
-  readonly concurrency: number;
-  readonly perSecond: number;
-  readonly changedAt: number;
 }
 
 /** A pace read from the bucket, with the revision a compare-and-set needs. */
@@ -96,53 +82,10 @@ export const paceTtlMs = 3_600_000;
 /** How often a replica rewrites its presence, and how long one that stopped doing so still counts. */
 const presenceEveryMs = 5_000;
 const presenceExpiryMs = 3 * presenceEveryMs;
-/** At most one decrease, and one increase, per domain in this time. */
-export const adjustEveryMs = 1_000;
-/** The additive increase, as the part of the configured rate added per step. */
-const rateSteps = 20;
-/** The lowest rate a pushback brings a domain to (lower only if its configured rate is). */
-const floorPerSecond = 1;
 /** Domains named in the metrics beyond those configured: the first ones slowed; any further one is `other`. */
 export const maxLabelledDomains = 50;
 /** Pause before watching the bucket again after the watch ended. */
 const rewatchDelayMs = 1_000;
-
-/**
- * A reply that says the domain wants less of us: 421 (closing the channel, usually too many connections) or 4.7.x.
- * Greylisting (often 451 4.7.1, its text saying so) is not: it asks for that message again later, not for less mail.
- */
-export function isPushback(outcome: DeliveryOutcome): boolean {
-  if (outcome.kind !== 'temporary' || /greylist/i.test(outcome.smtpResponse ?? '')) return false;
-  return outcome.smtpCode === 421 || (enhancedStatus(outcome.smtpResponse)?.startsWith('4.7.') ?? false);
-}
-
-/** The pace after a pushback: half, down to the floor. */
-export function slowerPace(pace: Pick<Pace, 'concurrency' | 'perSecond'>, limit: DestinationLimit, now: number): Pace {
-  return { concurrency: Math.max(1, Math.floor(pace.concurrency / 2)), perSecond: Math.max(floorOf(limit), pace.perSecond / 2), changedAt: now };
-}
-
-/** The pace after a step of accepted mail: one more delivery and a twentieth of the configured rate, up to the limit. */
-export function fasterPace(pace: Pick<Pace, 'concurrency' | 'perSecond'>, limit: DestinationLimit, now: number): Pace {
-  return {
-    concurrency: Math.min(limit.concurrency, pace.concurrency + 1),
-    perSecond: Math.min(limit.perSecond, pace.perSecond + limit.perSecond / rateSteps),
-    changedAt: now,
-  };
-}
-
-function floorOf(limit: DestinationLimit): number {
-  return Math.min(limit.perSecond, floorPerSecond);
-}
-
-function atLimit(pace: Pick<Pace, 'concurrency' | 'perSecond'>, limit: DestinationLimit): boolean {
-  return pace.concurrency >= limit.concurrency && pace.perSecond >= limit.perSecond;
-}
-
-/** This replica's part of a domain's pace: its deliveries at once and messages per second. */
-export function shareOf(pace: Pick<Pace, 'concurrency' | 'perSecond'>, replicas: number, rank: number): { concurrency: number; perSecond: number } {
-  const even = Math.floor(pace.concurrency / replicas) + (rank < pace.concurrency % replicas ? 1 : 0);
-  return { concurrency: Math.max(1, even), perSecond: pace.perSecond / replicas };
-}
 
 /** A bucket key for the domain: itself when it is a plain host name, its hex spelling otherwise. */
 function destinationKey(name: string): string {
@@ -205,255 +148,309 @@ export function createThrottleMetrics(registry: Registry) {
   };
 }
 
-export async function openDestinationThrottle(
-  deps: { js: JetStreamClient; jsm: JetStreamManager; bucket: string; replicas: number; metrics: ThrottleMetrics; logger: Logger },
-  settings: ThrottleSettings,
-): Promise<DestinationThrottle> {
-  const { metrics, logger } = deps;
-  const kv: KV = await declareJetStream('destination throttle bucket', () => openBucket(deps.js, deps.jsm, deps.bucket, { ttlMs: paceTtlMs, replicas: deps.replicas }), { logger });
-  const self = randomUUID();
-  /** Live replicas (this one included), by id, with when each last said so (server time). */
-  const presence = new Map<string, number>([[self, Date.now()]]);
-  const shared = new Map<string, SharedPace>();
-  /** The domain each pace key in the bucket is for, so a deletion (which carries no value) can be placed. */
-  const domainsByKey = new Map<string, string>();
-  const destinations = new Map<string, Destination>();
-  const labelled = new Set<string>();
-  let parked = 0;
-  let closed = false;
+/** Adds the tokens earned since the last refill, up to a second's worth (at least one); true when it is full. */
+function refill(destination: Destination, share: { perSecond: number }): boolean {
+  const now = Date.now();
+  const capacity = Math.max(1, share.perSecond);
+  destination.tokens = Math.min(capacity, destination.tokens + ((now - destination.refilledAt) / 1_000) * share.perSecond);
+  destination.refilledAt = now;
+  return destination.tokens >= capacity;
+}
 
-  const limitOf = (name: string): DestinationLimit => settings.domains.get(name) ?? settings.defaults;
-  const sharedOf = (name: string): SharedPace | undefined => {
-    const found = shared.get(name);
+/** What a throttle works with: the bucket it shares (created if missing, with `replicas`), its metrics and its log. */
+export interface ThrottleDeps {
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly bucket: string;
+  readonly replicas: number;
+  readonly metrics: ThrottleMetrics;
+  readonly logger: Logger;
+}
+
+type KvWatch = Awaited<ReturnType<KV['watch']>>;
+
+/** One delivery under way: ends once, whoever calls release again. */
+class Slot implements DestinationSlot {
+  readonly #destination: Destination;
+  readonly #ended: (destination: Destination, outcome: DeliveryOutcome | undefined) => void;
+  #released = false;
+
+  constructor(destination: Destination, ended: (destination: Destination, outcome: DeliveryOutcome | undefined) => void) {
+    this.#destination = destination;
+    this.#ended = ended;
+  }
+
+  release(outcome: DeliveryOutcome | undefined): void {
+    if (this.#released) return;
+    this.#released = true;
+    this.#ended(this.#destination, outcome);
+  }
+}
+
+export class DestinationThrottle {
+  readonly #kv: KV;
+  readonly #settings: ThrottleSettings;
+  readonly #metrics: ThrottleMetrics;
+  readonly #logger: Logger;
+  readonly #self = randomUUID();
+  /** Live replicas (this one included), by id, with when each last said so (server time). */
+  readonly #presence = new Map<string, number>([[this.#self, Date.now()]]);
+  readonly #shared = new Map<string, SharedPace>();
+  /** The domain each pace key in the bucket is for, so a deletion (which carries no value) can be placed. */
+  readonly #domainsByKey = new Map<string, string>();
+  readonly #destinations = new Map<string, Destination>();
+  readonly #labelled = new Set<string>();
+  /** This replica's place among the live ones, counted again when the presence changes (and every few seconds). */
+  #replicas = { count: 1, rank: 0 };
+  #parked = 0;
+  #closed = false;
+  #watcher: KvWatch;
+  readonly #watching: Promise<void>;
+  #presenceTimer: NodeJS.Timeout | undefined;
+  /** Ends a slot: one function for every slot, so a slot is one small object. */
+  readonly #slotEnded = (destination: Destination, outcome: DeliveryOutcome | undefined): void => {
+    destination.active -= 1;
+    this.#learn(destination, outcome);
+    this.#pump(destination);
+  };
+
+  /** Opens the shared bucket, follows it, and says this replica is present before the first job asks for a slot. */
+  static async open(deps: ThrottleDeps, settings: ThrottleSettings): Promise<DestinationThrottle> {
+    const { js, jsm, bucket, replicas, logger } = deps;
+    const kv = await declareJetStream('destination throttle bucket', () => openBucket(js, jsm, bucket, { ttlMs: paceTtlMs, replicas }), { logger });
+    const throttle = new DestinationThrottle(kv, await kv.watch({ key: '>' }), deps, settings);
+    await throttle.#sayPresent();
+    throttle.#presenceTimer = setInterval(() => void throttle.#sayPresent(), presenceEveryMs);
+    return throttle;
+  }
+
+  private constructor(kv: KV, watcher: KvWatch, deps: ThrottleDeps, settings: ThrottleSettings) {
+    this.#kv = kv;
+    this.#settings = settings;
+    this.#metrics = deps.metrics;
+    this.#logger = deps.logger;
+    // The configured domains' counters exist from the start, at zero, as their pace gauges do.
+    for (const name of settings.domains.keys()) {
+      for (const reason of ['rate_limited', 'temporary']) this.#metrics.deferrals.inc({ domain: name, reason }, 0);
+      for (const where of ['parked', 'in_slot']) this.#metrics.waits.inc({ domain: name, where }, 0);
+      this.#showPace(name);
+    }
+    this.#watcher = watcher;
+    this.#watching = this.#follow();
+  }
+
+  /** A slot for mail to `address`, once its domain has room; undefined when the job was given back meanwhile. */
+  async acquire(address: string, job: WaitingJob): Promise<DestinationSlot | undefined> {
+    const destination = this.#destinationFor(destinationOf(address));
+    if (destination.queue.length === 0 && this.#admit(destination)) return new Slot(destination, this.#slotEnded);
+    // Parked, the job leaves its delivery slot to jobs for other domains; once the waiting room is full it keeps it.
+    const parking = this.#parked < this.#settings.parkLimit;
+    if (parking) {
+      this.#parked += 1;
+      job.waiting?.(true);
+    }
+    const stopTimer = this.#metrics.waitSeconds.startTimer();
+    const { promise, resolve } = Promise.withResolvers<void>();
+    destination.queue.push(resolve);
+    this.#pump(destination);
+    await promise;
+    stopTimer();
+    if (parking) {
+      this.#parked -= 1;
+      job.waiting?.(false);
+    }
+    this.#metrics.waits.inc({ domain: this.#labelOf(destination.name), where: parking ? 'parked' : 'in_slot' });
+    const slot = new Slot(destination, this.#slotEnded);
+    if (!job.released) return slot;
+    slot.release(undefined);
+    return undefined;
+  }
+
+  /** Learns from a refusal of mail to `address` that came without a slot's end (one the SMTP pool retried itself). */
+  observe(address: string, outcome: DeliveryOutcome): void {
+    this.#learn(this.#destinationFor(destinationOf(address)), outcome);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    // Jobs still waiting keep their turns while the mailer drains: only the sharing stops.
+    clearInterval(this.#presenceTimer);
+    this.#watcher.stop();
+    await this.#watching;
+    await this.#kv.delete(`p.${this.#self}`).catch((error: unknown) => this.#logger.warn({ err: error }, 'destination throttle presence not removed'));
+  }
+
+  #limitOf(name: string): DestinationLimit {
+    return this.#settings.domains.get(name) ?? this.#settings.defaults;
+  }
+
+  #sharedOf(name: string): SharedPace | undefined {
+    const found = this.#shared.get(name);
     // Past the bucket's TTL the key is gone without a word to the watchers: the pace is over.
     return found && Date.now() - found.pace.changedAt < paceTtlMs ? found : undefined;
-  };
-  const paceOf = (name: string): Pick<Pace, 'concurrency' | 'perSecond'> => sharedOf(name)?.pace ?? limitOf(name);
-  const labelOf = (name: string): string => {
-    if (settings.domains.has(name) || labelled.has(name)) return name;
-    if (sharedOf(name) !== undefined && labelled.size < maxLabelledDomains) {
-      labelled.add(name);
+  }
+
+  #paceOf(name: string): Pick<Pace, 'concurrency' | 'perSecond'> {
+    return this.#sharedOf(name)?.pace ?? this.#limitOf(name);
+  }
+
+  #shareFor(name: string): { concurrency: number; perSecond: number } {
+    return shareOf(this.#paceOf(name), this.#replicas.count, this.#replicas.rank);
+  }
+
+  #labelOf(name: string): string {
+    if (this.#settings.domains.has(name) || this.#labelled.has(name)) return name;
+    if (this.#sharedOf(name) !== undefined && this.#labelled.size < maxLabelledDomains) {
+      this.#labelled.add(name);
       return name;
     }
     return 'other';
-  };
-
-  // The configured domains' counters exist from the start, at zero, as their pace gauges do.
-  for (const name of settings.domains.keys()) {
-    for (const reason of ['rate_limited', 'temporary']) metrics.deferrals.inc({ domain: name, reason }, 0);
-    for (const where of ['parked', 'in_slot']) metrics.waits.inc({ domain: name, where }, 0);
   }
 
-  /** This replica's place among the live ones, counted again when the presence changes (and every few seconds). */
-  let replicas = { count: 1, rank: 0 };
-  const countReplicas = (): void => {
-    const now = Date.now();
-    for (const [id, seenAt] of presence) if (id !== self && now - seenAt >= presenceExpiryMs) presence.delete(id);
-    const live = [...presence.keys()].sort();
-    replicas = { count: live.length, rank: live.indexOf(self) };
-  };
-  const shareFor = (name: string): { concurrency: number; perSecond: number } => shareOf(paceOf(name), replicas.count, replicas.rank);
-
-  const showPace = (name: string): void => {
-    const label = labelOf(name);
+  #showPace(name: string): void {
+    const label = this.#labelOf(name);
     if (label === 'other') return;
-    const limit = limitOf(name);
-    const pace = paceOf(name);
-    if (!settings.domains.has(name) && atLimit(pace, limit)) {
-      for (const gauge of [metrics.concurrencyLimit, metrics.rateLimit, metrics.atFloor]) gauge.remove({ domain: label });
+    const { concurrencyLimit, rateLimit, atFloor } = this.#metrics;
+    const limit = this.#limitOf(name);
+    const pace = this.#paceOf(name);
+    if (!this.#settings.domains.has(name) && atLimit(pace, limit)) {
+      for (const gauge of [concurrencyLimit, rateLimit, atFloor]) gauge.remove({ domain: label });
       return;
     }
-    metrics.concurrencyLimit.set({ domain: label }, pace.concurrency);
-    metrics.rateLimit.set({ domain: label }, pace.perSecond);
-    metrics.atFloor.set({ domain: label }, pace.concurrency <= 1 && pace.perSecond <= floorOf(limit) ? 1 : 0);
-  };
-  for (const name of settings.domains.keys()) showPace(name);
+    concurrencyLimit.set({ domain: label }, pace.concurrency);
+    rateLimit.set({ domain: label }, pace.perSecond);
+    atFloor.set({ domain: label }, pace.concurrency <= 1 && pace.perSecond <= floorOf(limit) ? 1 : 0);
+  }
 
-  const destinationFor = (name: string): Destination => {
-    let destination = destinations.get(name);
+  #countReplicas(): void {
+    const now = Date.now();
+    for (const [id, seenAt] of this.#presence) if (id !== this.#self && now - seenAt >= presenceExpiryMs) this.#presence.delete(id);
+    const live = [...this.#presence.keys()].sort();
+    this.#replicas = { count: live.length, rank: live.indexOf(this.#self) };
+  }
+
+  #destinationFor(name: string): Destination {
+    let destination = this.#destinations.get(name);
     if (destination === undefined) {
-      destination = { name, active: 0, tokens: Math.max(1, shareFor(name).perSecond), refilledAt: Date.now(), queue: [], timer: undefined, writing: false };
-      destinations.set(name, destination);
+      destination = { name, active: 0, tokens: Math.max(1, this.#shareFor(name).perSecond), refilledAt: Date.now(), queue: [], timer: undefined, writing: false };
+      this.#destinations.set(name, destination);
     }
     return destination;
-  };
-
-  /** Adds the tokens earned since the last refill, up to a second's worth (at least one); true when it is full. */
-  const refill = (destination: Destination, share: { perSecond: number }): boolean => {
-    const now = Date.now();
-    const capacity = Math.max(1, share.perSecond);
-    destination.tokens = Math.min(capacity, destination.tokens + ((now - destination.refilledAt) / 1_000) * share.perSecond);
-    destination.refilledAt = now;
-    return destination.tokens >= capacity;
-  };
+  }
 
   /** Takes a delivery and a token if the domain's share has both. */
-  const admit = (destination: Destination): boolean => {
-    const share = shareFor(destination.name);
+  #admit(destination: Destination): boolean {
+    const share = this.#shareFor(destination.name);
     refill(destination, share);
     if (destination.active >= share.concurrency || destination.tokens < 1) return false;
     destination.active += 1;
     destination.tokens -= 1;
     return true;
-  };
+  }
 
   /** Lets waiting jobs go while there is room; when only a token is missing, comes back when the next one is due. */
-  const pump = (destination: Destination): void => {
-    while (destination.queue.length > 0 && admit(destination)) destination.queue.shift()?.();
+  #pump(destination: Destination): void {
+    while (destination.queue.length > 0 && this.#admit(destination)) destination.queue.shift()?.();
     if (destination.queue.length === 0 || destination.timer !== undefined) return;
-    const share = shareFor(destination.name);
+    const share = this.#shareFor(destination.name);
     if (destination.active >= share.concurrency) return;
     const dueMs = Math.ceil(((1 - destination.tokens) / share.perSecond) * 1_000);
     destination.timer = setTimeout(() => {
       destination.timer = undefined;
-      pump(destination);
+      this.#pump(destination);
     }, Math.max(1, dueMs)).unref();
-  };
-  const pumpAll = (): void => {
-    for (const destination of destinations.values()) pump(destination);
-  };
+  }
 
-  /** Writes a new pace (or deletes it when back at the limit), unless the bucket changed meanwhile: that change wins. */
-  const writePace = (destination: Destination, next: Pace): void => {
-    const { name } = destination;
-    const current = sharedOf(name);
-    // A domain whose limit is its floor has no slower pace to write.
-    if (destination.writing || closed || (current === undefined && atLimit(next, limitOf(name)))) return;
-    destination.writing = true;
-    const key = destinationKey(name);
-    const value = JSON.stringify({ domain: name, ...next });
-    const written = atLimit(next, limitOf(name))
-      ? kv.delete(key, current ? { previousSeq: current.revision } : {}).then(() => undefined)
-      : (current ? kv.update(key, value, current.revision) : kv.create(key, value)).then((revision) => ({ pace: next, revision }));
-    written
-      .then(
-        (applied) => {
-          if (applied === undefined) shared.delete(name);
-          else shared.set(name, applied);
-          showPace(name);
-          pump(destination);
-          logger.info({ domain: name, concurrency: next.concurrency, perSecond: next.perSecond }, 'destination pace changed');
-        },
-        (error: unknown) => logger.debug({ err: error, domain: name }, 'destination pace not changed; another replica changed it first'),
-      )
-      .finally(() => (destination.writing = false));
-  };
-
-  const learn = (destination: Destination, outcome: DeliveryOutcome | undefined): void => {
+  #learn(destination: Destination, outcome: DeliveryOutcome | undefined): void {
     if (outcome === undefined || outcome.kind === 'permanent') return;
     const { name } = destination;
-    const limit = limitOf(name);
-    const current = sharedOf(name)?.pace;
+    const limit = this.#limitOf(name);
+    const current = this.#sharedOf(name)?.pace;
     const now = Date.now();
     if (outcome.kind === 'temporary') {
       const pushback = isPushback(outcome);
-      if (pushback && (current === undefined || now - current.changedAt >= adjustEveryMs)) writePace(destination, slowerPace(current ?? limit, limit, now));
-      metrics.deferrals.inc({ domain: labelOf(name), reason: pushback ? 'rate_limited' : 'temporary' });
+      if (pushback && (current === undefined || now - current.changedAt >= adjustEveryMs)) this.#writePace(destination, slowerPace(current ?? limit, limit, now));
+      this.#metrics.deferrals.inc({ domain: this.#labelOf(name), reason: pushback ? 'rate_limited' : 'temporary' });
     } else if (current !== undefined && now - current.changedAt >= adjustEveryMs) {
-      writePace(destination, fasterPace(current, limit, now));
+      this.#writePace(destination, fasterPace(current, limit, now));
     }
-  };
+  }
 
-  const slotFor = (destination: Destination): DestinationSlot => {
-    let released = false;
-    return {
-      release(outcome) {
-        if (released) return;
-        released = true;
-        destination.active -= 1;
-        learn(destination, outcome);
-        pump(destination);
-      },
-    };
-  };
-
-  const apply = (entry: KvEntry): void => {
-    if (entry.key.startsWith('p.')) {
-      const id = entry.key.slice(2);
-      if (entry.operation === 'PUT') presence.set(id, entry.created.getTime());
-      else if (id !== self) presence.delete(id);
-      countReplicas();
-      pumpAll();
-      return;
-    }
-    const pace = entry.operation === 'PUT' ? readPace(entry) : undefined;
-    const name = pace?.domain ?? domainsByKey.get(entry.key);
-    if (name === undefined || (shared.get(name)?.revision ?? 0) > entry.revision) return;
-    if (pace === undefined) shared.delete(name);
-    else {
-      shared.set(name, { pace, revision: entry.revision });
-      domainsByKey.set(entry.key, name);
-    }
-    showPace(name);
-    const destination = destinations.get(name);
-    if (destination !== undefined) pump(destination);
-  };
+  /** Writes a new pace (or deletes it when back at the limit), unless the bucket changed meanwhile: that change wins. */
+  #writePace(destination: Destination, next: Pace): void {
+    const { name } = destination;
+    const current = this.#sharedOf(name);
+    const backAtLimit = atLimit(next, this.#limitOf(name));
+    // A domain whose limit is its floor has no slower pace to write.
+    if (destination.writing || this.#closed || (current === undefined && backAtLimit)) return;
+    destination.writing = true;
+    const key = destinationKey(name);
+    const value = JSON.stringify({ domain: name, ...next });
+    const written = backAtLimit
+      ? this.#kv.delete(key, current ? { previousSeq: current.revision } : {}).then(() => undefined)
+      : (current ? this.#kv.update(key, value, current.revision) : this.#kv.create(key, value)).then((revision) => ({ pace: next, revision }));
+    written
+      .then(
+        (applied) => {
+          if (applied === undefined) this.#shared.delete(name);
+          else this.#shared.set(name, applied);
+          this.#showPace(name);
+          this.#pump(destination);
+          this.#logger.info({ domain: name, concurrency: next.concurrency, perSecond: next.perSecond }, 'destination pace changed');
+        },
+        (error: unknown) => this.#logger.debug({ err: error, domain: name }, 'destination pace not changed; another replica changed it first'),
+      )
+      .finally(() => (destination.writing = false));
+  }
 
   /** Follows the bucket until closed; a watch that ends (NATS lost for good) is started again, from the last values. */
-  let watcher = await kv.watch({ key: '>' });
-  const watching = (async () => {
+  async #follow(): Promise<void> {
     for (;;) {
       try {
-        for await (const entry of watcher) apply(entry);
+        for await (const entry of this.#watcher) {
+          if (entry.key.startsWith('p.')) this.#applyPresence(entry);
+          else this.#applyPace(entry);
+        }
       } catch (error) {
-        if (!closed) logger.warn({ err: error }, 'destination throttle watch failed; watching again');
+        if (!this.#closed) this.#logger.warn({ err: error }, 'destination throttle watch failed; watching again');
       }
-      if (closed) return;
+      if (this.#closed) return;
       await sleep(rewatchDelayMs);
-      if (closed) return;
-      watcher = await kv.watch({ key: '>' }).catch(() => watcher);
+      if (this.#closed) return;
+      this.#watcher = await this.#kv.watch({ key: '>' }).catch(() => this.#watcher);
     }
-  })();
+  }
 
-  const sayPresent = async (): Promise<void> => {
-    await kv.put(`p.${self}`, String(Date.now())).catch((error: unknown) => logger.warn({ err: error }, 'destination throttle presence not written'));
-    countReplicas();
+  #applyPresence(entry: KvEntry): void {
+    const id = entry.key.slice(2);
+    if (entry.operation === 'PUT') this.#presence.set(id, entry.created.getTime());
+    else if (id !== this.#self) this.#presence.delete(id);
+    this.#countReplicas();
+    for (const destination of this.#destinations.values()) this.#pump(destination);
+  }
+
+  #applyPace(entry: KvEntry): void {
+    const pace = entry.operation === 'PUT' ? readPace(entry) : undefined;
+    const name = pace?.domain ?? this.#domainsByKey.get(entry.key);
+    if (name === undefined || (this.#shared.get(name)?.revision ?? 0) > entry.revision) return;
+    if (pace === undefined) this.#shared.delete(name);
+    else {
+      this.#shared.set(name, { pace, revision: entry.revision });
+      this.#domainsByKey.set(entry.key, name);
+    }
+    this.#showPace(name);
+    const destination = this.#destinations.get(name);
+    if (destination !== undefined) this.#pump(destination);
+  }
+
+  async #sayPresent(): Promise<void> {
+    await this.#kv.put(`p.${this.#self}`, String(Date.now())).catch((error: unknown) => this.#logger.warn({ err: error }, 'destination throttle presence not written'));
+    this.#countReplicas();
     // Idle domains whose bucket is full again hold nothing worth keeping.
-    for (const [name, destination] of destinations) {
-      if (destination.active === 0 && destination.queue.length === 0 && refill(destination, shareFor(name))) {
-        destinations.delete(name);
+    for (const [name, destination] of this.#destinations) {
+      if (destination.active === 0 && destination.queue.length === 0 && refill(destination, this.#shareFor(name))) {
+        this.#destinations.delete(name);
       }
     }
-  };
-  await sayPresent();
-  const presenceTimer = setInterval(() => void sayPresent(), presenceEveryMs);
-
-  return {
-    async acquire(address, job) {
-      const destination = destinationFor(destinationOf(address));
-      if (destination.queue.length === 0 && admit(destination)) return slotFor(destination);
-      // Parked, the job leaves its delivery slot to jobs for other domains; once the waiting room is full it keeps it.
-      const parking = parked < settings.parkLimit;
-      if (parking) {
-        parked += 1;
-        job.waiting?.(true);
-      }
-      const stopTimer = metrics.waitSeconds.startTimer();
-      const { promise, resolve } = Promise.withResolvers<void>();
-      destination.queue.push(resolve);
-      pump(destination);
-      await promise;
-      stopTimer();
-      if (parking) {
-        parked -= 1;
-        job.waiting?.(false);
-      }
-      metrics.waits.inc({ domain: labelOf(destination.name), where: parking ? 'parked' : 'in_slot' });
-      const slot = slotFor(destination);
-      if (!job.released) return slot;
-      slot.release(undefined);
-      return undefined;
-    },
-    observe(address, outcome) {
-      learn(destinationFor(destinationOf(address)), outcome);
-    },
-    async close() {
-      closed = true;
-      // Jobs still waiting keep their turns while the mailer drains: only the sharing stops.
-      clearInterval(presenceTimer);
-      watcher.stop();
-      await watching;
-      await kv.delete(`p.${self}`).catch((error: unknown) => logger.warn({ err: error }, 'destination throttle presence not removed'));
-    },
-  };
+  }
 }

@@ -15,7 +15,7 @@ import { parseSender } from './mail-identity.ts';
 import { createMailSender, type MailSender } from './mail-sender.ts';
 import { createMailerMetrics } from './metrics.ts';
 import { createRelayMetrics } from './relay-metrics.ts';
-import { createRelays } from './relays.ts';
+import { Relays } from './relays.ts';
 
 interface Received {
   mailFrom: string;
@@ -60,7 +60,7 @@ before(async () => {
     },
   });
   await new Promise<void>((ready) => server.listen(0, '127.0.0.1', ready));
-  const relays = createRelays({
+  const relays = new Relays({
     defaultUrls: [`smtp://127.0.0.1:${(server.server.address() as AddressInfo).port}`],
     projects: { urls: () => undefined, named: () => [] },
     poolSize: 1,

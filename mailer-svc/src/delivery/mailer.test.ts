@@ -20,8 +20,8 @@ import { mailerConsumerConfig } from './consumer-config.ts';
 import { parseSender } from './mail-identity.ts';
 import { createMailSender, type MailSender } from './mail-sender.ts';
 import { createRelayMetrics } from './relay-metrics.ts';
-import { createRelays } from './relays.ts';
-import { startMailer, type Mailer, type MailerSettings } from './mailer.ts';
+import { Relays } from './relays.ts';
+import { Mailer, type MailerSettings } from './mailer.ts';
 import { createMailerMetrics, type MailerMetrics } from './metrics.ts';
 import { openOutcomeLedger, type OutcomeLedger } from './outcome-ledger.ts';
 
@@ -179,7 +179,7 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
         msg.ack();
       }
     })();
-    const relays = createRelays({
+    const relays = new Relays({
       defaultUrls: [`smtp://127.0.0.1:${sink.port}`],
       projects: { urls: () => undefined, named: () => [] },
       poolSize: 2,
@@ -220,7 +220,7 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
     metrics,
     offers,
     async startReplica(faultFor, flush = () => readyNc.flush()) {
-      const replica = await startMailer({ js, requester: readyRequester, publisher: faultFor ? withEventFaults(readyPublisher, faultFor) : readyPublisher, flush, names, renderer: readyRenderer, sender: readySender, ledger: readyLedger, metrics, logger, ...(random ? { random } : {}) }, settings);
+      const replica = await Mailer.start({ js, requester: readyRequester, publisher: faultFor ? withEventFaults(readyPublisher, faultFor) : readyPublisher, flush, names, renderer: readyRenderer, sender: readySender, ledger: readyLedger, metrics, logger, ...(random ? { random } : {}) }, settings);
       replicas.push(replica);
       return replica;
     },

@@ -13,13 +13,13 @@
 // Traces: each job received is a `process` span, the child of the context its headers carry (the message's create span
 // in dispatch-svc), so every attempt, a retry hours later included, continues the trace of the request that accepted it.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { recordFailure, withActiveSpan, type Logger } from '@notify/platform';
+import { recordFailure, withActiveSpan, type Logger, type Span } from '@notify/platform';
 import { carriedContext, startProcessSpan, type InboxRequester, type JetStreamClient, type JetStreamPublisher, type JsMsg } from '@notify/platform/nats';
 import type { Topology } from '@notify/proto';
 import type { Renderer } from '@notify/templating';
 import type { RetryPolicy } from './decision.ts';
 import type { DestinationThrottle } from './destination-throttle.ts';
-import { createJobDelivery, eventFailureRetryMs, type HeldJob } from './job-delivery.ts';
+import { eventFailureRetryMs, JobDelivery, type HeldJob } from './job-delivery.ts';
 import type { MailSender } from './mail-sender.ts';
 import type { MailerMetrics } from './metrics.ts';
 import type { OutcomeLedger } from './outcome-ledger.ts';
@@ -55,13 +55,6 @@ export interface MailerDependencies {
   afterSend?: () => void;
 }
 
-export interface Mailer {
-  /** Stops pulling jobs; those already held keep being delivered. */
-  stopIntake(): void;
-  /** Resolves when every held job is settled. At the deadline, returns unfinished jobs to the queue for another replica. */
-  drain(deadlineMs: number): Promise<void>;
-}
-
 /**
  * Delay before a job given back by a stopping replica is offered again: long enough for this replica's connection, and
  * the pull request still open on it, to be gone. NATS 2.9 redelivers a job handed back at once (a plain nak) while
@@ -80,74 +73,160 @@ interface Held extends HeldJob {
   done: Promise<void>;
 }
 
-export async function startMailer(deps: MailerDependencies, settings: MailerSettings): Promise<Mailer> {
-  const { logger, metrics } = deps;
-  const consumer = await deps.js.consumers.get(deps.names.jobsStream, deps.names.mailerConsumer);
-  const delivery = createJobDelivery(deps, settings);
-  const held = new Map<JsMsg, Held>();
+type JobsConsumer = Awaited<ReturnType<JetStreamClient['consumers']['get']>>;
+type Pull = Awaited<ReturnType<JobsConsumer['fetch']>>;
+
+export class Mailer {
+  readonly #deps: MailerDependencies;
+  readonly #settings: MailerSettings;
+  readonly #logger: Logger;
+  readonly #consumer: JobsConsumer;
+  readonly #delivery: JobDelivery;
+  readonly #held = new Map<JsMsg, Held>();
   /** Stream sequences of the jobs held, so a second copy of one (see handBackDelayMs) is never worked on in parallel. */
-  const heldSeqs = new Set<number>();
+  readonly #heldSeqs = new Set<number>();
   /** Held jobs waiting for their destination to have room: they leave their slot to jobs for other domains. */
-  let waiting = 0;
-  const delivering = (): number => held.size - waiting;
-  let stopping = false;
-  let batch: Awaited<ReturnType<typeof consumer.fetch>> | undefined;
+  #waiting = 0;
+  #stopping = false;
+  #pull: Pull | undefined;
   /** Aborted when intake stops: cuts short the pause after a failed pull. */
-  const intake = new AbortController();
+  readonly #intake = new AbortController();
   /**
    * Settles when a held job is finished or intake stops, and is then replaced by a fresh one. The pull loop waits on it
    * for a free slot: racing the held jobs and a promise that only settles at shutdown instead would leave one reaction
    * on that promise for every job ever delivered.
    */
-  let slotFreed = Promise.withResolvers<void>();
-  const wakeLoop = (): void => {
-    slotFreed.resolve();
-    slotFreed = Promise.withResolvers<void>();
-  };
+  #slotFreed = Promise.withResolvers<void>();
+  /** A busy replica pulls again once this many slots are free (a quarter of them). */
+  readonly #refillSlots: number;
+  readonly #loop: Promise<void>;
 
-  const hold = (msg: JsMsg): void => {
-    if (heldSeqs.has(msg.seq)) {
+  /** Starts pulling jobs from the mailers' durable consumer. */
+  static async start(deps: MailerDependencies, settings: MailerSettings): Promise<Mailer> {
+    return new Mailer(await deps.js.consumers.get(deps.names.jobsStream, deps.names.mailerConsumer), deps, settings);
+  }
+
+  private constructor(consumer: JobsConsumer, deps: MailerDependencies, settings: MailerSettings) {
+    this.#deps = deps;
+    this.#settings = settings;
+    this.#logger = deps.logger;
+    this.#consumer = consumer;
+    this.#delivery = new JobDelivery(deps, settings);
+    this.#refillSlots = Math.ceil(settings.concurrency / 4);
+    this.#loop = this.#pullLoop();
+  }
+
+  /** Stops pulling jobs; those already held keep being delivered. */
+  stopIntake(): void {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    this.#intake.abort();
+    this.#wakeLoop();
+    if (this.#pull) this.#endPull(this.#pull);
+  }
+
+  /** Resolves when every held job is settled. At the deadline, returns unfinished jobs to the queue for another replica. */
+  async drain(deadlineMs: number): Promise<void> {
+    this.stopIntake();
+    const finished = (async () => {
+      await this.#loop;
+      await Promise.all([...this.#held.values()].map((entry) => entry.done));
+    })();
+    const timer = sleep(deadlineMs, 'deadline' as const, { ref: false });
+    if ((await Promise.race([finished.then(() => 'finished' as const), timer])) === 'finished') return;
+    let returned = 0;
+    for (const [msg, entry] of this.#held) {
+      if (entry.released) continue;
+      entry.released = true;
+      msg.nak(handBackDelayMs);
+      returned += 1;
+    }
+    this.#logger.warn({ returned }, 'shutdown deadline reached; unfinished jobs returned to the queue');
+    await this.#loop;
+  }
+
+  async #pullLoop(): Promise<void> {
+    const { concurrency } = this.#settings;
+    while (!this.#stopping) {
+      await this.#waitForSlots();
+      if (this.#stopping) break;
+      try {
+        const pull = await this.#consumer.fetch({ max_messages: concurrency - this.#delivering(), expires: fetchExpiresMs });
+        this.#pull = pull;
+        if (this.#stopping) this.#endPull(pull);
+        for await (const msg of pull) {
+          // A job that arrives as intake stops goes back for another replica.
+          if (this.#stopping) msg.nak(handBackDelayMs);
+          else this.#hold(msg);
+        }
+      } catch (error) {
+        this.#logger.error({ err: error }, 'pulling delivery jobs failed; retrying');
+        // Rejects only when intake stops, which ends the loop.
+        await sleep(resumeDelayMs, undefined, { signal: this.#intake.signal }).catch(() => undefined);
+      }
+    }
+  }
+
+  async #waitForSlots(): Promise<void> {
+    while (this.#settings.concurrency - this.#delivering() < this.#refillSlots && !this.#stopping) await this.#slotFreed.promise;
+  }
+
+  #delivering(): number {
+    return this.#held.size - this.#waiting;
+  }
+
+  #wakeLoop(): void {
+    this.#slotFreed.resolve();
+    this.#slotFreed = Promise.withResolvers<void>();
+  }
+
+  #hold(msg: JsMsg): void {
+    if (this.#heldSeqs.has(msg.seq)) {
       // The copy being delivered settles the job; this one is left alone (settling it would settle that one too).
-      logger.warn({ seq: msg.seq, deliveryCount: msg.info.deliveryCount }, 'second copy of a job this replica is delivering ignored');
+      this.#logger.warn({ seq: msg.seq, deliveryCount: msg.info.deliveryCount }, 'second copy of a job this replica is delivering ignored');
       return;
     }
-    heldSeqs.add(msg.seq);
-    const entry: Held = {
-      msg,
-      released: false,
-      done: Promise.resolve(),
-      waiting: (on) => {
-        waiting += on ? 1 : -1;
-        if (on) wakeLoop();
-      },
-    };
-    metrics.inFlight.inc();
+    this.#heldSeqs.add(msg.seq);
+    const entry: Held = { msg, released: false, done: Promise.resolve(), waiting: (on) => this.#jobWaits(on) };
+    this.#deps.metrics.inFlight.inc();
     // Tells the server the job is still being worked on, so a slow relay does not get it redelivered elsewhere.
-    const heartbeat = setInterval(() => entry.released || msg.working(), Math.max(1_000, Math.floor(settings.ackWaitMs / 3)));
+    const heartbeat = setInterval(() => entry.released || msg.working(), Math.max(1_000, Math.floor(this.#settings.ackWaitMs / 3)));
     const span = startProcessSpan(
       {
         destination: msg.subject,
         messageId: msg.headers?.get('Nats-Msg-Id') || String(msg.seq),
-        attributes: { 'messaging.consumer.group.name': deps.names.mailerConsumer, 'messaging.nats.delivery_count': msg.info.deliveryCount },
+        attributes: { 'messaging.consumer.group.name': this.#deps.names.mailerConsumer, 'messaging.nats.delivery_count': msg.info.deliveryCount },
       },
       carriedContext(msg.headers),
     );
-    entry.done = withActiveSpan(span, () => delivery.deliver(entry, span))
+    entry.done = this.#deliver(entry, span, heartbeat);
+    this.#held.set(msg, entry);
+  }
+
+  /** Delivers a held job in its span; once it is settled (or crashed, and offered again), lets it go. */
+  #deliver(entry: Held, span: Span, heartbeat: NodeJS.Timeout): Promise<void> {
+    const { msg } = entry;
+    return withActiveSpan(span, () => this.#delivery.deliver(entry, span))
       .catch(async (error: unknown) => {
         recordFailure(span, error);
-        logger.error({ err: error, seq: msg.seq }, 'delivery crashed; job will be retried');
-        await delivery.settle(entry, { action: 'nak', delayMs: eventFailureRetryMs });
+        this.#logger.error({ err: error, seq: msg.seq }, 'delivery crashed; job will be retried');
+        await this.#delivery.settle(entry, { action: 'nak', delayMs: eventFailureRetryMs });
       })
       .finally(() => {
         span.end();
         clearInterval(heartbeat);
-        held.delete(msg);
-        heldSeqs.delete(msg.seq);
-        metrics.inFlight.dec();
-        wakeLoop();
+        this.#held.delete(msg);
+        this.#heldSeqs.delete(msg.seq);
+        this.#deps.metrics.inFlight.dec();
+        this.#wakeLoop();
       });
-    held.set(msg, entry);
-  };
+  }
+
+  /** A held job starts or stops waiting for its destination: it leaves its slot to jobs for other domains meanwhile. */
+  #jobWaits(on: boolean): void {
+    this.#waiting += on ? 1 : -1;
+    if (on) this.#wakeLoop();
+  }
 
   /**
    * Ends an open pull once the server has answered a ping sent after intake stopped. Jobs it sent for the pull before
@@ -156,69 +235,14 @@ export async function startMailer(deps: MailerDependencies, settings: MailerSett
    * each would wait out its ack wait on this replica before another got it. A job the server sends the pull during
    * that round trip itself can still miss it, and so can those on their way when NATS does not answer in time.
    */
-  const endPull = (pull: NonNullable<typeof batch>): void => {
-    const answered = deps.flush().then(
+  #endPull(pull: Pull): void {
+    const answered = this.#deps.flush().then(
       () => true,
       () => false,
     );
     void Promise.race([answered, sleep(endPullWaitMs, false, { ref: false })]).then((inTime) => {
-      if (!inTime) logger.warn({ waitedMs: endPullWaitMs }, 'no answer from NATS before the open pull was ended');
+      if (!inTime) this.#logger.warn({ waitedMs: endPullWaitMs }, 'no answer from NATS before the open pull was ended');
       pull.stop();
     });
-  };
-
-  const refillSlots = Math.ceil(settings.concurrency / 4);
-  const waitForSlots = async (): Promise<void> => {
-    while (settings.concurrency - delivering() < refillSlots && !stopping) await slotFreed.promise;
-  };
-
-  const loop = (async () => {
-    while (!stopping) {
-      await waitForSlots();
-      if (stopping) break;
-      try {
-        batch = await consumer.fetch({ max_messages: settings.concurrency - delivering(), expires: fetchExpiresMs });
-        if (stopping) endPull(batch);
-        for await (const msg of batch) {
-          // A job that arrives as intake stops goes back for another replica.
-          if (stopping) msg.nak(handBackDelayMs);
-          else hold(msg);
-        }
-      } catch (error) {
-        logger.error({ err: error }, 'pulling delivery jobs failed; retrying');
-        // Rejects only when intake stops, which ends the loop.
-        await sleep(resumeDelayMs, undefined, { signal: intake.signal }).catch(() => undefined);
-      }
-    }
-  })();
-
-  const stopIntake = (): void => {
-    if (stopping) return;
-    stopping = true;
-    intake.abort();
-    wakeLoop();
-    if (batch) endPull(batch);
-  };
-
-  return {
-    stopIntake,
-    async drain(deadlineMs) {
-      stopIntake();
-      const finished = (async () => {
-        await loop;
-        await Promise.all([...held.values()].map((entry) => entry.done));
-      })();
-      const timer = sleep(deadlineMs, 'deadline' as const, { ref: false });
-      if ((await Promise.race([finished.then(() => 'finished' as const), timer])) === 'finished') return;
-      let returned = 0;
-      for (const [msg, entry] of held) {
-        if (entry.released) continue;
-        entry.released = true;
-        msg.nak(handBackDelayMs);
-        returned += 1;
-      }
-      logger.warn({ returned }, 'shutdown deadline reached; unfinished jobs returned to the queue');
-      await loop;
-    },
-  };
+  }
 }

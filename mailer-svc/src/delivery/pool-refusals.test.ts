@@ -12,9 +12,9 @@ import { createDataKey } from '@notify/platform/mail';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { parseSender } from './mail-identity.ts';
 import { createMailSender } from './mail-sender.ts';
-import { refusalIn, trackPoolRefusals } from './pool-refusals.ts';
+import { PoolRefusals, refusalIn } from './pool-refusals.ts';
 import { createRelayMetrics } from './relay-metrics.ts';
-import { createRelays } from './relays.ts';
+import { Relays } from './relays.ts';
 import type { DeliveryOutcome } from './smtp-outcome.ts';
 
 describe('refusals the SMTP pool retries', () => {
@@ -40,8 +40,8 @@ describe('refusals the SMTP pool retries', () => {
       reply: () => ((offers += 1) === 2 ? { code: 421, message: '4.7.0 Too many connections, slow down' } : undefined),
     });
     const retried: [string, DeliveryOutcome][] = [];
-    const poolRefusals = trackPoolRefusals((to, refusal) => retried.push([to, refusal]));
-    const relays = createRelays({
+    const poolRefusals = new PoolRefusals((to, refusal) => retried.push([to, refusal]));
+    const relays = new Relays({
       defaultUrls: [`smtp://127.0.0.1:${sink.port}`],
       projects: { urls: () => undefined, named: () => [] },
       poolSize: 1,

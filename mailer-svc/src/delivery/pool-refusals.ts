@@ -36,27 +36,26 @@ export function poolRefusalLogger(onRefused: (messageId: string, refusal: Delive
 }
 
 /** Mails being sent, by Message-ID, so that a refusal a pool reports names the recipient it was about. */
-export interface PoolRefusals {
+export class PoolRefusals {
   /** The logger of every relay's transport (relays.ts). */
   readonly logger: ExternalLogger;
-  /** Runs one send with its Message-ID and recipient known to the logger. */
-  during<T>(messageId: string, to: string, send: () => Promise<T>): Promise<T>;
-}
+  /** The recipient of each mail being sent, by Message-ID. */
+  readonly #sending = new Map<string, string>();
 
-export function trackPoolRefusals(onRefused: (to: string, refusal: DeliveryOutcome) => void): PoolRefusals {
-  const sending = new Map<string, string>();
-  return {
-    logger: poolRefusalLogger((messageId, refusal) => {
-      const to = sending.get(messageId);
+  constructor(onRefused: (to: string, refusal: DeliveryOutcome) => void) {
+    this.logger = poolRefusalLogger((messageId, refusal) => {
+      const to = this.#sending.get(messageId);
       if (to !== undefined) onRefused(to, refusal);
-    }),
-    async during(messageId, to, send) {
-      sending.set(messageId, to);
-      try {
-        return await send();
-      } finally {
-        sending.delete(messageId);
-      }
-    },
-  };
+    });
+  }
+
+  /** Runs one send with its Message-ID and recipient known to the logger. */
+  async during<T>(messageId: string, to: string, send: () => Promise<T>): Promise<T> {
+    this.#sending.set(messageId, to);
+    try {
+      return await send();
+    } finally {
+      this.#sending.delete(messageId);
+    }
+  }
 }

@@ -9,7 +9,7 @@ import { createLogger, createRegistry, GrpcClient, GrpcServer, OperationalError 
 import { createDataKey, projectRelaySealContext } from '@notify/platform/mail';
 import { dispatchProto, type dispatch } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
-import { createProjectRelays, type ProjectRelays } from './project-relays.ts';
+import { ProjectRelays } from './project-relays.ts';
 
 const token = 'internal-token-for-project-relay-tests';
 const dataKey = createDataKey(randomBytes(32));
@@ -29,7 +29,7 @@ before(async () => {
   const port = await server.listen(0, '127.0.0.1');
   client = new GrpcClient(dispatchProto.RelayRouteService.service, `127.0.0.1:${port}`, { token, deadlineMs: 2_000 });
   const logger = createLogger('project-relays-test', 'debug', new Writable({ write: (chunk: Buffer, _encoding, done) => done(void logged.push(chunk.toString())) }));
-  relays = createProjectRelays({ dataKey, fetch: () => client.call('ListProjectRelays', {}), logger });
+  relays = new ProjectRelays({ dataKey, fetch: () => client.call('ListProjectRelays', {}), logger });
 });
 
 after(async () => {

@@ -9,13 +9,6 @@ import { parseRelayUrls, projectRelaySealContext, relayAddress, type DataKey } f
 import type { dispatch } from '@notify/proto';
 import type { ProjectRoutes } from './relays.ts';
 
-export interface ProjectRelays extends ProjectRoutes {
-  /** Fetches the lists again; never throws (a failure keeps the last ones and is logged). True when they changed. */
-  refresh(): Promise<boolean>;
-  /** Whether dispatch-svc has answered once: until then a project's own relays are unknown. */
-  loaded(): boolean;
-}
-
 export interface ProjectRelayDeps {
   readonly dataKey: DataKey;
   /** RelayRouteService.ListProjectRelays; rejects with RemoteError. */
@@ -23,47 +16,74 @@ export interface ProjectRelayDeps {
   readonly logger: Logger;
 }
 
-export function createProjectRelays(deps: ProjectRelayDeps): ProjectRelays {
-  let routes = new Map<number, readonly string[]>();
-  let loaded = false;
-  return {
-    loaded: () => loaded,
-    urls: (projectId) => routes.get(projectId),
-    named: () => [...routes.values()].flat(),
-    async refresh() {
-      let answer: dispatch.ListProjectRelaysResponse__Output;
+export class ProjectRelays implements ProjectRoutes {
+  readonly #deps: ProjectRelayDeps;
+  #routes = new Map<number, readonly string[]>();
+  #loaded = false;
+
+  constructor(deps: ProjectRelayDeps) {
+    this.#deps = deps;
+  }
+
+  /** Whether dispatch-svc has answered once: until then a project's own relays are unknown. */
+  loaded(): boolean {
+    return this.#loaded;
+  }
+
+  urls(projectId: number): readonly string[] | undefined {
+    return this.#routes.get(projectId);
+  }
+
+  named(): Iterable<string> {
+    return [...this.#routes.values()].flat();
+  }
+
+  /** Fetches the lists again; never throws (a failure keeps the last ones and is logged). True when they changed. */
+  async refresh(): Promise<boolean> {
+    let answer: dispatch.ListProjectRelaysResponse__Output;
+    try {
+      answer = await this.#deps.fetch();
+    } catch (error) {
+      this.#deps.logger.warn({ err: error, projects: this.#routes.size }, "fetching the projects' relays failed; keeping the last ones");
+      return false;
+    }
+    const next = this.#open(answer);
+    const changed = this.#tellChanges(next);
+    this.#routes = next;
+    this.#loaded = true;
+    return changed;
+  }
+
+  /** The lists dispatch-svc answered, opened; a project whose list cannot be opened keeps what it had. */
+  #open(answer: dispatch.ListProjectRelaysResponse__Output): Map<number, readonly string[]> {
+    const next = new Map<number, readonly string[]>();
+    for (const { projectId, sealedSmtpUrl } of answer.projects) {
       try {
-        answer = await deps.fetch();
-      } catch (error) {
-        deps.logger.warn({ err: error, projects: routes.size }, "fetching the projects' relays failed; keeping the last ones");
-        return false;
+        next.set(projectId, parseRelayUrls(this.#deps.dataKey.open(sealedSmtpUrl, projectRelaySealContext(projectId))));
+      } catch {
+        // No cause attached: neither the error nor the sealed value is for the logs. The project keeps what it had.
+        this.#deps.logger.error({ projectId }, "a project's relays cannot be opened with NOTIFY_DATA_KEY (is it the same secret dispatch-svc has?); keeping the last ones");
+        const kept = this.#routes.get(projectId);
+        if (kept) next.set(projectId, kept);
       }
-      const next = new Map<number, readonly string[]>();
-      for (const { projectId, sealedSmtpUrl } of answer.projects) {
-        try {
-          next.set(projectId, parseRelayUrls(deps.dataKey.open(sealedSmtpUrl, projectRelaySealContext(projectId))));
-        } catch {
-          // No cause attached: neither the error nor the sealed value is for the logs. The project keeps what it had.
-          deps.logger.error({ projectId }, "a project's relays cannot be opened with NOTIFY_DATA_KEY (is it the same secret dispatch-svc has?); keeping the last ones");
-          const kept = routes.get(projectId);
-          if (kept) next.set(projectId, kept);
-        }
-      }
-      const same = (urls: readonly string[] | undefined, other: readonly string[] | undefined): boolean => urls?.join(',') === other?.join(',');
-      let changed = false;
-      for (const [projectId, urls] of next) {
-        if (same(urls, routes.get(projectId))) continue;
-        changed = true;
-        deps.logger.info({ projectId, relays: urls.map(relayAddress) }, "routing the project's mail through its own relays");
-      }
-      for (const projectId of routes.keys()) {
-        if (next.has(projectId)) continue;
-        changed = true;
-        deps.logger.info({ projectId }, "routing the project's mail through SMTP_URL again");
-      }
-      routes = next;
-      loaded = true;
-      return changed;
-    },
-  };
+    }
+    return next;
+  }
+
+  /** Logs each project whose routing `next` changes; true when any does. */
+  #tellChanges(next: ReadonlyMap<number, readonly string[]>): boolean {
+    const same = (urls: readonly string[] | undefined, other: readonly string[] | undefined): boolean => urls?.join(',') === other?.join(',');
+    let changed = false;
+    for (const [projectId, urls] of next) {
+      if (same(urls, this.#routes.get(projectId))) continue;
+      changed = true;
+      this.#deps.logger.info({ projectId, relays: urls.map(relayAddress) }, "routing the project's mail through its own relays");
+    }
+    for (const projectId of this.#routes.keys()) {
+      if (next.has(projectId)) continue;
+      changed = true;
+      this.#deps.logger.info({ projectId }, "routing the project's mail through SMTP_URL again");
+    }
+    return changed;
+  }
 }

@@ -8,7 +8,7 @@ import { SMTPServer } from 'smtp-server';
 import { createRegistry } from '@notify/platform';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { createRelayMetrics } from './relay-metrics.ts';
-import { createRelays, type RelayOptions, type Relays } from './relays.ts';
+import { Relays, type RelayOptions } from './relays.ts';
 
 interface Relay {
   readonly url: string;
@@ -96,7 +96,7 @@ async function startDroppingRelay(): Promise<{ url: string; server: Server }> {
 
 function relaysFor(defaultUrls: string[], overrides: Partial<RelayOptions> = {}) {
   const metrics = createRelayMetrics(createRegistry('relays-test'));
-  const relays = createRelays({
+  const relays = new Relays({
     defaultUrls,
     projects: { urls: () => undefined, named: () => [] },
     poolSize: 1,

@@ -10,7 +10,7 @@ import { createTransport, type SendMailOptions, type Transporter } from 'nodemai
 import type { ExternalLogger } from 'nodemailer/lib/shared';
 import { inSpan, SpanKind, type Attributes, type Logger } from '@notify/platform';
 import { relayAddress } from '@notify/platform/mail';
-import { createCircuitBreaker, type CircuitBreaker, type CircuitState } from './circuit-breaker.ts';
+import { CircuitBreaker, type CircuitState } from './circuit-breaker.ts';
 import type { RelayMetrics } from './relay-metrics.ts';
 import { relayFault } from './relay-fault.ts';
 import { acceptedOutcome, classifySendError, type DeliveryOutcome } from './smtp-outcome.ts';
@@ -42,18 +42,6 @@ export interface ProjectRoutes {
   named(): Iterable<string>;
 }
 
-export interface Relays {
-  /** The first default relay (host and port only: the URL may hold credentials). */
-  readonly primary: { readonly host: string; readonly port: number };
-  /** Never throws: a refusal or a transport failure comes back as an outcome. `about` goes on each relay's span. */
-  send(projectId: number, message: SendMailOptions, about?: Attributes): Promise<DeliveryOutcome>;
-  /** Each relay known now, by address, with its circuit's state (notify_relay_circuit_state). */
-  states(): { address: string; state: CircuitState }[];
-  /** Closes the transports of relays no list names any more (a project's relay changed or was cleared). */
-  prune(): void;
-  close(): void;
-}
-
 interface Relay {
   readonly address: string;
   readonly host: string;
@@ -62,13 +50,63 @@ interface Relay {
   readonly breaker: CircuitBreaker;
 }
 
-export function createRelays(options: RelayOptions): Relays {
-  const { metrics, logger } = options;
-  const relays = new Map<string, Relay>();
+export class Relays {
+  /** The first default relay (host and port only: the URL may hold credentials). */
+  readonly primary: { readonly host: string; readonly port: number };
+  readonly #options: RelayOptions;
+  readonly #metrics: RelayMetrics;
+  readonly #logger: Logger;
+  readonly #relays = new Map<string, Relay>();
+  /** The relay of a URL, made on first use: one function for every send's list. */
+  readonly #relayFor = (url: string): Relay => this.#relays.get(url) ?? this.#open(url);
 
-  const relayFor = (url: string): Relay => {
-    const known = relays.get(url);
-    if (known) return known;
+  constructor(options: RelayOptions) {
+    this.#options = options;
+    this.#metrics = options.metrics;
+    this.#logger = options.logger;
+    const primary = this.#relayFor(options.defaultUrls[0] as string);
+    for (const url of options.defaultUrls) this.#relayFor(url);
+    this.primary = { host: primary.host, port: primary.port };
+  }
+
+  /** Never throws: a refusal or a transport failure comes back as an outcome. `about` goes on each relay's span. */
+  async send(projectId: number, message: SendMailOptions, about: Attributes = {}): Promise<DeliveryOutcome> {
+    const list = (this.#options.projects.urls(projectId) ?? this.#options.defaultUrls).map(this.#relayFor);
+    if (list.length === 1) return (await this.#attempt(list[0] as Relay, message, about)).outcome;
+    let unreachedFrom: Relay | undefined;
+    let last: DeliveryOutcome | undefined;
+    for (const relay of list) {
+      if (!relay.breaker.tryAcquire()) continue;
+      if (unreachedFrom) this.#metrics.failovers.inc({ relay: unreachedFrom.address });
+      const { outcome, unreached } = await this.#attempt(relay, message, about);
+      if (!unreached) return outcome;
+      unreachedFrom = relay;
+      last = outcome;
+    }
+    return last ?? { kind: 'temporary', reason: `no relay available: the circuits of all ${list.length} relays are open` };
+  }
+
+  /** Each relay known now, by address, with its circuit's state (notify_relay_circuit_state). */
+  states(): { address: string; state: CircuitState }[] {
+    return [...this.#relays.values()].map((relay) => ({ address: relay.address, state: relay.breaker.state() }));
+  }
+
+  /** Closes the transports of relays no list names any more (a project's relay changed or was cleared). */
+  prune(): void {
+    const named = new Set([...this.#options.defaultUrls, ...this.#options.projects.named()]);
+    for (const [url, relay] of this.#relays) {
+      if (named.has(url)) continue;
+      relay.transport.close();
+      this.#relays.delete(url);
+    }
+  }
+
+  close(): void {
+    for (const relay of this.#relays.values()) relay.transport.close();
+  }
+
+  #open(url: string): Relay {
+    const options = this.#options;
     const address = relayAddress(url);
     const transport = createTransport({
       url,
@@ -80,30 +118,29 @@ export function createRelays(options: RelayOptions): Relays {
       ...(options.transportLogger ? { logger: options.transportLogger } : {}),
     });
     // A pooled connection that breaks while idle is reported here; the next send opens a new one.
-    transport.on('error', (error) => logger.warn({ err: error, relay: address }, 'SMTP transport error'));
-    const parsed = new URL(url);
+    transport.on('error', (error) => this.#logger.warn({ err: error, relay: address }, 'SMTP transport error'));
     const relay: Relay = {
       address,
-      host: parsed.hostname,
+      host: new URL(url).hostname,
       port: Number(address.slice(address.lastIndexOf(':') + 1)),
       transport,
-      breaker: createCircuitBreaker({ failureThreshold: options.failureThreshold, coolDownMs: options.coolDownMs }),
+      breaker: new CircuitBreaker({ failureThreshold: options.failureThreshold, coolDownMs: options.coolDownMs }),
     };
-    relays.set(url, relay);
+    this.#relays.set(url, relay);
     // Its failover count exists from the start, at zero, like its circuit's state.
-    metrics.failovers.inc({ relay: address }, 0);
+    this.#metrics.failovers.inc({ relay: address }, 0);
     return relay;
-  };
+  }
 
   /** One relay's try: its own span, its breaker told the result, a state change logged. */
-  const attempt = (relay: Relay, message: SendMailOptions, about: Attributes): Promise<{ outcome: DeliveryOutcome; unreached: boolean }> =>
-    inSpan('smtp relay', { kind: SpanKind.CLIENT, attributes: { ...about, 'server.address': relay.host, 'server.port': relay.port } }, async () => {
+  #attempt(relay: Relay, message: SendMailOptions, about: Attributes): Promise<{ outcome: DeliveryOutcome; unreached: boolean }> {
+    return inSpan('smtp relay', { kind: SpanKind.CLIENT, attributes: { ...about, 'server.address': relay.host, 'server.port': relay.port } }, async () => {
       const before = relay.breaker.state();
       let result: { outcome: DeliveryOutcome; unreached: boolean };
       try {
         const info = (await relay.transport.sendMail(message)) as { response: string };
         relay.breaker.succeeded();
-        metrics.sends.inc({ relay: relay.address, result: 'accepted' });
+        this.#metrics.sends.inc({ relay: relay.address, result: 'accepted' });
         result = { outcome: acceptedOutcome(info.response), unreached: false };
       } catch (error) {
         const fault = relayFault(error);
@@ -111,47 +148,18 @@ export function createRelays(options: RelayOptions): Relays {
         // message unsendable), which says it is healthy.
         if (fault === undefined) relay.breaker.succeeded();
         else relay.breaker.failed();
-        metrics.sends.inc({ relay: relay.address, result: fault ?? 'refused' });
+        this.#metrics.sends.inc({ relay: relay.address, result: fault ?? 'refused' });
         result = { outcome: classifySendError(error), unreached: fault === 'unreached' };
       }
-      const after = relay.breaker.state();
-      if (after !== before && (after === 'open' || after === 'closed')) {
-        logger[after === 'open' ? 'warn' : 'info']({ relay: relay.address, circuit: after }, after === 'open' ? 'relay circuit opened: skipping the relay until its cool-down ends' : 'relay circuit closed');
-      }
+      this.#logCircuitChange(relay, before);
       return result;
     });
+  }
 
-  const primary = relayFor(options.defaultUrls[0] as string);
-  for (const url of options.defaultUrls) relayFor(url);
-
-  return {
-    primary: { host: primary.host, port: primary.port },
-    async send(projectId, message, about = {}) {
-      const list = (options.projects.urls(projectId) ?? options.defaultUrls).map(relayFor);
-      if (list.length === 1) return (await attempt(list[0] as Relay, message, about)).outcome;
-      let unreachedFrom: Relay | undefined;
-      let last: DeliveryOutcome | undefined;
-      for (const relay of list) {
-        if (!relay.breaker.tryAcquire()) continue;
-        if (unreachedFrom) metrics.failovers.inc({ relay: unreachedFrom.address });
-        const { outcome, unreached } = await attempt(relay, message, about);
-        if (!unreached) return outcome;
-        unreachedFrom = relay;
-        last = outcome;
-      }
-      return last ?? { kind: 'temporary', reason: `no relay available: the circuits of all ${list.length} relays are open` };
-    },
-    states: () => [...relays.values()].map((relay) => ({ address: relay.address, state: relay.breaker.state() })),
-    prune() {
-      const named = new Set([...options.defaultUrls, ...options.projects.named()]);
-      for (const [url, relay] of relays) {
-        if (named.has(url)) continue;
-        relay.transport.close();
-        relays.delete(url);
-      }
-    },
-    close() {
-      for (const relay of relays.values()) relay.transport.close();
-    },
-  };
+  #logCircuitChange(relay: Relay, before: CircuitState): void {
+    const after = relay.breaker.state();
+    if (after === before || (after !== 'open' && after !== 'closed')) return;
+    if (after === 'open') this.#logger.warn({ relay: relay.address, circuit: after }, 'relay circuit opened: skipping the relay until its cool-down ends');
+    else this.#logger.info({ relay: relay.address, circuit: after }, 'relay circuit closed');
+  }
 }

@@ -9,7 +9,7 @@ import { createLogger, createRegistry, GrpcClient, GrpcServer, OperationalError,
 import { createDataKey } from '@notify/platform/mail';
 import { dispatchProto, type dispatch } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
-import { createDkimKeys, type DkimKeys } from './dkim-keys.ts';
+import { DkimKeys } from './dkim-keys.ts';
 
 const token = 'internal-token-for-dkim-key-tests';
 const dataKey = createDataKey(randomBytes(32));
@@ -40,7 +40,7 @@ before(async () => {
   const port = await server.listen(0, '127.0.0.1');
   client = new GrpcClient(dispatchProto.SigningKeyService.service, `127.0.0.1:${port}`, { token, deadlineMs: 2_000 });
   const logger = createLogger('dkim-keys-test', 'debug', new Writable({ write: (chunk: Buffer, _encoding, done) => done(void logged.push(chunk.toString())) }));
-  keys = createDkimKeys({ domain: 'example.com', dataKey, fetch: (request) => client.call('GetSigningKey', request), logger });
+  keys = new DkimKeys({ domain: 'example.com', dataKey, fetch: (request) => client.call('GetSigningKey', request), logger });
 });
 
 after(async () => {

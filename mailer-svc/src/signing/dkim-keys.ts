@@ -14,13 +14,6 @@ export interface DkimKey {
   readonly privateKey: string;
 }
 
-export interface DkimKeys {
-  /** The key to sign with now, or undefined to send unsigned. */
-  current(): DkimKey | undefined;
-  /** Fetches the key again; never throws (a failure keeps the last key and is logged). */
-  refresh(): Promise<void>;
-}
-
 export interface DkimKeyDeps {
   /** MAIL_FROM's domain, lower case. */
   readonly domain: string;
@@ -30,37 +23,50 @@ export interface DkimKeyDeps {
   readonly logger: Logger;
 }
 
-export function createDkimKeys(deps: DkimKeyDeps): DkimKeys {
-  let key: DkimKey | undefined;
-  const describe = (value: DkimKey | undefined): string => (value ? `${value.keySelector}._domainkey.${value.domainName}` : 'none');
+export class DkimKeys {
+  readonly #deps: DkimKeyDeps;
+  #key: DkimKey | undefined;
 
-  const replace = (next: DkimKey | undefined): void => {
-    const changed = describe(next) !== describe(key) || next?.privateKey !== key?.privateKey;
-    key = next;
-    if (changed) deps.logger.info({ domain: deps.domain, dkim: describe(next) }, next ? 'signing mail with DKIM' : 'sending mail unsigned: the domain has no DKIM key');
-  };
+  constructor(deps: DkimKeyDeps) {
+    this.#deps = deps;
+  }
 
-  return {
-    current: () => key,
-    async refresh() {
-      let answer: dispatch.SigningKey__Output;
-      try {
-        answer = await deps.fetch({ domain: deps.domain });
-      } catch (error) {
-        // NOT_FOUND domain_not_found: the domain has no key (any more).
-        if (error instanceof RemoteError && error.reason === 'domain_not_found') return replace(undefined);
-        deps.logger.warn({ err: error, domain: deps.domain, kept: describe(key) }, 'fetching the DKIM key failed; keeping the last one');
-        return;
-      }
-      let privateKey: string;
-      try {
-        privateKey = deps.dataKey.open(answer.sealedPrivateKey, `dkim:${deps.domain}`);
-      } catch {
-        // No cause attached: the error says nothing useful and the sealed value is not for the logs either.
-        deps.logger.error({ domain: deps.domain, kept: describe(key) }, 'the DKIM key cannot be opened with NOTIFY_DATA_KEY (is it the same secret dispatch-svc has?); keeping the last one');
-        return;
-      }
-      replace({ domainName: deps.domain, keySelector: answer.selector, privateKey });
-    },
-  };
+  /** The key to sign with now, or undefined to send unsigned. */
+  current(): DkimKey | undefined {
+    return this.#key;
+  }
+
+  /** Fetches the key again; never throws (a failure keeps the last key and is logged). */
+  async refresh(): Promise<void> {
+    const { domain, logger } = this.#deps;
+    let answer: dispatch.SigningKey__Output;
+    try {
+      answer = await this.#deps.fetch({ domain });
+    } catch (error) {
+      // NOT_FOUND domain_not_found: the domain has no key (any more).
+      if (error instanceof RemoteError && error.reason === 'domain_not_found') return this.#replace(undefined);
+      logger.warn({ err: error, domain, kept: describe(this.#key) }, 'fetching the DKIM key failed; keeping the last one');
+      return;
+    }
+    let privateKey: string;
+    try {
+      privateKey = this.#deps.dataKey.open(answer.sealedPrivateKey, `dkim:${domain}`);
+    } catch {
+      // No cause attached: the error says nothing useful and the sealed value is not for the logs either.
+      logger.error({ domain, kept: describe(this.#key) }, 'the DKIM key cannot be opened with NOTIFY_DATA_KEY (is it the same secret dispatch-svc has?); keeping the last one');
+      return;
+    }
+    this.#replace({ domainName: domain, keySelector: answer.selector, privateKey });
+  }
+
+  #replace(next: DkimKey | undefined): void {
+    const changed = describe(next) !== describe(this.#key) || next?.privateKey !== this.#key?.privateKey;
+    this.#key = next;
+    if (changed) this.#deps.logger.info({ domain: this.#deps.domain, dkim: describe(next) }, next ? 'signing mail with DKIM' : 'sending mail unsigned: the domain has no DKIM key');
+  }
+}
+
+/** A key as the logs name it: its DNS record, never its private part. */
+function describe(value: DkimKey | undefined): string {
+  return value ? `${value.keySelector}._domainkey.${value.domainName}` : 'none';
 }

@@ -1,8 +1,8 @@
 // JetStream publishes that wait for the stream's acknowledgement, as `js.publish` does, made as requests of the
 // connection's inbox requester (inbox-requester.ts): every acknowledgement comes back on one subscription, at about
-// half the client's CPU per publish of `js.publish` (docs/benchmark.md, "JetStream publishes acknowledged on one
-// subscription"). What a publish means is unchanged: it resolves once the stream has stored the message (or
-// recognised its Nats-Msg-Id as a duplicate) and rejects if it did not say so in time.
+// half the client's CPU per publish of `js.publish` (0.015-0.021 ms against 0.035-0.047 ms with 32 waiting at once).
+// What a publish means is unchanged: it resolves once the stream has stored the message (or recognised its
+// Nats-Msg-Id as a duplicate) and rejects if it did not say so in time.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { headers as natsHeaders, type Msg, type MsgHdrs } from '@nats-io/transport-node';
 import { JetStreamApiError, type ApiError, type PubAck } from '@nats-io/jetstream';

@@ -44,73 +44,10 @@ export interface DurableConsumer {
 export function consumeDurably(options: DurableConsumerOptions): DurableConsumer {
   const stopped = new AbortController();
   let close: (() => Promise<unknown>) | undefined;
-  /** Enough received messages to give every handler a full next batch while the current ones are handled. */
-  const inHand = options.batchSize * options.concurrency;
-
-  async function consumeUntilClosed(): Promise<void> {
-    const consumer = await options.js.consumers.get(options.stream, options.consumer);
-    const messages = await consumer.consume({ max_messages: inHand * 2, expires: pullExpiresMs });
-    close = () => messages.close();
-    if (stopped.signal.aborted) await messages.close();
-    const received: JsMsg[] = [];
-    const inFlight = new Set<Promise<void>>();
-    let startScheduled = false;
-
-    /** Hands what has been received to the free handlers, up to `batchSize` each. */
-    const startBatches = (): void => {
-      while (received.length > 0 && inFlight.size < options.concurrency) {
-        const batch = received.splice(0, options.batchSize);
-        const task: Promise<void> = options
-          .handle(batch)
-          .catch((error: unknown) =>
-            options.logger.error({ err: error, stream: options.stream, seqs: batch.map((message) => message.seq) }, 'message handler failed; its messages will be redelivered'),
-          )
-          .finally(() => {
-            inFlight.delete(task);
-            scheduleStart();
-          });
-        inFlight.add(task);
-      }
-    };
-    /**
-     * Messages that arrived together are yielded a microtask apart: a batch starts once the event loop turns, with all
-     * of them, or after `lingerMs` when that is not a full batch (a full one starts at once, see the loop below).
-     */
-    const scheduleStart = (): void => {
-      if (startScheduled) return;
-      startScheduled = true;
-      const start = (): void => {
-        startScheduled = false;
-        startBatches();
-      };
-      if (options.lingerMs && received.length < options.batchSize) setTimeout(start, options.lingerMs);
-      else setImmediate(start);
-    };
-
-    try {
-      for await (const message of messages) {
-        received.push(message);
-        if (received.length >= options.batchSize) startBatches();
-        scheduleStart();
-        // Pull no more while every handler is busy and their next batches are full: the rest waits in JetStream.
-        while (received.length >= inHand) {
-          startBatches();
-          if (received.length >= inHand) await Promise.race(inFlight);
-        }
-      }
-    } finally {
-      // Stopping (or the subscription failed): what was received is still handled.
-      while (received.length > 0 || inFlight.size > 0) {
-        startBatches();
-        await Promise.all(inFlight);
-      }
-    }
-  }
-
   const running = (async () => {
     while (!stopped.signal.aborted) {
       try {
-        await consumeUntilClosed();
+        await consumeUntilClosed(options, stopped.signal, (closer) => (close = closer));
       } catch (error) {
         if (stopped.signal.aborted) break;
         options.logger.warn({ err: error, stream: options.stream, consumer: options.consumer }, 'consumer interrupted; resuming');
@@ -126,4 +63,98 @@ export function consumeDurably(options: DurableConsumerOptions): DurableConsumer
       await running;
     },
   };
+}
+
+/** One subscription, consumed until it is closed (stopping) or fails; `opened` is given what closes it. */
+async function consumeUntilClosed(options: DurableConsumerOptions, stopped: AbortSignal, opened: (close: () => Promise<unknown>) => void): Promise<void> {
+  const batches = new Batches(options);
+  const consumer = await options.js.consumers.get(options.stream, options.consumer);
+  const messages = await consumer.consume({ max_messages: batches.inHand * 2, expires: pullExpiresMs });
+  opened(() => messages.close());
+  if (stopped.aborted) await messages.close();
+  try {
+    for await (const message of messages) {
+      batches.add(message);
+      // Pull no more while every handler is busy and their next batches are full: the rest waits in JetStream.
+      while (batches.full()) await batches.oneEnded();
+    }
+  } finally {
+    // Stopping (or the subscription failed): what was received is still handled.
+    await batches.drain();
+  }
+}
+
+/** The messages received and not yet handled, handed to the handler in batches, `concurrency` batches at a time. */
+class Batches {
+  /** Enough received messages to give every handler a full next batch while the current ones are handled. */
+  readonly inHand: number;
+  readonly #options: DurableConsumerOptions;
+  readonly #received: JsMsg[] = [];
+  readonly #inFlight = new Set<Promise<void>>();
+  #startScheduled = false;
+
+  constructor(options: DurableConsumerOptions) {
+    this.#options = options;
+    this.inHand = options.batchSize * options.concurrency;
+  }
+
+  /** A message received: a full batch starts at once, any other once the event loop turns (see scheduleStart). */
+  add(message: JsMsg): void {
+    this.#received.push(message);
+    if (this.#received.length >= this.#options.batchSize) this.#start();
+    this.#scheduleStart();
+  }
+
+  /** Whether, after starting what the free handlers can take, every handler is busy and their next batches are full. */
+  full(): boolean {
+    if (this.#received.length < this.inHand) return false;
+    this.#start();
+    return this.#received.length >= this.inHand;
+  }
+
+  /** Resolves when one of the batches being handled has ended. */
+  oneEnded(): Promise<void> {
+    return Promise.race(this.#inFlight);
+  }
+
+  /** Handles everything received, and resolves once every batch has ended. */
+  async drain(): Promise<void> {
+    while (this.#received.length > 0 || this.#inFlight.size > 0) {
+      this.#start();
+      await Promise.all(this.#inFlight);
+    }
+  }
+
+  /** Hands what has been received to the free handlers, up to `batchSize` each. */
+  #start(): void {
+    const { batchSize, concurrency } = this.#options;
+    while (this.#received.length > 0 && this.#inFlight.size < concurrency) {
+      const batch = this.#received.splice(0, batchSize);
+      const task: Promise<void> = this.#options
+        .handle(batch)
+        .catch((error: unknown) =>
+          this.#options.logger.error({ err: error, stream: this.#options.stream, seqs: batch.map((message) => message.seq) }, 'message handler failed; its messages will be redelivered'),
+        )
+        .finally(() => {
+          this.#inFlight.delete(task);
+          this.#scheduleStart();
+        });
+      this.#inFlight.add(task);
+    }
+  }
+
+  /**
+   * Messages that arrived together are yielded a microtask apart: a batch starts once the event loop turns, with all
+   * of them, or after `lingerMs` when that is not a full batch (a full one starts at once, see add).
+   */
+  #scheduleStart(): void {
+    if (this.#startScheduled) return;
+    this.#startScheduled = true;
+    const start = (): void => {
+      this.#startScheduled = false;
+      this.#start();
+    };
+    if (this.#options.lingerMs && this.#received.length < this.#options.batchSize) setTimeout(start, this.#options.lingerMs);
+    else setImmediate(start);
+  }
 }

@@ -2,9 +2,10 @@
 // nats.js makes each `nc.request` (and so each `js.publish`, key-value read and double ack) a request of its own: a
 // timer, an entry in its request table and, once the reply has settled it, an Error with its stack built to cancel it.
 // On the paths that make one or more per message (a job published per accepted send, the mailer's events, ledger and
-// acknowledgements per delivered mail) that cost the client about twice the CPU per request of this
-// (docs/benchmark.md, "JetStream publishes acknowledged on one subscription"). A reply is handed over as it came,
-// status headers included: what it means (a 503 for no responders, a 404 for no such message) is the caller's to read.
+// acknowledgements per delivered mail) that cost the client about twice the CPU per request of this (32 requests
+// waiting at once: 0.035-0.047 ms against 0.015-0.021 ms per publish, 0.045-0.058 ms against 0.012-0.021 ms per
+// key-value read). A reply is handed over as it came, status headers included: what it means (a 503 for no
+// responders, a 404 for no such message) is the caller's to read.
 import { createInbox, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 
 export interface InboxRequestOptions {

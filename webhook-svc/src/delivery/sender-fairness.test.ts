@@ -16,7 +16,7 @@ import { silentLogger } from '@notify/test/harness/logger.ts';
 import { waitFor } from '@notify/test/harness/wait.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '@notify/test/harness/webhook-receiver.ts';
 import { createWebhookMetrics, type WebhookMetrics } from './metrics.ts';
-import { senderConsumerConfig, startSender, type Sender, type SenderSettings } from './sender.ts';
+import { Sender, senderConsumerConfig, type SenderSettings } from './sender.ts';
 
 /** A replica of 8 requests, each given 2 s; a timed-out attempt is made again a second later, so a stalled project keeps sending. */
 const replica = {
@@ -74,7 +74,7 @@ async function startRun(settings: SenderSettings) {
   await ensureConsumer(jsm, names.webhooksStream, senderConsumerConfig(names, settings.leaseMs));
   const metrics = createWebhookMetrics(createRegistry('webhook-svc'));
   // The secrets are stored in clear, as before sealing: they sign as they are.
-  senders.push(startSender({ js, names, pool, metrics, logger, dataKey: createDataKey(randomBytes(32)) }, settings));
+  senders.push(Sender.start({ js, names, pool, metrics, logger, dataKey: createDataKey(randomBytes(32)) }, settings));
   /** A message.sent event of a new message of `owner` for `endpointId`, as dispatch-svc's relay hands it over: rows, then a message on the stream. */
   async function publishEvent(owner: Tenant, endpointId: number): Promise<string> {
     const messageId = await id(

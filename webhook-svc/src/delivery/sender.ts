@@ -2,13 +2,13 @@
 // delivery (an event for an endpoint); the sender claims it in PostgreSQL, signs and posts the event's body, records the
 // attempt, and then acks (delivered, or failed for good) or naks with the retry's delay (with jitter, or Retry-After).
 // Each endpoint may hold only `endpointConcurrency` of a replica's requests and each project `projectConcurrency`
-// (fair-share.ts, startSender), so a slow or dead endpoint, or a project with many, cannot take every slot from the others.
+// (fair-share.ts, Sender), so a slow or dead endpoint, or a project with many, cannot take every slot from the others.
 import type { Logger } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { DataKey } from '@notify/platform/mail';
-import { consumeDurably, nanoseconds, type JetStreamClient, type JsMsg } from '@notify/platform/nats';
+import { consumeDurably, nanoseconds, type DurableConsumer, type JetStreamClient, type JsMsg } from '@notify/platform/nats';
 import { readWebhookDelivery, schemaHeader, type Topology, type WebhookDelivery } from '@notify/proto';
-import { batchedStore, failDelivery, type AttemptRecord, type Claim, type ClaimedDelivery, type DeliveryKey, type DeliveryStore } from './delivery-store.ts';
+import { batchedStore, failDelivery, type AttemptRecord, type Claim, type ClaimedDelivery, type DeliveryKey, type DeliveryStore, type EndpointChange } from './delivery-store.ts';
 import { EndpointProjects } from './endpoint-projects.ts';
 import { FairShare } from './fair-share.ts';
 import type { AttemptResult, WebhookMetrics } from './metrics.ts';
@@ -55,65 +55,6 @@ const busyDelayMs = (): number => 1_000 + Math.floor(Math.random() * 2_000);
 
 /** Whether a response is the success the contract names: a 2xx (a 3xx is a failure and is not followed). */
 const isSuccess = (status: number): boolean => status >= 200 && status < 300;
-
-/**
- * One attempt, recorded. `requestEnded` is told how the request ended and hands over the delivery the slot takes next,
- * if one waits: it is claimed with the record (`next` of what this resolves to).
- */
-async function attempt(
-  deps: SenderDeps,
-  settings: SenderSettings,
-  outbound: Outbound,
-  store: DeliveryStore,
-  delivery: WebhookDelivery,
-  claimed: ClaimedDelivery,
-  requestEnded: (response: OutboundResult) => DeliveryKey | undefined,
-): Promise<({ settle: 'ack' } | { settle: 'nak'; delayMs: number }) & { next?: ClaimedDelivery }> {
-  const number = claimed.attempts + 1;
-  const timestamp = Math.floor(Date.now() / 1_000);
-  const headers = signedHeaders(openSecrets(deps.dataKey, delivery.endpointId, claimed.secrets), webhookId(delivery.eventId), timestamp, claimed.body);
-  const started = performance.now();
-  deps.metrics.inFlight.inc();
-  const response = await outbound.post(claimed.url, headers, claimed.body).finally(() => deps.metrics.inFlight.dec());
-  const latencyMs = Math.round(performance.now() - started);
-  const status = response.kind === 'response' ? response.status : undefined;
-  const gone = status === 410;
-  let outcome: AttemptRecord['outcome'];
-  if (status !== undefined && isSuccess(status)) outcome = { state: 'succeeded' };
-  else if (gone) outcome = { state: 'failed' };
-  else {
-    const delay = nextRetryDelay(settings.schedule, number, response.kind === 'response' ? { status: response.status, retryAfter: response.retryAfter } : {}, Date.now());
-    outcome = delay === undefined ? { state: 'failed' } : { state: 'pending', retryInMs: delay };
-  }
-  const next = requestEnded(response);
-  const { change, next: claimedNext } = await store.record({
-    eventId: delivery.eventId,
-    endpointId: delivery.endpointId,
-    attempt: number,
-    statusCode: status ?? null,
-    latencyMs,
-    responseBody: response.kind === 'response' ? response.body : null,
-    error: response.kind === 'error' ? response.error : status !== undefined && !isSuccess(status) ? `HTTP ${status}` : null,
-    outcome,
-    gone,
-    ...(next ? { next } : {}),
-  });
-  const result: AttemptResult = outcome.state === 'pending' ? 'retrying' : outcome.state;
-  deps.metrics.attempts.inc({ result });
-  deps.metrics.latency.observe({ result }, latencyMs / 1_000);
-  const context = { eventId: delivery.eventId, endpointId: delivery.endpointId, attempt: number, status, latencyMs };
-  if (change !== 'none') {
-    deps.metrics.endpointsDisabled.inc({ reason: change === 'disabled_gone' ? 'gone' : 'failing' });
-    deps.logger.warn({ ...context, reason: change }, 'webhook endpoint disabled');
-  }
-  if (outcome.state === 'pending') {
-    deps.logger.info({ ...context, error: response.kind === 'error' ? response.error : undefined, retryInMs: outcome.retryInMs }, 'webhook attempt failed; will retry');
-    return { settle: 'nak', delayMs: outcome.retryInMs, ...(claimedNext ? { next: claimedNext } : {}) };
-  }
-  if (outcome.state === 'failed') deps.logger.warn({ ...context, error: response.kind === 'error' ? response.error : undefined }, 'webhook delivery failed');
-  else deps.logger.debug(context, 'webhook delivered');
-  return { settle: 'ack', ...(claimedNext ? { next: claimedNext } : {}) };
-}
 
 /** A delivery waiting for a request of its endpoint to finish, with when it started to wait. */
 interface Parked {
@@ -166,9 +107,16 @@ export function parkLimit(slotMs: number | undefined, endpointConcurrency: numbe
   return Math.min(maxParkedPerEndpoint, Math.max(floor, atItsPace));
 }
 
-export interface Sender {
-  /** Stops pulling, hands parked deliveries back, finishes the open requests, then resolves. */
-  stop(): Promise<void>;
+/** How a slot's attempt ended for the JetStream message, and the delivery claimed with its record, if one was. */
+type Settled = ({ settle: 'ack' } | { settle: 'nak'; delayMs: number }) & { next?: ClaimedDelivery };
+
+/** What an attempt makes of its delivery: done on a 2xx, failed on a 410 or past the schedule, else pending a retry. */
+function outcomeOf(schedule: readonly number[], attempt: number, response: OutboundResult): AttemptRecord['outcome'] {
+  const status = response.kind === 'response' ? response.status : undefined;
+  if (status !== undefined && isSuccess(status)) return { state: 'succeeded' };
+  if (status === 410) return { state: 'failed' };
+  const delay = nextRetryDelay(schedule, attempt, response.kind === 'response' ? { status: response.status, retryAfter: response.retryAfter } : {}, Date.now());
+  return delay === undefined ? { state: 'failed' } : { state: 'pending', retryInMs: delay };
 }
 
 /**
@@ -177,121 +125,76 @@ export interface Sender {
  * dead endpoint's deliveries are put back and leave the handlers to the others. A delivery whose project holds its
  * share is put back too: the project's own requests, as they end, take its endpoints' parked deliveries.
  */
-export function startSender(deps: SenderDeps, settings: SenderSettings): Sender {
-  const shares = new Map<number, EndpointShare>();
-  const parkFloor = settings.endpointConcurrency * 8;
-  // A delivery parked longer than half its ack wait is put back when its turn comes (the replica stopping puts back
-  // all of them): any longer and JetStream could offer it to another replica while it waits here. Those are a slow or
-  // dead endpoint's, parked before its pace was known (parkLimit parks no more than the endpoint gets through in time).
-  const parkMaxMs = settings.leaseMs / 2;
-  let parkedInAll = 0;
-  const outbound = createOutbound(settings.outbound);
-  // Most deliveries one statement claims or records: the requests one replica may have open at once.
-  const store = batchedStore(deps.pool, { maxBatch: settings.concurrency, leaseMs: settings.leaseMs, disableAfterMs: settings.disableAfterMs });
-  const projects = new EndpointProjects(deps.pool, { maxBatch: settings.concurrency });
-  const fairShare = new FairShare(settings);
-  let stopping = false;
-
+export class Sender {
+  readonly #deps: SenderDeps;
+  readonly #settings: SenderSettings;
+  readonly #shares = new Map<number, EndpointShare>();
+  readonly #parkFloor: number;
   /**
-   * Works on a delivery, and says what the slot takes next: the endpoint's next parked delivery (taken while its record
-   * is made, to be claimed with it), if one waits.
+   * A delivery parked longer than half its ack wait is put back when its turn comes (the replica stopping puts back all
+   * of them): any longer and JetStream could offer it to another replica while it waits here. Those are a slow or dead
+   * endpoint's, parked before its pace was known (parkLimit parks no more than the endpoint gets through in time).
    */
-  async function work(share: EndpointShare, turn: Turn): Promise<Turn | undefined> {
-    const { message, delivery } = turn.parked;
-    let next: Parked | undefined;
-    const requestEnded = (response: OutboundResult): DeliveryKey | undefined => {
-      keepTimeoutRun(delivery.endpointId, response);
-      next = nextTurn(share, delivery.endpointId);
-      return next?.delivery;
-    };
-    let claimedNext: ClaimedDelivery | undefined;
-    try {
-      const claim: Claim = turn.claimed ? { kind: 'claimed', delivery: turn.claimed } : await store.claim(delivery);
-      if (claim.kind === 'settled') message.ack();
-      else if (claim.kind === 'endpoint_disabled') {
-        await failDelivery(deps.pool, delivery.eventId, delivery.endpointId);
-        message.ack();
-      } else if (claim.kind === 'later') message.nak(claim.inMs);
-      else {
-        const settled = await attempt(deps, settings, outbound, store, delivery, claim.delivery, requestEnded);
-        claimedNext = settled.next;
-        if (settled.settle === 'ack') message.ack();
-        else message.nak(settled.delayMs);
-      }
-    } catch (error) {
-      // The database failed: the claim (if it was made) runs out and the delivery is attempted again.
-      notWorkedOn(message, delivery, error);
-    }
-    // Unclaimed (none was taken with the record, or the record could not claim it): it claims on its own.
-    const taken: Parked | undefined = next ?? nextTurn(share, delivery.endpointId);
-    return taken && { parked: taken, ...(claimedNext ? { claimed: claimedNext } : {}) };
+  readonly #parkMaxMs: number;
+  #parkedInAll = 0;
+  readonly #outbound: Outbound;
+  readonly #store: DeliveryStore;
+  readonly #projects: EndpointProjects;
+  readonly #fairShare: FairShare;
+  #stopping = false;
+  readonly #consumer: DurableConsumer;
+
+  /** Starts consuming the webhook deliveries. */
+  static start(deps: SenderDeps, settings: SenderSettings): Sender {
+    return new Sender(deps, settings);
   }
 
-  /** Hands a delivery back to JetStream, to be offered again in a few seconds, after a failure (logged). */
-  function notWorkedOn(message: JsMsg, delivery: WebhookDelivery, error: unknown): void {
-    deps.logger.warn({ err: error, eventId: delivery.eventId, endpointId: delivery.endpointId }, 'webhook delivery not worked on; it will be offered again');
-    message.nak(busyDelayMs());
+  private constructor(deps: SenderDeps, settings: SenderSettings) {
+    this.#deps = deps;
+    this.#settings = settings;
+    this.#parkFloor = settings.endpointConcurrency * 8;
+    this.#parkMaxMs = settings.leaseMs / 2;
+    this.#outbound = createOutbound(settings.outbound);
+    // Most deliveries one statement claims or records: the requests one replica may have open at once.
+    this.#store = batchedStore(deps.pool, { maxBatch: settings.concurrency, leaseMs: settings.leaseMs, disableAfterMs: settings.disableAfterMs });
+    this.#projects = new EndpointProjects(deps.pool, { maxBatch: settings.concurrency });
+    this.#fairShare = new FairShare(settings);
+    this.#consumer = consumeDurably({
+      js: deps.js,
+      stream: deps.names.webhooksStream,
+      consumer: deps.names.webhookConsumer,
+      batchSize: 1,
+      concurrency: settings.concurrency,
+      logger: deps.logger,
+      handle: async (messages) => {
+        for (const message of messages) await this.#handleOne(message);
+      },
+    });
   }
 
-  /** Keeps the endpoint's run of timeouts (fair-share.ts), and says so when it slows the endpoint down. */
-  function keepTimeoutRun(endpointId: number, response: OutboundResult): void {
-    if (!fairShare.requestEnded(endpointId, response.kind === 'error' && response.timedOut === true)) return;
-    deps.metrics.endpointsSlowed.inc();
-    deps.logger.warn({ endpointId }, 'webhook endpoint timed out repeatedly; it may hold one request at a time until one ends otherwise');
+  /** Stops pulling, hands parked deliveries back, finishes the open requests, then resolves. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    await this.#consumer.stop();
+    // Parked deliveries whose endpoint had no request left open are handed back here.
+    for (const share of this.#shares.values()) this.#nextParked(share);
+    this.#outbound.close();
   }
 
-  /**
-   * What a slot that just ended takes next: the endpoint's next parked delivery, unless the endpoint holds more slots
-   * than it now may (slowed down while they were open): then the slot ends, and the last of them takes it.
-   */
-  function nextTurn(share: EndpointShare, endpointId: number): Parked | undefined {
-    return share.open > fairShare.endpointLimit(endpointId) ? undefined : nextParked(share);
-  }
-
-  /** Hands a delivery back to JetStream, to be offered again in a few seconds: its endpoint is at its share. */
-  function putBack(message: JsMsg): void {
-    deps.metrics.endpointBusy.inc({ action: 'put_back' });
-    message.nak(busyDelayMs());
-  }
-
-  /** The next parked delivery still worth taking; the stale ones (and all of them while stopping) are put back. */
-  function nextParked(share: EndpointShare): Parked | undefined {
-    for (let next = share.parked.shift(); next; next = share.parked.shift()) {
-      parkedInAll -= 1;
-      if (!stopping && Date.now() - next.since <= parkMaxMs) {
-        // Its ack wait starts again: it may now take a whole request.
-        next.message.working();
-        return next;
-      }
-      putBack(next.message);
-    }
-    return undefined;
-  }
-
-  /** Works on a delivery in one of its endpoint's slots, keeping the endpoint's pace. */
-  async function workTimed(share: EndpointShare, turn: Turn): Promise<Turn | undefined> {
-    const started = performance.now();
-    const next = await work(share, turn);
-    const tookMs = performance.now() - started;
-    share.slotTimesMs.push(tookMs);
-    if (share.slotTimesMs.length > paceSamples) share.slotTimesMs.shift();
-    return next;
-  }
-
-  async function handleOne(message: JsMsg): Promise<void> {
+  async #handleOne(message: JsMsg): Promise<void> {
     const read = readWebhookDelivery(message.data, message.headers?.get(schemaHeader) || undefined);
     if (!read.ok) {
       // It names nothing this release can find: offering it again would fail the same way.
-      deps.logger.error({ subject: message.subject, streamSequence: message.seq, reason: read.reason }, 'unreadable webhook delivery dropped');
+      this.#deps.logger.error({ subject: message.subject, streamSequence: message.seq, reason: read.reason }, 'unreadable webhook delivery dropped');
       message.term();
       return;
     }
     const delivery = read.value;
     let projectId: number | undefined;
     try {
-      projectId = await projects.of(delivery.endpointId);
+      projectId = await this.#projects.of(delivery.endpointId);
     } catch (error) {
-      notWorkedOn(message, delivery, error);
+      this.#notWorkedOn(message, delivery, error);
       return;
     }
     // Its endpoint was deleted, and the endpoint's deliveries with it: nothing is left to send.
@@ -299,62 +202,178 @@ export function startSender(deps: SenderDeps, settings: SenderSettings): Sender 
       message.ack();
       return;
     }
-    const share = shares.get(delivery.endpointId);
+    const share = this.#shares.get(delivery.endpointId);
     const arrived: Parked = { message, delivery, since: Date.now() };
-    if (share && share.open >= fairShare.endpointLimit(delivery.endpointId)) parkOrPutBack(share, arrived);
-    else if (!fairShare.projectHasRoom(projectId)) {
-      deps.metrics.projectBusy.inc();
+    if (share && share.open >= this.#fairShare.endpointLimit(delivery.endpointId)) this.#parkOrPutBack(share, arrived);
+    else if (!this.#fairShare.projectHasRoom(projectId)) {
+      this.#deps.metrics.projectBusy.inc();
       message.nak(busyDelayMs());
-    } else await holdSlot(share ?? newShare(delivery.endpointId), projectId, arrived);
+    } else await this.#holdSlot(share ?? this.#newShare(delivery.endpointId), projectId, arrived);
   }
 
   /** Parks a delivery whose endpoint holds its share (see parkLimit), or puts it back when enough wait already. */
-  function parkOrPutBack(share: EndpointShare, arrived: Parked): void {
-    const limit = parkLimit(paceOf(share), fairShare.endpointLimit(arrived.delivery.endpointId), parkFloor, parkMaxMs);
-    if (share.parked.length < limit && parkedInAll < maxParked && !stopping) {
-      deps.metrics.endpointBusy.inc({ action: 'parked' });
+  #parkOrPutBack(share: EndpointShare, arrived: Parked): void {
+    const limit = parkLimit(paceOf(share), this.#fairShare.endpointLimit(arrived.delivery.endpointId), this.#parkFloor, this.#parkMaxMs);
+    if (share.parked.length < limit && this.#parkedInAll < maxParked && !this.#stopping) {
+      this.#deps.metrics.endpointBusy.inc({ action: 'parked' });
       share.parked.push(arrived);
-      parkedInAll += 1;
-    } else putBack(arrived.message);
+      this.#parkedInAll += 1;
+    } else this.#putBack(arrived.message);
   }
 
-  function newShare(endpointId: number): EndpointShare {
+  #newShare(endpointId: number): EndpointShare {
     const share: EndpointShare = { open: 0, parked: [], slotTimesMs: [] };
-    shares.set(endpointId, share);
+    this.#shares.set(endpointId, share);
     return share;
   }
 
   /** Works on the delivery, then on its endpoint's parked ones in turn, holding one slot of the endpoint and its project. */
-  async function holdSlot(share: EndpointShare, projectId: number, first: Parked): Promise<void> {
+  async #holdSlot(share: EndpointShare, projectId: number, first: Parked): Promise<void> {
     share.open += 1;
-    fairShare.take(projectId);
+    this.#fairShare.take(projectId);
     try {
-      for (let turn: Turn | undefined = { parked: first }; turn; ) turn = await workTimed(share, turn);
+      for (let turn: Turn | undefined = { parked: first }; turn; ) turn = await this.#workTimed(share, turn);
     } finally {
       share.open -= 1;
-      fairShare.release(projectId);
-      if (share.open === 0 && share.parked.length === 0) shares.delete(first.delivery.endpointId);
+      this.#fairShare.release(projectId);
+      if (share.open === 0 && share.parked.length === 0) this.#shares.delete(first.delivery.endpointId);
     }
   }
 
-  const consumer = consumeDurably({
-    js: deps.js,
-    stream: deps.names.webhooksStream,
-    consumer: deps.names.webhookConsumer,
-    batchSize: 1,
-    concurrency: settings.concurrency,
-    logger: deps.logger,
-    handle: async (messages) => {
-      for (const message of messages) await handleOne(message);
-    },
-  });
-  return {
-    async stop() {
-      stopping = true;
-      await consumer.stop();
-      // Parked deliveries whose endpoint had no request left open are handed back here.
-      for (const share of shares.values()) nextParked(share);
-      outbound.close();
-    },
-  };
+  /** Works on a delivery in one of its endpoint's slots, keeping the endpoint's pace. */
+  async #workTimed(share: EndpointShare, turn: Turn): Promise<Turn | undefined> {
+    const started = performance.now();
+    const next = await this.#work(share, turn);
+    const tookMs = performance.now() - started;
+    share.slotTimesMs.push(tookMs);
+    if (share.slotTimesMs.length > paceSamples) share.slotTimesMs.shift();
+    return next;
+  }
+
+  /**
+   * Works on a delivery, and says what the slot takes next: the endpoint's next parked delivery (taken while its record
+   * is made, to be claimed with it), if one waits.
+   */
+  async #work(share: EndpointShare, turn: Turn): Promise<Turn | undefined> {
+    const { message, delivery } = turn.parked;
+    let next: Parked | undefined;
+    const requestEnded = (response: OutboundResult): DeliveryKey | undefined => {
+      this.#keepTimeoutRun(delivery.endpointId, response);
+      next = this.#nextTurn(share, delivery.endpointId);
+      return next?.delivery;
+    };
+    let claimedNext: ClaimedDelivery | undefined;
+    try {
+      const claim: Claim = turn.claimed ? { kind: 'claimed', delivery: turn.claimed } : await this.#store.claim(delivery);
+      if (claim.kind === 'settled') message.ack();
+      else if (claim.kind === 'endpoint_disabled') {
+        await failDelivery(this.#deps.pool, delivery.eventId, delivery.endpointId);
+        message.ack();
+      } else if (claim.kind === 'later') message.nak(claim.inMs);
+      else {
+        const settled = await this.#attempt(delivery, claim.delivery, requestEnded);
+        claimedNext = settled.next;
+        if (settled.settle === 'ack') message.ack();
+        else message.nak(settled.delayMs);
+      }
+    } catch (error) {
+      // The database failed: the claim (if it was made) runs out and the delivery is attempted again.
+      this.#notWorkedOn(message, delivery, error);
+    }
+    // Unclaimed (none was taken with the record, or the record could not claim it): it claims on its own.
+    const taken: Parked | undefined = next ?? this.#nextTurn(share, delivery.endpointId);
+    return taken && { parked: taken, ...(claimedNext ? { claimed: claimedNext } : {}) };
+  }
+
+  /**
+   * One attempt, recorded. `requestEnded` is told how the request ended and hands over the delivery the slot takes next,
+   * if one waits: it is claimed with the record (`next` of what this resolves to).
+   */
+  async #attempt(delivery: WebhookDelivery, claimed: ClaimedDelivery, requestEnded: (response: OutboundResult) => DeliveryKey | undefined): Promise<Settled> {
+    const number = claimed.attempts + 1;
+    const timestamp = Math.floor(Date.now() / 1_000);
+    const headers = signedHeaders(openSecrets(this.#deps.dataKey, delivery.endpointId, claimed.secrets), webhookId(delivery.eventId), timestamp, claimed.body);
+    const started = performance.now();
+    this.#deps.metrics.inFlight.inc();
+    const response = await this.#outbound.post(claimed.url, headers, claimed.body).finally(() => this.#deps.metrics.inFlight.dec());
+    const latencyMs = Math.round(performance.now() - started);
+    const status = response.kind === 'response' ? response.status : undefined;
+    const outcome = outcomeOf(this.#settings.schedule, number, response);
+    const next = requestEnded(response);
+    const record: AttemptRecord = {
+      eventId: delivery.eventId,
+      endpointId: delivery.endpointId,
+      attempt: number,
+      statusCode: status ?? null,
+      latencyMs,
+      responseBody: response.kind === 'response' ? response.body : null,
+      error: response.kind === 'error' ? response.error : status !== undefined && !isSuccess(status) ? `HTTP ${status}` : null,
+      outcome,
+      gone: status === 410,
+      ...(next ? { next } : {}),
+    };
+    const { change, next: claimedNext } = await this.#store.record(record);
+    this.#report(record, response, change);
+    const taken = claimedNext ? { next: claimedNext } : {};
+    return outcome.state === 'pending' ? { settle: 'nak', delayMs: outcome.retryInMs, ...taken } : { settle: 'ack', ...taken };
+  }
+
+  /** An attempt recorded, in the metrics and the log; its endpoint disabled by it, said so. */
+  #report(record: AttemptRecord, response: OutboundResult, change: EndpointChange): void {
+    const { metrics, logger } = this.#deps;
+    const { outcome, latencyMs } = record;
+    const result: AttemptResult = outcome.state === 'pending' ? 'retrying' : outcome.state;
+    metrics.attempts.inc({ result });
+    metrics.latency.observe({ result }, latencyMs / 1_000);
+    const context = { eventId: record.eventId, endpointId: record.endpointId, attempt: record.attempt, status: record.statusCode ?? undefined, latencyMs };
+    if (change !== 'none') {
+      metrics.endpointsDisabled.inc({ reason: change === 'disabled_gone' ? 'gone' : 'failing' });
+      logger.warn({ ...context, reason: change }, 'webhook endpoint disabled');
+    }
+    const error = response.kind === 'error' ? response.error : undefined;
+    if (outcome.state === 'pending') logger.info({ ...context, error, retryInMs: outcome.retryInMs }, 'webhook attempt failed; will retry');
+    else if (outcome.state === 'failed') logger.warn({ ...context, error }, 'webhook delivery failed');
+    else logger.debug(context, 'webhook delivered');
+  }
+
+  /** Hands a delivery back to JetStream, to be offered again in a few seconds, after a failure (logged). */
+  #notWorkedOn(message: JsMsg, delivery: WebhookDelivery, error: unknown): void {
+    this.#deps.logger.warn({ err: error, eventId: delivery.eventId, endpointId: delivery.endpointId }, 'webhook delivery not worked on; it will be offered again');
+    message.nak(busyDelayMs());
+  }
+
+  /** Keeps the endpoint's run of timeouts (fair-share.ts), and says so when it slows the endpoint down. */
+  #keepTimeoutRun(endpointId: number, response: OutboundResult): void {
+    if (!this.#fairShare.requestEnded(endpointId, response.kind === 'error' && response.timedOut === true)) return;
+    this.#deps.metrics.endpointsSlowed.inc();
+    this.#deps.logger.warn({ endpointId }, 'webhook endpoint timed out repeatedly; it may hold one request at a time until one ends otherwise');
+  }
+
+  /**
+   * What a slot that just ended takes next: the endpoint's next parked delivery, unless the endpoint holds more slots
+   * than it now may (slowed down while they were open): then the slot ends, and the last of them takes it.
+   */
+  #nextTurn(share: EndpointShare, endpointId: number): Parked | undefined {
+    return share.open > this.#fairShare.endpointLimit(endpointId) ? undefined : this.#nextParked(share);
+  }
+
+  /** Hands a delivery back to JetStream, to be offered again in a few seconds: its endpoint is at its share. */
+  #putBack(message: JsMsg): void {
+    this.#deps.metrics.endpointBusy.inc({ action: 'put_back' });
+    message.nak(busyDelayMs());
+  }
+
+  /** The next parked delivery still worth taking; the stale ones (and all of them while stopping) are put back. */
+  #nextParked(share: EndpointShare): Parked | undefined {
+    for (let next = share.parked.shift(); next; next = share.parked.shift()) {
+      this.#parkedInAll -= 1;
+      if (!this.#stopping && Date.now() - next.since <= this.#parkMaxMs) {
+        // Its ack wait starts again: it may now take a whole request.
+        next.message.working();
+        return next;
+      }
+      this.#putBack(next.message);
+    }
+    return undefined;
+  }
 }
