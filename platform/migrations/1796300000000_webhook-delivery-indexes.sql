@@ -6,8 +6,8 @@
 -- named `state`, so every record wrote a new entry in both indexes of the table, and no query reads by state within
 -- an endpoint: the index only has to find an endpoint's deliveries when the endpoint is deleted (the foreign key's
 -- cascade), for which endpoint_id is enough. With it alone, and a fifth of each page left free for the new row
--- versions, both updates are HOT (docs/benchmark.md, "Issue 14 on 27 November (late morning)"). The fillfactor
--- applies to pages written from now on.
+-- versions, both updates are HOT (measured: every claim and record, against half before, and 759 bytes of WAL per
+-- event against 1,011). The fillfactor applies to pages written from now on.
 CREATE INDEX webhook_deliveries_endpoint_id_idx ON webhook_deliveries (endpoint_id);
 DROP INDEX webhook_deliveries_endpoint_idx;
 ALTER TABLE webhook_deliveries SET (fillfactor = 80);

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 
 /**
- * One environment variable: how to read it, its default, and what it is for. README.md's settings table is generated
+ * One environment variable: how to read it, its default, and what it is for. docs/settings.md's table is generated
  * from these declarations (`npm run docs:settings`; test/structure/settings-table.test.ts fails when it is stale).
  */
 export interface Field<T> {

@@ -13,7 +13,7 @@ export { ExpiringCache, type CacheTicket } from './expiring-cache.ts';
 export { GrpcServer, grpcMessageLimitBytes, type Access, type AsyncHandlers, type Caller } from './grpc/server.ts';
 export { channelCredentials, grpcClientTlsSettings, grpcServerTlsSettings, serverCredentials } from './grpc/tls.ts';
 export { GrpcClient, channelOptions, type GrpcClientOptions } from './grpc/client.ts';
-export { RemoteError, toGrpcFailure } from './grpc/errors.ts';
+export { RemoteError, toGrpcFailure, type Refusal } from './grpc/errors.ts';
 export {
   BatchedCalls,
   checkItemCount,
@@ -27,7 +27,6 @@ export {
   type BatchedCallsOptions,
   type CarriedItem,
   type ItemOutcome,
-  type ItemRefusal,
   type ItemTraceContext,
   type RecordItem,
 } from './grpc/batched-calls.ts';

@@ -13,8 +13,8 @@ const nestedDepth = 2;
 /**
  * What pino itself redacts: the secret keys at the top (of a line's object and of a child logger's bindings) and the
  * HTTP and gRPC header bags. Exact paths only: each wildcard path (`*.token`) cost about 1.5 µs of every line, about
- * 42 µs a line for the 28 that covered the keys one and two levels down (docs/benchmark.md, "Log lines without
- * wildcard redaction"); those levels are censorNested's.
+ * 42 µs a line for the 28 that covered the keys one and two levels down (48-49 µs for the gateway's access line against
+ * 5 µs now, a fifth of its CPU per accepted send at the default level); those levels are censorNested's.
  */
 export const redactedPaths = [...secretKeys, 'req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'metadata.authorization'];
 

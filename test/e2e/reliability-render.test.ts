@@ -19,7 +19,7 @@ const items = Array.from({ length: 1_000 }, (_, index) => index);
 /**
  * A health check answers within this, hostile render or not: a quarter of the 2 s a render blocking the main thread
  * would add. Not tighter: the render's worker takes one of the machine's two cores, and on a slow shared machine the
- * main thread has waited 178 ms for the other one (a CI run of 26 November).
+ * main thread has waited 178 ms for the other one (seen in CI).
  */
 const healthyMs = 500;
 /** Other mail is delivered within this from acceptance: well inside the 2 s the hostile render holds its worker. */

@@ -1,15 +1,15 @@
-// README.md's settings table is the one generated from the services' config declarations (settings-table.ts).
+// docs/settings.md's settings table is the one generated from the services' config declarations (settings-table.ts).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { integer, secret, text, url } from '@notify/platform';
-import { cell, loadServiceSpecs, readmePath, settingsTable, tableIn, withTable } from './settings-table.ts';
+import { cell, loadServiceSpecs, settingsDocPath, settingsTable, tableIn, withTable } from './settings-table.ts';
 
-test('README.md holds the settings table generated from the config declarations (npm run docs:settings rewrites it)', async () => {
-  const readme = readFileSync(readmePath, 'utf8');
-  const current = tableIn(readme);
-  assert.ok(current, 'README.md has lost the settings table markers');
-  assert.equal(current, settingsTable(await loadServiceSpecs()), 'README.md: the settings table is stale; run npm run docs:settings');
+test('docs/settings.md holds the settings table generated from the config declarations (npm run docs:settings rewrites it)', async () => {
+  const document = readFileSync(settingsDocPath, 'utf8');
+  const current = tableIn(document);
+  assert.ok(current, 'docs/settings.md has lost the settings table markers');
+  assert.equal(current, settingsTable(await loadServiceSpecs()), 'docs/settings.md: the settings table is stale; run npm run docs:settings');
 });
 
 test('every variable a service declares has a row naming that service', async () => {
@@ -46,10 +46,10 @@ test('a variable declared alike by several services is one row; declared differe
   ]);
 });
 
-test('the table is replaced between its markers, and nothing else of the README changes', () => {
+test('the table is replaced between its markers, and nothing else of the document changes', () => {
   const table = settingsTable([{ service: 'one', spec: { level: text('LOG_LEVEL', { description: 'level', default: 'info' }) } }], {});
-  const readme = `# Title\n\nBefore.\n\n${settingsTable([], {})}\n\nAfter.\n`;
-  const updated = withTable(readme, table);
+  const document = `# Title\n\nBefore.\n\n${settingsTable([], {})}\n\nAfter.\n`;
+  const updated = withTable(document, table);
   assert.equal(updated, `# Title\n\nBefore.\n\n${table}\n\nAfter.\n`);
   assert.equal(tableIn(updated), table);
   assert.throws(() => withTable('# No table\n', table), /no settings table markers/);

@@ -1,6 +1,6 @@
-// README.md's settings table, generated from the declarations the services validate their environment with: the
-// platform's commonConfig (read by every service) and each service's src/config.ts. `npm run docs:settings` rewrites
-// the table; settings-table.test.ts fails when README.md's copy differs, so the table cannot drift from the code.
+// docs/settings.md's settings table, generated from the declarations the services validate their environment with:
+// the platform's commonConfig (read by every service) and each service's src/config.ts. `npm run docs:settings`
+// rewrites the table; settings-table.test.ts fails when the document's copy differs, so it cannot drift from the code.
 //
 // The declarations are loaded by path, the way the harness starts the services by path: this tool documents every
 // service and belongs to none of them, so no package depends on the others for it.
@@ -17,7 +17,7 @@ export interface ServiceSpec {
 }
 
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-export const readmePath = join(repoRoot, 'README.md');
+export const settingsDocPath = join(repoRoot, 'docs', 'settings.md');
 
 /** Each service, the file declaring its environment, and the name of the declaration it passes to runService. */
 const declarations: readonly { service: string; file: string; name: string }[] = [
@@ -83,32 +83,32 @@ export function settingsTable(services: readonly ServiceSpec[], common: Spec = c
   return [begin, '| variable | services | default | meaning |', '|---|---|---|---|', ...rows, end].join('\n');
 }
 
-/** The generated table as README.md holds it, from its first marker to its last; undefined without the markers. */
-export function tableIn(readme: string): string | undefined {
-  const from = readme.indexOf(begin);
-  const to = readme.indexOf(end);
-  return from === -1 || to < from ? undefined : readme.slice(from, to + end.length);
+/** The generated table as a document holds it, from its first marker to its last; undefined without the markers. */
+export function tableIn(document: string): string | undefined {
+  const from = document.indexOf(begin);
+  const to = document.indexOf(end);
+  return from === -1 || to < from ? undefined : document.slice(from, to + end.length);
 }
 
-export function withTable(readme: string, table: string): string {
-  const current = tableIn(readme);
-  if (current === undefined) throw new Error(`README.md has no settings table markers:\n${begin}\n...\n${end}`);
-  return readme.replace(current, () => table);
+export function withTable(document: string, table: string): string {
+  const current = tableIn(document);
+  if (current === undefined) throw new Error(`docs/settings.md has no settings table markers:\n${begin}\n...\n${end}`);
+  return document.replace(current, () => table);
 }
 
-// `node test/structure/settings-table.ts` rewrites README.md's table; `--check` only says whether it is up to date.
+// `node test/structure/settings-table.ts` rewrites docs/settings.md's table; `--check` only says whether it is up to date.
 if (import.meta.main) {
-  const readme = readFileSync(readmePath, 'utf8');
-  const updated = withTable(readme, settingsTable(await loadServiceSpecs()));
+  const document = readFileSync(settingsDocPath, 'utf8');
+  const updated = withTable(document, settingsTable(await loadServiceSpecs()));
   if (process.argv.includes('--check')) {
-    if (updated !== readme) {
-      process.stderr.write('README.md: the settings table differs from the config declarations; run npm run docs:settings\n');
+    if (updated !== document) {
+      process.stderr.write('docs/settings.md: the settings table differs from the config declarations; run npm run docs:settings\n');
       process.exitCode = 1;
     }
-  } else if (updated !== readme) {
-    writeFileSync(readmePath, updated);
-    process.stdout.write('README.md: settings table rewritten from the config declarations\n');
+  } else if (updated !== document) {
+    writeFileSync(settingsDocPath, updated);
+    process.stdout.write('docs/settings.md: settings table rewritten from the config declarations\n');
   } else {
-    process.stdout.write('README.md: settings table already up to date\n');
+    process.stdout.write('docs/settings.md: settings table already up to date\n');
   }
 }

@@ -108,8 +108,8 @@ export interface BatchRowsOptions<T> {
  * unless that looks dearer than planning each time. A generic plan assumes an array parameter has ten elements, so a
  * statement that mostly carries fewer items (one, or the handful that arrive together below saturation) would be
  * planned anew at every execution: planning was most of the backend's CPU for such statements (the status read's
- * messages-get, one read a call: 0.33 ms planned each time, 0.14 ms planned once; docs/benchmark.md). The one-row
- * form, and a padded batch (`filler`), are planned once per connection.
+ * messages-get, one read a call on analyzed tables of 50,000 messages: 0.33 ms of backend CPU planned each time,
+ * 0.14 ms planned once). The one-row form, and a padded batch (`filler`), are planned once per connection.
  */
 export function batchRows<T>(name: string, items: readonly T[], columns: readonly RowColumn<T>[], options: BatchRowsOptions<T> = {}): { name: string; rows: string; values: unknown[] } {
   const first = options.firstParameter ?? 1;

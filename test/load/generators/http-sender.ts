@@ -25,8 +25,8 @@ export interface HttpSender {
  * How long a keep-alive socket may stay idle before the sender closes it. Node's agent otherwise keeps one until a
  * second before the timeout the server announces (`Keep-Alive: timeout=5`, Node's default), counted from when the
  * client has read the answer, later than the server started its own count; on two loaded cores a paced run's idle
- * sockets then sometimes reached the server's timeout first, and the request that took one was reset unanswered
- * (docs/benchmark.md, "the README's run, and one that failed", 1 December). Closing them sooner leaves a margin of
+ * sockets then sometimes reached the server's timeout first, and the request that took one was reset unanswered (two
+ * full runs failed so, one and two sends of a 200/s run; nodejs/node#47130). Closing them sooner leaves a margin of
  * seconds, not one.
  */
 export const idleSocketMs = 2_000;

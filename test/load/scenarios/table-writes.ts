@@ -1,8 +1,8 @@
-// What the updates of a table cost PostgreSQL in index writes (docs/benchmark.md, "Indexes written per state change"
-// and "Issue 14 on 27 November (late morning)"), read from the run database's own counters: the state changes of
-// `messages` in the delivery drain, the claims and records of `webhook_deliveries` in the webhook burst. An update is
-// HOT, writing no index entry, only when no column an index names changes and the row's page has room; any other
-// update writes an entry in every index of the table (a partial one only when the new row meets its predicate).
+// What the updates of a table cost PostgreSQL in index writes (docs/benchmark.md, "Indexes written per state change"),
+// read from the run database's own counters: the state changes of `messages` in the delivery drain, the claims and
+// records of `webhook_deliveries` in the webhook burst. An update is HOT, writing no index entry, only when no column
+// an index names changes and the row's page has room; any other update writes an entry in every index of the table
+// (a partial one only when the new row meets its predicate).
 // A backend flushes these counters at most once a second, and one that falls idle within a second of its last flush
 // holds them up to 10 s more, so a window's edges miss some of its updates (the webhook burst, a few seconds long, may
 // miss half): the figures are shares and ratios, which that does not move.
