@@ -108,7 +108,7 @@ async function readBoth(port: number, largeId: number): Promise<Reading> {
 }
 
 describe('the cost of one report', () => {
-  test('while a 10 MB report and a million-part report are read, another client gets its banner within 100 ms and memory stays bounded', async (t) => {
+  test('while a 10 MB report and a million-part report are read, another client gets its banner within 100 ms of an idle receiver and memory stays bounded', async (t) => {
     const forked = await forkReceiver({ dataKeyHex: dataKeyMaterial.toString('hex'), bounceDomain, maxBytes: 16 * mib, limits });
     try {
       const warmUp = await allButTheDot(forked.port, returnPathFor(dataKey, 60, bounceDomain), quotedPrintableReport(60, 1_024));
@@ -116,21 +116,26 @@ describe('the cost of one report', () => {
       warmUp.close();
       const { now: baseline } = await forked.memory();
 
-      // The machine the tests run on is shared: any process may lose the CPU for 100 ms and more (an idle receiver was
-      // seen stalled for 200 ms while other suites ran), which no code of ours can prevent. An attempt such a stall
-      // spoils is made again, up to three times; reading the reports as bounce-svc once did blocked for seconds in every one.
-      const attempts: Reading[] = [];
-      for (let largeId = 61; attempts.length < 3 && !attempts.some((attempt) => Math.max(...attempt.delays) < 100); largeId += 2) {
-        attempts.push(await readBoth(forked.port, largeId));
+      // The machine the tests run on is shared: any process may lose the CPU for 100 ms and more while other suites
+      // run, which no code of ours can prevent. So the greetings while the reports are read are judged against those of
+      // the same receiver idle, measured just before (the baseline of this run), and an attempt such a stall spoils is
+      // made again, up to three times: reading the reports as bounce-svc once did blocked for seconds in every one.
+      const attempts: (Reading & { idle: number[] })[] = [];
+      const lateBy = (attempt: { delays: number[]; idle: number[] }): number => Math.max(...attempt.delays) - Math.max(...attempt.idle);
+      for (let largeId = 61; attempts.length < 3 && !attempts.some((attempt) => lateBy(attempt) < 100); largeId += 2) {
+        const idle = await greetingDelays(forked.port, sleep(1_000));
+        attempts.push({ ...(await readBoth(forked.port, largeId)), idle });
       }
       const { peak } = await forked.memory();
 
-      for (const { delays } of attempts) {
-        t.diagnostic(`${delays.length} clients greeted while the reports were read, the slowest ${Math.max(...delays).toFixed(0)} ms past smtp-server's ${greetingPauseMs} ms pause`);
+      for (const attempt of attempts) {
+        t.diagnostic(
+          `${attempt.delays.length} clients greeted while the reports were read, the slowest ${Math.max(...attempt.delays).toFixed(0)} ms past smtp-server's ${greetingPauseMs} ms pause; idle, the slowest of ${attempt.idle.length} ${Math.max(...attempt.idle).toFixed(0)} ms`,
+        );
       }
       t.diagnostic(`the receiver's resident set: ${(baseline / mib).toFixed(0)} MiB before, ${(peak / mib).toFixed(0)} MiB at its peak`);
-      const slowest = Math.min(...attempts.map(({ delays }) => Math.max(...delays)));
-      assert.ok(slowest < 100, `a greeting came ${slowest.toFixed(0)} ms late in every attempt`);
+      const slowest = Math.min(...attempts.map(lateBy));
+      assert.ok(slowest < 100, `a greeting came ${slowest.toFixed(0)} ms later than the idle receiver's slowest in every attempt`);
       // Both reports are held while they are read (17 MiB), besides what the collector lets wait (see receiver-limits.test.ts).
       assert.ok(peak - baseline < 100 * mib, `the resident set grew by ${((peak - baseline) / mib).toFixed(0)} MiB`);
       for (const { largeReply, manyPartsReply } of attempts) {
