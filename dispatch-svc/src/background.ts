@@ -3,7 +3,7 @@
 // event and delivery-limit consumers, the queue, deliverability and retention gauges.
 import { runPeriodically, type ConfigOf, type Logger, type Registry } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
-import type { JetStreamClient, JetStreamManager, JetStreamPublisher, NatsLink } from '@notify/platform/nats';
+import type { JetStreamClient, JetStreamManager, NatsLink } from '@notify/platform/nats';
 import type { Topology } from '@notify/proto';
 import type { configSpec } from './config.ts';
 import { startDeliveryLimitConsumer } from './dead-letters/delivery-limit.ts';
@@ -32,8 +32,6 @@ export interface BackgroundParts {
   readonly names: Topology;
   readonly metrics: DispatchMetrics;
   readonly publisher: JobPublisher;
-  /** The connection's acked publisher, which webhook deliveries go out with. */
-  readonly acked: JetStreamPublisher;
   readonly link: NatsLink;
   readonly retention: RetentionPurge;
   readonly registry: Registry;
@@ -60,7 +58,7 @@ export function startBackground(settings: BackgroundSettings, parts: BackgroundP
   const purge = runPeriodically('retention purge', settings.retentionPurgeIntervalMs, () => retention.purge('try', purgeAbort.signal), logger);
   const retentionGauges = runPeriodically('retention gauges', retentionGaugesIntervalMs, () => retention.updateGauges(), logger);
   const secretSealing = startSecretSealing({ pool, dataKey: settings.dataKey, logger });
-  const webhookRelay = startWebhookRelay({ pool, publisher: parts.acked, names, logger, connected: parts.link.connected }, settings.outboxRelayIntervalMs);
+  const webhookRelay = startWebhookRelay({ pool, publisher: js, names, logger, connected: parts.link.connected }, settings.outboxRelayIntervalMs);
   const consumer = startEventConsumer({ js, names, pool, metrics, logger, maxBatchSize: 128, afterCommit: webhookRelay.wake });
   const deliveryLimits = startDeliveryLimitConsumer({ js, jsm, pool, names, metrics, logger });
   const consumerMetrics = startConsumerMetrics({ jsm, consumers: watchedConsumers(names), registry: parts.registry, logger });

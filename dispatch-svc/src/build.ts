@@ -2,7 +2,7 @@
 // gRPC services' dependencies, and the background work. main.ts runs it; the test harness builds the same thing.
 import type { ConfigOf, GrpcServer, Logger, Registry } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
-import { createAckedPublisher, createInboxRequester, declareJetStream, ensureStream, jetstream, jetstreamManager, watchNatsLink, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
+import { declareJetStream, ensureStream, jetstream, jetstreamManager, watchNatsLink, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
 import { streamDeclarations, topology, type Topology } from '@notify/proto';
 import { LiquidSyntax, startRenderPool, type RenderPool } from '@notify/templating';
 import { startBackground, type Background } from './background.ts';
@@ -97,9 +97,8 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
   const js = jetstream(nats);
   const metrics = createDispatchMetrics(registry);
   const link = watchNatsLink(nats);
-  const acked = createAckedPublisher(createInboxRequester(nats));
   // A test fault (refused outside NODE_ENV=test) must look like a crash, with no shutdown steps.
-  const publisher = withTestFault(createJobPublisher({ publisher: acked, subject: names.jobsSubject, metrics, connected: link.connected }), settings.testFault, clients.crash);
+  const publisher = withTestFault(createJobPublisher({ publisher: js, subject: names.jobsSubject, metrics, connected: link.connected }), settings.testFault, clients.crash);
   // The panel's previews render tenant templates: in worker threads, so a hostile one never holds Send or any other call.
   const renderer = await startRenderPool({
     workers: settings.renderWorkers,
@@ -123,6 +122,6 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
     deps,
     renderer,
     serve: (server) => addDispatchServices(server, deps),
-    startBackground: () => startBackground(settings, { pool, js, jsm, names, metrics, publisher, acked, link, retention, registry, logger }),
+    startBackground: () => startBackground(settings, { pool, js, jsm, names, metrics, publisher, link, retention, registry, logger }),
   };
 }

@@ -3,7 +3,7 @@
 // workers, the destination throttle, the relays and the mail sender. main.ts starts the mailer on them.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { channelCredentials, GrpcClient, runPeriodically, type ConfigOf, type Logger, type ReadinessCheck, type Registry } from '@notify/platform';
-import { createAckedPublisher, createInboxRequester, declareJetStream, ensureConsumer, ensureStream, jetstream, jetstreamManager, natsReachable, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
+import { declareJetStream, ensureConsumer, ensureStream, jetstream, jetstreamManager, natsReachable, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
 import { dispatchProto, streamDeclarations, topology } from '@notify/proto';
 import { startRenderPool, type RenderPool } from '@notify/templating';
 import type { mailerConfig } from './config.ts';
@@ -55,7 +55,7 @@ const ledgerTimeoutMs = 2_000;
  */
 export async function buildMailer(config: MailerConfig, clients: MailerClients): Promise<MailerParts> {
   const { nats, crash } = clients;
-  const { names, js, jsm, requester, publisher, ledger } = await openJetStream(config, clients);
+  const { names, js, jsm, ledger } = await openJetStream(config, clients);
   const dkim = await followDkimKey(config, clients);
   const routes = await followProjectRelays(config, clients);
   const metrics = createMailerMetrics(clients.registry);
@@ -63,8 +63,7 @@ export async function buildMailer(config: MailerConfig, clients: MailerClients):
   return {
     deps: {
       js,
-      requester,
-      publisher,
+      publisher: js,
       flush: () => nats.flush(),
       names,
       ledger,
@@ -87,13 +86,10 @@ export async function buildMailer(config: MailerConfig, clients: MailerClients):
   };
 }
 
-/** The streams, the jobs consumer and the outcome ledger, declared; the jobs' and events' NATS requests share one inbox. */
+/** The streams, the jobs consumer and the outcome ledger, declared. */
 async function openJetStream(config: MailerConfig, { nats, logger, addReadinessCheck }: MailerClients) {
   const names = topology(config.natsPrefix);
   const js = jetstream(nats);
-  // One subscription for the replies of the events' publishes, the ledger's reads and writes and the double acks.
-  const requester = createInboxRequester(nats);
-  const publisher = createAckedPublisher(requester);
   const { jsm, ledger } = await declareJetStream(
     'streams, jobs consumer and outcome ledger',
     async () => {
@@ -101,15 +97,16 @@ async function openJetStream(config: MailerConfig, { nats, logger, addReadinessC
       const streams = streamDeclarations(names);
       for (const stream of [streams.jobs, streams.events, streams.deadLetters]) await ensureStream(jsm, stream, config.natsStreamReplicas);
       await ensureConsumer(jsm, names.jobsStream, mailerConsumerConfig(names, config));
-      // Its reads and writes with a short timeout (outcome-ledger.ts); its bucket is created with the default one (a
-      // replicated stream elects a leader first).
-      const ledger = await openOutcomeLedger(js, jsm, { names, replicas: config.natsStreamReplicas, requests: { requester, publisher, timeoutMs: ledgerTimeoutMs } });
+      // Its reads and writes through a client of its own with a short request timeout: a write lost while NATS restarts
+      // is tried again as soon as the connection is back, not after the default 5 s, which may exceed what is left of
+      // the job's ack wait. Its bucket is created with the default timeout (a replicated stream elects a leader first).
+      const ledger = await openOutcomeLedger(js, jsm, { names, replicas: config.natsStreamReplicas, requests: jetstream(nats, { timeout: ledgerTimeoutMs }) });
       return { jsm, ledger };
     },
     { logger },
   );
   addReadinessCheck('nats', () => natsReachable(nats));
-  return { names, js, jsm, requester, publisher, ledger };
+  return { names, js, jsm, ledger };
 }
 
 function dispatchClient<S extends typeof dispatchProto.SigningKeyService.service | typeof dispatchProto.RelayRouteService.service>(service: S, config: MailerConfig, registry: Registry): GrpcClient<S> {

@@ -2,7 +2,7 @@
 // only for subscribed, enabled endpoints of the message's project, then published one message per delivery.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { createAckedPublisher, createInboxRequester, type JetStreamPublisher } from '@notify/platform/nats';
+import { jetstream, type JetStreamPublisher } from '@notify/platform/nats';
 import { readWebhookDelivery, schemaHeader, type DeliveryEvent } from '@notify/proto';
 import { plannedAfterWarmUp } from '@notify/test/harness/prepared-plans.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
@@ -26,7 +26,7 @@ const endpoint = async (projectId: number, types: string[], enabled = true): Pro
 
 before(async () => {
   h = await startHarness();
-  publisher = createAckedPublisher(createInboxRequester(h.nats));
+  publisher = jetstream(h.nats);
   await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'welcome', subject: 'Hi', text: 'Hi', active: true });
   subscribed = await endpoint(h.ids.projectId, ['message.sent', 'message.deferred']);
   failedOnly = await endpoint(h.ids.projectId, ['message.failed']);

@@ -13,7 +13,7 @@ const publishTimeoutMs = 2_000;
 
 export interface WebhookRelayDeps {
   readonly pool: Pool;
-  /** The connection's acked publisher (createAckedPublisher). */
+  /** The connection's JetStream client. */
   readonly publisher: JetStreamPublisher;
   readonly names: Topology;
   readonly logger: Logger;

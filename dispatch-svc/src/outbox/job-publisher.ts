@@ -22,7 +22,7 @@ export interface JobPublisher {
 export const publishTimeoutMs = 1_000;
 
 export interface JobPublisherOptions {
-  /** The connection's acked publisher (createAckedPublisher). */
+  /** The connection's JetStream client. */
   publisher: JetStreamPublisher;
   subject: string;
   metrics: DispatchMetrics;

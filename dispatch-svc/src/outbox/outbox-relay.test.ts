@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { connectNats, createAckedPublisher, createInboxRequester } from '@notify/platform/nats';
+import { connectNats, jetstream } from '@notify/platform/nats';
 import type { dispatch } from '@notify/proto';
 import { createSendHandler } from '../messages/send.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
@@ -15,7 +15,7 @@ before(async () => {
   h = await startHarness();
   await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'welcome', subject: 'Hi', text: 'Hi', active: true });
   const closed = await connectNats('nats://127.0.0.1:4222', 'dispatch-test-closed', h.logger);
-  const publisher = createAckedPublisher(createInboxRequester(closed));
+  const publisher = jetstream(closed);
   await closed.close();
   unreachable = createJobPublisher({ publisher, subject: h.names.jobsSubject, metrics: h.metrics });
 });

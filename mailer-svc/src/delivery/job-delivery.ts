@@ -16,7 +16,7 @@
 // Traces: under the job's `process` span (mailer.ts), `render`, `smtp send` (the relay's reply and enhanced status), and
 // a `send` span per event published.
 import { inSpan, notifyAttributes, recordFailure, SpanKind, type Logger, type Span } from '@notify/platform';
-import { deadLetter, type InboxRequester, type JsMsg } from '@notify/platform/nats';
+import { deadLetter, type JsMsg } from '@notify/platform/nats';
 import { readDeliveryJob, schemaHeader, type DeliveryEvent, type DeliveryJob } from '@notify/proto';
 import { TemplateRenderError } from '@notify/templating';
 import { failureReason, judgeAttempt, type Decision, type Settlement } from './decision.ts';
@@ -37,26 +37,6 @@ export interface HeldJob {
 
 /** What a test key's message records as the relay's reply, `250 test mode: not delivered`: it was never handed to SMTP. */
 const testModeReply = { smtpCode: 250, smtpResponse: 'test mode: not delivered' } as const;
-
-/** How long a double ack waits for the server's confirmation (nats.js's default for `ackAck`). */
-const ackTimeoutMs = 5_000;
-const ackPayload = new TextEncoder().encode('+ACK');
-
-/**
- * A double ack (`ackAck`) made as a request of the replica's inbox requester: the server's empty reply on the job's
- * ack subject confirms it took the acknowledgement. nats.js's JsMsg keeps that subject as `reply` without declaring it;
- * a message without one is acknowledged by nats.js itself.
- */
-async function confirmedAck(requester: InboxRequester, msg: JsMsg): Promise<void> {
-  const reply = (msg as JsMsg & { readonly reply?: unknown }).reply;
-  if (typeof reply !== 'string' || reply === '') {
-    await msg.ackAck();
-    return;
-  }
-  const answer = await requester.request(reply, ackPayload, { timeoutMs: ackTimeoutMs });
-  const code = answer.headers?.code ?? 0;
-  if (code !== 0) throw new Error(`acknowledgement not taken: ${code} ${answer.headers?.description ?? ''}`.trim());
-}
 
 /** Delay before a job whose event could not be recorded is offered again. */
 export const eventFailureRetryMs = 2_000;
@@ -138,7 +118,7 @@ export class JobDelivery {
       // the acknowledgement, so an ack lost with a broken connection is logged rather than unseen (the job then comes
       // back after its ack wait and is settled from the ledger, without mailing). The round trip holds only this job's
       // slot: each held job settles in its own chain, so the others keep delivering.
-      await confirmedAck(this.#deps.requester, msg).catch((error: unknown) => this.#logger.warn({ err: error, seq: msg.seq }, 'acknowledgement not confirmed; the job may be delivered again'));
+      await msg.ackAck().catch((error: unknown) => this.#logger.warn({ err: error, seq: msg.seq }, 'acknowledgement not confirmed; the job may be delivered again'));
     }
   }
 

@@ -1,11 +1,8 @@
 // The mailer's JetStream key-value buckets (the outcome ledger, the destinations' shared throttle state): created if
 // missing, safe from every replica at every start, with their TTL and replica count kept current and direct gets
-// allowed (a read is then answered by a direct get of the key's last message, which the outcome ledger makes itself).
+// allowed (a read is then answered by a direct get of the key's last message).
 import { Kvm, type KV } from '@nats-io/kv';
 import { nanoseconds, type JetStreamClient, type JetStreamManager } from '@notify/platform/nats';
-
-/** The header a key-value bucket's delete or purge marker carries (`DEL`, `PURGE`); a value has none. */
-export const kvOperationHeader = 'KV-Operation';
 
 export async function openBucket(js: JetStreamClient, jsm: JetStreamManager, bucket: string, options: { ttlMs: number; replicas: number }): Promise<KV> {
   const kv = await new Kvm(js).create(bucket, { history: 1, ttl: options.ttlMs, replicas: options.replicas, allow_direct: true });

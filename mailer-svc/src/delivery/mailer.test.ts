@@ -11,7 +11,7 @@ import { simpleParser, type ParsedMail } from 'mailparser';
 import { encodeDeliveryJob, readDeliveryEvent, schemaHeader, streamDeclarations, topology, type DeliveryEvent, type DeliveryJob } from '@notify/proto';
 import { createLogger, createRegistry } from '@notify/platform';
 import { createDataKey } from '@notify/platform/mail';
-import { connectNats, createAckedPublisher, createInboxRequester, ensureConsumer, ensureStream, headers as natsHeaders, jetstream, schemaHeaders, jetstreamManager, type InboxRequester, type JetStreamManager, type JetStreamPublisher, type NatsConnection } from '@notify/platform/nats';
+import { connectNats, ensureConsumer, ensureStream, headers as natsHeaders, jetstream, schemaHeaders, jetstreamManager, type JetStreamManager, type JetStreamPublisher, type NatsConnection } from '@notify/platform/nats';
 import { startSmtpSink, type SmtpSink } from '@notify/cli/local';
 import { startRenderPool, type RenderPool, type Renderer } from '@notify/templating';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
@@ -61,7 +61,7 @@ type EventFault = { lose: true } | { holdConfirmation: Promise<void> } | undefin
 /** The mailer's event publisher, with the faults `faultFor` picks applied to the delivery events it publishes. */
 function withEventFaults(publisher: JetStreamPublisher, faultFor: (event: DeliveryEvent) => EventFault): JetStreamPublisher {
   const publish: JetStreamPublisher['publish'] = async (subject, payload, options) => {
-    const read = readDeliveryEvent(payload, options.headers?.get(schemaHeader));
+    const read = readDeliveryEvent(payload as Uint8Array, options?.headers?.get(schemaHeader));
     if (!read.ok) throw new Error(read.reason);
     const event = read.value;
     const fault = faultFor(event);
@@ -116,8 +116,6 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
   let sink: SmtpSink | undefined;
   let sender: MailSender | undefined;
   let ledger: OutcomeLedger | undefined;
-  let requester: InboxRequester | undefined;
-  let publisher: JetStreamPublisher | undefined;
   let renderer: RenderPool | undefined;
   let stopEvents = (): void => {};
 
@@ -164,9 +162,7 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
     const streams = streamDeclarations(names);
     for (const stream of [streams.jobs, streams.events, streams.deadLetters]) await ensureStream(jsm, stream, 1);
     await ensureConsumer(jsm, names.jobsStream, mailerConsumerConfig(names, settings));
-    requester = createInboxRequester(nc);
-    publisher = createAckedPublisher(requester);
-    ledger = await openOutcomeLedger(jetstream(nc), jsm, { names, replicas: 1, requests: { requester, publisher, timeoutMs: 2_000 } });
+    ledger = await openOutcomeLedger(jetstream(nc), jsm, { names, replicas: 1, requests: jetstream(nc, { timeout: 2_000 }) });
 
     // A temporary consumer reads every event the run publishes.
     const info = await jsm.consumers.add(names.eventsStream, { ack_policy: 'explicit', filter_subject: names.eventsSubjects, inactive_threshold: 30_000_000_000 });
@@ -202,8 +198,6 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
   }
 
   const js = jetstream(nc);
-  const readyRequester = requester;
-  const readyPublisher = publisher;
   const metrics = createMailerMetrics(createRegistry('mailer-test'));
   const eventsOf = (messageId: number): DeliveryEvent[] => events.filter((event) => event.messageId === messageId);
   const readyJsm = jsm;
@@ -220,7 +214,7 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
     metrics,
     offers,
     async startReplica(faultFor, flush = () => readyNc.flush()) {
-      const replica = await Mailer.start({ js, requester: readyRequester, publisher: faultFor ? withEventFaults(readyPublisher, faultFor) : readyPublisher, flush, names, renderer: readyRenderer, sender: readySender, ledger: readyLedger, metrics, logger, ...(random ? { random } : {}) }, settings);
+      const replica = await Mailer.start({ js, publisher: faultFor ? withEventFaults(js, faultFor) : js, flush, names, renderer: readyRenderer, sender: readySender, ledger: readyLedger, metrics, logger, ...(random ? { random } : {}) }, settings);
       replicas.push(replica);
       return replica;
     },

@@ -14,7 +14,7 @@
 // in dispatch-svc), so every attempt, a retry hours later included, continues the trace of the request that accepted it.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { recordFailure, withActiveSpan, type Logger, type Span } from '@notify/platform';
-import { carriedContext, startProcessSpan, type InboxRequester, type JetStreamClient, type JetStreamPublisher, type JsMsg } from '@notify/platform/nats';
+import { carriedContext, startProcessSpan, type JetStreamClient, type JetStreamPublisher, type JsMsg } from '@notify/platform/nats';
 import type { Topology } from '@notify/proto';
 import type { Renderer } from '@notify/templating';
 import type { RetryPolicy } from './decision.ts';
@@ -31,9 +31,7 @@ export interface MailerSettings extends RetryPolicy {
 
 export interface MailerDependencies {
   js: JetStreamClient;
-  /** The connection's inbox requester: the jobs' double acks are its requests. */
-  requester: InboxRequester;
-  /** Publishes the delivery events: the acked publisher over `requester` (createAckedPublisher). */
+  /** Publishes the delivery events: `js` (a test wraps it to inject faults). */
   publisher: JetStreamPublisher;
   /** Resolves once the NATS server has answered a ping sent now on the replica's connection (its `flush()`). */
   flush: () => Promise<void>;

@@ -6,8 +6,9 @@
 // docs/delivery-guarantees.md says which duplicates remain.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { outcomeTtlMs, type DeliveryEvent, type DeliveryJob, type Topology } from '@notify/proto';
-import type { InboxRequester, JetStreamClient, JetStreamManager, JetStreamPublisher } from '@notify/platform/nats';
-import { kvOperationHeader, openBucket } from './kv-bucket.ts';
+import { Kvm } from '@nats-io/kv';
+import type { JetStreamClient, JetStreamManager } from '@notify/platform/nats';
+import { openBucket } from './kv-bucket.ts';
 
 /** How one delivery ended, as its final event recorded it. */
 export type FinishedDelivery = Pick<DeliveryEvent, 'attempt' | 'occurredAt' | 'smtpCode' | 'smtpResponse' | 'reason' | 'suppression'> & { state: 'sent' | 'failed' };
@@ -41,60 +42,42 @@ function parse(value: string): FinishedDelivery | undefined {
   return undefined;
 }
 
-/**
- * How the ledger's reads and writes travel: as requests of the replica's inbox requester (one subscription for every
- * reply, inbox-requester.ts) with a short timeout, so that a write lost while NATS restarts is retried as soon as the
- * connection is back, not after the default 5 s, which may exceed what is left of the job's ack wait.
- */
-export interface LedgerRequests {
-  readonly requester: InboxRequester;
-  /** Its acked publisher (createAckedPublisher over `requester`). */
-  readonly publisher: JetStreamPublisher;
-  readonly timeoutMs: number;
-}
-
-/** The status of a direct get that found no message on the subject. */
-const messageNotFound = 404;
 /** A key-value key, as the bucket's own client accepts one. */
 const validKey = /^[-/=.\w]+$/;
 
 /**
  * Creates the bucket if it is missing (safe from every replica at every start) and keeps its TTL and replicas current,
- * through `js`, which waits as long as a replicated stream takes to elect its leader. Then a read is a direct get of
- * the key's last message and a write a publish to the key's subject, both through `requests`: what a key-value get and
- * put send, without a request of nats.js's own for each (the reply of a get is read as the bucket reads it: a message
- * deleted or purged is no record).
+ * through `js`, which waits as long as a replicated stream takes to elect its leader. Its reads and writes go through
+ * `requests`, a client with a short request timeout (a write lost while NATS restarts is tried again as soon as the
+ * connection is back).
  */
 export async function openOutcomeLedger(
   js: JetStreamClient,
   jsm: JetStreamManager,
-  options: { names: Topology; replicas: number; ttlMs?: number; requests: LedgerRequests },
+  options: { names: Topology; replicas: number; ttlMs?: number; requests: JetStreamClient },
 ): Promise<OutcomeLedger> {
   const bucket = options.names.outcomesBucket;
   await openBucket(js, jsm, bucket, { ttlMs: options.ttlMs ?? outcomeTtlMs, replicas: options.replicas });
-  const { requester, publisher, timeoutMs } = options.requests;
-  const subjectOf = (message: LedgerMessage): string => {
+  // Bound without a request of its own; the bucket allows direct gets (kv-bucket.ts), so a read is one.
+  const kv = await new Kvm(options.requests).open(bucket, { allow_direct: true });
+  // Checked before a write's first try, which no retry could make a key (the bucket's client refuses it too).
+  const key = (message: LedgerMessage): string => {
     const key = message.celeryTaskId;
     if (key.startsWith('.') || key.endsWith('.') || !validKey.test(key)) throw new Error(`not a key of the outcome ledger: ${JSON.stringify(key)}`);
-    return `$KV.${bucket}.${key}`;
+    return key;
   };
-  const empty = new Uint8Array(0);
   return {
     async find(message) {
-      const reply = await requester.request(`$JS.API.DIRECT.GET.KV_${bucket}.${subjectOf(message)}`, empty, { timeoutMs });
-      const code = reply.headers?.code ?? 0;
-      if (code === messageNotFound) return undefined;
-      if (code !== 0) throw new Error(`the outcome ledger's read failed: ${code} ${reply.headers?.description ?? ''}`.trim());
-      const operation = reply.headers?.get(kvOperationHeader);
-      return operation === 'DEL' || operation === 'PURGE' ? undefined : parse(reply.string());
+      const entry = await kv.get(key(message));
+      return entry && entry.operation === 'PUT' ? parse(entry.string()) : undefined;
     },
     async record(message, outcome, deadlineMs) {
-      const subject = subjectOf(message);
       const deadline = Date.now() + deadlineMs;
-      const value = new TextEncoder().encode(JSON.stringify(outcome));
+      const name = key(message);
+      const value = JSON.stringify(outcome);
       for (;;) {
         try {
-          await publisher.publish(subject, value, { timeout: timeoutMs });
+          await kv.put(name, value);
           return;
         } catch (error) {
           if (Date.now() + recordRetryMs > deadline) throw error;
