@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -30,6 +31,30 @@ after(async () => {
   await system?.stop();
   rmSync(scratch, { recursive: true, force: true });
 });
+
+/** A TCP proxy that passes each request on to `target` and drops the answer: the client sees a server that never answers. */
+async function answerlessProxy(target: URL): Promise<{ url: string; close: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('error', () => socket.destroy());
+      socket.on('close', () => sockets.delete(socket));
+    }
+    client.pipe(upstream);
+    upstream.resume();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
 
 /** The URLs the page loads (src and href), resolved against it; `data:` URLs load nothing from anywhere. */
 async function docsPage(): Promise<{ response: Response; html: string; loads: URL[] }> {
@@ -194,9 +219,15 @@ test('the fetch retry recipe sends through 429s, replays a retried key, survives
   assert.deepEqual([again['message_id'], again['idempotent_replay']], [first['message_id'], true]);
   assert.equal(await messagesTo('fetch-replay@example.com'), 1);
 
-  // Every attempt times out: the recipe gives up; the same key later sends the message once, whatever reached the server.
+  // Every attempt reaches the server but its answer never comes back: the recipe times out and gives up; the same key
+  // later sends the message once.
   const timedOutKey = randomUUID();
-  await assert.rejects(sendWithRetry(message('fetch-timeout@example.com'), { ...options, idempotencyKey: timedOutKey, timeoutMs: 1, maxAttempts: 2 }), { name: 'TimeoutError' });
+  const silent = await answerlessProxy(new URL(system.gatewayUrl));
+  try {
+    await assert.rejects(sendWithRetry(message('fetch-timeout@example.com'), { ...options, baseUrl: silent.url, idempotencyKey: timedOutKey, timeoutMs: 300, maxAttempts: 2 }), { name: 'TimeoutError' });
+  } finally {
+    await silent.close();
+  }
   const late = await sendWithRetry(message('fetch-timeout@example.com'), { ...options, idempotencyKey: timedOutKey });
   assert.equal(late['status'], 'queued');
   assert.equal(await messagesTo('fetch-timeout@example.com'), 1);
