@@ -1,6 +1,7 @@
 // `npm test`: every suite in turn, stopping at the first that fails, then how long each took and the total (the
 // durations README.md quotes come from this summary).
 import { spawn } from 'node:child_process';
+import { nodeCompileCache } from '@notify/cli/local';
 
 interface Phase {
   readonly script: string;
@@ -21,7 +22,9 @@ const phases: readonly Phase[] = [
 
 function run(phase: Phase): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn('npm', ['run', '--silent', phase.script], { stdio: 'inherit', env: { ...process.env, ...phase.env } });
+    // Every test process and the services it starts reuse the code Node compiled in an earlier one.
+    const env = { ...process.env, NODE_COMPILE_CACHE: nodeCompileCache, ...phase.env };
+    const child = spawn('npm', ['run', '--silent', phase.script], { stdio: 'inherit', env });
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
 }
