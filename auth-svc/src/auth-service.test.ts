@@ -4,16 +4,16 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { Counter, createRegistry, ExpiringCache, GrpcClient, GrpcServer, RemoteError, type Registry } from '@notify/platform';
+import { Counter, createRegistry, ExpiringCache, GrpcClient, GrpcServer, type Registry, RemoteError } from '@notify/platform';
 import { createPool, type Pool } from '@notify/platform/database';
 import { connectNats, type NatsConnection } from '@notify/platform/nats';
-import { authProto, readKeyAnnouncement, schemaHeader, topology, type auth } from '@notify/proto';
+import { type auth, authProto, readKeyAnnouncement, schemaHeader, topology } from '@notify/proto';
 import { createTestDatabase, type TestDatabase } from '@notify/test/harness/database.ts';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { refusal } from '@notify/test/harness/refusal.ts';
 import { waitFor } from '@notify/test/harness/wait.ts';
-import { createAuthService, type AuthService } from './auth-service.ts';
+import { type AuthService, createAuthService } from './auth-service.ts';
 import type { KeyRecord } from './keys/key-lookup.ts';
 import { KeyResolver } from './keys/key-resolver.ts';
 
@@ -202,10 +202,16 @@ test('a key revoked on one replica is refused by another within 2 seconds, thoug
   assert.notEqual(revoked.revokedAt, '');
   // The revoking replica refuses at once; the other one as soon as the NATS message arrives.
   assert.equal((await refusal(first.internal.call('Authorize', request))).status, status.UNAUTHENTICATED);
-  await waitFor(async () => {
-    const outcome = await second.internal.call('Authorize', request).then(() => undefined, (error: unknown) => error);
-    return outcome instanceof RemoteError && outcome.status === status.UNAUTHENTICATED && outcome.reason === 'api_key_revoked';
-  }, { timeoutMs: 2_000, intervalMs: 25, what: 'the other replica to refuse the revoked key' });
+  await waitFor(
+    async () => {
+      const outcome = await second.internal.call('Authorize', request).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      return outcome instanceof RemoteError && outcome.status === status.UNAUTHENTICATED && outcome.reason === 'api_key_revoked';
+    },
+    { timeoutMs: 2_000, intervalMs: 25, what: 'the other replica to refuse the revoked key' },
+  );
 
   const again = await second.admin.call('RevokeApiKey', { id: key.id });
   // last_used_at may move between the two calls (usage is flushed in the background); the revocation must not.
@@ -220,11 +226,19 @@ test('a plan change reaches the keys every replica has cached', async () => {
   const updated = await first.admin.call('UpdatePlan', { id: plan.id, suspended: true });
   assert.equal(updated.suspended, true);
   assert.equal(updated.monthlyQuota, 300, 'a field left out keeps its value');
-  await waitFor(async () => (await second.internal.call('Authorize', request)).plan?.suspended === true, { timeoutMs: 2_000, intervalMs: 25, what: 'the other replica to see the plan suspended' });
+  await waitFor(async () => (await second.internal.call('Authorize', request)).plan?.suspended === true, {
+    timeoutMs: 2_000,
+    intervalMs: 25,
+    what: 'the other replica to see the plan suspended',
+  });
 
   const requota = await first.admin.call('UpdatePlan', { id: plan.id, monthlyQuota: 0 });
   assert.deepEqual([requota.monthlyQuota, requota.suspended], [0, true]);
-  await waitFor(async () => (await second.internal.call('Authorize', request)).plan?.monthlyQuota === 0, { timeoutMs: 2_000, intervalMs: 25, what: 'the other replica to see the new quota' });
+  await waitFor(async () => (await second.internal.call('Authorize', request)).plan?.monthlyQuota === 0, {
+    timeoutMs: 2_000,
+    intervalMs: 25,
+    what: 'the other replica to see the new quota',
+  });
 });
 
 test('a test key is issued with the nk_test_ prefix, authorizes like any key, and says it is a test key', async () => {
@@ -235,7 +249,13 @@ test('a test key is issued with the nk_test_ prefix, authorizes like any key, an
   assert.equal(key.test, true);
   assert.equal((await first.internal.call('Authorize', { apiKey, organizationId: organization.id })).test, true);
   const { keys } = await first.admin.call('ListApiKeys', { projectId: project.id });
-  assert.deepEqual(keys.map((listed) => [listed.name, listed.test]), [['production', false], ['ci', true]]);
+  assert.deepEqual(
+    keys.map((listed) => [listed.name, listed.test]),
+    [
+      ['production', false],
+      ['ci', true],
+    ],
+  );
 });
 
 test('a key rate set on one replica is what another replica authorizes with within a second, though it had the key cached', async () => {
@@ -244,10 +264,18 @@ test('a key rate set on one replica is what another replica authorizes with with
   assert.equal((await second.internal.call('Authorize', request)).sendRate, '');
   const updated = await first.admin.call('UpdateApiKey', { id: key.id, sendRate: ' 600/min ' });
   assert.equal(updated.sendRate, '600/min', 'stored trimmed');
-  await waitFor(async () => (await second.internal.call('Authorize', request)).sendRate === '600/min', { timeoutMs: 1_000, intervalMs: 25, what: 'the other replica to see the new rate' });
+  await waitFor(async () => (await second.internal.call('Authorize', request)).sendRate === '600/min', {
+    timeoutMs: 1_000,
+    intervalMs: 25,
+    what: 'the other replica to see the new rate',
+  });
   assert.equal((await first.admin.call('UpdateApiKey', { id: key.id })).sendRate, '600/min', 'no rate given: unchanged');
   assert.equal((await first.admin.call('UpdateApiKey', { id: key.id, sendRate: '' })).sendRate, '', 'empty: back to the default');
-  await waitFor(async () => (await second.internal.call('Authorize', request)).sendRate === '', { timeoutMs: 1_000, intervalMs: 25, what: 'the other replica to see the default again' });
+  await waitFor(async () => (await second.internal.call('Authorize', request)).sendRate === '', {
+    timeoutMs: 1_000,
+    intervalMs: 25,
+    what: 'the other replica to see the default again',
+  });
   const created = await first.admin.call('CreateApiKey', { projectId: project.id, name: 'bulk', sendRate: '10/s' });
   assert.equal(created.key?.sendRate, '10/s');
 });
@@ -261,7 +289,10 @@ test('a key rate not in the NOTIFY_PUBLIC_SEND_RATE grammar is INVALID_ARGUMENT 
   }
   assert.equal((await refusal(first.admin.call('CreateApiKey', { projectId: project.id, name: 'x', sendRate: '5/week' }))).status, status.INVALID_ARGUMENT);
   const { keys } = await first.admin.call('ListApiKeys', { projectId: project.id });
-  assert.deepEqual(keys.map((listed) => listed.sendRate), ['']);
+  assert.deepEqual(
+    keys.map((listed) => listed.sendRate),
+    [''],
+  );
   assert.equal((await refusal(first.admin.call('UpdateApiKey', { id: 987_654_321, sendRate: '1/s' }))).status, status.NOT_FOUND);
 });
 
@@ -269,11 +300,14 @@ test('listing keys shows their use but never their secret', async () => {
   const { organization, project, key, apiKey } = await tenant();
   await first.internal.call('Authorize', { apiKey, organizationId: organization.id });
   let listed: auth.ApiKey__Output | undefined;
-  await waitFor(async () => {
-    const { keys } = await first.admin.call('ListApiKeys', { projectId: project.id });
-    listed = keys.find((candidate) => candidate.id === key.id);
-    return listed?.lastUsedAt !== '';
-  }, { timeoutMs: 2_000, intervalMs: 25, what: 'the key to be listed as used' });
+  await waitFor(
+    async () => {
+      const { keys } = await first.admin.call('ListApiKeys', { projectId: project.id });
+      listed = keys.find((candidate) => candidate.id === key.id);
+      return listed?.lastUsedAt !== '';
+    },
+    { timeoutMs: 2_000, intervalMs: 25, what: 'the key to be listed as used' },
+  );
   assert.ok(listed);
   assert.equal(listed.prefix, key.prefix);
   assert.deepEqual(Object.keys(listed).sort(), ['createdAt', 'id', 'lastUsedAt', 'name', 'prefix', 'projectId', 'revokedAt', 'sendRate', 'test']);
@@ -291,7 +325,11 @@ test('the admin lists return what was created', async () => {
 
 test('bad admin input is INVALID_ARGUMENT naming every fault', async () => {
   const cases: Array<[string, () => Promise<unknown>, RegExp]> = [
-    ['empty plan name and negative quota', () => first.admin.call('CreatePlan', { name: ' ', monthlyQuota: -1, suspended: false }), /name: must not be empty.*monthly_quota/],
+    [
+      'empty plan name and negative quota',
+      () => first.admin.call('CreatePlan', { name: ' ', monthlyQuota: -1, suspended: false }),
+      /name: must not be empty.*monthly_quota/,
+    ],
     ['control characters in a name', () => first.admin.call('CreateOrganization', { name: 'a\nb', planId: 1 }), /name: must not contain control characters/],
     ['a missing plan id', () => first.admin.call('CreateOrganization', { name: 'no plan', planId: 0 }), /plan_id: must be a positive id/],
     ['an overlong project name', () => first.admin.call('CreateProject', { organizationId: 1, name: 'x'.repeat(201) }), /name: must be at most 200 characters/],
@@ -354,7 +392,9 @@ test('ListKeyPrefixes pages through the prefix of every key in order, revoked on
 
 test('a new key is announced with its prefix, so the gateways learn it names a key', async () => {
   const announced: string[] = [];
-  const subscription = first.nats.subscribe(topology(`t${runId}_`).keyInvalidationSubject, { callback: (_error, message) => void announced.push(JSON.stringify(readKeyAnnouncement(message.data, message.headers?.get(schemaHeader)))) });
+  const subscription = first.nats.subscribe(topology(`t${runId}_`).keyInvalidationSubject, {
+    callback: (_error, message) => void announced.push(JSON.stringify(readKeyAnnouncement(message.data, message.headers?.get(schemaHeader)))),
+  });
   await first.nats.flush();
   const { apiKey } = await tenant();
   const prefix = apiKey.split('.')[0] as string;
@@ -363,7 +403,7 @@ test('a new key is announced with its prefix, so the gateways learn it names a k
   assert.ok(announced.includes(JSON.stringify({ keyPrefix: prefix })), `announced: ${announced.join(', ')}`);
 });
 
-test('UpdateOrganization sets an organization\'s message retention, lists it, and clears it with \'\'', async () => {
+test("UpdateOrganization sets an organization's message retention, lists it, and clears it with ''", async () => {
   const { organization } = await tenant();
   assert.equal(organization.messageRetention, '');
   assert.equal((await first.admin.call('UpdateOrganization', { id: organization.id, messageRetention: '90d' })).messageRetention, '90d');

@@ -1,6 +1,6 @@
 // auth-svc's handlers and the machinery behind them (key cache, invalidation channel, last-use recording),
 // built from its dependencies without listening anywhere: main.ts serves them, tests run several "replicas" in one process.
-import { ExpiringCache, type AsyncHandlers, type Logger, type Registry } from '@notify/platform';
+import { type AsyncHandlers, ExpiringCache, type Logger, type Registry } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { NatsConnection } from '@notify/platform/nats';
 import type { auth } from '@notify/proto';

@@ -2,9 +2,9 @@
 // wrong secret, revoked), which counts guesses and misconfigured clients apart; the public 401 is the same for all.
 // ListKeyPrefixes: the prefixes of every key, for the gateway's brute-force guard.
 import { status } from '@grpc/grpc-js';
-import { UserError, type AsyncHandlers, type Counter } from '@notify/platform';
-import type { auth } from '@notify/proto';
+import { type AsyncHandlers, type Counter, UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
+import type { auth } from '@notify/proto';
 import { parseApiKey, secretMatches } from './keys/api-key.ts';
 import { listKeyPrefixes } from './keys/key-lookup.ts';
 import type { KeyResolver } from './keys/key-resolver.ts';
@@ -19,7 +19,12 @@ export interface AuthorizeDependencies {
 }
 
 /** The error code of each refusal of a key (proto/auth/v1/auth.proto). */
-export const refusalReasons = { malformed: 'api_key_unknown', unknown: 'api_key_unknown', wrong_secret: 'api_key_wrong_secret', revoked: 'api_key_revoked' } as const;
+export const refusalReasons = {
+  malformed: 'api_key_unknown',
+  unknown: 'api_key_unknown',
+  wrong_secret: 'api_key_wrong_secret',
+  revoked: 'api_key_revoked',
+} as const;
 
 const maxPrefixesPerPage = 10_000;
 

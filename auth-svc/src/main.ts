@@ -1,6 +1,6 @@
 // auth-svc: answers "who is calling and may they send" for the gateway, and manages plans, organizations,
 // projects and API keys for notifyctl.
-import { degradable, GrpcServer, runService, serverCredentials, ShutdownPriority } from '@notify/platform';
+import { degradable, GrpcServer, runService, ShutdownPriority, serverCredentials } from '@notify/platform';
 import { createPool, databaseReachable } from '@notify/platform/database';
 import { connectNats, natsReachable } from '@notify/platform/nats';
 import { authProto, topology } from '@notify/proto';
@@ -29,7 +29,10 @@ runService('auth-svc', configSpec, async ({ config, logger, registry, lifecycle,
   addReadinessCheck('database', () => databaseReachable(pool));
   // Only key announcements travel on NATS (other replicas' caches then expire on their own): reported, never a reason
   // to leave rotation.
-  addReadinessCheck('nats', degradable(() => natsReachable(nats)));
+  addReadinessCheck(
+    'nats',
+    degradable(() => natsReachable(nats)),
+  );
 
   lifecycle.onShutdown('gRPC health NOT_SERVING', ShutdownPriority.stopIntake, async () => server.stopServing());
   // Calls still running near the step's own deadline are cancelled, so the later steps still get their turn.

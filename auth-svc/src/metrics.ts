@@ -12,7 +12,7 @@ export interface AuthMetrics {
 export function createAuthMetrics(registry: Registry, cacheSize: () => number): AuthMetrics {
   new Gauge({
     name: 'notify_auth_cache_entries',
-    help: 'Key lookups (positive and negative) held in this replica\'s cache',
+    help: "Key lookups (positive and negative) held in this replica's cache",
     registers: [registry],
     collect() {
       this.set(cacheSize());

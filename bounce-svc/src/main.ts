@@ -9,7 +9,8 @@ import { Receiver } from './reports/receiver.ts';
 
 runService('bounce-svc', bounceConfig, async ({ config, logger, registry, lifecycle, addReadinessCheck }) => {
   if ((config.tlsKeyFile === '') !== (config.tlsCertFile === '')) throw new Error('BOUNCE_TLS_KEY_FILE and BOUNCE_TLS_CERT_FILE go together');
-  if (config.maxHeldBytes < config.maxBytes) throw new Error('BOUNCE_MAX_HELD_BYTES must be at least BOUNCE_MAX_BYTES, or no report of the largest size could be held');
+  if (config.maxHeldBytes < config.maxBytes)
+    throw new Error('BOUNCE_MAX_HELD_BYTES must be at least BOUNCE_MAX_BYTES, or no report of the largest size could be held');
   const tls = config.tlsKeyFile === '' ? undefined : { key: await readFile(config.tlsKeyFile), cert: await readFile(config.tlsCertFile) };
   const reports = new GrpcClient(dispatchProto.ReportService.service, config.dispatchSvcAddr, {
     token: config.bounceToken,
@@ -40,7 +41,10 @@ runService('bounce-svc', bounceConfig, async ({ config, logger, registry, lifecy
   });
   addReadinessCheck('smtp', async () => receiver.listening());
   // Without dispatch-svc every report is answered 451 and retried by its sender: degraded, not a reason to refuse connections.
-  addReadinessCheck('dispatch', degradable(() => reports.serving()));
+  addReadinessCheck(
+    'dispatch',
+    degradable(() => reports.serving()),
+  );
 
   lifecycle.onShutdown('SMTP listener: finish open sessions', ShutdownPriority.drain, () => receiver.close());
   lifecycle.onShutdown('dispatch-svc client', ShutdownPriority.closeClients, async () => reports.close());

@@ -58,20 +58,68 @@ describe('usage errors exit 2 with one line and a hint, never a stack trace', ()
     ['an unknown command in a group', ['plan', 'delete'], "notifyctl: unknown command 'plan delete'\nRun 'notifyctl plan --help' for usage.\n"],
     ['a group without its command', ['org'], "notifyctl: missing command after 'org' (one of: create, list, update)\nRun 'notifyctl org --help' for usage.\n"],
     ['an unknown flag', ['plan', 'list', '--all'], "notifyctl: unknown option '--all'\nRun 'notifyctl plan list --help' for usage.\n"],
-    ['a flag without its value', ['org', 'create', '--plan', '1', '--name'], "notifyctl: option '--name <value>' argument missing\nRun 'notifyctl org create --help' for usage.\n"],
-    ['a positional argument', ['plan', 'list', 'extra'], "notifyctl: unexpected argument 'extra'. This command does not take positional arguments\nRun 'notifyctl plan list --help' for usage.\n"],
-    ['a missing required flag', ['org', 'create', '--name', 'Acme'], "notifyctl: missing required option --plan\nRun 'notifyctl org create --help' for usage.\n"],
-    ['a non-integer id', ['key', 'revoke', '--id', 'abc'], "notifyctl: --id must be a positive integer, got 'abc'\nRun 'notifyctl key revoke --help' for usage.\n"],
+    [
+      'a flag without its value',
+      ['org', 'create', '--plan', '1', '--name'],
+      "notifyctl: option '--name <value>' argument missing\nRun 'notifyctl org create --help' for usage.\n",
+    ],
+    [
+      'a positional argument',
+      ['plan', 'list', 'extra'],
+      "notifyctl: unexpected argument 'extra'. This command does not take positional arguments\nRun 'notifyctl plan list --help' for usage.\n",
+    ],
+    [
+      'a missing required flag',
+      ['org', 'create', '--name', 'Acme'],
+      "notifyctl: missing required option --plan\nRun 'notifyctl org create --help' for usage.\n",
+    ],
+    [
+      'a non-integer id',
+      ['key', 'revoke', '--id', 'abc'],
+      "notifyctl: --id must be a positive integer, got 'abc'\nRun 'notifyctl key revoke --help' for usage.\n",
+    ],
     ['a zero id', ['project', 'list', '--org', '0'], "notifyctl: --org must be a positive integer, got '0'\nRun 'notifyctl project list --help' for usage.\n"],
-    ['a fractional id', ['key', 'list', '--project', '1.5'], "notifyctl: --project must be a positive integer, got '1.5'\nRun 'notifyctl key list --help' for usage.\n"],
-    ['a negative quota', ['plan', 'create', '--name', 'x', '--monthly-quota=-1'], "notifyctl: --monthly-quota must be a non-negative integer, got '-1'\nRun 'notifyctl plan create --help' for usage.\n"],
-    ['a suspended value that is not a boolean', ['plan', 'update', '--id', '1', '--suspended', 'maybe'], "notifyctl: --suspended must be true or false, got 'maybe'\nRun 'notifyctl plan update --help' for usage.\n"],
-    ['an unknown message state', ['messages', 'list', '--project', '1', '--state', 'lost'], "notifyctl: --state must be one of scheduled, queued, sending, deferred, sent, failed, bounced, complained, canceled, got 'lost'\nRun 'notifyctl messages list --help' for usage.\n"],
-    ['a page larger than the service serves', ['messages', 'list', '--project', '1', '--limit', '501'], "notifyctl: --limit must be a positive integer up to 500, got '501'\nRun 'notifyctl messages list --help' for usage.\n"],
+    [
+      'a fractional id',
+      ['key', 'list', '--project', '1.5'],
+      "notifyctl: --project must be a positive integer, got '1.5'\nRun 'notifyctl key list --help' for usage.\n",
+    ],
+    [
+      'a negative quota',
+      ['plan', 'create', '--name', 'x', '--monthly-quota=-1'],
+      "notifyctl: --monthly-quota must be a non-negative integer, got '-1'\nRun 'notifyctl plan create --help' for usage.\n",
+    ],
+    [
+      'a suspended value that is not a boolean',
+      ['plan', 'update', '--id', '1', '--suspended', 'maybe'],
+      "notifyctl: --suspended must be true or false, got 'maybe'\nRun 'notifyctl plan update --help' for usage.\n",
+    ],
+    [
+      'an unknown message state',
+      ['messages', 'list', '--project', '1', '--state', 'lost'],
+      "notifyctl: --state must be one of scheduled, queued, sending, deferred, sent, failed, bounced, complained, canceled, got 'lost'\nRun 'notifyctl messages list --help' for usage.\n",
+    ],
+    [
+      'a page larger than the service serves',
+      ['messages', 'list', '--project', '1', '--limit', '501'],
+      "notifyctl: --limit must be a positive integer up to 500, got '501'\nRun 'notifyctl messages list --help' for usage.\n",
+    ],
     ['an empty name', ['plan', 'create', '--name', ' '], "notifyctl: --name must not be empty\nRun 'notifyctl plan create --help' for usage.\n"],
-    ['a key rate not in the NOTIFY_PUBLIC_SEND_RATE grammar', ['key', 'update', '--id', '1', '--rate', '600/fortnight'], "notifyctl: --rate must be <count>/<unit> with unit s, sec, second, m, min, minute, h, hour, d or day (for example 120/min), or default; got '600/fortnight'\nRun 'notifyctl key update --help' for usage.\n"],
-    ['a key rate of nothing per window', ['key', 'create', '--project', '1', '--name', 'k', '--rate', '0/min'], "notifyctl: --rate must allow at least 1 request per window, or default; got '0/min'\nRun 'notifyctl key create --help' for usage.\n"],
-    ['a key update without its rate', ['key', 'update', '--id', '1'], "notifyctl: missing required option --rate\nRun 'notifyctl key update --help' for usage.\n"],
+    [
+      'a key rate not in the NOTIFY_PUBLIC_SEND_RATE grammar',
+      ['key', 'update', '--id', '1', '--rate', '600/fortnight'],
+      "notifyctl: --rate must be <count>/<unit> with unit s, sec, second, m, min, minute, h, hour, d or day (for example 120/min), or default; got '600/fortnight'\nRun 'notifyctl key update --help' for usage.\n",
+    ],
+    [
+      'a key rate of nothing per window',
+      ['key', 'create', '--project', '1', '--name', 'k', '--rate', '0/min'],
+      "notifyctl: --rate must allow at least 1 request per window, or default; got '0/min'\nRun 'notifyctl key create --help' for usage.\n",
+    ],
+    [
+      'a key update without its rate',
+      ['key', 'update', '--id', '1'],
+      "notifyctl: missing required option --rate\nRun 'notifyctl key update --help' for usage.\n",
+    ],
   ];
   for (const [what, argv, expected] of cases) {
     test(`${what} is reported as a usage error`, async () => {
@@ -82,23 +130,69 @@ describe('usage errors exit 2 with one line and a hint, never a stack trace', ()
 
   test('an unreadable template file names the flag and the path', async () => {
     const missing = join(dir, 'missing.html');
-    const outcome = await notifyctl(['template', 'put', '--project', '1', '--slug', 'welcome', '--subject', 'Hi', '--html-file', missing, '--text-file', missing]);
+    const outcome = await notifyctl([
+      'template',
+      'put',
+      '--project',
+      '1',
+      '--slug',
+      'welcome',
+      '--subject',
+      'Hi',
+      '--html-file',
+      missing,
+      '--text-file',
+      missing,
+    ]);
     assert.equal(outcome.code, 2);
     assert.equal(outcome.stderr, `notifyctl: cannot read --html-file '${missing}': no such file\nRun 'notifyctl template put --help' for usage.\n`);
   });
 
   test('a schema file that is not JSON is refused before anything is sent', async () => {
     const schema = file('broken.json', '{"type": "object",');
-    const outcome = await notifyctl(['template', 'put', '--project', '1', '--slug', 'w', '--subject', 'Hi', '--html-file', file('a.html', 'x'), '--text-file', file('a.txt', 'x'), '--schema-file', schema]);
+    const outcome = await notifyctl([
+      'template',
+      'put',
+      '--project',
+      '1',
+      '--slug',
+      'w',
+      '--subject',
+      'Hi',
+      '--html-file',
+      file('a.html', 'x'),
+      '--text-file',
+      file('a.txt', 'x'),
+      '--schema-file',
+      schema,
+    ]);
     assert.equal(outcome.code, 2);
-    assert.match(outcome.stderr, new RegExp(`^notifyctl: --schema-file '${schema}' is not a valid JSON Schema: .*JSON.*\nRun 'notifyctl template put --help' for usage.\n$`));
+    assert.match(
+      outcome.stderr,
+      new RegExp(`^notifyctl: --schema-file '${schema}' is not a valid JSON Schema: .*JSON.*\nRun 'notifyctl template put --help' for usage.\n$`),
+    );
   });
 
   test('a schema file that is JSON but not a valid schema is refused', async () => {
     const html = file('b.html', 'x');
     const text = file('b.txt', 'x');
     for (const content of ['{"type": "strng"}', '{"type": "object", "requried": ["name"]}', '["name"]']) {
-      const outcome = await notifyctl(['template', 'put', '--project', '1', '--slug', 'w', '--subject', 'Hi', '--html-file', html, '--text-file', text, '--schema-file', file('bad.json', content)]);
+      const outcome = await notifyctl([
+        'template',
+        'put',
+        '--project',
+        '1',
+        '--slug',
+        'w',
+        '--subject',
+        'Hi',
+        '--html-file',
+        html,
+        '--text-file',
+        text,
+        '--schema-file',
+        file('bad.json', content),
+      ]);
       assert.equal(outcome.code, 2, content);
       assert.match(outcome.stderr, /is not a valid JSON Schema: /, content);
     }
@@ -128,7 +222,11 @@ describe('usage errors exit 2 with one line and a hint, never a stack trace', ()
 describe('requests built from flags', () => {
   test('plan create defaults to an unlimited, active plan', async () => {
     assert.deepEqual(await requestOf(['plan', 'create', '--name', 'free']), { name: 'free', monthlyQuota: 0, suspended: false });
-    assert.deepEqual(await requestOf(['plan', 'create', '--name', 'pro', '--monthly-quota', '10000', '--suspended']), { name: 'pro', monthlyQuota: 10000, suspended: true });
+    assert.deepEqual(await requestOf(['plan', 'create', '--name', 'pro', '--monthly-quota', '10000', '--suspended']), {
+      name: 'pro',
+      monthlyQuota: 10000,
+      suspended: true,
+    });
   });
 
   test('plan update sends only the fields that were given', async () => {
@@ -141,7 +239,12 @@ describe('requests built from flags', () => {
     assert.deepEqual(await requestOf(['org', 'create', '--name', 'Acme', '--plan', '2']), { name: 'Acme', planId: 2 });
     assert.deepEqual(await requestOf(['project', 'create', '--org', '7', '--name', 'web']), { organizationId: 7, name: 'web' });
     assert.deepEqual(await requestOf(['key', 'create', '--project', '9', '--name', 'ci']), { projectId: 9, name: 'ci', test: false, sendRate: '' });
-    assert.deepEqual(await requestOf(['key', 'create', '--project', '9', '--name', 'ci', '--test', '--rate', ' 600/min ']), { projectId: 9, name: 'ci', test: true, sendRate: '600/min' });
+    assert.deepEqual(await requestOf(['key', 'create', '--project', '9', '--name', 'ci', '--test', '--rate', ' 600/min ']), {
+      projectId: 9,
+      name: 'ci',
+      test: true,
+      sendRate: '600/min',
+    });
     assert.deepEqual(await requestOf(['key', 'update', '--id', '12', '--rate', '10/s']), { id: 12, sendRate: '10/s' });
     assert.deepEqual(await requestOf(['key', 'update', '--id', '12', '--rate', 'default']), { id: 12, sendRate: '' });
     assert.deepEqual(await requestOf(['key', 'revoke', '--id', '12', '--json']), { id: 12 });
@@ -149,11 +252,20 @@ describe('requests built from flags', () => {
 
   test('template put reads the files, trims a subject file and normalizes the schema', async () => {
     const request = await requestOf([
-      'template', 'put', '--project', '4', '--slug', 'welcome',
-      '--subject-file', file('subject.txt', 'Welcome, {{ name }}!\n'),
-      '--html-file', file('welcome.html', '<p>Hello {{ name }}</p>\n'),
-      '--text-file', file('welcome.txt', 'Hello {{ name }}\n'),
-      '--schema-file', file('schema.json', '{\n  "type": "object",\n  "required": ["name"],\n  "properties": {"name": {"type": "string"}}\n}\n'),
+      'template',
+      'put',
+      '--project',
+      '4',
+      '--slug',
+      'welcome',
+      '--subject-file',
+      file('subject.txt', 'Welcome, {{ name }}!\n'),
+      '--html-file',
+      file('welcome.html', '<p>Hello {{ name }}</p>\n'),
+      '--text-file',
+      file('welcome.txt', 'Hello {{ name }}\n'),
+      '--schema-file',
+      file('schema.json', '{\n  "type": "object",\n  "required": ["name"],\n  "properties": {"name": {"type": "string"}}\n}\n'),
       '--activate',
     ]);
     assert.deepEqual(request, {
@@ -169,19 +281,51 @@ describe('requests built from flags', () => {
 
   test('a schema using formats is accepted, as dispatch-svc accepts it', async () => {
     const schema = { type: 'object', properties: { email: { type: 'string', format: 'email' }, at: { type: 'string', format: 'date-time' } } };
-    const request = await requestOf(['template', 'put', '--project', '1', '--slug', 'w', '--subject', 'Hi', '--html-file', file('e.html', 'x'), '--text-file', file('e.txt', 'x'), '--schema-file', file('formats.json', JSON.stringify(schema))]);
+    const request = await requestOf([
+      'template',
+      'put',
+      '--project',
+      '1',
+      '--slug',
+      'w',
+      '--subject',
+      'Hi',
+      '--html-file',
+      file('e.html', 'x'),
+      '--text-file',
+      file('e.txt', 'x'),
+      '--schema-file',
+      file('formats.json', JSON.stringify(schema)),
+    ]);
     assert.equal((request as { variablesSchemaJson: string }).variablesSchemaJson, JSON.stringify(schema));
   });
 
   test('template put without --activate leaves the active flag to the service', async () => {
-    const request = await requestOf(['template', 'put', '--project', '4', '--slug', 'w', '--subject', 'Hi', '--html-file', file('d.html', 'x'), '--text-file', file('d.txt', 'y')]);
+    const request = await requestOf([
+      'template',
+      'put',
+      '--project',
+      '4',
+      '--slug',
+      'w',
+      '--subject',
+      'Hi',
+      '--html-file',
+      file('d.html', 'x'),
+      '--text-file',
+      file('d.txt', 'y'),
+    ]);
     assert.equal('active' in request, false);
     assert.equal((request as { variablesSchemaJson: string }).variablesSchemaJson, '');
   });
 
   test('template slugs follow the public API rule', async () => {
     await assert.rejects(resolve(['template', 'activate', '--project', '1', '--slug', 'no spaces']), /--slug must be 1-100 characters/);
-    assert.deepEqual(await requestOf(['template', 'deactivate', '--project', '1', '--slug', 'order_shipped-v2']), { projectId: 1, slug: 'order_shipped-v2', active: false });
+    assert.deepEqual(await requestOf(['template', 'deactivate', '--project', '1', '--slug', 'order_shipped-v2']), {
+      projectId: 1,
+      slug: 'order_shipped-v2',
+      active: false,
+    });
   });
 
   test('messages list pages with --before and filters by state', async () => {

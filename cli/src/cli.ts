@@ -12,14 +12,26 @@ import { orgCommands } from './commands/org.ts';
 import { panelUserCommands } from './commands/panel-user.ts';
 import { planCommands } from './commands/plan.ts';
 import { projectCommands } from './commands/project.ts';
-import { templateCommands } from './commands/template.ts';
 import { suppressionCommands } from './commands/suppression.ts';
+import { templateCommands } from './commands/template.ts';
 import { webhookCommands } from './commands/webhook.ts';
 import { Connections } from './connections.ts';
 import { commandHelp, globalHelp, groupHelp } from './help.ts';
 import type { Io } from './output.ts';
 
-export const groups: readonly CommandGroup[] = [planCommands, orgCommands, projectCommands, keyCommands, templateCommands, messagesCommands, deadLettersCommands, suppressionCommands, webhookCommands, domainCommands, panelUserCommands];
+export const groups: readonly CommandGroup[] = [
+  planCommands,
+  orgCommands,
+  projectCommands,
+  keyCommands,
+  templateCommands,
+  messagesCommands,
+  deadLettersCommands,
+  suppressionCommands,
+  webhookCommands,
+  domainCommands,
+  panelUserCommands,
+];
 
 export const exitCodes = { ok: 0, remote: 1, usage: 2 } as const;
 
@@ -45,7 +57,8 @@ export async function resolve(argv: readonly string[]): Promise<Invocation> {
     return resolve([second, ...rest, '--help']);
   }
   const group = findGroup(first);
-  if (second === undefined) throw new UsageError(`missing command after '${group.name}' (one of: ${group.commands.map((command) => command.name).join(', ')})`, group.name);
+  if (second === undefined)
+    throw new UsageError(`missing command after '${group.name}' (one of: ${group.commands.map((command) => command.name).join(', ')})`, group.name);
   if (helpWords.has(second)) return { kind: 'help', text: groupHelp(group) };
   const command = group.commands.find((candidate) => candidate.name === second);
   if (!command) throw new UsageError(`unknown command '${group.name} ${second}'`, group.name);

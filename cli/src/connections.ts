@@ -2,7 +2,7 @@
 // Every call takes ADMIN_TOKEN: the admin services, and ListMessages on DispatchService, the one method of the
 // gateway's service that dispatch-svc grants the admin caller instead.
 import { channelCredentials, GrpcClient } from '@notify/platform';
-import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
+import { type auth, authProto, type dispatch, dispatchProto } from '@notify/proto';
 import { UsageError } from './args.ts';
 
 type Environment = Readonly<Record<string, string | undefined>>;
@@ -40,11 +40,19 @@ export class Connections {
     return token;
   }
 
-  #connect<D extends auth.AuthAdminServiceDefinition | dispatch.TemplateAdminServiceDefinition | dispatch.DispatchServiceDefinition | dispatch.DeadLetterAdminServiceDefinition | dispatch.SuppressionAdminServiceDefinition | dispatch.WebhookAdminServiceDefinition | dispatch.DomainAdminServiceDefinition | dispatch.ErasureAdminServiceDefinition | dispatch.ProjectRelayAdminServiceDefinition | dispatch.RetentionAdminServiceDefinition>(
-    definition: D,
-    target: Target,
-    token: string,
-  ): GrpcClient<D> {
+  #connect<
+    D extends
+      | auth.AuthAdminServiceDefinition
+      | dispatch.TemplateAdminServiceDefinition
+      | dispatch.DispatchServiceDefinition
+      | dispatch.DeadLetterAdminServiceDefinition
+      | dispatch.SuppressionAdminServiceDefinition
+      | dispatch.WebhookAdminServiceDefinition
+      | dispatch.DomainAdminServiceDefinition
+      | dispatch.ErasureAdminServiceDefinition
+      | dispatch.ProjectRelayAdminServiceDefinition
+      | dispatch.RetentionAdminServiceDefinition,
+  >(definition: D, target: Target, token: string): GrpcClient<D> {
     // GRPC_TLS_CA_FILE, as the services read it: set when the servers present certificates (the chart's grpcTls).
     const credentials = channelCredentials({ grpcTlsCaFile: this.#env['GRPC_TLS_CA_FILE'] ?? '' });
     const client = new GrpcClient(definition, this.address(target), { token, deadlineMs, credentials });

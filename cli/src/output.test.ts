@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { cell, renderTable, type Column } from './output.ts';
+import { type Column, cell, renderTable } from './output.ts';
 
 test('a table aligns every column to its widest cell and does not pad the last one', () => {
   const columns: Column<{ id: number; name: string; on: boolean }>[] = [

@@ -1,7 +1,7 @@
 // dispatch-svc's background work, started once its gRPC server listens: the outbox and webhook relays, the releaser of
 // scheduled messages, the idempotency sweep, the retention purge, the sealing of webhook secrets stored in clear, the
 // event and delivery-limit consumers, the queue, deliverability and retention gauges.
-import { runPeriodically, type ConfigOf, type Logger, type Registry } from '@notify/platform';
+import { type ConfigOf, type Logger, type Registry, runPeriodically } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { JetStreamClient, JetStreamManager, NatsLink } from '@notify/platform/nats';
 import type { Topology } from '@notify/proto';
@@ -48,8 +48,18 @@ const retentionGaugesIntervalMs = 60_000;
 
 export function startBackground(settings: BackgroundSettings, parts: BackgroundParts): Background {
   const { pool, js, jsm, names, metrics, publisher, retention, logger } = parts;
-  const relay = runPeriodically('outbox relay', settings.outboxRelayIntervalMs, () => relayOutbox({ pool, publisher, metrics, logger, minAgeMs: settings.outboxRelayMinAgeMs }), logger);
-  const releaser = runPeriodically('scheduled release', settings.scheduleReleaseIntervalMs, () => releaseScheduled({ pool, publisher, metrics, logger }), logger);
+  const relay = runPeriodically(
+    'outbox relay',
+    settings.outboxRelayIntervalMs,
+    () => relayOutbox({ pool, publisher, metrics, logger, minAgeMs: settings.outboxRelayMinAgeMs }),
+    logger,
+  );
+  const releaser = runPeriodically(
+    'scheduled release',
+    settings.scheduleReleaseIntervalMs,
+    () => releaseScheduled({ pool, publisher, metrics, logger }),
+    logger,
+  );
   const backlog = runPeriodically('scheduled backlog gauge', scheduledBacklogIntervalMs, () => updateScheduledBacklog(pool, metrics), logger);
   const sweeper = runPeriodically('idempotency sweep', idempotencySweepIntervalMs, () => sweepExpiredIdempotencyRecords(pool), logger);
   const deliverability = runPeriodically('deliverability gauges', settings.deliverabilityIntervalMs, () => updateDeliverabilityGauges(pool, metrics), logger);
@@ -66,7 +76,19 @@ export function startBackground(settings: BackgroundSettings, parts: BackgroundP
     stop: async () => {
       await consumer.stop();
       purgeAbort.abort();
-      await Promise.all([purge.stop(), retentionGauges.stop(), secretSealing.stop(), relay.stop(), releaser.stop(), backlog.stop(), webhookRelay.stop(), sweeper.stop(), deliverability.stop(), deliveryLimits.stop(), consumerMetrics.stop()]);
+      await Promise.all([
+        purge.stop(),
+        retentionGauges.stop(),
+        secretSealing.stop(),
+        relay.stop(),
+        releaser.stop(),
+        backlog.stop(),
+        webhookRelay.stop(),
+        sweeper.stop(),
+        deliverability.stop(),
+        deliveryLimits.stop(),
+        consumerMetrics.stop(),
+      ]);
     },
   };
 }

@@ -2,10 +2,19 @@
 // gRPC services' dependencies, and the background work. main.ts runs it; the test harness builds the same thing.
 import type { ConfigOf, GrpcServer, Logger, Registry } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
-import { declareJetStream, ensureStream, jetstream, jetstreamManager, watchNatsLink, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
-import { streamDeclarations, topology, type Topology } from '@notify/proto';
-import { LiquidSyntax, startRenderPool, type RenderPool } from '@notify/templating';
-import { startBackground, type Background } from './background.ts';
+import {
+  declareJetStream,
+  ensureStream,
+  type JetStreamClient,
+  type JetStreamManager,
+  jetstream,
+  jetstreamManager,
+  type NatsConnection,
+  watchNatsLink,
+} from '@notify/platform/nats';
+import { streamDeclarations, type Topology, topology } from '@notify/proto';
+import { LiquidSyntax, type RenderPool, startRenderPool } from '@notify/templating';
+import { type Background, startBackground } from './background.ts';
 import type { configSpec } from './config.ts';
 import { ensureDeliveryLimitStream } from './dead-letters/delivery-limit.ts';
 import { ensureEventsConsumer } from './events/event-consumer.ts';
@@ -19,8 +28,26 @@ import { VariablesSchemas } from './templates/variables-schema.ts';
 
 export type DispatchSettings = Pick<
   ConfigOf<typeof configSpec>,
-  'natsPrefix' | 'natsStreamReplicas' | 'gatewayToken' | 'mailerToken' | 'bounceToken' | 'adminToken' | 'idempotencyTtlMs' | 'outboxRelayIntervalMs' | 'outboxRelayMinAgeMs' | 'scheduleReleaseIntervalMs' | 'deliverabilityIntervalMs' | 'testFault' | 'webhookAllowPrivate' | 'webhookEndpointsPerProject' | 'dataKey' | 'renderWorkers'
-  | 'messageRetentionHours' | 'retentionPurgeIntervalMs' | 'retentionPurgeBatchSize' | 'retentionPurgePauseMs'
+  | 'natsPrefix'
+  | 'natsStreamReplicas'
+  | 'gatewayToken'
+  | 'mailerToken'
+  | 'bounceToken'
+  | 'adminToken'
+  | 'idempotencyTtlMs'
+  | 'outboxRelayIntervalMs'
+  | 'outboxRelayMinAgeMs'
+  | 'scheduleReleaseIntervalMs'
+  | 'deliverabilityIntervalMs'
+  | 'testFault'
+  | 'webhookAllowPrivate'
+  | 'webhookEndpointsPerProject'
+  | 'dataKey'
+  | 'renderWorkers'
+  | 'messageRetentionHours'
+  | 'retentionPurgeIntervalMs'
+  | 'retentionPurgeBatchSize'
+  | 'retentionPurgePauseMs'
 >;
 
 export interface DispatchClients {
@@ -68,7 +95,11 @@ function declareStreams(nats: NatsConnection, names: Topology, replicas: number,
 }
 
 /** What the gRPC services run with. */
-function serviceDeps(settings: DispatchSettings, clients: DispatchClients, parts: Pick<ServiceDeps, 'publisher' | 'metrics' | 'renderer' | 'retention'>): ServiceDeps {
+function serviceDeps(
+  settings: DispatchSettings,
+  clients: DispatchClients,
+  parts: Pick<ServiceDeps, 'publisher' | 'metrics' | 'renderer' | 'retention'>,
+): ServiceDeps {
   return {
     ...parts,
     pool: clients.pool,
@@ -98,7 +129,11 @@ export async function buildDispatch(settings: DispatchSettings, clients: Dispatc
   const metrics = createDispatchMetrics(registry);
   const link = watchNatsLink(nats);
   // A test fault (refused outside NODE_ENV=test) must look like a crash, with no shutdown steps.
-  const publisher = withTestFault(createJobPublisher({ publisher: js, subject: names.jobsSubject, metrics, connected: link.connected }), settings.testFault, clients.crash);
+  const publisher = withTestFault(
+    createJobPublisher({ publisher: js, subject: names.jobsSubject, metrics, connected: link.connected }),
+    settings.testFault,
+    clients.crash,
+  );
   // The panel's previews render tenant templates: in worker threads, so a hostile one never holds Send or any other call.
   const renderer = await startRenderPool({
     workers: settings.renderWorkers,

@@ -1,11 +1,31 @@
 // dispatch-svc's environment (docs/settings.md's table is generated from these declarations). The database, NATS,
 // token and test-fault settings are the platform's shared groups; the variables every service reads come from runService.
-import { adminTokenSetting, boolean, custom, databaseSettings, duration, bounceTokenSetting, gatewayTokenSetting, grpcServerTlsSettings, integer, jetStreamSettings, mailerTokenSetting, natsSettings, parseRetention, testFaultSettings } from '@notify/platform';
+import {
+  adminTokenSetting,
+  boolean,
+  bounceTokenSetting,
+  custom,
+  databaseSettings,
+  duration,
+  gatewayTokenSetting,
+  grpcServerTlsSettings,
+  integer,
+  jetStreamSettings,
+  mailerTokenSetting,
+  natsSettings,
+  parseRetention,
+  testFaultSettings,
+} from '@notify/platform';
 import { dataKeySetting } from '@notify/platform/mail';
 import { dispatchTestFaults } from './outbox/test-fault.ts';
 
 export const configSpec = {
-  grpcPort: integer('GRPC_PORT', { description: 'port of the gRPC server (DispatchService, TemplateAdminService, health)', default: 50052, min: 0, max: 65535 }),
+  grpcPort: integer('GRPC_PORT', {
+    description: 'port of the gRPC server (DispatchService, TemplateAdminService, health)',
+    default: 50052,
+    min: 0,
+    max: 65535,
+  }),
   ...databaseSettings({ maxPoolSize: 200 }),
   ...natsSettings,
   ...jetStreamSettings,
@@ -18,9 +38,14 @@ export const configSpec = {
   ...dataKeySetting,
   idempotencyTtlMs: duration('NOTIFY_IDEMPOTENCY_TTL', { description: 'how long an Idempotency-Key replays its first response', default: '24h', minMs: 1_000 }),
   outboxRelayIntervalMs: duration('OUTBOX_RELAY_INTERVAL', { description: 'pause between two passes of the outbox relay', default: '1s', minMs: 50 }),
-  outboxRelayMinAgeMs: duration('OUTBOX_RELAY_MIN_AGE', { description: 'age an outbox row reaches before the relay republishes it (the send path publishes it first)', default: '5s', minMs: 0 }),
+  outboxRelayMinAgeMs: duration('OUTBOX_RELAY_MIN_AGE', {
+    description: 'age an outbox row reaches before the relay republishes it (the send path publishes it first)',
+    default: '5s',
+    minMs: 0,
+  }),
   scheduleReleaseIntervalMs: duration('SCHEDULE_RELEASE_INTERVAL', {
-    description: 'pause between two passes of the releaser that queues scheduled sends (`send_at`) when they are due: a message is queued within about this long after its time',
+    description:
+      'pause between two passes of the releaser that queues scheduled sends (`send_at`) when they are due: a message is queued within about this long after its time',
     default: '250ms',
     minMs: 50,
   }),
@@ -30,7 +55,8 @@ export const configSpec = {
     minMs: 1_000,
   }),
   renderWorkers: integer('PANEL_RENDER_WORKERS', {
-    description: "worker threads the web panel's template previews and message subjects render in: a template that runs to its time limit holds one of them, never the service",
+    description:
+      "worker threads the web panel's template previews and message subjects render in: a template that runs to its time limit holds one of them, never the service",
     default: 2,
     min: 1,
     max: 64,
@@ -54,8 +80,21 @@ export const configSpec = {
     },
     parseRetention,
   ),
-  retentionPurgeIntervalMs: duration('RETENTION_PURGE_INTERVAL', { description: 'pause between two passes of the retention purge (one replica at a time purges)', default: '10m', minMs: 1_000 }),
-  retentionPurgeBatchSize: integer('RETENTION_PURGE_BATCH_SIZE', { description: 'messages the retention purge deletes per transaction', default: 1_000, min: 1, max: 10_000 }),
-  retentionPurgePauseMs: duration('RETENTION_PURGE_PAUSE', { description: 'pause between two batches of the retention purge, which leaves the database to sending', default: '100ms', minMs: 0 }),
+  retentionPurgeIntervalMs: duration('RETENTION_PURGE_INTERVAL', {
+    description: 'pause between two passes of the retention purge (one replica at a time purges)',
+    default: '10m',
+    minMs: 1_000,
+  }),
+  retentionPurgeBatchSize: integer('RETENTION_PURGE_BATCH_SIZE', {
+    description: 'messages the retention purge deletes per transaction',
+    default: 1_000,
+    min: 1,
+    max: 10_000,
+  }),
+  retentionPurgePauseMs: duration('RETENTION_PURGE_PAUSE', {
+    description: 'pause between two batches of the retention purge, which leaves the database to sending',
+    default: '100ms',
+    minMs: 0,
+  }),
   ...testFaultSettings(dispatchTestFaults, 'kill the process after a send commits (`exit-after-commit`) or after its job is published (`exit-after-publish`)'),
 };

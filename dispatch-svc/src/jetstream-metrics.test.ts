@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { createLogger, createRegistry, type Registry } from '@notify/platform';
-import { connectNats, ensureConsumer, ensureStream, jetstream, jetstreamManager, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
+import { connectNats, ensureConsumer, ensureStream, type JetStreamManager, jetstream, jetstreamManager, type NatsConnection } from '@notify/platform/nats';
 import { streamDeclarations, topology } from '@notify/proto';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { waitFor } from '@notify/test/harness/wait.ts';
@@ -11,12 +11,16 @@ import { startConsumerMetrics, watchedConsumers } from './jetstream-metrics.ts';
 
 const names = topology(`t${randomBytes(4).toString('hex')}_`);
 const logLines: Record<string, unknown>[] = [];
-const logger = createLogger('dispatch-test', 'debug', new Writable({
-  write: (chunk: Buffer, _encoding, done) => {
-    for (const line of chunk.toString().split('\n').filter(Boolean)) logLines.push(JSON.parse(line) as Record<string, unknown>);
-    done();
-  },
-}));
+const logger = createLogger(
+  'dispatch-test',
+  'debug',
+  new Writable({
+    write: (chunk: Buffer, _encoding, done) => {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) logLines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  }),
+);
 let nats: NatsConnection;
 let jsm: JetStreamManager;
 
@@ -45,7 +49,11 @@ test('the gauges follow the mailer consumer: pending, held unacknowledged, and r
   const registry = createRegistry('dispatch-svc');
   const metrics = startConsumerMetrics({ jsm, consumers: watchedConsumers(names), registry, logger, intervalMs: 20 });
   try {
-    await waitFor(async () => (await value(registry, 'notify_jetstream_consumer_pending_messages', names.mailerConsumer)) === 5, { timeoutMs: 3_000, intervalMs: 25, what: 'five pending jobs' });
+    await waitFor(async () => (await value(registry, 'notify_jetstream_consumer_pending_messages', names.mailerConsumer)) === 5, {
+      timeoutMs: 3_000,
+      intervalMs: 25,
+      what: 'five pending jobs',
+    });
     assert.equal(await value(registry, 'notify_jetstream_consumer_ack_pending_messages', names.mailerConsumer), 0);
 
     // Two jobs taken and held, as a mailer does while it sends; one of them handed back and taken again.
@@ -62,7 +70,9 @@ test('the gauges follow the mailer consumer: pending, held unacknowledged, and r
         (await value(registry, 'notify_jetstream_consumer_redelivered_messages', names.mailerConsumer)) === 1,
       { timeoutMs: 3_000, intervalMs: 25, what: 'three pending, two held, one redelivered' },
     ).catch(async (error: unknown) => {
-      const seen = await Promise.all(['pending', 'ack_pending', 'redelivered'].map((kind) => value(registry, `notify_jetstream_consumer_${kind}_messages`, names.mailerConsumer)));
+      const seen = await Promise.all(
+        ['pending', 'ack_pending', 'redelivered'].map((kind) => value(registry, `notify_jetstream_consumer_${kind}_messages`, names.mailerConsumer)),
+      );
       throw new Error(`${(error as Error).message}; saw pending, held, redelivered = ${seen.join(', ')}`);
     });
   } finally {
@@ -75,13 +85,22 @@ test('a consumer that cannot be read keeps its last values and is logged at debu
   // The events consumer does not exist in this run: dispatch-svc creates it, as the mailers create theirs.
   const metrics = startConsumerMetrics({ jsm, consumers: watchedConsumers(names), registry, logger, intervalMs: 20 });
   try {
-    await waitFor(async () => (await value(registry, 'notify_jetstream_consumer_pending_messages', names.mailerConsumer)) !== undefined, { timeoutMs: 3_000, intervalMs: 25, what: 'the mailer gauges' });
-    assert.equal(await value(registry, 'notify_jetstream_consumer_pending_messages', names.eventsConsumer), undefined, 'no made-up zero for a consumer never read');
+    await waitFor(async () => (await value(registry, 'notify_jetstream_consumer_pending_messages', names.mailerConsumer)) !== undefined, {
+      timeoutMs: 3_000,
+      intervalMs: 25,
+      what: 'the mailer gauges',
+    });
+    assert.equal(
+      await value(registry, 'notify_jetstream_consumer_pending_messages', names.eventsConsumer),
+      undefined,
+      'no made-up zero for a consumer never read',
+    );
     const before = await value(registry, 'notify_jetstream_consumer_ack_pending_messages', names.mailerConsumer);
     assert.ok(before !== undefined && before > 0, `the first test left jobs held (${before})`);
 
     await jsm.consumers.delete(names.jobsStream, names.mailerConsumer);
-    const failures = (): number => logLines.filter((line) => line['consumer'] === names.mailerConsumer && line['msg']?.toString().includes('consumer info unavailable')).length;
+    const failures = (): number =>
+      logLines.filter((line) => line['consumer'] === names.mailerConsumer && line['msg']?.toString().includes('consumer info unavailable')).length;
     await waitFor(async () => failures() >= 2, { timeoutMs: 3_000, intervalMs: 25, what: 'polls of the deleted consumer to fail' });
     assert.equal(await value(registry, 'notify_jetstream_consumer_ack_pending_messages', names.mailerConsumer), before);
     const levels = new Set(logLines.filter((line) => line['msg']?.toString().includes('consumer info unavailable')).map((line) => line['level']));

@@ -1,7 +1,7 @@
 // JetStream's own count of the messages waiting for Notify's consumers, as gauges: the queue length the mailers and
 // the delivery-event consumer have not caught up with, which no counter difference can reconstruct after a restart.
 // dispatch-svc polls it because it already holds a JetStream manager and runs once per deployment, not per mailer.
-import { Gauge, runPeriodically, type Logger, type PeriodicTask, type Registry } from '@notify/platform';
+import { Gauge, type Logger, type PeriodicTask, type Registry, runPeriodically } from '@notify/platform';
 import type { JetStreamManager } from '@notify/platform/nats';
 import type { Topology } from '@notify/proto';
 
@@ -35,7 +35,10 @@ export interface ConsumerMetricsOptions {
 export function startConsumerMetrics(options: ConsumerMetricsOptions): PeriodicTask {
   const gauge = (name: string, help: string): Gauge<'consumer'> => new Gauge({ name, help, labelNames: ['consumer'], registers: [options.registry] });
   const pending = gauge('notify_jetstream_consumer_pending_messages', 'Messages in the stream not yet delivered to the consumer (JetStream num_pending)');
-  const ackPending = gauge('notify_jetstream_consumer_ack_pending_messages', 'Messages delivered to the consumer and not yet acknowledged, retries waiting their backoff included');
+  const ackPending = gauge(
+    'notify_jetstream_consumer_ack_pending_messages',
+    'Messages delivered to the consumer and not yet acknowledged, retries waiting their backoff included',
+  );
   const redelivered = gauge('notify_jetstream_consumer_redelivered_messages', 'Unacknowledged messages the consumer has received more than once');
 
   const poll = async (): Promise<void> => {

@@ -1,5 +1,5 @@
 // dispatch-svc: templates, messages, idempotency and the outbox in PostgreSQL; jobs out to JetStream, delivery events back in.
-import { GrpcServer, runService, serverCredentials, ShutdownPriority } from '@notify/platform';
+import { GrpcServer, runService, ShutdownPriority, serverCredentials } from '@notify/platform';
 import { createPool, databaseReachable } from '@notify/platform/database';
 import { connectNats, natsReachable } from '@notify/platform/nats';
 import { buildDispatch } from './build.ts';

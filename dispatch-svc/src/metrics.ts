@@ -50,7 +50,13 @@ export interface DispatchMetrics {
 type Series<L extends string> = Partial<Record<L, string>>;
 
 /** A counter on `registry`; `zeros` are the series it reports from the start, at 0, so that rates over them never go missing. */
-function counter<L extends string = string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = [], zeros: readonly Series<L>[] = []): Counter<L> {
+function counter<L extends string = string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: readonly L[] = [],
+  zeros: readonly Series<L>[] = [],
+): Counter<L> {
   const created = new Counter<L>({ name, help, labelNames, registers: [registry] });
   for (const series of zeros) created.inc(series, 0);
   return created;
@@ -61,10 +67,20 @@ function gauge<L extends string = string>(registry: Registry, name: string, help
 }
 
 /** The send path's, the outbox's and the schedule's. */
-function acceptanceMetrics(registry: Registry): Pick<DispatchMetrics, 'jobsPublished' | 'outboxBacklog' | 'messagesAccepted' | 'messagesReplayed' | 'scheduledBacklog' | 'scheduledReleased' | 'scheduledCanceled'> {
+function acceptanceMetrics(
+  registry: Registry,
+): Pick<
+  DispatchMetrics,
+  'jobsPublished' | 'outboxBacklog' | 'messagesAccepted' | 'messagesReplayed' | 'scheduledBacklog' | 'scheduledReleased' | 'scheduledCanceled'
+> {
   return {
-    jobsPublished: counter(registry, 'notify_jobs_published_total', 'Delivery jobs JetStream stored (duplicates it dropped are not counted), by who published them', ['path']),
-    outboxBacklog: gauge(registry, 'notify_outbox_backlog', 'Outbox rows whose job JetStream has not confirmed yet, as of the relay\'s last pass'),
+    jobsPublished: counter(
+      registry,
+      'notify_jobs_published_total',
+      'Delivery jobs JetStream stored (duplicates it dropped are not counted), by who published them',
+      ['path'],
+    ),
+    outboxBacklog: gauge(registry, 'notify_outbox_backlog', "Outbox rows whose job JetStream has not confirmed yet, as of the relay's last pass"),
     messagesAccepted: counter(registry, 'notify_messages_accepted_total', 'Messages accepted and queued'),
     messagesReplayed: counter(
       registry,
@@ -73,20 +89,37 @@ function acceptanceMetrics(registry: Registry): Pick<DispatchMetrics, 'jobsPubli
     ),
     scheduledBacklog: gauge(registry, 'notify_scheduled_backlog', 'Scheduled messages (send_at) waiting for their time, counted every 5 seconds'),
     scheduledReleased: counter(registry, 'notify_scheduled_released_total', 'Scheduled messages queued by the releaser when they were due'),
-    scheduledCanceled: counter(registry, 'notify_scheduled_canceled_total', 'Scheduled messages canceled before they were due, by origin (api: DELETE /api/v1/messages/{id}/, panel)', ['origin'], [
-      { origin: 'api' },
-      { origin: 'panel' },
-      { origin: 'erasure' },
-    ]),
+    scheduledCanceled: counter(
+      registry,
+      'notify_scheduled_canceled_total',
+      'Scheduled messages canceled before they were due, by origin (api: DELETE /api/v1/messages/{id}/, panel)',
+      ['origin'],
+      [{ origin: 'api' }, { origin: 'panel' }, { origin: 'erasure' }],
+    ),
   };
 }
 
 /** What became of delivered messages: events, dead letters, reports, suppressions, and each project's ratios. */
 function deliveryMetrics(
   registry: Registry,
-): Pick<DispatchMetrics, 'deliveryEvents' | 'messagesRequeued' | 'deliveryLimits' | 'suppressions' | 'recipientReports' | 'projectBounceRatio' | 'projectComplaintRatio' | 'projectDeliveredLastDay'> {
+): Pick<
+  DispatchMetrics,
+  | 'deliveryEvents'
+  | 'messagesRequeued'
+  | 'deliveryLimits'
+  | 'suppressions'
+  | 'recipientReports'
+  | 'projectBounceRatio'
+  | 'projectComplaintRatio'
+  | 'projectDeliveredLastDay'
+> {
   return {
-    deliveryEvents: counter(registry, 'notify_delivery_events_total', 'Delivery events consumed, by outcome (applied moved the message; recorded/duplicate did not)', ['outcome']),
+    deliveryEvents: counter(
+      registry,
+      'notify_delivery_events_total',
+      'Delivery events consumed, by outcome (applied moved the message; recorded/duplicate did not)',
+      ['outcome'],
+    ),
     messagesRequeued: counter(registry, 'notify_messages_requeued_total', 'Failed messages an operator re-queued for a new delivery'),
     deliveryLimits: counter(
       registry,
@@ -98,7 +131,7 @@ function deliveryMetrics(
     suppressions: counter(
       registry,
       'notify_suppressions_total',
-      'Addresses added to a project\'s suppression list, by reason (hard_bounce, complaint, unsubscribed, manual)',
+      "Addresses added to a project's suppression list, by reason (hard_bounce, complaint, unsubscribed, manual)",
       ['reason'],
       ['hard_bounce', 'complaint', 'unsubscribed', 'manual'].map((reason) => ({ reason })),
     ),
@@ -119,26 +152,45 @@ function deliveryMetrics(
       'Share of the messages that reached the relay in the last 24 h that bounced (asynchronously, or as a hard bounce at the relay), per project',
       ['project_id'],
     ),
-    projectComplaintRatio: gauge(registry, 'notify_project_complaint_ratio', 'Share of the messages delivered in the last 24 h whose recipient complained (feedback-loop report), per project', ['project_id']),
+    projectComplaintRatio: gauge(
+      registry,
+      'notify_project_complaint_ratio',
+      'Share of the messages delivered in the last 24 h whose recipient complained (feedback-loop report), per project',
+      ['project_id'],
+    ),
     projectDeliveredLastDay: gauge(
       registry,
       'notify_project_delivered_last_day',
-      'Messages the relay accepted in the last 24 h, per project (the ratios\' denominator: small volumes make noisy ratios)',
+      "Messages the relay accepted in the last 24 h, per project (the ratios' denominator: small volumes make noisy ratios)",
       ['project_id'],
     ),
   };
 }
 
 /** Erasures and the retention purge. */
-function retentionMetrics(registry: Registry): Pick<DispatchMetrics, 'erasures' | 'erasedMessages' | 'retentionPurgedRows' | 'retentionOldestFinalAge' | 'messageRetention' | 'tableSize'> {
+function retentionMetrics(
+  registry: Registry,
+): Pick<DispatchMetrics, 'erasures' | 'erasedMessages' | 'retentionPurgedRows' | 'retentionOldestFinalAge' | 'messageRetention' | 'tableSize'> {
   const origins = [{ origin: 'notifyctl' }, { origin: 'panel' }];
   return {
-    erasures: counter(registry, 'notify_erasures_total', 'Erasures of a recipient from a project (notifyctl messages erase, the panel), by origin', ['origin'], origins),
-    erasedMessages: counter(registry, 'notify_erased_messages_total', 'Messages whose recipient and data an erasure replaced by the marker, by origin', ['origin'], origins),
+    erasures: counter(
+      registry,
+      'notify_erasures_total',
+      'Erasures of a recipient from a project (notifyctl messages erase, the panel), by origin',
+      ['origin'],
+      origins,
+    ),
+    erasedMessages: counter(
+      registry,
+      'notify_erased_messages_total',
+      'Messages whose recipient and data an erasure replaced by the marker, by origin',
+      ['origin'],
+      origins,
+    ),
     retentionPurgedRows: counter(
       registry,
       'notify_retention_purged_rows_total',
-      'Rows the retention purge deleted, by table (messages past their organization\'s retention and the rows that referenced them)',
+      "Rows the retention purge deleted, by table (messages past their organization's retention and the rows that referenced them)",
       ['table'],
       purgedTables.map((table) => ({ table })),
     ),
@@ -151,7 +203,7 @@ function retentionMetrics(registry: Registry): Pick<DispatchMetrics, 'erasures' 
     messageRetention: gauge(
       registry,
       'notify_message_retention_seconds',
-      'How long an organization\'s final messages are kept (its own retention, or NOTIFY_MESSAGE_RETENTION), per organization that has any; reported by the purge leader only',
+      "How long an organization's final messages are kept (its own retention, or NOTIFY_MESSAGE_RETENTION), per organization that has any; reported by the purge leader only",
       ['organization_id'],
     ),
     tableSize: gauge(

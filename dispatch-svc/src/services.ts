@@ -5,25 +5,25 @@
 // ReportService for bounce-svc (and Unsubscribe for the gateway's page). main.ts and the tests both serve them from here.
 import type { status } from '@grpc/grpc-js';
 import type { Caller, GrpcServer } from '@notify/platform';
+import type { DataKey } from '@notify/platform/mail';
 import { dispatchProto } from '@notify/proto';
+import type { LiquidSyntax, Renderer } from '@notify/templating';
 import { deadLetterAdminHandlers } from './dead-letters/dead-letter-admin.ts';
 import { domainAdminHandlers, signingKeyHandlers } from './domains/domain-admin.ts';
 import { erasureAdminHandlers } from './erasure/erasure-admin.ts';
-import { listMessages, searchProjectMessages } from './messages/message-list.ts';
 import { messageReadHandlers } from './messages/get-many.ts';
+import { listMessages, searchProjectMessages } from './messages/message-list.ts';
+import { createSendHandler, type SendDeps } from './messages/send.ts';
 import { createSendBatchHandler } from './messages/send-batch.ts';
 import { createSendManyHandler } from './messages/send-many.ts';
-import { createSendHandler, type SendDeps } from './messages/send.ts';
 import { publishAccepted } from './outbox/publish-accepted.ts';
-import { cancelMessage } from './scheduled/cancel.ts';
-import { suppressionAdminHandlers } from './suppressions/suppression-admin.ts';
 import { panelServiceHandlers } from './panel/panel-service.ts';
-import { reportServiceHandlers } from './reports/report-service.ts';
 import { projectRelayAdminHandlers, relayRouteHandlers } from './relays/project-relay-admin.ts';
+import { reportServiceHandlers } from './reports/report-service.ts';
 import type { RetentionPurge } from './retention/purge.ts';
 import { retentionAdminHandlers } from './retention/retention-admin.ts';
-import type { DataKey } from '@notify/platform/mail';
-import type { LiquidSyntax, Renderer } from '@notify/templating';
+import { cancelMessage } from './scheduled/cancel.ts';
+import { suppressionAdminHandlers } from './suppressions/suppression-admin.ts';
 import { templateAdminHandlers } from './templates/template-admin.ts';
 import { getUsage } from './usage/get-usage.ts';
 import { webhookAdminHandlers } from './webhooks/webhook-admin.ts';
@@ -68,7 +68,17 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       SendMany: createSendManyHandler(send, deps.logger, recordItem),
     },
     // ListMessages is notifyctl's `messages list`; the gateway lists through SearchProjectMessages. Only the gateway sends.
-    { Send: [gateway], SendMany: [gateway], GetMessage: [gateway], GetMessages: [gateway], ListMessages: [admin], SearchProjectMessages: [gateway], GetUsage: [gateway], SendBatch: [gateway], CancelMessage: [gateway] },
+    {
+      Send: [gateway],
+      SendMany: [gateway],
+      GetMessage: [gateway],
+      GetMessages: [gateway],
+      ListMessages: [admin],
+      SearchProjectMessages: [gateway],
+      GetUsage: [gateway],
+      SendBatch: [gateway],
+      CancelMessage: [gateway],
+    },
   );
   server.add(dispatchProto.TemplateAdminService.service, templateAdminHandlers(deps), [admin]);
   server.add(dispatchProto.DeadLetterAdminService.service, deadLetterAdminHandlers(deps), [admin]);

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
-import { rawRequest, serveApp, type ServedApp } from './testing/serve-app.ts';
+import { rawRequest, type ServedApp, serveApp } from './testing/serve-app.ts';
 
 // Nothing listens on port 1: every call fails at once with UNAVAILABLE.
 const nowhere = '127.0.0.1:1';

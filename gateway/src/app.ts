@@ -1,12 +1,12 @@
 // The gateway's Koa application: built from its dependencies, never listening itself (main.ts or a test binds it).
 import Router from '@koa/router';
-import Koa from 'koa';
 import type { Logger, Registry } from '@notify/platform';
+import Koa from 'koa';
 import type { AuthClient } from './auth/authorize.ts';
 import type { BruteForceGuard } from './auth/brute-force-guard.ts';
 import type { CachedAuthorizer } from './auth/cached-authorizer.ts';
 import { handleErrors } from './errors/error-handler.ts';
-import { healthz, readyz, type ReadinessChecks } from './http/health.ts';
+import { healthz, type ReadinessChecks, readyz } from './http/health.ts';
 import { observe } from './http/observe.ts';
 import { requestContext } from './http/request-context.ts';
 import type { GatewayState } from './http/state.ts';
@@ -17,12 +17,12 @@ import { docsRoutes } from './openapi/docs.ts';
 import { openApiPath, openApiRoute } from './openapi/route.ts';
 import { createPanel, type PanelDeps } from './panel/panel.ts';
 import type { SendRateLimiter } from './rate-limit/limiter.ts';
+import { sendBatchRoute } from './send/batch-route.ts';
 import type { DispatchClient } from './send/dispatch.ts';
 import { countSendOutcomes, sendOutcomesCounter } from './send/outcomes.ts';
-import { sendDispatcher, sendManyDefaults, type SendManyOptions } from './send/send-many.ts';
-import { sendBatchRoute } from './send/batch-route.ts';
 import { monthlyUsageMemory, sendRoute } from './send/route.ts';
-import { unsubscribeOneClick, unsubscribePage, unsubscribePath, type UnsubscribeDeps } from './unsubscribe/unsubscribe-routes.ts';
+import { type SendManyOptions, sendDispatcher, sendManyDefaults } from './send/send-many.ts';
+import { type UnsubscribeDeps, unsubscribeOneClick, unsubscribePage, unsubscribePath } from './unsubscribe/unsubscribe-routes.ts';
 
 export interface GatewayDeps {
   readonly auth: AuthClient;
@@ -56,8 +56,8 @@ export interface GatewayDeps {
   readonly unsubscribe?: UnsubscribeDeps;
 }
 
-export type { GatewayState } from './http/state.ts';
 export type { ReadinessChecks } from './http/health.ts';
+export type { GatewayState } from './http/state.ts';
 
 export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   const app = new Koa<GatewayState>();

@@ -1,14 +1,15 @@
 // The gateway assembled from its settings: the gRPC clients of auth-svc and dispatch-svc, Redis and the limits kept on
 // it, what auth-svc's key announcements keep current (the key directory, the authorization cache), the web panel, and
 // the Koa app over all of them with the checks /readyz runs. main.ts listens with it.
-import type Koa from 'koa';
-import { channelCredentials, degradable, GrpcClient, type ConfigOf, type Logger, type Registry } from '@notify/platform';
+
+import { type ConfigOf, channelCredentials, degradable, GrpcClient, type Logger, type Registry } from '@notify/platform';
 import { authProto, dispatchProto, topology } from '@notify/proto';
+import type Koa from 'koa';
 import { createApp, type GatewayState, type ReadinessChecks } from './app.ts';
 import { InvalidationListener } from './auth/authorization-invalidation.ts';
 import { createAuthorizationCacheMetrics } from './auth/authorization-metrics.ts';
+import { type AuthClient, callAuthorize } from './auth/authorize.ts';
 import { BruteForceGuard, createBruteForceMetrics } from './auth/brute-force-guard.ts';
-import { callAuthorize, type AuthClient } from './auth/authorize.ts';
 import { CachedAuthorizer } from './auth/cached-authorizer.ts';
 import { KeyDirectory } from './auth/key-directory.ts';
 import { configSpec, maxPublicBodyBytes } from './config.ts';
@@ -40,7 +41,11 @@ export function buildGateway(config: GatewayConfig, { logger, registry }: { logg
   const auth = new GrpcClient(authProto.AuthService.service, config.authSvcAddr, grpcOptions);
   const dispatch = new GrpcClient(dispatchProto.DispatchService.service, config.dispatchSvcAddr, grpcOptions);
   const reports = new GrpcClient(dispatchProto.ReportService.service, config.dispatchSvcAddr, grpcOptions);
-  const redis = connectRedis(config.redisUrl, logger, { sentinels: config.redisSentinels, name: config.redisSentinelName, password: config.redisSentinelPassword });
+  const redis = connectRedis(config.redisUrl, logger, {
+    sentinels: config.redisSentinels,
+    name: config.redisSentinelName,
+    password: config.redisSentinelPassword,
+  });
   const limits = { redis, keyPrefix: config.redisKeyPrefix, replicas: config.gatewayReplicas, logger };
   const rateLimiter = new SendRateLimiter({ ...limits, defaultRate: config.sendRate });
   const readRateLimiter = new SendRateLimiter({ ...limits, policy: 'read', defaultRate: config.readRate });

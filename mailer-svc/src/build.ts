@@ -2,10 +2,20 @@
 // MAIL_FROM's DKIM key and the projects' own relays (both fetched from dispatch-svc, and again periodically), the render
 // workers, the destination throttle, the relays and the mail sender. main.ts starts the mailer on them.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { channelCredentials, GrpcClient, runPeriodically, type ConfigOf, type Logger, type ReadinessCheck, type Registry } from '@notify/platform';
-import { declareJetStream, ensureConsumer, ensureStream, jetstream, jetstreamManager, natsReachable, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
+import { type ConfigOf, channelCredentials, GrpcClient, type Logger, type ReadinessCheck, type Registry, runPeriodically } from '@notify/platform';
+import {
+  declareJetStream,
+  ensureConsumer,
+  ensureStream,
+  type JetStreamClient,
+  type JetStreamManager,
+  jetstream,
+  jetstreamManager,
+  type NatsConnection,
+  natsReachable,
+} from '@notify/platform/nats';
 import { dispatchProto, streamDeclarations, topology } from '@notify/proto';
-import { startRenderPool, type RenderPool } from '@notify/templating';
+import { type RenderPool, startRenderPool } from '@notify/templating';
 import type { mailerConfig } from './config.ts';
 import { mailerConsumerConfig } from './delivery/consumer-config.ts';
 import { createThrottleMetrics, DestinationThrottle } from './delivery/destination-throttle.ts';
@@ -59,7 +69,14 @@ export async function buildMailer(config: MailerConfig, clients: MailerClients):
   const dkim = await followDkimKey(config, clients);
   const routes = await followProjectRelays(config, clients);
   const metrics = createMailerMetrics(clients.registry);
-  const { renderer, throttle, sender, relayRefresh } = await openDelivery(config, clients, { js, jsm, bucket: names.throttleBucket, metrics, dkimKeys: dkim.keys, projectRelays: routes.relays });
+  const { renderer, throttle, sender, relayRefresh } = await openDelivery(config, clients, {
+    js,
+    jsm,
+    bucket: names.throttleBucket,
+    metrics,
+    dkimKeys: dkim.keys,
+    projectRelays: routes.relays,
+  });
   return {
     deps: {
       js,
@@ -74,7 +91,14 @@ export async function buildMailer(config: MailerConfig, clients: MailerClients):
       logger: clients.logger,
       ...(config.testFault === 'exit-after-send' ? { afterSend: crash } : {}),
     },
-    settings: { concurrency: config.concurrency, ackWaitMs: config.ackWaitMs, maxAttempts: config.maxAttempts, maxAgeMs: config.maxAgeMs, baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
+    settings: {
+      concurrency: config.concurrency,
+      ackWaitMs: config.ackWaitMs,
+      maxAttempts: config.maxAttempts,
+      maxAgeMs: config.maxAgeMs,
+      baseMs: config.retryBaseMs,
+      maxMs: config.retryMaxMs,
+    },
     throttle,
     sender,
     renderer,
@@ -109,8 +133,17 @@ async function openJetStream(config: MailerConfig, { nats, logger, addReadinessC
   return { names, js, jsm, ledger };
 }
 
-function dispatchClient<S extends typeof dispatchProto.SigningKeyService.service | typeof dispatchProto.RelayRouteService.service>(service: S, config: MailerConfig, registry: Registry): GrpcClient<S> {
-  return new GrpcClient(service, config.dispatchSvcAddr, { token: config.mailerToken, deadlineMs: config.grpcDeadlineMs, registry, credentials: channelCredentials(config) });
+function dispatchClient<S extends typeof dispatchProto.SigningKeyService.service | typeof dispatchProto.RelayRouteService.service>(
+  service: S,
+  config: MailerConfig,
+  registry: Registry,
+): GrpcClient<S> {
+  return new GrpcClient(service, config.dispatchSvcAddr, {
+    token: config.mailerToken,
+    deadlineMs: config.grpcDeadlineMs,
+    registry,
+    credentials: channelCredentials(config),
+  });
 }
 
 /**
@@ -168,16 +201,34 @@ async function openDelivery(config: MailerConfig, { registry, logger }: MailerCl
   const throttle = await DestinationThrottle.open(
     { js: parts.js, jsm: parts.jsm, bucket: parts.bucket, replicas: config.natsStreamReplicas, metrics: createThrottleMetrics(registry), logger },
     // A replica keeps up to four times its concurrency waiting for their destinations outside its delivery slots.
-    { defaults: { concurrency: config.destinationConcurrency, perSecond: config.destinationRate }, domains: config.destinationLimits, parkLimit: 4 * config.concurrency },
+    {
+      defaults: { concurrency: config.destinationConcurrency, perSecond: config.destinationRate },
+      domains: config.destinationLimits,
+      parkLimit: 4 * config.concurrency,
+    },
   );
   // Refusals every relay's pool answers by sending again on a new connection: heard by the throttle too.
   const poolRefusals = new PoolRefusals((to, refusal) => throttle.observe(to, refusal));
   const { relayFailureThreshold: failureThreshold, relayCoolDownMs: coolDownMs } = config;
-  const relays = new Relays({ defaultUrls: config.smtpUrls, projects: projectRelays, transportLogger: poolRefusals.logger, poolSize: config.smtpPoolSize, failureThreshold, coolDownMs, metrics: createRelayMetrics(registry), logger });
+  const relays = new Relays({
+    defaultUrls: config.smtpUrls,
+    projects: projectRelays,
+    transportLogger: poolRefusals.logger,
+    poolSize: config.smtpPoolSize,
+    failureThreshold,
+    coolDownMs,
+    metrics: createRelayMetrics(registry),
+    logger,
+  });
   registerCircuitGauge(registry, () => relays.states());
-  const relayRefresh = runPeriodically('project relays refresh', config.relayRoutesRefreshMs, async () => {
-    if (await projectRelays.refresh()) relays.prune();
-  }, logger);
+  const relayRefresh = runPeriodically(
+    'project relays refresh',
+    config.relayRoutesRefreshMs,
+    async () => {
+      if (await projectRelays.refresh()) relays.prune();
+    },
+    logger,
+  );
   const sender = createMailSender({
     relays,
     sender: config.mailFrom,

@@ -27,7 +27,10 @@ test('calls made together share a batch; calls made while every batch runs form 
   await new Promise((resolve) => setImmediate(resolve));
   assert.deepEqual(batches, [[1, 2, 3]]);
   await finishNext();
-  assert.deepEqual(batches, [[1, 2, 3], [4, 5]]);
+  assert.deepEqual(batches, [
+    [1, 2, 3],
+    [4, 5],
+  ]);
   await finishNext();
   assert.deepEqual(await Promise.all([...first, ...second]), [10, 20, 30, 40, 50]);
 });
@@ -37,9 +40,16 @@ test('batches are capped in size and in number at once', async () => {
   const batcher = new Batcher({ maxBatchSize: 2, concurrency: 2, run });
   const answers = [1, 2, 3, 4, 5, 6].map((n) => batcher.submit(n));
   await new Promise((resolve) => setImmediate(resolve));
-  assert.deepEqual(batches, [[1, 2], [3, 4]]);
+  assert.deepEqual(batches, [
+    [1, 2],
+    [3, 4],
+  ]);
   await finishNext();
-  assert.deepEqual(batches, [[1, 2], [3, 4], [5, 6]]);
+  assert.deepEqual(batches, [
+    [1, 2],
+    [3, 4],
+    [5, 6],
+  ]);
   await finishNext();
   await finishNext();
   assert.deepEqual(await Promise.all(answers), [10, 20, 30, 40, 50, 60]);
@@ -57,7 +67,10 @@ test('each item gets its own outcome, and a failed batch fails only its own item
     },
   });
   const mixed = await Promise.allSettled([batcher.submit(1), batcher.submit(-1)]);
-  assert.deepEqual(mixed.map((r) => r.status), ['fulfilled', 'rejected']);
+  assert.deepEqual(
+    mixed.map((r) => r.status),
+    ['fulfilled', 'rejected'],
+  );
   await assert.rejects(Promise.all([batcher.submit(0), batcher.submit(2)]), /the batch failed/);
   assert.equal(await batcher.submit(3), 3);
   assert.equal(calls, 3);
@@ -121,7 +134,10 @@ test('with spacingMs, a batch that is not full starts that long after the one be
   await sleep(20);
   waiting.push(batcher.submit(3));
   assert.deepEqual(await Promise.all(waiting), [20, 30]);
-  assert.deepEqual(started.map((batch) => batch.items), [[1], [2, 3]]);
+  assert.deepEqual(
+    started.map((batch) => batch.items),
+    [[1], [2, 3]],
+  );
   const gap = (started[1]?.at ?? 0) - (started[0]?.at ?? 0);
   assert.ok(gap >= 199, `the second batch started ${gap.toFixed(1)} ms after the first`);
   // A full batch does not wait for the spacing.
@@ -129,5 +145,8 @@ test('with spacingMs, a batch that is not full starts that long after the one be
   assert.deepEqual(await Promise.all(full), [40, 50, 60]);
   const fullGap = (started[2]?.at ?? 0) - (started[1]?.at ?? 0);
   assert.ok(fullGap < 150, `the full batch started ${fullGap.toFixed(1)} ms after the one before`);
-  assert.deepEqual(started.map((batch) => batch.items), [[1], [2, 3], [4, 5, 6]]);
+  assert.deepEqual(
+    started.map((batch) => batch.items),
+    [[1], [2, 3], [4, 5, 6]],
+  );
 });

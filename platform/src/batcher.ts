@@ -91,10 +91,13 @@ export class Batcher<T, R> {
     if (this.#timer !== undefined && this.#timerDue <= due) return;
     clearTimeout(this.#timer);
     this.#timerDue = due;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#drain();
-    }, Math.ceil(due - performance.now()));
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = undefined;
+        this.#drain();
+      },
+      Math.ceil(due - performance.now()),
+    );
     // A running batch keeps the process alive while it matters, so beside one the timer alone must not hold a
     // shutdown; with none running (spacing), the timer is what carries out the waiting items.
     if (this.#runningSince.length > 0) this.#timer.unref();

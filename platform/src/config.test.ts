@@ -76,7 +76,12 @@ test('a URL read from a file is validated like one from the environment, and its
 });
 
 test('the shared groups keep their defaults, and each service bounds its own database pool', () => {
-  const spec = { ...natsSettings, ...jetStreamSettings, ...databaseSettings({ maxPoolSize: 200 }), ...testFaultSettings(['none', 'exit-after-send'] as const, '`exit-after-send` kills') };
+  const spec = {
+    ...natsSettings,
+    ...jetStreamSettings,
+    ...databaseSettings({ maxPoolSize: 200 }),
+    ...testFaultSettings(['none', 'exit-after-send'] as const, '`exit-after-send` kills'),
+  };
   assert.deepEqual(loadConfig(spec, {}), {
     natsUrl: 'nats://127.0.0.1:4222',
     natsPrefix: '',

@@ -166,8 +166,7 @@ export function duration(env: string, options: FieldOptions<string> & { minMs?: 
  */
 export const natsSettings = {
   natsUrl: text('NATS_URL', {
-    description:
-      'NATS servers, comma-separated. The gateway hears key revocations and plan changes there; it serves without NATS, uncached',
+    description: 'NATS servers, comma-separated. The gateway hears key revocations and plan changes there; it serves without NATS, uncached',
     default: 'nats://127.0.0.1:4222',
     secret: true,
   }),
@@ -178,8 +177,12 @@ export const natsSettings = {
   }),
   // Each service its own NATS identity, so the server's permissions can say who publishes what (docs/operations.md).
   natsUser: text('NATS_USER', { description: 'NATS user name of this service, with NATS_PASSWORD; empty: no user (or one in NATS_URL)', default: '' }),
-  natsPassword: text('NATS_PASSWORD', { description: "password of NATS_USER", default: '', secret: true }),
-  natsNkeySeed: text('NATS_NKEY_SEED', { description: 'NKey seed (SU...) this service signs the NATS server\'s challenge with, instead of a user and password', default: '', secret: true }),
+  natsPassword: text('NATS_PASSWORD', { description: 'password of NATS_USER', default: '', secret: true }),
+  natsNkeySeed: text('NATS_NKEY_SEED', {
+    description: "NKey seed (SU...) this service signs the NATS server's challenge with, instead of a user and password",
+    default: '',
+    secret: true,
+  }),
 };
 
 // One bearer token per calling component, so each is accepted only where that caller needs it (least privilege):
@@ -188,18 +191,24 @@ export const natsSettings = {
 /** GATEWAY_TOKEN: the gateway presents it to auth-svc and dispatch-svc, which check it. */
 export const gatewayTokenSetting = {
   gatewayToken: secret('GATEWAY_TOKEN', {
-    description: "bearer token the gateway presents to auth-svc (authorization, panel sign-in) and dispatch-svc (send, reads, panel, unsubscribe) (at least 16 characters)",
+    description:
+      'bearer token the gateway presents to auth-svc (authorization, panel sign-in) and dispatch-svc (send, reads, panel, unsubscribe) (at least 16 characters)',
   }),
 };
 
 /** MAILER_TOKEN: mailer-svc presents it to dispatch-svc's SigningKeyService and RelayRouteService. */
 export const mailerTokenSetting = {
-  mailerToken: secret('MAILER_TOKEN', { description: "bearer token mailer-svc presents to dispatch-svc's SigningKeyService for DKIM keys and RelayRouteService for projects' relays (at least 16 characters)" }),
+  mailerToken: secret('MAILER_TOKEN', {
+    description:
+      "bearer token mailer-svc presents to dispatch-svc's SigningKeyService for DKIM keys and RelayRouteService for projects' relays (at least 16 characters)",
+  }),
 };
 
 /** BOUNCE_TOKEN: bounce-svc presents it to dispatch-svc's ReportService. */
 export const bounceTokenSetting = {
-  bounceToken: secret('BOUNCE_TOKEN', { description: "bearer token bounce-svc presents to dispatch-svc's ReportService (bounces, complaints, unsubscribes) (at least 16 characters)" }),
+  bounceToken: secret('BOUNCE_TOKEN', {
+    description: "bearer token bounce-svc presents to dispatch-svc's ReportService (bounces, complaints, unsubscribes) (at least 16 characters)",
+  }),
 };
 
 /** ADMIN_TOKEN: notifyctl presents it to the admin services of auth-svc and dispatch-svc, which check it. */
@@ -221,7 +230,8 @@ export const jetStreamSettings = {
 export function databaseSettings(options: { maxPoolSize: number }) {
   return {
     databaseUrl: url('DATABASE_URL', {
-      description: "PostgreSQL holding the service's tables (auth-svc: plans, organizations, projects, API keys; dispatch-svc: templates, messages, idempotency records, the outbox)",
+      description:
+        "PostgreSQL holding the service's tables (auth-svc: plans, organizations, projects, API keys; dispatch-svc: templates, messages, idempotency records, the outbox)",
       default: 'postgres://postgres@127.0.0.1:5432/notify',
       protocols: ['postgres', 'postgresql'],
       secret: true,

@@ -24,7 +24,12 @@ function logged(log: (logger: ReturnType<typeof createLogger>) => void): { text:
 }
 
 test('keys, tokens and authorization headers never reach the log', () => {
-  const { text, line } = logged((logger) => logger.info({ apiKey: 'nk_live.abc', req: { headers: { authorization: 'Api-Key nk_live.abc', cookie: 'session=s3ss' } }, call: { token: 't0k3n' } }, 'hello'));
+  const { text, line } = logged((logger) =>
+    logger.info(
+      { apiKey: 'nk_live.abc', req: { headers: { authorization: 'Api-Key nk_live.abc', cookie: 'session=s3ss' } }, call: { token: 't0k3n' } },
+      'hello',
+    ),
+  );
   assert.doesNotMatch(text, /abc|t0k3n|s3ss/);
   assert.match(text, /\[redacted\]/);
   assert.equal(line['service'], 'test');
@@ -71,7 +76,9 @@ test('a frozen object is censored through a copy, and the line is still written'
 });
 
 test('a line with no secret is written as given, buffers and dates included', () => {
-  const { line } = logged((logger) => logger.info({ method: 'POST', status: 202, nested: { at: new Date('2026-12-01T00:00:00Z'), bytes: Buffer.from('ok'), list: [1, { a: 2 }] } }, 'request'));
+  const { line } = logged((logger) =>
+    logger.info({ method: 'POST', status: 202, nested: { at: new Date('2026-12-01T00:00:00Z'), bytes: Buffer.from('ok'), list: [1, { a: 2 }] } }, 'request'),
+  );
   assert.deepEqual(line['nested'], { at: '2026-12-01T00:00:00.000Z', bytes: { type: 'Buffer', data: [111, 107] }, list: [1, { a: 2 }] });
   assert.equal(line['status'], 202);
 });

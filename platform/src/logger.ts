@@ -1,10 +1,25 @@
 // Structured JSON logs with the active trace's ids; secrets are redacted wherever they appear in a logged object.
 import { trace } from '@opentelemetry/api';
-import { pino, type DestinationStream, type Logger } from 'pino';
+import { type DestinationStream, type Logger, pino } from 'pino';
 
 export type { Logger } from 'pino';
 
-const secretKeys = ['apiKey', 'api_key', 'authorization', 'token', 'gatewayToken', 'mailerToken', 'bounceToken', 'adminToken', 'password', 'secret', 'smtpUrl', 'smtpUrls', 'databaseUrl', 'redisUrl'];
+const secretKeys = [
+  'apiKey',
+  'api_key',
+  'authorization',
+  'token',
+  'gatewayToken',
+  'mailerToken',
+  'bounceToken',
+  'adminToken',
+  'password',
+  'secret',
+  'smtpUrl',
+  'smtpUrls',
+  'databaseUrl',
+  'redisUrl',
+];
 const secret = new Set(secretKeys);
 const censor = '[redacted]';
 /** How deep below a logged object's own keys the secret keys are looked for: `a.token` and `a.b.token` too. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { silentLogger } from '@notify/test/harness/logger.ts';
-import { checkReadiness, createRegistry, degradable, startOpsServer, type ReadinessCheck } from './metrics.ts';
+import { checkReadiness, createRegistry, degradable, type ReadinessCheck, startOpsServer } from './metrics.ts';
 
 const up: ReadinessCheck = async () => true;
 const down: ReadinessCheck = async () => false;

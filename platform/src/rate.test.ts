@@ -8,8 +8,16 @@ test('the default 120/min is 120 requests per 60 seconds', () => {
 
 test('every unit spelling of the contract is understood', () => {
   const cases: Array<[string, number]> = [
-    ['s', 1], ['sec', 1], ['second', 1], ['m', 60], ['min', 60], ['minute', 60],
-    ['h', 3_600], ['hour', 3_600], ['d', 86_400], ['day', 86_400],
+    ['s', 1],
+    ['sec', 1],
+    ['second', 1],
+    ['m', 60],
+    ['min', 60],
+    ['minute', 60],
+    ['h', 3_600],
+    ['hour', 3_600],
+    ['d', 86_400],
+    ['day', 86_400],
   ];
   for (const [unit, windowSeconds] of cases) assert.deepEqual(parseRate(`5/${unit}`), { points: 5, windowSeconds }, unit);
 });

@@ -10,7 +10,8 @@ test('a retention is days or hours, held as hours', () => {
 });
 
 test('anything else is refused with a readable reason', () => {
-  for (const raw of ['', '30', '30m', '2w', '-1d', '1.5d', 'd', '30 days', '1e3h']) assert.throws(() => parseRetention(raw), /must be a number of days or hours, such as 30d or 36h/, raw);
+  for (const raw of ['', '30', '30m', '2w', '-1d', '1.5d', 'd', '30 days', '1e3h'])
+    assert.throws(() => parseRetention(raw), /must be a number of days or hours, such as 30d or 36h/, raw);
   assert.throws(() => parseRetention('0d'), /at least 1h/);
   assert.throws(() => parseRetention('0h'), /at least 1h/);
   assert.throws(() => parseRetention('3651d'), /at most 3650d/);

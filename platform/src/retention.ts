@@ -17,4 +17,3 @@ export function parseRetention(raw: string): number {
 export function formatRetention(hours: number): string {
   return hours % 24 === 0 ? `${hours / 24}d` : `${hours}h`;
 }
-

@@ -1,15 +1,20 @@
 // The frame every service's main.ts runs in: config, logger, metrics and the ops listener, signals, ordered shutdown.
 // This is the only place that touches `process` on a service's behalf.
-import { ConfigError, integer, loadConfig, oneOf, type ConfigOf, type Field } from './config.ts';
+import { ConfigError, type ConfigOf, type Field, integer, loadConfig, oneOf } from './config.ts';
 import { Lifecycle, ShutdownPriority } from './lifecycle.ts';
 import { createLogger, type Logger } from './logger.ts';
-import { createRegistry, startOpsServer, type ReadinessCheck, type Registry } from './metrics.ts';
+import { createRegistry, type ReadinessCheck, type Registry, startOpsServer } from './metrics.ts';
 import { stopTelemetry } from './telemetry.ts';
 
 /** Variables every service reads, besides its own. */
 export const commonConfig = {
   logLevel: oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { description: 'pino log level', default: 'info' }),
-  metricsPort: integer('METRICS_PORT', { description: 'port of the operations listener (/metrics, /healthz, /readyz); 0 picks a free one', default: 9464, min: 0, max: 65535 }),
+  metricsPort: integer('METRICS_PORT', {
+    description: 'port of the operations listener (/metrics, /healthz, /readyz); 0 picks a free one',
+    default: 9464,
+    min: 0,
+    max: 65535,
+  }),
   shutdownTimeoutMs: integer('SHUTDOWN_TIMEOUT_MS', { description: 'time each shutdown step may take before it is abandoned', default: 10_000, min: 100 }),
 };
 

@@ -107,10 +107,14 @@ const loadedModules = `
 
 /** Runs `script` in a process started as a service is (`--import` the telemetry, after `imports`), and parses what it printed. */
 async function outputUnderTelemetry(script: string, env: Record<string, string>, imports: string[] = []): Promise<unknown> {
-  const child = spawn(process.execPath, [...imports.flatMap((module) => ['--import', module]), '--import', '@notify/platform/telemetry-register', '--input-type=module', '-e', script], {
-    env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...imports.flatMap((module) => ['--import', module]), '--import', '@notify/platform/telemetry-register', '--input-type=module', '-e', script],
+    {
+      env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '', ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const [code] = (await once(child, 'exit')) as [number | null];
@@ -183,12 +187,19 @@ async function packagesLoadedAtStart(env: Record<string, string>): Promise<strin
 }
 
 test('a service starts tracing without the SDK of every signal, and loads the exporter and the in-service instrumentations only for a collector', async () => {
-  const exportingOnly = ['@opentelemetry/exporter-trace-otlp-proto', '@opentelemetry/instrumentation-http', '@opentelemetry/instrumentation-ioredis', '@opentelemetry/instrumentation-koa', '@opentelemetry/instrumentation-pg'];
+  const exportingOnly = [
+    '@opentelemetry/exporter-trace-otlp-proto',
+    '@opentelemetry/instrumentation-http',
+    '@opentelemetry/instrumentation-ioredis',
+    '@opentelemetry/instrumentation-koa',
+    '@opentelemetry/instrumentation-pg',
+  ];
   // The OTLP exporter's encoder brings the logs' and metrics' SDKs; nothing else asks for them.
   const neverWithout = ['@opentelemetry/sdk-node', '@opentelemetry/sdk-logs', '@opentelemetry/sdk-metrics'];
   const withoutCollector = await packagesLoadedAtStart({});
   // What makes and carries trace ids is there: the tracer provider, the context manager, gRPC's instrumentation.
-  for (const needed of ['@opentelemetry/sdk-trace', '@opentelemetry/context-async-hooks', '@opentelemetry/instrumentation-grpc']) assert.ok(withoutCollector.includes(needed), `${needed} loaded`);
+  for (const needed of ['@opentelemetry/sdk-trace', '@opentelemetry/context-async-hooks', '@opentelemetry/instrumentation-grpc'])
+    assert.ok(withoutCollector.includes(needed), `${needed} loaded`);
   for (const name of [...exportingOnly, ...neverWithout]) assert.ok(!withoutCollector.includes(name), `${name} not loaded without a collector`);
   const withCollector = await packagesLoadedAtStart(collectorNeverReached);
   for (const name of exportingOnly) assert.ok(withCollector.includes(name), `${name} loaded with a collector`);
@@ -210,5 +221,8 @@ const diagnosticsAndPatches = `
 test('OTEL_LOG_LEVEL writes the SDK diagnostics of that level and above; OTEL_SDK_DISABLED=true sets up no tracing at all', async () => {
   assert.deepEqual(await outputUnderTelemetry(diagnosticsAndPatches, {}), { written: [], grpcPatched: true });
   assert.deepEqual(await outputUnderTelemetry(diagnosticsAndPatches, { OTEL_LOG_LEVEL: 'warn' }), { written: ['probe warning'], grpcPatched: true });
-  assert.deepEqual(await outputUnderTelemetry(diagnosticsAndPatches, { OTEL_SDK_DISABLED: 'true', OTEL_LOG_LEVEL: 'warn' }), { written: [], grpcPatched: false });
+  assert.deepEqual(await outputUnderTelemetry(diagnosticsAndPatches, { OTEL_SDK_DISABLED: 'true', OTEL_LOG_LEVEL: 'warn' }), {
+    written: [],
+    grpcPatched: false,
+  });
 });

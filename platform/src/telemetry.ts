@@ -3,16 +3,36 @@
 // exported only when OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) names a collector. Without
 // one, every span is non-recording and only the instrumentations that carry the trace between services are loaded:
 // recording spans nobody collects cost 12-16 % of each service's CPU.
-import { context, diag, DiagConsoleLogger, propagation, trace, type TextMapPropagator } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { CompositePropagator, diagLogLevelFromString, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
-import { registerInstrumentations, type Instrumentation } from '@opentelemetry/instrumentation';
-import { GrpcInstrumentation } from '@opentelemetry/instrumentation-grpc';
-import { defaultResource, detectResources, envDetector, hostDetector, osDetector, processDetector, resourceFromAttributes, type Resource } from '@opentelemetry/resources';
-import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider, type Sampler, type SpanExporter, type SpanLimits } from '@opentelemetry/sdk-trace';
+
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
+import { context, DiagConsoleLogger, diag, propagation, type TextMapPropagator, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { CompositePropagator, diagLogLevelFromString, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
+import { type Instrumentation, registerInstrumentations } from '@opentelemetry/instrumentation';
+import { GrpcInstrumentation } from '@opentelemetry/instrumentation-grpc';
+import {
+  defaultResource,
+  detectResources,
+  envDetector,
+  hostDetector,
+  osDetector,
+  processDetector,
+  type Resource,
+  resourceFromAttributes,
+} from '@opentelemetry/resources';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  type Sampler,
+  type SpanExporter,
+  type SpanLimits,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
 
 let provider: TracerProvider | undefined;
 
@@ -75,7 +95,9 @@ export async function startTelemetry(env: Environment, entry: string | undefined
     spanLimits: spanLimitsFromEnvironment(env),
     // Without a collector OTEL_TRACES_SAMPLER is moot: nothing would receive what it samples. Spans are still made,
     // not recording, so that trace ids are.
-    ...(exporting ? { spanProcessors: [new BatchSpanProcessor({ exporter: await otlpExporter(), ...batchSettings(env) })], ...samplerFromEnvironment(env) } : { sampler: new AlwaysOffSampler() }),
+    ...(exporting
+      ? { spanProcessors: [new BatchSpanProcessor({ exporter: await otlpExporter(), ...batchSettings(env) })], ...samplerFromEnvironment(env) }
+      : { sampler: new AlwaysOffSampler() }),
   });
   trace.setGlobalTracerProvider(provider);
 }
@@ -133,7 +155,14 @@ export function samplerFromEnvironment(env: Environment): { sampler?: Sampler } 
 
 /** OTEL_PROPAGATORS (tracecontext, baggage, none); W3C trace context and baggage when unset. Undefined: none. */
 export function propagatorFromEnvironment(env: Environment): TextMapPropagator | undefined {
-  const names = [...new Set((env['OTEL_PROPAGATORS'] ?? '').split(',').map((name) => name.trim()).filter(Boolean))];
+  const names = [
+    ...new Set(
+      (env['OTEL_PROPAGATORS'] ?? '')
+        .split(',')
+        .map((name) => name.trim())
+        .filter(Boolean),
+    ),
+  ];
   if (names.includes('none')) return undefined;
   const known: Record<string, () => TextMapPropagator> = { tracecontext: () => new W3CTraceContextPropagator(), baggage: () => new W3CBaggagePropagator() };
   const propagators = (names.length > 0 ? names : ['tracecontext', 'baggage']).flatMap((name) => {
@@ -167,7 +196,12 @@ export function spanLimitsFromEnvironment(env: Environment): SpanLimits {
 /** The OTEL_BSP_* variables of the specification, which this version of the processor no longer reads itself. */
 function batchSettings(env: Readonly<Record<string, string | undefined>>): Record<string, number> {
   const settings: Record<string, number> = {};
-  const variables = { OTEL_BSP_SCHEDULE_DELAY: 'scheduledDelayMillis', OTEL_BSP_EXPORT_TIMEOUT: 'exportTimeoutMillis', OTEL_BSP_MAX_QUEUE_SIZE: 'maxQueueSize', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: 'maxExportBatchSize' };
+  const variables = {
+    OTEL_BSP_SCHEDULE_DELAY: 'scheduledDelayMillis',
+    OTEL_BSP_EXPORT_TIMEOUT: 'exportTimeoutMillis',
+    OTEL_BSP_MAX_QUEUE_SIZE: 'maxQueueSize',
+    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: 'maxExportBatchSize',
+  };
   for (const [variable, option] of Object.entries(variables)) {
     const value = Number(env[variable]);
     if (env[variable] && Number.isInteger(value) && value > 0) settings[option] = value;

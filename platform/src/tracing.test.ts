@@ -3,11 +3,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { context, trace } from '@opentelemetry/api';
-import { AlwaysOffSampler, InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
-import { carriedContext, connectNats, jetstream, jetstreamManager, publishTraced, startCreateSpan, type NatsConnection } from './nats/index.ts';
+import { context, trace } from '@opentelemetry/api';
+import { AlwaysOffSampler, InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import { carriedContext, connectNats, jetstream, jetstreamManager, type NatsConnection, publishTraced, startCreateSpan } from './nats/index.ts';
 import { propagatorFromEnvironment, samplerFromEnvironment, serviceResource, spanLimitsFromEnvironment } from './telemetry.ts';
 import { contextFromTraceparent, inSpan, linkTo, startSpan, traceIdOf, traceparentOf } from './tracing.ts';
 
@@ -53,7 +53,13 @@ test('a job published long after its creation carries the creation context, unde
   request.end();
   const created = traceparentOf(creation);
   // Later, from no request at all (the outbox relay's pass).
-  const ack = await publishTraced(jetstream(nc), subject, { schema: 'test.Job', bytes: new TextEncoder().encode('job') }, { msgID: '7' }, { attributes: { 'notify.message.id': 7 }, created });
+  const ack = await publishTraced(
+    jetstream(nc),
+    subject,
+    { schema: 'test.Job', bytes: new TextEncoder().encode('job') },
+    { msgID: '7' },
+    { attributes: { 'notify.message.id': 7 }, created },
+  );
   const stored = await (await jetstreamManager(nc)).streams.getMessage(stream, { seq: ack.seq });
   assert.equal(stored?.header.get('traceparent'), created);
   assert.equal(stored?.header.get('Notify-Schema'), 'test.Job', 'the schema travels beside the trace context');
@@ -65,7 +71,12 @@ test('a job published long after its creation carries the creation context, unde
   assert.equal(send.spanContext().traceId, request.spanContext().traceId);
   assert.equal(send.parentSpanContext?.spanId, creation.spanContext().spanId);
   assert.deepEqual(
-    { system: send.attributes['messaging.system'], operation: send.attributes['messaging.operation.type'], destination: send.attributes['messaging.destination.name'], id: send.attributes['messaging.message.id'] },
+    {
+      system: send.attributes['messaging.system'],
+      operation: send.attributes['messaging.operation.type'],
+      destination: send.attributes['messaging.destination.name'],
+      id: send.attributes['messaging.message.id'],
+    },
     { system: 'nats', operation: 'send', destination: subject, id: '7' },
   );
 });
@@ -96,7 +107,10 @@ test('OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG choose the sampler the spe
   assert.equal(sampler({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25' }), 'TraceIdRatioBased{0.25}');
   // Out of [0, 1] or missing, the ratio is 1, as the specification says.
   assert.equal(sampler({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '7' }), 'TraceIdRatioBased{1}');
-  assert.match(String(sampler({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' })), /^ParentBased\{root=TraceIdRatioBased\{0\.1\}/);
+  assert.match(
+    String(sampler({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' })),
+    /^ParentBased\{root=TraceIdRatioBased\{0\.1\}/,
+  );
 });
 
 test('OTEL_PROPAGATORS: W3C trace context and baggage unless it names fewer, or none', () => {
@@ -128,7 +142,10 @@ test('the OTEL_*_LIMIT variables bound what a span keeps; the span-specific one 
   span.end();
   const [recorded] = limitedExporter.getFinishedSpans();
   assert.deepEqual(recorded?.attributes, { first: 'abcd', second: 'xy' });
-  assert.deepEqual(recorded?.events.map((event) => [event.name, event.attributes]), [['kept', { one: 1 }]]);
+  assert.deepEqual(
+    recorded?.events.map((event) => [event.name, event.attributes]),
+    [['kept', { one: 1 }]],
+  );
   await limited.shutdown();
 });
 
@@ -143,12 +160,17 @@ test('the children of a span this process did not record are not made: the paren
 
   exporter.reset();
   // A carried context is the sampler's to decide (recorded here), and so is the child of a recorded span.
-  const carried = startSpan('process carried', { parent: contextFromTraceparent(`00-${unrecorded.spanContext().traceId}-${unrecorded.spanContext().spanId}-01`) });
+  const carried = startSpan('process carried', {
+    parent: contextFromTraceparent(`00-${unrecorded.spanContext().traceId}-${unrecorded.spanContext().spanId}-01`),
+  });
   const recordedChild = startSpan('send', { parent: trace.setSpan(context.active(), carried) });
   assert.equal(carried.isRecording(), true);
   assert.notEqual(recordedChild.spanContext().spanId, carried.spanContext().spanId);
   assert.equal(recordedChild.isRecording(), true);
   recordedChild.end();
   carried.end();
-  assert.deepEqual(exporter.getFinishedSpans().map((span) => span.name), ['send', 'process carried']);
+  assert.deepEqual(
+    exporter.getFinishedSpans().map((span) => span.name),
+    ['send', 'process carried'],
+  );
 });

@@ -3,10 +3,10 @@
 // spans are non-recording (telemetry.ts) but the trace ids still travel, so logs and the panel can name a message's trace.
 import { randomFillSync } from 'node:crypto';
 import type { RequestListener } from 'node:http';
-import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
+import { type Attributes, type Context, context, type Link, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, TraceFlags, trace } from '@opentelemetry/api';
 import { getRPCMetadata, parseTraceParent, TRACE_PARENT_HEADER } from '@opentelemetry/core';
 
-export { SpanKind, SpanStatusCode, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
+export { type Attributes, type Context, type Link, type Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 
 /** Attribute names of Notify's own spans, beside OpenTelemetry's semantic conventions. */
 export const notifyAttributes = {

@@ -21,7 +21,23 @@ function load<T>(file: string): T {
 export const authProto = load<AuthProto>('auth/v1/auth.proto').notify.auth.v1;
 export const dispatchProto = load<DispatchProto>('dispatch/v1/dispatch.proto').notify.dispatch.v1;
 
-export type { DeliveryEvent, DeliveryJob, DeliveryState, EventSuppression, KeyTarget, Read, Requeue, TemplateSnapshot, WebhookDelivery, WireMessage } from './messaging.ts';
+export type { AcceptedBody } from './accepted-body.ts';
+export type * as auth from './generated/notify/auth/v1/index.ts';
+export type * as dispatch from './generated/notify/dispatch/v1/index.ts';
+export type * as messaging from './generated/notify/messaging/v1/index.ts';
+export { labelCharacters, labelLimits } from './labels.ts';
+export type {
+  DeliveryEvent,
+  DeliveryJob,
+  DeliveryState,
+  EventSuppression,
+  KeyTarget,
+  Read,
+  Requeue,
+  TemplateSnapshot,
+  WebhookDelivery,
+  WireMessage,
+} from './messaging.ts';
 export {
   deliveryEventId,
   deliveryJobId,
@@ -29,17 +45,12 @@ export {
   encodeDeliveryEvent,
   encodeDeliveryJob,
   encodeKeyAnnouncement,
+  encodeWebhookDelivery,
   readDeliveryEvent,
   readDeliveryJob,
   readKeyAnnouncement,
   readWebhookDelivery,
-  encodeWebhookDelivery,
-  webhookDeliveryId,
   schemaHeader,
+  webhookDeliveryId,
 } from './messaging.ts';
-export type { AcceptedBody } from './accepted-body.ts';
-export { labelCharacters, labelLimits } from './labels.ts';
-export { duplicateWindowMs, outcomeTtlMs, streamDeclarations, topology, type StreamDeclaration, type Topology } from './streams.ts';
-export type * as auth from './generated/notify/auth/v1/index.ts';
-export type * as dispatch from './generated/notify/dispatch/v1/index.ts';
-export type * as messaging from './generated/notify/messaging/v1/index.ts';
+export { duplicateWindowMs, outcomeTtlMs, type StreamDeclaration, streamDeclarations, type Topology, topology } from './streams.ts';

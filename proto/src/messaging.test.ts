@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import protobuf from 'protobufjs';
 import {
+  type DeliveryEvent,
+  type DeliveryJob,
   deliveryJobId,
   deliveryStates,
   encodeDeliveryEvent,
@@ -13,8 +15,6 @@ import {
   readKeyAnnouncement,
   readWebhookDelivery,
   webhookDeliveryId,
-  type DeliveryEvent,
-  type DeliveryJob,
 } from './messaging.ts';
 
 const job: DeliveryJob = {
@@ -27,7 +27,15 @@ const job: DeliveryJob = {
   template: { slug: 'welcome', version: 1, subject: 'Hi {{ name }}', html: '<p>{{ name }}</p>', text: '{{ name }}', unsubscribe: true },
   acceptedAt: '2025-01-01T00:00:00.000Z',
 };
-const event: DeliveryEvent = { messageId: 7, state: 'deferred', attempt: 2, occurredAt: '2025-01-02T03:04:05.678Z', smtpCode: 451, smtpResponse: '451 try later', reason: 'greylisted' };
+const event: DeliveryEvent = {
+  messageId: 7,
+  state: 'deferred',
+  attempt: 2,
+  occurredAt: '2025-01-02T03:04:05.678Z',
+  smtpCode: 451,
+  smtpResponse: '451 try later',
+  reason: 'greylisted',
+};
 const json = (value: unknown): Uint8Array => new TextEncoder().encode(typeof value === 'string' ? value : JSON.stringify(value));
 
 /**
@@ -67,7 +75,7 @@ describe('delivery jobs', () => {
     assert.equal(deliveryJobId(requeued), `${job.celeryTaskId}:requeue:4`);
   });
 
-  it('carry the test mark only on a test key\'s job', () => {
+  it("carry the test mark only on a test key's job", () => {
     const test: DeliveryJob = { ...job, test: true };
     const message = encodeDeliveryJob(test);
     assert.deepEqual(readDeliveryJob(message.bytes, message.schema), { ok: true, value: test });
@@ -83,8 +91,15 @@ describe('delivery jobs', () => {
     const { to: _to, template: _template, ...withoutRecipientAndTemplate } = v1Job;
     const read = readDeliveryJob(newerJob(withoutRecipientAndTemplate), 'notify.messaging.v1.DeliveryJob');
     assert.deepEqual(read, { ok: false, reason: 'malformed job: invalid to, template', messageId: 7 });
-    assert.deepEqual(readDeliveryJob(newerJob({ ...v1Job, messageId: 0 }), 'notify.messaging.v1.DeliveryJob'), { ok: false, reason: 'malformed job: invalid messageId' });
-    assert.deepEqual(readDeliveryJob(newerJob({ ...v1Job, dataJson: '[1]' }), 'notify.messaging.v1.DeliveryJob'), { ok: false, reason: 'malformed job: invalid data', messageId: 7 });
+    assert.deepEqual(readDeliveryJob(newerJob({ ...v1Job, messageId: 0 }), 'notify.messaging.v1.DeliveryJob'), {
+      ok: false,
+      reason: 'malformed job: invalid messageId',
+    });
+    assert.deepEqual(readDeliveryJob(newerJob({ ...v1Job, dataJson: '[1]' }), 'notify.messaging.v1.DeliveryJob'), {
+      ok: false,
+      reason: 'malformed job: invalid data',
+      messageId: 7,
+    });
   });
 
   it('refuse a recipient list or header injection', () => {
@@ -96,8 +111,14 @@ describe('delivery jobs', () => {
 
   it('are refused when of a schema this release does not read, or not protobuf at all', () => {
     const message = encodeDeliveryJob(job);
-    assert.deepEqual(readDeliveryJob(message.bytes, 'notify.messaging.v2.DeliveryJob'), { ok: false, reason: 'malformed job: schema notify.messaging.v2.DeliveryJob is not notify.messaging.v1.DeliveryJob' });
-    assert.deepEqual(readDeliveryJob(Uint8Array.of(0xff, 0xff, 0xff), message.schema), { ok: false, reason: 'malformed job: not a notify.messaging.v1.DeliveryJob' });
+    assert.deepEqual(readDeliveryJob(message.bytes, 'notify.messaging.v2.DeliveryJob'), {
+      ok: false,
+      reason: 'malformed job: schema notify.messaging.v2.DeliveryJob is not notify.messaging.v1.DeliveryJob',
+    });
+    assert.deepEqual(readDeliveryJob(Uint8Array.of(0xff, 0xff, 0xff), message.schema), {
+      ok: false,
+      reason: 'malformed job: not a notify.messaging.v1.DeliveryJob',
+    });
   });
 
   it('are refused without the schema header, whatever the bytes', () => {
@@ -119,7 +140,15 @@ describe('delivery events', () => {
   });
 
   it('carry a hard bounce only on a failed event', () => {
-    const bounced: DeliveryEvent = { messageId: 7, state: 'failed', attempt: 1, occurredAt: '2025-01-02T03:04:05.000Z', smtpCode: 550, smtpResponse: '550 5.1.1 No such user', suppression: 'hard_bounce' };
+    const bounced: DeliveryEvent = {
+      messageId: 7,
+      state: 'failed',
+      attempt: 1,
+      occurredAt: '2025-01-02T03:04:05.000Z',
+      smtpCode: 550,
+      smtpResponse: '550 5.1.1 No such user',
+      suppression: 'hard_bounce',
+    };
     const message = encodeDeliveryEvent(bounced);
     assert.deepEqual(readDeliveryEvent(message.bytes, message.schema), { ok: true, value: bounced });
     const onSent = encodeDeliveryEvent({ ...bounced, state: 'sent' });
@@ -131,7 +160,10 @@ describe('delivery events', () => {
   it('tolerate a field a newer writer added', () => {
     const type = newer.lookupType('notify.messaging.v1.DeliveryEvent');
     const bytes = type.encode(type.fromObject({ messageId: 1, state: 'sent', attempt: 1, occurredAt: '2025-01-02T03:04:05.000Z', webhookId: 'wh_1' })).finish();
-    assert.deepEqual(readDeliveryEvent(bytes, 'notify.messaging.v1.DeliveryEvent'), { ok: true, value: { messageId: 1, state: 'sent', attempt: 1, occurredAt: '2025-01-02T03:04:05.000Z' } });
+    assert.deepEqual(readDeliveryEvent(bytes, 'notify.messaging.v1.DeliveryEvent'), {
+      ok: true,
+      value: { messageId: 1, state: 'sent', attempt: 1, occurredAt: '2025-01-02T03:04:05.000Z' },
+    });
   });
 
   it('cut a very long SMTP reply to a readable length', () => {
@@ -202,7 +234,10 @@ describe('webhook deliveries', () => {
 
   it('without the schema header or with a missing id are refused', () => {
     const message = encodeWebhookDelivery({ eventId: 42, endpointId: 3 });
-    assert.deepEqual(readWebhookDelivery(message.bytes, undefined), { ok: false, reason: 'malformed webhook delivery: schema (none) is not notify.messaging.v1.WebhookDelivery' });
+    assert.deepEqual(readWebhookDelivery(message.bytes, undefined), {
+      ok: false,
+      reason: 'malformed webhook delivery: schema (none) is not notify.messaging.v1.WebhookDelivery',
+    });
     const missing = encodeWebhookDelivery({ eventId: 42, endpointId: 0 });
     assert.deepEqual(readWebhookDelivery(missing.bytes, missing.schema), { ok: false, reason: 'malformed webhook delivery: invalid endpointId' });
   });

@@ -132,7 +132,16 @@ export function readDeliveryJob(bytes: Uint8Array, schema: string | undefined): 
   ].filter((problem): problem is string => problem !== false);
   if (problems.length > 0) return refused('job', `invalid ${problems.join(', ')}`, fields.messageId);
   const { messageId, celeryTaskId, projectId, organizationId, to, acceptedAt, template, requeue } = fields as unknown as wire.DeliveryJob__Output;
-  const job: DeliveryJob = { messageId, celeryTaskId, projectId, organizationId, to, data: data as Record<string, unknown>, template: template as TemplateSnapshot, acceptedAt };
+  const job: DeliveryJob = {
+    messageId,
+    celeryTaskId,
+    projectId,
+    organizationId,
+    to,
+    data: data as Record<string, unknown>,
+    template: template as TemplateSnapshot,
+    acceptedAt,
+  };
   if (requeue) job.requeue = { attemptBase: requeue.attemptBase, at: requeue.at };
   if (fields.test === true) job.test = true;
   return { ok: true, value: job };

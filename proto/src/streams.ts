@@ -90,7 +90,12 @@ export function streamDeclarations(names: Topology) {
     events: { name: names.eventsStream, subjects: [names.eventsSubjects], retention: 'workqueue', duplicateWindowMs },
     deliveryLimits: { name: names.deliveryLimitsStream, subjects: [names.deliveryLimitsSubject], retention: 'workqueue', maxAgeMs: deliveryLimitsMaxAgeMs },
     webhooks: { name: names.webhooksStream, subjects: [names.webhooksSubjects], retention: 'workqueue', duplicateWindowMs },
-    deadLetters: { name: names.deadLettersStream, subjects: [names.deadLettersSubject('jobs'), names.deadLettersSubject('events')], retention: 'limits', maxAgeMs: deadLettersMaxAgeMs },
+    deadLetters: {
+      name: names.deadLettersStream,
+      subjects: [names.deadLettersSubject('jobs'), names.deadLettersSubject('events')],
+      retention: 'limits',
+      maxAgeMs: deadLettersMaxAgeMs,
+    },
   } as const satisfies Record<string, StreamDeclaration>;
 }
 

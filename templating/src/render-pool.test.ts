@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
-import { startRenderPool, type RenderPool, type RenderPoolOptions, type WorkerReplaced } from './render-pool.ts';
+import { type RenderPool, type RenderPoolOptions, startRenderPool, type WorkerReplaced } from './render-pool.ts';
 import { createRenderer, TemplateRenderError, type TemplateSource } from './renderer.ts';
 import { template } from './testing/template.ts';
 
@@ -46,12 +46,19 @@ describe('render pool', () => {
       { projectId: 1, template: template(), data: { name: '<script>alert("x")</script> & Co' } },
       { projectId: 1, template: template({ html: '<h1>{{ title }}</h1>{{ trusted | raw }}' }), data: { title: 'Hi', trusted: '<b>ok</b>', name: 'x' } },
       { projectId: 2, template: template({ subject: 'Re: {{ name }}' }), data: { name: 'Ana\r\nBcc: victim@example.com' } },
-      { projectId: 3, template: template({ text: '{% for item in list %}{{ item.n | times: 2 }},{% endfor %}[{{ missing }}][{{ name.constructor }}]' }), data: { list: [{ n: 1 }, { n: 2.5 }], name: 'Ana' } },
+      {
+        projectId: 3,
+        template: template({ text: '{% for item in list %}{{ item.n | times: 2 }},{% endfor %}[{{ missing }}][{{ name.constructor }}]' }),
+        data: { list: [{ n: 1 }, { n: 2.5 }], name: 'Ana' },
+      },
       { projectId: 4, template: template({ text: "{{ 'now' | date: '%Y' | size }} {{ name | upcase | truncate: 4 }}" }), data: { name: 'ünïcode' } },
     ];
     for (const source of sources) assert.deepEqual(await workers.render(source), await local.render(source), JSON.stringify(source.template));
     const broken = { projectId: 1, template: template({ html: '{% if %}' }), data: {} };
-    const [inWorker, inProcess] = await Promise.all([workers.render(broken).catch((error: unknown) => error), local.render(broken).catch((error: unknown) => error)]);
+    const [inWorker, inProcess] = await Promise.all([
+      workers.render(broken).catch((error: unknown) => error),
+      local.render(broken).catch((error: unknown) => error),
+    ]);
     assert.ok(inWorker instanceof TemplateRenderError);
     assert.ok(inProcess instanceof TemplateRenderError);
     assert.equal(inWorker.part, 'html');
@@ -61,7 +68,10 @@ describe('render pool', () => {
   it('applies the limits it is given inside its workers', async () => {
     const { pool: workers } = await pool({ renderer: { parseLimit: 1_000, memoryLimit: 100_000 } });
     await assert.rejects(workers.render({ projectId: 1, template: template({ html: 'x'.repeat(2_000) }), data: {} }), TemplateRenderError);
-    await assert.rejects(workers.render({ projectId: 1, template: template({ text: '{% for i in (1..100000000) %}{{ i }}{% endfor %}' }), data: {} }), /memory alloc limit exceeded/);
+    await assert.rejects(
+      workers.render({ projectId: 1, template: template({ text: '{% for i in (1..100000000) %}{{ i }}{% endfor %}' }), data: {} }),
+      /memory alloc limit exceeded/,
+    );
     await assert.rejects(workers.render({ projectId: 1, template: template({ text: "{% render 'package.json' %}" }), data: {} }), TemplateRenderError);
   });
 
@@ -71,7 +81,8 @@ describe('render pool', () => {
       const hostile = workers.render({ projectId: 1, template: template({ text: nestedLoops }), data: { items } }).catch((error: unknown) => error);
       // Meanwhile the other worker keeps rendering, promptly.
       const started = performance.now();
-      for (let index = 0; index < 20; index += 1) assert.equal((await workers.render({ projectId: 1, template: template(), data: { name: `n${index}` } })).text, `Hello n${index}`);
+      for (let index = 0; index < 20; index += 1)
+        assert.equal((await workers.render({ projectId: 1, template: template(), data: { name: `n${index}` } })).text, `Hello n${index}`);
       const othersMs = performance.now() - started;
       return { error: await hostile, othersMs };
     });
@@ -99,24 +110,36 @@ describe('render pool', () => {
     assert.match(result.error.message, /^template "welcome" version 1: rendering was stopped after 300 ms/);
     assert.ok(result.stoppedAfterMs < 1_000, `stopped after ${result.stoppedAfterMs} ms`);
     assert.equal(result.queued.text, 'Hello next');
-    assert.deepEqual(replaced.map((event) => [event.reason, event.template]), [['deadline', 'template "welcome" version 1 (project 7)']]);
+    assert.deepEqual(
+      replaced.map((event) => [event.reason, event.template]),
+      [['deadline', 'template "welcome" version 1 (project 7)']],
+    );
     assert.ok(stallMs < 250, `the event loop was held for ${stallMs} ms`);
     // The replacement renders as before, repeatedly.
-    for (let index = 0; index < 5; index += 1) assert.equal((await workers.render({ projectId: 7, template: template(), data: { name: 'again' } })).subject, 'Hello again');
+    for (let index = 0; index < 5; index += 1)
+      assert.equal((await workers.render({ projectId: 7, template: template(), data: { name: 'again' } })).subject, 'Hello again');
   });
 
-  it('a render that exhausts its worker twice is the template\'s fault; the pool carries on', async () => {
+  it("a render that exhausts its worker twice is the template's fault; the pool carries on", async () => {
     // No LiquidJS memory limit and a small heap: the worker itself runs out of memory.
-    const { pool: workers, replaced } = await pool({ renderer: { memoryLimit: Number.MAX_SAFE_INTEGER, renderLimit: 60_000 }, maxHeapMb: 32, deadlineMs: 30_000 });
-    const growing = "{% assign s = 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' %}{% for i in (1..100000000) %}{% assign s = s | append: i %}{% endfor %}{{ s | size }}";
+    const { pool: workers, replaced } = await pool({
+      renderer: { memoryLimit: Number.MAX_SAFE_INTEGER, renderLimit: 60_000 },
+      maxHeapMb: 32,
+      deadlineMs: 30_000,
+    });
+    const growing =
+      "{% assign s = 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' %}{% for i in (1..100000000) %}{% assign s = s | append: i %}{% endfor %}{{ s | size }}";
     const error = await workers.render({ projectId: 1, template: template({ text: growing }), data: {} }).catch((caught: unknown) => caught);
     assert.ok(error instanceof TemplateRenderError, String(error));
     assert.match(error.message, /rendering ended its worker twice/);
-    assert.deepEqual(replaced.map((event) => event.reason), ['crashed', 'crashed']);
+    assert.deepEqual(
+      replaced.map((event) => event.reason),
+      ['crashed', 'crashed'],
+    );
     assert.equal((await workers.render({ projectId: 1, template: template(), data: { name: 'after' } })).text, 'Hello after');
   });
 
-  it('close rejects what waits or runs, not as the template\'s fault, and refuses later renders', async () => {
+  it("close rejects what waits or runs, not as the template's fault, and refuses later renders", async () => {
     const { pool: workers } = await pool({ renderer: { renderLimit: 60_000 } });
     const running = workers.render({ projectId: 1, template: template({ text: nestedLoops }), data: { items } }).catch((error: unknown) => error);
     const waiting = workers.render({ projectId: 1, template: template(), data: {} }).catch((error: unknown) => error);
@@ -137,7 +160,9 @@ describe('render pool', () => {
     assert.equal((await workers.render({ projectId: 1, template: template(), data: { name: 'next' } })).text, 'Hello next');
   });
 
-  it('its threads yield the CPU to the service: a niceness 10 above its own, for render threads only (Linux)', { skip: !existsSync('/proc/thread-self') }, async () => {
+  it('its threads yield the CPU to the service: a niceness 10 above its own, for render threads only (Linux)', {
+    skip: !existsSync('/proc/thread-self'),
+  }, async () => {
     await pool({ workers: 2 });
     const threads = readdirSync(`/proc/${process.pid}/task`).map((id) => {
       const stat = readFileSync(`/proc/${process.pid}/task/${id}/stat`, 'utf8');
@@ -148,7 +173,10 @@ describe('render pool', () => {
     const renderers = threads.filter((thread) => thread.name.startsWith('template render'));
     assert.ok(renderers.length >= 2, JSON.stringify(threads));
     const own = threads.find((thread) => thread.name === 'MainThread')?.niceness ?? 0;
-    assert.ok(renderers.every((thread) => thread.niceness === Math.min(19, own + 10)), JSON.stringify(threads));
+    assert.ok(
+      renderers.every((thread) => thread.niceness === Math.min(19, own + 10)),
+      JSON.stringify(threads),
+    );
   });
 
   it('refuses a pool without workers', async () => {

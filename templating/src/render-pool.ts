@@ -8,7 +8,7 @@
 // live in the workers.
 import { Worker } from 'node:worker_threads';
 import type { RenderReply, RenderRequest } from './render-protocol.ts';
-import { defaultRendererOptions, TemplateRenderError, type RenderedMail, type Renderer, type RendererOptions, type TemplateSource } from './renderer.ts';
+import { defaultRendererOptions, type RenderedMail, type Renderer, type RendererOptions, TemplateRenderError, type TemplateSource } from './renderer.ts';
 
 /** Time a render may take beyond the render limit before its worker is terminated. */
 export const deadlineMarginMs = 1_000;
@@ -204,7 +204,12 @@ class WorkerPool implements RenderPool {
     void slot.worker.terminate();
     const template = `${describe(task.source)} (project ${task.source.projectId})`;
     this.#onWorkerReplaced({ reason: 'deadline', template, detail: `still rendering after ${this.#deadlineMs} ms; worker terminated` });
-    task.reject(new TemplateRenderError(undefined, `${describe(task.source)}: rendering was stopped after ${this.#deadlineMs} ms (render limit ${this.#rendererOptions.renderLimit} ms)`));
+    task.reject(
+      new TemplateRenderError(
+        undefined,
+        `${describe(task.source)}: rendering was stopped after ${this.#deadlineMs} ms (render limit ${this.#rendererOptions.renderLimit} ms)`,
+      ),
+    );
     this.#spawn();
     this.#dispatch();
   }

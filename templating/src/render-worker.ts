@@ -4,8 +4,8 @@
 import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { createRenderer, TemplateRenderError, type RendererOptions } from './renderer.ts';
 import type { RenderReply, RenderRequest } from './render-protocol.ts';
+import { createRenderer, type RendererOptions, TemplateRenderError } from './renderer.ts';
 
 const port = parentPort;
 if (!port) throw new Error('render-worker.ts runs as a worker thread of the render pool, not on its own');

@@ -14,7 +14,11 @@ describe('template renderer', () => {
 
   it('keeps markup the template author wrote in the HTML part', async () => {
     const renderer = createRenderer();
-    const rendered = await renderer.render({ projectId: 1, template: template({ html: '<h1>{{ title }}</h1>{{ trusted | raw }}' }), data: { title: 'Hi', trusted: '<b>ok</b>' } });
+    const rendered = await renderer.render({
+      projectId: 1,
+      template: template({ html: '<h1>{{ title }}</h1>{{ trusted | raw }}' }),
+      data: { title: 'Hi', trusted: '<b>ok</b>' },
+    });
     assert.equal(rendered.html, '<h1>Hi</h1><b>ok</b>');
   });
 
@@ -28,7 +32,11 @@ describe('template renderer', () => {
 
   it('renders missing variables as empty and hides inherited properties', async () => {
     const renderer = createRenderer();
-    const rendered = await renderer.render({ projectId: 1, template: template({ text: '[{{ missing }}][{{ name.constructor }}][{{ name.size }}]' }), data: { name: 'Ana' } });
+    const rendered = await renderer.render({
+      projectId: 1,
+      template: template({ text: '[{{ missing }}][{{ name.constructor }}][{{ name.size }}]' }),
+      data: { name: 'Ana' },
+    });
     assert.equal(rendered.text, '[][][3]');
   });
 
@@ -58,7 +66,10 @@ describe('template renderer', () => {
 
   it('stops a template that would build too much', async () => {
     const renderer = createRenderer({ memoryLimit: 100_000 });
-    await assert.rejects(renderer.render({ projectId: 1, template: template({ text: '{% for i in (1..100000000) %}{{ i }}{% endfor %}' }), data: {} }), /memory alloc limit exceeded/);
+    await assert.rejects(
+      renderer.render({ projectId: 1, template: template({ text: '{% for i in (1..100000000) %}{{ i }}{% endfor %}' }), data: {} }),
+      /memory alloc limit exceeded/,
+    );
     const appended = "{{ 'x' | append: big | append: big | append: big }}";
     await assert.rejects(renderer.render({ projectId: 1, template: template({ text: appended }), data: { big: 'y'.repeat(60_000) } }), TemplateRenderError);
   });
@@ -68,7 +79,7 @@ describe('template renderer', () => {
     await assert.rejects(renderer.render({ projectId: 1, template: template({ html: 'x'.repeat(2_000) }), data: {} }), TemplateRenderError);
   });
 
-  it('never renders one project\'s template for another that reuses the slug and version', async () => {
+  it("never renders one project's template for another that reuses the slug and version", async () => {
     const renderer = createRenderer();
     const first = await renderer.render({ projectId: 1, template: template({ text: 'project one' }), data: {} });
     const second = await renderer.render({ projectId: 2, template: template({ text: 'project two' }), data: {} });

@@ -8,7 +8,11 @@ const isSchema = (value: unknown): value is Schema => typeof value === 'object' 
 
 /** `first_name` → `First name`: readable in a rendered preview, and it says which variable it stands for. */
 function label(name: string): string {
-  const words = name.replace(/[_-]+/g, ' ').replace(/([a-z])([A-Z])/g, '$1 $2').trim().toLowerCase();
+  const words = name
+    .replace(/[_-]+/g, ' ')
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .trim()
+    .toLowerCase();
   return words ? words.charAt(0).toUpperCase() + words.slice(1) : 'Example';
 }
 

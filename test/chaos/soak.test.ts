@@ -17,10 +17,10 @@ import { after, before, test } from 'node:test';
 import { parseDuration } from '@notify/platform';
 import { topology } from '@notify/proto';
 import { attemptsAcrossOutages, attemptsWithoutOutcome, audit, statesOf, whereInFlight } from '../harness/delivery-audit.ts';
-import { gatewayReachesServices } from '../harness/service-waits.ts';
-import { startPrivateNats, type PrivateNats } from '../harness/private-nats.ts';
-import { startPrivateNatsCluster, type PrivateNatsCluster } from '../harness/private-nats-cluster.ts';
+import { type PrivateNats, startPrivateNats } from '../harness/private-nats.ts';
+import { type PrivateNatsCluster, startPrivateNatsCluster } from '../harness/private-nats-cluster.ts';
 import { startReliableSystem } from '../harness/reliable-system.ts';
+import { gatewayReachesServices } from '../harness/service-waits.ts';
 import type { System, Tenant } from '../harness/system.ts';
 import { waitFor } from '../harness/wait.ts';
 
@@ -168,8 +168,15 @@ test(`a ${Math.round(durationMs / 1_000)} s soak with a mailer, dispatch-svc and
     const prefix = system.resources.natsPrefix.toUpperCase();
     const ours = (await cluster.streams()).filter((stream) => stream.name.startsWith(prefix) || stream.name.startsWith(`KV_${prefix}`));
     const names = topology(system.resources.natsPrefix);
-    assert.ok(ours.some((stream) => stream.name === names.jobsStream) && ours.some((stream) => stream.name === `KV_${names.outcomesBucket}`), JSON.stringify(ours));
-    assert.deepEqual(ours.filter((stream) => stream.replicas !== 3), [], 'every stream and bucket has three replicas');
+    assert.ok(
+      ours.some((stream) => stream.name === names.jobsStream) && ours.some((stream) => stream.name === `KV_${names.outcomesBucket}`),
+      JSON.stringify(ours),
+    );
+    assert.deepEqual(
+      ours.filter((stream) => stream.replicas !== 3),
+      [],
+      'every stream and bucket has three replicas',
+    );
   }
   const tally: Tally = { accepted: [], abandoned: 0, retried: 0 };
   const stop = new AbortController();
@@ -207,8 +214,12 @@ test(`a ${Math.round(durationMs / 1_000)} s soak with a mailer, dispatch-svc and
     const states = await statesOf(system.db, ids);
     const inFlight = ids.filter((id) => !['sent', 'failed'].includes(states.get(id) ?? ''));
     const stuck = inFlight.map((id) => `${id}:${states.get(id) ?? 'missing'}`);
-    const where = await whereInFlight(system.db, system.resources.mailDir, (cluster ?? nats)?.url ?? '', system.resources.natsPrefix, inFlight).catch((cause: unknown) => `not found: ${String(cause)}`);
-    throw new Error(`${String(error)}; still in flight: ${stuck.slice(0, 20).join(', ')}${stuck.length > 20 ? ` and ${stuck.length - 20} more` : ''}; ${where}; faults: ${JSON.stringify(faultLog)}`);
+    const where = await whereInFlight(system.db, system.resources.mailDir, (cluster ?? nats)?.url ?? '', system.resources.natsPrefix, inFlight).catch(
+      (cause: unknown) => `not found: ${String(cause)}`,
+    );
+    throw new Error(
+      `${String(error)}; still in flight: ${stuck.slice(0, 20).join(', ')}${stuck.length > 20 ? ` and ${stuck.length - 20} more` : ''}; ${where}; faults: ${JSON.stringify(faultLog)}`,
+    );
   });
   // Late duplicates, if any, arrive before counting.
   await pause(2_000);
@@ -251,9 +262,11 @@ test(`a ${Math.round(durationMs / 1_000)} s soak with a mailer, dispatch-svc and
       'SELECT message_id, state, attempt, occurred_at, reason FROM message_events WHERE message_id = ANY($1::bigint[]) ORDER BY message_id, id',
       [brokenIds],
     );
-    console.log(`soak: histories of the broken messages and duplicates:\n${history.map((row) => `  ${row.message_id} ${row.attempt} ${row.state} ${row.occurred_at.toISOString()} ${row.reason ?? ''}`).join('\n')}\nfaults: ${JSON.stringify(faultLog)}; nodes killed: ${JSON.stringify(nodeKills)}; mailer kills: ${JSON.stringify(mailerKills)}`);
+    console.log(
+      `soak: histories of the broken messages and duplicates:\n${history.map((row) => `  ${row.message_id} ${row.attempt} ${row.state} ${row.occurred_at.toISOString()} ${row.reason ?? ''}`).join('\n')}\nfaults: ${JSON.stringify(faultLog)}; nodes killed: ${JSON.stringify(nodeKills)}; mailer kills: ${JSON.stringify(mailerKills)}`,
+    );
   }
-  assert.deepEqual(broken, [], 'every 202 is exactly one email (sent) or none (failed), a kill\'s duplicate window aside');
+  assert.deepEqual(broken, [], "every 202 is exactly one email (sent) or none (failed), a kill's duplicate window aside");
   assert.equal(result.delivered + result.failed + explained.length, result.accepted);
   const { rows } = await system.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM messages WHERE state IN ('queued', 'sending', 'deferred')`);
   assert.equal(rows[0]?.n, 0, 'nothing is stuck in queued, sending or deferred');

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { startGatewayReplica, type GatewayReplica } from '../harness/gateway-process.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type GatewayReplica, startGatewayReplica } from '../harness/gateway-process.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 
 const budget = 10;
 let system: System;
@@ -76,12 +76,16 @@ async function flood(gateways: readonly string[], target: Tenant, addressOf: (cl
   return { guesses: guesses ?? [], secrets: secrets ?? [], valid };
 }
 
-const tally = (statuses: readonly number[]): Record<number, number> => statuses.reduce<Record<number, number>>((counts, status) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }), {});
+const tally = (statuses: readonly number[]): Record<number, number> =>
+  statuses.reduce<Record<number, number>>((counts, status) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }), {});
 
 /** What auth-svc was asked about made-up keys, and how many of its key lookups missed its cache (a database query). */
 async function authSvcWork(): Promise<{ unknown: number; lookups: number }> {
   const port = system.stack.ports.metrics.auth;
-  return { unknown: await metric(port, 'notify_auth_authorize_total', 'outcome="unknown"'), lookups: await metric(port, 'notify_auth_cache_lookups_total', 'result="miss"') };
+  return {
+    unknown: await metric(port, 'notify_auth_authorize_total', 'outcome="unknown"'),
+    lookups: await metric(port, 'notify_auth_cache_lookups_total', 'result="miss"'),
+  };
 }
 
 function assertFlood(result: Flood, work: { unknown: number; lookups: number }): void {
@@ -92,7 +96,10 @@ function assertFlood(result: Flood, work: { unknown: number; lookups: number }):
   assert.equal(work.unknown, budget, 'auth-svc was asked about no more made-up keys than the budget');
   // A real key's entry made before the flood may expire during it (AUTH_CACHE_TTL, 10 s, outlasts the flood), so each
   // real key may be looked up twice; the guesses beyond the budget never are.
-  assert.ok(work.lookups <= budget + 2 * integrators.length, `auth-svc looked up ${work.lookups} prefixes in its database: at most the ${budget} allowed guesses and each real key twice`);
+  assert.ok(
+    work.lookups <= budget + 2 * integrators.length,
+    `auth-svc looked up ${work.lookups} prefixes in its database: at most the ${budget} allowed guesses and each real key twice`,
+  );
 }
 
 test('from one address, made-up keys and wrong secrets get 429 after the budget while three valid integrators get 202 throughout', async () => {
@@ -115,7 +122,13 @@ test('from one address, made-up keys and wrong secrets get 429 after the budget 
 test('behind one trusted proxy each client is counted by the address the proxy appended; a forged entry before it changes nothing', async () => {
   const proxied = [await startGatewayReplica(system.stack, { TRUSTED_PROXY_HOPS: '1' }), await startGatewayReplica(system.stack, { TRUSTED_PROXY_HOPS: '1' })];
   replicas.push(...proxied);
-  const addresses: Record<string, string> = { guesser: '198.51.100.7', 'secret-guesser': '198.51.100.8', 'integrator-0': '203.0.113.1', 'integrator-1': '203.0.113.2', 'integrator-2': '203.0.113.3' };
+  const addresses: Record<string, string> = {
+    guesser: '198.51.100.7',
+    'secret-guesser': '198.51.100.8',
+    'integrator-0': '203.0.113.1',
+    'integrator-1': '203.0.113.2',
+    'integrator-2': '203.0.113.3',
+  };
   // Every flooder writes a fresh forged address of its own before the one the proxy appends.
   const addressOf = (client: string): Record<string, string> => ({
     'x-forwarded-for': client.includes('guesser') ? `10.${randomBytes(3).join('.')}, ${addresses[client]}` : (addresses[client] ?? ''),

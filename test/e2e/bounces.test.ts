@@ -6,14 +6,14 @@
 // relay accepts the mail, is refused the recipient by the next hop, and sends its own DSN to the return path.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import nodemailer from 'nodemailer';
 import { parseDataKey, readReturnPath, returnPathFor } from '@notify/platform/mail';
+import nodemailer from 'nodemailer';
+import { startPrivatePostfix } from '../harness/private-postfix.ts';
 import { arf, dsn } from '../harness/report-samples.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
-import { startPrivatePostfix } from '../harness/private-postfix.ts';
-import { subscribedReceiver, webhooksAbout, type WebhookReceiver } from '../harness/webhook-receiver.ts';
+import { subscribedReceiver, type WebhookReceiver, webhooksAbout } from '../harness/webhook-receiver.ts';
 
 let system: System;
 let tenant: Tenant;
@@ -27,7 +27,9 @@ before(async () => {
     smtpReply: (envelope) => {
       returnPaths.set(envelope.to, envelope.from);
       // The far server of the Postfix test: it refuses this recipient, after the relay accepted the mail.
-      return envelope.to === 'nobody@example.test' ? { code: 550, message: '5.1.1 <nobody@example.test>: Recipient address rejected: User unknown' } : undefined;
+      return envelope.to === 'nobody@example.test'
+        ? { code: 550, message: '5.1.1 <nobody@example.test>: Recipient address rejected: User unknown' }
+        : undefined;
     },
   });
   tenant = await system.createTenant('bounces');
@@ -82,7 +84,10 @@ async function suppression(address: string): Promise<{ reason: string; message_i
 
 /** The one signed webhook of `type` the integrator's endpoint received about message `id`. */
 async function webhookReceived(type: string, id: number): Promise<Record<string, unknown>> {
-  const [webhook] = await waitFor(async () => (webhooksAbout(receiver, type, id).length > 0 ? webhooksAbout(receiver, type, id) : undefined), { timeoutMs: 15_000, what: `${type} of ${id}` });
+  const [webhook] = await waitFor(async () => (webhooksAbout(receiver, type, id).length > 0 ? webhooksAbout(receiver, type, id) : undefined), {
+    timeoutMs: 15_000,
+    what: `${type} of ${id}`,
+  });
   return webhook!.body.data;
 }
 
@@ -105,7 +110,10 @@ test('every mail leaves with a signed VERP return path naming its message', asyn
 
 test('a hard-bounce DSN at the return path moves sent → bounced, suppresses the address and emits message.bounced', async () => {
   const { id, returnPath } = await sentMessage('gone@example.com');
-  const reply = await report(returnPath, dsn(returnPath, { action: 'failed', status: '5.1.1', diagnostic: 'smtp; 550 5.1.1 <gone@example.com>... User unknown' }));
+  const reply = await report(
+    returnPath,
+    dsn(returnPath, { action: 'failed', status: '5.1.1', diagnostic: 'smtp; 550 5.1.1 <gone@example.com>... User unknown' }),
+  );
   assert.ok(reply.ok, JSON.stringify(reply));
   assert.equal(await stateOf(id), 'bounced', 'applied before the 250');
 
@@ -181,11 +189,16 @@ test('the DSN a real MTA (Postfix) generates for a recipient refused after it ac
     const response = await system.send(tenant, validBody('welcome', { to: 'nobody@example.test' }));
     assert.equal(response.status, 202, response.text);
     const id = response.body['message_id'] as number;
-    await waitFor(async () => ((await stateOf(id)) === 'bounced' ? true : undefined), { timeoutMs: 30_000, what: `message ${id} bounced by Postfix's DSN` }).catch((error: Error) => {
+    await waitFor(async () => ((await stateOf(id)) === 'bounced' ? true : undefined), {
+      timeoutMs: 30_000,
+      what: `message ${id} bounced by Postfix's DSN`,
+    }).catch((error: Error) => {
       throw new Error(`${error.message}\nPostfix's log:\n${postfix.log()}`);
     });
     assert.deepEqual(await suppression('nobody@example.test'), { reason: 'hard_bounce', message_id: id });
-    const { rows } = await system.db.query<{ state: string; reason: string }>('SELECT state, reason FROM message_events WHERE message_id = $1 ORDER BY id', [id]);
+    const { rows } = await system.db.query<{ state: string; reason: string }>('SELECT state, reason FROM message_events WHERE message_id = $1 ORDER BY id', [
+      id,
+    ]);
     assert.deepEqual(rows.map((row) => row.state).slice(-2), ['sent', 'bounced'], 'the relay took it, then the report came');
     assert.match(rows.at(-1)?.reason ?? '', /5\.1\.1/);
   } finally {

@@ -7,7 +7,7 @@ import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
 import { authProto, dispatchProto } from '@notify/proto';
 import { refusal } from '../harness/refusal.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
 
@@ -28,7 +28,14 @@ test('a client holding the mailer token cannot call Send', async () => {
   const env = system.stack.env;
   const asMailer = new GrpcClient(dispatchProto.DispatchService.service, env.DISPATCH_SVC_ADDR, { token: env.MAILER_TOKEN, deadlineMs: 5_000 });
   try {
-    const request = { organizationId: tenant.organizationId, projectId: tenant.projectId, apiKeyId: tenant.keyId, template: 'welcome', to: 'stolen@example.com', dataJson: '{}' };
+    const request = {
+      organizationId: tenant.organizationId,
+      projectId: tenant.projectId,
+      apiKeyId: tenant.keyId,
+      template: 'welcome',
+      to: 'stolen@example.com',
+      dataJson: '{}',
+    };
     assert.equal((await refusal(asMailer.call('Send', request))).status, status.PERMISSION_DENIED);
   } finally {
     asMailer.close();
@@ -37,7 +44,7 @@ test('a client holding the mailer token cannot call Send', async () => {
   assert.equal(sent.rowCount, 0, 'nothing was queued');
 });
 
-test('the gateway token cannot call admin methods of auth-svc or dispatch-svc, nor the bounce token the mailers\' signing keys', async () => {
+test("the gateway token cannot call admin methods of auth-svc or dispatch-svc, nor the bounce token the mailers' signing keys", async () => {
   const env = system.stack.env;
   const authAdmin = new GrpcClient(authProto.AuthAdminService.service, env.AUTH_SVC_ADDR, { token: env.GATEWAY_TOKEN, deadlineMs: 5_000 });
   const templates = new GrpcClient(dispatchProto.TemplateAdminService.service, env.DISPATCH_SVC_ADDR, { token: env.GATEWAY_TOKEN, deadlineMs: 5_000 });
@@ -53,10 +60,15 @@ test('the gateway token cannot call admin methods of auth-svc or dispatch-svc, n
   }
   // The services' output reaches the stack's log a moment after the answer.
   const logged = (source: string, caller: string) => () =>
-    system.stack.logs.lines().some((line) => line.source === source && line.text.includes('the caller may not call this method') && line.text.includes(`"caller":"${caller}"`));
+    system.stack.logs
+      .lines()
+      .some((line) => line.source === source && line.text.includes('the caller may not call this method') && line.text.includes(`"caller":"${caller}"`));
   await waitFor(logged('auth-svc', 'gateway'), { timeoutMs: 5_000, what: 'auth-svc logs the refused gateway call' });
   await waitFor(logged('dispatch-svc', 'bounce'), { timeoutMs: 5_000, what: 'dispatch-svc logs the refused bounce call' });
-  const everything = system.stack.logs.lines().map((line) => line.text).join('\n');
+  const everything = system.stack.logs
+    .lines()
+    .map((line) => line.text)
+    .join('\n');
   for (const token of [env.GATEWAY_TOKEN, env.MAILER_TOKEN, env.BOUNCE_TOKEN, env.ADMIN_TOKEN]) assert.ok(!everything.includes(token), 'no token in any log');
 });
 

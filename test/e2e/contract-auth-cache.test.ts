@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { assertAccepted, assertCoded, assertUnauthenticated } from '../harness/contract-shapes.ts';
 import { freePort } from '../harness/free-port.ts';
-import { startGatewayReplica, type GatewayReplica } from '../harness/gateway-process.ts';
+import { type GatewayReplica, startGatewayReplica } from '../harness/gateway-process.ts';
 import { sendVia, type TimedResult } from '../harness/send-via.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { anotherKey, validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
 
@@ -29,7 +29,10 @@ before(async () => {
   ];
   // Readiness does not wait for NATS (the gateway serves without it); these tests are about the cache in use.
   for (const gateway of gateways) {
-    await waitFor(async () => ((await readiness(gateway.url)).nats === 'ok' ? true : undefined), { timeoutMs: 10_000, what: `${gateway.name} to subscribe to key invalidations` });
+    await waitFor(async () => ((await readiness(gateway.url)).nats === 'ok' ? true : undefined), {
+      timeoutMs: 10_000,
+      what: `${gateway.name} to subscribe to key invalidations`,
+    });
   }
 });
 
@@ -48,7 +51,8 @@ async function readiness(gatewayUrl: string): Promise<{ status: number; nats: un
 /** A gateway's notify_gateway_auth_cache_total, by result. */
 async function cacheLookups(metricsPort: number): Promise<{ hit: number; miss: number }> {
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-  const count = (result: string): number => Number(new RegExp(`^notify_gateway_auth_cache_total\\{[^}]*result="${result}"[^}]*\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
+  const count = (result: string): number =>
+    Number(new RegExp(`^notify_gateway_auth_cache_total\\{[^}]*result="${result}"[^}]*\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
   return { hit: count('hit'), miss: count('miss') };
 }
 

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { assertAccepted, assertCoded, assertDetailOnly, assertEveryResponseHeaders, assertUnauthenticated, writtenRows } from '../harness/contract-shapes.ts';
 import { rawRequest } from '../harness/raw-http.ts';
-import { startSystem, type HttpResult, type System, type Tenant } from '../harness/system.ts';
+import { type HttpResult, type System, startSystem, type Tenant } from '../harness/system.ts';
 import { anotherKey, validBody } from '../harness/tenants.ts';
 
 let system: System;
@@ -98,7 +98,8 @@ test('a revoked key is refused with 401 within 2 seconds while another key of th
 /** auth-svc's key lookups so far, by whether its cache answered or the database was asked. */
 async function keyLookups(): Promise<{ hit: number; miss: number }> {
   const text = await (await fetch(`http://127.0.0.1:${system.stack.ports.metrics.auth}/metrics`)).text();
-  const count = (result: string): number => Number(new RegExp(`^notify_auth_cache_lookups_total\\{[^}]*result="${result}"[^}]*\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  const count = (result: string): number =>
+    Number(new RegExp(`^notify_auth_cache_lookups_total\\{[^}]*result="${result}"[^}]*\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
   return { hit: count('hit'), miss: count('miss') };
 }
 

@@ -9,9 +9,9 @@ import { after, before, test } from 'node:test';
 import { assertCoded, assertDetailOnly, assertEveryResponseHeaders, assertFieldErrors, batchResultsProblem, writtenRows } from '../harness/contract-shapes.ts';
 import { openApiResponseCheck, type ResponseCheck } from '../harness/openapi.ts';
 import { rawRequest } from '../harness/raw-http.ts';
-import { waitFor } from '../harness/wait.ts';
-import { startSystem, type HttpResult, type System, type Tenant } from '../harness/system.ts';
+import { type HttpResult, type System, startSystem, type Tenant } from '../harness/system.ts';
 import { anotherKey, validBody } from '../harness/tenants.ts';
+import { waitFor } from '../harness/wait.ts';
 
 let system: System;
 let checkResponse: ResponseCheck;
@@ -42,7 +42,12 @@ function headersOf(key: Pick<Tenant, 'apiKey' | 'organizationId'>, extra: Record
 }
 
 /** POST /api/v1/send/batch/, its answer checked against the served OpenAPI document and, on 200, the entry shapes. */
-async function sendBatch(key: Pick<Tenant, 'apiKey' | 'organizationId'>, body: unknown, extra: Record<string, string> = {}, path = '/api/v1/send/batch/'): Promise<HttpResult> {
+async function sendBatch(
+  key: Pick<Tenant, 'apiKey' | 'organizationId'>,
+  body: unknown,
+  extra: Record<string, string> = {},
+  path = '/api/v1/send/batch/',
+): Promise<HttpResult> {
   const response = await system.request(path, { method: 'POST', headers: headersOf(key, extra), body: typeof body === 'string' ? body : JSON.stringify(body) });
   assert.deepEqual(checkResponse('POST', '/api/v1/send/batch', response), [], `${response.status} ${response.text}`);
   assertEveryResponseHeaders(response);
@@ -73,22 +78,28 @@ async function acceptanceTransactions(ids: readonly number[]): Promise<{ transac
 /** notify_send_outcomes_total of the gateway, by outcome. */
 async function sendOutcomes(): Promise<Record<string, number>> {
   const text = await (await fetch(`http://127.0.0.1:${system.stack.ports.metrics.gateway}/metrics`)).text();
-  return Object.fromEntries([...text.matchAll(/^notify_send_outcomes_total\{[^}]*outcome="(\w+)"[^}]*\} (\d+)$/gm)].map((match) => [match[1], Number(match[2])]));
+  return Object.fromEntries(
+    [...text.matchAll(/^notify_send_outcomes_total\{[^}]*outcome="(\w+)"[^}]*\} (\d+)$/gm)].map((match) => [match[1], Number(match[2])]),
+  );
 }
 
-test('each item is judged like a send: 202 entries carry a send 202, refusals their own errors, in order and in the caller\'s language', async () => {
+test("each item is judged like a send: 202 entries carry a send 202, refusals their own errors, in order and in the caller's language", async () => {
   const before = await writtenRows(system.db);
   const outcomesBefore = await sendOutcomes();
-  const response = await sendBatch(tenant, {
-    messages: [
-      to(1),
-      validBody('no-such-template'),
-      validBody('retired'),
-      { ...validBody('welcome'), to: 'not an address', channel: 'sms' },
-      'not an object',
-      to(2),
-    ],
-  }, { 'accept-language': 'es' });
+  const response = await sendBatch(
+    tenant,
+    {
+      messages: [
+        to(1),
+        validBody('no-such-template'),
+        validBody('retired'),
+        { ...validBody('welcome'), to: 'not an address', channel: 'sms' },
+        'not an object',
+        to(2),
+      ],
+    },
+    { 'accept-language': 'es' },
+  );
   assert.equal(response.status, 200, response.text);
   assert.equal(response.headers.get('content-language'), 'es');
   assert.match(response.headers.get('ratelimit') ?? '', /^"send";r=\d+;t=\d+$/);
@@ -97,7 +108,12 @@ test('each item is judged like a send: 202 entries carry a send 202, refusals th
   assert.deepEqual(Object.keys(first ?? {}).sort(), ['celery_task_id', 'idempotent_replay', 'index', 'message_id', 'message_status', 'status']);
   assert.equal(first?.['message_status'], 'queued');
   assert.equal(first?.['idempotent_replay'], false);
-  assert.deepEqual(missing, { index: 1, status: 404, code: 'template_not_found', errors: { template: ['No existe ninguna plantilla con este identificador en el proyecto de esta clave de API.'] } });
+  assert.deepEqual(missing, {
+    index: 1,
+    status: 404,
+    code: 'template_not_found',
+    errors: { template: ['No existe ninguna plantilla con este identificador en el proyecto de esta clave de API.'] },
+  });
   assert.deepEqual(retired, { index: 2, status: 422, errors: { template: ['Esta plantilla está inactiva.'] } });
   assert.deepEqual(Object.keys(fields?.['errors'] as object).sort(), ['channel', 'to']);
   assert.deepEqual(notObject, { index: 4, status: 422, errors: { non_field_errors: ['Se esperaba un objeto JSON.'] } });
@@ -118,9 +134,16 @@ test('each item is judged like a send: 202 entries carry a send 202, refusals th
 });
 
 test('an item whose data the database cannot store (U+0000) is a 422 on `data`; the others are still accepted together', async () => {
-  const response = await sendBatch(tenant, `{"messages": [${JSON.stringify(to(1))}, {"template": "welcome", "to": "nul@example.com", "channel": "email", "data": {"name": "\\u0000"}}, ${JSON.stringify(to(2))}]}`);
+  const response = await sendBatch(
+    tenant,
+    `{"messages": [${JSON.stringify(to(1))}, {"template": "welcome", "to": "nul@example.com", "channel": "email", "data": {"name": "\\u0000"}}, ${JSON.stringify(to(2))}]}`,
+  );
   assert.deepEqual(statuses(response), [202, 422, 202]);
-  assert.deepEqual(entries(response)[1], { index: 1, status: 422, errors: { data: ['The data holds a value that cannot be stored, such as the character U+0000.'] } });
+  assert.deepEqual(entries(response)[1], {
+    index: 1,
+    status: 422,
+    errors: { data: ['The data holds a value that cannot be stored, such as the character U+0000.'] },
+  });
   assert.equal((await acceptanceTransactions(acceptedIds(response))).transactions, 1);
 });
 
@@ -144,7 +167,12 @@ test('the whole request is refused only for what concerns all of its items, and 
   // 413 from Content-Length, before a byte of the body: the batch limit is NOTIFY_MAX_BATCH_BODY_BYTES, 5 MiB by default.
   const tooLarge = await rawRequest(system.gatewayUrl, {
     path: '/api/v1/send/batch/',
-    headers: [['Authorization', `Api-Key ${tenant.apiKey}`], ['X-Organization-ID', String(tenant.organizationId)], ['Content-Type', 'application/json'], ['Content-Length', String(5 * 1024 * 1024 + 1)]],
+    headers: [
+      ['Authorization', `Api-Key ${tenant.apiKey}`],
+      ['X-Organization-ID', String(tenant.organizationId)],
+      ['Content-Type', 'application/json'],
+      ['Content-Length', String(5 * 1024 * 1024 + 1)],
+    ],
     withholdBody: true,
     timeoutMs: 5_000,
   });
@@ -157,7 +185,7 @@ test('the whole request is refused only for what concerns all of its items, and 
   assert.deepEqual(statuses(await sendBatch(tenant, big, {}, '/api/v1/send/batch')), [202, 202, 202]);
 });
 
-test('the largest batch body the gateway reads reaches dispatch-svc whole (over gRPC\'s default 4 MiB); one byte more is 413', async () => {
+test("the largest batch body the gateway reads reaches dispatch-svc whole (over gRPC's default 4 MiB); one byte more is 413", async () => {
   const limit = 5 * 1024 * 1024;
   // 500 items of about 10 KB each, padded with whitespace to exactly NOTIFY_MAX_BATCH_BODY_BYTES.
   const messages = Array.from({ length: 500 }, (_, i) => ({ ...to(i), data: { name: 'x'.repeat(10_300) } }));
@@ -171,7 +199,11 @@ test('the largest batch body the gateway reads reaches dispatch-svc whole (over 
   // Sent raw: the 413 comes from Content-Length, and the gateway closes the connection without reading the body.
   const over = await rawRequest(system.gatewayUrl, {
     path: '/api/v1/send/batch/',
-    headers: [['Authorization', `Api-Key ${tenant.apiKey}`], ['X-Organization-ID', String(tenant.organizationId)], ['Content-Type', 'application/json']],
+    headers: [
+      ['Authorization', `Api-Key ${tenant.apiKey}`],
+      ['X-Organization-ID', String(tenant.organizationId)],
+      ['Content-Type', 'application/json'],
+    ],
     body: Buffer.from(`${exact} `),
   });
   assertCoded(over, 413, 'payload_too_large');
@@ -185,11 +217,17 @@ test('an item whose job could not fit in a NATS message is a 413 payload_too_lar
   assert.deepEqual(statuses(response), [202, 413, 202]);
   const refused: Record<string, unknown> = entries(response)[1] ?? {};
   assert.equal(refused['code'], 'payload_too_large');
-  assert.match(String((refused['errors'] as Record<string, string[]>)['non_field_errors']?.[0]), /^El mensaje es demasiado grande para ponerlo en cola: sus datos y su plantilla superan los \d+ bytes\.$/);
+  assert.match(
+    String((refused['errors'] as Record<string, string[]>)['non_field_errors']?.[0]),
+    /^El mensaje es demasiado grande para ponerlo en cola: sus datos y su plantilla superan los \d+ bytes\.$/,
+  );
   const after = await writtenRows(system.db);
   assert.equal(after.messages, before.messages + 2);
   // Nothing waits in the outbox for a publish that could never succeed.
-  await waitFor(async () => (await system.db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox')).rows[0]?.n === 0, { timeoutMs: 15_000, what: 'the outbox to be emptied' });
+  await waitFor(async () => (await system.db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox')).rows[0]?.n === 0, {
+    timeoutMs: 15_000,
+    what: 'the outbox to be emptied',
+  });
 });
 
 test('the per-key rate covers the first items: the rest are 429 entries, refused items are given back, and an empty window is a 429 for all', async () => {
@@ -201,12 +239,17 @@ test('the per-key rate covers the first items: the rest are 429 entries, refused
   assert.match(mixed.headers.get('ratelimit') ?? '', /^"send";r=8;t=\d+$/);
   assert.equal(mixed.headers.get('ratelimit-policy'), '"send";q=10;w=3600');
   // 8 left for 11 valid items (an invalid one takes nothing): the first 8 are accepted, the last 3 throttled.
-  const over = await sendBatch(key, { messages: [...Array.from({ length: 5 }, (_, i) => to(i)), { template: 'welcome' }, ...Array.from({ length: 6 }, (_, i) => to(i))] });
+  const over = await sendBatch(key, {
+    messages: [...Array.from({ length: 5 }, (_, i) => to(i)), { template: 'welcome' }, ...Array.from({ length: 6 }, (_, i) => to(i))],
+  });
   assert.deepEqual(statuses(over), [202, 202, 202, 202, 202, 422, 202, 202, 202, 429, 429, 429]);
   const throttled: Record<string, unknown> = entries(over)[11] ?? {};
   assert.equal(throttled['code'], 'throttled');
   assert.ok(Number(throttled['retry_after']) >= 1 && Number(throttled['retry_after']) <= 3600);
-  assert.match(String((throttled['errors'] as Record<string, string[]>)['non_field_errors']?.[0]), new RegExp(`Expected available in ${String(throttled['retry_after'])} seconds`));
+  assert.match(
+    String((throttled['errors'] as Record<string, string[]>)['non_field_errors']?.[0]),
+    new RegExp(`Expected available in ${String(throttled['retry_after'])} seconds`),
+  );
   assert.match(over.headers.get('ratelimit') ?? '', /^"send";r=0;t=\d+$/);
   // Nothing left: the request is throttled as a whole, like a send.
   const none = await sendBatch(key, { messages: [to(1)] });
@@ -215,12 +258,17 @@ test('the per-key rate covers the first items: the rest are 429 entries, refused
   assert.equal((await system.send(key, to(1))).status, 429, 'single sends share the bucket');
 });
 
-test("the monthly quota covers the first items: the rest are 403 plan_blocked entries; a used-up quota refuses the whole request", async () => {
+test('the monthly quota covers the first items: the rest are 403 plan_blocked entries; a used-up quota refuses the whole request', async () => {
   const quota = await tenantWithTemplates('batch-quota');
   await system.authAdmin.call('UpdatePlan', { id: quota.planId, monthlyQuota: 3 });
   const response = await sendBatch(quota, { messages: Array.from({ length: 5 }, (_, i) => to(i)) });
   assert.deepEqual(statuses(response), [202, 202, 202, 403, 403]);
-  assert.deepEqual(entries(response)[4], { index: 4, status: 403, code: 'plan_blocked', errors: { non_field_errors: ["The organization's plan does not allow more sends."] } });
+  assert.deepEqual(entries(response)[4], {
+    index: 4,
+    status: 403,
+    code: 'plan_blocked',
+    errors: { non_field_errors: ["The organization's plan does not allow more sends."] },
+  });
   const used = await system.db.query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE organization_id = $1', [quota.organizationId]);
   assert.equal(used.rows[0]?.n, 3);
   assertCoded(await sendBatch(quota, { messages: [to(9)] }), 403, 'plan_blocked');
@@ -237,7 +285,10 @@ test('an Idempotency-Key replays the whole answer; another body, or the key of a
   const replay = await sendBatch(tenant, reordered, { 'idempotency-key': key.toUpperCase() });
   assert.equal(replay.status, 200);
   assert.equal(replay.headers.get('idempotent-replayed'), 'true');
-  assert.deepEqual(entries(replay), entries(first).map((entry) => (entry.status === 202 ? { ...entry, idempotent_replay: true } : entry)));
+  assert.deepEqual(
+    entries(replay),
+    entries(first).map((entry) => (entry.status === 202 ? { ...entry, idempotent_replay: true } : entry)),
+  );
   assert.deepEqual(await writtenRows(system.db), before, 'a replay writes nothing');
 
   assertFieldErrors(await sendBatch(tenant, { messages: [to(3)] }, { 'idempotency-key': key }), ['Idempotency-Key']);

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { assertAccepted, assertCoded, assertFieldErrors, assertUnauthenticated, writtenRows } from '../harness/contract-shapes.ts';
 import { rawRequest } from '../harness/raw-http.ts';
-import { startSystem, type HttpResult, type System, type Tenant } from '../harness/system.ts';
+import { type HttpResult, type System, startSystem, type Tenant } from '../harness/system.ts';
 import { anotherKey, validBody } from '../harness/tenants.ts';
 
 const rate = 3;
@@ -37,7 +37,11 @@ const badFromRow7 = { body: '{"template": "bad slug", ', headers: { 'content-typ
 /** Fails rows 11 onwards: wrong fields, and a template that does not exist. */
 const badFromRow11 = { template: 'no-such-template', to: 'not an address', channel: 'sms', data: [] };
 
-function send(key: Pick<Tenant, 'apiKey' | 'organizationId'> | { apiKey: string; organizationId: string }, body: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
+function send(
+  key: Pick<Tenant, 'apiKey' | 'organizationId'> | { apiKey: string; organizationId: string },
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<HttpResult> {
   return system.request('/api/v1/send/', {
     method: 'POST',
     headers: { authorization: `Api-Key ${key.apiKey}`, 'x-organization-id': String(key.organizationId), 'content-type': 'application/json', ...headers },
@@ -48,7 +52,12 @@ function send(key: Pick<Tenant, 'apiKey' | 'organizationId'> | { apiKey: string;
 test('row 1: a body over NOTIFY_MAX_BODY_BYTES is 413 payload_too_large before anything else is judged', async () => {
   const response = await rawRequest(system.gatewayUrl, {
     path: '/api/v1/send/',
-    headers: [['Authorization', 'Bearer nothing'], ['X-Organization-ID', 'abc'], ['Content-Type', 'text/plain'], ['Content-Length', '262145']],
+    headers: [
+      ['Authorization', 'Bearer nothing'],
+      ['X-Organization-ID', 'abc'],
+      ['Content-Type', 'text/plain'],
+      ['Content-Length', '262145'],
+    ],
     withholdBody: true,
   });
   assertCoded(response, 413, 'payload_too_large');
@@ -57,7 +66,12 @@ test('row 1: a body over NOTIFY_MAX_BODY_BYTES is 413 payload_too_large before a
 test('row 2: a missing, foreign-scheme, unknown or revoked credential is 401 before the organization header is judged', async () => {
   const revoked = await anotherKey(system, blocked, 'order-revoked');
   await system.authAdmin.call('RevokeApiKey', { id: revoked.keyId });
-  for (const authorization of [undefined, `Bearer ${blocked.apiKey}`, 'Api-Key nk_0123456789abcdef.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', `Api-Key ${revoked.apiKey}`]) {
+  for (const authorization of [
+    undefined,
+    `Bearer ${blocked.apiKey}`,
+    'Api-Key nk_0123456789abcdef.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+    `Api-Key ${revoked.apiKey}`,
+  ]) {
     const headers: Record<string, string> = { 'x-organization-id': 'abc', ...badFromRow7.headers };
     if (authorization !== undefined) headers['authorization'] = authorization;
     const response = await system.request('/api/v1/send/', { method: 'POST', headers, body: badFromRow7.body });

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { openBrowser } from '../harness/browser.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { anotherKey } from '../harness/tenants.ts';
 
 let system: System;
@@ -99,7 +99,9 @@ test('the OpenAPI document the page points at is served from the same origin', a
   assert.ok(document.paths['/api/v1/send/']);
 });
 
-test('in a browser the docs render the send and batch operations without an error or a request to another origin, and "Try it out" sends', { timeout: 90_000 }, async () => {
+test('in a browser the docs render the send and batch operations without an error or a request to another origin, and "Try it out" sends', {
+  timeout: 90_000,
+}, async () => {
   const browser = await openBrowser();
   const problems: string[] = [];
   const origin = new URL(system.gatewayUrl).origin;
@@ -118,7 +120,14 @@ test('in a browser the docs render the send and batch operations without an erro
     // By its exact path: the batch operation's path starts with the send's.
     await page.locator('.opblock-summary-path[data-path="/api/v1/send/"]').waitFor();
     await page.locator('.opblock-summary-path[data-path="/api/v1/send/batch"]').waitFor();
-    assert.equal(await page.locator('.info .title').first().innerText().then((title) => title.split('\n')[0]?.trim()), 'Notify');
+    assert.equal(
+      await page
+        .locator('.info .title')
+        .first()
+        .innerText()
+        .then((title) => title.split('\n')[0]?.trim()),
+      'Notify',
+    );
 
     // Authorize with the tenant's key as the scheme wants it, then send through the page.
     await page.locator('button.authorize').first().click();
@@ -128,7 +137,9 @@ test('in a browser the docs render the send and batch operations without an erro
     await page.locator('.opblock-summary', { has: page.locator('[data-path="/api/v1/send/"]') }).click();
     await page.locator('button.try-out__btn').click();
     await page.locator('tr[data-param-name="X-Organization-ID"] input').fill(String(tenant.organizationId));
-    await page.locator('textarea.body-param__text').fill(JSON.stringify({ template: 'welcome', to: 'docs@example.com', channel: 'email', data: { name: 'Docs' } }));
+    await page
+      .locator('textarea.body-param__text')
+      .fill(JSON.stringify({ template: 'welcome', to: 'docs@example.com', channel: 'email', data: { name: 'Docs' } }));
     await page.locator('button.execute').click();
     const status = page.locator('.live-responses-table tbody .response-col_status').first();
     await status.waitFor();
@@ -160,7 +171,9 @@ async function keyAllowingOnePerSecond(name: string): Promise<Tenant> {
 /** The gateway's count of send answers with this status, from its metrics. */
 async function answered(status: number): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${system.stack.ports.metrics.gateway}/metrics`)).text();
-  const lines = text.split('\n').filter((line) => line.startsWith('notify_http_requests_total{') && line.includes('route="/api/v1/send/"') && line.includes(`status="${status}"`));
+  const lines = text
+    .split('\n')
+    .filter((line) => line.startsWith('notify_http_requests_total{') && line.includes('route="/api/v1/send/"') && line.includes(`status="${status}"`));
   return lines.reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
 }
 
@@ -175,8 +188,11 @@ test('the curl retry recipe sends, waits out a 429 with the same key, and gives 
   const run = (key: Pick<Tenant, 'apiKey' | 'organizationId'>) =>
     new Promise<{ code: number; stdout: string; stderr: string; ms: number }>((resolve) => {
       const started = performance.now();
-      execFile('bash', [script], { env: { PATH: process.env['PATH'] ?? '', NOTIFY_URL: system.gatewayUrl, NOTIFY_API_KEY: key.apiKey, NOTIFY_ORG_ID: String(key.organizationId) } }, (error, stdout, stderr) =>
-        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr, ms: performance.now() - started }),
+      execFile(
+        'bash',
+        [script],
+        { env: { PATH: process.env['PATH'] ?? '', NOTIFY_URL: system.gatewayUrl, NOTIFY_API_KEY: key.apiKey, NOTIFY_ORG_ID: String(key.organizationId) } },
+        (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr, ms: performance.now() - started }),
       );
     });
 
@@ -198,7 +214,9 @@ test('the curl retry recipe sends, waits out a 429 with the same key, and gives 
   assert.equal((await answered(403)) - refusedBefore, 1, 'a 403 is not retried');
 });
 
-test('the fetch retry recipe sends through 429s, replays a retried key, survives a timeout without a duplicate, and does not retry a 404', { timeout: 60_000 }, async () => {
+test('the fetch retry recipe sends through 429s, replays a retried key, survives a timeout without a duplicate, and does not retry a 404', {
+  timeout: 60_000,
+}, async () => {
   const module = join(scratch, 'send-with-retry.mjs');
   writeFileSync(module, recipe('retry-fetch'));
   const { sendWithRetry } = (await import(pathToFileURL(module).href)) as {
@@ -210,7 +228,14 @@ test('the fetch retry recipe sends through 429s, replays a retried key, survives
 
   const throttledBefore = await answered(429);
   const burst = await Promise.all([1, 2, 3].map((n) => sendWithRetry(message(`fetch-${n}@example.com`), options)));
-  assert.deepEqual(burst.map((accepted) => [accepted['status'], accepted['idempotent_replay']]), [['queued', false], ['queued', false], ['queued', false]]);
+  assert.deepEqual(
+    burst.map((accepted) => [accepted['status'], accepted['idempotent_replay']]),
+    [
+      ['queued', false],
+      ['queued', false],
+      ['queued', false],
+    ],
+  );
   assert.ok((await answered(429)) > throttledBefore, 'the burst met the rate limit and retried');
 
   const idempotencyKey = randomUUID();
@@ -224,7 +249,10 @@ test('the fetch retry recipe sends through 429s, replays a retried key, survives
   const timedOutKey = randomUUID();
   const silent = await answerlessProxy(new URL(system.gatewayUrl));
   try {
-    await assert.rejects(sendWithRetry(message('fetch-timeout@example.com'), { ...options, baseUrl: silent.url, idempotencyKey: timedOutKey, timeoutMs: 300, maxAttempts: 2 }), { name: 'TimeoutError' });
+    await assert.rejects(
+      sendWithRetry(message('fetch-timeout@example.com'), { ...options, baseUrl: silent.url, idempotencyKey: timedOutKey, timeoutMs: 300, maxAttempts: 2 }),
+      { name: 'TimeoutError' },
+    );
   } finally {
     await silent.close();
   }
@@ -233,10 +261,13 @@ test('the fetch retry recipe sends through 429s, replays a retried key, survives
   assert.equal(await messagesTo('fetch-timeout@example.com'), 1);
 
   const notFoundBefore = await answered(404);
-  await assert.rejects(sendWithRetry({ ...message('fetch-404@example.com'), template: 'no-such-template' }, options), (error: { status?: number; body?: { code?: string } }) => {
-    assert.equal(error.status, 404);
-    assert.equal(error.body?.code, 'template_not_found');
-    return true;
-  });
+  await assert.rejects(
+    sendWithRetry({ ...message('fetch-404@example.com'), template: 'no-such-template' }, options),
+    (error: { status?: number; body?: { code?: string } }) => {
+      assert.equal(error.status, 404);
+      assert.equal(error.body?.code, 'template_not_found');
+      return true;
+    },
+  );
   assert.equal((await answered(404)) - notFoundBefore, 1, 'a 404 is not retried');
 });

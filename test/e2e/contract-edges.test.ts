@@ -12,8 +12,8 @@ import {
   uuidPattern,
   writtenRows,
 } from '../harness/contract-shapes.ts';
-import { rawExchange, rawRequest, type RawResult } from '../harness/raw-http.ts';
-import { startSystem, type HttpResult, type System, type Tenant } from '../harness/system.ts';
+import { type RawResult, rawExchange, rawRequest } from '../harness/raw-http.ts';
+import { type HttpResult, type System, startSystem, type Tenant } from '../harness/system.ts';
 import { anotherKey, validBody } from '../harness/tenants.ts';
 import { assertTranslated, languageHeader } from '../harness/translation.ts';
 import { waitFor } from '../harness/wait.ts';
@@ -71,14 +71,25 @@ test('413 payload_too_large comes from Content-Length before any body byte is se
 
 test('a body of exactly NOTIFY_MAX_BODY_BYTES (256 KiB by default) is read; one byte more is refused, chunked too', async () => {
   const key = await anotherKey(system, tenant, 'size');
-  const exact = await rawRequest(system.gatewayUrl, { path: '/api/v1/send/', headers: sendHeaders(key, [['Content-Type', 'application/json']]), body: bodyOfSize(maxBodyBytes) });
+  const exact = await rawRequest(system.gatewayUrl, {
+    path: '/api/v1/send/',
+    headers: sendHeaders(key, [['Content-Type', 'application/json']]),
+    body: bodyOfSize(maxBodyBytes),
+  });
   assertAccepted(exact);
-  const over = await rawRequest(system.gatewayUrl, { path: '/api/v1/send/', headers: sendHeaders(key, [['Content-Type', 'application/json']]), body: bodyOfSize(maxBodyBytes + 1) });
+  const over = await rawRequest(system.gatewayUrl, {
+    path: '/api/v1/send/',
+    headers: sendHeaders(key, [['Content-Type', 'application/json']]),
+    body: bodyOfSize(maxBodyBytes + 1),
+  });
   assertCoded(over, 413, 'payload_too_large');
   // Without a Content-Length the size is only known while reading: reading stops at the limit.
   const chunked = await rawRequest(system.gatewayUrl, {
     path: '/api/v1/send/',
-    headers: sendHeaders(key, [['Content-Type', 'application/json'], ['Transfer-Encoding', 'chunked']]),
+    headers: sendHeaders(key, [
+      ['Content-Type', 'application/json'],
+      ['Transfer-Encoding', 'chunked'],
+    ]),
     body: bodyOfSize(maxBodyBytes + 1),
   });
   assertCoded(chunked, 413, 'payload_too_large');
@@ -98,7 +109,11 @@ test('415 unsupported_media_type unless the body is declared application/json; a
   };
   const before = await writtenRows(system.db);
   for (const [label, contentType] of Object.entries(refused)) {
-    const response = await rawRequest(system.gatewayUrl, { path: '/api/v1/send/', headers: sendHeaders(key, contentType === undefined ? [] : [['Content-Type', contentType]]), body: payload });
+    const response = await rawRequest(system.gatewayUrl, {
+      path: '/api/v1/send/',
+      headers: sendHeaders(key, contentType === undefined ? [] : [['Content-Type', contentType]]),
+      body: payload,
+    });
     assert.equal(response.status, 415, `${label}: ${response.text}`);
     assertCoded(response, 415, 'unsupported_media_type');
     assert.match(response.headers.get('ratelimit') ?? '', /^"send";r=\d+;t=\d+$/, `${label}: a 415 is counted`);
@@ -124,13 +139,21 @@ test('400 parse_error for a body that is not well-formed UTF-8 JSON holding an o
     'a boolean': Buffer.from('true'),
     'two objects': Buffer.from('{}{}'),
     'trailing garbage': Buffer.from(`${JSON.stringify(body)} x`),
-    'invalid UTF-8 in a string': Buffer.concat([Buffer.from('{"template":"welcome","to":"a@example.com","channel":"email","data":{"name":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}}')]),
+    'invalid UTF-8 in a string': Buffer.concat([
+      Buffer.from('{"template":"welcome","to":"a@example.com","channel":"email","data":{"name":"'),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('"}}'),
+    ]),
     'an overlong UTF-8 encoding': Buffer.concat([Buffer.from('{"template":"'), Buffer.from([0xc0, 0xaf]), Buffer.from('"}')]),
     'a lone surrogate encoded in UTF-8': Buffer.concat([Buffer.from('{"template":"'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('"}')]),
   };
   const before = await writtenRows(system.db);
   for (const [label, bytes] of Object.entries(bodies)) {
-    const response = await rawRequest(system.gatewayUrl, { path: '/api/v1/send/', headers: sendHeaders(key, [['Content-Type', 'application/json']]), body: bytes });
+    const response = await rawRequest(system.gatewayUrl, {
+      path: '/api/v1/send/',
+      headers: sendHeaders(key, [['Content-Type', 'application/json']]),
+      body: bytes,
+    });
     assert.equal(response.status, 400, `${label}: ${response.text}`);
     assertCoded(response, 400, 'parse_error');
     assertEveryResponseHeaders(response);
@@ -149,10 +172,18 @@ async function assertUnavailable(response: HttpResult, requestId: string): Promi
 async function restartAndRecover(service: 'auth-svc' | 'dispatch-svc'): Promise<void> {
   await system.stack.restart(service);
   // The gateway's gRPC channel reconnects with its own backoff: wait for a send to go through again.
-  await waitFor(async () => ((await system.send(tenant, body)).status === 202 ? true : undefined), { timeoutMs: 20_000, intervalMs: 250, what: `sends to work again after ${service} restarted` });
+  await waitFor(async () => ((await system.send(tenant, body)).status === 202 ? true : undefined), {
+    timeoutMs: 20_000,
+    intervalMs: 250,
+    what: `sends to work again after ${service} restarted`,
+  });
   // So does this test's own admin client of that service, which later tests call.
   const admin = service === 'auth-svc' ? system.authAdmin : system.templates;
-  await waitFor(async () => ((await admin.serving().catch(() => false)) ? true : undefined), { timeoutMs: 20_000, intervalMs: 250, what: `this test's client to reach ${service} again` });
+  await waitFor(async () => ((await admin.serving().catch(() => false)) ? true : undefined), {
+    timeoutMs: 20_000,
+    intervalMs: 250,
+    what: `this test's client to reach ${service} again`,
+  });
 }
 
 test('503 service_unavailable with Retry-After and the request id while auth-svc is down, never a 500 or an internal detail', async () => {
@@ -163,9 +194,14 @@ test('503 service_unavailable with Retry-After and the request id while auth-svc
     await assertUnavailable(response, 'auth-down-1');
     await assertTranslated('503 with auth-svc down', (acceptLanguage) => system.send(tenant, body, languageHeader(acceptLanguage)));
     // A key cannot be judged without auth-svc, so an unknown one is 503 too, never 401 or 500...
-    await assertUnavailable(await system.send({ ...tenant, apiKey: 'nk_0123456789abcdef.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }, body, { 'x-request-id': 'auth-down-2' }), 'auth-down-2');
+    await assertUnavailable(
+      await system.send({ ...tenant, apiKey: 'nk_0123456789abcdef.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }, body, { 'x-request-id': 'auth-down-2' }),
+      'auth-down-2',
+    );
     // ...while what the gateway judges alone is still answered: a missing credential, a too large body.
-    assertUnauthenticated(await system.request('/api/v1/send/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }));
+    assertUnauthenticated(
+      await system.request('/api/v1/send/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    );
     const ready = await system.request('/readyz', { method: 'GET' });
     assert.equal(ready.status, 503, `readyz while auth-svc is down: ${ready.text}`);
     assertNoInternals(ready);
@@ -197,7 +233,10 @@ test('X-Request-ID is echoed when sane and replaced by a new UUID when not', asy
   for (const requestId of [...sane, ...insane]) {
     const response = await rawRequest(system.gatewayUrl, {
       path: '/api/v1/send/',
-      headers: sendHeaders(key, [['Content-Type', 'application/json'], ['X-Request-ID', requestId]]),
+      headers: sendHeaders(key, [
+        ['Content-Type', 'application/json'],
+        ['X-Request-ID', requestId],
+      ]),
       // A refused body: this is about the header, and keeps the key's budget and the database untouched.
       body: Buffer.from(JSON.stringify({ ...body, channel: 'sms' })),
     });
@@ -221,12 +260,38 @@ test('every kind of response carries X-Request-ID and Cache-Control: no-store', 
   const responses: Array<[label: string, status: number, response: RawResult]> = [
     ['accepted', 202, await post('/api/v1/send/', json)],
     ['no credential', 401, await post('/api/v1/send/', [['Content-Type', 'application/json']])],
-    ['no organization', 400, await post('/api/v1/send/', [['Authorization', `Api-Key ${key.apiKey}`], ['Content-Type', 'application/json']])],
-    ['a foreign organization', 403, await post('/api/v1/send/', [['Authorization', `Api-Key ${key.apiKey}`], ['X-Organization-ID', '987654321'], ['Content-Type', 'application/json']])],
+    [
+      'no organization',
+      400,
+      await post('/api/v1/send/', [
+        ['Authorization', `Api-Key ${key.apiKey}`],
+        ['Content-Type', 'application/json'],
+      ]),
+    ],
+    [
+      'a foreign organization',
+      403,
+      await post('/api/v1/send/', [
+        ['Authorization', `Api-Key ${key.apiKey}`],
+        ['X-Organization-ID', '987654321'],
+        ['Content-Type', 'application/json'],
+      ]),
+    ],
     ['an unknown template', 404, await post('/api/v1/send/', json, JSON.stringify(validBody('no-such-template')))],
     ['an unknown route', 404, await post('/api/v1/nothing', json)],
     ['another method', 405, await get('/api/v1/send/')],
-    ['too large', 413, await rawRequest(system.gatewayUrl, { path: '/api/v1/send/', headers: [['Content-Length', String(maxBodyBytes + 1)], ['X-Request-ID', 'every-1']], withholdBody: true })],
+    [
+      'too large',
+      413,
+      await rawRequest(system.gatewayUrl, {
+        path: '/api/v1/send/',
+        headers: [
+          ['Content-Length', String(maxBodyBytes + 1)],
+          ['X-Request-ID', 'every-1'],
+        ],
+        withholdBody: true,
+      }),
+    ],
     ['not JSON', 415, await post('/api/v1/send/', sendHeaders(key, [['Content-Type', 'text/plain']]))],
     ['malformed JSON', 400, await post('/api/v1/send/', json, '{')],
     ['no fields', 422, await post('/api/v1/send/', json, '{}')],
@@ -239,23 +304,23 @@ test('every kind of response carries X-Request-ID and Cache-Control: no-store', 
   }
 });
 
-test(
-  "requests the HTTP parser refuses still get the contract's headers and a {detail, code} body",
-  async () => {
-    const requests: Record<string, [string, number]> = {
-      'a header name with a space': ['POST /api/v1/send/ HTTP/1.1\r\nHost: gateway\r\nBad Header: 1\r\nContent-Length: 0\r\n\r\n', 400],
-      'Content-Length with Transfer-Encoding': ['POST /api/v1/send/ HTTP/1.1\r\nHost: gateway\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400],
-      'no Host header': ['POST /api/v1/send/ HTTP/1.1\r\nContent-Length: 0\r\n\r\n', 400],
-      'headers over 16 KiB': [`POST /api/v1/send/ HTTP/1.1\r\nHost: gateway\r\nX-Padding: ${'p'.repeat(20_000)}\r\nContent-Length: 0\r\n\r\n`, 431],
-    };
-    for (const [label, [bytes, status]] of Object.entries(requests)) {
-      const response = await rawExchange(system.gatewayUrl, bytes);
-      assert.equal(response.status, status, `${label}: ${response.status}`);
-      assertEveryResponseHeaders(response);
-      assert.deepEqual(Object.keys(response.body).sort(), ['code', 'detail'], `${label}: ${JSON.stringify(response.text)}`);
-    }
-  },
-);
+test("requests the HTTP parser refuses still get the contract's headers and a {detail, code} body", async () => {
+  const requests: Record<string, [string, number]> = {
+    'a header name with a space': ['POST /api/v1/send/ HTTP/1.1\r\nHost: gateway\r\nBad Header: 1\r\nContent-Length: 0\r\n\r\n', 400],
+    'Content-Length with Transfer-Encoding': [
+      'POST /api/v1/send/ HTTP/1.1\r\nHost: gateway\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+      400,
+    ],
+    'no Host header': ['POST /api/v1/send/ HTTP/1.1\r\nContent-Length: 0\r\n\r\n', 400],
+    'headers over 16 KiB': [`POST /api/v1/send/ HTTP/1.1\r\nHost: gateway\r\nX-Padding: ${'p'.repeat(20_000)}\r\nContent-Length: 0\r\n\r\n`, 431],
+  };
+  for (const [label, [bytes, status]] of Object.entries(requests)) {
+    const response = await rawExchange(system.gatewayUrl, bytes);
+    assert.equal(response.status, status, `${label}: ${response.status}`);
+    assertEveryResponseHeaders(response);
+    assert.deepEqual(Object.keys(response.body).sort(), ['code', 'detail'], `${label}: ${JSON.stringify(response.text)}`);
+  }
+});
 
 test('an unknown route is 404 not_found, another method on the send route 405 with Allow, and the path works without its slash', async () => {
   for (const path of ['/api/v1/sent/', '/api/v2/send/', '/', '/api/v1/send/extra', '/api/v1/send//']) {
@@ -270,11 +335,13 @@ test('an unknown route is 404 not_found, another method on the send route 405 wi
       assert.match(response.headers.get('allow') ?? '', /\bPOST\b/, `${method} ${path}: Allow`);
     }
   }
-  assertAccepted(await system.request('/api/v1/send', {
-    method: 'POST',
-    headers: { authorization: `Api-Key ${tenant.apiKey}`, 'x-organization-id': String(tenant.organizationId), 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  }));
+  assertAccepted(
+    await system.request('/api/v1/send', {
+      method: 'POST',
+      headers: { authorization: `Api-Key ${tenant.apiKey}`, 'x-organization-id': String(tenant.organizationId), 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    }),
+  );
 });
 
 test('the gateway answers /healthz and /readyz, each service serves Prometheus /metrics on its own port, and gRPC health answers', async () => {
@@ -283,7 +350,12 @@ test('the gateway answers /healthz and /readyz, each service serves Prometheus /
   const ready = await system.request('/readyz', { method: 'GET' });
   assert.equal(ready.status, 200, ready.text);
   const { metrics } = system.stack.ports;
-  for (const [service, port] of [['auth-svc', metrics.auth], ['dispatch-svc', metrics.dispatch], ['gateway', metrics.gateway], ['mailer-svc', metrics.mailer[0]]] as const) {
+  for (const [service, port] of [
+    ['auth-svc', metrics.auth],
+    ['dispatch-svc', metrics.dispatch],
+    ['gateway', metrics.gateway],
+    ['mailer-svc', metrics.mailer[0]],
+  ] as const) {
     const response = await fetch(`http://127.0.0.1:${port}/metrics`);
     assert.equal(response.status, 200, service);
     assert.match(response.headers.get('content-type') ?? '', /^text\/plain/, service);

@@ -5,11 +5,11 @@
 // The same again for the batch endpoint, whose bodies hold such sends as items (and whose 200 entries are checked one by one).
 import assert from 'node:assert/strict';
 import { Agent } from 'node:http';
-import { after, before, test, type TestContext } from 'node:test';
+import { after, before, type TestContext, test } from 'node:test';
 import fc from 'fast-check';
 import { contractShapeProblem, uuidPattern } from '../harness/contract-shapes.ts';
-import { rawRequest, type RawRequest, type RawResult } from '../harness/raw-http.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type RawRequest, type RawResult, rawRequest } from '../harness/raw-http.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { anotherKey, validBody } from '../harness/tenants.ts';
 
 const batchSize = 8;
@@ -42,7 +42,10 @@ after(async () => {
 
 /** Header values Node can put on the wire: tab, printable ASCII and latin-1 (CR, LF and NUL cannot be sent at all). */
 const headerText = (maxLength: number): fc.Arbitrary<string> =>
-  fc.string({ unit: fc.oneof(fc.integer({ min: 0x20, max: 0x7e }), fc.integer({ min: 0xa0, max: 0xff }), fc.constant(0x09)).map((code) => String.fromCharCode(code)), maxLength });
+  fc.string({
+    unit: fc.oneof(fc.integer({ min: 0x20, max: 0x7e }), fc.integer({ min: 0xa0, max: 0xff }), fc.constant(0x09)).map((code) => String.fromCharCode(code)),
+    maxLength,
+  });
 
 /** The arbitrary parts of a request; keys and organizations are picked by name once the system exists. */
 interface Generated {
@@ -58,7 +61,13 @@ interface Generated {
   body: Buffer;
 }
 
-const emailish = fc.oneof(fc.constant('someone@example.com'), fc.emailAddress(), headerText(40), fc.constant('Ada <ada@example.com>'), fc.constant('a@example.com\r\nBcc: b@example.com'));
+const emailish = fc.oneof(
+  fc.constant('someone@example.com'),
+  fc.emailAddress(),
+  headerText(40),
+  fc.constant('Ada <ada@example.com>'),
+  fc.constant('a@example.com\r\nBcc: b@example.com'),
+);
 const dataish = fc.oneof(
   fc.constant({ name: 'Someone' }),
   fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 }),
@@ -79,10 +88,21 @@ const optionalField = <T>(nearValid: fc.Arbitrary<T>): fc.Arbitrary<unknown> =>
   fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 3, arbitrary: nearValid }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) });
 // Tags and metadata (docs/contract.md, "Tags and metadata"): within their bounds, just past them, or with text that
 // PostgreSQL refuses (NUL) or a renderer could mistake (markup, control characters, reserved keys).
-const tagish = fc.oneof({ weight: 4, arbitrary: fc.stringMatching(/^[A-Za-z0-9_-]{1,64}$/) }, { weight: 1, arbitrary: fc.string({ maxLength: 70 }) }, { weight: 1, arbitrary: fc.constantFrom('', 'x'.repeat(65), 'a\u0000b', '<b>', 'été') });
+const tagish = fc.oneof(
+  { weight: 4, arbitrary: fc.stringMatching(/^[A-Za-z0-9_-]{1,64}$/) },
+  { weight: 1, arbitrary: fc.string({ maxLength: 70 }) },
+  { weight: 1, arbitrary: fc.constantFrom('', 'x'.repeat(65), 'a\u0000b', '<b>', 'été') },
+);
 const tagsish = fc.array(tagish, { maxLength: 12 });
-const metadataKeyish = fc.oneof({ weight: 4, arbitrary: fc.stringMatching(/^[A-Za-z0-9_-]{1,40}$/) }, { weight: 1, arbitrary: fc.constantFrom('', 'k'.repeat(41), 'a b', '__proto__', 'constructor') });
-const metadataValueish = fc.oneof({ weight: 4, arbitrary: fc.string({ maxLength: 256 }) }, { weight: 1, arbitrary: fc.constantFrom('x'.repeat(257), 'nul\u0000', 'line\nbreak') }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 1 }) });
+const metadataKeyish = fc.oneof(
+  { weight: 4, arbitrary: fc.stringMatching(/^[A-Za-z0-9_-]{1,40}$/) },
+  { weight: 1, arbitrary: fc.constantFrom('', 'k'.repeat(41), 'a b', '__proto__', 'constructor') },
+);
+const metadataValueish = fc.oneof(
+  { weight: 4, arbitrary: fc.string({ maxLength: 256 }) },
+  { weight: 1, arbitrary: fc.constantFrom('x'.repeat(257), 'nul\u0000', 'line\nbreak') },
+  { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 1 }) },
+);
 const metadataish = fc.dictionary(metadataKeyish, metadataValueish, { maxKeys: 22 });
 
 /** A send body with each field kept, replaced by any JSON or dropped, maybe with unknown or reserved members. */
@@ -105,7 +125,12 @@ const nearValidBody = fc
 const bodies = fc.oneof(
   { weight: 3, arbitrary: fc.constant(Buffer.from(JSON.stringify(validBody('welcome')))) },
   // A valid scheduled send, so that cancels of real scheduled messages happen too.
-  { weight: 1, arbitrary: fc.integer({ min: 60, max: 29 * 86_400 }).map((seconds) => Buffer.from(JSON.stringify(validBody('welcome', { send_at: new Date(Date.now() + seconds * 1_000).toISOString() })))) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .integer({ min: 60, max: 29 * 86_400 })
+      .map((seconds) => Buffer.from(JSON.stringify(validBody('welcome', { send_at: new Date(Date.now() + seconds * 1_000).toISOString() })))),
+  },
   { weight: 6, arbitrary: nearValidBody },
   { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 4 }).map((value) => Buffer.from(JSON.stringify(value) ?? '')) },
   { weight: 1, arbitrary: fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes)) },
@@ -113,13 +138,20 @@ const bodies = fc.oneof(
 );
 
 const requests: fc.Arbitrary<Generated> = fc.record({
-  method: fc.oneof({ weight: 20, arbitrary: fc.constant('POST') }, { weight: 2, arbitrary: fc.constant('DELETE') }, { weight: 1, arbitrary: fc.constantFrom('GET', 'PUT', 'PATCH', 'OPTIONS') }),
+  method: fc.oneof(
+    { weight: 20, arbitrary: fc.constant('POST') },
+    { weight: 2, arbitrary: fc.constant('DELETE') },
+    { weight: 1, arbitrary: fc.constantFrom('GET', 'PUT', 'PATCH', 'OPTIONS') },
+  ),
   path: fc.oneof(
     { weight: 12, arbitrary: fc.constant('/api/v1/send/') },
     { weight: 4, arbitrary: fc.constant('/api/v1/send') },
     { weight: 1, arbitrary: fc.constantFrom('/api/v1/send/?x=1', '/api/v1/sen', '/api/v1/send/x', '/API/V1/SEND/', '/', '/api/v1/openapi.json', '/healthz') },
     // The cancel of a scheduled message (DELETE), and the other methods on its path.
-    { weight: 1, arbitrary: fc.oneof(fc.integer({ min: 0, max: 3_000 }).map(String), headerText(12).map(encodeURIComponent)).map((id) => `/api/v1/messages/${id}/`) },
+    {
+      weight: 1,
+      arbitrary: fc.oneof(fc.integer({ min: 0, max: 3_000 }).map(String), headerText(12).map(encodeURIComponent)).map((id) => `/api/v1/messages/${id}/`),
+    },
     { weight: 1, arbitrary: fc.webPath().map((path) => (path.startsWith('/') ? path : `/${path}`)) },
   ),
   key: fc.oneof(
@@ -138,16 +170,30 @@ const requests: fc.Arbitrary<Generated> = fc.record({
     { weight: 8, arbitrary: fc.constant({ kind: 'own' as const }) },
     { weight: 1, arbitrary: fc.constant({ kind: 'other' as const }) },
     { weight: 1, arbitrary: fc.constant({ kind: 'absent' as const }) },
-    { weight: 2, arbitrary: fc.oneof(headerText(24), fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }).map(String)).map((value) => ({ kind: 'raw' as const, value })) },
+    {
+      weight: 2,
+      arbitrary: fc.oneof(headerText(24), fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }).map(String)).map((value) => ({ kind: 'raw' as const, value })),
+    },
   ),
   contentType: fc.oneof(
     { weight: 8, arbitrary: fc.constant('application/json') },
-    { weight: 1, arbitrary: fc.constantFrom('application/json; charset=utf-8', 'text/plain', 'application/xml', 'application/json; charset=latin1', undefined) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom('application/json; charset=utf-8', 'text/plain', 'application/xml', 'application/json; charset=latin1', undefined),
+    },
     { weight: 1, arbitrary: headerText(40) },
   ),
   idempotencyKey: fc.oneof({ weight: 6, arbitrary: fc.constant(undefined) }, { weight: 2, arbitrary: fc.uuid() }, { weight: 1, arbitrary: headerText(40) }),
-  acceptLanguage: fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 2, arbitrary: fc.constantFrom('es', 'en', 'es-MX', 'en;q=0.5,es;q=0.8', '*') }, { weight: 1, arbitrary: headerText(40) }),
-  requestId: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.stringMatching(/^[A-Za-z0-9-]{1,64}$/) }, { weight: 1, arbitrary: headerText(200) }),
+  acceptLanguage: fc.oneof(
+    { weight: 4, arbitrary: fc.constant(undefined) },
+    { weight: 2, arbitrary: fc.constantFrom('es', 'en', 'es-MX', 'en;q=0.5,es;q=0.8', '*') },
+    { weight: 1, arbitrary: headerText(40) },
+  ),
+  requestId: fc.oneof(
+    { weight: 3, arbitrary: fc.constant(undefined) },
+    { weight: 1, arbitrary: fc.stringMatching(/^[A-Za-z0-9-]{1,64}$/) },
+    { weight: 1, arbitrary: headerText(200) },
+  ),
   body: bodies,
 });
 
@@ -221,9 +267,15 @@ async function fuzz(t: TestContext, generator: fc.Arbitrary<Generated>, seen: (r
     }),
     { numRuns: batches, interruptAfterTimeLimit: 200_000, markInterruptAsFailure: true },
   );
-  t.diagnostic(`${sentCount} requests in ${Math.round(performance.now() - started)} ms; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort(([a], [b]) => a - b)))}`);
+  t.diagnostic(
+    `${sentCount} requests in ${Math.round(performance.now() - started)} ms; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort(([a], [b]) => a - b)))}`,
+  );
   assert.ok(sentCount >= 2_000, `only ${sentCount} requests were sent`);
-  assert.deepEqual({ gateway: system.stack.pid('gateway'), auth: system.stack.pid('auth-svc'), dispatch: system.stack.pid('dispatch-svc') }, pids, 'no process exited or restarted');
+  assert.deepEqual(
+    { gateway: system.stack.pid('gateway'), auth: system.stack.pid('auth-svc'), dispatch: system.stack.pid('dispatch-svc') },
+    pids,
+    'no process exited or restarted',
+  );
   return statuses;
 }
 
@@ -233,13 +285,25 @@ test('at least 2,000 generated requests: every answer has a contract shape, none
     if (response.status === 202 && response.text.includes('"status":"scheduled"')) scheduled += 1;
   });
   // The generators reach deep: accepted sends, each refusal class, and the field checks.
-  for (const status of [202, 400, 401, 403, 404, 415, 422]) assert.ok((statuses.get(status) ?? 0) > 0, `no ${status} among ${JSON.stringify(Object.fromEntries(statuses))}`);
+  for (const status of [202, 400, 401, 403, 404, 415, 422])
+    assert.ok((statuses.get(status) ?? 0) > 0, `no ${status} among ${JSON.stringify(Object.fromEntries(statuses))}`);
   assert.ok(scheduled > 0, 'no scheduled send was accepted');
   // Still healthy afterwards.
-  const last = await rawRequest(system.gatewayUrl, toRawRequest({
-    method: 'POST', path: '/api/v1/send/', key: 'alpha', authorization: { kind: 'valid' }, organization: { kind: 'own' }, contentType: 'application/json',
-    idempotencyKey: undefined, acceptLanguage: undefined, requestId: undefined, body: Buffer.from(JSON.stringify(validBody('welcome'))),
-  }));
+  const last = await rawRequest(
+    system.gatewayUrl,
+    toRawRequest({
+      method: 'POST',
+      path: '/api/v1/send/',
+      key: 'alpha',
+      authorization: { kind: 'valid' },
+      organization: { kind: 'own' },
+      contentType: 'application/json',
+      idempotencyKey: undefined,
+      acceptLanguage: undefined,
+      requestId: undefined,
+      body: Buffer.from(JSON.stringify(validBody('welcome'))),
+    }),
+  );
   assert.equal(last.status, 202, last.text);
 });
 
@@ -254,7 +318,12 @@ const batchBodies = fc.oneof(
   { weight: 10, arbitrary: fc.array(batchItem, { minLength: 1, maxLength: 12 }).map((items) => Buffer.from(`{"messages":[${items.join(',')}]}`)) },
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((messages) => Buffer.from(JSON.stringify({ messages }))) },
   // Around the 500-item limit; items of a template that does not exist, so that the big ones stay cheap to judge.
-  { weight: 1, arbitrary: fc.integer({ min: 499, max: 501 }).map((length) => Buffer.from(JSON.stringify({ messages: Array.from({ length }, () => validBody('no-such-template')) }))) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .integer({ min: 499, max: 501 })
+      .map((length) => Buffer.from(JSON.stringify({ messages: Array.from({ length }, () => validBody('no-such-template')) }))),
+  },
   { weight: 2, arbitrary: bodies },
 );
 
@@ -267,9 +336,11 @@ test('at least 2,000 generated batch requests: every answer and every entry has 
   const entries = new Map<number, number>();
   const statuses = await fuzz(t, batchRequests, (response) => {
     if (response.status !== 200) return;
-    for (const entry of (JSON.parse(response.text) as { results: Array<{ status: number }> }).results) entries.set(entry.status, (entries.get(entry.status) ?? 0) + 1);
+    for (const entry of (JSON.parse(response.text) as { results: Array<{ status: number }> }).results)
+      entries.set(entry.status, (entries.get(entry.status) ?? 0) + 1);
   });
   t.diagnostic(`entries ${JSON.stringify(Object.fromEntries(entries))}`);
-  for (const status of [200, 400, 401, 403, 415, 422]) assert.ok((statuses.get(status) ?? 0) > 0, `no ${status} among ${JSON.stringify(Object.fromEntries(statuses))}`);
+  for (const status of [200, 400, 401, 403, 415, 422])
+    assert.ok((statuses.get(status) ?? 0) > 0, `no ${status} among ${JSON.stringify(Object.fromEntries(statuses))}`);
   for (const status of [202, 404, 422]) assert.ok((entries.get(status) ?? 0) > 0, `no ${status} entry among ${JSON.stringify(Object.fromEntries(entries))}`);
 });

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { assertAccepted } from '../harness/contract-shapes.ts';
 import { rawRequest } from '../harness/raw-http.ts';
-import { startSystem, type HttpResult, type System, type Tenant } from '../harness/system.ts';
+import { type HttpResult, type System, startSystem, type Tenant } from '../harness/system.ts';
 import { anotherKey, validBody } from '../harness/tenants.ts';
 import { assertTranslated, languageHeader, type Situation } from '../harness/translation.ts';
 

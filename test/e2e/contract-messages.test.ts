@@ -7,7 +7,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { assertCoded, assertDetailOnly, assertFieldErrors } from '../harness/contract-shapes.ts';
 import { openApiResponseCheck, type ResponseCheck } from '../harness/openapi.ts';
-import { startSystem, type HttpResult, type System, type Tenant } from '../harness/system.ts';
+import { type HttpResult, type System, startSystem, type Tenant } from '../harness/system.ts';
 import { anotherKey, validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
 
@@ -34,7 +34,8 @@ async function tenantWithTemplate(name: string): Promise<Tenant> {
 }
 
 /** The documented path of a read, for the OpenAPI check (the reads are documented without the trailing slash). */
-const documentedPath = (path: string): string => (path.startsWith('/api/v1/messages/') && path.length > '/api/v1/messages/'.length ? '/api/v1/messages/{message_id}' : '/api/v1/messages');
+const documentedPath = (path: string): string =>
+  path.startsWith('/api/v1/messages/') && path.length > '/api/v1/messages/'.length ? '/api/v1/messages/{message_id}' : '/api/v1/messages';
 
 async function read(tenant: Pick<Tenant, 'apiKey' | 'organizationId'>, path: string, headers: Record<string, string> = {}): Promise<HttpResult> {
   const response = await system.request(path, {
@@ -104,9 +105,16 @@ test('a sent message reads back with its status, its fields and its transitions 
   assert.match(String(body['trace_id']), /^[0-9a-f]{32}$/, 'the trace of the accepting request');
   assert.match(String(body['last_smtp_reply']), /^250/);
   const events = body['events'] as Array<Record<string, unknown>>;
-  assert.deepEqual(events.map((event) => event['status']), ['queued', 'sending', 'sent']);
+  assert.deepEqual(
+    events.map((event) => event['status']),
+    ['queued', 'sending', 'sent'],
+  );
   const times = events.map((event) => Date.parse(String(event['at'])));
-  assert.deepEqual([...times].sort((a, b) => a - b), times, 'oldest first');
+  assert.deepEqual(
+    [...times].sort((a, b) => a - b),
+    times,
+    'oldest first',
+  );
   assert.match(String(body['created_at']), /Z$/, 'RFC 3339 UTC');
   // Without the trailing slash too, and in Spanish when asked (the body does not change, the language header does).
   const again = await read(tenant, `/api/v1/messages/${id}`, { 'accept-language': 'es' });
@@ -122,17 +130,29 @@ test("another organization's or another project's message is 404 both ways, exac
   const key = await system.authAdmin.call('CreateApiKey', { projectId: project.id, name: 'second' });
   const sibling: Tenant = { ...alpha, projectId: project.id, keyId: key.key?.id ?? 0, apiKey: key.apiKey };
   await system.putTemplate(sibling.projectId, 'welcome');
-  const ids = new Map([[alpha, await sendOne(alpha)], [beta, await sendOne(beta)], [sibling, await sendOne(sibling)]]);
+  const ids = new Map([
+    [alpha, await sendOne(alpha)],
+    [beta, await sendOne(beta)],
+    [sibling, await sendOne(sibling)],
+  ]);
   const missing = await read(alpha, '/api/v1/messages/999999999/');
   assertCoded(missing, 404, 'message_not_found');
 
-  for (const [caller, owner] of [[alpha, beta], [beta, alpha], [alpha, sibling], [sibling, alpha]] as const) {
+  for (const [caller, owner] of [
+    [alpha, beta],
+    [beta, alpha],
+    [alpha, sibling],
+    [sibling, alpha],
+  ] as const) {
     assert.equal((await read(owner, `/api/v1/messages/${ids.get(owner)}/`)).status, 200);
     const foreign = await read(caller, `/api/v1/messages/${ids.get(owner)}/`);
     assertCoded(foreign, 404, 'message_not_found');
     assert.deepEqual(foreign.body, missing.body, 'indistinguishable from an id that does not exist');
     const listed = await read(caller, '/api/v1/messages/');
-    assert.deepEqual((listed.body['results'] as Array<Record<string, unknown>>).map((message) => message['message_id']), [ids.get(caller)]);
+    assert.deepEqual(
+      (listed.body['results'] as Array<Record<string, unknown>>).map((message) => message['message_id']),
+      [ids.get(caller)],
+    );
   }
   // The other organization in the header is the send endpoint's 403, before any message is looked at.
   assertCoded(await read({ apiKey: alpha.apiKey, organizationId: beta.organizationId }, `/api/v1/messages/${ids.get(beta)}/`), 403, 'permission_denied');
@@ -202,7 +222,10 @@ test('filters narrow the listing, and a bad one is 422 naming every parameter at
   assert.deepEqual(ids(await read(tenant, '/api/v1/messages/?to=grace@example.com')), [first]);
   assert.deepEqual(ids(await read(tenant, '/api/v1/messages/?template=receipt')), [receipt.body['message_id']]);
   assert.deepEqual(ids(await read(tenant, '/api/v1/messages/?created_before=2000-01-01T00:00:00Z')), []);
-  assert.equal(ids(await read(tenant, `/api/v1/messages/?created_after=${encodeURIComponent(new Date(Date.now() - 3_600_000).toISOString())}&limit=100`)).length, 2);
+  assert.equal(
+    ids(await read(tenant, `/api/v1/messages/?created_after=${encodeURIComponent(new Date(Date.now() - 3_600_000).toISOString())}&limit=100`)).length,
+    2,
+  );
   assert.deepEqual(ids(await read(tenant, '/api/v1/messages/?status=failed')), []);
 
   const refused = await read(tenant, '/api/v1/messages/?status=lost&limit=0&created_after=yesterday&template=a%20b&page=2');

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 
 const run = promisify(execFile);
 const repoRoot = path.resolve(import.meta.dirname, '../..');
@@ -118,15 +118,26 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
 
   // The generated types hold the client to the document: this compiles only if paths, parameters and bodies match.
   const tsc = binOf('typescript', 'tsc');
-  await run(process.execPath, [tsc, '--noEmit', '--strict', '--target', 'esnext', '--module', 'nodenext', '--skipLibCheck', '--types', 'node', path.join(workDir, 'client.ts')], { cwd: repoRoot }).catch(
-    (error: { stdout?: string }) => assert.fail(`the generated client does not type-check:\n${error.stdout ?? String(error)}`),
-  );
+  await run(
+    process.execPath,
+    [tsc, '--noEmit', '--strict', '--target', 'esnext', '--module', 'nodenext', '--skipLibCheck', '--types', 'node', path.join(workDir, 'client.ts')],
+    { cwd: repoRoot },
+  ).catch((error: { stdout?: string }) => assert.fail(`the generated client does not type-check:\n${error.stdout ?? String(error)}`));
 
   const { stdout } = await run(process.execPath, [path.join(workDir, 'client.ts')], {
     cwd: workDir,
     env: { ...process.env, NOTIFY_URL: system.gatewayUrl, NOTIFY_API_KEY: tenant.apiKey, NOTIFY_ORG_ID: String(tenant.organizationId) },
   });
-  const result = JSON.parse(stdout) as { messageId: number; status: string; firstEvent: string; listed: number[]; next: string | null; scheduled: string; canceledStatus: string; batchStatuses: number[] };
+  const result = JSON.parse(stdout) as {
+    messageId: number;
+    status: string;
+    firstEvent: string;
+    listed: number[];
+    next: string | null;
+    scheduled: string;
+    canceledStatus: string;
+    batchStatuses: number[];
+  };
   assert.ok(Number.isInteger(result.messageId) && result.messageId > 0);
   assert.ok(['queued', 'sending', 'sent'].includes(result.status), result.status);
   assert.equal(result.firstEvent, 'queued');

@@ -3,13 +3,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
+import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { topology } from '@notify/proto';
 import { openApiResponseCheck, type ResponseCheck } from '../harness/openapi.ts';
-import { metricValue } from '../harness/service-metrics.ts';
 import { infrastructure } from '../harness/resources.ts';
-import { startSystem, type HttpResult, type System, type Tenant } from '../harness/system.ts';
+import { metricValue } from '../harness/service-metrics.ts';
+import { type HttpResult, type System, startSystem, type Tenant } from '../harness/system.ts';
 import { waitFor } from '../harness/wait.ts';
 
 /** NOTIFY_IDEMPOTENCY_TTL of this system: short, so that the window's end can be watched. */
@@ -40,7 +40,13 @@ async function tenantWithTemplate(name: string): Promise<Tenant> {
   return tenant;
 }
 
-const body = (overrides: Record<string, unknown> = {}) => ({ template: 'welcome', to: 'ada@example.com', channel: 'email', data: { name: 'Ada', order: { id: 7, items: [1, 2] } }, ...overrides });
+const body = (overrides: Record<string, unknown> = {}) => ({
+  template: 'welcome',
+  to: 'ada@example.com',
+  channel: 'email',
+  data: { name: 'Ada', order: { id: 7, items: [1, 2] } },
+  ...overrides,
+});
 
 /** A send whose response is checked against the OpenAPI document before the test looks at it. */
 async function send(tenant: Tenant, payload: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
@@ -109,7 +115,10 @@ test('live 202, 400, 401, 404, 415 and 422 answers match the documented schemas,
     await send(tenant, body(), { 'Content-Type': 'text/plain' }),
     await send(tenant, body({ to: 'not an address', extra: true })),
   ];
-  assert.deepEqual(answers.map((answer) => answer.status), [202, 400, 401, 404, 415, 422]);
+  assert.deepEqual(
+    answers.map((answer) => answer.status),
+    [202, 400, 401, 404, 415, 422],
+  );
   // The check is not vacuous: a 202 missing a field, or a 401 with a code, is caught.
   const accepted = answers[0] as HttpResult;
   const { message_id: _dropped, ...incomplete } = accepted.body;
@@ -189,14 +198,18 @@ test('a replay of the same JSON in another key order and spacing is the first 20
   const tenant = await tenantWithTemplate('replay');
   const key = randomUUID();
   const compact = '{"template":"welcome","to":"ada@example.com","channel":"email","data":{"name":"Ada","order":{"id":7,"items":[1,2]}}}';
-  const reordered = '{\n  "data": { "order": { "items": [ 1, 2 ], "id": 7 }, "name": "Ada" },\n  "channel" : "email",\t"to": "ada@example.com",\n  "template": "welcome"\n}';
+  const reordered =
+    '{\n  "data": { "order": { "items": [ 1, 2 ], "id": 7 }, "name": "Ada" },\n  "channel" : "email",\t"to": "ada@example.com",\n  "template": "welcome"\n}';
   const first = await sendWithKey(tenant, key, compact);
   assert.equal(first.status, 202, first.text);
   assert.equal(first.body['idempotent_replay'], false);
   assert.equal(first.headers.get('idempotent-replayed'), null);
   const [messages, jobs, used] = [await count('messages WHERE organization_id = $1', [tenant.organizationId]), await jobsStored(), await usage(tenant)];
 
-  for (const [payload, headerKey] of [[reordered, key], [compact, key.toUpperCase()]] as const) {
+  for (const [payload, headerKey] of [
+    [reordered, key],
+    [compact, key.toUpperCase()],
+  ] as const) {
     const replay = await sendWithKey(tenant, headerKey, payload);
     assert.equal(replay.status, 202, replay.text);
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
@@ -204,7 +217,10 @@ test('a replay of the same JSON in another key order and spacing is the first 20
   }
   assert.equal(await count('messages WHERE organization_id = $1', [tenant.organizationId]), messages);
   // The first send's row goes once its job is published, after its answer; no replay writes one again.
-  await waitFor(async () => (await count('outbox WHERE message_id = $1', [first.body['message_id']])) === 0, { timeoutMs: 5_000, what: "the first send's outbox row to be deleted" });
+  await waitFor(async () => (await count('outbox WHERE message_id = $1', [first.body['message_id']])) === 0, {
+    timeoutMs: 5_000,
+    what: "the first send's outbox row to be deleted",
+  });
   assert.equal(await jobsStored(), jobs);
   assert.equal(await usage(tenant), used);
 });
@@ -213,7 +229,12 @@ test('the same key with another body is 422 on Idempotency-Key, judged before th
   const tenant = await tenantWithTemplate('mismatch');
   const key = randomUUID();
   assert.equal((await sendWithKey(tenant, key, body())).status, 202);
-  for (const other of [body({ to: 'grace@example.com' }), body({ to: 'not an address', extra: 1 }), body({ template: 'nope' }), { ...body(), data: { name: 'Ada' } }]) {
+  for (const other of [
+    body({ to: 'grace@example.com' }),
+    body({ to: 'not an address', extra: 1 }),
+    body({ template: 'nope' }),
+    { ...body(), data: { name: 'Ada' } },
+  ]) {
     const response = await sendWithKey(tenant, key, other);
     assert.equal(response.status, 422, response.text);
     assert.deepEqual(Object.keys(response.body), ['Idempotency-Key']);
@@ -239,7 +260,8 @@ test('while the first request is in flight the same key is 409 idempotency_key_i
     );
     first = sendWithKey(tenant, key, body());
     await waitFor(
-      async () => ((await count(`pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%usage%'`, [])) > 0 ? true : undefined),
+      async () =>
+        (await count(`pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%usage%'`, [])) > 0 ? true : undefined,
       { timeoutMs: 1_500, intervalMs: 10, what: 'the first request to wait inside its transaction' },
     );
     for (const payload of [body(), body({ to: 'grace@example.com' })]) {

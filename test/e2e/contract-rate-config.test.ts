@@ -4,7 +4,7 @@
 // `second`.)
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { runGatewayExpectingExit, type GatewayExit } from '../harness/gateway-process.ts';
+import { type GatewayExit, runGatewayExpectingExit } from '../harness/gateway-process.ts';
 
 /** What a gateway needs to get past its configuration; ports 0 so that a gateway that wrongly starts binds nothing in use. */
 function gatewayEnvironment(overrides: Record<string, string>): Record<string, string> {
@@ -19,7 +19,10 @@ function gatewayEnvironment(overrides: Record<string, string>): Record<string, s
 }
 
 /** Runs `run` for every item, three processes at a time (the machine has two cores), results in item order. */
-async function inBatches<T>(items: readonly T[], run: (item: T) => Promise<GatewayExit & { timedOut: boolean }>): Promise<Array<GatewayExit & { timedOut: boolean }>> {
+async function inBatches<T>(
+  items: readonly T[],
+  run: (item: T) => Promise<GatewayExit & { timedOut: boolean }>,
+): Promise<Array<GatewayExit & { timedOut: boolean }>> {
   const results: Array<GatewayExit & { timedOut: boolean }> = [];
   for (let start = 0; start < items.length; start += 3) results.push(...(await Promise.all(items.slice(start, start + 3).map(run))));
   return results;

@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { assertAccepted, assertCoded, assertDetailOnly, assertEveryResponseHeaders, assertFieldErrors } from '../harness/contract-shapes.ts';
 import { startGatewayReplica } from '../harness/gateway-process.ts';
 import { sendVia } from '../harness/send-via.ts';
-import { startSystem, type HttpResult, type System, type Tenant } from '../harness/system.ts';
+import { type HttpResult, type System, startSystem, type Tenant } from '../harness/system.ts';
 import { anotherKey, validBody } from '../harness/tenants.ts';
 
 const policy = '"send";q=5;w=60';
@@ -75,7 +75,10 @@ test('every counted response carries RateLimit-Policy and RateLimit, 4xx after t
   assertAccepted(answers[4] as HttpResult);
   answers.forEach((response, index) => assertCounted(response, 4 - index));
   const resets = answers.map((response) => rateLimit(response).reset);
-  assert.ok(resets.every((reset, index) => index === 0 || reset <= (resets[index - 1] as number)), `t counts down: ${resets.join(',')}`);
+  assert.ok(
+    resets.every((reset, index) => index === 0 || reset <= (resets[index - 1] as number)),
+    `t counts down: ${resets.join(',')}`,
+  );
 
   const refused = await system.send(key, body);
   const seconds = assertThrottled(refused);

@@ -5,10 +5,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { assertAccepted, assertDetailOnly } from '../harness/contract-shapes.ts';
-import { startGatewayReplica, type GatewayReplica } from '../harness/gateway-process.ts';
-import { startPrivateRedis, type PrivateRedis } from '../harness/private-redis.ts';
+import { type GatewayReplica, startGatewayReplica } from '../harness/gateway-process.ts';
+import { type PrivateRedis, startPrivateRedis } from '../harness/private-redis.ts';
 import { sendVia, type TimedResult } from '../harness/send-via.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { anotherKey, validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
 
@@ -75,7 +75,10 @@ async function acceptedInTurn(key: Tenant, count: number): Promise<TimedResult[]
 test('with Redis up, the two replicas share one budget per key, kept in that Redis', async () => {
   const key = await anotherKey(system, tenant, 'redis-up');
   const answers = await acceptedInTurn(key, rate);
-  assert.deepEqual(answers.map((response) => response.headers.get('ratelimit')?.split(';')[1]), ['r=5', 'r=4', 'r=3', 'r=2', 'r=1', 'r=0']);
+  assert.deepEqual(
+    answers.map((response) => response.headers.get('ratelimit')?.split(';')[1]),
+    ['r=5', 'r=4', 'r=3', 'r=2', 'r=1', 'r=0'],
+  );
   assertThrottled(await sendVia(url(0), key, body));
   assertThrottled(await sendVia(url(1), key, body));
   assert.match(await countersInRedis(), new RegExp(`send-rate:${rate}/60:?${key.keyId}\\r\\n`));
@@ -138,7 +141,11 @@ test('when Redis is back on the same port, the replicas return to the budget sha
   }
   await redis.restart();
   // ...readiness reports Redis `ok` again once this replica's connection is back (`degraded` until then).
-  for (const replica of replicas) await waitFor(async () => ((await redisReadiness(replica.url)).redis === 'ok' ? true : undefined), { timeoutMs: 10_000, what: 'the replica to reconnect to Redis' });
+  for (const replica of replicas)
+    await waitFor(async () => ((await redisReadiness(replica.url)).redis === 'ok' ? true : undefined), {
+      timeoutMs: 10_000,
+      what: 'the replica to reconnect to Redis',
+    });
   // ...the fresh Redis counter governs again: the full shared budget, through every replica in turn, then 429 on each.
   await acceptedInTurn(key, rate);
   for (const index of replicas.keys()) assertThrottled(await sendVia(url(index), key, body));

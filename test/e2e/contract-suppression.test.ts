@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { assertAccepted, assertFieldErrors, writtenRows } from '../harness/contract-shapes.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { validBody } from '../harness/tenants.ts';
 import { assertTranslated, languageHeader } from '../harness/translation.ts';
 
@@ -26,10 +26,18 @@ after(async () => {
 const notifyctl = (...args: string[]): Promise<string> => system.notifyctlOk(...args);
 
 const usage = async (organizationId: number): Promise<number> =>
-  (await system.db.query<{ accepted: number }>('SELECT coalesce(sum(accepted), 0)::int AS accepted FROM organization_usage WHERE organization_id = $1', [organizationId])).rows[0]?.accepted ?? -1;
+  (
+    await system.db.query<{ accepted: number }>('SELECT coalesce(sum(accepted), 0)::int AS accepted FROM organization_usage WHERE organization_id = $1', [
+      organizationId,
+    ])
+  ).rows[0]?.accepted ?? -1;
 
 test('a suppressed address is 422 on `to` with its reason and date, in English and Spanish, and changes nothing', async () => {
-  const added = JSON.parse(await notifyctl('suppression', 'add', '--project', String(tenant.projectId), '--address', 'gone@Example.com', '--json')) as { address: string; reason: string; createdAt: string };
+  const added = JSON.parse(await notifyctl('suppression', 'add', '--project', String(tenant.projectId), '--address', 'gone@Example.com', '--json')) as {
+    address: string;
+    reason: string;
+    createdAt: string;
+  };
   assert.deepEqual([added.address, added.reason], ['gone@example.com', 'manual']);
   const since = added.createdAt.slice(0, 10);
 
@@ -50,8 +58,13 @@ test('a suppressed address is 422 on `to` with its reason and date, in English a
 
 test('notifyctl lists and removes entries; a removed address is accepted again', async () => {
   await notifyctl('suppression', 'add', '--project', String(tenant.projectId), '--address', 'later@example.com');
-  const listed = JSON.parse(await notifyctl('suppression', 'list', '--project', String(tenant.projectId), '--address', 'later', '--json')) as { suppressions: { address: string; reason: string }[] };
-  assert.deepEqual(listed.suppressions.map((entry) => [entry.address, entry.reason]), [['later@example.com', 'manual']]);
+  const listed = JSON.parse(await notifyctl('suppression', 'list', '--project', String(tenant.projectId), '--address', 'later', '--json')) as {
+    suppressions: { address: string; reason: string }[];
+  };
+  assert.deepEqual(
+    listed.suppressions.map((entry) => [entry.address, entry.reason]),
+    [['later@example.com', 'manual']],
+  );
   assert.equal((await system.send(tenant, validBody('welcome', { to: 'later@example.com' }))).status, 422);
 
   await notifyctl('suppression', 'remove', '--project', String(tenant.projectId), '--address', 'later@example.com');

@@ -12,10 +12,10 @@ import { after, before, test } from 'node:test';
 import { assertAccepted, assertFieldErrors } from '../harness/contract-shapes.ts';
 import { openApiResponseCheck, type ResponseCheck } from '../harness/openapi.ts';
 import { PanelVisitor } from '../harness/panel-visitor.ts';
-import { startSystem, type HttpResult, type System, type Tenant } from '../harness/system.ts';
+import { type HttpResult, type System, startSystem, type Tenant } from '../harness/system.ts';
 import { validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
-import { subscribedReceiver, webhooksAbout, type WebhookReceiver } from '../harness/webhook-receiver.ts';
+import { subscribedReceiver, type WebhookReceiver, webhooksAbout } from '../harness/webhook-receiver.ts';
 
 let system: System;
 let checkResponse: ResponseCheck;
@@ -39,7 +39,10 @@ after(async () => {
 const secrets = mkdtempSync(join(tmpdir(), 'notify-tags-e2e-'));
 
 async function read(path: string, headers: Record<string, string> = {}): Promise<HttpResult> {
-  const response = await system.request(path, { method: 'GET', headers: { authorization: `Api-Key ${tenant.apiKey}`, 'x-organization-id': String(tenant.organizationId), ...headers } });
+  const response = await system.request(path, {
+    method: 'GET',
+    headers: { authorization: `Api-Key ${tenant.apiKey}`, 'x-organization-id': String(tenant.organizationId), ...headers },
+  });
   const documented = /^\/api\/v1\/messages\/\d+/.test(path) ? '/api/v1/messages/{message_id}' : '/api/v1/messages';
   assert.deepEqual(checkResponse('GET', documented, response), [], `GET ${path}: ${response.status} ${response.text}`);
   return response;
@@ -63,7 +66,13 @@ test('tags and metadata are stored and read back by GET one and the list; a send
   const none = await read(`/api/v1/messages/${plain}/`);
   assert.deepEqual([none.body['tags'], none.body['metadata']], [[], {}]);
   const listed = (await read('/api/v1/messages/?limit=2')).body['results'] as Array<Record<string, unknown>>;
-  assert.deepEqual(listed.map((message) => [message['message_id'], message['tags'], message['metadata']]), [[plain, [], {}], [labelled, ['receipt', 'spring-2026'], metadata]]);
+  assert.deepEqual(
+    listed.map((message) => [message['message_id'], message['tags'], message['metadata']]),
+    [
+      [plain, [], {}],
+      [labelled, ['receipt', 'spring-2026'], metadata],
+    ],
+  );
 });
 
 test('?tag= lists exactly the messages sent with that tag, case-sensitively, a page at a time', async () => {
@@ -81,7 +90,7 @@ test('?tag= lists exactly the messages sent with that tag, case-sensitively, a p
   assert.deepEqual((await read(`/api/v1/messages/?tag=${tag.slice(0, -1)}`)).body['results'], [], 'exact match, not a prefix');
 });
 
-test('a malformed ?tag= is 422 on tag, in the caller\'s language', async () => {
+test("a malformed ?tag= is 422 on tag, in the caller's language", async () => {
   const english = await read('/api/v1/messages/?tag=a%20b');
   assertFieldErrors(english, ['tag']);
   assert.deepEqual(english.body['tag'], ['A tag is 1 to 64 letters, digits, underscores or hyphens.']);
@@ -95,8 +104,15 @@ test('labels that break a rule are 422 on tags and metadata, every rule at once,
   const english = await system.send(tenant, body);
   assertFieldErrors(english, ['tags', 'metadata']);
   assert.deepEqual(english.body, { tags: ['Each tag may appear only once.'], metadata: ['Each value must be a string.'] });
-  const spanish = await system.send(tenant, validBody('welcome', { tags: Array.from({ length: 11 }, (_, index) => `t${index}`), metadata: { 'bad key': 'v' } }), { 'accept-language': 'es' });
-  assert.deepEqual(spanish.body, { tags: ['Se permiten como máximo 10 etiquetas.'], metadata: ['Cada clave debe tener de 1 a 40 letras, dígitos, guiones bajos o guiones.'] });
+  const spanish = await system.send(
+    tenant,
+    validBody('welcome', { tags: Array.from({ length: 11 }, (_, index) => `t${index}`), metadata: { 'bad key': 'v' } }),
+    { 'accept-language': 'es' },
+  );
+  assert.deepEqual(spanish.body, {
+    tags: ['Se permiten como máximo 10 etiquetas.'],
+    metadata: ['Cada clave debe tener de 1 a 40 letras, dígitos, guiones bajos o guiones.'],
+  });
   assert.equal(await messageCount(), before);
 });
 
@@ -126,12 +142,23 @@ test('the message.sent webhook carries data.tags and data.metadata; a message wi
   assert.deepEqual([plainHook?.body.data['tags'], plainHook?.body.data['metadata']], [[], {}]);
 });
 
-test('the panel shows a message\'s tags and metadata, escaped, and its message search filters by tag', async () => {
+test("the panel shows a message's tags and metadata, escaped, and its message search filters by tag", async () => {
   const password = 'tags panel password, long enough';
   const passwordFile = join(secrets, 'password');
   writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 });
   const email = `viewer-${randomUUID().slice(0, 6)}@tags.example`;
-  const created = await system.notifyctl('panel-user', 'create', '--org', String(tenant.organizationId), '--email', email, '--role', 'viewer', '--password-file', passwordFile);
+  const created = await system.notifyctl(
+    'panel-user',
+    'create',
+    '--org',
+    String(tenant.organizationId),
+    '--email',
+    email,
+    '--role',
+    'viewer',
+    '--password-file',
+    passwordFile,
+  );
   assert.equal(created.code, 0, created.stderr);
   const visitor = new PanelVisitor(system.gatewayUrl);
   assert.equal((await visitor.signIn(email, password)).status, 303);
@@ -141,7 +168,10 @@ test('the panel shows a message\'s tags and metadata, escaped, and its message s
   const untagged = await sendLabelled({});
   const page = await visitor.get(`/panel/projects/${tenant.projectId}/messages/${tagged}`);
   assert.equal(page.status, 200, page.text);
-  assert.match(page.text, new RegExp(`<dt>Tags</dt><dd><ul class="tags"><li><a href="/panel/projects/${tenant.projectId}/messages\\?tag=${tag}"><code>${tag}</code></a></li><li>`));
+  assert.match(
+    page.text,
+    new RegExp(`<dt>Tags</dt><dd><ul class="tags"><li><a href="/panel/projects/${tenant.projectId}/messages\\?tag=${tag}"><code>${tag}</code></a></li><li>`),
+  );
   assert.match(page.text, /<dt>Metadata<\/dt><dd><dl class="metadata"><dt><code>note<\/code><\/dt><dd>&lt;b&gt;bold&lt;\/b&gt; &amp; co<\/dd><\/dl><\/dd>/);
   assert.match((await visitor.get(`/panel/projects/${tenant.projectId}/messages/${untagged}`)).text, /<dt>Tags<\/dt><dd>none<\/dd>/);
 

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { assertAccepted, assertCoded, assertFieldErrors, writtenRows } from '../harness/contract-shapes.ts';
-import { startSystem, type HttpResult, type System, type Tenant } from '../harness/system.ts';
+import { type HttpResult, type System, startSystem, type Tenant } from '../harness/system.ts';
 import { anotherKey, validBody } from '../harness/tenants.ts';
 
 const required = 'This field is required.';
@@ -75,7 +75,11 @@ async function assertRefusals(cases: Record<string, [body: unknown, expected: Re
     for (const [field, message] of Object.entries(expected)) {
       const messages = response.body[field] as string[];
       if (typeof message === 'string') assert.deepEqual(messages, [message], `${label}: ${field}`);
-      else if (message instanceof RegExp) assert.ok(messages.some((text) => message.test(text)), `${label}: ${field} ${JSON.stringify(messages)} should match ${message}`);
+      else if (message instanceof RegExp)
+        assert.ok(
+          messages.some((text) => message.test(text)),
+          `${label}: ${field} ${JSON.stringify(messages)} should match ${message}`,
+        );
     }
   }
   assert.deepEqual(await writtenRows(system.db), before, 'a refused request writes nothing');
@@ -154,17 +158,29 @@ test('data: required, a JSON object at most 32 levels deep, without __proto__, c
     'constructor inside an array': [{ ...base, data: { items: [{ constructor: 'x' }] } }, { data: null }],
     'prototype nested': [{ ...base, data: { a: { prototype: null } } }, { data: null }],
     'a list of 1001 items': [{ ...base, data: { items: list(1_001) } }, { data: 'A list in the data may hold at most 1000 items.' }],
-    'a nested list of 1001 items': [{ ...base, data: { order: { lines: [{ codes: list(1_001) }] } } }, { data: 'A list in the data may hold at most 1000 items.' }],
-    '10001 values': [{ ...base, data: { ...values(10_000), one: 'more' } }, { data: 'The data may hold at most 10000 values in all, counting those nested in objects and lists.' }],
+    'a nested list of 1001 items': [
+      { ...base, data: { order: { lines: [{ codes: list(1_001) }] } } },
+      { data: 'A list in the data may hold at most 1000 items.' },
+    ],
+    '10001 values': [
+      { ...base, data: { ...values(10_000), one: 'more' } },
+      { data: 'The data may hold at most 10000 values in all, counting those nested in objects and lists.' },
+    ],
     // Valid JSON that PostgreSQL's jsonb cannot hold: refused when the send is written, never a 500.
     'U+0000 in a value': [{ ...base, data: { name: 'a\u0000b' } }, { data: 'The data holds a value that cannot be stored, such as the character U+0000.' }],
-    'U+0000 in a nested key': [{ ...base, data: { order: { ['line\u0000']: 1 } } }, { data: 'The data holds a value that cannot be stored, such as the character U+0000.' }],
+    'U+0000 in a nested key': [
+      { ...base, data: { order: { ['line\u0000']: 1 } } },
+      { data: 'The data holds a value that cannot be stored, such as the character U+0000.' },
+    ],
   });
   // The same refusals in Spanish.
   const spanish = await system.send(tenant, { ...base, data: { items: list(1_001), more: values(10_000) } }, { 'accept-language': 'es' });
   assert.equal(spanish.status, 422, spanish.text);
   assert.deepEqual(spanish.body, {
-    data: ['Una lista de los datos puede contener como máximo 1000 elementos.', 'Los datos pueden contener como máximo 10000 valores en total, contando los anidados en objetos y listas.'],
+    data: [
+      'Una lista de los datos puede contener como máximo 1000 elementos.',
+      'Los datos pueden contener como máximo 10000 valores en total, contando los anidados en objetos y listas.',
+    ],
   });
 });
 
@@ -174,8 +190,14 @@ test('any other top-level field is refused with ["Unknown field."], an API key i
     'an API key in the body': [{ ...base, api_key: tenant.apiKey }, { api_key: unknown }],
     'a top-level __proto__': [withRawMember(base, '"__proto__":{"admin":true}'), { ['__proto__']: unknown }],
     'constructor at the top level': [{ ...base, constructor: 'x' }, { constructor: unknown }],
-    'a field name in another case': [{ ...without('template'), Template: 'welcome' }, { Template: unknown, template: required }],
-    'several unknown fields': [{ ...base, a: 1, b: null }, { a: unknown, b: unknown }],
+    'a field name in another case': [
+      { ...without('template'), Template: 'welcome' },
+      { Template: unknown, template: required },
+    ],
+    'several unknown fields': [
+      { ...base, a: 1, b: null },
+      { a: unknown, b: unknown },
+    ],
   });
 });
 
@@ -198,7 +220,12 @@ test('values at the limits are accepted: every slug character, a 100-character s
   assertAccepted(await system.send(key, { ...base, data: nested(32) }));
   assertAccepted(await system.send(key, { ...base, data: { items: list(1_000) } }));
   assertAccepted(await system.send(key, { ...base, data: values(10_000) }));
-  assertAccepted(await system.send(key, { ...base, data: { list: JSON.parse(`${'['.repeat(31)}${']'.repeat(31)}`) as unknown, text: 'constructor is fine as a value', n: null } }));
+  assertAccepted(
+    await system.send(key, {
+      ...base,
+      data: { list: JSON.parse(`${'['.repeat(31)}${']'.repeat(31)}`) as unknown, text: 'constructor is fine as a value', n: null },
+    }),
+  );
   assertAccepted(await system.send(key, { ...base, template: 'Every-kind_Of-slug_09', data: {} }));
 });
 

@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { audit, waitForStates } from '../harness/delivery-audit.ts';
 import { metricValue } from '../harness/service-metrics.ts';
 import { SmtpScript } from '../harness/smtp-script.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { waitFor } from '../harness/wait.ts';
 
 const script = new SmtpScript();
@@ -50,7 +50,10 @@ test('a domain answering 421 to every third message is slowed for both replicas 
   const slow = Array.from({ length: 20 }, (_, n) => `slow-${n}@slow.example`);
   const fast = Array.from({ length: 30 }, (_, n) => `fast-${n}@fast.example`);
   // Interleaved, so both domains' jobs reach the mailers together.
-  const addresses = fast.map((address, n) => [address, slow[n]]).flat().filter((address) => address !== undefined);
+  const addresses = fast
+    .map((address, n) => [address, slow[n]])
+    .flat()
+    .filter((address) => address !== undefined);
   const ids = new Map<string, number>();
   // Ten sends at a time: the whole run is accepted within about a second, so both domains start together.
   for (let start = 0; start < addresses.length; start += 10) {
@@ -71,7 +74,11 @@ test('a domain answering 421 to every third message is slowed for both replicas 
   );
   await waitForStates(system.db, [...ids.values()], { timeoutMs: 30_000, states: ['sent'], what: 'every message to be sent' });
   const result = await audit(system.db, system.resources.mailDir, [...ids.values()]);
-  assert.deepEqual({ delivered: result.delivered, duplicates: result.duplicates, broken: result.broken }, { delivered: ids.size, duplicates: 0, broken: [] }, 'each message sent, once');
+  assert.deepEqual(
+    { delivered: result.delivered, duplicates: result.duplicates, broken: result.broken },
+    { delivered: ids.size, duplicates: 0, broken: [] },
+    'each message sent, once',
+  );
 
   const slowTimes = await timings(slowIds);
   const fastTimes = await timings(fastIds);
@@ -79,11 +86,16 @@ test('a domain answering 421 to every third message is slowed for both replicas 
   // offers show every refusal, the deferrals only those on a fresh connection.
   const offers = slow.reduce((sum, address) => sum + script.offers(address), 0);
   assert.ok(offers >= slow.length + Math.floor(slow.length / 3), `${offers} offers for ${slow.length} messages`);
-  assert.equal(fastTimes.reduce((sum, time) => sum + time.deferrals, 0), 0, 'the other domain refused none');
+  assert.equal(
+    fastTimes.reduce((sum, time) => sum + time.deferrals, 0),
+    0,
+    'the other domain refused none',
+  );
   // Time from the first acceptance to the last mail sent, per domain: the slowed domain takes longer than its limit of
   // 10/s would (20 messages, its first second's worth at once: about 1 s), and than the other domain, which is not
   // held up by it. Margins are wide: the machine is shared.
-  const span = (times: { accepted: number; sent: number }[]): number => Math.max(...times.map((time) => time.sent)) - Math.min(...times.map((time) => time.accepted));
+  const span = (times: { accepted: number; sent: number }[]): number =>
+    Math.max(...times.map((time) => time.sent)) - Math.min(...times.map((time) => time.accepted));
   const slowSpan = span(slowTimes);
   const fastSpan = span(fastTimes);
   assert.ok(fastSpan < 8_000, `30 messages to the other domain took ${fastSpan} ms`);
@@ -92,7 +104,13 @@ test('a domain answering 421 to every third message is slowed for both replicas 
   assert.ok((fastLatencies[Math.floor(fastLatencies.length / 2)] ?? 0) < 2_000, `median latency of the other domain ${fastLatencies.join(', ')} ms`);
 
   assert.ok(slowedPace < 4);
-  const refusals = await Promise.all(ports.map((port) => metricValue(port, 'notify_destination_deferrals_total', { domain: 'slow.example', reason: 'rate_limited' })));
+  const refusals = await Promise.all(
+    ports.map((port) => metricValue(port, 'notify_destination_deferrals_total', { domain: 'slow.example', reason: 'rate_limited' })),
+  );
   assert.ok(refusals.reduce((sum: number, count) => sum + (count ?? 0), 0) >= 3, `rate_limited deferrals per replica: ${refusals.join(', ')}`);
-  assert.equal(await metricValue(ports[0] ?? 0, 'notify_destination_concurrency_limit', { domain: 'fast.example' }), undefined, 'the other domain was never slowed');
+  assert.equal(
+    await metricValue(ports[0] ?? 0, 'notify_destination_concurrency_limit', { domain: 'fast.example' }),
+    undefined,
+    'the other domain was never slowed',
+  );
 });

@@ -5,13 +5,13 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { simpleParser } from 'mailparser';
 import { assertAccepted } from '../harness/contract-shapes.ts';
 import { mailFiles } from '../harness/mailbox.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
 
@@ -92,18 +92,28 @@ test('mail From a domain with a key is signed, and the signature verifies agains
   const altered = Buffer.from(raw.toString('utf8').replace(/^Subject: (.*)$/m, 'Subject: $1 (changed)'));
   assert.notEqual((await dkimVerify(altered, { resolver })).results[0]?.status.result, 'pass');
 
-  const listed = JSON.parse(await notifyctl('domain', 'list', '--org', String(tenant.organizationId), '--json')) as { domains: { domain: string; dnsValue: string }[] };
-  assert.deepEqual(listed.domains.map((entry) => [entry.domain, entry.dnsValue]), [[mailDomain, added.dnsValue]]);
+  const listed = JSON.parse(await notifyctl('domain', 'list', '--org', String(tenant.organizationId), '--json')) as {
+    domains: { domain: string; dnsValue: string }[];
+  };
+  assert.deepEqual(
+    listed.domains.map((entry) => [entry.domain, entry.dnsValue]),
+    [[mailDomain, added.dnsValue]],
+  );
 });
 
 test('after `domain remove`, mail goes out unsigned', async () => {
   assert.ok(published, 'the first test added the domain');
-  const removed = JSON.parse(await notifyctl('domain', 'remove', '--org', String(tenant.organizationId), '--domain', mailDomain, '--json')) as { removed: string };
+  const removed = JSON.parse(await notifyctl('domain', 'remove', '--org', String(tenant.organizationId), '--domain', mailDomain, '--json')) as {
+    removed: string;
+  };
   assert.deepEqual(removed, { removed: mailDomain });
   await mailersRefreshed();
 
   const raw = await sendAndReceive('unsigned@example.com');
   assert.doesNotMatch(raw.toString('utf8').split('\r\n\r\n')[0] ?? '', /^DKIM-Signature:/im);
   const verified = await dkimVerify(raw, { resolver });
-  assert.ok(verified.results.every((entry) => entry.status.result === 'none'), JSON.stringify(verified.results.map((entry) => entry.info)));
+  assert.ok(
+    verified.results.every((entry) => entry.status.result === 'none'),
+    JSON.stringify(verified.results.map((entry) => entry.info)),
+  );
 });

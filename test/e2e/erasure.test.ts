@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { waitForStates } from '../harness/delivery-audit.ts';
-import { startSystem, type HttpResult, type System, type Tenant } from '../harness/system.ts';
+import { type HttpResult, type System, startSystem, type Tenant } from '../harness/system.ts';
 import { validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
 import { subscribedReceiver, type WebhookReceiver } from '../harness/webhook-receiver.ts';
@@ -27,7 +27,8 @@ let neighbourId = 0;
 before(async () => {
   system = await startSystem({
     env: { NOTIFY_PUBLIC_SEND_RATE: '100000/min', NOTIFY_PUBLIC_READ_RATE: '100000/min', NOTIFY_WEBHOOK_ALLOW_PRIVATE: 'true' },
-    smtpReply: (envelope) => (envelope.to.startsWith('Erase.Me@') ? { code: 550, message: `5.1.1 <${refused}>: Recipient address rejected: User unknown` } : undefined),
+    smtpReply: (envelope) =>
+      envelope.to.startsWith('Erase.Me@') ? { code: 550, message: `5.1.1 <${refused}>: Recipient address rejected: User unknown` } : undefined,
   });
   tenant = await system.createTenant('erasure');
   neighbour = await system.createTenant('erasure-neighbour');
@@ -69,7 +70,10 @@ async function rowsHoldingAddress(): Promise<Found[]> {
   );
   const found: Found[] = [];
   for (const { name } of tables) {
-    const { rows } = await system.db.query<{ row: Record<string, unknown> }>(`SELECT to_jsonb(t) AS row FROM "${name}" t WHERE strpos(lower(to_jsonb(t)::text), lower($1)) > 0`, [address]);
+    const { rows } = await system.db.query<{ row: Record<string, unknown> }>(
+      `SELECT to_jsonb(t) AS row FROM "${name}" t WHERE strpos(lower(to_jsonb(t)::text), lower($1)) > 0`,
+      [address],
+    );
     found.push(...rows.map(({ row }) => ({ table: name, row })));
   }
   return found;
@@ -88,25 +92,31 @@ async function neighbourRow(found: Found): Promise<boolean> {
 }
 
 async function read(id: number): Promise<HttpResult> {
-  return system.request(`/api/v1/messages/${id}/`, { method: 'GET', headers: { authorization: `Api-Key ${tenant.apiKey}`, 'x-organization-id': String(tenant.organizationId) } });
+  return system.request(`/api/v1/messages/${id}/`, {
+    method: 'GET',
+    headers: { authorization: `Api-Key ${tenant.apiKey}`, 'x-organization-id': String(tenant.organizationId) },
+  });
 }
 
-test('notifyctl messages erase leaves no row holding the address but the other project\'s, keeps the messages with their states, and prints the count', async () => {
+test("notifyctl messages erase leaves no row holding the address but the other project's, keeps the messages with their states, and prints the count", async () => {
   const before = await rowsHoldingAddress();
   const tables = new Set(before.map((found) => found.table));
-  for (const table of ['messages', 'message_events', 'suppressions', 'webhook_events']) assert.ok(tables.has(table), `the address is in ${table} before the erasure`);
+  for (const table of ['messages', 'message_events', 'suppressions', 'webhook_events'])
+    assert.ok(tables.has(table), `the address is in ${table} before the erasure`);
   const failedBefore = (await read(ids.failed)).body;
   assert.match(String(failedBefore['last_smtp_reply']), /Erase\.Me@EXAMPLE\.com/, 'the relay quoted the address');
 
-  const printed = JSON.parse(await system.notifyctlOk('messages', 'erase', '--project', String(tenant.projectId), '--address', 'ERASE.me@example.com', '--json')) as Record<string, number>;
+  const printed = JSON.parse(
+    await system.notifyctlOk('messages', 'erase', '--project', String(tenant.projectId), '--address', 'ERASE.me@example.com', '--json'),
+  ) as Record<string, number>;
   assert.equal(printed['erased'], 4, JSON.stringify(printed));
   assert.equal(printed['canceled'], 1);
-  assert.equal(printed['suppressions'], 2, 'the operator\'s entry and the hard bounce\'s');
+  assert.equal(printed['suppressions'], 2, "the operator's entry and the hard bounce's");
 
   const left = await rowsHoldingAddress();
   const strays = [];
   for (const found of left) if (!(await neighbourRow(found))) strays.push(found);
-  assert.deepEqual(strays, [], 'no row but the other project\'s holds the address');
+  assert.deepEqual(strays, [], "no row but the other project's holds the address");
   const neighbourTables = new Set(left.map((found) => found.table));
   for (const table of ['messages', 'webhook_events']) assert.ok(neighbourTables.has(table), `the other project's ${table} keep the address`);
   const { rows: neighbours } = await system.db.query('SELECT recipient, data FROM messages WHERE id = $1', [neighbourId]);
@@ -122,16 +132,30 @@ test('notifyctl messages erase leaves no row holding the address but the other p
     assert.doesNotMatch(response.text, /erase\.me@example\.com/i);
   }
   assert.match(String((await read(ids.failed)).body['last_smtp_reply']), /^550 .*<erased@erased\.invalid>/);
-  const { rows: erased } = await system.db.query<{ data: unknown; metadata: unknown; attempts: number }>('SELECT data, metadata, attempts FROM messages WHERE id = ANY($1::bigint[]) ORDER BY id', [ids.sent]);
-  assert.deepEqual(erased.map((row) => [row.data, row.metadata]), [[{}, {}], [{}, { customer: marker }]]);
-  assert.ok(erased.every((row) => row.attempts === 1), 'counts stay');
+  const { rows: erased } = await system.db.query<{ data: unknown; metadata: unknown; attempts: number }>(
+    'SELECT data, metadata, attempts FROM messages WHERE id = ANY($1::bigint[]) ORDER BY id',
+    [ids.sent],
+  );
+  assert.deepEqual(
+    erased.map((row) => [row.data, row.metadata]),
+    [
+      [{}, {}],
+      [{}, { customer: marker }],
+    ],
+  );
+  assert.ok(
+    erased.every((row) => row.attempts === 1),
+    'counts stay',
+  );
 });
 
 test('the erased address stays suppressed in its project until its hash is removed, a second erase changes nothing, and the other project still sends to it', async () => {
   const again = await system.send(tenant, validBody('welcome', { to: address }));
   assert.equal(again.status, 422, again.text);
   assert.match(String((again.body['to'] as string[])[0]), /suppressed/);
-  const listed = JSON.parse(await system.notifyctlOk('suppression', 'list', '--project', String(tenant.projectId), '--json')) as { suppressions: { address: string }[] };
+  const listed = JSON.parse(await system.notifyctlOk('suppression', 'list', '--project', String(tenant.projectId), '--json')) as {
+    suppressions: { address: string }[];
+  };
   assert.ok(listed.suppressions.length === 2 && listed.suppressions.every((entry) => /^sha256:[0-9a-f]{64}$/.test(entry.address)), JSON.stringify(listed));
 
   const text = await system.notifyctlOk('messages', 'erase', '--project', String(tenant.projectId), '--address', address);

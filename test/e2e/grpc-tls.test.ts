@@ -7,8 +7,8 @@ import { status } from '@grpc/grpc-js';
 import { GrpcClient, RemoteError } from '@notify/platform';
 import { authProto } from '@notify/proto';
 import { createGrpcCertificates, type GrpcCertificates } from '../harness/grpc-certificates.ts';
-import { readMails, notifyMessageId } from '../harness/mailbox.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { notifyMessageId, readMails } from '../harness/mailbox.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
 
@@ -34,7 +34,8 @@ test('every service is given the certificate or the CA it needs', () => {
     assert.equal(env['GRPC_TLS_CERT_FILE'], certificates.cert, server);
     assert.equal(env['GRPC_TLS_KEY_FILE'], certificates.key, server);
   }
-  for (const client of ['gateway', 'mailer-svc', 'bounce-svc'] as const) assert.equal(system.stack.serviceEnv(client)['GRPC_TLS_CA_FILE'], certificates.ca, client);
+  for (const client of ['gateway', 'mailer-svc', 'bounce-svc'] as const)
+    assert.equal(system.stack.serviceEnv(client)['GRPC_TLS_CA_FILE'], certificates.ca, client);
 });
 
 test('a message sent through the gateway over TLS reaches the relay and notifyctl follows it over TLS', async () => {
@@ -47,7 +48,9 @@ test('a message sent through the gateway over TLS reaches the relay and notifyct
   });
   const listed = await waitFor(
     async () => {
-      const page = JSON.parse(await system.notifyctlOk('messages', 'list', '--project', String(tenant.projectId), '--json')) as { messages: { id: string; state: string }[] };
+      const page = JSON.parse(await system.notifyctlOk('messages', 'list', '--project', String(tenant.projectId), '--json')) as {
+        messages: { id: string; state: string }[];
+      };
       return page.messages.find((message) => Number(message.id) === id && message.state === 'sent');
     },
     { timeoutMs: 10_000, what: 'notifyctl lists the message as sent' },
@@ -59,7 +62,10 @@ test('a message sent through the gateway over TLS reaches the relay and notifyct
 });
 
 test('a plaintext client holding the right token is refused by the TLS server', async () => {
-  const plaintext = new GrpcClient(authProto.AuthAdminService.service, system.stack.env.AUTH_SVC_ADDR, { token: system.stack.env.ADMIN_TOKEN, deadlineMs: 3_000 });
+  const plaintext = new GrpcClient(authProto.AuthAdminService.service, system.stack.env.AUTH_SVC_ADDR, {
+    token: system.stack.env.ADMIN_TOKEN,
+    deadlineMs: 3_000,
+  });
   try {
     await assert.rejects(plaintext.call('ListPlans', {}), (error: unknown) => error instanceof RemoteError && error.status === status.UNAVAILABLE);
   } finally {

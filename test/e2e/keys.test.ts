@@ -8,14 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { assertAccepted, assertCoded, assertDetailOnly } from '../harness/contract-shapes.ts';
-import { startGatewayReplica, type GatewayReplica } from '../harness/gateway-process.ts';
+import { type GatewayReplica, startGatewayReplica } from '../harness/gateway-process.ts';
 import { openApiResponseCheck, type ResponseCheck } from '../harness/openapi.ts';
 import { csrfTokenOf, PanelVisitor } from '../harness/panel-visitor.ts';
 import { sendVia, type TimedResult } from '../harness/send-via.ts';
-import { startSystem, type HttpResult, type System, type Tenant } from '../harness/system.ts';
+import { type HttpResult, type System, startSystem, type Tenant } from '../harness/system.ts';
 import { validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
-import { subscribedReceiver, webhooksAbout, type WebhookReceiver } from '../harness/webhook-receiver.ts';
+import { subscribedReceiver, type WebhookReceiver, webhooksAbout } from '../harness/webhook-receiver.ts';
 
 /** Every recipient the relay was offered (RCPT TO), in order. */
 const offered: string[] = [];
@@ -48,15 +48,21 @@ before(async () => {
   await system.putTemplate(tenant.projectId, 'welcome');
   const passwordFile = join(mkdtempSync(join(tmpdir(), 'notify-keys-')), 'password');
   writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 });
-  for (const [email, role] of [[operator, 'operator'], [viewer, 'viewer']] as const) {
+  for (const [email, role] of [
+    [operator, 'operator'],
+    [viewer, 'viewer'],
+  ] as const) {
     await system.notifyctlOk('panel-user', 'create', '--org', String(tenant.organizationId), '--email', email, '--role', role, '--password-file', passwordFile);
   }
   // Readiness does not wait for NATS (a gateway serves without it); a cached key's change reaches it only through NATS.
   for (const gateway of gateways) {
-    await waitFor(async () => {
-      const answer = (await (await fetch(`${gateway.url}/readyz`)).json()) as { checks?: Record<string, unknown> };
-      return answer.checks?.['nats'] === 'ok' ? true : undefined;
-    }, { timeoutMs: 10_000, what: `${gateway.name} to subscribe to key announcements` });
+    await waitFor(
+      async () => {
+        const answer = (await (await fetch(`${gateway.url}/readyz`)).json()) as { checks?: Record<string, unknown> };
+        return answer.checks?.['nats'] === 'ok' ? true : undefined;
+      },
+      { timeoutMs: 10_000, what: `${gateway.name} to subscribe to key announcements` },
+    );
   }
 });
 
@@ -76,17 +82,23 @@ async function createKey(name: string, ...flags: string[]): Promise<Tenant> {
 }
 
 async function read(key: Pick<Tenant, 'apiKey' | 'organizationId'>, path: string): Promise<HttpResult> {
-  const response = await system.request(path, { method: 'GET', headers: { authorization: `Api-Key ${key.apiKey}`, 'x-organization-id': String(key.organizationId) } });
+  const response = await system.request(path, {
+    method: 'GET',
+    headers: { authorization: `Api-Key ${key.apiKey}`, 'x-organization-id': String(key.organizationId) },
+  });
   const documented = path.split('?')[0] === '/api/v1/messages/' ? '/api/v1/messages' : '/api/v1/messages/{message_id}';
   assert.deepEqual(checkResponse('GET', documented, response), [], `GET ${path}: ${response.status} ${response.text}`);
   return response;
 }
 
 async function readOnceSent(key: Pick<Tenant, 'apiKey' | 'organizationId'>, id: number): Promise<HttpResult> {
-  return waitFor(async () => {
-    const response = await read(key, `/api/v1/messages/${id}/`);
-    return response.body['status'] === 'sent' ? response : undefined;
-  }, { timeoutMs: 20_000, what: `message ${id} to be sent` });
+  return waitFor(
+    async () => {
+      const response = await read(key, `/api/v1/messages/${id}/`);
+      return response.body['status'] === 'sent' ? response : undefined;
+    },
+    { timeoutMs: 20_000, what: `message ${id} to be sent` },
+  );
 }
 
 test('a test key sends through every step but the relay: the message ends sent with the synthetic reply, marked test, while a live send of the same run arrives', async () => {
@@ -97,7 +109,7 @@ test('a test key sends through every step but the relay: the message ends sent w
 
   const accepted = await system.send(testKey, validBody('welcome', { to: 'never-mailed@example.com' }));
   assertAccepted(accepted);
-  assert.deepEqual(Object.keys(accepted.body).sort(), ['celery_task_id', 'idempotent_replay', 'message_id', 'status'], 'the seed\'s 202, nothing added');
+  assert.deepEqual(Object.keys(accepted.body).sort(), ['celery_task_id', 'idempotent_replay', 'message_id', 'status'], "the seed's 202, nothing added");
   const live = await system.send(tenant, validBody('welcome', { to: 'mailed@example.com' }));
   assertAccepted(live);
   const testId = accepted.body['message_id'] as number;
@@ -106,11 +118,14 @@ test('a test key sends through every step but the relay: the message ends sent w
   const testMessage = await readOnceSent(testKey, testId);
   assert.equal(testMessage.body['test'], true);
   assert.equal(testMessage.body['last_smtp_reply'], '250 test mode: not delivered');
-  assert.deepEqual((testMessage.body['events'] as Array<Record<string, unknown>>).map((event) => [event['status'], event['smtp_reply']]), [
-    ['queued', null],
-    ['sending', null],
-    ['sent', '250 test mode: not delivered'],
-  ]);
+  assert.deepEqual(
+    (testMessage.body['events'] as Array<Record<string, unknown>>).map((event) => [event['status'], event['smtp_reply']]),
+    [
+      ['queued', null],
+      ['sending', null],
+      ['sent', '250 test mode: not delivered'],
+    ],
+  );
   const liveMessage = await readOnceSent(tenant, liveId);
   assert.equal(liveMessage.body['test'], false);
   assert.match(String(liveMessage.body['last_smtp_reply']), /^250 /);
@@ -121,16 +136,24 @@ test('a test key sends through every step but the relay: the message ends sent w
   assert.ok(!offered.includes('never-mailed@example.com'), JSON.stringify(offered));
 
   // Its events reach webhooks like any message's, and the list marks it too.
-  const [webhook] = await waitFor(() => {
-    const about = webhooksAbout(receiver as WebhookReceiver, 'message.sent', testId);
-    return about.length > 0 ? about : undefined;
-  }, { timeoutMs: 20_000, what: 'the test message\'s message.sent webhook' });
+  const [webhook] = await waitFor(
+    () => {
+      const about = webhooksAbout(receiver as WebhookReceiver, 'message.sent', testId);
+      return about.length > 0 ? about : undefined;
+    },
+    { timeoutMs: 20_000, what: "the test message's message.sent webhook" },
+  );
   assert.equal(webhook?.body.data['smtp_reply'], '250 test mode: not delivered');
   const listed = await read(testKey, '/api/v1/messages/?limit=10');
   const results = listed.body['results'] as Array<Record<string, unknown>>;
   assert.deepEqual(
-    results.filter((message) => message['message_id'] === testId || message['message_id'] === liveId).map((message) => [message['message_id'], message['test']]),
-    [[liveId, false], [testId, true]],
+    results
+      .filter((message) => message['message_id'] === testId || message['message_id'] === liveId)
+      .map((message) => [message['message_id'], message['test']]),
+    [
+      [liveId, false],
+      [testId, true],
+    ],
   );
 });
 
@@ -158,7 +181,13 @@ test('test sends run the checks: a bad field, an unknown template and the rate r
 });
 
 /** Sends through `gateway` until its RateLimit-Policy is `policy`; fails if it is not within `withinMs` of `since`. */
-async function untilPolicy(gateway: { name: string; url: string }, key: Pick<Tenant, 'apiKey' | 'organizationId'>, policy: string, since: number, withinMs: number): Promise<TimedResult> {
+async function untilPolicy(
+  gateway: { name: string; url: string },
+  key: Pick<Tenant, 'apiKey' | 'organizationId'>,
+  policy: string,
+  since: number,
+  withinMs: number,
+): Promise<TimedResult> {
   let response = await sendVia(gateway.url, key, validBody('welcome'));
   while (response.headers.get('ratelimit-policy') !== policy && performance.now() - since < withinMs) {
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -174,7 +203,8 @@ test('notifyctl key update --rate is enforced by both gateways within a second, 
   assert.match(listed, /bulk\s+nk_[0-9a-f]{16}\s+no\s+600\/min/);
   // Each gateway holds the key (and its rate) in its authorization cache.
   for (const gateway of gateways) {
-    for (let sent = 0; sent < 2; sent += 1) assert.equal((await sendVia(gateway.url, key, validBody('welcome'))).headers.get('ratelimit-policy'), '"send";q=600;w=60');
+    for (let sent = 0; sent < 2; sent += 1)
+      assert.equal((await sendVia(gateway.url, key, validBody('welcome'))).headers.get('ratelimit-policy'), '"send";q=600;w=60');
   }
 
   await system.notifyctlOk('key', 'update', '--id', String(key.keyId), '--rate', '3/min');
@@ -184,7 +214,10 @@ test('notifyctl key update --rate is enforced by both gateways within a second, 
   // The new bucket is shared by both: 3 sends in all (the two above among them), then 429 from each.
   const answers: TimedResult[] = [];
   for (let round = 0; round < 2; round += 1) for (const gateway of gateways) answers.push(await sendVia(gateway.url, key, validBody('welcome')));
-  assert.deepEqual(answers.map((answer) => answer.status), [202, 429, 429, 429]);
+  assert.deepEqual(
+    answers.map((answer) => answer.status),
+    [202, 429, 429, 429],
+  );
   for (const answer of answers) assert.equal(answer.headers.get('ratelimit-policy'), '"send";q=3;w=60');
 
   await system.notifyctlOk('key', 'update', '--id', String(key.keyId), '--rate', 'default');

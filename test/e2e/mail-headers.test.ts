@@ -6,12 +6,12 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { simpleParser } from 'mailparser';
-import { parseDataKey, readReturnPath, readUnsubscribeToken, type DataKey } from '@notify/platform/mail';
 import type { SinkEnvelope } from '@notify/cli/local';
+import { type DataKey, parseDataKey, readReturnPath, readUnsubscribeToken } from '@notify/platform/mail';
+import { simpleParser } from 'mailparser';
 import { assertAccepted } from '../harness/contract-shapes.ts';
 import { mailFiles } from '../harness/mailbox.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
 

@@ -4,11 +4,11 @@
 // the cluster acknowledged before the kill is lost.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { createLogger } from '@notify/platform';
 import { consumeDurably } from '@notify/platform/nats';
-import { startPrivateNatsCluster, type PrivateNatsCluster } from '../harness/private-nats-cluster.ts';
+import { type PrivateNatsCluster, startPrivateNatsCluster } from '../harness/private-nats-cluster.ts';
 import { waitFor } from '../harness/wait.ts';
 
 let cluster: PrivateNatsCluster;
@@ -30,7 +30,11 @@ test('a durable consumer whose leader node is SIGKILLed resumes on the new leade
   await jsm.streams.add({ name: 'CLUSTER_JOBS', subjects: ['cluster.jobs'], num_replicas: 3 });
   await jsm.consumers.add('CLUSTER_JOBS', { durable_name: 'worker', ack_policy: AckPolicy.Explicit });
   // A new consumer's group may take a moment to elect its leader.
-  const consumerLeader = await waitFor(async () => (await jsm.consumers.info('CLUSTER_JOBS', 'worker')).cluster?.leader, { timeoutMs: 10_000, intervalMs: 100, what: 'the consumer to elect a leader' });
+  const consumerLeader = await waitFor(async () => (await jsm.consumers.info('CLUSTER_JOBS', 'worker')).cluster?.leader, {
+    timeoutMs: 10_000,
+    intervalMs: 100,
+    what: 'the consumer to elect a leader',
+  });
   const leader = cluster.nodes.findIndex((node) => node.name === consumerLeader);
   assert.ok(leader >= 0, `consumer leader ${consumerLeader} is one of the nodes`);
   await admin.close();
@@ -63,7 +67,11 @@ test('a durable consumer whose leader node is SIGKILLed resumes on the new leade
     assert.ok(node);
     await node.kill('SIGKILL');
     // Accepted once a quorum (the two nodes left) has it: retried while the stream elects a new leader.
-    await waitFor(() => js.publish('cluster.jobs', 'after', { msgID: 'after', timeout: 2_000 }).then(() => true), { timeoutMs: 20_000, intervalMs: 250, what: 'a publish accepted by the two nodes left' });
+    await waitFor(() => js.publish('cluster.jobs', 'after', { msgID: 'after', timeout: 2_000 }).then(() => true), {
+      timeoutMs: 20_000,
+      intervalMs: 250,
+      what: 'a publish accepted by the two nodes left',
+    });
     const published = Date.now();
     await waitFor(() => handled.includes('after'), { timeoutMs: 30_000, intervalMs: 100, what: 'the job published after the kill to be handled' });
     const tookMs = Date.now() - published;
@@ -74,7 +82,11 @@ test('a durable consumer whose leader node is SIGKILLed resumes on the new leade
     // The worker's ack is sent without waiting for the new consumer leader to apply it: read until it has. A lost ack
     // would stay pending until the ack wait (30 s) and then bring the job back a second time.
     const manager = await jetstreamManager(nc);
-    await waitFor(async () => (await manager.consumers.info('CLUSTER_JOBS', 'worker')).num_ack_pending === 0, { timeoutMs: 5_000, intervalMs: 100, what: "the consumer leader to apply the worker's ack" });
+    await waitFor(async () => (await manager.consumers.info('CLUSTER_JOBS', 'worker')).num_ack_pending === 0, {
+      timeoutMs: 5_000,
+      intervalMs: 100,
+      what: "the consumer leader to apply the worker's ack",
+    });
     assert.deepEqual(handled, ['before', 'after'], 'each job handled once');
   } finally {
     await worker.stop();

@@ -13,13 +13,15 @@ import { ConfigError } from '@notify/platform';
 import { connectNats, ensureStream, type NatsConnection } from '@notify/platform/nats';
 import { streamDeclarations, topology } from '@notify/proto';
 import { silentLogger } from '../harness/logger.ts';
-import { startPrivateNats, type PrivateNats } from '../harness/private-nats.ts';
+import { type PrivateNats, startPrivateNats } from '../harness/private-nats.ts';
 import { repoRoot } from '../helm/tools.ts';
 
 const logger = silentLogger('nats-permissions');
 const names = topology('');
 // nats-server reads `$NAME` as a configuration value: a password must not start with a digit (or must come quoted).
-const passwords = Object.fromEntries(['DISPATCH', 'MAILER', 'WEBHOOK', 'AUTH', 'GATEWAY'].map((name) => [`NATS_${name}_PASSWORD`, `p${randomBytes(12).toString('hex')}`]));
+const passwords = Object.fromEntries(
+  ['DISPATCH', 'MAILER', 'WEBHOOK', 'AUTH', 'GATEWAY'].map((name) => [`NATS_${name}_PASSWORD`, `p${randomBytes(12).toString('hex')}`]),
+);
 const mailerNkey = nkeys.createUser();
 let dir: string;
 let server: PrivateNats;
@@ -66,10 +68,18 @@ test('dispatch-svc publishes delivery jobs; the mailer, by password or NKey, and
   const before = await jobsStored(dispatch);
 
   const mailer = await as('mailer-svc', passwords['NATS_MAILER_PASSWORD'] ?? '');
-  const mailerByNkey = await connectNats(server.url, 'mailer-svc', logger, { natsUser: '', natsPassword: '', natsNkeySeed: new TextDecoder().decode(mailerNkey.getSeed()) });
+  const mailerByNkey = await connectNats(server.url, 'mailer-svc', logger, {
+    natsUser: '',
+    natsPassword: '',
+    natsNkeySeed: new TextDecoder().decode(mailerNkey.getSeed()),
+  });
   open.push(mailerByNkey);
   const gateway = await as('gateway', passwords['NATS_GATEWAY_PASSWORD'] ?? '');
-  for (const [who, connection] of [['mailer-svc', mailer], ['mailer-svc by NKey', mailerByNkey], ['gateway', gateway]] as const) {
+  for (const [who, connection] of [
+    ['mailer-svc', mailer],
+    ['mailer-svc by NKey', mailerByNkey],
+    ['gateway', gateway],
+  ] as const) {
     await assert.rejects(jetstream(connection, { timeout: 2_000 }).publish(names.jobsSubject, 'forged job'), `${who} may not publish a job`);
   }
   // What matters: nothing reached the stream. The mailer still reads the stream's state, as it does at start.
@@ -80,7 +90,16 @@ test('dispatch-svc publishes delivery jobs; the mailer, by password or NKey, and
 });
 
 test('a wrong password is refused, and half a set of credentials is a configuration error', async () => {
-  await assert.rejects(connectNats(server.url, 'mailer-svc', logger, { natsUser: 'mailer-svc', natsPassword: 'not-the-password', natsNkeySeed: '' }), /Authorization/i);
-  await assert.rejects(connectNats(server.url, 'mailer-svc', logger, { natsUser: 'mailer-svc', natsPassword: '', natsNkeySeed: '' }), (error: unknown) => error instanceof ConfigError && /NATS_USER and NATS_PASSWORD go together/.test(error.message));
-  await assert.rejects(connectNats(server.url, 'mailer-svc', logger, { natsUser: 'mailer-svc', natsPassword: 'x', natsNkeySeed: 'SU' }), (error: unknown) => error instanceof ConfigError && /NATS_NKEY_SEED/.test(error.message));
+  await assert.rejects(
+    connectNats(server.url, 'mailer-svc', logger, { natsUser: 'mailer-svc', natsPassword: 'not-the-password', natsNkeySeed: '' }),
+    /Authorization/i,
+  );
+  await assert.rejects(
+    connectNats(server.url, 'mailer-svc', logger, { natsUser: 'mailer-svc', natsPassword: '', natsNkeySeed: '' }),
+    (error: unknown) => error instanceof ConfigError && /NATS_USER and NATS_PASSWORD go together/.test(error.message),
+  );
+  await assert.rejects(
+    connectNats(server.url, 'mailer-svc', logger, { natsUser: 'mailer-svc', natsPassword: 'x', natsNkeySeed: 'SU' }),
+    (error: unknown) => error instanceof ConfigError && /NATS_NKEY_SEED/.test(error.message),
+  );
 });

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { openBrowser } from '../harness/browser.ts';
 import { csrfTokenOf, PanelVisitor } from '../harness/panel-visitor.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { waitFor } from '../harness/wait.ts';
 
 let system: System;
@@ -47,7 +47,12 @@ before(async () => {
   alpha = await system.createTenant('alpha');
   beta = await system.createTenant('beta');
   const schema = { type: 'object', required: ['name'], properties: { name: { type: 'string' } } };
-  await system.putTemplate(alpha.projectId, 'welcome', { subject: 'Welcome, {{ name }}!', html: '<h1>Hello {{ name }}</h1><p>Thanks for joining.</p>', text: 'Hello {{ name }}', schema });
+  await system.putTemplate(alpha.projectId, 'welcome', {
+    subject: 'Welcome, {{ name }}!',
+    html: '<h1>Hello {{ name }}</h1><p>Thanks for joining.</p>',
+    text: 'Hello {{ name }}',
+    schema,
+  });
   await system.putTemplate(alpha.projectId, 'invoice', { subject: 'Invoice {{ number }}', text: 'Invoice {{ number }} for {{ name }}' });
   await system.putTemplate(beta.projectId, 'welcome');
   const passwordFile = join(secrets, 'password');
@@ -59,7 +64,18 @@ before(async () => {
     [users.alphaRaced, alpha.organizationId, 'viewer'],
     [users.betaViewer, beta.organizationId, 'viewer'],
   ] as const) {
-    const created = await system.notifyctl('panel-user', 'create', '--org', String(organization), '--email', email, '--role', role, '--password-file', passwordFile);
+    const created = await system.notifyctl(
+      'panel-user',
+      'create',
+      '--org',
+      String(organization),
+      '--email',
+      email,
+      '--role',
+      role,
+      '--password-file',
+      passwordFile,
+    );
     assert.equal(created.code, 0, created.stderr);
     assert.match(created.stdout, new RegExp(`${email}\\s+${role}`));
     assert.doesNotMatch(created.stdout + created.stderr, new RegExp(password));
@@ -102,7 +118,7 @@ async function stateOf(messageId: number): Promise<string | undefined> {
   return rows[0]?.state;
 }
 
-test('panel pages carry a strict CSP, refuse framing, and speak the visitor\'s language', async () => {
+test("panel pages carry a strict CSP, refuse framing, and speak the visitor's language", async () => {
   const anonymous = visitor();
   const home = await anonymous.get('/panel/');
   assert.equal(home.status, 303);
@@ -111,7 +127,8 @@ test('panel pages carry a strict CSP, refuse framing, and speak the visitor\'s l
   const form = await anonymous.get('/panel/sign-in');
   assert.equal(form.status, 200);
   const policy = form.headers.get('content-security-policy') ?? '';
-  for (const directive of ["default-src 'none'", "script-src 'self'", "style-src 'self'", "frame-ancestors 'none'", "form-action 'self'"]) assert.ok(policy.includes(directive), policy);
+  for (const directive of ["default-src 'none'", "script-src 'self'", "style-src 'self'", "frame-ancestors 'none'", "form-action 'self'"])
+    assert.ok(policy.includes(directive), policy);
   assert.doesNotMatch(policy, /unsafe-inline|unsafe-eval/);
   assert.equal(form.headers.get('x-frame-options'), 'DENY');
   assert.equal(form.headers.get('x-content-type-options'), 'nosniff');
@@ -152,7 +169,11 @@ test('a form without its CSRF token, or posted from another site, is refused', a
 
   const crossSite = visitor();
   const form = await crossSite.get('/panel/sign-in');
-  const refused = await crossSite.post('/panel/sign-in', { _csrf: csrfTokenOf(form.text), email: users.alphaViewer, password }, { 'sec-fetch-site': 'cross-site' });
+  const refused = await crossSite.post(
+    '/panel/sign-in',
+    { _csrf: csrfTokenOf(form.text), email: users.alphaViewer, password },
+    { 'sec-fetch-site': 'cross-site' },
+  );
   assert.equal(refused.status, 403);
 
   const user = await signedIn(users.alphaViewer);
@@ -235,14 +256,19 @@ test('only an operator re-queues a failed message, once its recipient is off the
   // The 5.1.1 suppressed the address: the re-queue is refused, saying why, until the entry is removed.
   const refused = await operator.post(`${path}/requeue`, { _csrf: csrfTokenOf(overview.text), back: 'overview' });
   assert.equal(refused.headers.get('location'), `/panel/projects/${alpha.projectId}?requeue=recipient_suppressed&message=${failed}`);
-  assert.match((await operator.get(refused.headers.get('location') ?? '')).text, new RegExp(`Message ${failed} was not re-queued: its recipient is on the suppression list\\.`));
+  assert.match(
+    (await operator.get(refused.headers.get('location') ?? '')).text,
+    new RegExp(`Message ${failed} was not re-queued: its recipient is on the suppression list\\.`),
+  );
   assert.equal(await stateOf(failed), 'failed');
   await system.notifyctlOk('suppression', 'remove', '--project', String(alpha.projectId), '--address', 'reject@alpha.example');
   const requeued = await operator.post(`${path}/requeue`, { _csrf: csrfTokenOf(overview.text), back: 'overview' });
   assert.equal(requeued.status, 303);
   assert.equal(requeued.headers.get('location'), `/panel/projects/${alpha.projectId}?requeue=done&message=${failed}`);
   assert.match((await operator.get(requeued.headers.get('location') ?? '')).text, new RegExp(`Message ${failed} was queued again\\.`));
-  const { rows } = await system.db.query<{ count: number }>(`SELECT count(*)::int AS count FROM message_events WHERE message_id = $1 AND state = 'queued'`, [failed]);
+  const { rows } = await system.db.query<{ count: number }>(`SELECT count(*)::int AS count FROM message_events WHERE message_id = $1 AND state = 'queued'`, [
+    failed,
+  ]);
   assert.equal(rows[0]?.count, 2, 'the re-queue is in the timeline');
 });
 
@@ -256,7 +282,18 @@ test('signing out, disabling the user or changing the password ends a session', 
   assert.equal((await replay.get('/panel/')).status, 303, 'the old cookie opens nothing');
 
   const passwordFile = join(secrets, 'password');
-  const created = await system.notifyctl('panel-user', 'create', '--org', String(beta.organizationId), '--email', 'temp@beta.example', '--role', 'viewer', '--password-file', passwordFile);
+  const created = await system.notifyctl(
+    'panel-user',
+    'create',
+    '--org',
+    String(beta.organizationId),
+    '--email',
+    'temp@beta.example',
+    '--role',
+    'viewer',
+    '--password-file',
+    passwordFile,
+  );
   assert.equal(created.code, 0, created.stderr);
   const id = /^\s*(\d+)\s/m.exec(created.stdout.split('\n')[1] ?? '')?.[1] ?? '';
   const first = await signedIn('temp@beta.example');
@@ -303,7 +340,10 @@ test('in a browser: sign in, follow a message to sent without reloading, filter,
     await page.locator('[data-field="state"] .state-sent').waitFor({ timeout: 20_000 });
     assert.equal(await page.evaluate(() => (globalThis as { notReloaded?: boolean }).notReloaded), true, 'the page was not reloaded');
     const timeline = await page.locator('[data-field="timeline"] tr').allInnerTexts();
-    assert.deepEqual(timeline.map((row) => row.split('\t')[0]), ['queued', 'sending', 'deferred', 'sending', 'sent']);
+    assert.deepEqual(
+      timeline.map((row) => row.split('\t')[0]),
+      ['queued', 'sending', 'deferred', 'sending', 'sent'],
+    );
     assert.match(timeline[2] ?? '', /451 4\.7\.1 greylisted/);
     assert.match(timeline[4] ?? '', /\b250\b/);
     const details = await page.locator('.details').innerText();

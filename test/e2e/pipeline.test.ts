@@ -1,8 +1,8 @@
 // One accepted request becomes one delivered email: gateway → auth-svc → dispatch-svc → JetStream → mailer → SMTP.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { readMails, notifyMessageId } from '../harness/mailbox.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { notifyMessageId, readMails } from '../harness/mailbox.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { waitFor } from '../harness/wait.ts';
 
 let system: System;
@@ -38,10 +38,13 @@ test('an accepted send becomes exactly one email with the rendered subject and t
   assert.match(String(response.body['celery_task_id']), /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
 
   const id = response.body['message_id'] as number;
-  const [mail] = await waitFor(async () => {
-    const mails = await mailsFor(new Set([id]));
-    return mails.length > 0 ? mails : undefined;
-  }, { timeoutMs: 15_000, what: 'the email' });
+  const [mail] = await waitFor(
+    async () => {
+      const mails = await mailsFor(new Set([id]));
+      return mails.length > 0 ? mails : undefined;
+    },
+    { timeoutMs: 15_000, what: 'the email' },
+  );
   assert.ok(mail);
   assert.equal(mail.subject, `Welcome, ${name}!`);
   assert.deepEqual(mail.to && !Array.isArray(mail.to) ? mail.to.value.map((address) => address.address) : [], ['ada@example.com']);
@@ -51,10 +54,13 @@ test('an accepted send becomes exactly one email with the rendered subject and t
   assert.match(mail.text ?? '', /Hello <script>alert\("x"\)<\/script> & Ada/);
 
   // A second look after the pipeline settled: still exactly one email for this message.
-  await waitFor(async () => {
-    const { rows } = await system.db.query<{ state: string }>('SELECT state FROM messages WHERE id = $1', [id]);
-    return rows[0]?.state === 'sent' ? true : undefined;
-  }, { timeoutMs: 10_000, what: 'state sent' });
+  await waitFor(
+    async () => {
+      const { rows } = await system.db.query<{ state: string }>('SELECT state FROM messages WHERE id = $1', [id]);
+      return rows[0]?.state === 'sent' ? true : undefined;
+    },
+    { timeoutMs: 10_000, what: 'state sent' },
+  );
   assert.equal((await mailsFor(new Set([id]))).length, 1);
 });
 
@@ -62,13 +68,16 @@ test('the message reaches sent in the database with its events in order', async 
   const response = await system.send(tenant, { template: 'welcome', to: 'grace@example.com', channel: 'email', data: { name: 'Grace' } });
   assert.equal(response.status, 202, response.text);
   const id = response.body['message_id'] as number;
-  const message = await waitFor(async () => {
-    const { rows } = await system.db.query<{ state: string; attempts: number; last_smtp_code: number | null; template_version: number }>(
-      'SELECT state, attempts, last_smtp_code, template_version FROM messages WHERE id = $1',
-      [id],
-    );
-    return rows[0]?.state === 'sent' ? rows[0] : undefined;
-  }, { timeoutMs: 15_000, what: 'state sent' });
+  const message = await waitFor(
+    async () => {
+      const { rows } = await system.db.query<{ state: string; attempts: number; last_smtp_code: number | null; template_version: number }>(
+        'SELECT state, attempts, last_smtp_code, template_version FROM messages WHERE id = $1',
+        [id],
+      );
+      return rows[0]?.state === 'sent' ? rows[0] : undefined;
+    },
+    { timeoutMs: 15_000, what: 'state sent' },
+  );
   assert.equal(message.attempts, 1);
   assert.equal(message.last_smtp_code, 250);
   assert.equal(message.template_version, 1);
@@ -100,10 +109,13 @@ test('two mailer replicas deliver 200 messages, none lost and none twice', async
     }),
   );
   assert.equal(ids.size, total);
-  const mails = await waitFor(async () => {
-    const found = await mailsFor(ids);
-    return found.length >= total ? found : undefined;
-  }, { timeoutMs: 60_000, intervalMs: 500, what: `${total} emails` });
+  const mails = await waitFor(
+    async () => {
+      const found = await mailsFor(ids);
+      return found.length >= total ? found : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 500, what: `${total} emails` },
+  );
   // Let late duplicates, if any, arrive before counting.
   await new Promise((resolve) => setTimeout(resolve, 1_000));
   const final = await mailsFor(ids);
@@ -118,7 +130,10 @@ test('two mailer replicas deliver 200 messages, none lost and none twice', async
     }),
   );
   assert.equal(perReplica.length, 2);
-  assert.ok(perReplica.every((count) => count > 0), `both replicas delivered: ${perReplica.join(', ')}`);
+  assert.ok(
+    perReplica.every((count) => count > 0),
+    `both replicas delivered: ${perReplica.join(', ')}`,
+  );
   const { rows } = await system.db.query<{ count: number }>("SELECT count(*)::int AS count FROM messages WHERE id = ANY($1) AND state = 'sent'", [[...ids]]);
   assert.equal(rows[0]?.count, total);
 });

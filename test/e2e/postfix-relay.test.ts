@@ -3,12 +3,12 @@
 // server that stands for the bounce domain, addressed to the VERP return path.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { connect, type AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { simpleParser, type ParsedMail } from 'mailparser';
+import { type ParsedMail, simpleParser } from 'mailparser';
 import { createTransport } from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
-import { startPrivatePostfix, type PrivatePostfix } from '../harness/private-postfix.ts';
+import { type PrivatePostfix, startPrivatePostfix } from '../harness/private-postfix.ts';
 import { waitFor } from '../harness/wait.ts';
 
 interface Received {
@@ -18,7 +18,9 @@ interface Received {
 }
 
 /** A real SMTP server on loopback; `refuse` answers a recipient with an error instead of accepting it. */
-async function smtpServer(refuse?: (address: string) => { code: number; message: string } | undefined): Promise<{ port: number; mails: Received[]; refused: string[]; close(): Promise<void> }> {
+async function smtpServer(
+  refuse?: (address: string) => { code: number; message: string } | undefined,
+): Promise<{ port: number; mails: Received[]; refused: string[]; close(): Promise<void> }> {
   const mails: Received[] = [];
   const refused: string[] = [];
   const server = new SMTPServer({
@@ -69,14 +71,19 @@ describe('a private Postfix as the relay', () => {
   let bounces: Awaited<ReturnType<typeof smtpServer>>;
   let postfix: PrivatePostfix;
 
-  before(async () => {
-    far = await smtpServer((address) => (address === 'nobody@example.test' ? { code: 550, message: '5.1.1 no such user' } : undefined));
-    bounces = await smtpServer();
-    const started = Date.now();
-    // In a fresh container this installs Debian's postfix package first.
-    postfix = await startPrivatePostfix({ routes: { 'example.test': { host: '127.0.0.1', port: far.port }, 'bounce.test': { host: '127.0.0.1', port: bounces.port } } });
-    console.log(`private Postfix ready on port ${postfix.port} after ${Date.now() - started} ms`);
-  }, { timeout: 600_000 });
+  before(
+    async () => {
+      far = await smtpServer((address) => (address === 'nobody@example.test' ? { code: 550, message: '5.1.1 no such user' } : undefined));
+      bounces = await smtpServer();
+      const started = Date.now();
+      // In a fresh container this installs Debian's postfix package first.
+      postfix = await startPrivatePostfix({
+        routes: { 'example.test': { host: '127.0.0.1', port: far.port }, 'bounce.test': { host: '127.0.0.1', port: bounces.port } },
+      });
+      console.log(`private Postfix ready on port ${postfix.port} after ${Date.now() - started} ms`);
+    },
+    { timeout: 600_000 },
+  );
 
   after(async () => {
     await postfix?.stop();
@@ -132,7 +139,13 @@ describe('a private Postfix as the relay', () => {
   test('a recipient domain with no route is refused at RCPT, before Postfix takes the message', { timeout: 30_000 }, async () => {
     const transport = createTransport({ host: '127.0.0.1', port: postfix.port, secure: false, ignoreTLS: true });
     await assert.rejects(
-      transport.sendMail({ envelope: { from: 'bounces+other@bounce.test', to: ['someone@elsewhere.test'] }, from: 'notify@sender.test', to: 'someone@elsewhere.test', subject: 'x', text: 'x' }),
+      transport.sendMail({
+        envelope: { from: 'bounces+other@bounce.test', to: ['someone@elsewhere.test'] },
+        from: 'notify@sender.test',
+        to: 'someone@elsewhere.test',
+        subject: 'x',
+        text: 'x',
+      }),
       (error: Error & { responseCode?: number }) => error.responseCode === 554,
     );
     transport.close();

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { assertAccepted, assertCoded } from '../harness/contract-shapes.ts';
 import { audit, waitForStates } from '../harness/delivery-audit.ts';
-import { startPrivatePostgresFailover, type PrivatePostgresFailover } from '../harness/private-postgres-failover.ts';
+import { type PrivatePostgresFailover, startPrivatePostgresFailover } from '../harness/private-postgres-failover.ts';
 import { startReliableSystem } from '../harness/reliable-system.ts';
 import type { HttpResult, System, Tenant } from '../harness/system.ts';
 import { waitFor } from '../harness/wait.ts';
@@ -78,17 +78,25 @@ async function retried(refused: Attempt): Promise<HttpResult> {
   );
 }
 
-test('the primary crashes mid-load and the standby is promoted behind the moved address: 202 or 503 with Retry-After, nothing lost or duplicated, no service restarted', { timeout: 60_000 }, async () => {
+test('the primary crashes mid-load and the standby is promoted behind the moved address: 202 or 503 with Retry-After, nothing lost or duplicated, no service restarted', {
+  timeout: 60_000,
+}, async () => {
   const pids = services.map((service) => system.stack.pid(service));
   const load = steadyLoad();
   let switchedAt = 0;
   try {
-    await waitFor(() => load.attempts.filter((a) => a.response.status === 202).length >= 15, { timeoutMs: 15_000, what: 'the load to be under way before the crash' });
+    await waitFor(() => load.attempts.filter((a) => a.response.status === 202).length >= 15, {
+      timeoutMs: 15_000,
+      what: 'the load to be under way before the crash',
+    });
     await postgres.crashPrimary();
     await postgres.promoteStandby();
     postgres.forwarder.switchTo(postgres.standby.port);
     switchedAt = load.attempts.length;
-    await waitFor(() => load.attempts.slice(switchedAt).filter((a) => a.response.status === 202).length >= 15, { timeoutMs: 20_000, what: 'sends to be accepted again after the switch' });
+    await waitFor(() => load.attempts.slice(switchedAt).filter((a) => a.response.status === 202).length >= 15, {
+      timeoutMs: 20_000,
+      what: 'sends to be accepted again after the switch',
+    });
   } finally {
     await load.stop();
   }
@@ -110,7 +118,9 @@ test('the primary crashes mid-load and the standby is promoted behind the moved 
   const accepted = load.attempts.filter((a) => a.response.status === 202);
   const retries = await Promise.all(refused.map(retried));
   for (const response of retries) assertAccepted(response);
-  console.log(`${retries.filter((response) => response.body['idempotent_replay'] === true).length} of the ${retries.length} retries were replays of a send committed before its connection broke`);
+  console.log(
+    `${retries.filter((response) => response.body['idempotent_replay'] === true).length} of the ${retries.length} retries were replays of a send committed before its connection broke`,
+  );
   const ids = [...accepted, ...refused.map((a, n) => ({ ...a, response: retries[n] as HttpResult }))].map((a) => a.response.body['message_id'] as number);
   assert.equal(new Set(ids).size, ids.length, 'one message per key');
 
@@ -119,11 +129,22 @@ test('the primary crashes mid-load and the standby is promoted behind the moved 
   assert.equal(postgres.forwarder.targetPort, postgres.standby.port);
   const recipients = load.attempts.map((a) => a.to);
   await waitForStates(system.db, ids, { timeoutMs: 30_000 });
-  const { rows: perRecipient } = await system.db.query<{ recipient: string; count: string }>('SELECT recipient, count(*) FROM messages WHERE recipient = ANY($1::text[]) GROUP BY recipient', [recipients]);
-  assert.deepEqual(perRecipient.filter((row) => Number(row.count) !== 1), [], 'no recipient has two messages');
+  const { rows: perRecipient } = await system.db.query<{ recipient: string; count: string }>(
+    'SELECT recipient, count(*) FROM messages WHERE recipient = ANY($1::text[]) GROUP BY recipient',
+    [recipients],
+  );
+  assert.deepEqual(
+    perRecipient.filter((row) => Number(row.count) !== 1),
+    [],
+    'no recipient has two messages',
+  );
   assert.equal(perRecipient.length, recipients.length, 'every send is a message on the promoted server');
   const result = await audit(system.db, system.resources.mailDir, ids);
   assert.deepEqual(result.broken, []);
   assert.equal(result.delivered, ids.length);
-  assert.deepEqual(services.map((service) => system.stack.pid(service)), pids, 'no service was restarted');
+  assert.deepEqual(
+    services.map((service) => system.stack.pid(service)),
+    pids,
+    'no service was restarted',
+  );
 });

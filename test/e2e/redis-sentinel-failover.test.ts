@@ -9,11 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { assertAccepted, assertDetailOnly } from '../harness/contract-shapes.ts';
-import { startGatewayReplica, type GatewayReplica } from '../harness/gateway-process.ts';
+import { type GatewayReplica, startGatewayReplica } from '../harness/gateway-process.ts';
 import { PanelVisitor } from '../harness/panel-visitor.ts';
-import { startPrivateRedisSentinel, type PrivateRedisSentinel, type RedisNode } from '../harness/private-redis-sentinel.ts';
+import { type PrivateRedisSentinel, type RedisNode, startPrivateRedisSentinel } from '../harness/private-redis-sentinel.ts';
 import { sendVia, type TimedResult } from '../harness/send-via.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { anotherKey, validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
 
@@ -46,7 +46,18 @@ before(async () => {
   await system.putTemplate(tenant.projectId, 'welcome');
   const passwordFile = join(secrets, 'password');
   writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 });
-  const created = await system.notifyctl('panel-user', 'create', '--org', String(tenant.organizationId), '--email', email, '--role', 'viewer', '--password-file', passwordFile);
+  const created = await system.notifyctl(
+    'panel-user',
+    'create',
+    '--org',
+    String(tenant.organizationId),
+    '--email',
+    email,
+    '--role',
+    'viewer',
+    '--password-file',
+    passwordFile,
+  );
   assert.equal(created.code, 0, created.stderr);
 });
 
@@ -84,7 +95,12 @@ function steadyLoad(keys: readonly Tenant[]): { answered: () => number; stop: ()
     for (let sent = offset; running; sent++) {
       const key = keys[sent % keys.length];
       if (!key) throw new Error('no load keys');
-      answers.push(await sendVia(sent % 2 === 0 ? urls[0] : urls[1], key, body).then((response) => response.status, (error: unknown) => `no answer: ${String(error)}`));
+      answers.push(
+        await sendVia(sent % 2 === 0 ? urls[0] : urls[1], key, body).then(
+          (response) => response.status,
+          (error: unknown) => `no answer: ${String(error)}`,
+        ),
+      );
     }
   };
   const workers = [0, 1, 2].map(worker);
@@ -98,7 +114,9 @@ function steadyLoad(keys: readonly Tenant[]): { answered: () => number; stop: ()
   };
 }
 
-test('through the sentinels the replicas share one budget in the master; when it is killed mid-load they fall back, then share the promoted one, never answering 5xx', { timeout: 60_000 }, async () => {
+test('through the sentinels the replicas share one budget in the master; when it is killed mid-load they fall back, then share the promoted one, never answering 5xx', {
+  timeout: 60_000,
+}, async () => {
   const oldMaster = await redis.master();
   await assertSharedBudget(await anotherKey(system, tenant, 'before-failover'), oldMaster);
 
@@ -117,7 +135,12 @@ test('through the sentinels the replicas share one budget in the master; when it
     await waitFor(() => load.answered() >= 20, { timeoutMs: 10_000, what: 'the load to be under way before the kill' });
     await oldMaster.kill();
     // Both replicas notice at once; the sentinels need downAfterMs before they even call the master down.
-    for (const index of [0, 1] as const) await waitFor(async () => (await redisCheck(urls[index])) === 'degraded', { timeoutMs: timings.downAfterMs, intervalMs: 20, what: `replica ${index} to report Redis degraded` });
+    for (const index of [0, 1] as const)
+      await waitFor(async () => (await redisCheck(urls[index])) === 'degraded', {
+        timeoutMs: timings.downAfterMs,
+        intervalMs: 20,
+        what: `replica ${index} to report Redis degraded`,
+      });
     // Together, so they are counted before any failover: replica 0's in-memory share, then 429 (the shared budget is 6).
     const during = await Promise.all(Array.from({ length: share + 1 }, () => sendVia(urls[0], fallbackKey, body)));
     assert.deepEqual(during.map((response) => response.status).sort(), [202, 202, 202, 429]);
@@ -127,7 +150,8 @@ test('through the sentinels the replicas share one budget in the master; when it
     }
 
     const newMaster = await redis.failedOverFrom(oldMaster);
-    for (const index of [0, 1] as const) await waitFor(async () => (await redisCheck(urls[index])) === 'ok', { timeoutMs: 10_000, what: `replica ${index} to reach the promoted master` });
+    for (const index of [0, 1] as const)
+      await waitFor(async () => (await redisCheck(urls[index])) === 'ok', { timeoutMs: 10_000, what: `replica ${index} to reach the promoted master` });
     await assertSharedBudget(afterKey, newMaster);
     // The session created before the kill is in the promoted replica: still signed in, on either gateway replica.
     assert.equal((await visitor.get('/panel/')).status, 200);
@@ -141,7 +165,11 @@ test('through the sentinels the replicas share one budget in the master; when it
 
   const counts = new Map<number | string, number>();
   for (const answer of answers) counts.set(answer, (counts.get(answer) ?? 0) + 1);
-  assert.deepEqual([...counts.keys()].filter((answer) => answer !== 202 && answer !== 429), [], `every answer under load was 202 or 429: ${JSON.stringify([...counts])}`);
+  assert.deepEqual(
+    [...counts.keys()].filter((answer) => answer !== 202 && answer !== 429),
+    [],
+    `every answer under load was 202 or 429: ${JSON.stringify([...counts])}`,
+  );
   assert.ok((counts.get(202) ?? 0) > 0 && answers.length >= 30, `a steady load: ${JSON.stringify([...counts])}`);
   for (const replica of replicas) assert.match(replica.output(), /Redis unreachable: rate limits fall back[^]*Redis reachable again: rate limits are shared/);
 });

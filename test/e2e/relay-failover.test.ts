@@ -7,10 +7,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { startSmtpSink, type SmtpSink } from '@notify/cli/local';
+import { type SmtpSink, startSmtpSink } from '@notify/cli/local';
 import { mailCounts, waitForStates } from '../harness/delivery-audit.ts';
 import { silentLogger } from '../harness/logger.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { waitFor } from '../harness/wait.ts';
 
 /** A relay of the mailer's SMTP_URL: a sink with its own folder, stopped and started again on the same port. */
@@ -79,7 +79,10 @@ test('with the first relay killed mid-run, every message is delivered through th
   await waitForStates(system.db, outage, { timeoutMs: 20_000, states: ['sent'] });
   const afterKill = await sendMany(tenant, 'after-kill', 10);
   await waitForStates(system.db, afterKill, { timeoutMs: 15_000, states: ['sent'] });
-  assert.ok(afterKill.every((id) => stored(second).get(id) === 1 && !stored(first).has(id)), 'mail sent while the first relay is down goes to the second');
+  assert.ok(
+    afterKill.every((id) => stored(second).get(id) === 1 && !stored(first).has(id)),
+    'mail sent while the first relay is down goes to the second',
+  );
 
   // Back on the same port: after the cool-down a probe finds it and closes its circuit.
   await startRelay(first);
@@ -93,12 +96,19 @@ test('with the first relay killed mid-run, every message is delivered through th
   );
   const afterBack = await sendMany(tenant, 'after-back', 10);
   await waitForStates(system.db, afterBack, { timeoutMs: 15_000, states: ['sent'] });
-  assert.ok(afterBack.every((id) => stored(first).get(id) === 1), 'the first relay takes the mail again once it is back');
+  assert.ok(
+    afterBack.every((id) => stored(first).get(id) === 1),
+    'the first relay takes the mail again once it is back',
+  );
 
   // None twice: counted by message id across both relays.
   const everything = [...before, ...outage, ...afterKill, back, ...afterBack];
   const copies = everything.map((id) => (stored(first).get(id) ?? 0) + (stored(second).get(id) ?? 0));
-  assert.deepEqual(copies.filter((count) => count !== 1), [], 'every message stored exactly once across both relays');
+  assert.deepEqual(
+    copies.filter((count) => count !== 1),
+    [],
+    'every message stored exactly once across both relays',
+  );
 
   const metrics = await (await fetch(`http://127.0.0.1:${system.stack.ports.metrics.mailer[0]}/metrics`)).text();
   assert.match(metrics, new RegExp(`notify_relay_failovers_total\\{relay="127\\.0\\.0\\.1:${first.port}"[^}]*\\} [1-9]`));
@@ -123,7 +133,10 @@ test("a project with its own relay has its mail delivered there, another project
   assert.equal(mailCounts(system.resources.mailDir).get(ownId), 1);
   assert.equal(stored(first).get(otherId), 1);
   assert.ok(!stored(first).has(ownId) && !stored(second).has(ownId) && !mailCounts(system.resources.mailDir).has(otherId));
-  assert.ok(system.stack.logs.lines().every((line) => !line.text.includes('s3cret')), 'no relay password in any log');
+  assert.ok(
+    system.stack.logs.lines().every((line) => !line.text.includes('s3cret')),
+    'no relay password in any log',
+  );
 
   await system.notifyctlOk('project', 'update', '--id', String(own.projectId), '--smtp-url', 'default');
   await waitFor(() => system.stack.logs.lines().some((line) => line.text.includes("routing the project's mail through SMTP_URL again")), {

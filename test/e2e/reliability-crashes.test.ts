@@ -5,15 +5,15 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { audit, mailCounts, waitForStates } from '../harness/delivery-audit.ts';
 import { startReliableSystem } from '../harness/reliable-system.ts';
 import { infrastructure } from '../harness/resources.ts';
+import { exitOf, gatewayReachesServices } from '../harness/service-waits.ts';
 import { SmtpScript } from '../harness/smtp-script.ts';
 import type { System, Tenant } from '../harness/system.ts';
 import { waitFor } from '../harness/wait.ts';
-import { exitOf, gatewayReachesServices } from '../harness/service-waits.ts';
 
 const script = new SmtpScript();
 let system: System;
@@ -67,7 +67,9 @@ describe('dispatch-svc killed in the middle of a send', () => {
       assert.equal(first.status, 503, `the caller sees the crash as a retryable 503: ${first.text}`);
       assert.ok(first.headers.get('retry-after'));
       assert.equal((await exitOf(system.stack, 'dispatch-svc')).signal, 'SIGKILL');
-      const { rows } = await system.db.query<{ id: number }>('SELECT m.id FROM messages m JOIN outbox o ON o.message_id = m.id WHERE m.idempotency_key = $1', [key]);
+      const { rows } = await system.db.query<{ id: number }>('SELECT m.id FROM messages m JOIN outbox o ON o.message_id = m.id WHERE m.idempotency_key = $1', [
+        key,
+      ]);
       const id = rows[0]?.id;
       assert.ok(id, 'the message and its outbox row were committed');
       assert.equal(await jobsStored(), fault === 'exit-after-commit' ? jobsBefore : jobsBefore + 1);
@@ -88,7 +90,9 @@ describe('dispatch-svc killed in the middle of a send', () => {
       await new Promise((resolve) => setTimeout(resolve, 500));
       assert.equal(await jobsStored(), jobsBefore + 1, 'the relay republished, and JetStream dropped the copy: one job');
       assert.equal(mailCounts(system.resources.mailDir).get(id), 1);
-      const ledgerSettled = await Promise.all(system.stack.ports.metrics.mailer.map((port) => metric(port, /notify_finished_redeliveries_total\{[^}]*state="sent"[^}]*\} (\d+)/)));
+      const ledgerSettled = await Promise.all(
+        system.stack.ports.metrics.mailer.map((port) => metric(port, /notify_finished_redeliveries_total\{[^}]*state="sent"[^}]*\} (\d+)/)),
+      );
       assert.deepEqual(ledgerSettled, [0, 0], 'no second job reached a mailer');
     });
   }
@@ -109,10 +113,16 @@ describe('a mailer killed while it holds jobs', () => {
     // Its SMTP pool (5 connections) sits on 5 answers; the other 5 jobs wait for a connection, held all the same.
     // A job counts as held as soon as it is pulled; its SMTP session reaches the relay only after `sending` is confirmed.
     // Exactly 5 at the relay: its pool has 5 connections, so a sixth session would keep this from ever matching.
-    await waitFor(async () => ((await metric(system.stack.ports.metrics.mailer[0] as number, /^notify_mailer_in_flight\{[^}]*\} (\d+)$/m)) === 10 && script.waiting === 5 ? true : undefined), {
-      timeoutMs: 10_000,
-      what: 'mailer 0 to hold all 10 jobs, 5 of them at the relay',
-    });
+    await waitFor(
+      async () =>
+        (await metric(system.stack.ports.metrics.mailer[0] as number, /^notify_mailer_in_flight\{[^}]*\} (\d+)$/m)) === 10 && script.waiting === 5
+          ? true
+          : undefined,
+      {
+        timeoutMs: 10_000,
+        what: 'mailer 0 to hold all 10 jobs, 5 of them at the relay',
+      },
+    );
 
     system.stack.kill('mailer-svc', 'SIGKILL', 0);
     await exitOf(system.stack, 'mailer-svc', 0);
@@ -130,7 +140,10 @@ describe('a mailer killed while it holds jobs', () => {
     assert.deepEqual(result.broken, []);
     assert.equal(result.duplicates, 0);
     const { rows } = await system.db.query<{ attempts: number }>('SELECT attempts FROM messages WHERE id = ANY($1::bigint[])', [ids]);
-    assert.ok(rows.every((row) => row.attempts === 2), 'each shows the interrupted attempt and the one that delivered it');
+    assert.ok(
+      rows.every((row) => row.attempts === 2),
+      'each shows the interrupted attempt and the one that delivered it',
+    );
     await system.stack.restart('mailer-svc', 0);
   });
 
@@ -148,7 +161,10 @@ describe('a mailer killed while it holds jobs', () => {
     // The `sent` event leaves with the ledger write, so the message may be `sent` before the job comes back: what is
     // awaited is the redelivery, settled from the ledger.
     const redeliveries = /notify_finished_redeliveries_total\{[^}]*state="sent"[^}]*\} (\d+)/;
-    await waitFor(async () => (await metric(system.stack.ports.metrics.mailer[1] as number, redeliveries)) > 0, { timeoutMs: 20_000, what: 'the redelivered job settled from the ledger' });
+    await waitFor(async () => (await metric(system.stack.ports.metrics.mailer[1] as number, redeliveries)) > 0, {
+      timeoutMs: 20_000,
+      what: 'the redelivered job settled from the ledger',
+    });
     await waitForStates(system.db, [id], { timeoutMs: 20_000, states: ['sent'] });
     await new Promise((resolve) => setTimeout(resolve, 500));
 

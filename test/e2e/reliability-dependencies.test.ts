@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { audit, waitForStates } from '../harness/delivery-audit.ts';
-import { startPrivatePostgres, type PrivatePostgres } from '../harness/private-postgres.ts';
-import { startPrivateRedis, type PrivateRedis } from '../harness/private-redis.ts';
+import { type PrivatePostgres, startPrivatePostgres } from '../harness/private-postgres.ts';
+import { type PrivateRedis, startPrivateRedis } from '../harness/private-redis.ts';
 import { startReliableSystem } from '../harness/reliable-system.ts';
 import { SmtpScript } from '../harness/smtp-script.ts';
 import type { System, Tenant } from '../harness/system.ts';
@@ -83,7 +83,11 @@ describe('PostgreSQL restarted', () => {
     const result = await audit(system.db, system.resources.mailDir, ids);
     assert.deepEqual(result.broken, []);
     assert.equal(result.delivered, ids.length);
-    assert.deepEqual(services.map((service) => system.stack.pid(service)), pids, 'no service was restarted');
+    assert.deepEqual(
+      services.map((service) => system.stack.pid(service)),
+      pids,
+      'no service was restarted',
+    );
   });
 });
 

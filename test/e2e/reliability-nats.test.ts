@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { audit, mailCounts, waitForStates } from '../harness/delivery-audit.ts';
-import { startPrivateNats, type PrivateNats } from '../harness/private-nats.ts';
+import { type PrivateNats, startPrivateNats } from '../harness/private-nats.ts';
 import { startReliableSystem } from '../harness/reliable-system.ts';
 import type { System, Tenant } from '../harness/system.ts';
 

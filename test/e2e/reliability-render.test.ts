@@ -10,7 +10,7 @@ import { GrpcClient } from '@notify/platform';
 import { dispatchProto } from '@notify/proto';
 import { assertFieldErrors, writtenRows } from '../harness/contract-shapes.ts';
 import { mailCounts, waitForStates } from '../harness/delivery-audit.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { waitFor } from '../harness/wait.ts';
 
 /** Three loops over the list: 10^9 empty iterations, far past the render limit, and no output to hit the memory limit first. */
@@ -102,10 +102,20 @@ async function deliveredIn(to: string): Promise<{ id: number; ms: number }> {
 
 test('the list of the report (3,000 items) and data of more than 10,000 values are refused with 422, and nothing is written', async () => {
   const before = await writtenRows(system.db);
-  const long = await system.send(tenant, { template: 'hostile', to: 'victim@example.com', channel: 'email', data: { items: Array.from({ length: 3_000 }, (_, index) => index) } });
+  const long = await system.send(tenant, {
+    template: 'hostile',
+    to: 'victim@example.com',
+    channel: 'email',
+    data: { items: Array.from({ length: 3_000 }, (_, index) => index) },
+  });
   assertFieldErrors(long, ['data']);
   assert.deepEqual(long.body['data'], ['A list in the data may hold at most 1000 items.']);
-  const many = await system.send(tenant, { template: 'hostile', to: 'victim@example.com', channel: 'email', data: { a: items, b: items, c: items, d: items, e: items, f: items, g: items, h: items, i: items, j: items, k: items } });
+  const many = await system.send(tenant, {
+    template: 'hostile',
+    to: 'victim@example.com',
+    channel: 'email',
+    data: { a: items, b: items, c: items, d: items, e: items, f: items, g: items, h: items, i: items, j: items, k: items },
+  });
   assertFieldErrors(many, ['data']);
   assert.deepEqual(many.body['data'], ['The data may hold at most 10000 values in all, counting those nested in objects and lists.']);
   assert.deepEqual(await writtenRows(system.db), before);
@@ -120,13 +130,25 @@ test('while a hostile template renders, its mailer answers /healthz promptly, de
   const probes = probe(health);
   const hostile = await accepted({ template: 'hostile', to: 'victim@example.com', data: { items } });
   // The mailer records `sending` just before it renders: from then on the loops are running.
-  await waitFor(async () => (await eventsOf(hostile)).some((event) => event.state === 'sending'), { timeoutMs: 10_000, intervalMs: 10, what: 'the hostile message to be sending' });
+  await waitFor(async () => (await eventsOf(hostile)).some((event) => event.state === 'sending'), {
+    timeoutMs: 10_000,
+    intervalMs: 10,
+    what: 'the hostile message to be sending',
+  });
   const others = await Promise.all(Array.from({ length: 5 }, (_, index) => deliveredIn(`other${index}@example.com`)));
   await waitForStates(system.db, [hostile], { timeoutMs: 15_000, states: ['failed'], what: 'the hostile message to fail' });
   const latencies = await probes.stop();
 
   const events = await eventsOf(hostile);
-  assert.deepEqual(events.map((event) => [event.state, event.attempt]), [['queued', 0], ['sending', 1], ['failed', 1]], 'one attempt, not retried');
+  assert.deepEqual(
+    events.map((event) => [event.state, event.attempt]),
+    [
+      ['queued', 0],
+      ['sending', 1],
+      ['failed', 1],
+    ],
+    'one attempt, not retried',
+  );
   const [, sending, failed] = events as [Event, Event, Event];
   assert.match(failed.reason ?? '', /^template "hostile" version 1: the text could not be rendered: template render limit exceeded/);
   const { rows } = await system.db.query<{ failure_reason: string }>('SELECT failure_reason FROM messages WHERE id = $1', [hostile]);
@@ -145,11 +167,16 @@ test('while a hostile template renders, its mailer answers /healthz promptly, de
 });
 
 test('while the panel previews a hostile template, dispatch-svc answers /healthz and accepts sends promptly', async () => {
-  const panel = new GrpcClient(dispatchProto.PanelService.service, system.stack.env.DISPATCH_SVC_ADDR, { token: system.stack.env.GATEWAY_TOKEN, deadlineMs: 15_000 });
+  const panel = new GrpcClient(dispatchProto.PanelService.service, system.stack.env.DISPATCH_SVC_ADDR, {
+    token: system.stack.env.GATEWAY_TOKEN,
+    deadlineMs: 15_000,
+  });
   try {
     const probes = probe(`http://127.0.0.1:${system.stack.ports.metrics.dispatch}/healthz`);
     const started = performance.now();
-    const preview = panel.call('PreviewTemplate', { projectId: tenant.projectId, organizationId: tenant.organizationId, slug: 'hostile', dataJson: JSON.stringify({ items }) }).then((answer) => ({ answer, ms: performance.now() - started }));
+    const preview = panel
+      .call('PreviewTemplate', { projectId: tenant.projectId, organizationId: tenant.organizationId, slug: 'hostile', dataJson: JSON.stringify({ items }) })
+      .then((answer) => ({ answer, ms: performance.now() - started }));
     // Give the preview time to reach a render worker, then send while it renders.
     await new Promise((resolve) => setTimeout(resolve, 300));
     const sends: number[] = [];

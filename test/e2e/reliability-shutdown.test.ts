@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { PoolClient } from 'pg';
 import { audit, waitForStates } from '../harness/delivery-audit.ts';
-import { exitOf, gatewayReachesServices } from '../harness/service-waits.ts';
 import { startReliableSystem } from '../harness/reliable-system.ts';
+import { exitOf, gatewayReachesServices } from '../harness/service-waits.ts';
 import { SmtpScript } from '../harness/smtp-script.ts';
 import type { HttpResult, System, Tenant } from '../harness/system.ts';
 import { anotherKey } from '../harness/tenants.ts';
@@ -46,7 +46,9 @@ async function assertAllDelivered(responses: readonly HttpResult[]): Promise<voi
 async function waitingOnLock(count: number): Promise<void> {
   await waitFor(
     async () => {
-      const { rows } = await system.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+      const { rows } = await system.db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
       return (rows[0]?.n ?? 0) >= count ? true : undefined;
     },
     { timeoutMs: 5_000, intervalMs: 25, what: `${count} statements waiting on the lock` },
@@ -95,7 +97,11 @@ describe('SIGTERM under load', () => {
       inFlight = Array.from({ length: 5 }, () => system.send(tenant, body()));
       // The gateway gathers sends that arrive together into one SendMany call, and dispatch-svc into one transaction:
       // not a backend each. Every send handed over, and a transaction waiting on the lock, they are in flight for sure.
-      await waitFor(async () => ((await sendsHandedToDispatch()) - handedBefore >= 5 ? true : undefined), { timeoutMs: 5_000, intervalMs: 25, what: 'the gateway to hand the 5 sends to dispatch-svc' });
+      await waitFor(async () => ((await sendsHandedToDispatch()) - handedBefore >= 5 ? true : undefined), {
+        timeoutMs: 5_000,
+        intervalMs: 25,
+        what: 'the gateway to hand the 5 sends to dispatch-svc',
+      });
       await waitingOnLock(1);
       system.stack.kill('dispatch-svc', 'SIGTERM');
       await pause(300);
@@ -150,7 +156,10 @@ describe('SIGTERM under load', () => {
           held.map((response) => response.body['message_id'] as number),
         ])
       ).rows.map((row) => [row.state, row.attempts]);
-    const finished = await waitFor(async () => ((await states()).every(([state]) => state === 'sent') ? states() : undefined), { timeoutMs: 5_000, what: 'the held jobs recorded sent' }).catch(() => states());
+    const finished = await waitFor(async () => ((await states()).every(([state]) => state === 'sent') ? states() : undefined), {
+      timeoutMs: 5_000,
+      what: 'the held jobs recorded sent',
+    }).catch(() => states());
     assert.deepEqual(finished, Array(4).fill(['sent', 1]), 'finished by the stopping replica');
     const { rows: queued } = await system.db.query<{ state: string }>('SELECT state FROM messages WHERE id = $1', [later.body['message_id']]);
     assert.equal(queued[0]?.state, 'queued', 'a stopping replica takes no new job');

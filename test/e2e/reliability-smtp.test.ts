@@ -4,14 +4,14 @@
 // re-queued with notifyctl; and delivery events delivered twice or out of order change nothing.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { schemaHeaders } from '@notify/platform/nats';
-import { encodeDeliveryEvent, type DeliveryEvent } from '@notify/proto';
+import { type DeliveryEvent, encodeDeliveryEvent } from '@notify/proto';
 import { mailCounts, waitForStates } from '../harness/delivery-audit.ts';
 import { startReliableSystem } from '../harness/reliable-system.ts';
 import { infrastructure } from '../harness/resources.ts';
-import { replaceableSink, SmtpScript, type ReplaceableSink } from '../harness/smtp-script.ts';
+import { type ReplaceableSink, replaceableSink, SmtpScript } from '../harness/smtp-script.ts';
 import type { System, Tenant } from '../harness/system.ts';
 import { waitFor } from '../harness/wait.ts';
 
@@ -58,8 +58,14 @@ interface EventRow {
   occurred_at: Date;
 }
 const events = async (id: number): Promise<EventRow[]> =>
-  (await system.db.query<EventRow>('SELECT state, attempt, smtp_code, reason, occurred_at FROM message_events WHERE message_id = $1 ORDER BY attempt, occurred_at, id', [id])).rows;
-const timeline = async (id: number): Promise<string[]> => (await events(id)).map((event) => `${event.state}:${event.attempt}${event.smtp_code ? `:${event.smtp_code}` : ''}`);
+  (
+    await system.db.query<EventRow>(
+      'SELECT state, attempt, smtp_code, reason, occurred_at FROM message_events WHERE message_id = $1 ORDER BY attempt, occurred_at, id',
+      [id],
+    )
+  ).rows;
+const timeline = async (id: number): Promise<string[]> =>
+  (await events(id)).map((event) => `${event.state}:${event.attempt}${event.smtp_code ? `:${event.smtp_code}` : ''}`);
 
 describe('temporary failures', () => {
   test('4xx replies defer the message, retried with growing jittered delays, until it is sent', async () => {
@@ -68,11 +74,18 @@ describe('temporary failures', () => {
     await waitForStates(system.db, [id], { timeoutMs: 15_000, states: ['sent'] });
     assert.deepEqual(await timeline(id), ['queued:0', 'sending:1', 'deferred:1:451', 'sending:2', 'deferred:2:451', 'sending:3', 'sent:3:250']);
     const rows = await events(id);
-    const at = (state: string, attempt: number): number => rows.find((event) => event.state === state && event.attempt === attempt)?.occurred_at.getTime() ?? Number.NaN;
+    const at = (state: string, attempt: number): number =>
+      rows.find((event) => event.state === state && event.attempt === attempt)?.occurred_at.getTime() ?? Number.NaN;
     // Equal jitter: the retry after attempt n waits at least half of base * 2^(n-1).
     assert.ok(at('sending', 2) - at('deferred', 1) >= 240, `first retry after ${at('sending', 2) - at('deferred', 1)} ms`);
     assert.ok(at('sending', 3) - at('deferred', 2) >= 490, `second retry after ${at('sending', 3) - at('deferred', 2)} ms`);
-    assert.deepEqual(await row(id), { state: 'sent', attempts: 3, last_smtp_code: 250, last_smtp_response: (await row(id)).last_smtp_response, failure_reason: null });
+    assert.deepEqual(await row(id), {
+      state: 'sent',
+      attempts: 3,
+      last_smtp_code: 250,
+      last_smtp_response: (await row(id)).last_smtp_response,
+      failure_reason: null,
+    });
     assert.equal(mailCounts(system.resources.mailDir).get(id), 1);
   });
 
@@ -159,7 +172,10 @@ describe('final failures and dead letters', () => {
     await waitForStates(system.db, [rejected, exhausted], { timeoutMs: 15_000, states: ['sent'] });
     assert.deepEqual(await timeline(rejected), ['queued:0', 'sending:1', 'failed:1:550', 'queued:2', 'sending:2', 'sent:2:250']);
     const second = await events(exhausted);
-    assert.deepEqual(second.slice(-3).map((event) => `${event.state}:${event.attempt}`), ['queued:6', 'sending:6', 'sent:6']);
+    assert.deepEqual(
+      second.slice(-3).map((event) => `${event.state}:${event.attempt}`),
+      ['queued:6', 'sending:6', 'sent:6'],
+    );
     assert.match(second.at(-3)?.reason ?? '', /^re-queued by an operator/);
     const mails = mailCounts(system.resources.mailDir);
     assert.deepEqual([mails.get(rejected), mails.get(exhausted)], [1, 1]);

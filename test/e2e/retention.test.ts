@@ -18,7 +18,7 @@ import { assertAccepted, assertScheduled } from '../harness/contract-shapes.ts';
 import { waitForStates } from '../harness/delivery-audit.ts';
 import { PanelVisitor } from '../harness/panel-visitor.ts';
 import { refusal } from '../harness/refusal.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
 import { subscribedReceiver, type WebhookReceiver } from '../harness/webhook-receiver.ts';
@@ -65,8 +65,11 @@ async function sendOne(tenant: Tenant, headers: Record<string, string> = {}): Pr
 
 /** Makes messages look `days` old: their last change, and the events that made them. */
 async function age(ids: readonly number[], days: number): Promise<void> {
-  await system.db.query("UPDATE messages SET updated_at = now() - make_interval(days => $2), created_at = now() - make_interval(days => $2 + 1) WHERE id = ANY($1::bigint[])", [ids, days]);
-  await system.db.query("UPDATE message_events SET occurred_at = now() - make_interval(days => $2) WHERE message_id = ANY($1::bigint[])", [ids, days]);
+  await system.db.query(
+    'UPDATE messages SET updated_at = now() - make_interval(days => $2), created_at = now() - make_interval(days => $2 + 1) WHERE id = ANY($1::bigint[])',
+    [ids, days],
+  );
+  await system.db.query('UPDATE message_events SET occurred_at = now() - make_interval(days => $2) WHERE message_id = ANY($1::bigint[])', [ids, days]);
 }
 
 /** Rows referencing each message, by table. */
@@ -101,7 +104,18 @@ async function panelOperator(tenant: Tenant): Promise<PanelVisitor> {
   const email = `operator-${randomUUID().slice(0, 8)}@retention.example`;
   try {
     writeFileSync(join(secrets, 'password'), `${password}\n`, { mode: 0o600 });
-    await system.notifyctlOk('panel-user', 'create', '--org', String(tenant.organizationId), '--email', email, '--role', 'operator', '--password-file', join(secrets, 'password'));
+    await system.notifyctlOk(
+      'panel-user',
+      'create',
+      '--org',
+      String(tenant.organizationId),
+      '--email',
+      email,
+      '--role',
+      'operator',
+      '--password-file',
+      join(secrets, 'password'),
+    );
   } finally {
     rmSync(secrets, { recursive: true, force: true });
   }
@@ -110,7 +124,7 @@ async function panelOperator(tenant: Tenant): Promise<PanelVisitor> {
   return visitor;
 }
 
-test('notifyctl org update --retention sets an organization\'s own retention, listed and shown in the panel', async () => {
+test("notifyctl org update --retention sets an organization's own retention, listed and shown in the panel", async () => {
   assert.equal((await notifyctlJson('org', 'update', '--id', String(short.organizationId), '--retention', '48h'))['messageRetention'], '2d');
   const listed = await system.notifyctlOk('org', 'list');
   assert.match(listed, /RETENTION/);
@@ -119,20 +133,26 @@ test('notifyctl org update --retention sets an organization\'s own retention, li
   assert.match((await (await panelOperator(short)).get('/panel/')).text, /kept for 2d after their last change/);
 });
 
-test('notifyctl messages purge deletes the final messages past their organization\'s retention with every row that references them, and keeps young ones and messages on their way', async () => {
+test("notifyctl messages purge deletes the final messages past their organization's retention with every row that references them, and keeps young ones and messages on their way", async () => {
   // Delivered for real, each with its message.sent webhook attempted: events, a webhook event, delivery and attempt.
   const idempotent = await sendOne(long, { 'idempotency-key': randomUUID() });
   const longIds = [idempotent, await sendOne(long), await sendOne(long)];
   const shortIds = [await sendOne(short), await sendOne(short), await sendOne(short)];
   const delivered = [...longIds, ...shortIds];
   await waitForStates(system.db, delivered, { timeoutMs: 20_000, states: ['sent'] });
-  await waitFor(async () => (await rowsOf(delivered))['webhook_attempts']! >= delivered.length || undefined, { timeoutMs: 20_000, what: 'a webhook attempt for every message' });
+  await waitFor(async () => (await rowsOf(delivered))['webhook_attempts']! >= delivered.length || undefined, {
+    timeoutMs: 20_000,
+    what: 'a webhook attempt for every message',
+  });
   // On their way, however old: a scheduled send, and (set with SQL: the pipeline would move them on) a queued and a deferred one.
   const scheduled = await system.send(long, validBody('welcome', { send_at: new Date(Date.now() + 3_600_000).toISOString() }));
   assertScheduled(scheduled);
   const [stuckQueued, stuckDeferred] = [await sendOne(long), await sendOne(long)];
   await waitForStates(system.db, [stuckQueued as number, stuckDeferred as number], { timeoutMs: 20_000, states: ['sent'] });
-  await system.db.query("UPDATE messages SET state = CASE WHEN id = $1 THEN 'queued'::message_state ELSE 'deferred'::message_state END WHERE id = ANY($2::bigint[])", [stuckQueued, [stuckQueued, stuckDeferred]]);
+  await system.db.query(
+    "UPDATE messages SET state = CASE WHEN id = $1 THEN 'queued'::message_state ELSE 'deferred'::message_state END WHERE id = ANY($2::bigint[])",
+    [stuckQueued, [stuckQueued, stuckDeferred]],
+  );
   const onTheirWay = [scheduled.body['message_id'] as number, stuckQueued as number, stuckDeferred as number];
 
   const [longOld, longOld2, longYoung] = longIds as [number, number, number];
@@ -154,7 +174,10 @@ test('notifyctl messages purge deletes the final messages past their organizatio
   const purgedBefore = sample(await metrics(), 'notify_retention_purged_rows_total', 'table="messages"') ?? 0;
 
   // Only the admin token purges: a leaked gateway token cannot.
-  const asGateway = new GrpcClient(dispatchProto.RetentionAdminService.service, system.stack.env.DISPATCH_SVC_ADDR, { token: system.stack.env.GATEWAY_TOKEN, deadlineMs: 5_000 });
+  const asGateway = new GrpcClient(dispatchProto.RetentionAdminService.service, system.stack.env.DISPATCH_SVC_ADDR, {
+    token: system.stack.env.GATEWAY_TOKEN,
+    deadlineMs: 5_000,
+  });
   try {
     assert.equal((await refusal(asGateway.call('PurgeExpiredMessages', {}))).status, status.PERMISSION_DENIED);
   } finally {
@@ -162,9 +185,20 @@ test('notifyctl messages purge deletes the final messages past their organizatio
   }
   assert.deepEqual(await notifyctlJson('messages', 'purge'), { deleted: 4 });
 
-  assert.deepEqual(await rowsOf(doomed), { messages: 0, message_events: 0, outbox: 0, idempotency_keys: 0, webhook_events: 0, webhook_deliveries: 0, webhook_attempts: 0 });
+  assert.deepEqual(await rowsOf(doomed), {
+    messages: 0,
+    message_events: 0,
+    outbox: 0,
+    idempotency_keys: 0,
+    webhook_events: 0,
+    webhook_deliveries: 0,
+    webhook_attempts: 0,
+  });
   assert.deepEqual(await rowsOf(kept), keptBefore);
-  const read = await system.request(`/api/v1/messages/${longOld}/`, { method: 'GET', headers: { authorization: `Api-Key ${long.apiKey}`, 'x-organization-id': String(long.organizationId) } });
+  const read = await system.request(`/api/v1/messages/${longOld}/`, {
+    method: 'GET',
+    headers: { authorization: `Api-Key ${long.apiKey}`, 'x-organization-id': String(long.organizationId) },
+  });
   assert.equal(read.status, 404);
   assert.match(await system.notifyctlOk('messages', 'purge'), /^purged 0 messages\n$/);
 
@@ -180,7 +214,7 @@ test('notifyctl messages purge deletes the final messages past their organizatio
   assert.ok((sample(text, 'notify_table_size_bytes', 'table="messages"') ?? 0) > 0);
 });
 
-test('an organization\'s override applies at the next purge, and clearing it goes back to the deployment\'s retention', async () => {
+test("an organization's override applies at the next purge, and clearing it goes back to the deployment's retention", async () => {
   const [young, middle] = [await sendOne(long), await sendOne(short)];
   await waitForStates(system.db, [young, middle], { timeoutMs: 20_000, states: ['sent'] });
   await age([young, middle], 5);

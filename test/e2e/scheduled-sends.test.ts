@@ -14,7 +14,7 @@ import { audit, waitForStates } from '../harness/delivery-audit.ts';
 import { openApiResponseCheck, type ResponseCheck } from '../harness/openapi.ts';
 import { csrfTokenOf, PanelVisitor } from '../harness/panel-visitor.ts';
 import { gatewayReachesServices } from '../harness/service-waits.ts';
-import { startSystem, type HttpResult, type System, type Tenant } from '../harness/system.ts';
+import { type HttpResult, type System, startSystem, type Tenant } from '../harness/system.ts';
 import { validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
 
@@ -23,7 +23,9 @@ let tenant: Tenant;
 let checkResponse: ResponseCheck;
 
 before(async () => {
-  system = await startSystem({ env: { NOTIFY_PUBLIC_SEND_RATE: '100000/min', NOTIFY_PUBLIC_READ_RATE: '100000/min', OUTBOX_RELAY_INTERVAL: '200ms', OUTBOX_RELAY_MIN_AGE: '1s' } });
+  system = await startSystem({
+    env: { NOTIFY_PUBLIC_SEND_RATE: '100000/min', NOTIFY_PUBLIC_READ_RATE: '100000/min', OUTBOX_RELAY_INTERVAL: '200ms', OUTBOX_RELAY_MIN_AGE: '1s' },
+  });
   tenant = await system.createTenant('scheduled');
   await system.putTemplate(tenant.projectId, 'welcome');
   checkResponse = openApiResponseCheck((await system.request('/api/v1/openapi.json', { method: 'GET' })).body);
@@ -43,7 +45,10 @@ async function send(as: Tenant, body: unknown, headers: Record<string, string> =
 }
 
 async function call(as: Tenant, method: 'GET' | 'DELETE', path: string, headers: Record<string, string> = {}): Promise<HttpResult> {
-  const response = await system.request(path, { method, headers: { authorization: `Api-Key ${as.apiKey}`, 'x-organization-id': String(as.organizationId), ...headers } });
+  const response = await system.request(path, {
+    method,
+    headers: { authorization: `Api-Key ${as.apiKey}`, 'x-organization-id': String(as.organizationId), ...headers },
+  });
   const documented = path.startsWith('/api/v1/messages?') ? '/api/v1/messages' : messagePath;
   assert.deepEqual(checkResponse(method, documented, response), [], `${method} ${path}: ${response.status} ${response.text}`);
   return response;
@@ -69,7 +74,10 @@ test('a scheduled send is 202 scheduled with send_at, reads back and lists as sc
   assert.equal(read.body['send_at'], sendAt);
   assert.deepEqual(statuses(read.body), ['scheduled']);
   const listed = await call(tenant, 'GET', '/api/v1/messages?status=scheduled');
-  assert.ok((listed.body['results'] as Array<Record<string, unknown>>).some((message) => message['message_id'] === id), listed.text);
+  assert.ok(
+    (listed.body['results'] as Array<Record<string, unknown>>).some((message) => message['message_id'] === id),
+    listed.text,
+  );
 
   const sent = await waitFor(
     async () => {
@@ -94,7 +102,11 @@ test('send_at in the past, malformed or more than 30 days ahead is 422 on send_a
   const before = await writtenRows(system.db);
   const cases: Array<[unknown, string, string]> = [
     [inSeconds(-5), 'This time has already passed; omit send_at to send at once.', 'Esta hora ya pasó; omita send_at para enviar de inmediato.'],
-    ['2030-01-01 10:00', 'Enter an RFC 3339 time with its offset, such as 2026-01-31T09:30:00Z or 2026-01-31T10:30:00+01:00.', 'Indique una hora RFC 3339 con su desfase, como 2026-01-31T09:30:00Z o 2026-01-31T10:30:00+01:00.'],
+    [
+      '2030-01-01 10:00',
+      'Enter an RFC 3339 time with its offset, such as 2026-01-31T09:30:00Z or 2026-01-31T10:30:00+01:00.',
+      'Indique una hora RFC 3339 con su desfase, como 2026-01-31T09:30:00Z o 2026-01-31T10:30:00+01:00.',
+    ],
     [inSeconds(31 * 86_400), 'A send can be scheduled at most 30 days ahead.', 'Un envío puede programarse como máximo con 30 días de antelación.'],
   ];
   for (const [sendAt, english, spanish] of cases) {
@@ -116,7 +128,10 @@ test('DELETE cancels a scheduled message: 200 canceled with the transition, its 
   assert.equal(canceled.body['status'], 'canceled');
   assert.deepEqual(statuses(canceled.body), ['scheduled', 'canceled']);
   assert.match(canceled.headers.get('ratelimit-policy') ?? '', /^"read";q=\d+;w=60$/);
-  const { rows } = await system.db.query<{ pending: number }>('SELECT (SELECT count(*) FROM scheduled_messages WHERE message_id = $1) + (SELECT count(*) FROM outbox WHERE message_id = $1) AS pending', [id]);
+  const { rows } = await system.db.query<{ pending: number }>(
+    'SELECT (SELECT count(*) FROM scheduled_messages WHERE message_id = $1) + (SELECT count(*) FROM outbox WHERE message_id = $1) AS pending',
+    [id],
+  );
   assert.equal(Number(rows[0]?.pending), 0, 'no job waits for a canceled message');
 
   const again = await call(tenant, 'DELETE', `/api/v1/messages/${id}`, { 'accept-language': 'es' });
@@ -125,7 +140,7 @@ test('DELETE cancels a scheduled message: 200 canceled with the transition, its 
   assert.equal((await call(tenant, 'GET', `/api/v1/messages/${id}/`)).body['status'], 'canceled');
 });
 
-test('a message sent at once, or already queued, is 409 not_cancelable; another tenant\'s scheduled message is 404 and stays scheduled', async () => {
+test("a message sent at once, or already queued, is 409 not_cancelable; another tenant's scheduled message is 404 and stays scheduled", async () => {
   const queued = await send(tenant, validBody('welcome'));
   assertCoded(await call(tenant, 'DELETE', `/api/v1/messages/${String(queued.body['message_id'])}/`), 409, 'not_cancelable');
 
@@ -166,7 +181,18 @@ async function panelUser(role: 'operator' | 'viewer'): Promise<PanelVisitor> {
   const email = `${role}-${randomUUID().slice(0, 8)}@scheduled.example`;
   try {
     writeFileSync(join(secrets, 'password'), `${password}\n`, { mode: 0o600 });
-    await system.notifyctlOk('panel-user', 'create', '--org', String(tenant.organizationId), '--email', email, '--role', role, '--password-file', join(secrets, 'password'));
+    await system.notifyctlOk(
+      'panel-user',
+      'create',
+      '--org',
+      String(tenant.organizationId),
+      '--email',
+      email,
+      '--role',
+      role,
+      '--password-file',
+      join(secrets, 'password'),
+    );
   } finally {
     rmSync(secrets, { recursive: true, force: true });
   }
@@ -215,7 +241,9 @@ const releaseLock = ((): { classid: string; objid: string } => {
   return { classid: String(key >> 32n), objid: String(key & 0xffffffffn) };
 })();
 
-test('dispatch-svc SIGKILLed while it releases: after a restart every due message is queued once and delivered as exactly one email', { timeout: 90_000 }, async () => {
+test('dispatch-svc SIGKILLed while it releases: after a restart every due message is queued once and delivered as exactly one email', {
+  timeout: 90_000,
+}, async () => {
   // Many messages due at one instant make one long release transaction. The lead time covers scheduling them on a busy machine.
   const sendAt = inSeconds(8);
   const ids: number[] = [];
@@ -243,7 +271,10 @@ test('dispatch-svc SIGKILLed while it releases: after a restart every due messag
   } finally {
     probe.release();
   }
-  const { rows } = await system.db.query<{ state: string; n: number }>('SELECT state::text, count(*)::int AS n FROM messages WHERE id = ANY($1::bigint[]) GROUP BY state', [ids]);
+  const { rows } = await system.db.query<{ state: string; n: number }>(
+    'SELECT state::text, count(*)::int AS n FROM messages WHERE id = ANY($1::bigint[]) GROUP BY state',
+    [ids],
+  );
   console.log(`killed while releasing; states then: ${JSON.stringify(rows)}`);
 
   const killedAt = performance.now();
@@ -251,9 +282,14 @@ test('dispatch-svc SIGKILLed while it releases: after a restart every due messag
   await gatewayReachesServices(() => system.send(tenant, validBody('no-such-template')));
   const restartedAt = performance.now();
   await waitForStates(system.db, ids, { timeoutMs: 60_000, what: 'every due message to be delivered after the restart' });
-  console.log(`dispatch-svc back ${Math.round(restartedAt - killedAt)} ms after the kill; all ${ids.length} delivered ${Math.round(performance.now() - restartedAt)} ms later`);
+  console.log(
+    `dispatch-svc back ${Math.round(restartedAt - killedAt)} ms after the kill; all ${ids.length} delivered ${Math.round(performance.now() - restartedAt)} ms later`,
+  );
   const result = await audit(system.db, system.resources.mailDir, ids);
   assert.deepEqual({ delivered: result.delivered, duplicates: result.duplicates, broken: result.broken }, { delivered: ids.length, duplicates: 0, broken: [] });
-  const queuedTwice = await system.db.query('SELECT message_id FROM message_events WHERE message_id = ANY($1::bigint[]) AND state = $2 GROUP BY message_id HAVING count(*) > 1', [ids, 'queued']);
+  const queuedTwice = await system.db.query(
+    'SELECT message_id FROM message_events WHERE message_id = ANY($1::bigint[]) AND state = $2 GROUP BY message_id HAVING count(*) > 1',
+    [ids, 'queued'],
+  );
   assert.equal(queuedTwice.rowCount, 0, 'each message was released once');
 });

@@ -1,7 +1,7 @@
 // Tenants are isolated both ways, and a revoked key stops working everywhere within seconds.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 
 let system: System;
 let alpha: Tenant;
@@ -21,7 +21,10 @@ after(async () => {
 });
 
 test("a tenant's key cannot use another tenant's template, in either direction", async () => {
-  for (const [caller, foreign] of [[alpha, 'beta-only'], [beta, 'alpha-only']] as const) {
+  for (const [caller, foreign] of [
+    [alpha, 'beta-only'],
+    [beta, 'alpha-only'],
+  ] as const) {
     const response = await system.send(caller, body(foreign));
     assert.equal(response.status, 404, response.text);
     assert.deepEqual(Object.keys(response.body).sort(), ['code', 'detail']);
@@ -32,13 +35,18 @@ test("a tenant's key cannot use another tenant's template, in either direction",
 });
 
 test("a tenant's key cannot act on another tenant's organization, in either direction", async () => {
-  for (const [caller, other] of [[alpha, beta], [beta, alpha]] as const) {
+  for (const [caller, other] of [
+    [alpha, beta],
+    [beta, alpha],
+  ] as const) {
     const response = await system.send({ apiKey: caller.apiKey, organizationId: other.organizationId }, body('alpha-only'));
     assert.equal(response.status, 403, response.text);
     assert.deepEqual(response.body, { detail: response.body['detail'], code: 'permission_denied' });
     assert.equal(typeof response.body['detail'], 'string');
   }
-  const { rows } = await system.db.query<{ count: number }>('SELECT count(*)::int AS count FROM messages WHERE organization_id <> (SELECT organization_id FROM projects WHERE id = messages.project_id)');
+  const { rows } = await system.db.query<{ count: number }>(
+    'SELECT count(*)::int AS count FROM messages WHERE organization_id <> (SELECT organization_id FROM projects WHERE id = messages.project_id)',
+  );
   assert.equal(rows[0]?.count, 0);
 });
 

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { waitForStates } from '../harness/delivery-audit.ts';
-import { otlpSpanKind, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../harness/otlp-receiver.ts';
-import { startPrivateNats, type PrivateNats } from '../harness/private-nats.ts';
+import { type OtlpReceiver, otlpSpanKind, type ReceivedSpan, startOtlpReceiver } from '../harness/otlp-receiver.ts';
+import { type PrivateNats, startPrivateNats } from '../harness/private-nats.ts';
 import { startReliableSystem } from '../harness/reliable-system.ts';
 import type { System, Tenant } from '../harness/system.ts';
 import { waitFor } from '../harness/wait.ts';
@@ -42,7 +42,11 @@ after(async () => {
 
 const names = () => {
   const prefix = system.resources.natsPrefix;
-  return { jobs: `${prefix.toLowerCase()}notify.jobs.email`, events: (id: number) => `${prefix.toLowerCase()}notify.events.${id}`, eventsStream: `${prefix.toUpperCase()}NOTIFY_EVENTS` };
+  return {
+    jobs: `${prefix.toLowerCase()}notify.jobs.email`,
+    events: (id: number) => `${prefix.toLowerCase()}notify.events.${id}`,
+    eventsStream: `${prefix.toUpperCase()}NOTIFY_EVENTS`,
+  };
 };
 
 const one = (spans: readonly ReceivedSpan[], what: string, match: (span: ReceivedSpan) => boolean): ReceivedSpan => {
@@ -57,7 +61,8 @@ async function sendAndFollow(to: string, requestId: string): Promise<{ id: numbe
   assert.equal(response.status, 202, response.text);
   const id = response.body['message_id'] as number;
   await waitForStates(system.db, [id], { timeoutMs: 30_000 });
-  const applied = (span: ReceivedSpan) => span.service === 'dispatch-svc' && span.name === `process ${names().events(id)}` && span.attributes['notify.delivery.state'] === 'sent';
+  const applied = (span: ReceivedSpan) =>
+    span.service === 'dispatch-svc' && span.name === `process ${names().events(id)}` && span.attributes['notify.delivery.state'] === 'sent';
   const final = await waitFor(async () => receiver.spans.find(applied), { timeoutMs: 15_000, what: `the span applying message ${id}'s sent event` });
   // The gateway's and the mailer's last spans may still be in their exporters' next batch.
   await new Promise((resolve) => setTimeout(resolve, 500));
@@ -83,7 +88,10 @@ test('one send is one trace from the HTTP request through auth-svc, dispatch-svc
   assert.equal(request.parentSpanId, '');
   assert.equal(request.attributes['notify.request.id'], 'trace-e2e-one');
   assert.equal(request.attributes['notify.message.id'], id);
-  assert.ok(trace.some((span) => span.service === 'auth-svc' && span.kind === otlpSpanKind.server), 'auth-svc served the authorization in the same trace');
+  assert.ok(
+    trace.some((span) => span.service === 'auth-svc' && span.kind === otlpSpanKind.server),
+    'auth-svc served the authorization in the same trace',
+  );
 
   // dispatch-svc: the Send call, the message's creation under it, and the publish of its job under the creation.
   const sendCall = one(trace, 'Send server span', (span) => span.service === 'dispatch-svc' && span.kind === otlpSpanKind.server && /Send$/.test(span.name));
@@ -97,7 +105,9 @@ test('one send is one trace from the HTTP request through auth-svc, dispatch-svc
   assert.equal(publish.kind, otlpSpanKind.client);
   assert.equal(publish.parentSpanId, create.spanId);
   // The job's Nats-Msg-Id: the message's celery_task_id (message ids come back when a database is created again).
-  const { rows: [message] } = await system.db.query<{ celeryTaskId: string }>('SELECT celery_task_id AS "celeryTaskId" FROM messages WHERE id = $1', [id]);
+  const {
+    rows: [message],
+  } = await system.db.query<{ celeryTaskId: string }>('SELECT celery_task_id AS "celeryTaskId" FROM messages WHERE id = $1', [id]);
   assert.equal(publish.attributes['messaging.message.id'], message?.celeryTaskId);
   assert.equal(publish.attributes['notify.publish.path'], 'direct');
 
@@ -124,10 +134,18 @@ test('one send is one trace from the HTTP request through auth-svc, dispatch-svc
   // The delivery events: published under the job's processing, applied by dispatch-svc as children of their publish,
   // each linked to the batch it was applied in (a batch of its own trace, linked back to every event it served).
   for (const state of ['sending', 'sent']) {
-    const eventPublish = one(trace, `${state} event publish`, (span) => span.name === `send ${events(id)}` && span.attributes['notify.delivery.state'] === state);
+    const eventPublish = one(
+      trace,
+      `${state} event publish`,
+      (span) => span.name === `send ${events(id)}` && span.attributes['notify.delivery.state'] === state,
+    );
     assert.equal(eventPublish.kind, otlpSpanKind.producer);
     assert.equal(eventPublish.parentSpanId, processJob.spanId);
-    const applied = one(trace, `${state} event application`, (span) => span.name === `process ${events(id)}` && span.attributes['notify.delivery.state'] === state);
+    const applied = one(
+      trace,
+      `${state} event application`,
+      (span) => span.name === `process ${events(id)}` && span.attributes['notify.delivery.state'] === state,
+    );
     assert.equal(applied.service, 'dispatch-svc');
     assert.equal(applied.kind, otlpSpanKind.consumer);
     assert.equal(applied.parentSpanId, eventPublish.spanId);
@@ -137,7 +155,10 @@ test('one send is one trace from the HTTP request through auth-svc, dispatch-svc
     const batch = one(all, 'batch span', (span) => span.spanId === batchLink.spanId);
     assert.equal(batch.name, `process ${eventsStream}`);
     assert.notEqual(batch.traceId, request.traceId);
-    assert.ok(batch.links.some((link) => link.traceId === request.traceId && link.spanId === eventPublish.spanId), 'the batch links to the event');
+    assert.ok(
+      batch.links.some((link) => link.traceId === request.traceId && link.spanId === eventPublish.spanId),
+      'the batch links to the event',
+    );
   }
 
   // From the acceptance on, every span of the message names it.
@@ -149,22 +170,38 @@ test('one send is one trace from the HTTP request through auth-svc, dispatch-svc
 test('a batch is one trace: the SendBatch call, under it one create span per message, each message delivered under its own', async () => {
   const response = await system.request('/api/v1/send/batch/', {
     method: 'POST',
-    headers: { authorization: `Api-Key ${tenant.apiKey}`, 'x-organization-id': String(tenant.organizationId), 'content-type': 'application/json', 'x-request-id': 'trace-e2e-batch' },
-    body: JSON.stringify({ messages: ['batch-one@example.com', 'batch-two@example.com'].map((to) => ({ template: 'welcome', to, channel: 'email', data: { name: 'Ada' } })) }),
+    headers: {
+      authorization: `Api-Key ${tenant.apiKey}`,
+      'x-organization-id': String(tenant.organizationId),
+      'content-type': 'application/json',
+      'x-request-id': 'trace-e2e-batch',
+    },
+    body: JSON.stringify({
+      messages: ['batch-one@example.com', 'batch-two@example.com'].map((to) => ({ template: 'welcome', to, channel: 'email', data: { name: 'Ada' } })),
+    }),
   });
   assert.equal(response.status, 200, response.text);
   const ids = (response.body['results'] as Array<{ message_id: number }>).map((entry) => entry.message_id);
   await waitForStates(system.db, ids, { timeoutMs: 30_000 });
   const { jobs } = names();
-  const sent = (id: number) => (span: ReceivedSpan) => span.service === 'mailer-svc' && span.name === `process ${jobs}` && span.attributes['notify.message.id'] === id;
+  const sent = (id: number) => (span: ReceivedSpan) =>
+    span.service === 'mailer-svc' && span.name === `process ${jobs}` && span.attributes['notify.message.id'] === id;
   await waitFor(async () => ids.every((id) => receiver.spans.some(sent(id))), { timeoutMs: 15_000, what: "both messages' delivery spans" });
   await new Promise((resolve) => setTimeout(resolve, 500));
 
-  const request = one(receiver.spans, 'batch HTTP server span', (span) => span.service === 'gateway' && span.kind === otlpSpanKind.server && span.attributes['notify.request.id'] === 'trace-e2e-batch');
+  const request = one(
+    receiver.spans,
+    'batch HTTP server span',
+    (span) => span.service === 'gateway' && span.kind === otlpSpanKind.server && span.attributes['notify.request.id'] === 'trace-e2e-batch',
+  );
   assert.equal(request.attributes['notify.batch.items'], 2);
   assert.equal(request.attributes['notify.batch.accepted'], 2);
   const trace = receiver.spans.filter((span) => span.traceId === request.traceId);
-  const call = one(trace, 'SendBatch server span', (span) => span.service === 'dispatch-svc' && span.kind === otlpSpanKind.server && /SendBatch$/.test(span.name));
+  const call = one(
+    trace,
+    'SendBatch server span',
+    (span) => span.service === 'dispatch-svc' && span.kind === otlpSpanKind.server && /SendBatch$/.test(span.name),
+  );
   for (const id of ids) {
     const create = one(trace, `create span of message ${id}`, (span) => span.name === `create ${jobs}` && span.attributes['notify.message.id'] === id);
     assert.equal(create.parentSpanId, call.spanId);
@@ -177,7 +214,9 @@ test('a deferred delivery retried later continues the same trace', async () => {
   const { id, trace } = await sendAndFollow('greylist-ada@example.com', 'trace-e2e-retry');
   const { jobs } = names();
   const create = one(trace, 'create span', (span) => span.name === `create ${jobs}`);
-  const attempts = trace.filter((span) => span.name === `process ${jobs}`).sort((a, b) => Number(a.attributes['notify.delivery.attempt']) - Number(b.attributes['notify.delivery.attempt']));
+  const attempts = trace
+    .filter((span) => span.name === `process ${jobs}`)
+    .sort((a, b) => Number(a.attributes['notify.delivery.attempt']) - Number(b.attributes['notify.delivery.attempt']));
   assert.deepEqual(
     attempts.map((span) => [span.parentSpanId, span.attributes['messaging.nats.delivery_count'], span.attributes['notify.delivery.state']]),
     [
@@ -185,25 +224,53 @@ test('a deferred delivery retried later continues the same trace', async () => {
       [create.spanId, 2, 'sent'],
     ],
   );
-  const replies = trace.filter((span) => span.name === 'smtp send').map((span) => [span.attributes['notify.smtp.reply_code'], span.attributes['notify.smtp.enhanced_status'] ?? null]);
-  assert.deepEqual(replies.sort(), [[250, null], [451, '4.7.1']].sort());
+  const replies = trace
+    .filter((span) => span.name === 'smtp send')
+    .map((span) => [span.attributes['notify.smtp.reply_code'], span.attributes['notify.smtp.enhanced_status'] ?? null]);
+  assert.deepEqual(
+    replies.sort(),
+    [
+      [250, null],
+      [451, '4.7.1'],
+    ].sort(),
+  );
   assert.ok(trace.every((span) => span.service !== 'mailer-svc' || span.attributes['notify.message.id'] === id));
 });
 
 test('a job published by the outbox relay after a NATS outage still joins the trace of the request that accepted it', async () => {
   await nats.kill('SIGTERM');
-  const response = await system.send(tenant, { template: 'welcome', to: 'outage@example.com', channel: 'email', data: { name: 'Ada' } }, { 'x-request-id': 'trace-e2e-outage' });
+  const response = await system.send(
+    tenant,
+    { template: 'welcome', to: 'outage@example.com', channel: 'email', data: { name: 'Ada' } },
+    { 'x-request-id': 'trace-e2e-outage' },
+  );
   assert.equal(response.status, 202, response.text);
   const id = response.body['message_id'] as number;
   await nats.start();
   await waitForStates(system.db, [id], { timeoutMs: 45_000 });
   const { jobs } = names();
-  const request = await waitFor(async () => receiver.spans.find((span) => span.service === 'gateway' && span.attributes['notify.request.id'] === 'trace-e2e-outage'), { timeoutMs: 10_000, what: 'the request span' });
-  const relayed = await waitFor(async () => receiver.spans.find((span) => span.name === `send ${jobs}` && span.attributes['notify.message.id'] === id && span.attributes['notify.publish.path'] === 'relay' && span.statusCode !== 2), {
+  const request = await waitFor(
+    async () => receiver.spans.find((span) => span.service === 'gateway' && span.attributes['notify.request.id'] === 'trace-e2e-outage'),
+    { timeoutMs: 10_000, what: 'the request span' },
+  );
+  const relayed = await waitFor(
+    async () =>
+      receiver.spans.find(
+        (span) =>
+          span.name === `send ${jobs}` &&
+          span.attributes['notify.message.id'] === id &&
+          span.attributes['notify.publish.path'] === 'relay' &&
+          span.statusCode !== 2,
+      ),
+    {
+      timeoutMs: 10_000,
+      what: 'the relay publish span',
+    },
+  );
+  const processJob = await waitFor(async () => receiver.spans.find((span) => span.name === `process ${jobs}` && span.attributes['notify.message.id'] === id), {
     timeoutMs: 10_000,
-    what: 'the relay publish span',
+    what: 'the mailer span',
   });
-  const processJob = await waitFor(async () => receiver.spans.find((span) => span.name === `process ${jobs}` && span.attributes['notify.message.id'] === id), { timeoutMs: 10_000, what: 'the mailer span' });
   const create = one(receiver.spans, 'create span', (span) => span.name === `create ${jobs}` && span.attributes['notify.message.id'] === id);
   assert.equal(relayed.traceId, request.traceId);
   assert.equal(relayed.parentSpanId, create.spanId);

@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { ParsedMail } from 'mailparser';
 import nodemailer from 'nodemailer';
-import { readMails, notifyMessageId } from '../harness/mailbox.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { notifyMessageId, readMails } from '../harness/mailbox.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
-import { subscribedReceiver, webhooksAbout, type WebhookReceiver } from '../harness/webhook-receiver.ts';
+import { subscribedReceiver, type WebhookReceiver, webhooksAbout } from '../harness/webhook-receiver.ts';
 
 let system: System;
 let tenant: Tenant;
@@ -34,14 +34,20 @@ async function mailTo(to: string, template = 'digest'): Promise<{ id: number; ma
   const response = await system.send(tenant, validBody(template, { to }));
   assert.equal(response.status, 202, response.text);
   const id = response.body['message_id'] as number;
-  const mail = await waitFor(async () => (await readMails(system.resources.mailDir)).find((each) => notifyMessageId(each) === id), { timeoutMs: 15_000, what: `the mail of message ${id}` });
+  const mail = await waitFor(async () => (await readMails(system.resources.mailDir)).find((each) => notifyMessageId(each) === id), {
+    timeoutMs: 15_000,
+    what: `the mail of message ${id}`,
+  });
   return { id, mail };
 }
 
 /** A header's unfolded value as it came (mailparser merges the List-* headers into one structure of its own). */
 function rawHeader(mail: ParsedMail, name: string): string | undefined {
   const line = mail.headerLines.find((each) => each.key === name)?.line;
-  return line?.slice(line.indexOf(':') + 1).replace(/\r?\n[ \t]+/g, ' ').trim();
+  return line
+    ?.slice(line.indexOf(':') + 1)
+    .replace(/\r?\n[ \t]+/g, ' ')
+    .trim();
 }
 
 /** The two targets of List-Unsubscribe, read from the raw header as a mail client does. */
@@ -55,17 +61,24 @@ function unsubscribeTargets(mail: ParsedMail): { https: URL; mailto: URL } {
 }
 
 async function suppression(address: string): Promise<{ reason: string; message_id: number | null } | undefined> {
-  const { rows } = await system.db.query<{ reason: string; message_id: number | null }>('SELECT reason, message_id FROM suppressions WHERE project_id = $1 AND address = $2', [tenant.projectId, address]);
+  const { rows } = await system.db.query<{ reason: string; message_id: number | null }>(
+    'SELECT reason, message_id FROM suppressions WHERE project_id = $1 AND address = $2',
+    [tenant.projectId, address],
+  );
   return rows[0];
 }
 
 /** Signed message.unsubscribed webhooks the integrator's endpoint received about message `id`, once the first came. */
 async function unsubscribedEvents(id: number): Promise<number> {
-  await waitFor(async () => (webhooksAbout(receiver, 'message.unsubscribed', id).length > 0 ? true : undefined), { timeoutMs: 15_000, what: `message.unsubscribed of ${id}` });
+  await waitFor(async () => (webhooksAbout(receiver, 'message.unsubscribed', id).length > 0 ? true : undefined), {
+    timeoutMs: 15_000,
+    what: `message.unsubscribed of ${id}`,
+  });
   return webhooksAbout(receiver, 'message.unsubscribed', id).length;
 }
 
-const oneClick = (link: URL) => fetch(link, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'List-Unsubscribe=One-Click', redirect: 'manual' });
+const oneClick = (link: URL) =>
+  fetch(link, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'List-Unsubscribe=One-Click', redirect: 'manual' });
 
 test('a marked template mails the RFC 8058 headers; an unmarked one does not', async () => {
   const { mail } = await mailTo('headers@example.com');
@@ -97,7 +110,10 @@ test('one click suppresses the address as unsubscribed, sets no cookie, is idemp
 
   const again = await oneClick(https);
   assert.equal(again.status, 200);
-  const { rows } = await system.db.query<{ count: number }>("SELECT count(*)::int AS count FROM webhook_events WHERE message_id = $1 AND type = 'message.unsubscribed'", [id]);
+  const { rows } = await system.db.query<{ count: number }>(
+    "SELECT count(*)::int AS count FROM webhook_events WHERE message_id = $1 AND type = 'message.unsubscribed'",
+    [id],
+  );
   assert.equal(rows[0]?.count, 1, 'the second click records no second event');
   assert.equal((await system.send(tenant, validBody('digest', { to: 'reader@example.com' }))).status, 422);
 });

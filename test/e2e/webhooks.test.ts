@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { parseDataKey, webhookSecretSealContext } from '@notify/platform/mail';
 import { metricValue } from '../harness/service-metrics.ts';
 import { gatewayReachesServices } from '../harness/service-waits.ts';
-import { startSystem, type System, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../harness/webhook-receiver.ts';
@@ -22,7 +22,16 @@ before(async () => {
   system = await startSystem({
     env: { NOTIFY_PUBLIC_SEND_RATE: '100000/min', NOTIFY_WEBHOOK_ALLOW_PRIVATE: 'true' },
     // The contract's schedule on a short clock; the timeout and ack wait short enough for a test to outwait them.
-    serviceEnv: { 'webhook-svc': { WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s,2s,2s,2s,2s', WEBHOOK_TIMEOUT: '3s', WEBHOOK_ACK_WAIT: '5s', WEBHOOK_CONCURRENCY: '16', WEBHOOK_ENDPOINT_CONCURRENCY: '4', WEBHOOK_PROJECT_CONCURRENCY: '8' } },
+    serviceEnv: {
+      'webhook-svc': {
+        WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s,2s,2s,2s,2s',
+        WEBHOOK_TIMEOUT: '3s',
+        WEBHOOK_ACK_WAIT: '5s',
+        WEBHOOK_CONCURRENCY: '16',
+        WEBHOOK_ENDPOINT_CONCURRENCY: '4',
+        WEBHOOK_PROJECT_CONCURRENCY: '8',
+      },
+    },
   });
   tenant = await system.createTenant('webhooks');
   await system.putTemplate(tenant.projectId, 'welcome');
@@ -37,7 +46,9 @@ after(async () => {
  * A receiver and its endpoint (subscribed to message.sent), on a project of its own unless one is given. Its secrets
  * are stored sealed under its id, as dispatch-svc stores them, or in clear as a release that did not seal them did.
  */
-async function endpoint(options: { projectId?: number; secret?: string; previousSecret?: string; inClear?: boolean } = {}): Promise<{ receiver: WebhookReceiver; id: number; projectId: number }> {
+async function endpoint(
+  options: { projectId?: number; secret?: string; previousSecret?: string; inClear?: boolean } = {},
+): Promise<{ receiver: WebhookReceiver; id: number; projectId: number }> {
   const secret = options.secret ?? newSecret();
   const receiver = await startWebhookReceiver(options.previousSecret ? [secret, options.previousSecret] : [secret]);
   receivers.push(receiver);
@@ -76,7 +87,12 @@ async function receivedFor(receiver: WebhookReceiver, messageIds: readonly numbe
 }
 
 const attemptsOf = async (endpointId: number) =>
-  (await system.db.query<{ event_id: string; attempt: number; status_code: number | null; error: string | null }>('SELECT event_id, attempt, status_code, error FROM webhook_attempts WHERE endpoint_id = $1 ORDER BY id', [endpointId])).rows;
+  (
+    await system.db.query<{ event_id: string; attempt: number; status_code: number | null; error: string | null }>(
+      'SELECT event_id, attempt, status_code, error FROM webhook_attempts WHERE endpoint_id = $1 ORDER BY id',
+      [endpointId],
+    )
+  ).rows;
 
 test('a sent message is one signed webhook that standardwebhooks verifies, with the contract body', async () => {
   const { receiver, id } = await endpoint();
@@ -87,17 +103,32 @@ test('a sent message is one signed webhook that standardwebhooks verifies, with 
   assert.match(webhook.id, /^evt_\d+$/);
   assert.equal(webhook.body.type, 'message.sent');
   assert.match(String(webhook.body['timestamp']), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-  assert.deepEqual(Object.keys(webhook.body.data).sort(), ['attempt', 'celery_task_id', 'message_id', 'metadata', 'reason', 'sequence', 'smtp_reply', 'status', 'tags', 'template', 'to']);
+  assert.deepEqual(Object.keys(webhook.body.data).sort(), [
+    'attempt',
+    'celery_task_id',
+    'message_id',
+    'metadata',
+    'reason',
+    'sequence',
+    'smtp_reply',
+    'status',
+    'tags',
+    'template',
+    'to',
+  ]);
   assert.deepEqual([webhook.body.data['tags'], webhook.body.data['metadata']], [[], {}], 'a message sent without labels has empty ones');
   assert.equal(webhook.body.data['status'], 'sent');
   assert.equal(webhook.body.data['to'], 'r0@example.com');
   assert.equal(webhook.body.data['template'], 'welcome');
   assert.ok(Math.abs(Number(webhook.timestamp) - Date.now() / 1000) < 30);
   // The sender records the attempt once the receiver's answer is in: just after the receiver saw the request.
-  const attempts = await waitFor(async () => {
-    const rows = await attemptsOf(id);
-    return rows.length > 0 ? rows : undefined;
-  }, { timeoutMs: 5_000, what: 'the attempt recorded' });
+  const attempts = await waitFor(
+    async () => {
+      const rows = await attemptsOf(id);
+      return rows.length > 0 ? rows : undefined;
+    },
+    { timeoutMs: 5_000, what: 'the attempt recorded' },
+  );
   assert.equal(attempts.length, 1);
   assert.equal(attempts[0]?.status_code, 204);
   await system.db.query('UPDATE webhook_endpoints SET enabled = false WHERE id = $1', [id]);
@@ -112,12 +143,18 @@ test('a receiver that never answers does not delay another: every event reaches 
   const fast = await endpoint({ projectId: project });
   const ids: number[] = [];
   for (let index = 0; index < 12; index += 1) {
-    const response = await system.send({ apiKey: key.apiKey, organizationId: tenant.organizationId }, { template: 'welcome', to: `iso${index}@example.com`, channel: 'email', data: { name: 'Ada' } });
+    const response = await system.send(
+      { apiKey: key.apiKey, organizationId: tenant.organizationId },
+      { template: 'welcome', to: `iso${index}@example.com`, channel: 'email', data: { name: 'Ada' } },
+    );
     assert.equal(response.status, 202, response.text);
     ids.push(response.body['message_id'] as number);
   }
   const got = await receivedFor(fast.receiver, ids);
-  const { rows } = await system.db.query<{ id: string; created: Date }>('SELECT id, created_at AS created FROM webhook_events WHERE message_id = ANY ($1::bigint[])', [ids]);
+  const { rows } = await system.db.query<{ id: string; created: Date }>(
+    'SELECT id, created_at AS created FROM webhook_events WHERE message_id = ANY ($1::bigint[])',
+    [ids],
+  );
   const createdAt = new Map(rows.map((row) => [`evt_${row.id}`, row.created.getTime()]));
   const delays = got.map((webhook) => webhook.at - (createdAt.get(webhook.id) ?? 0));
   t.diagnostic(`delays after each event was recorded: ${delays.join(', ')} ms`);
@@ -137,7 +174,10 @@ test("a project whose endpoints all hang holds at most its share of the sender: 
   for (const { receiver } of hanging) receiver.answer = () => 'hang';
   const fast = await endpoint();
   for (let index = 0; index < 12; index += 1) {
-    const response = await system.send({ apiKey: key.apiKey, organizationId: tenant.organizationId }, { template: 'welcome', to: `stalled${index}@example.com`, channel: 'email', data: { name: 'Ada' } });
+    const response = await system.send(
+      { apiKey: key.apiKey, organizationId: tenant.organizationId },
+      { template: 'welcome', to: `stalled${index}@example.com`, channel: 'email', data: { name: 'Ada' } },
+    );
     assert.equal(response.status, 202, response.text);
   }
   const openAtHanging = () => hanging.reduce((open, { receiver }) => open + receiver.open(), 0);
@@ -152,7 +192,10 @@ test("a project whose endpoints all hang holds at most its share of the sender: 
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
     const got = await receivedFor(fast.receiver, ids);
-    const { rows } = await system.db.query<{ id: string; created: Date }>('SELECT id, created_at AS created FROM webhook_events WHERE message_id = ANY ($1::bigint[])', [ids]);
+    const { rows } = await system.db.query<{ id: string; created: Date }>(
+      'SELECT id, created_at AS created FROM webhook_events WHERE message_id = ANY ($1::bigint[])',
+      [ids],
+    );
     const createdAt = new Map(rows.map((row) => [`evt_${row.id}`, row.created.getTime()]));
     const delays = got.map((webhook) => webhook.at - (createdAt.get(webhook.id) ?? 0));
     t.diagnostic(`delays after each event was recorded: ${delays.join(', ')} ms; most requests open at once at the stalled project's receivers: ${mostOpen}`);
@@ -171,13 +214,16 @@ test('a burst to one endpoint waits in the sender for its requests: none of it i
   system.stack.kill('webhook-svc', 'SIGTERM');
   await system.stack.exited('webhook-svc');
   const ids = await sendMessages(120);
-  await waitFor(async () => {
-    const { rows } = await system.db.query<{ relayed: number }>(
-      `SELECT count(*) FILTER (WHERE e.published_at IS NOT NULL)::int AS relayed FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.endpoint_id = $1`,
-      [id],
-    );
-    return rows[0]?.relayed === ids.length ? true : undefined;
-  }, { timeoutMs: 30_000, what: 'every event of the burst relayed' });
+  await waitFor(
+    async () => {
+      const { rows } = await system.db.query<{ relayed: number }>(
+        `SELECT count(*) FILTER (WHERE e.published_at IS NOT NULL)::int AS relayed FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.endpoint_id = $1`,
+        [id],
+      );
+      return rows[0]?.relayed === ids.length ? true : undefined;
+    },
+    { timeoutMs: 30_000, what: 'every event of the burst relayed' },
+  );
   await system.stack.restart('webhook-svc');
   await receivedFor(receiver, ids, 30_000);
   // Four requests at a time (WEBHOOK_ENDPOINT_CONCURRENCY), the rest parked at the endpoint's pace: more than the 32
@@ -197,14 +243,20 @@ test('a receiver down for a while then up gets every event, retried under the sa
   await receiver.start();
   const got = await receivedFor(receiver, ids);
   // Each successful attempt is recorded once the receiver's answer is in, just after the receiver saw the request.
-  const attempts = await waitFor(async () => {
-    const rows = await attemptsOf(id);
-    return got.every((webhook) => rows.some((attempt) => `evt_${attempt.event_id}` === webhook.id && attempt.status_code === 204)) ? rows : undefined;
-  }, { timeoutMs: 5_000, what: 'the successful attempts recorded' });
+  const attempts = await waitFor(
+    async () => {
+      const rows = await attemptsOf(id);
+      return got.every((webhook) => rows.some((attempt) => `evt_${attempt.event_id}` === webhook.id && attempt.status_code === 204)) ? rows : undefined;
+    },
+    { timeoutMs: 5_000, what: 'the successful attempts recorded' },
+  );
   for (const webhook of got) {
     const ofEvent = attempts.filter((attempt) => `evt_${attempt.event_id}` === webhook.id);
     assert.ok(ofEvent.length >= 3, `${webhook.id}: ${JSON.stringify(ofEvent)}`);
-    assert.deepEqual(ofEvent.map((attempt) => attempt.attempt), ofEvent.map((_, index) => index + 1));
+    assert.deepEqual(
+      ofEvent.map((attempt) => attempt.attempt),
+      ofEvent.map((_, index) => index + 1),
+    );
     assert.equal(ofEvent.at(-1)?.status_code, 204);
     assert.ok(ofEvent.slice(0, -1).every((attempt) => attempt.status_code === null && attempt.error));
   }
@@ -224,7 +276,10 @@ test('every attempt of one event carries the same webhook-id, and a 503 with Ret
   assert.equal(tries.length, 3);
   // Retry-After (2 s) is later than the schedule's 1 s (± 10 %), so it sets each wait.
   for (let index = 1; index < tries.length; index += 1) assert.ok(tries[index]!.at - tries[index - 1]!.at >= 1_900, `waits ${tries.map((one) => one.at)}`);
-  assert.deepEqual((await attemptsOf(id)).map((attempt) => attempt.status_code), [503, 503, 200]);
+  assert.deepEqual(
+    (await attemptsOf(id)).map((attempt) => attempt.status_code),
+    [503, 503, 200],
+  );
   await system.db.query('UPDATE webhook_endpoints SET enabled = false WHERE id = $1', [id]);
 });
 
@@ -236,17 +291,21 @@ test('SIGKILL of the sender in the middle of deliveries loses none of them', asy
   system.stack.kill('webhook-svc', 'SIGKILL');
   await system.stack.restart('webhook-svc');
   // The requests the killed sender had open are made again once their claim runs out (WEBHOOK_ACK_WAIT): at least once.
-  await waitFor(async () => {
-    const { rows } = await system.db.query<{ state: string }>(
-      `SELECT d.state FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.endpoint_id = $1 AND e.message_id = ANY ($2::bigint[])`,
-      [id, ids],
-    );
-    return rows.length === ids.length && rows.every((row) => row.state === 'succeeded') ? true : undefined;
-  }, { timeoutMs: 30_000, what: 'every delivery succeeded' });
+  await waitFor(
+    async () => {
+      const { rows } = await system.db.query<{ state: string }>(
+        `SELECT d.state FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.endpoint_id = $1 AND e.message_id = ANY ($2::bigint[])`,
+        [id, ids],
+      );
+      return rows.length === ids.length && rows.every((row) => row.state === 'succeeded') ? true : undefined;
+    },
+    { timeoutMs: 30_000, what: 'every delivery succeeded' },
+  );
   const got = await receivedFor(receiver, ids);
   // A request repeated after the kill carries the event's webhook-id again, so the receiver can tell it is a repeat.
   const byMessage = new Map<unknown, Set<string>>();
-  for (const webhook of receiver.received) byMessage.set(webhook.body.data['message_id'], (byMessage.get(webhook.body.data['message_id']) ?? new Set()).add(webhook.id));
+  for (const webhook of receiver.received)
+    byMessage.set(webhook.body.data['message_id'], (byMessage.get(webhook.body.data['message_id']) ?? new Set()).add(webhook.id));
   assert.ok(got.every((webhook) => byMessage.get(webhook.body.data['message_id'])?.size === 1));
   await system.db.query('UPDATE webhook_endpoints SET enabled = false WHERE id = $1', [id]);
 });
@@ -276,13 +335,16 @@ test('secrets stored in clear sign until dispatch-svc seals them at start, and s
 
   await system.stack.restart('dispatch-svc');
   await gatewayReachesServices(() => system.send(tenant, validBody('no-such-template')));
-  const sealed = await waitFor(async () => {
-    const { rows } = await system.db.query<{ clear: boolean; sealed: boolean }>(
-      `SELECT secret IS NOT NULL OR previous_secret IS NOT NULL AS clear, sealed_secret IS NOT NULL AND sealed_previous_secret IS NOT NULL AS sealed FROM webhook_endpoints WHERE id = $1`,
-      [id],
-    );
-    return rows[0]?.clear === false ? rows[0] : undefined;
-  }, { timeoutMs: 15_000, what: 'the secrets sealed' });
+  const sealed = await waitFor(
+    async () => {
+      const { rows } = await system.db.query<{ clear: boolean; sealed: boolean }>(
+        `SELECT secret IS NOT NULL OR previous_secret IS NOT NULL AS clear, sealed_secret IS NOT NULL AND sealed_previous_secret IS NOT NULL AS sealed FROM webhook_endpoints WHERE id = $1`,
+        [id],
+      );
+      return rows[0]?.clear === false ? rows[0] : undefined;
+    },
+    { timeoutMs: 15_000, what: 'the secrets sealed' },
+  );
   assert.equal(sealed.sealed, true);
   const [afterSealing] = await sendMessages(1);
   assert.deepEqual((await receivedFor(receiver, [afterSealing!]))[0]?.verifiedWith, [current, previous]);
@@ -297,10 +359,16 @@ test('a 410 disables the endpoint at once, and 5 days of failures disable it too
   failing.receiver.answer = () => ({ status: 500 });
   await system.db.query(`UPDATE webhook_endpoints SET failing_since = now() - interval '5 days 1 minute' WHERE id = $1`, [failing.id]);
   await sendMessages(1);
-  const reasons = await waitFor(async () => {
-    const { rows } = await system.db.query<{ id: string; enabled: boolean; disabled_reason: string | null }>('SELECT id, enabled, disabled_reason FROM webhook_endpoints WHERE id = ANY ($1::bigint[]) ORDER BY id', [[gone.id, failing.id]]);
-    return rows.every((row) => !row.enabled) ? rows.map((row) => row.disabled_reason) : undefined;
-  }, { timeoutMs: 15_000, what: 'both endpoints disabled' });
+  const reasons = await waitFor(
+    async () => {
+      const { rows } = await system.db.query<{ id: string; enabled: boolean; disabled_reason: string | null }>(
+        'SELECT id, enabled, disabled_reason FROM webhook_endpoints WHERE id = ANY ($1::bigint[]) ORDER BY id',
+        [[gone.id, failing.id]],
+      );
+      return rows.every((row) => !row.enabled) ? rows.map((row) => row.disabled_reason) : undefined;
+    },
+    { timeoutMs: 15_000, what: 'both endpoints disabled' },
+  );
   assert.deepEqual(reasons, ['gone', 'failing']);
   assert.equal((await attemptsOf(gone.id)).length, 1);
   const metrics = await (await fetch(`http://127.0.0.1:${system.stack.ports.metrics.webhook}/metrics`)).text();

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { testEnvironment } from './environment.ts';
 
 export const chromiumPath = testEnvironment.chromiumPath;
@@ -26,7 +26,11 @@ function installed(): boolean {
 /** Installs Debian's chromium package unless it is already there; the package lists are refreshed once if needed. */
 export async function ensureChromium(): Promise<void> {
   if (installed()) return;
-  const install = () => run('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }, maxBuffer: 64 * 1024 * 1024 });
+  const install = () =>
+    run('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], {
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+      maxBuffer: 64 * 1024 * 1024,
+    });
   try {
     await install();
   } catch {

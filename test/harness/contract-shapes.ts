@@ -92,26 +92,35 @@ export function contractShapeProblem(status: number, body: unknown): string | un
     const scheduled = keys === 'celery_task_id,idempotent_replay,message_id,send_at,status';
     if (keys !== 'celery_task_id,idempotent_replay,message_id,status' && !scheduled) return `202 with keys ${keys}`;
     const state = scheduled ? record['status'] === 'scheduled' && !Number.isNaN(Date.parse(String(record['send_at']))) : record['status'] === 'queued';
-    return Number.isInteger(record['message_id']) && state && uuidPattern.test(String(record['celery_task_id'])) && typeof record['idempotent_replay'] === 'boolean'
+    return Number.isInteger(record['message_id']) &&
+      state &&
+      uuidPattern.test(String(record['celery_task_id'])) &&
+      typeof record['idempotent_replay'] === 'boolean'
       ? undefined
       : '202 with wrong field types';
   }
   // A message read (GET /api/v1/messages/{id}/), or canceled (DELETE: the message, now canceled).
-  if (status === 200) return Number.isInteger(record['message_id']) && typeof record['status'] === 'string' && Array.isArray(record['events']) ? undefined : `200 with ${keys}`;
+  if (status === 200)
+    return Number.isInteger(record['message_id']) && typeof record['status'] === 'string' && Array.isArray(record['events']) ? undefined : `200 with ${keys}`;
   if (status === 401 || status === 429) return keys === 'detail' && typeof record['detail'] === 'string' ? undefined : `${status} with keys ${keys}`;
   if (status === 422) {
     if (keys === '') return '422 without fields';
-    const fine = Object.values(record).every((messages) => Array.isArray(messages) && messages.length > 0 && messages.every((message) => typeof message === 'string'));
+    const fine = Object.values(record).every(
+      (messages) => Array.isArray(messages) && messages.length > 0 && messages.every((message) => typeof message === 'string'),
+    );
     return fine ? undefined : '422 whose values are not arrays of strings';
   }
   if (status >= 400 && status < 500) {
     if (keys !== 'code,detail') return `${status} with keys ${keys}`;
-    return typeof record['detail'] === 'string' && typeof record['code'] === 'string' && snakeCase.test(record['code']) ? undefined : `${status} with a malformed detail or code`;
+    return typeof record['detail'] === 'string' && typeof record['code'] === 'string' && snakeCase.test(record['code'])
+      ? undefined
+      : `${status} with a malformed detail or code`;
   }
   return `status ${status} is not one the contract allows here`;
 }
 
-const isMessages = (messages: unknown): boolean => Array.isArray(messages) && messages.length > 0 && messages.every((message) => typeof message === 'string' && message !== '');
+const isMessages = (messages: unknown): boolean =>
+  Array.isArray(messages) && messages.length > 0 && messages.every((message) => typeof message === 'string' && message !== '');
 
 /**
  * Why the `results` of a batch's 200 match none of its entry shapes (docs/integrators.md "Batch sends"), or undefined:
@@ -129,19 +138,34 @@ export function batchResultsProblem(results: unknown): string | undefined {
       // An item with send_at is accepted `scheduled` and carries its time, as a scheduled send's 202 does.
       const scheduled = keys === 'celery_task_id,idempotent_replay,index,message_id,message_status,send_at,status';
       if (keys !== 'celery_task_id,idempotent_replay,index,message_id,message_status,status' && !scheduled) return `202 entry with keys ${keys}`;
-      const state = scheduled ? record['message_status'] === 'scheduled' && !Number.isNaN(Date.parse(String(record['send_at']))) : record['message_status'] === 'queued';
-      const fine = Number.isInteger(record['message_id']) && state && uuidPattern.test(String(record['celery_task_id'])) && typeof record['idempotent_replay'] === 'boolean';
+      const state = scheduled
+        ? record['message_status'] === 'scheduled' && !Number.isNaN(Date.parse(String(record['send_at'])))
+        : record['message_status'] === 'queued';
+      const fine =
+        Number.isInteger(record['message_id']) &&
+        state &&
+        uuidPattern.test(String(record['celery_task_id'])) &&
+        typeof record['idempotent_replay'] === 'boolean';
       if (!fine) return '202 entry with wrong field types';
       continue;
     }
     const errors = record['errors'];
-    if (errors === null || typeof errors !== 'object' || Array.isArray(errors) || Object.keys(errors).length === 0 || !Object.values(errors).every(isMessages)) {
+    if (
+      errors === null ||
+      typeof errors !== 'object' ||
+      Array.isArray(errors) ||
+      Object.keys(errors).length === 0 ||
+      !Object.values(errors).every(isMessages)
+    ) {
       return `entry ${position} (${String(record['status'])}) without field errors`;
     }
-    const expected = record['status'] === 422 ? 'errors,index,status' : record['status'] === 429 ? 'code,errors,index,retry_after,status' : 'code,errors,index,status';
-    if (![403, 404, 413, 422, 429].includes(record['status'] as number) || keys !== expected) return `entry ${position}: status ${String(record['status'])} with keys ${keys}`;
+    const expected =
+      record['status'] === 422 ? 'errors,index,status' : record['status'] === 429 ? 'code,errors,index,retry_after,status' : 'code,errors,index,status';
+    if (![403, 404, 413, 422, 429].includes(record['status'] as number) || keys !== expected)
+      return `entry ${position}: status ${String(record['status'])} with keys ${keys}`;
     if (record['code'] !== undefined && !snakeCase.test(String(record['code']))) return `entry ${position} with a malformed code`;
-    if (record['status'] === 429 && !(Number.isInteger(record['retry_after']) && (record['retry_after'] as number) >= 1)) return `429 entry ${position} without retry_after`;
+    if (record['status'] === 429 && !(Number.isInteger(record['retry_after']) && (record['retry_after'] as number) >= 1))
+      return `429 entry ${position} without retry_after`;
   }
   return undefined;
 }

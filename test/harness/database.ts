@@ -8,10 +8,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
+import { databaseUrl, dropDatabase, ensureDatabase } from '@notify/cli/local/database';
 import { migrate, migrationsDir } from '@notify/platform/database';
 import type { Logger } from '@notify/platform/logger';
-import { databaseUrl, dropDatabase, ensureDatabase } from '@notify/cli/local/database';
+import pg from 'pg';
 import { testEnvironment } from './environment.ts';
 import { silentLogger } from './logger.ts';
 
@@ -77,7 +77,8 @@ function schemaTemplate(adminUrl: string, logger: Logger): Promise<string> {
 async function ensureSchemaTemplate(adminUrl: string, name: string, logger: Logger): Promise<string> {
   const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 10_000 });
   await client.connect();
-  const exists = async (): Promise<boolean> => ((await client.query('SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate', [name])).rowCount ?? 0) > 0;
+  const exists = async (): Promise<boolean> =>
+    ((await client.query('SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate', [name])).rowCount ?? 0) > 0;
   try {
     if (await exists()) return name;
     await client.query('SELECT pg_advisory_lock($1)', [templateLockKey]);

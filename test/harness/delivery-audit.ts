@@ -4,8 +4,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import type pg from 'pg';
 import { topology } from '@notify/proto';
+import type pg from 'pg';
 import { waitFor } from './wait.ts';
 
 /** Emails stored per message id (X-Notify-Message-Id), read from the raw files: fast enough for thousands. */
@@ -27,7 +27,11 @@ export async function statesOf(db: pg.Pool, ids: readonly number[]): Promise<Map
 }
 
 /** Waits until every message is in one of `states` (by default the final ones); returns the states. */
-export async function waitForStates(db: pg.Pool, ids: readonly number[], options: { timeoutMs: number; states?: readonly string[]; what?: string }): Promise<Map<number, string>> {
+export async function waitForStates(
+  db: pg.Pool,
+  ids: readonly number[],
+  options: { timeoutMs: number; states?: readonly string[]; what?: string },
+): Promise<Map<number, string>> {
   const wanted = options.states ?? ['sent', 'failed'];
   return waitFor(
     async () => {
@@ -73,7 +77,11 @@ export async function audit(db: pg.Pool, mailDir: string, ids: readonly number[]
  * With `killedAt` (when mailers were SIGKILLed), only attempts whose `sending` was recorded in the `withinMs` before
  * one of those kills count: an attempt a mailer kill cut off, not one that lost its outcome some other way.
  */
-export async function attemptsWithoutOutcome(db: pg.Pool, ids: readonly number[], killedAt?: { at: readonly Date[]; withinMs: number }): Promise<Map<number, number>> {
+export async function attemptsWithoutOutcome(
+  db: pg.Pool,
+  ids: readonly number[],
+  killedAt?: { at: readonly Date[]; withinMs: number },
+): Promise<Map<number, number>> {
   const { rows } = await db.query<{ id: number; n: number }>(
     `SELECT s.message_id AS id, count(*)::int AS n
        FROM message_events s

@@ -1,6 +1,6 @@
 // Extra gateway processes beside a stack's own: another replica with the same environment (optionally changed), started
 // the way production starts it, or a run that is expected to stop at start (a malformed configuration).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { get } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { Stack } from '@notify/cli/local';

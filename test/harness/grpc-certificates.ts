@@ -22,9 +22,25 @@ async function selfSignedCa(dir: string, name: string): Promise<{ cert: string; 
   const cert = join(dir, `${name}.crt`);
   const key = join(dir, `${name}.key`);
   await run('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1',
-    '-subj', `/CN=${name}`, '-keyout', key, '-out', cert,
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    `/CN=${name}`,
+    '-keyout',
+    key,
+    '-out',
+    cert,
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
   ]);
   return { cert, key };
 }
@@ -39,6 +55,22 @@ export async function createGrpcCertificates(): Promise<GrpcCertificates> {
   const extensions = join(dir, 'tls.ext');
   await writeFile(extensions, 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
   await run('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-subj', '/CN=notify-grpc', '-keyout', key, '-out', request]);
-  await run('openssl', ['x509', '-req', '-in', request, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-days', '1', '-extfile', extensions, '-out', cert]);
+  await run('openssl', [
+    'x509',
+    '-req',
+    '-in',
+    request,
+    '-CA',
+    ca.cert,
+    '-CAkey',
+    ca.key,
+    '-CAcreateserial',
+    '-days',
+    '1',
+    '-extfile',
+    extensions,
+    '-out',
+    cert,
+  ]);
   return { ca: ca.cert, cert, key, otherCa: otherCa.cert, remove: () => rm(dir, { recursive: true, force: true }) };
 }

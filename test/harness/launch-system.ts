@@ -4,10 +4,10 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
-import { authProto, dispatchProto } from '@notify/proto';
+import { type SmtpSink, type Stack, type StackOptions, startStack } from '@notify/cli/local';
 import { channelCredentials, GrpcClient } from '@notify/platform';
-import { startStack, type SmtpSink, type Stack, type StackOptions } from '@notify/cli/local';
+import { authProto, dispatchProto } from '@notify/proto';
+import pg from 'pg';
 import { createRunResources, infrastructure, type RunResources } from './resources.ts';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
@@ -59,7 +59,11 @@ export interface System<S extends SystemSink = SmtpSink> {
   readonly authAdmin: GrpcClient<typeof authProto.AuthAdminService.service>;
   readonly templates: GrpcClient<typeof dispatchProto.TemplateAdminService.service>;
   createTenant(name?: string): Promise<Tenant>;
-  putTemplate(projectId: number, slug: string, template?: Partial<{ subject: string; html: string; text: string; schema: object; active: boolean; unsubscribe: boolean }>): Promise<void>;
+  putTemplate(
+    projectId: number,
+    slug: string,
+    template?: Partial<{ subject: string; html: string; text: string; schema: object; active: boolean; unsubscribe: boolean }>,
+  ): Promise<void>;
   send(tenant: Pick<Tenant, 'apiKey' | 'organizationId'>, body: unknown, headers?: Record<string, string>): Promise<HttpResult>;
   request(path: string, init: RequestInit): Promise<HttpResult>;
   /** Runs notifyctl as its own process against this system. */
@@ -133,7 +137,13 @@ export async function launchSystem<S extends SystemSink>(options: LaunchOptions<
         ['cli/src/main.ts', ...args],
         {
           cwd: repoRoot,
-          env: { PATH: process.env['PATH'] ?? '', AUTH_SVC_ADDR: stack.env.AUTH_SVC_ADDR, DISPATCH_SVC_ADDR: stack.env.DISPATCH_SVC_ADDR, ADMIN_TOKEN: adminToken, GRPC_TLS_CA_FILE: stack.env.GRPC_TLS_CA_FILE },
+          env: {
+            PATH: process.env['PATH'] ?? '',
+            AUTH_SVC_ADDR: stack.env.AUTH_SVC_ADDR,
+            DISPATCH_SVC_ADDR: stack.env.DISPATCH_SVC_ADDR,
+            ADMIN_TOKEN: adminToken,
+            GRPC_TLS_CA_FILE: stack.env.GRPC_TLS_CA_FILE,
+          },
         },
         (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
       );

@@ -1,10 +1,12 @@
 // Reads what the SMTP sink stored: every .eml in the run's mail folder, parsed.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { simpleParser, type ParsedMail } from 'mailparser';
+import { type ParsedMail, simpleParser } from 'mailparser';
 
 export function mailFiles(dir: string): string[] {
-  return readdirSync(dir).filter((name) => name.endsWith('.eml')).sort();
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.eml'))
+    .sort();
 }
 
 export async function readMails(dir: string): Promise<ParsedMail[]> {

@@ -68,7 +68,8 @@ export interface OtlpReceiver {
 }
 
 /** Hex from the protobuf's bytes; JSON already carries hex. */
-const hex = (id: Uint8Array | string | null | undefined): string => (id === null || id === undefined ? '' : typeof id === 'string' ? id.toLowerCase() : Buffer.from(id).toString('hex'));
+const hex = (id: Uint8Array | string | null | undefined): string =>
+  id === null || id === undefined ? '' : typeof id === 'string' ? id.toLowerCase() : Buffer.from(id).toString('hex');
 
 function value(any: AnyValue | null | undefined): AttributeValue {
   if (!any) return '';
@@ -79,7 +80,8 @@ function value(any: AnyValue | null | undefined): AttributeValue {
   return '';
 }
 
-const attributeMap = (list: KeyValue[] | null | undefined): Record<string, AttributeValue> => Object.fromEntries((list ?? []).map((pair) => [pair.key, value(pair.value)]));
+const attributeMap = (list: KeyValue[] | null | undefined): Record<string, AttributeValue> =>
+  Object.fromEntries((list ?? []).map((pair) => [pair.key, value(pair.value)]));
 
 function flatten(request: ExportTraceServiceRequest): ReceivedSpan[] {
   return (request.resourceSpans ?? []).flatMap((resourceSpans) => {

@@ -30,12 +30,19 @@ async function preparedPlans(session: Session, namePrefixes: readonly string[]):
  * one of `namePrefixes` were planned in the last four rounds: statements planned once per connection show only
  * generic plans there.
  */
-export async function plannedAfterWarmUp(session: Session, namePrefixes: readonly string[], rounds: (count: number) => Promise<void>): Promise<Record<string, PlanCounts>> {
+export async function plannedAfterWarmUp(
+  session: Session,
+  namePrefixes: readonly string[],
+  rounds: (count: number) => Promise<void>,
+): Promise<Record<string, PlanCounts>> {
   await rounds(warmUpRounds);
   const before = await preparedPlans(session, namePrefixes);
   await rounds(measuredRounds);
   const after = await preparedPlans(session, namePrefixes);
   return Object.fromEntries(
-    Object.entries(after).map(([name, counts]) => [name, { generic: counts.generic - (before[name]?.generic ?? 0), custom: counts.custom - (before[name]?.custom ?? 0) }]),
+    Object.entries(after).map(([name, counts]) => [
+      name,
+      { generic: counts.generic - (before[name]?.generic ?? 0), custom: counts.custom - (before[name]?.custom ?? 0) },
+    ]),
   );
 }

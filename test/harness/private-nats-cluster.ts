@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './free-port.ts';
-import { monitor, natsProcess, type NatsProcess, type PrivateNats } from './private-nats.ts';
+import { monitor, type NatsProcess, natsProcess, type PrivateNats } from './private-nats.ts';
 import { waitFor } from './wait.ts';
 
 /** One node: killed and started as a PrivateNats is; its start() also waits until the cluster is whole and current again. */
@@ -60,11 +60,26 @@ async function startOnFreePorts(): Promise<PrivateNatsCluster> {
   const servers: NatsProcess[] = ports.map((port, index) =>
     natsProcess({
       args: [
-        '-a', '127.0.0.1', '-p', String(port.client), '-m', String(port.monitor),
-        '-js', '-sd', join(root, `n${index}`), '-n', names[index] ?? '',
-        '--cluster_name', clusterName,
-        '--cluster', `nats://127.0.0.1:${port.route}`,
-        '--routes', ports.filter((_, other) => other !== index).map((other) => `nats://127.0.0.1:${other.route}`).join(','),
+        '-a',
+        '127.0.0.1',
+        '-p',
+        String(port.client),
+        '-m',
+        String(port.monitor),
+        '-js',
+        '-sd',
+        join(root, `n${index}`),
+        '-n',
+        names[index] ?? '',
+        '--cluster_name',
+        clusterName,
+        '--cluster',
+        `nats://127.0.0.1:${port.route}`,
+        '--routes',
+        ports
+          .filter((_, other) => other !== index)
+          .map((other) => `nats://127.0.0.1:${other.route}`)
+          .join(','),
       ],
       monitorPort: port.monitor,
       // A clustered node answers 200 once it has JetStream; whole() waits for the rest.
@@ -92,7 +107,7 @@ async function startOnFreePorts(): Promise<PrivateNatsCluster> {
         if (!leader) return false;
         const leaderIndex = names.indexOf(leader);
         const view = (await monitor(ports[leaderIndex]?.monitor ?? 0, '/jsz'))?.body;
-        const replicas = view ? (JSON.parse(view) as Jsz).meta_cluster?.replicas ?? [] : [];
+        const replicas = view ? ((JSON.parse(view) as Jsz).meta_cluster?.replicas ?? []) : [];
         if (replicas.length !== size - 1 || !replicas.every((replica) => replica.current && !replica.offline)) return false;
         // And every node has caught up with the streams it holds (healthz checks its streams and consumers).
         for (const port of ports) if ((await monitor(port.monitor, '/healthz'))?.status !== 200) return false;
@@ -141,7 +156,11 @@ async function startOnFreePorts(): Promise<PrivateNatsCluster> {
     })),
     streams,
     async streamLeader(stream) {
-      return waitFor(async () => (await streams()).find((detail) => detail.name === stream)?.leader, { timeoutMs: 15_000, intervalMs: 200, what: `a leader of stream ${stream}` });
+      return waitFor(async () => (await streams()).find((detail) => detail.name === stream)?.leader, {
+        timeoutMs: 15_000,
+        intervalMs: 200,
+        what: `a leader of stream ${stream}`,
+      });
     },
     whole,
     stop,

@@ -1,7 +1,7 @@
 // A nats-server with JetStream of the test's own, on a free port, that the test may kill and restart (the machine's
 // shared NATS must never be touched that way). A restart reuses the port and the store directory, so streams,
 // consumers and stored messages survive it, as they survive a restart of a real NATS node.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { get } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -49,7 +49,13 @@ export interface NatsProcess {
 }
 
 /** `args` are nats-server's; `monitorPort` the `-m` among them; `env` the variables a configuration file refers to. */
-export function natsProcess(options: { args: readonly string[]; monitorPort: number; healthPath: string; env?: Record<string, string>; label: string }): NatsProcess {
+export function natsProcess(options: {
+  args: readonly string[];
+  monitorPort: number;
+  healthPath: string;
+  env?: Record<string, string>;
+  label: string;
+}): NatsProcess {
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
   let running = false;

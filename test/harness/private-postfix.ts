@@ -48,7 +48,11 @@ function findProgram(name: string): string | undefined {
   return directories.map((directory) => join(directory, name)).find((path) => existsSync(path));
 }
 
-function run(command: string, args: readonly string[], options: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<{ code: number; output: string }> {
+function run(
+  command: string,
+  args: readonly string[],
+  options: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<{ code: number; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], env: options.env ?? process.env, timeout: options.timeoutMs ?? 300_000 });
     let output = '';
@@ -161,7 +165,9 @@ function mainCf(dir: string, port: number, compatibilityLevel: string, options: 
     biff: 'no',
     mynetworks: '127.0.0.0/8',
     smtpd_relay_restrictions: 'permit_mynetworks, reject',
-    smtpd_recipient_restrictions: options.defaultRoute ? 'permit_mynetworks, reject' : `check_recipient_access ${inlineTable(domains.map((domain) => [domain, 'OK']))}, reject`,
+    smtpd_recipient_restrictions: options.defaultRoute
+      ? 'permit_mynetworks, reject'
+      : `check_recipient_access ${inlineTable(domains.map((domain) => [domain, 'OK']))}, reject`,
     transport_maps: domains.length > 0 ? inlineTable(domains.map((domain) => [domain, nextHop(options.routes[domain]!)])) : '',
     default_transport: options.defaultRoute ? nextHop(options.defaultRoute) : 'error:5.1.2 no route for this domain in the test Postfix',
     relayhost: '',
@@ -180,7 +186,9 @@ function mainCf(dir: string, port: number, compatibilityLevel: string, options: 
     delay_warning_time: '0h',
     ...options.settings,
   };
-  return `${Object.entries(settings).map(([name, value]) => `${name} = ${value}`).join('\n')}\n`;
+  return `${Object.entries(settings)
+    .map(([name, value]) => `${name} = ${value}`)
+    .join('\n')}\n`;
 }
 
 /** Only the services a relay needs, none chrooted (the queue is a temporary directory, not /var/spool/postfix). */

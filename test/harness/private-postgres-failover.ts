@@ -4,11 +4,12 @@
 // synchronous (`synchronous_standby_names='*'`, `synchronous_commit=on`, as CloudNativePG's `minSyncReplicas: 1`
 // configures): a commit is acknowledged only once the standby has it, so promoting the standby loses no commit.
 // The test crashes the primary, promotes the standby and switches the forwarder to it.
-import { join } from 'node:path';
+
 import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import pg from 'pg';
 import { freePort } from './free-port.ts';
-import { binDirectory, clusterRoot, postgresProgram, postgresServer, serverOptions, type PostgresServer } from './private-postgres.ts';
+import { binDirectory, clusterRoot, type PostgresServer, postgresProgram, postgresServer, serverOptions } from './private-postgres.ts';
 import { startTcpForwarder, type TcpForwarder } from './tcp-forwarder.ts';
 import { waitFor } from './wait.ts';
 
@@ -68,17 +69,36 @@ export async function startPrivatePostgresFailover(): Promise<PrivatePostgresFai
     const primaryServer = postgresServer(bin, primaryDir, join(root, 'primary.log'), `${serverOptions(primaryPort, root)} ${replication}`);
     servers.push(primaryServer);
     await primaryServer.start();
-    await postgresProgram(join(bin, 'pg_basebackup'), ['-D', standbyDir, '-h', '127.0.0.1', '-p', String(primaryPort), '-U', 'postgres', '-R', '-X', 'stream', '-c', 'fast', '--no-sync']);
+    await postgresProgram(join(bin, 'pg_basebackup'), [
+      '-D',
+      standbyDir,
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(primaryPort),
+      '-U',
+      'postgres',
+      '-R',
+      '-X',
+      'stream',
+      '-c',
+      'fast',
+      '--no-sync',
+    ]);
     // Until it is promoted: once it is, it has no standby of its own to wait for (the operator would add one).
     const standbyServer = postgresServer(bin, standbyDir, join(root, 'standby.log'), `${serverOptions(standbyPort, root)} -c synchronous_standby_names=`);
     servers.push(standbyServer);
     await standbyServer.start();
     const primary = node(primaryPort);
     const standby = node(standbyPort);
-    await waitFor(async () => (await primary.query<{ sync_state: string }>("SELECT sync_state FROM pg_stat_replication WHERE state = 'streaming'"))[0]?.sync_state === 'sync', {
-      timeoutMs: 15_000,
-      what: 'the standby to stream synchronously from the primary',
-    });
+    await waitFor(
+      async () =>
+        (await primary.query<{ sync_state: string }>("SELECT sync_state FROM pg_stat_replication WHERE state = 'streaming'"))[0]?.sync_state === 'sync',
+      {
+        timeoutMs: 15_000,
+        what: 'the standby to stream synchronously from the primary',
+      },
+    );
     forwarder = await startTcpForwarder(primaryPort);
     return {
       adminUrl: `postgres://postgres@127.0.0.1:${forwarder.port}/postgres`,
@@ -88,7 +108,11 @@ export async function startPrivatePostgresFailover(): Promise<PrivatePostgresFai
       crashPrimary: () => primaryServer.stop('immediate'),
       async promoteStandby() {
         await postgresProgram(join(bin, 'pg_ctl'), ['-D', standbyDir, '-w', '-t', '30', 'promote']);
-        await waitFor(async () => (await standby.query<{ recovering: boolean }>('SELECT pg_is_in_recovery() AS recovering'))[0]?.recovering === false, { timeoutMs: 15_000, intervalMs: 50, what: 'the standby to leave recovery' });
+        await waitFor(async () => (await standby.query<{ recovering: boolean }>('SELECT pg_is_in_recovery() AS recovering'))[0]?.recovering === false, {
+          timeoutMs: 15_000,
+          intervalMs: 50,
+          what: 'the standby to leave recovery',
+        });
       },
       destroy,
     };

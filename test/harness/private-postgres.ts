@@ -27,7 +27,9 @@ export interface PrivatePostgres {
 /** Debian keeps the server programs off the PATH, in /usr/lib/postgresql/<major>/bin; the newest wins. */
 export function binDirectory(): string {
   const root = '/usr/lib/postgresql';
-  const major = readdirSync(root).filter((name) => /^\d+$/.test(name)).sort((a, b) => Number(b) - Number(a))[0];
+  const major = readdirSync(root)
+    .filter((name) => /^\d+$/.test(name))
+    .sort((a, b) => Number(b) - Number(a))[0];
   const dir = major === undefined ? undefined : join(root, major, 'bin');
   if (!dir || !existsSync(join(dir, 'pg_ctl'))) throw new Error(`no PostgreSQL server programs under ${root}`);
   return dir;

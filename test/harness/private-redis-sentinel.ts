@@ -1,7 +1,7 @@
 // A Redis that fails over, of the test's own: a primary and one replica (redis-server --replicaof) and three sentinels
 // (redis-server --sentinel) on free loopback ports, their config files in a temp dir. The sentinels declare the master
 // down after `downAfterMs` and promote the replica; the test may SIGKILL whichever node is master. Nothing persists.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -86,7 +86,22 @@ export async function startPrivateRedisSentinel(timings: SentinelTimings = { dow
   };
   process.once('exit', killAll);
 
-  const dataArgs = (port: number) => ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--dbfilename', `dump-${port}.rdb`, '--loglevel', 'warning'];
+  const dataArgs = (port: number) => [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+    '--dbfilename',
+    `dump-${port}.rdb`,
+    '--loglevel',
+    'warning',
+  ];
   processes.set(primaryPort, startProcess(dataArgs(primaryPort)));
   processes.set(replicaPort, startProcess([...dataArgs(replicaPort), '--replicaof', '127.0.0.1', String(primaryPort)]));
   for (const port of sentinelPorts) {
@@ -123,7 +138,9 @@ export async function startPrivateRedisSentinel(timings: SentinelTimings = { dow
 
   /** The master port every sentinel names, when they all name the same one that answers as a master. */
   async function agreedMaster(): Promise<RedisNode | undefined> {
-    const named = await Promise.all(sentinelPorts.map(async (port) => bulkStrings(await rawCommand(port, ['SENTINEL', 'get-master-addr-by-name', masterName]))[1]));
+    const named = await Promise.all(
+      sentinelPorts.map(async (port) => bulkStrings(await rawCommand(port, ['SENTINEL', 'get-master-addr-by-name', masterName]))[1]),
+    );
     const ports = new Set(named);
     if (ports.size !== 1) return undefined;
     const master = nodes.find((candidate) => String(candidate.port) === named[0]);
@@ -147,10 +164,13 @@ export async function startPrivateRedisSentinel(timings: SentinelTimings = { dow
     nodes,
     master: (timeoutMs = 10_000) => waitFor(agreedMaster, { timeoutMs, what: `the sentinels to agree on a master\n${outputs()}` }),
     failedOverFrom: (previous, timeoutMs = 15_000) =>
-      waitFor(async () => {
-        const master = await agreedMaster();
-        return master && master.port !== previous.port ? master : undefined;
-      }, { timeoutMs, what: `the sentinels to promote another master than ${previous.port}\n${outputs()}` }),
+      waitFor(
+        async () => {
+          const master = await agreedMaster();
+          return master && master.port !== previous.port ? master : undefined;
+        },
+        { timeoutMs, what: `the sentinels to promote another master than ${previous.port}\n${outputs()}` },
+      ),
     async replicated() {
       const master = await sentinel.master();
       const replica = nodes.find((candidate) => candidate !== master);

@@ -1,6 +1,6 @@
 // A redis-server of the test's own, on a free port, that the test may kill, pause and restart (the machine's shared Redis
 // must never be touched that way). Nothing is persisted: a restart starts empty, as a replaced Redis node would.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -62,9 +62,13 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
 
   async function start(): Promise<void> {
     output = '';
-    const started = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'warning'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const started = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'warning'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     child = started;
     let running = true;
     exited = new Promise((resolve) => {

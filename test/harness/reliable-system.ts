@@ -6,7 +6,7 @@ import type { PrivateNats } from './private-nats.ts';
 import type { PrivatePostgres } from './private-postgres.ts';
 import type { PrivateRedis } from './private-redis.ts';
 import { infrastructure } from './resources.ts';
-import { startSystem, type System, type SystemOptions } from './system.ts';
+import { type System, type SystemOptions, startSystem } from './system.ts';
 
 export interface PrivateServers {
   /** A private nats-server or cluster (private-nats-cluster.ts): its URL, or its nodes' URLs comma-separated. */

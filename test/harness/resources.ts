@@ -3,8 +3,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { createLogger } from '@notify/platform';
 import { createTestDatabase, runId as newRunId } from './database.ts';
 import { testEnvironment } from './environment.ts';

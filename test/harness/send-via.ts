@@ -5,7 +5,12 @@ export interface TimedResult extends HttpResult {
   readonly elapsedMs: number;
 }
 
-export async function sendVia(gatewayUrl: string, tenant: Pick<Tenant, 'apiKey' | 'organizationId'>, body: unknown, path = '/api/v1/send/'): Promise<TimedResult> {
+export async function sendVia(
+  gatewayUrl: string,
+  tenant: Pick<Tenant, 'apiKey' | 'organizationId'>,
+  body: unknown,
+  path = '/api/v1/send/',
+): Promise<TimedResult> {
   const started = performance.now();
   const response = await fetch(`${gatewayUrl}${path}`, {
     method: 'POST',

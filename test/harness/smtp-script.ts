@@ -2,7 +2,7 @@
 // first rule whose prefix the address starts with. A rule may hold the answer back until the test releases it (a
 // relay too slow to answer, so a mailer holds the job), refuse temporarily for the first N offers (4xx), refuse for
 // good (5xx), or refuse every Nth offer to its recipients (a destination that pushes back under load). Pass `script.reply` as startSystem's `smtpReply`; `replaceSink` stops and restarts the sink itself.
-import { startSmtpSink, type SinkEnvelope, type SinkReply, type SmtpSink } from '@notify/cli/local';
+import { type SinkEnvelope, type SinkReply, type SmtpSink, startSmtpSink } from '@notify/cli/local';
 import { silentLogger } from './logger.ts';
 import type { System } from './system.ts';
 
@@ -92,7 +92,13 @@ export function replaceableSink(system: System, script: SmtpScript): Replaceable
       current = undefined;
     },
     async start() {
-      own = await startSmtpSink({ host: '127.0.0.1', port: system.sink.port, dir: system.resources.mailDir, logger: silentLogger('smtp-sink'), reply: script.reply });
+      own = await startSmtpSink({
+        host: '127.0.0.1',
+        port: system.sink.port,
+        dir: system.resources.mailDir,
+        logger: silentLogger('smtp-sink'),
+        reply: script.reply,
+      });
       current = own;
     },
     async close() {

@@ -2,7 +2,7 @@
 // and the clients a test needs to arrange tenants and observe outcomes (launch-system.ts), with the suites' defaults:
 // quick mailer retries, the TEST_* log level and output, and the services' own account printed under a failed test.
 import { afterEach } from 'node:test';
-import { startSmtpSink, type SinkReply, type SinkEnvelope, type Stack, type StackOptions } from '@notify/cli/local';
+import { type SinkEnvelope, type SinkReply, type Stack, type StackOptions, startSmtpSink } from '@notify/cli/local';
 import { testEnvironment } from './environment.ts';
 import { launchSystem, type System } from './launch-system.ts';
 import { silentLogger } from './logger.ts';
@@ -39,7 +39,8 @@ afterEach((t) => {
 
 export async function startSystem(options: SystemOptions = {}): Promise<System> {
   const system = await launchSystem({
-    startSink: (dir) => startSmtpSink({ host: '127.0.0.1', port: 0, dir, logger: silentLogger('smtp-sink'), ...(options.smtpReply ? { reply: options.smtpReply } : {}) }),
+    startSink: (dir) =>
+      startSmtpSink({ host: '127.0.0.1', port: 0, dir, logger: silentLogger('smtp-sink'), ...(options.smtpReply ? { reply: options.smtpReply } : {}) }),
     mailerReplicas: options.mailerReplicas ?? 1,
     logLevel: testEnvironment.serviceLogLevel,
     output: testEnvironment.serviceOutputShown ? undefined : null,

@@ -70,7 +70,11 @@ export async function startWebhookReceiver(secrets: string[]): Promise<WebhookRe
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const payload = Buffer.concat(chunks).toString('utf8');
-    const headers = { 'webhook-id': String(request.headers['webhook-id']), 'webhook-timestamp': String(request.headers['webhook-timestamp']), 'webhook-signature': String(request.headers['webhook-signature']) };
+    const headers = {
+      'webhook-id': String(request.headers['webhook-id']),
+      'webhook-timestamp': String(request.headers['webhook-timestamp']),
+      'webhook-signature': String(request.headers['webhook-signature']),
+    };
     const verifiedWith = receiver.secrets.filter((secret) => {
       try {
         new Webhook(secret).verify(payload, headers);
@@ -84,7 +88,14 @@ export async function startWebhookReceiver(secrets: string[]): Promise<WebhookRe
       response.writeHead(400).end('bad signature');
       return;
     }
-    const webhook: ReceivedWebhook = { id: headers['webhook-id'], timestamp: headers['webhook-timestamp'], signature: headers['webhook-signature'], body: JSON.parse(payload), verifiedWith, at: Date.now() };
+    const webhook: ReceivedWebhook = {
+      id: headers['webhook-id'],
+      timestamp: headers['webhook-timestamp'],
+      signature: headers['webhook-signature'],
+      body: JSON.parse(payload),
+      verifiedWith,
+      at: Date.now(),
+    };
     const answer = receiver.answer(webhook);
     if (answer === 'hang') return;
     if (answer.delayMs) await new Promise((resolve) => setTimeout(resolve, answer.delayMs));
@@ -98,7 +109,11 @@ export async function startWebhookReceiver(secrets: string[]): Promise<WebhookRe
 }
 
 /** A receiver with a new secret and an enabled endpoint of the tenant's project for `types`, written to its table. */
-export async function subscribedReceiver(db: pg.Pool, tenant: { projectId: number; organizationId: number }, types: readonly string[]): Promise<WebhookReceiver> {
+export async function subscribedReceiver(
+  db: pg.Pool,
+  tenant: { projectId: number; organizationId: number },
+  types: readonly string[],
+): Promise<WebhookReceiver> {
   const secret = `whsec_${randomBytes(24).toString('base64')}`;
   const receiver = await startWebhookReceiver([secret]);
   await db.query('INSERT INTO webhook_endpoints (project_id, organization_id, url, event_types, secret) VALUES ($1, $2, $3, $4, $5)', [

@@ -4,11 +4,29 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
-import { chartDir, devValues, everythingOn, lint, podSpec, productionValues, render, template, workloadKinds, type Container, type K8sObject, type Rendered } from './chart.ts';
+import {
+  type Container,
+  chartDir,
+  devValues,
+  everythingOn,
+  type K8sObject,
+  lint,
+  podSpec,
+  productionValues,
+  type Rendered,
+  render,
+  template,
+  workloadKinds,
+} from './chart.ts';
 import { ensureHelm, ensureKubeStrict, repoRoot } from './tools.ts';
 import { validateStrictly, validateWithModels } from './validate.ts';
 
-const external = ['secrets.databaseUrl=postgres://notify:pw@db.example:5432/notify', 'secrets.redisUrl=redis://redis.example:6379', 'secrets.natsUrl=nats://nats.example:4222', 'secrets.smtpUrl=smtp://relay.example:587'];
+const external = [
+  'secrets.databaseUrl=postgres://notify:pw@db.example:5432/notify',
+  'secrets.redisUrl=redis://redis.example:6379',
+  'secrets.natsUrl=nats://nats.example:4222',
+  'secrets.smtpUrl=smtp://relay.example:587',
+];
 const notifyContainers = ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc', 'bounce-svc'];
 
 let helm = '';
@@ -42,7 +60,7 @@ function env(container: Container, name: string): { value?: string; valueFrom?: 
 
 /** The labels of a workload's pods. */
 function podSpecLabels(workload: K8sObject): Record<string, string> {
-  return ((workload.spec?.['template'] as { metadata?: { labels?: Record<string, string> } } | undefined)?.metadata?.labels) ?? {};
+  return (workload.spec?.['template'] as { metadata?: { labels?: Record<string, string> } } | undefined)?.metadata?.labels ?? {};
 }
 
 function deployment(rendered: Rendered, component: string): K8sObject {
@@ -77,15 +95,25 @@ describe('helm/notify', () => {
 
   test('every rendered object decodes strictly into the Kubernetes API types and passes the API and CRD schemas', { timeout: 60_000 }, async (t) => {
     if (skip) return t.skip(skip);
-    for (const [name, rendered] of [['dev', dev], ['production', production], ['external URLs + HTTPRoute', externalUrls]] as const) {
+    for (const [name, rendered] of [
+      ['dev', dev],
+      ['production', production],
+      ['external URLs + HTTPRoute', externalUrls],
+    ] as const) {
       const strict = await validateStrictly(kubeStrict, rendered.manifest);
       assert.deepEqual(strict.problems, [], `${name}: strict decoding`);
       assert.ok(strict.checked > 10, `${name}: only ${strict.checked} objects checked`);
       // Only CRDs are beyond the built-in scheme, and the models cover exactly those.
-      for (const kind of strict.skippedKinds) assert.ok(['ScaledObject', 'ServiceMonitor', 'PrometheusRule', 'HTTPRoute', 'Issuer', 'Certificate'].includes(kind), `${name}: ${kind} not validated`);
+      for (const kind of strict.skippedKinds)
+        assert.ok(['ScaledObject', 'ServiceMonitor', 'PrometheusRule', 'HTTPRoute', 'Issuer', 'Certificate'].includes(kind), `${name}: ${kind} not validated`);
       assert.deepEqual(await validateWithModels(rendered.objects), [], `${name}: schemas`);
     }
-    assert.ok(dev.ofKind('ScaledObject').length && production.ofKind('PrometheusRule').length && externalUrls.ofKind('HTTPRoute').length && production.ofKind('Certificate').length);
+    assert.ok(
+      dev.ofKind('ScaledObject').length &&
+        production.ofKind('PrometheusRule').length &&
+        externalUrls.ofKind('HTTPRoute').length &&
+        production.ofKind('Certificate').length,
+    );
   });
 
   test('a misspelt field is caught by strict decoding, a missing required one by the schemas', async (t) => {
@@ -121,8 +149,14 @@ describe('helm/notify', () => {
       // Notify's own containers write only to an emptyDir at /tmp.
       for (const component of notifyContainers) {
         const spec = podSpec(deployment(rendered, component));
-        assert.ok(spec.volumes?.some((volume) => volume.name === 'tmp' && volume.emptyDir), component);
-        assert.ok(container(rendered, component).volumeMounts?.some((mount) => mount.name === 'tmp' && mount.mountPath === '/tmp'), component);
+        assert.ok(
+          spec.volumes?.some((volume) => volume.name === 'tmp' && volume.emptyDir),
+          component,
+        );
+        assert.ok(
+          container(rendered, component).volumeMounts?.some((mount) => mount.name === 'tmp' && mount.mountPath === '/tmp'),
+          component,
+        );
       }
     }
   });
@@ -135,7 +169,10 @@ describe('helm/notify', () => {
       assert.deepEqual(c.livenessProbe?.['httpGet'], { path: '/healthz', port: 'metrics' }, component);
       assert.ok(c.startupProbe?.['httpGet'], component);
     }
-    for (const [component, port] of [['auth-svc', 50051], ['dispatch-svc', 50052]] as const) {
+    for (const [component, port] of [
+      ['auth-svc', 50051],
+      ['dispatch-svc', 50052],
+    ] as const) {
       const c = container(externalUrls, component);
       for (const probe of [c.readinessProbe, c.livenessProbe, c.startupProbe]) assert.deepEqual(probe?.['grpc'], { port }, component);
       assert.equal(env(c, 'GRPC_PORT')?.value, String(port));
@@ -145,7 +182,10 @@ describe('helm/notify', () => {
   test('auth-svc and dispatch-svc sit behind headless Services the gateway balances over with dns:/// targets', (t) => {
     if (skip) return t.skip(skip);
     const gateway = container(production, 'gateway');
-    for (const [component, variable, port] of [['auth-svc', 'AUTH_SVC_ADDR', 50051], ['dispatch-svc', 'DISPATCH_SVC_ADDR', 50052]] as const) {
+    for (const [component, variable, port] of [
+      ['auth-svc', 'AUTH_SVC_ADDR', 50051],
+      ['dispatch-svc', 'DISPATCH_SVC_ADDR', 50052],
+    ] as const) {
       const service = production.get('Service', `notify-${component}`);
       assert.equal(service.spec?.['clusterIP'], 'None', component);
       assert.equal(env(gateway, variable)?.value, `dns:///notify-${component}.notify.svc.cluster.local:${port}`);
@@ -154,7 +194,7 @@ describe('helm/notify', () => {
     assert.notEqual(production.get('Service', 'notify-gateway').spec?.['clusterIP'], 'None');
   });
 
-  test('the gateway reaches NATS for key invalidations and has its own AUTH_CACHE_TTL beside auth-svc\'s', async (t) => {
+  test("the gateway reaches NATS for key invalidations and has its own AUTH_CACHE_TTL beside auth-svc's", async (t) => {
     if (skip) return t.skip(skip);
     const gateway = container(production, 'gateway');
     assert.equal(env(gateway, 'NATS_URL_FILE')?.value, '/var/run/secrets/notify/nats-url');
@@ -169,7 +209,13 @@ describe('helm/notify', () => {
     assert.match(badTtl.stderr, /authCacheTtl/);
     // The dev NATS admits the gateway's pods (every pod of the release).
     const gatewayLabels = podSpecLabels(deployment(dev, 'gateway'));
-    const natsFrom = (dev.get('NetworkPolicy', 'notify-nats').spec?.['ingress'] as { ports: { port: number }[]; from: { podSelector: { matchLabels: Record<string, string> } }[] }[]).find((rule) => rule.ports[0]?.port === 4222)?.from ?? [];
+    const natsFrom =
+      (
+        dev.get('NetworkPolicy', 'notify-nats').spec?.['ingress'] as {
+          ports: { port: number }[];
+          from: { podSelector: { matchLabels: Record<string, string> } }[];
+        }[]
+      ).find((rule) => rule.ports[0]?.port === 4222)?.from ?? [];
     assert.ok(
       natsFrom.some((peer) => Object.entries(peer.podSelector.matchLabels).every(([label, value]) => gatewayLabels[label] === value)),
       `the gateway may connect to NATS: ${JSON.stringify(natsFrom)}`,
@@ -187,7 +233,7 @@ describe('helm/notify', () => {
     assert.match(wrong.stderr, /webhookAllowPrivate/);
   });
 
-  test('config.messageRetention and the purge\'s settings reach dispatch-svc; a retention not in days or hours is refused', async (t) => {
+  test("config.messageRetention and the purge's settings reach dispatch-svc; a retention not in days or hours is refused", async (t) => {
     if (skip) return t.skip(skip);
     const data = production.get('ConfigMap', 'notify').data ?? {};
     assert.deepEqual(
@@ -196,7 +242,10 @@ describe('helm/notify', () => {
     );
     assert.ok(container(production, 'dispatch-svc').envFrom?.some((source) => source.configMapRef?.name === 'notify'));
     const kept = await render(helm, { valuesFiles: [devValues], set: ['config.messageRetention=90d', 'config.dispatchSvc.retentionPurgeBatchSize=500'] });
-    assert.deepEqual([kept.get('ConfigMap', 'notify').data?.['NOTIFY_MESSAGE_RETENTION'], kept.get('ConfigMap', 'notify').data?.['RETENTION_PURGE_BATCH_SIZE']], ['90d', '500']);
+    assert.deepEqual(
+      [kept.get('ConfigMap', 'notify').data?.['NOTIFY_MESSAGE_RETENTION'], kept.get('ConfigMap', 'notify').data?.['RETENTION_PURGE_BATCH_SIZE']],
+      ['90d', '500'],
+    );
     for (const wrong of ['config.messageRetention=30', 'config.messageRetention=2w', 'config.dispatchSvc.retentionPurgeBatchSize=0']) {
       const result = await template(helm, { valuesFiles: [devValues], set: [wrong] });
       assert.notEqual(result.code, 0, wrong);
@@ -207,7 +256,11 @@ describe('helm/notify', () => {
   test('config.gateway.redisSentinels and redisSentinelName reach the gateway as REDIS_SENTINELS and REDIS_SENTINEL_NAME; a malformed address is refused', async (t) => {
     if (skip) return t.skip(skip);
     const data = (rendered: Rendered) => rendered.get('ConfigMap', 'notify').data ?? {};
-    assert.deepEqual([data(externalUrls)['REDIS_SENTINELS'], data(externalUrls)['REDIS_SENTINEL_NAME']], ['', 'mymaster'], 'off by default: REDIS_URL names the Redis');
+    assert.deepEqual(
+      [data(externalUrls)['REDIS_SENTINELS'], data(externalUrls)['REDIS_SENTINEL_NAME']],
+      ['', 'mymaster'],
+      'off by default: REDIS_URL names the Redis',
+    );
     // The production-like values follow Bitnami's redis chart with sentinels (docs/operations.md, "The stores in production").
     assert.deepEqual(
       [data(production)['REDIS_SENTINELS'], data(production)['REDIS_SENTINEL_NAME']],
@@ -217,13 +270,21 @@ describe('helm/notify', () => {
     const sentinels = ['redis-sentinel-0.cache:26379', 'redis-sentinel-1.cache:26379', '10.0.0.7:26379'];
     const sentinel = await render(helm, {
       valuesFiles: [productionValues],
-      set: [...sentinels.map((address, index) => `config.gateway.redisSentinels[${index}]=${address}`), 'config.gateway.redisSentinelName=notify', 'networkPolicy.egress.redis.ports={6379,26379}'],
+      set: [
+        ...sentinels.map((address, index) => `config.gateway.redisSentinels[${index}]=${address}`),
+        'config.gateway.redisSentinelName=notify',
+        'networkPolicy.egress.redis.ports={6379,26379}',
+      ],
     });
     assert.deepEqual([data(sentinel)['REDIS_SENTINELS'], data(sentinel)['REDIS_SENTINEL_NAME']], [sentinels.join(','), 'notify']);
     assert.ok(JSON.stringify(sentinel.ofKind('NetworkPolicy')).includes('"port":26379'), 'the pods may reach the sentinels');
     // The master's password stays in the Secret's REDIS_URL, read from its file.
     assert.equal(env(container(sentinel, 'gateway'), 'REDIS_URL_FILE')?.value, '/var/run/secrets/notify/redis-url');
-    for (const wrong of ['config.gateway.redisSentinels[0]=redis-sentinel-0.cache', 'config.gateway.redisSentinels[0]=redis://sentinel:26379', 'config.gateway.redisSentinelName=two words']) {
+    for (const wrong of [
+      'config.gateway.redisSentinels[0]=redis-sentinel-0.cache',
+      'config.gateway.redisSentinels[0]=redis://sentinel:26379',
+      'config.gateway.redisSentinelName=two words',
+    ]) {
       const result = await template(helm, { valuesFiles: [productionValues], set: [wrong] });
       assert.notEqual(result.code, 0, wrong);
       assert.match(result.stderr, /redisSentinel/, wrong);
@@ -255,7 +316,12 @@ describe('helm/notify', () => {
     assert.deepEqual([data(production)['MAILER_MAX_AGE'], data(production)['MAILER_MAX_ATTEMPTS']], ['4d', '200']);
     const limited = await render(helm, {
       valuesFiles: [productionValues],
-      set: ['config.mailer.destinationLimits.slow\\.example.concurrency=2', 'config.mailer.destinationLimits.slow\\.example.rate=5/s', 'config.mailer.destinationLimits.bulk\\.example.concurrency=50', 'config.mailer.destinationLimits.bulk\\.example.rate=600/min'],
+      set: [
+        'config.mailer.destinationLimits.slow\\.example.concurrency=2',
+        'config.mailer.destinationLimits.slow\\.example.rate=5/s',
+        'config.mailer.destinationLimits.bulk\\.example.concurrency=50',
+        'config.mailer.destinationLimits.bulk\\.example.rate=600/min',
+      ],
     });
     // In the order of the domains, as the mailer's MAILER_DESTINATION_LIMITS syntax writes them.
     assert.equal(data(limited)['MAILER_DESTINATION_LIMITS'], 'bulk.example=50:600/min,slow.example=2:5/s');
@@ -290,7 +356,10 @@ describe('helm/notify', () => {
     assert.equal(data(route)['PANEL_COOKIE_SECURE'], 'true', 'a Gateway listener terminates TLS');
     assert.equal(data(ingress)['PANEL_COOKIE_SECURE'], 'false', 'an Ingress without a TLS section serves plain http');
     assert.equal(data(bare)['PANEL_COOKIE_SECURE'], 'false', 'port-forwarding over plain http');
-    const cdn = await render(helm, { valuesFiles: [devValues], set: ['ingress.enabled=true', 'config.gateway.trustedProxyHops=2', 'config.gateway.authFailureRate=50/hour'] });
+    const cdn = await render(helm, {
+      valuesFiles: [devValues],
+      set: ['ingress.enabled=true', 'config.gateway.trustedProxyHops=2', 'config.gateway.authFailureRate=50/hour'],
+    });
     assert.deepEqual([data(cdn)['TRUSTED_PROXY_HOPS'], data(cdn)['NOTIFY_AUTH_FAILURE_RATE']], ['2', '50/hour'], 'a CDN in front of the ingress: set by hand');
     for (const wrong of ['config.gateway.trustedProxyHops=-1', 'config.gateway.trustedProxyHops=11', 'config.gateway.authFailureRate=many']) {
       const result = await template(helm, { valuesFiles: [devValues], set: [wrong] });
@@ -299,12 +368,13 @@ describe('helm/notify', () => {
     }
   });
 
-  test('with existingSecret every secret comes from the operator\'s Secret, as files where the services read files', async (t) => {
+  test("with existingSecret every secret comes from the operator's Secret, as files where the services read files", async (t) => {
     if (skip) return t.skip(skip);
     assert.deepEqual(production.ofKind('Secret'), [], 'the chart writes no Secret of its own');
     const referenced = new Set<string>();
     for (const workload of production.objects.filter((object) => workloadKinds.has(object.kind))) {
-      for (const c of containersOf(workload)) for (const variable of c.env ?? []) if (variable.valueFrom?.secretKeyRef) referenced.add(variable.valueFrom.secretKeyRef.name);
+      for (const c of containersOf(workload))
+        for (const variable of c.env ?? []) if (variable.valueFrom?.secretKeyRef) referenced.add(variable.valueFrom.secretKeyRef.name);
       for (const volume of podSpec(workload).volumes ?? []) if (volume.secret) referenced.add(volume.secret.secretName);
     }
     referenced.delete('notify-smoke-test'); // the helm test's own key, provided by the operator too
@@ -324,7 +394,10 @@ describe('helm/notify', () => {
     // Custom key names and environment variables instead of files.
     const custom = await render(helm, { valuesFiles: [productionValues], set: ['secrets.keys.databaseUrl=PG_URL', 'secrets.mountAsFiles=false'] });
     assert.deepEqual(env(container(custom, 'dispatch-svc'), 'DATABASE_URL')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'PG_URL' });
-    assert.deepEqual(env(podSpec(custom.get('Job', 'notify-migration')).containers[0] as Container, 'DATABASE_URL')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'PG_URL' });
+    assert.deepEqual(env(podSpec(custom.get('Job', 'notify-migration')).containers[0] as Container, 'DATABASE_URL')?.valueFrom?.secretKeyRef, {
+      name: 'notify-connections',
+      key: 'PG_URL',
+    });
     assert.equal(env(container(custom, 'mailer-svc'), 'SMTP_URL_FILE'), undefined);
     assert.deepEqual(env(container(custom, 'gateway'), 'REDIS_URL')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'REDIS_URL' });
     assert.deepEqual(env(container(custom, 'mailer-svc'), 'NATS_URL')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'NATS_URL' });
@@ -349,7 +422,10 @@ describe('helm/notify', () => {
       'webhook-svc': { DATABASE_URL: 'database-url', NATS_URL: 'nats-url', NOTIFY_DATA_KEY: 'data-key' },
       'bounce-svc': { BOUNCE_TOKEN: 'bounce-token', NOTIFY_DATA_KEY: 'data-key' },
     };
-    for (const [rendered, secretName] of [[production, 'notify-connections'], [externalUrls, 'notify-secrets']] as const) {
+    for (const [rendered, secretName] of [
+      [production, 'notify-connections'],
+      [externalUrls, 'notify-secrets'],
+    ] as const) {
       for (const [component, expected] of Object.entries(files)) {
         const c = container(rendered, component);
         const mount = c.volumeMounts?.find((candidate) => candidate.name === 'secrets');
@@ -407,7 +483,10 @@ describe('helm/notify', () => {
     const job = externalUrls.get('Job', 'notify-migration');
     const secret = externalUrls.get('Secret', 'notify-migration');
     for (const hook of [job, secret]) assert.equal(hook.metadata.annotations?.['helm.sh/hook'], 'pre-install,pre-upgrade');
-    assert.ok(Number(secret.metadata.annotations?.['helm.sh/hook-weight']) < Number(job.metadata.annotations?.['helm.sh/hook-weight']), 'the Secret is created first');
+    assert.ok(
+      Number(secret.metadata.annotations?.['helm.sh/hook-weight']) < Number(job.metadata.annotations?.['helm.sh/hook-weight']),
+      'the Secret is created first',
+    );
     assert.match(secret.metadata.annotations?.['helm.sh/hook-delete-policy'] ?? '', /hook-succeeded/);
     assert.match(job.metadata.annotations?.['helm.sh/hook-delete-policy'] ?? '', /before-hook-creation/);
     const migrate = podSpec(job).containers[0] as Container;
@@ -421,7 +500,10 @@ describe('helm/notify', () => {
 
     // With existingSecret the Secret exists before the release: no hook Secret.
     assert.equal(production.ofKind('Secret').length, 0);
-    assert.equal(podSpec(production.get('Job', 'notify-migration')).volumes?.find((volume) => volume.name === 'secrets')?.secret?.secretName, 'notify-connections');
+    assert.equal(
+      podSpec(production.get('Job', 'notify-migration')).volumes?.find((volume) => volume.name === 'secrets')?.secret?.secretName,
+      'notify-connections',
+    );
     // In dev mode the database is part of the release: the Job runs once it exists.
     assert.equal(dev.get('Job', 'notify-migration').metadata.annotations?.['helm.sh/hook'], 'post-install,pre-upgrade');
   });
@@ -437,19 +519,28 @@ describe('helm/notify', () => {
     // bounce-svc is the bounce domain's MX: any mail server may connect to its SMTP port.
     assert.deepEqual(ports('bounce-svc'), ['smtp', 'metrics']);
     assert.equal(rules('bounce-svc').find((rule) => rule.ports[0]?.port === 'smtp')?.from, undefined, 'anyone may deliver a report');
-    const component = (name: string) => ({ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'notify', 'app.kubernetes.io/instance': 'notify', 'app.kubernetes.io/component': name } } });
+    const component = (name: string) => ({
+      podSelector: { matchLabels: { 'app.kubernetes.io/name': 'notify', 'app.kubernetes.io/instance': 'notify', 'app.kubernetes.io/component': name } },
+    });
     const labelledClients = { podSelector: { matchLabels: { 'app.kubernetes.io/instance': 'notify', 'notify.io/grpc-client': 'true' } } };
     // dispatch-svc also answers the mailers (DKIM keys) and bounce-svc (reports); auth-svc neither.
-    for (const [name, clients] of [['auth-svc', [component('gateway'), labelledClients]], ['dispatch-svc', [component('gateway'), labelledClients, component('mailer-svc'), component('bounce-svc')]]] as const) {
+    for (const [name, clients] of [
+      ['auth-svc', [component('gateway'), labelledClients]],
+      ['dispatch-svc', [component('gateway'), labelledClients, component('mailer-svc'), component('bounce-svc')]],
+    ] as const) {
       assert.deepEqual(ports(name), ['grpc', 'metrics']);
       assert.deepEqual(rules(name).find((rule) => rule.ports[0]?.port === 'grpc')?.from, clients, name);
     }
-    for (const rule of rules('gateway').concat(rules('auth-svc'), rules('bounce-svc')).filter((candidate) => candidate.ports[0]?.port === 'metrics')) {
+    for (const rule of rules('gateway')
+      .concat(rules('auth-svc'), rules('bounce-svc'))
+      .filter((candidate) => candidate.ports[0]?.port === 'metrics')) {
       assert.deepEqual(rule.from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }]);
     }
     assert.equal(production.get('Pod', 'notify-smoke-test').metadata.labels?.['notify.io/grpc-client'], 'true');
     // Every workload of the dev install is covered by a policy.
-    const selected = dev.ofKind('NetworkPolicy').map((policy) => (policy.spec?.['podSelector'] as { matchLabels: Record<string, string> }).matchLabels['app.kubernetes.io/component']);
+    const selected = dev
+      .ofKind('NetworkPolicy')
+      .map((policy) => (policy.spec?.['podSelector'] as { matchLabels: Record<string, string> }).matchLabels['app.kubernetes.io/component']);
     for (const workload of dev.objects.filter((object) => ['Deployment', 'StatefulSet'].includes(object.kind))) {
       assert.ok(selected.includes(workload.metadata.labels?.['app.kubernetes.io/component']), `${workload.metadata.name} has no NetworkPolicy`);
     }
@@ -462,23 +553,36 @@ describe('helm/notify', () => {
     assert.deepEqual(policy.spec?.['policyTypes'], ['Egress']);
     assert.deepEqual((policy.spec?.['podSelector'] as { matchLabels: Record<string, string> }).matchLabels['app.kubernetes.io/component'], 'webhook-svc');
     const egress = policy.spec?.['egress'] as EgressRule[];
-    assert.deepEqual(egress[0], { ports: [{ port: 53, protocol: 'UDP' }, { port: 53, protocol: 'TCP' }] });
+    assert.deepEqual(egress[0], {
+      ports: [
+        { port: 53, protocol: 'UDP' },
+        { port: 53, protocol: 'TCP' },
+      ],
+    });
     assert.deepEqual(egress[1], { to: [{ podSelector: { matchLabels: { 'app.kubernetes.io/instance': 'notify' } } }] });
     const https = egress[2];
     assert.deepEqual(https?.ports, [{ port: 443, protocol: 'TCP' }]);
     const blocks = (https?.to ?? []).map((peer) => peer['ipBlock'] as { cidr: string; except: string[] });
-    assert.deepEqual(blocks.map((block) => block.cidr), ['0.0.0.0/0', '::/0']);
-    for (const refused of ['10.0.0.0/8', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.168.0.0/16']) assert.ok(blocks[0]?.except.includes(refused), refused);
+    assert.deepEqual(
+      blocks.map((block) => block.cidr),
+      ['0.0.0.0/0', '::/0'],
+    );
+    for (const refused of ['10.0.0.0/8', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.168.0.0/16'])
+      assert.ok(blocks[0]?.except.includes(refused), refused);
     for (const refused of ['::1/128', 'fc00::/7', 'fe80::/10']) assert.ok(blocks[1]?.except.includes(refused), refused);
     // Then only what the operator lists: the production example's NATS and PostgreSQL.
     assert.deepEqual(egress.slice(3), [
       { to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'messaging' } } }], ports: [{ port: 4222, protocol: 'TCP' }] },
       { to: [{ ipBlock: { cidr: '10.0.0.0/8' } }], ports: [{ port: 5432, protocol: 'TCP' }] },
     ]);
-    assert.equal((dev.get('NetworkPolicy', 'notify-webhook-svc-egress').spec?.['egress'] as EgressRule[]).length, 3, 'nothing else unless the operator adds it');
+    assert.equal(
+      (dev.get('NetworkPolicy', 'notify-webhook-svc-egress').spec?.['egress'] as EgressRule[]).length,
+      3,
+      'nothing else unless the operator adds it',
+    );
   });
 
-  test('every pod may connect only to DNS, the release\'s pods it calls, and the ports of its external services where the operator put them', async (t) => {
+  test("every pod may connect only to DNS, the release's pods it calls, and the ports of its external services where the operator put them", async (t) => {
     if (skip) return t.skip(skip);
     type Peer = Record<string, unknown>;
     type EgressRule = { ports: { port: number | string; protocol: string }[]; to?: Peer[] };
@@ -488,8 +592,15 @@ describe('helm/notify', () => {
       assert.equal((policy.spec?.['podSelector'] as { matchLabels: Record<string, string> }).matchLabels['app.kubernetes.io/component'], component);
       return policy.spec?.['egress'] as EgressRule[];
     };
-    const dns: EgressRule = { ports: [{ port: 53, protocol: 'UDP' }, { port: 53, protocol: 'TCP' }] };
-    const pod = (component: string) => ({ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'notify', 'app.kubernetes.io/instance': 'notify', 'app.kubernetes.io/component': component } } });
+    const dns: EgressRule = {
+      ports: [
+        { port: 53, protocol: 'UDP' },
+        { port: 53, protocol: 'TCP' },
+      ],
+    };
+    const pod = (component: string) => ({
+      podSelector: { matchLabels: { 'app.kubernetes.io/name': 'notify', 'app.kubernetes.io/instance': 'notify', 'app.kubernetes.io/component': component } },
+    });
     const call = (component: string, port: string): EgressRule => ({ to: [pod(component)], ports: [{ port, protocol: 'TCP' }] });
     const tcp = (...ports: number[]) => ports.map((port) => ({ port, protocol: 'TCP' }));
     const namespace = (name: string) => ({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': name } } });
@@ -498,7 +609,14 @@ describe('helm/notify', () => {
     const postgresql = { ports: tcp(5432), to: [{ ipBlock: { cidr: '10.0.0.0/8' } }] };
     const nats = { ports: tcp(4222), to: [namespace('messaging')] };
     const otlp = { ports: tcp(4318), to: [namespace('observability')] };
-    assert.deepEqual(egress(production, 'gateway'), [dns, call('auth-svc', 'grpc'), call('dispatch-svc', 'grpc'), { ports: tcp(6379, 26379), to: [namespace('cache')] }, nats, otlp]);
+    assert.deepEqual(egress(production, 'gateway'), [
+      dns,
+      call('auth-svc', 'grpc'),
+      call('dispatch-svc', 'grpc'),
+      { ports: tcp(6379, 26379), to: [namespace('cache')] },
+      nats,
+      otlp,
+    ]);
     assert.deepEqual(egress(production, 'auth-svc'), [dns, postgresql, nats, otlp]);
     assert.deepEqual(egress(production, 'dispatch-svc'), [dns, postgresql, nats, otlp]);
     assert.deepEqual(egress(production, 'mailer-svc'), [dns, call('dispatch-svc', 'grpc'), nats, { ports: tcp(465) }, otlp]);
@@ -513,12 +631,21 @@ describe('helm/notify', () => {
     assert.deepEqual(egress(https, 'auth-svc'), [dns, { ports: tcp(6432) }, { ports: tcp(4222) }, { ports: tcp(443) }]);
 
     // Dev mode: the servers inside the release too (the mail sink listens on 1025), and they themselves reach nothing.
-    assert.deepEqual(egress(dev, 'mailer-svc').slice(2), [{ ports: tcp(4222) }, { to: [pod('nats')], ports: tcp(4222) }, { ports: tcp(25, 465, 587) }, { to: [pod('mail-sink')], ports: tcp(1025) }]);
+    assert.deepEqual(egress(dev, 'mailer-svc').slice(2), [
+      { ports: tcp(4222) },
+      { to: [pod('nats')], ports: tcp(4222) },
+      { ports: tcp(25, 465, 587) },
+      { to: [pod('mail-sink')], ports: tcp(1025) },
+    ]);
     for (const server of ['postgresql', 'redis', 'nats', 'mail-sink']) assert.deepEqual(egress(dev, server), [dns], server);
 
     // Every workload, job and test pod is limited.
-    for (const [name, rendered] of [['dev', dev], ['production', production]] as const) {
-      const limited = rendered.ofKind('NetworkPolicy')
+    for (const [name, rendered] of [
+      ['dev', dev],
+      ['production', production],
+    ] as const) {
+      const limited = rendered
+        .ofKind('NetworkPolicy')
         .filter((policy) => (policy.spec?.['policyTypes'] as string[]).includes('Egress'))
         .map((policy) => (policy.spec?.['podSelector'] as { matchLabels: Record<string, string> }).matchLabels['app.kubernetes.io/component']);
       for (const workload of rendered.objects.filter((object) => workloadKinds.has(object.kind))) {
@@ -528,7 +655,7 @@ describe('helm/notify', () => {
     }
   });
 
-  test('metrics ports admit the monitoring namespace by default, and the dev NATS monitoring port KEDA\'s too', (t) => {
+  test("metrics ports admit the monitoring namespace by default, and the dev NATS monitoring port KEDA's too", (t) => {
     if (skip) return t.skip(skip);
     type Rule = { ports: { port: string | number }[]; from?: Record<string, unknown>[] };
     const monitoring = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } };
@@ -547,8 +674,11 @@ describe('helm/notify', () => {
       assert.equal(env(c, 'BOUNCE_SMTP_PORT')?.value, '2526');
       assert.equal(env(c, 'METRICS_PORT')?.value, '9464');
       assert.equal(env(c, 'DISPATCH_SVC_ADDR')?.value, 'dns:///notify-dispatch-svc.notify.svc.cluster.local:50052');
-      assert.equal(env(c, 'GRPC_DEADLINE')?.value, '5s', 'its own deadline, not the gateway\'s from the ConfigMap');
-      assert.ok(c.envFrom?.some((source) => source.configMapRef?.name === 'notify'), 'BOUNCE_DOMAIN and BOUNCE_MAX_BYTES come from the ConfigMap');
+      assert.equal(env(c, 'GRPC_DEADLINE')?.value, '5s', "its own deadline, not the gateway's from the ConfigMap");
+      assert.ok(
+        c.envFrom?.some((source) => source.configMapRef?.name === 'notify'),
+        'BOUNCE_DOMAIN and BOUNCE_MAX_BYTES come from the ConfigMap',
+      );
       // It talks to dispatch-svc only: no database, NATS, Redis or relay.
       for (const variable of ['DATABASE_URL', 'NATS_URL', 'REDIS_URL', 'SMTP_URL', 'ADMIN_TOKEN', 'GATEWAY_TOKEN', 'MAILER_TOKEN']) {
         assert.equal(env(c, variable) ?? env(c, `${variable}_FILE`), undefined, variable);
@@ -570,7 +700,11 @@ describe('helm/notify', () => {
     const mx = production.get('Service', 'notify-bounce-svc');
     assert.deepEqual([mx.spec?.['type'], mx.spec?.['externalTrafficPolicy']], ['LoadBalancer', 'Local']);
     assert.equal(deployment(production, 'bounce-svc').spec?.['replicas'], undefined, 'the HPA owns the replica count');
-    assert.deepEqual(production.get('HorizontalPodAutoscaler', 'notify-bounce-svc').spec?.['scaleTargetRef'], { apiVersion: 'apps/v1', kind: 'Deployment', name: 'notify-bounce-svc' });
+    assert.deepEqual(production.get('HorizontalPodAutoscaler', 'notify-bounce-svc').spec?.['scaleTargetRef'], {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      name: 'notify-bounce-svc',
+    });
     // STARTTLS from a kubernetes.io/tls Secret, mounted beside the others.
     const tls = container(production, 'bounce-svc');
     assert.equal(env(tls, 'BOUNCE_TLS_KEY_FILE')?.value, '/var/run/secrets/notify-tls/tls.key');
@@ -578,12 +712,29 @@ describe('helm/notify', () => {
     assert.deepEqual(podSpec(deployment(production, 'bounce-svc')).volumes?.find((volume) => volume.name === 'tls')?.secret?.secretName, 'notify-bounce-tls');
     assert.equal(env(container(dev, 'bounce-svc'), 'BOUNCE_TLS_KEY_FILE'), undefined, 'no certificate, no STARTTLS');
 
-    const tuned = await render(helm, { valuesFiles: [devValues], set: ['bounce.service.type=NodePort', 'bounce.service.port=2525', 'bounce.smtpPort=25250', 'config.bounceDomain=bounces.example.org', 'config.bounce.maxBytes=2048'] });
+    const tuned = await render(helm, {
+      valuesFiles: [devValues],
+      set: [
+        'bounce.service.type=NodePort',
+        'bounce.service.port=2525',
+        'bounce.smtpPort=25250',
+        'config.bounceDomain=bounces.example.org',
+        'config.bounce.maxBytes=2048',
+      ],
+    });
     assert.equal(tuned.get('Service', 'notify-bounce-svc').spec?.['type'], 'NodePort');
     assert.equal((tuned.get('Service', 'notify-bounce-svc').spec?.['ports'] as { port: number }[])[0]?.port, 2525);
     assert.equal(env(container(tuned, 'bounce-svc'), 'BOUNCE_SMTP_PORT')?.value, '25250');
-    assert.deepEqual([tuned.get('ConfigMap', 'notify').data?.['BOUNCE_DOMAIN'], tuned.get('ConfigMap', 'notify').data?.['BOUNCE_MAX_BYTES']], ['bounces.example.org', '2048']);
-    for (const wrong of ['config.bounceDomain=not a domain', 'config.bounceDomain=localhost', 'bounce.service.type=ExternalName', 'bounce.service.externalTrafficPolicy=Nearest']) {
+    assert.deepEqual(
+      [tuned.get('ConfigMap', 'notify').data?.['BOUNCE_DOMAIN'], tuned.get('ConfigMap', 'notify').data?.['BOUNCE_MAX_BYTES']],
+      ['bounces.example.org', '2048'],
+    );
+    for (const wrong of [
+      'config.bounceDomain=not a domain',
+      'config.bounceDomain=localhost',
+      'bounce.service.type=ExternalName',
+      'bounce.service.externalTrafficPolicy=Nearest',
+    ]) {
       const result = await template(helm, { valuesFiles: [devValues], set: [wrong] });
       assert.notEqual(result.code, 0, wrong);
       assert.match(result.stderr, /bounceDomain|type|externalTrafficPolicy/, wrong);
@@ -594,7 +745,12 @@ describe('helm/notify', () => {
     if (skip) return t.skip(skip);
     const holders = ['bounce-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc'];
     const envOnly = await render(helm, { valuesFiles: [productionValues], set: ['secrets.mountAsFiles=false'] });
-    for (const [name, rendered] of [['dev', dev], ['production', production], ['external URLs', externalUrls], ['environment variables', envOnly]] as const) {
+    for (const [name, rendered] of [
+      ['dev', dev],
+      ['production', production],
+      ['external URLs', externalUrls],
+      ['environment variables', envOnly],
+    ] as const) {
       const having: string[] = [];
       for (const workload of rendered.objects.filter((object) => workloadKinds.has(object.kind))) {
         const items = (podSpec(workload).volumes ?? []).flatMap((volume) => volume.secret?.items ?? []);
@@ -608,11 +764,18 @@ describe('helm/notify', () => {
     for (const component of holders) {
       assert.equal(env(container(production, component), 'NOTIFY_DATA_KEY_FILE')?.value, '/var/run/secrets/notify/data-key', component);
       assert.equal(env(container(production, component), 'NOTIFY_DATA_KEY'), undefined, `${component} reads the key from its file only`);
-      assert.deepEqual(env(container(envOnly, component), 'NOTIFY_DATA_KEY')?.valueFrom?.secretKeyRef, { name: 'notify-connections', key: 'NOTIFY_DATA_KEY' }, component);
+      assert.deepEqual(
+        env(container(envOnly, component), 'NOTIFY_DATA_KEY')?.valueFrom?.secretKeyRef,
+        { name: 'notify-connections', key: 'NOTIFY_DATA_KEY' },
+        component,
+      );
     }
     const renamed = await render(helm, { valuesFiles: [productionValues], set: ['secrets.keys.dataKey=DATA_KEY'] });
     const items = podSpec(deployment(renamed, 'bounce-svc')).volumes?.find((volume) => volume.name === 'secrets')?.secret?.items;
-    assert.ok(items?.some((item) => item.key === 'DATA_KEY' && item.path === 'data-key'), JSON.stringify(items));
+    assert.ok(
+      items?.some((item) => item.key === 'DATA_KEY' && item.path === 'data-key'),
+      JSON.stringify(items),
+    );
   });
 
   test('without existingSecret the chart generates a data key of 32 random bytes, or writes the one it is given', async (t) => {
@@ -644,12 +807,29 @@ describe('helm/notify', () => {
     );
     // Empty: taken from the chart's own Ingress or HTTPRoute, else left to the mailers' default.
     assert.equal(publicUrl(dev), 'http://notify.example.com', 'the dev Ingress without TLS');
-    const ingressTls = await render(helm, { valuesFiles: [devValues], set: ['ingress.enabled=true', 'ingress.hosts[0].host=mail.example.org', 'ingress.hosts[0].paths[0].path=/', 'ingress.hosts[0].paths[0].pathType=Prefix', 'ingress.tls[0].secretName=tls', 'ingress.tls[0].hosts[0]=mail.example.org'] });
+    const ingressTls = await render(helm, {
+      valuesFiles: [devValues],
+      set: [
+        'ingress.enabled=true',
+        'ingress.hosts[0].host=mail.example.org',
+        'ingress.hosts[0].paths[0].path=/',
+        'ingress.hosts[0].paths[0].pathType=Prefix',
+        'ingress.tls[0].secretName=tls',
+        'ingress.tls[0].hosts[0]=mail.example.org',
+      ],
+    });
     assert.equal(publicUrl(ingressTls), 'https://mail.example.org');
     assert.equal(publicUrl(externalUrls), 'https://notify.example.com', 'the HTTPRoute hostname');
     assert.equal(publicUrl(await render(helm, { valuesFiles: [devValues] })), undefined);
-    assert.equal(publicUrl(await render(helm, { valuesFiles: [devValues], set: ['config.publicUrl=https://notify.example.org/base/'] })), 'https://notify.example.org/base');
-    for (const wrong of ['config.publicUrl=notify.example.org', 'config.publicUrl=ftp://notify.example.org', 'config.publicUrl=https://notify.example.org/?a=1']) {
+    assert.equal(
+      publicUrl(await render(helm, { valuesFiles: [devValues], set: ['config.publicUrl=https://notify.example.org/base/'] })),
+      'https://notify.example.org/base',
+    );
+    for (const wrong of [
+      'config.publicUrl=notify.example.org',
+      'config.publicUrl=ftp://notify.example.org',
+      'config.publicUrl=https://notify.example.org/?a=1',
+    ]) {
       const result = await template(helm, { valuesFiles: [devValues], set: [wrong] });
       assert.notEqual(result.code, 0, wrong);
       assert.match(result.stderr, /publicUrl/, wrong);
@@ -667,11 +847,14 @@ describe('helm/notify', () => {
   test('ServiceMonitor and PrometheusRule carry the kube-prometheus-stack release label, dashboards the sidecar label', async (t) => {
     if (skip) return t.skip(skip);
     for (const kind of ['ServiceMonitor', 'PrometheusRule']) assert.equal(production.get(kind, 'notify').metadata.labels?.['release'], 'kube-prometheus-stack');
-    const relabelled = await render(helm, { valuesFiles: [productionValues], set: ['metrics.serviceMonitor.labels.release=prom', 'metrics.prometheusRule.labels.release=prom'] });
+    const relabelled = await render(helm, {
+      valuesFiles: [productionValues],
+      set: ['metrics.serviceMonitor.labels.release=prom', 'metrics.prometheusRule.labels.release=prom'],
+    });
     for (const kind of ['ServiceMonitor', 'PrometheusRule']) assert.equal(relabelled.get(kind, 'notify').metadata.labels?.['release'], 'prom');
     const endpoint = (production.get('ServiceMonitor', 'notify').spec?.['endpoints'] as Record<string, unknown>[])[0];
     assert.equal(endpoint?.['port'], 'metrics');
-    assert.equal(endpoint?.['honorLabels'], true, 'the services\' own `service` label must survive the scrape');
+    assert.equal(endpoint?.['honorLabels'], true, "the services' own `service` label must survive the scrape");
     const monitored = production.ofKind('Service').filter((service) => service.metadata.labels?.['notify.io/metrics'] === 'true');
     assert.deepEqual(monitored.map((service) => service.metadata.labels?.['app.kubernetes.io/component']).sort(), [...notifyContainers].sort());
 
@@ -680,19 +863,30 @@ describe('helm/notify', () => {
     for (const map of dashboards) {
       assert.equal(map.metadata.namespace, 'monitoring');
       const file = Object.keys(map.data ?? {})[0] ?? '';
-      const dashboard = JSON.parse(map.data?.[file] ?? '') as { uid: string; title: string; templating: { list: { name: string; type: string }[] }; panels: { type: string; datasource?: { uid: string }; targets?: { datasource?: { uid: string } }[] }[] };
+      const dashboard = JSON.parse(map.data?.[file] ?? '') as {
+        uid: string;
+        title: string;
+        templating: { list: { name: string; type: string }[] };
+        panels: { type: string; datasource?: { uid: string }; targets?: { datasource?: { uid: string } }[] }[];
+      };
       assert.deepEqual(dashboard, JSON.parse(readFileSync(join(chartDir, 'dashboards', file), 'utf8')));
       // Portable across Grafanas: the data source is a variable, never a fixed uid.
-      assert.ok(dashboard.templating.list.some((variable) => variable.name === 'datasource' && variable.type === 'datasource'), file);
+      assert.ok(
+        dashboard.templating.list.some((variable) => variable.name === 'datasource' && variable.type === 'datasource'),
+        file,
+      );
       for (const panel of dashboard.panels.filter((candidate) => candidate.type !== 'row')) {
         assert.equal(panel.datasource?.uid, '${datasource}', `${file}: ${JSON.stringify(panel).slice(0, 80)}`);
         for (const target of panel.targets ?? []) assert.equal(target.datasource?.uid, '${datasource}');
       }
     }
-    assert.deepEqual(dashboards.map((map) => (JSON.parse(Object.values(map.data ?? {})[0] ?? '{}') as { title: string }).title).sort(), ['Notify overview', 'Notify services']);
+    assert.deepEqual(dashboards.map((map) => (JSON.parse(Object.values(map.data ?? {})[0] ?? '{}') as { title: string }).title).sort(), [
+      'Notify overview',
+      'Notify services',
+    ]);
   });
 
-  test('each alert links its runbook at metrics.prometheusRule.runbookBaseUrl, by default the runbooks\' file in this repository', async (t) => {
+  test("each alert links its runbook at metrics.prometheusRule.runbookBaseUrl, by default the runbooks' file in this repository", async (t) => {
     if (skip) return t.skip(skip);
     const runbooks = (rendered: Rendered) =>
       (rendered.get('PrometheusRule', 'notify').spec as { groups: { rules: { alert: string; annotations: Record<string, string> }[] }[] }).groups
@@ -705,7 +899,10 @@ describe('helm/notify', () => {
     assert.match(readFileSync(join(repoRoot, 'docs', 'operations.md'), 'utf8'), /^## Runbooks$/m);
     // The production example points at where the on-call reads that file.
     assert.deepEqual(runbooks(production), expected(production, 'https://git.example.com/platform/notify/blob/v0.1.0/docs/operations.md'));
-    const wiki = await render(helm, { valuesFiles: [devValues], set: [...everythingOn, 'metrics.prometheusRule.runbookBaseUrl=https://wiki.example.com/notify/operations'] });
+    const wiki = await render(helm, {
+      valuesFiles: [devValues],
+      set: [...everythingOn, 'metrics.prometheusRule.runbookBaseUrl=https://wiki.example.com/notify/operations'],
+    });
     assert.deepEqual(runbooks(wiki), expected(wiki, 'https://wiki.example.com/notify/operations'));
     for (const wrong of ['https://wiki.example.com/ops#runbooks', 'javascript:alert(1)', 'runbooks please', '']) {
       const result = await template(helm, { valuesFiles: [devValues], set: [...everythingOn, `metrics.prometheusRule.runbookBaseUrl=${wrong}`] });
@@ -714,7 +911,7 @@ describe('helm/notify', () => {
     }
   });
 
-  test('the helm test hook sends through the gateway with the operator\'s key and follows the message with notifyctl', (t) => {
+  test("the helm test hook sends through the gateway with the operator's key and follows the message with notifyctl", (t) => {
     if (skip) return t.skip(skip);
     const pod = production.get('Pod', 'notify-smoke-test');
     const script = production.get('ConfigMap', 'notify-smoke-test');
@@ -735,15 +932,33 @@ describe('helm/notify', () => {
     if (skip) return t.skip(skip);
     const mountPath = '/var/run/secrets/notify-grpc-tls';
     const tlsVolume = (workload: K8sObject) => podSpec(workload).volumes?.find((volume) => volume.name === 'grpc-tls')?.secret;
-    const probe = (c: Container, which: 'startupProbe' | 'livenessProbe' | 'readinessProbe') => c[which] as { grpc?: unknown; httpGet?: { path: string } } | undefined;
+    const probe = (c: Container, which: 'startupProbe' | 'livenessProbe' | 'readinessProbe') =>
+      c[which] as { grpc?: unknown; httpGet?: { path: string } } | undefined;
     for (const server of ['auth-svc', 'dispatch-svc']) {
       const c = container(production, server);
       assert.equal(env(c, 'GRPC_TLS_CERT_FILE')?.value, `${mountPath}/tls.crt`, server);
       assert.equal(env(c, 'GRPC_TLS_KEY_FILE')?.value, `${mountPath}/tls.key`, server);
-      assert.ok(c.volumeMounts?.some((mount) => mount.name === 'grpc-tls' && mount.mountPath === mountPath), server);
-      assert.deepEqual(tlsVolume(deployment(production, server)), { secretName: 'notify-grpc-tls', items: [{ key: 'tls.crt', path: 'tls.crt' }, { key: 'tls.key', path: 'tls.key' }] }, server);
+      assert.ok(
+        c.volumeMounts?.some((mount) => mount.name === 'grpc-tls' && mount.mountPath === mountPath),
+        server,
+      );
+      assert.deepEqual(
+        tlsVolume(deployment(production, server)),
+        {
+          secretName: 'notify-grpc-tls',
+          items: [
+            { key: 'tls.crt', path: 'tls.crt' },
+            { key: 'tls.key', path: 'tls.key' },
+          ],
+        },
+        server,
+      );
       // The kubelet's gRPC probe speaks no TLS: the ops listener answers instead.
-      assert.deepEqual((['startupProbe', 'livenessProbe', 'readinessProbe'] as const).map((which) => probe(c, which)?.httpGet?.path), ['/healthz', '/healthz', '/readyz'], server);
+      assert.deepEqual(
+        (['startupProbe', 'livenessProbe', 'readinessProbe'] as const).map((which) => probe(c, which)?.httpGet?.path),
+        ['/healthz', '/healthz', '/readyz'],
+        server,
+      );
       assert.equal(probe(c, 'readinessProbe')?.grpc, undefined, server);
     }
     const clients: [string, K8sObject][] = [
@@ -819,12 +1034,28 @@ describe('helm/notify', () => {
     const walk = (node: unknown, path: string): void => {
       if (!node || typeof node !== 'object') return;
       const record = node as Record<string, unknown>;
-      if (record['type'] === 'object' && record['additionalProperties'] !== false && !record['additionalProperties'] && !String(record['description'] ?? '').includes('passed through')) open.push(path);
+      if (
+        record['type'] === 'object' &&
+        record['additionalProperties'] !== false &&
+        !record['additionalProperties'] &&
+        !String(record['description'] ?? '').includes('passed through')
+      )
+        open.push(path);
       for (const [key, value] of Object.entries(record)) walk(value, `${path}/${key}`);
     };
     walk(schema, '');
-    assert.deepEqual(open.filter((path) => path !== '/properties/global'), []);
-    for (const typo of ['gateway.replicaCont=1', 'bounce.service.tpye=LoadBalancer', 'config.mailer.retryBse=1m', 'metrics.prometheusRule.thresholds.outboxBaclog=1', 'secrets.keys.databaseURL=X', 'dev.postgresql.persistance.enabled=true']) {
+    assert.deepEqual(
+      open.filter((path) => path !== '/properties/global'),
+      [],
+    );
+    for (const typo of [
+      'gateway.replicaCont=1',
+      'bounce.service.tpye=LoadBalancer',
+      'config.mailer.retryBse=1m',
+      'metrics.prometheusRule.thresholds.outboxBaclog=1',
+      'secrets.keys.databaseURL=X',
+      'dev.postgresql.persistance.enabled=true',
+    ]) {
       const result = await template(helm, { valuesFiles: [devValues], set: [typo] });
       assert.notEqual(result.code, 0, typo);
       assert.match(result.stderr, /additional properties .* not allowed/, typo);

@@ -1,7 +1,7 @@
 // Renders helm/notify with the pinned helm and hands the objects to the checks, already parsed.
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { repoRoot, runTool, type Result } from './tools.ts';
+import { type Result, repoRoot, runTool } from './tools.ts';
 
 export const chartDir = join(repoRoot, 'helm', 'notify');
 export const devValues = join(chartDir, 'values-dev.yaml');
@@ -11,7 +11,13 @@ export const productionValues = join(chartDir, 'values-production.yaml');
 export const kubeVersion = '1.33.0';
 
 /** Everything `prometheusRule`, `serviceMonitor`, dashboards and KEDA add, on top of the dev values. */
-export const everythingOn = ['metrics.serviceMonitor.enabled=true', 'metrics.prometheusRule.enabled=true', 'metrics.dashboards.enabled=true', 'mailer.keda.enabled=true', 'ingress.enabled=true'];
+export const everythingOn = [
+  'metrics.serviceMonitor.enabled=true',
+  'metrics.prometheusRule.enabled=true',
+  'metrics.dashboards.enabled=true',
+  'mailer.keda.enabled=true',
+  'ingress.enabled=true',
+];
 
 export interface K8sObject {
   apiVersion: string;
@@ -38,15 +44,21 @@ export interface RenderOptions {
 }
 
 function args(options: RenderOptions): string[] {
-  return [
-    ...(options.valuesFiles ?? []).flatMap((file) => ['--values', file]),
-    ...(options.set ?? []).flatMap((value) => ['--set', value]),
-  ];
+  return [...(options.valuesFiles ?? []).flatMap((file) => ['--values', file]), ...(options.set ?? []).flatMap((value) => ['--set', value])];
 }
 
 /** `helm template`; resolves the tool's result, so a test can assert on a refusal too. */
 export function template(helm: string, options: RenderOptions = {}): Promise<Result> {
-  return runTool(helm, ['template', options.release ?? 'notify', chartDir, '--namespace', options.namespace ?? 'notify', '--kube-version', kubeVersion, ...args(options)]);
+  return runTool(helm, [
+    'template',
+    options.release ?? 'notify',
+    chartDir,
+    '--namespace',
+    options.namespace ?? 'notify',
+    '--kube-version',
+    kubeVersion,
+    ...args(options),
+  ]);
 }
 
 export function lint(helm: string, options: RenderOptions = {}): Promise<Result> {

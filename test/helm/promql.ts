@@ -36,7 +36,10 @@ interface Panel {
 }
 
 /** Every PromQL expression of a Grafana dashboard, with the title of the panel it draws. */
-export function dashboardExpressions(dashboard: { panels?: Panel[]; templating?: { list?: { query?: unknown; definition?: string }[] } }): { where: string; expr: string }[] {
+export function dashboardExpressions(dashboard: {
+  panels?: Panel[];
+  templating?: { list?: { query?: unknown; definition?: string }[] };
+}): { where: string; expr: string }[] {
   const found: { where: string; expr: string }[] = [];
   const visit = (panels: Panel[] | undefined): void => {
     for (const panel of panels ?? []) {

@@ -41,7 +41,11 @@ const webhook = 'namespace="notify", job="notify-webhook-svc"';
 const bounce = 'namespace="notify", job="notify-bounce-svc"';
 /** The per-project gauges as two dispatch-svc replicas export them (the same values: both read PostgreSQL). */
 const perProject = (metric: string, values: Record<string, string>): Record<string, string> =>
-  Object.fromEntries(Object.entries(values).flatMap(([project, value]) => ['a', 'b'].map((pod) => [`${metric}{${dispatch}, pod="notify-dispatch-svc-${pod}", project_id="${project}"}`, value])));
+  Object.fromEntries(
+    Object.entries(values).flatMap(([project, value]) =>
+      ['a', 'b'].map((pod) => [`${metric}{${dispatch}, pod="notify-dispatch-svc-${pod}", project_id="${project}"}`, value]),
+    ),
+  );
 
 /** The retention gauges as the purge leader exports them: per organization, the oldest kept final message's age and its retention. */
 const retention = (organizations: Record<string, [age: string, retention: string]>): Record<string, string> =>
@@ -57,7 +61,10 @@ const cases: { alert: string; series: Record<string, string>; at: string; firing
   {
     alert: 'NotifyHigh5xxRatio',
     // Batches count too: here they are the failing tenth.
-    series: { [`notify_http_requests_total{${send}, method="POST", status="202"}`]: '0+90x20', [`notify_http_requests_total{${selector}, route="/api/v1/send/batch/", method="POST", status="503"}`]: '0+10x20' },
+    series: {
+      [`notify_http_requests_total{${send}, method="POST", status="202"}`]: '0+90x20',
+      [`notify_http_requests_total{${selector}, route="/api/v1/send/batch/", method="POST", status="503"}`]: '0+10x20',
+    },
     at: '15m',
     firing: [{}],
     severity: 'critical',
@@ -76,7 +83,10 @@ const cases: { alert: string; series: Record<string, string>; at: string; firing
   // A client retrying a revoked key every 10 s (60 per 10 minutes): a missed rotation. Guesses of unknown keys are not it.
   {
     alert: 'NotifyRevokedKeyInUse',
-    series: { [`notify_gateway_auth_failures_total{${selector}, pod="notify-gateway-a", reason="revoked"}`]: '0+6x40', [`notify_gateway_auth_failures_total{${selector}, pod="notify-gateway-a", reason="unknown_key"}`]: '0+600x40' },
+    series: {
+      [`notify_gateway_auth_failures_total{${selector}, pod="notify-gateway-a", reason="revoked"}`]: '0+6x40',
+      [`notify_gateway_auth_failures_total{${selector}, pod="notify-gateway-a", reason="unknown_key"}`]: '0+600x40',
+    },
     at: '30m',
     firing: [{}],
     severity: 'warning',
@@ -118,7 +128,13 @@ const cases: { alert: string; series: Record<string, string>; at: string; firing
     firing: [{}],
     severity: 'warning',
   },
-  { alert: 'NotifyOutboxBacklog', series: { [`notify_outbox_backlog{${dispatch}, pod="notify-dispatch-svc-a"}`]: '500x30' }, at: '20m', firing: [{}], severity: 'critical' },
+  {
+    alert: 'NotifyOutboxBacklog',
+    series: { [`notify_outbox_backlog{${dispatch}, pod="notify-dispatch-svc-a"}`]: '500x30' },
+    at: '20m',
+    firing: [{}],
+    severity: 'critical',
+  },
   // Nothing scraped from any mailer: absent() keeps the equality matchers as labels.
   // Two replicas report the same shared pace; the domain is named once. One that left its floor after 10 minutes does not fire.
   {
@@ -158,11 +174,20 @@ const cases: { alert: string; series: Record<string, string>; at: string; firing
     firing: [{ pod: 'notify-mailer-svc-a' }],
     severity: 'critical',
   },
-  { alert: 'NotifyNoActiveMailer', series: { [`notify_outbox_backlog{${dispatch}}`]: '0x30' }, at: '10m', firing: [{ namespace: 'notify' }], severity: 'critical' },
+  {
+    alert: 'NotifyNoActiveMailer',
+    series: { [`notify_outbox_backlog{${dispatch}}`]: '0x30' },
+    at: '10m',
+    firing: [{ namespace: 'notify' }],
+    severity: 'critical',
+  },
   // Every attempt fails (a NetworkPolicy blocking egress, DNS down): 30 failed attempts a minute, none succeeded.
   {
     alert: 'NotifyWebhookAttemptsFailing',
-    series: { [`notify_webhook_attempts_total{${webhook}, result="retrying"}`]: '0+30x80', [`notify_webhook_attempts_total{${webhook}, result="succeeded"}`]: '0+0x80' },
+    series: {
+      [`notify_webhook_attempts_total{${webhook}, result="retrying"}`]: '0+30x80',
+      [`notify_webhook_attempts_total{${webhook}, result="succeeded"}`]: '0+0x80',
+    },
     at: '75m',
     firing: [{}],
     severity: 'warning',
@@ -203,10 +228,18 @@ const cases: { alert: string; series: Record<string, string>; at: string; firing
     severity: 'warning',
   },
   // Every other service is scraped, bounce-svc is not.
-  { alert: 'NotifyBounceReceiverDown', series: { [`notify_mailer_in_flight{${mailer}}`]: '1x30' }, at: '15m', firing: [{ namespace: 'notify' }], severity: 'warning' },
+  {
+    alert: 'NotifyBounceReceiverDown',
+    series: { [`notify_mailer_in_flight{${mailer}}`]: '1x30' },
+    at: '15m',
+    firing: [{ namespace: 'notify' }],
+    severity: 'warning',
+  },
   {
     alert: 'NotifyPodCrashLooping',
-    series: { 'kube_pod_container_status_waiting_reason{namespace="notify", pod="notify-gateway-7d9f", container="gateway", reason="CrashLoopBackOff"}': '1x30' },
+    series: {
+      'kube_pod_container_status_waiting_reason{namespace="notify", pod="notify-gateway-7d9f", container="gateway", reason="CrashLoopBackOff"}': '1x30',
+    },
     at: '25m',
     firing: [{ namespace: 'notify', pod: 'notify-gateway-7d9f', container: 'gateway', reason: 'CrashLoopBackOff' }],
     severity: 'warning',
@@ -265,7 +298,7 @@ const healthy: Record<string, string> = {
 };
 
 describe('alert rules', () => {
-  test('promtool check rules accepts the PrometheusRule\'s groups', async (t) => {
+  test("promtool check rules accepts the PrometheusRule's groups", async (t) => {
     if (skip) return t.skip(skip);
     const file = join(work, 'notify-rules.yaml');
     writeFileSync(file, stringify({ groups }));
@@ -277,7 +310,15 @@ describe('alert rules', () => {
   test('every alert has a summary, a description and a runbook section that exists in docs/operations.md', (t) => {
     if (skip) return t.skip(skip);
     const guide = readFileSync(join(repoRoot, 'docs', 'operations.md'), 'utf8');
-    const anchors = new Set([...guide.matchAll(/^#{2,4} (.+)$/gm)].map((match) => (match[1] ?? '').trim().toLowerCase().replace(/[^a-z0-9 -]/g, '').replace(/ /g, '-')));
+    const anchors = new Set(
+      [...guide.matchAll(/^#{2,4} (.+)$/gm)].map((match) =>
+        (match[1] ?? '')
+          .trim()
+          .toLowerCase()
+          .replace(/[^a-z0-9 -]/g, '')
+          .replace(/ /g, '-'),
+      ),
+    );
     const alerts = groups.flatMap((group) => group.rules);
     assert.deepEqual(alerts.map((rule) => rule.alert).sort(), cases.map((c) => c.alert).sort());
     for (const rule of alerts) {

@@ -57,7 +57,12 @@ async function goInstall(binary: string, version: string, target: string, cwd: s
   try {
     if (existsSync(path)) return { path };
     // Minutes the first time (compiling), then never again on this machine.
-    await run('go', ['install', target], { cwd, env: { ...process.env, GOBIN: gobin, GOFLAGS: '-buildvcs=false' }, maxBuffer: 16 * 1024 * 1024, timeout: 15 * 60_000 });
+    await run('go', ['install', target], {
+      cwd,
+      env: { ...process.env, GOBIN: gobin, GOFLAGS: '-buildvcs=false' },
+      maxBuffer: 16 * 1024 * 1024,
+      timeout: 15 * 60_000,
+    });
     renameSync(join(gobin, binary), path);
   } finally {
     rmSync(gobin, { recursive: true, force: true });

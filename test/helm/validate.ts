@@ -22,7 +22,9 @@ type ModelClass = new (data: unknown) => Model;
 
 async function modelOf(object: K8sObject): Promise<ModelClass> {
   const [group, version] = object.apiVersion.includes('/') ? (object.apiVersion.split('/') as [string, string]) : ['', object.apiVersion];
-  const specifier = crdPackages[group] ? `${crdPackages[group]}/${group}/${version}/${object.kind}` : `kubernetes-models/${group ? `${group}/` : ''}${version}/${object.kind}`;
+  const specifier = crdPackages[group]
+    ? `${crdPackages[group]}/${group}/${version}/${object.kind}`
+    : `kubernetes-models/${group ? `${group}/` : ''}${version}/${object.kind}`;
   let module: Record<string, ModelClass>;
   try {
     module = (await import(specifier)) as Record<string, ModelClass>;

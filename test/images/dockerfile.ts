@@ -73,7 +73,10 @@ function instructions(text: string): Instruction[] {
 }
 
 function substitute(value: string, variables: Readonly<Record<string, string>>): string {
-  return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (_, braced: string | undefined, bare: string | undefined) => variables[braced ?? bare ?? ''] ?? '');
+  return value.replace(
+    /\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+    (_, braced: string | undefined, bare: string | undefined) => variables[braced ?? bare ?? ''] ?? '',
+  );
 }
 
 export function parseDockerfile(text: string): Dockerfile {

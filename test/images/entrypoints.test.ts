@@ -2,21 +2,21 @@
 // written; then each target's filesystem laid out as its COPY steps would (see staged-image.ts) and started with
 // exactly its command line against the machine's PostgreSQL, NATS and Redis (a private database and prefixes).
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../harness/database.ts';
 import { freePort } from '../harness/free-port.ts';
 import { dropPrefixedStreams, infrastructure } from '../harness/resources.ts';
 import { waitFor } from '../harness/wait.ts';
-import { commandLine, imageConfig, parseDockerfile, type ImageConfig } from './dockerfile.ts';
-import { stageImage, type StagedImage } from './staged-image.ts';
+import { commandLine, type ImageConfig, imageConfig, parseDockerfile } from './dockerfile.ts';
+import { type StagedImage, stageImage } from './staged-image.ts';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const dockerfile = parseDockerfile(readFileSync(join(repoRoot, 'Dockerfile'), 'utf8'));
@@ -169,17 +169,22 @@ describe('container images', () => {
     assert.ok((rows[0]?.count ?? 0) >= 1);
   });
 
-  test('notifyctl is on the toolbox image\'s PATH and runs', { timeout: 30_000 }, async () => {
+  test("notifyctl is on the toolbox image's PATH and runs", { timeout: 30_000 }, async () => {
     const help = await new Promise<{ code: number; stdout: string }>((resolve) =>
-      execFile(image('toolbox').path('/usr/local/bin/notifyctl'), ['help'], { env: containerEnv(image('toolbox').config, {}), cwd: image('toolbox').path('/app') }, (error, stdout) =>
-        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout }),
+      execFile(
+        image('toolbox').path('/usr/local/bin/notifyctl'),
+        ['help'],
+        { env: containerEnv(image('toolbox').config, {}), cwd: image('toolbox').path('/app') },
+        (error, stdout) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout }),
       ),
     );
     assert.equal(help.code, 0);
     assert.match(help.stdout, /notifyctl/);
   });
 
-  test('every service starts from its image\'s command line, answers /readyz, writes nothing into its image and exits 0 on SIGTERM', { timeout: 120_000 }, async () => {
+  test("every service starts from its image's command line, answers /readyz, writes nothing into its image and exits 0 on SIGTERM", {
+    timeout: 120_000,
+  }, async () => {
     // Each port is picked just before the stage that binds it: a free port picked long before (the gateway's, while the
     // other stages start) may meanwhile become the local end of some connection, and the bind then fails.
     const ports = { authGrpc: await freePort(), dispatchGrpc: await freePort(), http: 0, bounceSmtp: 0 };
@@ -190,9 +195,23 @@ describe('container images', () => {
     const env = (): Record<Service, Record<string, string>> => ({
       'auth-svc': { ...common, GRPC_PORT: String(ports.authGrpc), GATEWAY_TOKEN: tokens.GATEWAY_TOKEN, ADMIN_TOKEN: tokens.ADMIN_TOKEN },
       'dispatch-svc': { ...common, ...tokens, GRPC_PORT: String(ports.dispatchGrpc), NOTIFY_DATA_KEY: dataKey },
-      'mailer-svc': { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, SMTP_URL: 'smtp://127.0.0.1:2525', NOTIFY_DATA_KEY: dataKey, ...dispatchAddress, MAILER_TOKEN: tokens.MAILER_TOKEN },
+      'mailer-svc': {
+        NATS_URL: infrastructure.natsUrl,
+        NOTIFY_NATS_PREFIX: natsPrefix,
+        SMTP_URL: 'smtp://127.0.0.1:2525',
+        NOTIFY_DATA_KEY: dataKey,
+        ...dispatchAddress,
+        MAILER_TOKEN: tokens.MAILER_TOKEN,
+      },
       'webhook-svc': { NATS_URL: infrastructure.natsUrl, NOTIFY_NATS_PREFIX: natsPrefix, DATABASE_URL: database.url, NOTIFY_DATA_KEY: dataKey },
-      'bounce-svc': { NOTIFY_DATA_KEY: dataKey, BOUNCE_SMTP_PORT: String(ports.bounceSmtp), BOUNCE_SMTP_HOST: '127.0.0.1', BOUNCE_DOMAIN: 'bounces.notify.localhost', ...dispatchAddress, BOUNCE_TOKEN: tokens.BOUNCE_TOKEN },
+      'bounce-svc': {
+        NOTIFY_DATA_KEY: dataKey,
+        BOUNCE_SMTP_PORT: String(ports.bounceSmtp),
+        BOUNCE_SMTP_HOST: '127.0.0.1',
+        BOUNCE_DOMAIN: 'bounces.notify.localhost',
+        ...dispatchAddress,
+        BOUNCE_TOKEN: tokens.BOUNCE_TOKEN,
+      },
       gateway: {
         HTTP_PORT: String(ports.http),
         AUTH_SVC_ADDR: `dns:///127.0.0.1:${ports.authGrpc}`,
@@ -214,10 +233,13 @@ describe('container images', () => {
       }
       for (const service of stage) {
         const child = children.get(service) as ChildProcess;
-        await waitFor(async () => {
-          if (child.exitCode !== null) throw new Error(`${service} exited ${child.exitCode}: ${outputOf(child)}`);
-          return (await ready(metrics[service])) ? true : undefined;
-        }, { timeoutMs: 30_000, what: `${service} to answer /readyz` }).catch((error: Error) => assert.fail(`${error.message}\n${outputOf(child)}`));
+        await waitFor(
+          async () => {
+            if (child.exitCode !== null) throw new Error(`${service} exited ${child.exitCode}: ${outputOf(child)}`);
+            return (await ready(metrics[service])) ? true : undefined;
+          },
+          { timeoutMs: 30_000, what: `${service} to answer /readyz` },
+        ).catch((error: Error) => assert.fail(`${error.message}\n${outputOf(child)}`));
       }
     }
     const api = await fetch(`http://127.0.0.1:${ports.http}/readyz`);

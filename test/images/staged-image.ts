@@ -91,7 +91,9 @@ function copyFromContext(step: CopyStep, contextDir: string, ignored: (path: str
 /** Workspace folder of each @notify package, from the workspace manifests. */
 function workspaceFolders(contextDir: string): Map<string, string> {
   const root = JSON.parse(readFileSync(join(contextDir, 'package.json'), 'utf8')) as { workspaces: string[] };
-  return new Map(root.workspaces.map((folder) => [(JSON.parse(readFileSync(join(contextDir, folder, 'package.json'), 'utf8')) as { name: string }).name, folder]));
+  return new Map(
+    root.workspaces.map((folder) => [(JSON.parse(readFileSync(join(contextDir, folder, 'package.json'), 'utf8')) as { name: string }).name, folder]),
+  );
 }
 
 /**
@@ -99,7 +101,10 @@ function workspaceFolders(contextDir: string): Map<string, string> {
  * workspaces). Resolves the workspace folders it links, which later COPY steps must provide.
  */
 async function linkProductionDependencies(workspace: string, appDir: string, contextDir: string): Promise<string[]> {
-  const { stdout } = await run('npm', ['ls', '--all', '--omit=dev', '--workspace', workspace, '--include-workspace-root=false', '--parseable'], { cwd: contextDir, maxBuffer: 16 * 1024 * 1024 }).catch(
+  const { stdout } = await run('npm', ['ls', '--all', '--omit=dev', '--workspace', workspace, '--include-workspace-root=false', '--parseable'], {
+    cwd: contextDir,
+    maxBuffer: 16 * 1024 * 1024,
+  }).catch(
     (error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }), // npm ls exits 1 on extraneous packages of other workspaces
   );
   const folders = workspaceFolders(contextDir);
@@ -153,7 +158,8 @@ export async function stageImage(dockerfile: Dockerfile, config: ImageConfig, co
       }
     }
     for (const { workspace, folder, appDir } of linked) {
-      if (!existsSync(join(appDir, folder, 'package.json'))) throw new Error(`${config.target}: ${workspace} depends on the ${folder} workspace, but the image has no ${folder}/ (COPY it in the Dockerfile)`);
+      if (!existsSync(join(appDir, folder, 'package.json')))
+        throw new Error(`${config.target}: ${workspace} depends on the ${folder} workspace, but the image has no ${folder}/ (COPY it in the Dockerfile)`);
     }
     for (const step of config.runs) if (runtimeStages.has(step.stage)) applyRun(step.command, hostPath);
   } catch (error) {

@@ -8,13 +8,13 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { LoadResult } from './generators/load-result.ts';
 import { currentLoad, describeMachine, type MachineDescription } from './report/machine.ts';
-import { readProfiles, summarizeProfiles, type ProfileSummary } from './report/profile-summary.ts';
-import { buildRows, renderTable, type Figures } from './report/rows.ts';
+import { type ProfileSummary, readProfiles, summarizeProfiles } from './report/profile-summary.ts';
+import { buildRows, type Figures, renderTable } from './report/rows.ts';
 import { runCeiling } from './scenarios/ceiling.ts';
-import { plans, runLimitMs, type BenchContext, type TimeWindow } from './scenarios/context.ts';
+import { type BenchContext, plans, runLimitMs, type TimeWindow } from './scenarios/context.ts';
 import { runDelivery } from './scenarios/delivery.ts';
 import { runEndToEnd } from './scenarios/end-to-end.ts';
-import { finalCheck, type FinalCheck } from './scenarios/final-check.ts';
+import { type FinalCheck, finalCheck } from './scenarios/final-check.ts';
 import { runIngest } from './scenarios/ingest.ts';
 import { keyedRequests, runReplay } from './scenarios/replay.ts';
 import { benchTemplate } from './scenarios/send-requests.ts';
@@ -22,14 +22,16 @@ import { runStatusReads } from './scenarios/status-reads.ts';
 import { runTracingCost, tracingRate } from './scenarios/tracing-cost.ts';
 import { runWebhookCost, webhookTotals } from './scenarios/webhook-cost.ts';
 import { snapshotCpu, snapshotRunQueueWait } from './system/cpu-usage.ts';
-import { sampleMemory, type MemorySampler } from './system/memory.ts';
-import { startSystemUnderTest, type SystemUnderTest } from './system/system-under-test.ts';
+import { type MemorySampler, sampleMemory } from './system/memory.ts';
+import { type SystemUnderTest, startSystemUnderTest } from './system/system-under-test.ts';
 
 const usage = `usage: npm run bench [-- --quick] [-- --profile]
   --quick    about two minutes: shorter runs, 2,000 messages for delivery (a smoke test of the bench, not a measurement)
   --profile  run gateway, auth-svc, dispatch-svc, mailer-svc and webhook-svc under node --cpu-prof and summarise where their CPU went`;
 
-const { values: flags } = parseArgs({ options: { quick: { type: 'boolean', default: false }, profile: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } } });
+const { values: flags } = parseArgs({
+  options: { quick: { type: 'boolean', default: false }, profile: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } },
+});
 if (flags.help) {
   console.log(usage);
   process.exit(0);
@@ -40,7 +42,10 @@ const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));
 const plan = plans[flags.quick ? 'quick' : 'full'];
 const startedAt = new Date();
 // ISO 8601 basic format: sortable, and no colons in a file name.
-const stamp = startedAt.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+const stamp = startedAt
+  .toISOString()
+  .replace(/[-:]/g, '')
+  .replace(/\.\d+Z$/, 'Z');
 const profileDir = flags.profile ? join(resultsDir, 'profiles', stamp) : undefined;
 const profiledServices = ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc'] as const;
 const command = `npm run bench${flags.quick || flags.profile ? ' --' : ''}${flags.quick ? ' --quick' : ''}${flags.profile ? ' --profile' : ''}`;
@@ -179,11 +184,15 @@ function printCpu(measured: Figures): void {
     const parts = Object.entries(traced.spansByService)
       .sort((a, b) => b[1] - a[1])
       .map(([service, count]) => `${service} ${perMessage(count)}`);
-    console.log(`\nspans per message received by the OTLP receiver: ${perMessage(traced.spans)} (${parts.join(', ')}), ${traced.exportRequests} export requests`);
+    console.log(
+      `\nspans per message received by the OTLP receiver: ${perMessage(traced.spans)} (${parts.join(', ')}), ${traced.exportRequests} export requests`,
+    );
   }
   const hooked = measured.webhooks?.endpoint;
   if (hooked) {
-    console.log(`\nwebhook events received: ${hooked.events} for ${hooked.messages} messages; receiver ${webhookTotals(hooked.cpuPerMessage).receiver.toFixed(2)} ms of CPU per message (left out of the totals)`);
+    console.log(
+      `\nwebhook events received: ${hooked.events} for ${hooked.messages} messages; receiver ${webhookTotals(hooked.cpuPerMessage).receiver.toFixed(2)} ms of CPU per message (left out of the totals)`,
+    );
   }
 }
 
@@ -194,7 +203,9 @@ function printProfiles(summaries: ReadonlyArray<ProfileSummary & { window: strin
       `\nCPU profile ${summary.service} during ${summary.window}: busy ${summary.busyMs.toLocaleString('en-US')} ms of ${summary.sampledMs.toLocaleString('en-US')} ms sampled, GC ${share(summary.gcShare).trim()} of busy`,
     );
     const { ours, dependencies, node, vm } = summary.split;
-    console.log(`  by who asked (self time charged to the nearest frame with a file): our code ${share(ours).trim()}, dependencies ${share(dependencies).trim()}, Node alone ${share(node).trim()}, V8 ${share(vm).trim()}`);
+    console.log(
+      `  by who asked (self time charged to the nearest frame with a file): our code ${share(ours).trim()}, dependencies ${share(dependencies).trim()}, Node alone ${share(node).trim()}, V8 ${share(vm).trim()}`,
+    );
     for (const line of summary.askers.slice(0, 8)) console.log(`    ${share(line.share)}  ${line.name}`);
     console.log('  by package (self time, share of busy):');
     for (const line of summary.packages.slice(0, 8)) console.log(`    ${share(line.share)}  ${line.name}`);
@@ -237,7 +248,10 @@ try {
   figures.replay = await runReplay(context, replayed, figures.ingest.saturation?.acceptedPerSecond);
   // The batch figure too: its batches are accepted beside the single sends' backlog, the same way (mailers stopped, saturation).
   await runDelivery(context, figures, replayed);
-  figures.endToEnd = await runEndToEnd(context, { acceptedWhileDelivering: figures.ingest.saturation?.acceptedPerSecond, drain: figures.delivery?.notify.perSecond });
+  figures.endToEnd = await runEndToEnd(context, {
+    acceptedWhileDelivering: figures.ingest.saturation?.acceptedPerSecond,
+    drain: figures.delivery?.notify.perSecond,
+  });
   figures.tracing = { rate: tracingRate(plan.tracingRate, figures.ingest.saturation?.acceptedPerSecond) };
   await runTracingCost(context, figures.tracing);
   figures.webhooks = { rate: figures.tracing.rate };

@@ -9,13 +9,15 @@
 import { parseArgs } from 'node:util';
 import { GrpcClient } from '@notify/platform';
 import { dispatchProto } from '@notify/proto';
-import { runPaced, type PacedLoadResult } from './generators/paced-load.ts';
 import { count5xx } from './generators/load-result.ts';
+import { type PacedLoadResult, runPaced } from './generators/paced-load.ts';
 import { currentLoad } from './report/machine.ts';
 import { benchTemplate, pacedRequests } from './scenarios/send-requests.ts';
-import { startSystemUnderTest, type SystemUnderTest } from './system/system-under-test.ts';
+import { type SystemUnderTest, startSystemUnderTest } from './system/system-under-test.ts';
 
-const { values } = parseArgs({ options: { rows: { type: 'string', default: '1000000' }, rate: { type: 'string', default: '100' }, seconds: { type: 'string', default: '20' } } });
+const { values } = parseArgs({
+  options: { rows: { type: 'string', default: '1000000' }, rate: { type: 'string', default: '100' }, seconds: { type: 'string', default: '20' } },
+});
 const rows = Number(values.rows);
 const rate = Number(values.rate);
 const seconds = Number(values.seconds);
@@ -50,11 +52,19 @@ async function insertOldMessages(system: SystemUnderTest): Promise<void> {
 async function sendWindow(system: SystemUnderTest, label: string): Promise<PacedLoadResult> {
   const result = await runPaced({ url: system.gatewayUrl, rate, durationS: seconds, connections: 64, request: pacedRequests(system.tenants) });
   const { p50, p90, p99, max } = result.latencyMs;
-  console.log(`${label}: ${result.completed}/${result.sent} answered, statuses ${JSON.stringify(result.statuses)}, p50 ${p50.toFixed(1)} ms, p90 ${p90.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${max.toFixed(1)} ms, load average ${currentLoad().join(" ")}`);
+  console.log(
+    `${label}: ${result.completed}/${result.sent} answered, statuses ${JSON.stringify(result.statuses)}, p50 ${p50.toFixed(1)} ms, p90 ${p90.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${max.toFixed(1)} ms, load average ${currentLoad().join(' ')}`,
+  );
   return result;
 }
 
-const system = await startSystemUnderTest({ mailerReplicas: 1, runningMailers: 1, tenants: 10, template: benchTemplate, env: { RETENTION_PURGE_INTERVAL: '1h' } });
+const system = await startSystemUnderTest({
+  mailerReplicas: 1,
+  runningMailers: 1,
+  tenants: 10,
+  template: benchTemplate,
+  env: { RETENTION_PURGE_INTERVAL: '1h' },
+});
 let failed = false;
 try {
   const insertStart = performance.now();
@@ -64,7 +74,10 @@ try {
   await sendWindow(system, 'warm-up');
   const windows = [await sendWindow(system, 'before the purge')];
 
-  const admin = new GrpcClient(dispatchProto.RetentionAdminService.service, system.stack.env.DISPATCH_SVC_ADDR, { token: system.stack.env.ADMIN_TOKEN, deadlineMs: 3_600_000 });
+  const admin = new GrpcClient(dispatchProto.RetentionAdminService.service, system.stack.env.DISPATCH_SVC_ADDR, {
+    token: system.stack.env.ADMIN_TOKEN,
+    deadlineMs: 3_600_000,
+  });
   const purgeStart = performance.now();
   const purge = admin.call('PurgeExpiredMessages', {});
   let purgeDoneS: number | undefined;
@@ -74,7 +87,9 @@ try {
   const purged = await purge;
   const purgeS = (performance.now() - purgeStart) / 1_000;
   admin.close();
-  console.log(`purged ${purged.deleted} messages (${JSON.stringify(Object.fromEntries(purged.tables.map(({ table, rows: deleted }) => [table, deleted])))}) in ${purgeS.toFixed(1)} s: ${(purged.deleted / purgeS).toFixed(0)} messages/s`);
+  console.log(
+    `purged ${purged.deleted} messages (${JSON.stringify(Object.fromEntries(purged.tables.map(({ table, rows: deleted }) => [table, deleted])))}) in ${purgeS.toFixed(1)} s: ${(purged.deleted / purgeS).toFixed(0)} messages/s`,
+  );
   windows.push(await sendWindow(system, 'after the purge'));
 
   const left = await system.db.query<{ n: number }>("SELECT count(*)::int AS n FROM messages WHERE recipient LIKE 'old-%'");

@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { stripTypeScriptTypes } from 'node:module';
 import { join, relative, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const maxLines = 80;
@@ -186,7 +186,11 @@ const isTestCode = (file: string): boolean => file.endsWith('.test.ts') || file.
 function overLimit(workspace: string): string[] {
   return sources(join(root, workspace))
     .filter((file) => !isTestCode(file))
-    .flatMap((file) => functionSpans(readFileSync(file, 'utf8')).flatMap((span) => (span.lines > maxLines ? [`${relative(root, file)}:${span.line} ${span.name} (${span.lines} lines)`] : [])));
+    .flatMap((file) =>
+      functionSpans(readFileSync(file, 'utf8')).flatMap((span) =>
+        span.lines > maxLines ? [`${relative(root, file)}:${span.line} ${span.name} (${span.lines} lines)`] : [],
+      ),
+    );
 }
 
 for (const workspace of enforced) {

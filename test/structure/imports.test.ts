@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const workspaces = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { workspaces: string[] }).workspaces;
@@ -23,7 +23,9 @@ function sources(dir: string): string[] {
 /** Every module specifier of a file: static, side-effect and dynamic imports, and re-exports. */
 function specifiers(text: string): string[] {
   const found: string[] = [];
-  for (const match of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|(?:^|\n)\s*import\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+  for (const match of text.matchAll(
+    /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|(?:^|\n)\s*import\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g,
+  )) {
     found.push((match[1] ?? match[2] ?? match[3]) as string);
   }
   return found;
@@ -76,7 +78,9 @@ test('test support is imported by tests and their helpers only, never by code th
 
 test('the check sees every kind of import', () => {
   assert.deepEqual(
-    specifiers("import { a } from '../../mailer-svc/src/x.ts';\nexport { b } from '@notify/mailer-svc/src/y.ts';\nimport '../../test/harness/w.ts';\nconst c = await import('./z.ts');"),
+    specifiers(
+      "import { a } from '../../mailer-svc/src/x.ts';\nexport { b } from '@notify/mailer-svc/src/y.ts';\nimport '../../test/harness/w.ts';\nconst c = await import('./z.ts');",
+    ),
     ['../../mailer-svc/src/x.ts', '@notify/mailer-svc/src/y.ts', '../../test/harness/w.ts', './z.ts'],
   );
   assert.ok(isTestCode(join('gateway', 'src', 'testing', 'serve-app.ts')));

@@ -30,7 +30,14 @@ test('a variable declared alike by several services is one row; declared differe
   const table = settingsTable(
     [
       { service: 'one', spec: { port: port(1), nats: shared, token: secret('TOKEN', { description: 'a | b' }) } },
-      { service: 'two', spec: { port: port(2), nats: shared, database: url('DATABASE_URL', { description: 'rate <count>/<unit>, not `<html>`', default: '', protocols: ['postgres'] }) } },
+      {
+        service: 'two',
+        spec: {
+          port: port(2),
+          nats: shared,
+          database: url('DATABASE_URL', { description: 'rate <count>/<unit>, not `<html>`', default: '', protocols: ['postgres'] }),
+        },
+      },
     ],
     { level: text('LOG_LEVEL', { description: 'level', default: 'info' }) },
   );

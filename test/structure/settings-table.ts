@@ -68,7 +68,9 @@ export function settingsTable(services: readonly ServiceSpec[], common: Spec = c
   const add = (field: Field<unknown>, readers: readonly string[]): void => {
     const known = variants.get(field.env) ?? [];
     variants.set(field.env, known);
-    const same = known.find((variant) => variant.field.default === field.default && variant.field.description === field.description && variant.field.secret === field.secret);
+    const same = known.find(
+      (variant) => variant.field.default === field.default && variant.field.description === field.description && variant.field.secret === field.secret,
+    );
     if (same) same.services.push(...readers.filter((service) => !same.services.includes(service)));
     else known.push({ field, services: [...readers] });
   };

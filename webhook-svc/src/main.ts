@@ -13,7 +13,8 @@ const maxBodyBytes = 1_024;
 
 runService('webhook-svc', webhookConfig, async ({ config, logger, registry, lifecycle, addReadinessCheck }) => {
   if (config.ackWaitMs <= config.timeoutMs + 1_000) throw new Error('WEBHOOK_ACK_WAIT must exceed WEBHOOK_TIMEOUT by more than a second');
-  if (config.projectConcurrency >= config.concurrency) throw new Error('WEBHOOK_PROJECT_CONCURRENCY must be below WEBHOOK_CONCURRENCY, so that one project never holds every request');
+  if (config.projectConcurrency >= config.concurrency)
+    throw new Error('WEBHOOK_PROJECT_CONCURRENCY must be below WEBHOOK_CONCURRENCY, so that one project never holds every request');
   const names = topology(config.natsPrefix);
   const pool = createPool(config.databaseUrl, { max: config.databasePoolSize, applicationName: 'webhook-svc', logger });
   const nc = await connectNats(config.natsUrl, 'webhook-svc', logger, config);

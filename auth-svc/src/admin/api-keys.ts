@@ -8,7 +8,7 @@ import { generateApiKey } from '../keys/api-key.ts';
 import type { InvalidationChannel } from '../keys/invalidation.ts';
 import { translateConstraints } from './constraint-errors.ts';
 import type { AdminDependencies } from './dependencies.ts';
-import { apiKeyColumns, notFound, toApiKey, type ApiKeyRow } from './records.ts';
+import { type ApiKeyRow, apiKeyColumns, notFound, toApiKey } from './records.ts';
 import { Checks } from './validation.ts';
 
 type ApiKeyHandlers = Pick<AsyncHandlers<auth.AuthAdminServiceDefinition>, 'CreateApiKey' | 'RevokeApiKey' | 'ListApiKeys' | 'UpdateApiKey'>;
@@ -66,10 +66,9 @@ export function createApiKeyHandlers({ pool, invalidation }: AdminDependencies):
       const id = checks.id('id', request.id);
       checks.done();
       // COALESCE keeps the first revocation time: revoking twice is harmless and returns the same record.
-      const { rows } = await pool.query<ApiKeyRow>(
-        `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 RETURNING ${apiKeyColumns}`,
-        [id],
-      );
+      const { rows } = await pool.query<ApiKeyRow>(`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 RETURNING ${apiKeyColumns}`, [
+        id,
+      ]);
       const row = rows[0];
       if (!row) throw notFound('API key', id);
       await invalidation.invalidateKey(row.prefix);

@@ -3,7 +3,7 @@ import type { AsyncHandlers } from '@notify/platform';
 import type { auth } from '@notify/proto';
 import { translateConstraints } from './constraint-errors.ts';
 import type { AdminDependencies } from './dependencies.ts';
-import { notFound, organizationColumns, toOrganization, type OrganizationRow } from './records.ts';
+import { notFound, type OrganizationRow, organizationColumns, toOrganization } from './records.ts';
 import { Checks } from './validation.ts';
 
 type OrganizationHandlers = Pick<AsyncHandlers<auth.AuthAdminServiceDefinition>, 'CreateOrganization' | 'UpdateOrganization' | 'ListOrganizations'>;
@@ -17,10 +17,10 @@ export function createOrganizationHandlers({ pool }: AdminDependencies): Organiz
       checks.done();
       return translateConstraints(
         async () => {
-          const { rows } = await pool.query<OrganizationRow>(
-            `INSERT INTO organizations (name, plan_id) VALUES ($1, $2) RETURNING ${organizationColumns}`,
-            [name, planId],
-          );
+          const { rows } = await pool.query<OrganizationRow>(`INSERT INTO organizations (name, plan_id) VALUES ($1, $2) RETURNING ${organizationColumns}`, [
+            name,
+            planId,
+          ]);
           return toOrganization(rows[0] as OrganizationRow);
         },
         { duplicate: `an organization named "${name}" already exists`, missing: `plan ${planId} does not exist` },
@@ -34,7 +34,10 @@ export function createOrganizationHandlers({ pool }: AdminDependencies): Organiz
       const retentionHours = checks.retention('message_retention', request.messageRetention ?? '');
       checks.done();
       // dispatch-svc's purge reads the column at each pass: nothing to announce.
-      const { rows } = await pool.query<OrganizationRow>(`UPDATE organizations SET message_retention_hours = $2 WHERE id = $1 RETURNING ${organizationColumns}`, [id, retentionHours]);
+      const { rows } = await pool.query<OrganizationRow>(
+        `UPDATE organizations SET message_retention_hours = $2 WHERE id = $1 RETURNING ${organizationColumns}`,
+        [id, retentionHours],
+      );
       const row = rows[0];
       if (!row) throw notFound('organization', id);
       return toOrganization(row);

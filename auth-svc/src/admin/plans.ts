@@ -3,7 +3,7 @@ import type { AsyncHandlers } from '@notify/platform';
 import type { auth } from '@notify/proto';
 import { translateConstraints } from './constraint-errors.ts';
 import type { AdminDependencies } from './dependencies.ts';
-import { notFound, planColumns, toPlan, type PlanRow } from './records.ts';
+import { notFound, type PlanRow, planColumns, toPlan } from './records.ts';
 import { Checks } from './validation.ts';
 
 type PlanHandlers = Pick<AsyncHandlers<auth.AuthAdminServiceDefinition>, 'CreatePlan' | 'UpdatePlan' | 'ListPlans'>;
@@ -17,10 +17,11 @@ export function createPlanHandlers({ pool, invalidation }: AdminDependencies): P
       checks.done();
       return translateConstraints(
         async () => {
-          const { rows } = await pool.query<PlanRow>(
-            `INSERT INTO plans (name, monthly_quota, suspended) VALUES ($1, $2, $3) RETURNING ${planColumns}`,
-            [name, quota, request.suspended],
-          );
+          const { rows } = await pool.query<PlanRow>(`INSERT INTO plans (name, monthly_quota, suspended) VALUES ($1, $2, $3) RETURNING ${planColumns}`, [
+            name,
+            quota,
+            request.suspended,
+          ]);
           return toPlan(rows[0] as PlanRow);
         },
         { duplicate: `a plan named "${name}" already exists` },

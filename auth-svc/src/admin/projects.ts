@@ -3,7 +3,7 @@ import type { AsyncHandlers } from '@notify/platform';
 import type { auth } from '@notify/proto';
 import { translateConstraints } from './constraint-errors.ts';
 import type { AdminDependencies } from './dependencies.ts';
-import { notFound, projectColumns, toProject, type ProjectRow } from './records.ts';
+import { notFound, type ProjectRow, projectColumns, toProject } from './records.ts';
 import { Checks } from './validation.ts';
 
 type ProjectHandlers = Pick<AsyncHandlers<auth.AuthAdminServiceDefinition>, 'CreateProject' | 'ListProjects'>;
@@ -17,10 +17,10 @@ export function createProjectHandlers({ pool }: AdminDependencies): ProjectHandl
       checks.done();
       return translateConstraints(
         async () => {
-          const { rows } = await pool.query<ProjectRow>(
-            `INSERT INTO projects (organization_id, name) VALUES ($1, $2) RETURNING ${projectColumns}`,
-            [organizationId, name],
-          );
+          const { rows } = await pool.query<ProjectRow>(`INSERT INTO projects (organization_id, name) VALUES ($1, $2) RETURNING ${projectColumns}`, [
+            organizationId,
+            name,
+          ]);
           return toProject(rows[0] as ProjectRow);
         },
         {

@@ -26,10 +26,22 @@ test('a name is trimmed and accepted when printable and short enough', () => {
 });
 
 test('empty, overlong and unprintable names are refused with the field named', () => {
-  assert.deepEqual(faultsOf((c) => c.name('name', '   ', 10)), ['name: must not be empty']);
-  assert.deepEqual(faultsOf((c) => c.name('name', 'x'.repeat(11), 10)), ['name: must be at most 10 characters']);
-  assert.deepEqual(faultsOf((c) => c.name('name', 'a\u0000b', 10)), ['name: must not contain control characters']);
-  assert.deepEqual(faultsOf((c) => c.name('name', 'evil\u202egpj.exe', 20)), ['name: must not contain control characters']);
+  assert.deepEqual(
+    faultsOf((c) => c.name('name', '   ', 10)),
+    ['name: must not be empty'],
+  );
+  assert.deepEqual(
+    faultsOf((c) => c.name('name', 'x'.repeat(11), 10)),
+    ['name: must be at most 10 characters'],
+  );
+  assert.deepEqual(
+    faultsOf((c) => c.name('name', 'a\u0000b', 10)),
+    ['name: must not contain control characters'],
+  );
+  assert.deepEqual(
+    faultsOf((c) => c.name('name', 'evil\u202egpj.exe', 20)),
+    ['name: must not contain control characters'],
+  );
 });
 
 test('every fault of a request is reported at once', () => {
@@ -42,6 +54,12 @@ test('every fault of a request is reported at once', () => {
 });
 
 test('a quota of zero means unlimited and is valid', () => {
-  assert.deepEqual(faultsOf((c) => c.quota('monthly_quota', 0)), []);
-  assert.deepEqual(faultsOf((c) => c.quota('monthly_quota', 1.5)), ['monthly_quota: must be 0 (unlimited) or a positive number']);
+  assert.deepEqual(
+    faultsOf((c) => c.quota('monthly_quota', 0)),
+    [],
+  );
+  assert.deepEqual(
+    faultsOf((c) => c.quota('monthly_quota', 1.5)),
+    ['monthly_quota: must be 0 (unlimited) or a positive number'],
+  );
 });

@@ -20,7 +20,13 @@ test('a generated test key has the form nk_test_<16 hex>.<43 base64url character
 
 test('a test prefix is only the exact nk_test_ form', () => {
   const { secret } = generateApiKey();
-  for (const malformed of [`nk_test${'a'.repeat(16)}.${secret}`, `nk_TEST_${'a'.repeat(16)}.${secret}`, `nk_test_${'a'.repeat(15)}.${secret}`, `nk_live_${'a'.repeat(16)}.${secret}`, `nk_test_test_${'a'.repeat(16)}.${secret}`]) {
+  for (const malformed of [
+    `nk_test${'a'.repeat(16)}.${secret}`,
+    `nk_TEST_${'a'.repeat(16)}.${secret}`,
+    `nk_test_${'a'.repeat(15)}.${secret}`,
+    `nk_live_${'a'.repeat(16)}.${secret}`,
+    `nk_test_test_${'a'.repeat(16)}.${secret}`,
+  ]) {
     assert.equal(parseApiKey(malformed), undefined, malformed);
   }
 });

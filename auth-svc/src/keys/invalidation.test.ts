@@ -6,9 +6,9 @@ import { createPool, type Pool } from '@notify/platform/database';
 import { connectNats, type NatsConnection } from '@notify/platform/nats';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
-import { startPrivateNats, type PrivateNats } from '@notify/test/harness/private-nats.ts';
+import { type PrivateNats, startPrivateNats } from '@notify/test/harness/private-nats.ts';
 import { waitFor } from '@notify/test/harness/wait.ts';
-import { openInvalidationChannel, type InvalidationChannel } from './invalidation.ts';
+import { type InvalidationChannel, openInvalidationChannel } from './invalidation.ts';
 import type { KeyRecord } from './key-lookup.ts';
 import { KeyResolver } from './key-resolver.ts';
 
@@ -19,7 +19,6 @@ let privateNats: PrivateNats;
 let pool: Pool;
 // Closed in `after` even when a test fails: a connection left open would keep reconnecting and the run would never end.
 const opened: Replica[] = [];
-
 
 interface Replica {
   nats: NatsConnection;

@@ -2,8 +2,8 @@
 // every replica (itself included) drops the entry. Core pub/sub is fire-and-forget: if a message is lost, the entry
 // still expires after AUTH_CACHE_TTL, and a replica that was disconnected clears its whole cache when it reconnects.
 import type { Counter, Logger } from '@notify/platform';
-import { publishMessage, type NatsConnection } from '@notify/platform/nats';
-import { encodeKeyAnnouncement, readKeyAnnouncement, schemaHeader, type KeyTarget } from '@notify/proto';
+import { type NatsConnection, publishMessage } from '@notify/platform/nats';
+import { encodeKeyAnnouncement, type KeyTarget, readKeyAnnouncement, schemaHeader } from '@notify/proto';
 import type { KeyResolver } from './key-resolver.ts';
 
 const publishTimeoutMs = 1_000;

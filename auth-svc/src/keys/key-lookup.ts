@@ -63,6 +63,10 @@ export async function findKeyByPrefix(pool: Pool, prefix: string): Promise<KeyRe
 }
 
 export async function listKeyPrefixes(pool: Pool, after: string, limit: number): Promise<string[]> {
-  const { rows } = await pool.query<{ prefix: string }>({ name: 'auth-key-prefixes', text: 'SELECT prefix FROM api_keys WHERE prefix > $1 ORDER BY prefix LIMIT $2', values: [after, limit] });
+  const { rows } = await pool.query<{ prefix: string }>({
+    name: 'auth-key-prefixes',
+    text: 'SELECT prefix FROM api_keys WHERE prefix > $1 ORDER BY prefix LIMIT $2',
+    values: [after, limit],
+  });
   return rows.map((row) => row.prefix);
 }

@@ -1,7 +1,8 @@
 // Prefix -> key record through the cache: concurrent misses for one prefix share a single query,
 // and invalidations (revocation, plan change) drop both cached entries and lookups still in flight.
-import type { Pool } from '@notify/platform/database';
+
 import type { Counter, ExpiringCache } from '@notify/platform';
+import type { Pool } from '@notify/platform/database';
 import { findKeyByPrefix, type KeyRecord } from './key-lookup.ts';
 
 export class KeyResolver {

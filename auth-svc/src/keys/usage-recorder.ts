@@ -61,9 +61,7 @@ export function startUsageFlusher(options: { tracker: UsageTracker; pool: Pool; 
   const { tracker, pool, logger } = options;
   let running: Promise<void> = Promise.resolve();
   const flush = (): Promise<void> => {
-    running = running.then(() =>
-      writeUses(pool, tracker.take()).catch((error: unknown) => logger.warn({ err: error }, 'recording API key use failed')),
-    );
+    running = running.then(() => writeUses(pool, tracker.take()).catch((error: unknown) => logger.warn({ err: error }, 'recording API key use failed')));
     return running;
   };
   const timer = setInterval(() => void flush(), options.flushIntervalMs);

@@ -1,5 +1,5 @@
 // What a panel user is identified by: an email address, compared lower-cased, and a role.
-import { panelRoles, type PanelRole } from './panel-user-store.ts';
+import { type PanelRole, panelRoles } from './panel-user-store.ts';
 
 // One address: no spaces, no control characters, one @ with something on both sides. Operators type these; the
 // panel never sends mail to them, so a stricter check would only refuse addresses people really use.

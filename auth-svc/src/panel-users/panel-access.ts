@@ -1,20 +1,28 @@
 // PanelAuthService (gateway token, called by the gateway): verify a sign-in, say what a signed-in user
 // may see, list a project's keys and set one's send rate. A refused sign-in never tells whether the email exists.
 import { status } from '@grpc/grpc-js';
-import { UserError, type AsyncHandlers, type Logger } from '@notify/platform';
+import { type AsyncHandlers, type Logger, UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { auth } from '@notify/proto';
 import { setKeyRate } from '../admin/api-keys.ts';
-import { apiKeyColumns, toApiKey, toOrganization, toProject, type ApiKeyRow } from '../admin/records.ts';
+import { type ApiKeyRow, apiKeyColumns, toApiKey, toOrganization, toProject } from '../admin/records.ts';
 import { Checks } from '../admin/validation.ts';
 import type { InvalidationChannel } from '../keys/invalidation.ts';
 import { normalizeEmail } from './identity.ts';
-import { hashPassword, needsRehash, passwordLength, passwordMatches, type PasswordHash } from './password.ts';
 import { findAccess, findCredentials, projectBelongs, replacePassword, storedHash, toPanelUser } from './panel-user-store.ts';
+import { hashPassword, needsRehash, type PasswordHash, passwordLength, passwordMatches } from './password.ts';
 
 const invalidCredentials = (): UserError => new UserError(status.UNAUTHENTICATED, 'invalid_credentials', 'the email or the password is wrong');
 
-export function createPanelAccessHandlers({ pool, logger, invalidation }: { pool: Pool; logger: Logger; invalidation: InvalidationChannel }): AsyncHandlers<auth.PanelAuthServiceDefinition> {
+export function createPanelAccessHandlers({
+  pool,
+  logger,
+  invalidation,
+}: {
+  pool: Pool;
+  logger: Logger;
+  invalidation: InvalidationChannel;
+}): AsyncHandlers<auth.PanelAuthServiceDefinition> {
   // Hashed against when the email is unknown or disabled, so that such a refusal takes as long as a wrong password.
   // Made at once, so the first such refusal does not also pay for making it.
   const decoy: Promise<PasswordHash> = hashPassword('decoy password that no user has');

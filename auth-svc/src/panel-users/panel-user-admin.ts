@@ -6,8 +6,8 @@ import { translateConstraints } from '../admin/constraint-errors.ts';
 import { notFound } from '../admin/records.ts';
 import { Checks } from '../admin/validation.ts';
 import { emailProblem, isPanelRole, normalizeEmail } from './identity.ts';
+import { disablePanelUser, insertPanelUser, listPanelUsers, type PanelRole, panelRoles, replacePassword, toPanelUser } from './panel-user-store.ts';
 import { hashPassword, passwordProblem } from './password.ts';
-import { disablePanelUser, insertPanelUser, listPanelUsers, panelRoles, replacePassword, toPanelUser, type PanelRole } from './panel-user-store.ts';
 
 type PanelUserAdminHandlers = Pick<
   AsyncHandlers<auth.AuthAdminServiceDefinition>,
@@ -42,10 +42,10 @@ export function createPanelUserAdminHandlers({ pool }: { pool: Pool }): PanelUse
       checkPassword(checks, request.password);
       checks.done();
       const password = await hashPassword(request.password);
-      const row = await translateConstraints(
-        () => insertPanelUser(pool, { organizationId, email, role, password }),
-        { duplicate: `a panel user with the email ${email} already exists`, missing: `organization ${organizationId} does not exist` },
-      );
+      const row = await translateConstraints(() => insertPanelUser(pool, { organizationId, email, role, password }), {
+        duplicate: `a panel user with the email ${email} already exists`,
+        missing: `organization ${organizationId} does not exist`,
+      });
       return toPanelUser(row);
     },
 
@@ -79,4 +79,3 @@ export function createPanelUserAdminHandlers({ pool }: { pool: Pool }): PanelUse
     },
   };
 }
-

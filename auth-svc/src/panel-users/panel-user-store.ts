@@ -2,7 +2,7 @@
 // selects them.
 import type { Pool } from '@notify/platform/database';
 import type { auth } from '@notify/proto';
-import { isoTimestamp, organizationColumns, projectColumns, type OrganizationRow, type ProjectRow } from '../admin/records.ts';
+import { isoTimestamp, type OrganizationRow, organizationColumns, type ProjectRow, projectColumns } from '../admin/records.ts';
 import type { PasswordHash } from './password.ts';
 
 export const panelRoles = ['viewer', 'operator'] as const;
@@ -82,10 +82,9 @@ export async function replacePassword(pool: Pool, id: number, password: Password
 
 /** Disables the user; disabling twice keeps the first time. */
 export async function disablePanelUser(pool: Pool, id: number): Promise<PanelUserRow | undefined> {
-  const { rows } = await pool.query<PanelUserRow>(
-    `UPDATE panel_users SET disabled_at = COALESCE(disabled_at, now()) WHERE id = $1 RETURNING ${userColumns}`,
-    [id],
-  );
+  const { rows } = await pool.query<PanelUserRow>(`UPDATE panel_users SET disabled_at = COALESCE(disabled_at, now()) WHERE id = $1 RETURNING ${userColumns}`, [
+    id,
+  ]);
   return rows[0];
 }
 
@@ -110,7 +109,11 @@ export async function findAccess(pool: Pool, userId: number): Promise<AccessRows
   const user = found.rows[0];
   if (!user) return undefined;
   const [organization, projects] = await Promise.all([
-    pool.query<OrganizationRow>({ name: 'panel-organization', text: `SELECT ${organizationColumns} FROM organizations WHERE id = $1`, values: [user.organization_id] }),
+    pool.query<OrganizationRow>({
+      name: 'panel-organization',
+      text: `SELECT ${organizationColumns} FROM organizations WHERE id = $1`,
+      values: [user.organization_id],
+    }),
     pool.query<ProjectRow>({
       name: 'panel-projects',
       text: `SELECT ${projectColumns} FROM projects WHERE organization_id = $1 ORDER BY name, id`,

@@ -12,7 +12,7 @@ import { createTestDatabase, type TestDatabase } from '@notify/test/harness/data
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { refusal } from '@notify/test/harness/refusal.ts';
-import { createAuthService, type AuthService } from '../auth-service.ts';
+import { type AuthService, createAuthService } from '../auth-service.ts';
 import { hashPassword } from './password.ts';
 
 const runId = randomBytes(4).toString('hex');
@@ -115,7 +115,10 @@ test("a signed-in user's access names their organization and only its projects",
   const access = await panel.call('GetPanelAccess', { userId: user.id });
   assert.equal(access.user?.email, 'viewer@acme.example');
   assert.equal(access.organization?.name, 'Acme');
-  assert.deepEqual(access.projects.map((project) => project.id), [ids.acmeBilling, ids.acmeShop]);
+  assert.deepEqual(
+    access.projects.map((project) => project.id),
+    [ids.acmeBilling, ids.acmeShop],
+  );
 
   await admin.call('DisablePanelUser', { id: user.id });
   const error = await refusal(panel.call('GetPanelAccess', { userId: user.id }));
@@ -129,7 +132,10 @@ test('a new password replaces the old one and marks when sessions must start aga
   assert.ok(Date.parse(changed.passwordChangedAt) > Date.parse(user.passwordChangedAt));
   assert.equal((await refusal(panel.call('VerifyPanelCredentials', { email: 'bo@globex.example', password }))).reason, 'invalid_credentials');
   assert.equal((await panel.call('VerifyPanelCredentials', { email: 'bo@globex.example', password: 'a brand new password' })).id, user.id);
-  assert.deepEqual((await admin.call('ListPanelUsers', { organizationId: ids.globex })).users.map((listed) => listed.email), ['bo@globex.example']);
+  assert.deepEqual(
+    (await admin.call('ListPanelUsers', { organizationId: ids.globex })).users.map((listed) => listed.email),
+    ['bo@globex.example'],
+  );
 });
 
 test('a hash made with weaker parameters is upgraded at the next sign-in, without signing the user out', async () => {
@@ -153,7 +159,10 @@ test('a hash made with weaker parameters is upgraded at the next sign-in, withou
 test("a project's API keys are listed without secrets, and another organization's project is not found", async () => {
   const created = await admin.call('CreateApiKey', { projectId: ids.acmeBilling, name: 'production' });
   const { keys } = await panel.call('ListPanelApiKeys', { organizationId: ids.acme, projectId: ids.acmeBilling });
-  assert.deepEqual(keys.map((key) => key.prefix), [created.key?.prefix]);
+  assert.deepEqual(
+    keys.map((key) => key.prefix),
+    [created.key?.prefix],
+  );
   assert.ok(!JSON.stringify(keys).includes(created.apiKey.split('.')[1] ?? 'secret'));
   const error = await refusal(panel.call('ListPanelApiKeys', { organizationId: ids.globex, projectId: ids.acmeBilling }));
   assert.equal(error.status, status.NOT_FOUND);
@@ -167,11 +176,22 @@ test("an operator's rate for a key is stored and shown; a key of another project
   assert.equal(set.sendRate, '30/min');
   const { keys } = await panel.call('ListPanelApiKeys', { organizationId: ids.acme, projectId: ids.acmeShop });
   assert.equal(keys.find((key) => key.id === id)?.sendRate, '30/min');
-  for (const [organizationId, projectId] of [[ids.globex, ids.acmeShop], [ids.acme, ids.acmeBilling], [ids.globex, ids.globexMain]] as const) {
+  for (const [organizationId, projectId] of [
+    [ids.globex, ids.acmeShop],
+    [ids.acme, ids.acmeBilling],
+    [ids.globex, ids.globexMain],
+  ] as const) {
     const error = await refusal(panel.call('SetPanelApiKeyRate', { organizationId, projectId, keyId: id, sendRate: '1/s' }));
     assert.equal(error.status, status.NOT_FOUND);
     assert.equal(error.reason, 'api_key_not_found');
   }
-  assert.equal((await refusal(panel.call('SetPanelApiKeyRate', { organizationId: ids.acme, projectId: ids.acmeShop, keyId: id, sendRate: 'fast' }))).status, status.INVALID_ARGUMENT);
-  assert.equal((await panel.call('SetPanelApiKeyRate', { organizationId: ids.acme, projectId: ids.acmeShop, keyId: id, sendRate: '' })).sendRate, '', 'empty: the default');
+  assert.equal(
+    (await refusal(panel.call('SetPanelApiKeyRate', { organizationId: ids.acme, projectId: ids.acmeShop, keyId: id, sendRate: 'fast' }))).status,
+    status.INVALID_ARGUMENT,
+  );
+  assert.equal(
+    (await panel.call('SetPanelApiKeyRate', { organizationId: ids.acme, projectId: ids.acmeShop, keyId: id, sendRate: '' })).sendRate,
+    '',
+    'empty: the default',
+  );
 });

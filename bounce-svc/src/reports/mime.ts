@@ -202,7 +202,7 @@ export function multipartParts(body: Buffer, boundary: string, maxParts: number)
       // The line break before a delimiter belongs to the delimiter (RFC 2046), not to the part's content.
       const contentEnd = Math.max(partStart, body[at - 2] === cr ? at - 2 : at - 1);
       const part = readPart(body.subarray(partStart, contentEnd));
-      if (!part) return { fault: 'a part\'s header cannot be read' };
+      if (!part) return { fault: "a part's header cannot be read" };
       parts.push(part);
     }
     if (line.closing) return parts.length > 0 ? { parts } : { fault: 'no part' };
@@ -258,10 +258,7 @@ export function decodedBody(part: MimePart, limit: number): Buffer {
 }
 
 function decodeWord(charset: string, encoding: string, text: string): string | undefined {
-  const bytes =
-    encoding.toLowerCase() === 'b'
-      ? Buffer.from(text, 'base64')
-      : decodeQuotedPrintable(Buffer.from(text.replace(/_/g, ' '), 'latin1'));
+  const bytes = encoding.toLowerCase() === 'b' ? Buffer.from(text, 'base64') : decodeQuotedPrintable(Buffer.from(text.replace(/_/g, ' '), 'latin1'));
   try {
     // A language suffix (RFC 2231 section 5: `utf-8*en`) is not part of the charset's name.
     return new TextDecoder(charset.split('*')[0]).decode(bytes);

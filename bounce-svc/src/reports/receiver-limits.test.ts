@@ -3,17 +3,17 @@
 // the whole file takes a few seconds.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createRegistry } from '@notify/platform';
 import { createDataKey, returnPathFor } from '@notify/platform/mail';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { dsn } from '@notify/test/harness/report-samples.ts';
-import { createBounceMetrics } from './metrics.ts';
-import { Receiver, type ReceiverLimits } from './receiver.ts';
-import { startFakeDispatch, type FakeDispatch } from '../testing/fake-dispatch.ts';
+import { type FakeDispatch, startFakeDispatch } from '../testing/fake-dispatch.ts';
 import { forkReceiver } from '../testing/forked-receiver.ts';
 import { SmtpDialog } from '../testing/smtp-dialog.ts';
+import { createBounceMetrics } from './metrics.ts';
+import { Receiver, type ReceiverLimits } from './receiver.ts';
 
 const bounceDomain = 'bounces.example.test';
 const dataKeyMaterial = randomBytes(32);
@@ -102,7 +102,10 @@ describe('bounce receiver limits', () => {
       for (const client of drippers) drip(client);
       const greeted = drippers.filter((client) => client.greeting.startsWith('220 '));
       assert.ok(greeted.length <= limits.maxClientsPerAddress, `${greeted.length} slow clients got a session`);
-      assert.ok(drippers.every((client) => /^(220|421) /.test(client.greeting)), 'the others are refused with 421');
+      assert.ok(
+        drippers.every((client) => /^(220|421) /.test(client.greeting)),
+        'the others are refused with 421',
+      );
 
       // Meanwhile 200 MB to bounces@ from another address, and a report from a third.
       const big = await SmtpDialog.open(port, '127.0.0.3');
@@ -163,7 +166,7 @@ describe('bounce receiver limits', () => {
     assert.equal(await client.reply(), '');
   });
 
-  test('recipients past the session\'s share are answered 452, one report at a time being accepted until then', async () => {
+  test("recipients past the session's share are answered 452, one report at a time being accepted until then", async () => {
     const { port } = await receiver({ maxRecipients: 2 });
     const client = await SmtpDialog.open(port);
     await client.command('EHLO client.example');
@@ -186,7 +189,10 @@ describe('bounce receiver limits', () => {
       const client = await SmtpDialog.open(port);
       for (const command of ['EHLO client.example', 'MAIL FROM:<>', `RCPT TO:<${returnPath}>`, 'DATA']) await client.command(command);
       // A DSN padded to 60 KiB with a long human-readable part: two of them do not fit in 96 KiB.
-      const report = dsn(returnPath, { action: 'failed', status: '5.1.1' }).replace('Message will be deleted from queue\r\n', `${'padding line\r\n'.repeat(4_300)}`);
+      const report = dsn(returnPath, { action: 'failed', status: '5.1.1' }).replace(
+        'Message will be deleted from queue\r\n',
+        `${'padding line\r\n'.repeat(4_300)}`,
+      );
       return { client, content: Buffer.from(report.replace(/\r\n$/, '')) };
     };
     const first = await start(21);

@@ -2,20 +2,28 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import nodemailer from 'nodemailer';
-import { createRegistry, GrpcClient, GrpcServer, OperationalError, UserError, type Registry } from '@notify/platform';
+import { createRegistry, GrpcClient, GrpcServer, OperationalError, type Registry, UserError } from '@notify/platform';
 import { createDataKey, returnPathFor, unsubscribeToken } from '@notify/platform/mail';
 import { dispatchProto } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
+import { arf, dsn } from '@notify/test/harness/report-samples.ts';
+import nodemailer from 'nodemailer';
 import { createBounceMetrics } from './metrics.ts';
 import { Receiver } from './receiver.ts';
-import { arf, dsn } from '@notify/test/harness/report-samples.ts';
 
 const bounceDomain = 'bounces.example.test';
 const token = 'internal-token-for-tests';
 const dataKey = createDataKey(randomBytes(32));
 /** The defaults of config.ts: none of these tests comes near them (receiver-limits.test.ts does). */
-const limits = { maxClients: 200, maxClientsPerAddress: 20, sessionTimeoutMs: 300_000, commandTimeoutMs: 60_000, maxCommands: 1_000, maxRecipients: 100, maxHeldBytes: 32 * 1024 * 1024 };
+const limits = {
+  maxClients: 200,
+  maxClientsPerAddress: 20,
+  sessionTimeoutMs: 300_000,
+  commandTimeoutMs: 60_000,
+  maxCommands: 1_000,
+  maxRecipients: 100,
+  maxHeldBytes: 32 * 1024 * 1024,
+};
 
 /** What the test's dispatch-svc was asked, and how it answers next. */
 interface Calls {
@@ -102,7 +110,10 @@ async function counted(kind: string, outcome: string): Promise<number> {
 describe('bounce receiver', () => {
   test('a DSN with a 5.1.1 failure bounces the message and suppresses the address', async () => {
     const returnPath = returnPathFor(dataKey, 41, bounceDomain);
-    const reply = await deliver(returnPath, dsn(returnPath, { action: 'failed', status: '5.1.1', diagnostic: 'smtp; 550 5.1.1 <louisl@larry.slip.umd.edu>... User unknown' }));
+    const reply = await deliver(
+      returnPath,
+      dsn(returnPath, { action: 'failed', status: '5.1.1', diagnostic: 'smtp; 550 5.1.1 <louisl@larry.slip.umd.edu>... User unknown' }),
+    );
     assert.match(reply.response, /^250 /);
     assert.equal(calls.applied.length, 1);
     const applied = calls.applied[0]!;
@@ -125,7 +136,14 @@ describe('bounce receiver', () => {
 
   test('the RFC 3464 simple DSN (5.0.0, not about the address) bounces without suppressing', async () => {
     const returnPath = returnPathFor(dataKey, 43, bounceDomain);
-    const reply = await deliver(returnPath, dsn(returnPath, { action: 'failed', status: '5.0.0 (permanent failure)', diagnostic: "smtp; 550 'arathib@vnet.IBM.COM' is not a\n  registered gateway user" }));
+    const reply = await deliver(
+      returnPath,
+      dsn(returnPath, {
+        action: 'failed',
+        status: '5.0.0 (permanent failure)',
+        diagnostic: "smtp; 550 'arathib@vnet.IBM.COM' is not a\n  registered gateway user",
+      }),
+    );
     assert.match(reply.response, /^250 /);
     assert.equal(calls.applied[0]!['kind'], 'bounced');
     assert.equal(calls.applied[0]!['suppression'], '');
@@ -151,7 +169,12 @@ describe('bounce receiver', () => {
     const reply = await deliver(`fbl@${bounceDomain}`, arf(returnPathFor(dataKey, 46, bounceDomain)));
     assert.match(reply.response, /^250 /);
     assert.deepEqual(
-      { messageId: calls.applied[0]!['messageId'], kind: calls.applied[0]!['kind'], suppression: calls.applied[0]!['suppression'], detail: calls.applied[0]!['detail'] },
+      {
+        messageId: calls.applied[0]!['messageId'],
+        kind: calls.applied[0]!['kind'],
+        suppression: calls.applied[0]!['suppression'],
+        detail: calls.applied[0]!['detail'],
+      },
       { messageId: 46, kind: 'complained', suppression: 'complaint', detail: 'abuse (SomeGenerator/1.0)' },
     );
     assert.equal(await counted('arf', 'applied'), 1);
@@ -242,7 +265,18 @@ describe('bounce receiver', () => {
     await receiver.close();
     registry = createRegistry('bounce-test');
     const unreachable = new GrpcClient(dispatchProto.ReportService.service, '127.0.0.1:1', { token, deadlineMs: 500 });
-    receiver = await Receiver.start({ host: '127.0.0.1', port: 0, dataKey, bounceDomain, maxBytes: 1024 * 1024, limits, reports: unreachable, metrics: createBounceMetrics(registry), logger: silentLogger(), closeTimeoutMs: 1_000 });
+    receiver = await Receiver.start({
+      host: '127.0.0.1',
+      port: 0,
+      dataKey,
+      bounceDomain,
+      maxBytes: 1024 * 1024,
+      limits,
+      reports: unreachable,
+      metrics: createBounceMetrics(registry),
+      logger: silentLogger(),
+      closeTimeoutMs: 1_000,
+    });
     const returnPath = returnPathFor(dataKey, 54, bounceDomain);
     const error = await refusal(returnPath, dsn(returnPath, { action: 'failed', status: '5.1.1' }));
     assert.equal(error.responseCode, 451);

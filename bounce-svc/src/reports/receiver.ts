@@ -2,14 +2,15 @@
 // applied it: until then the reporting server keeps it and retries on a 4xx, which is what makes reports durable
 // without a queue of our own. Anything not for us, forged or unreadable is refused with a 5xx and changes nothing.
 // Anyone may connect, so every resource a client can make it spend is bounded (ReceiverLimits).
-import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
-import { listenOn, type Logger } from '@notify/platform';
+
+import { type Logger, listenOn } from '@notify/platform';
 import type { DataKey } from '@notify/platform/mail';
+import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
 import type { BounceMetrics } from './metrics.ts';
 import { readRecipient } from './recipient.ts';
-import { ReportHandler, type ReportClient } from './report-handler.ts';
+import { type ReportClient, ReportHandler } from './report-handler.ts';
 import { ReportMemory } from './report-memory.ts';
-import { SessionLimits, type SessionLimitOptions } from './session-limits.ts';
+import { type SessionLimitOptions, SessionLimits } from './session-limits.ts';
 
 /** What one replica lets its clients take (BOUNCE_MAX_CLIENTS, BOUNCE_SESSION_TIMEOUT, ... in config.ts). */
 export interface ReceiverLimits extends SessionLimitOptions {

@@ -1,6 +1,6 @@
 // Which of our addresses a report was sent to (RCPT TO), decided before the report is read: anything that is not one
 // of them is refused at once, so a mail that is not for us costs no parsing and changes nothing.
-import { readReturnPath, type DataKey } from '@notify/platform/mail';
+import { type DataKey, readReturnPath } from '@notify/platform/mail';
 
 export type Recipient =
   /** `bounces+<token>@`: a VERP return path whose signature verified; the report is about this message. */

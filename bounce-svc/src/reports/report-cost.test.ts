@@ -3,13 +3,13 @@
 // process of its own: its event loop and resident set are what is measured, not the test's clients'.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createDataKey, returnPathFor } from '@notify/platform/mail';
 import { dsn } from '@notify/test/harness/report-samples.ts';
-import type { ReceiverLimits } from './receiver.ts';
 import { forkReceiver } from '../testing/forked-receiver.ts';
 import { SmtpDialog } from '../testing/smtp-dialog.ts';
+import type { ReceiverLimits } from './receiver.ts';
 
 const bounceDomain = 'bounces.example.test';
 const dataKeyMaterial = randomBytes(32);

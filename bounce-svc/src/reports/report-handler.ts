@@ -1,8 +1,8 @@
 // What a report received means, and the SMTP reply it gets: a DSN or ARF report for a message sent from here, or a
 // mailto unsubscribe, applied by dispatch-svc (ReportService) before the reply; anything not for us, forged or
 // unreadable refused with a 5xx; a report dispatch-svc cannot apply now deferred with a 4xx, for its sender to retry.
-import { RemoteError, type GrpcClient, type Logger } from '@notify/platform';
-import { readReturnPath, readUnsubscribeToken, type DataKey } from '@notify/platform/mail';
+import { type GrpcClient, type Logger, RemoteError } from '@notify/platform';
+import { type DataKey, readReturnPath, readUnsubscribeToken } from '@notify/platform/mail';
 import type { dispatchProto } from '@notify/proto';
 import type { BounceMetrics, ReportKind, ReportOutcome } from './metrics.ts';
 import type { Recipient } from './recipient.ts';

@@ -8,14 +8,17 @@ import { MalformedReportError, maxReportParts, readReport, readUnsubscribeReques
 
 const returnPath = 'bounces+token@bounces.example.test';
 const boundary = '--RAA14128.773615765/CS.UTK.EDU';
-const statusFields = 'Reporting-MTA: dns; cs.utk.edu\r\n\r\nFinal-Recipient: rfc822;louisl@larry.slip.umd.edu\r\nAction: failed\r\nStatus: 5.1.1\r\nDiagnostic-Code: smtp; 550 5.1.1 user=unknown\r\n';
+const statusFields =
+  'Reporting-MTA: dns; cs.utk.edu\r\n\r\nFinal-Recipient: rfc822;louisl@larry.slip.umd.edu\r\nAction: failed\r\nStatus: 5.1.1\r\nDiagnostic-Code: smtp; 550 5.1.1 user=unknown\r\n';
 
 /** The sample DSN with its delivery-status part's fields replaced by `fields`, sent with `encoding`. */
 function dsnWithStatus(encoding: string, fields: string): Buffer {
   const sample = dsn(returnPath, { action: 'failed', status: '5.1.1' });
   const start = sample.indexOf('content-type: message/delivery-status');
   const end = sample.indexOf(`\r\n${boundary}`, start);
-  return Buffer.from(`${sample.slice(0, start)}content-type: message/delivery-status\r\nContent-Transfer-Encoding: ${encoding}\r\n\r\n${fields}${sample.slice(end)}`);
+  return Buffer.from(
+    `${sample.slice(0, start)}content-type: message/delivery-status\r\nContent-Transfer-Encoding: ${encoding}\r\n\r\n${fields}${sample.slice(end)}`,
+  );
 }
 
 function refusal(raw: Buffer): string {
@@ -50,9 +53,12 @@ describe('reading a report', () => {
     assert.deepEqual(readReport(Buffer.from(sample)), { kind: 'arf', effect: 'complaint', detail: 'abuse (SomeGenerator/1.0)', returnPath });
   });
 
-  test('the original\'s Return-Path is read from the start of a 10 MB original, in base64 too', () => {
+  test("the original's Return-Path is read from the start of a 10 MB original, in base64 too", () => {
     const original = `Return-Path: <${returnPath}>\r\nSubject: Hello\r\n\r\n${'Hello, Louis.\r\n'.repeat(700_000)}`;
-    const large = dsn('someone@example.org', { action: 'failed', status: '5.1.1' }).replace(/Return-Path: [^]*(?=\r\n--RAA14128\.773615765\/CS\.UTK\.EDU--)/, original);
+    const large = dsn('someone@example.org', { action: 'failed', status: '5.1.1' }).replace(
+      /Return-Path: [^]*(?=\r\n--RAA14128\.773615765\/CS\.UTK\.EDU--)/,
+      original,
+    );
     assert.equal(readReport(Buffer.from(large)).returnPath, returnPath);
     const encoded = large
       .replace('content-type: message/rfc822', 'content-type: text/rfc822-headers\r\nContent-Transfer-Encoding: base64')

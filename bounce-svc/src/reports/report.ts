@@ -4,7 +4,18 @@
 // original it quotes. The rest, however large, is skipped over without being decoded, so a report costs
 // milliseconds and a few hundred KiB at most.
 import { isHardBounceStatus, statusCode } from './enhanced-status.ts';
-import { decodedBody, decodeEncodedWords, fieldGroups, maxHeaderBytes, multipartParts, parseContentType, readEntity, readMessageHeader, type Fields, type MimePart } from './mime.ts';
+import {
+  decodedBody,
+  decodeEncodedWords,
+  type Fields,
+  fieldGroups,
+  type MimePart,
+  maxHeaderBytes,
+  multipartParts,
+  parseContentType,
+  readEntity,
+  readMessageHeader,
+} from './mime.ts';
 
 /** Thrown when a mail is not a report this service reads, or its machine-readable part cannot be read. */
 export class MalformedReportError extends Error {
@@ -45,7 +56,10 @@ function oneLine(text: string): string {
 function bareAddress(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
   const typed = /^[A-Za-z0-9-]+\s*;(.*)$/.exec(value);
-  const address = (typed ? typed[1]! : value).trim().replace(/^<(.*)>$/, '$1').trim();
+  const address = (typed ? typed[1]! : value)
+    .trim()
+    .replace(/^<(.*)>$/, '$1')
+    .trim();
   return address === '' ? undefined : address;
 }
 
@@ -70,12 +84,14 @@ function machinePart(parts: readonly MimePart[], type: string, kind: 'dsn' | 'ar
 function readDsn(parts: readonly MimePart[]): Report {
   // The first group is about the message (Reporting-MTA is required), the others one per recipient (Action, Status).
   const [perMessage, ...recipients] = machinePart(parts, 'message/delivery-status', 'dsn');
-  if (!perMessage!.has('reporting-mta') || recipients.length === 0) throw new MalformedReportError('the delivery status has no Reporting-MTA or no recipient', 'dsn');
+  if (!perMessage!.has('reporting-mta') || recipients.length === 0)
+    throw new MalformedReportError('the delivery status has no Reporting-MTA or no recipient', 'dsn');
   const returnPath = originalReturnPath(parts);
   const read = recipients.map((fields) => {
     const action = fields.get('action')?.toLowerCase();
     const status = statusCode(fields.get('status') ?? '');
-    if (!action || !status || !fields.has('final-recipient')) throw new MalformedReportError('a recipient of the delivery status lacks Final-Recipient, Action or Status', 'dsn');
+    if (!action || !status || !fields.has('final-recipient'))
+      throw new MalformedReportError('a recipient of the delivery status lacks Final-Recipient, Action or Status', 'dsn');
     return { action, status, diagnostic: fields.get('diagnostic-code') };
   });
   // Notify sends one recipient per message, so one failed recipient is the message's bounce.
@@ -102,7 +118,8 @@ function readArf(parts: readonly MimePart[]): Report {
   const [fields] = machinePart(parts, 'message/feedback-report', 'arf');
   const feedbackType = fields!.get('feedback-type')?.toLowerCase();
   const userAgent = fields!.get('user-agent');
-  if (!feedbackType || !userAgent || !fields!.has('version')) throw new MalformedReportError('the feedback report lacks Feedback-Type, User-Agent or Version', 'arf');
+  if (!feedbackType || !userAgent || !fields!.has('version'))
+    throw new MalformedReportError('the feedback report lacks Feedback-Type, User-Agent or Version', 'arf');
   const returnPath = originalReturnPath(parts) ?? bareAddress(fields!.get('original-mail-from'));
   if (noticeTypes.has(feedbackType)) return { kind: 'arf', effect: 'none', feedbackType, returnPath };
   if (!complaintTypes.has(feedbackType)) throw new MalformedReportError(`unknown Feedback-Type ${oneLine(feedbackType).slice(0, 40)}`, 'arf');

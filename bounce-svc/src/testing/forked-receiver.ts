@@ -1,6 +1,6 @@
 // The test's side of receiver-process.ts: starts it, with a fake dispatch-svc in the test's process, and asks it for
 // its memory.
-import { fork, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import { once } from 'node:events';
 import { startFakeDispatch } from './fake-dispatch.ts';
 import type { ReceiverProcessSettings } from './receiver-process.ts';
@@ -26,10 +26,14 @@ async function nextMessage<T>(child: ChildProcess): Promise<T> {
 
 export async function forkReceiver(settings: Omit<ReceiverProcessSettings, 'dispatch'>): Promise<ForkedReceiver> {
   const dispatch = await startFakeDispatch();
-  const child = fork(new URL('./receiver-process.ts', import.meta.url), [JSON.stringify({ ...settings, dispatch: { address: dispatch.address, token: dispatch.token } })], {
-    execArgv: [],
-    stdio: 'inherit',
-  });
+  const child = fork(
+    new URL('./receiver-process.ts', import.meta.url),
+    [JSON.stringify({ ...settings, dispatch: { address: dispatch.address, token: dispatch.token } })],
+    {
+      execArgv: [],
+      stdio: 'inherit',
+    },
+  );
   const { port } = await nextMessage<{ port: number }>(child);
   return {
     port,

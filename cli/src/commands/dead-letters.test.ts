@@ -3,13 +3,17 @@ import { describe, test } from 'node:test';
 import { notifyctl, requestOf } from '../testing/notifyctl.ts';
 
 describe('notifyctl dead-letters', () => {
-  test('list pages through a project\'s failed messages', async () => {
+  test("list pages through a project's failed messages", async () => {
     assert.deepEqual(await requestOf(['dead-letters', 'list', '--project', '4']), { projectId: 4, limit: 50, beforeId: 0 });
     assert.deepEqual(await requestOf(['dead-letters', 'list', '--project', '4', '--limit', '10', '--before', '99']), { projectId: 4, limit: 10, beforeId: 99 });
   });
 
   test('requeue takes comma-separated ids or --all', async () => {
-    assert.deepEqual(await requestOf(['dead-letters', 'requeue', '--project', '4', '--id', '12, 15,12,18']), { projectId: 4, messageIds: [12, 15, 18], all: false });
+    assert.deepEqual(await requestOf(['dead-letters', 'requeue', '--project', '4', '--id', '12, 15,12,18']), {
+      projectId: 4,
+      messageIds: [12, 15, 18],
+      all: false,
+    });
     assert.deepEqual(await requestOf(['dead-letters', 'requeue', '--project', '4', '--all']), { projectId: 4, messageIds: [], all: true });
   });
 

@@ -2,8 +2,8 @@
 // dispatch-svc's DeadLetterAdminService (admin token). A re-queued message goes back to `queued` and is delivered
 // again with its template's current version; its attempts continue after the earlier ones.
 import type { dispatch } from '@notify/proto';
-import { UsageError, type Flags } from '../args.ts';
-import { print, type Column } from '../output.ts';
+import { type Flags, UsageError } from '../args.ts';
+import { type Column, print } from '../output.ts';
 import type { CommandGroup } from './command.ts';
 
 /** As many as RequeueDeadLetters takes in one call; --all has no limit. */
@@ -45,7 +45,11 @@ export const deadLettersCommands: CommandGroup = {
         before: { type: 'string', value: 'ID', description: 'the messages after message ID, newest first (the next page)' },
       },
       prepare(flags) {
-        const request = { projectId: flags.id('project'), limit: flags.optionalInteger('limit', { min: 1, max: 500 }) ?? 50, beforeId: flags.optionalId('before') ?? 0 };
+        const request = {
+          projectId: flags.id('project'),
+          limit: flags.optionalInteger('limit', { min: 1, max: 500 }) ?? 50,
+          beforeId: flags.optionalId('before') ?? 0,
+        };
         return {
           request,
           async execute({ connections, io, json }) {
@@ -76,7 +80,9 @@ export const deadLettersCommands: CommandGroup = {
               io.stdout(`${JSON.stringify(response, null, 2)}\n`);
               return;
             }
-            io.stdout(`re-queued ${response.requeued.length} message${response.requeued.length === 1 ? '' : 's'}${response.requeued.length > 0 ? `: ${response.requeued.join(', ')}` : ''}\n`);
+            io.stdout(
+              `re-queued ${response.requeued.length} message${response.requeued.length === 1 ? '' : 's'}${response.requeued.length > 0 ? `: ${response.requeued.join(', ')}` : ''}\n`,
+            );
             for (const skip of response.skipped) io.stderr(`notifyctl: message ${skip.messageId} not re-queued: ${skip.reason.replaceAll('_', ' ')}\n`);
           },
         };

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { createRegistry, GrpcServer, UserError } from '@notify/platform';
-import { dispatchProto, type dispatch } from '@notify/proto';
+import { type dispatch, dispatchProto } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { notifyctl, requestOf } from '../testing/notifyctl.ts';
 import { compareRecords, txtStrings } from './domain.ts';
@@ -67,12 +67,23 @@ const record = `v=DKIM1; k=rsa; p=${publicKey}`;
 
 describe('notifyctl domain: command lines', () => {
   test('add takes an organization, a domain and an optional selector; list an optional organization', async () => {
-    assert.deepEqual(await requestOf(['domain', 'add', '--org', '3', '--domain', 'mail.example.com']), { organizationId: 3, domain: 'mail.example.com', selector: '' });
-    assert.deepEqual(await requestOf(['domain', 'add', '--org', '3', '--domain', 'mail.example.com', '--selector', 's1']), { organizationId: 3, domain: 'mail.example.com', selector: 's1' });
+    assert.deepEqual(await requestOf(['domain', 'add', '--org', '3', '--domain', 'mail.example.com']), {
+      organizationId: 3,
+      domain: 'mail.example.com',
+      selector: '',
+    });
+    assert.deepEqual(await requestOf(['domain', 'add', '--org', '3', '--domain', 'mail.example.com', '--selector', 's1']), {
+      organizationId: 3,
+      domain: 'mail.example.com',
+      selector: 's1',
+    });
     assert.deepEqual(await requestOf(['domain', 'list']), { organizationId: 0 });
     assert.deepEqual(await requestOf(['domain', 'list', '--org', '4']), { organizationId: 4 });
     assert.deepEqual(await requestOf(['domain', 'remove', '--org', '4', '--domain', 'x.example']), { organizationId: 4, domain: 'x.example' });
-    assert.deepEqual(await requestOf(['domain', 'check', '--org', '4', '--domain', 'x.example', '--dns-server', '127.0.0.1:5353,[::1]:53,::1']), { organizationId: 4, domain: 'x.example' });
+    assert.deepEqual(await requestOf(['domain', 'check', '--org', '4', '--domain', 'x.example', '--dns-server', '127.0.0.1:5353,[::1]:53,::1']), {
+      organizationId: 4,
+      domain: 'x.example',
+    });
   });
 
   test('mistakes are usage errors, before any connection', async () => {
@@ -128,7 +139,8 @@ describe('notifyctl domain: against a DomainAdminService and DNS', () => {
       {
         AddDomain: async (request) => {
           received.push(request);
-          if (request.domain === 'taken.example.com') throw new UserError(status.ALREADY_EXISTS, 'domain_exists', 'taken.example.com is already a sending domain');
+          if (request.domain === 'taken.example.com')
+            throw new UserError(status.ALREADY_EXISTS, 'domain_exists', 'taken.example.com is already a sending domain');
           return domain;
         },
         ListDomains: async (request) => {
@@ -179,7 +191,8 @@ describe('notifyctl domain: against a DomainAdminService and DNS', () => {
   });
 
   test('check asks DNS for the record and says published, different or missing', async () => {
-    const check = (...extra: string[]) => notifyctl(['domain', 'check', '--org', '3', '--domain', 'Mail.Example.com', '--dns-server', dns.address, ...extra], env);
+    const check = (...extra: string[]) =>
+      notifyctl(['domain', 'check', '--org', '3', '--domain', 'Mail.Example.com', '--dns-server', dns.address, ...extra], env);
 
     records.delete('notify._domainkey.mail.example.com');
     const missing = await check();
@@ -189,7 +202,13 @@ describe('notifyctl domain: against a DomainAdminService and DNS', () => {
 
     records.set('notify._domainkey.mail.example.com', [txtStrings(record)]);
     const published = await check('--json');
-    assert.deepEqual(JSON.parse(published.stdout), { domain: 'mail.example.com', dnsName: 'notify._domainkey.mail.example.com', expected: record, found: [record], status: 'published' });
+    assert.deepEqual(JSON.parse(published.stdout), {
+      domain: 'mail.example.com',
+      dnsName: 'notify._domainkey.mail.example.com',
+      expected: record,
+      found: [record],
+      status: 'published',
+    });
     assert.match((await check()).stdout, /^published: notify\._domainkey\.mail\.example\.com has the expected DKIM key/);
 
     records.set('notify._domainkey.mail.example.com', [[`v=DKIM1; k=rsa; p=${otherKey.slice(0, 200)}`, otherKey.slice(200)]]);

@@ -5,7 +5,7 @@ import { Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { dispatch } from '@notify/proto';
 import { UsageError } from '../args.ts';
-import { print, type Column, type Io } from '../output.ts';
+import { type Column, type Io, print } from '../output.ts';
 import type { CommandGroup } from './command.ts';
 
 const columns: readonly Column<dispatch.SendingDomain__Output>[] = [
@@ -27,7 +27,9 @@ export function txtStrings(value: string): string[] {
 
 /** The record as a zone file line, split into quoted strings as DNS needs. */
 export function zoneLine(entry: Pick<dispatch.SendingDomain__Output, 'dnsName' | 'dnsValue'>): string {
-  return `${entry.dnsName}. IN TXT ( ${txtStrings(entry.dnsValue).map((part) => `"${part}"`).join(' ')} )`;
+  return `${entry.dnsName}. IN TXT ( ${txtStrings(entry.dnsValue)
+    .map((part) => `"${part}"`)
+    .join(' ')} )`;
 }
 
 /** The tags of a DKIM key record (RFC 6376 3.6.1), whitespace removed from values as the RFC lets verifiers do. */
@@ -49,7 +51,10 @@ export function compareRecords(expected: string, found: readonly (readonly strin
   const dkim = records.filter((record) => dkimTags(record).has('p'));
   const wanted = dkimTags(expected).get('p');
   if (dkim.length === 0) return { status: 'missing', found: records };
-  return { status: dkim.some((record) => dkimTags(record).get('p') === wanted && (dkimTags(record).get('k') ?? 'rsa') === 'rsa') ? 'published' : 'different', found: records };
+  return {
+    status: dkim.some((record) => dkimTags(record).get('p') === wanted && (dkimTags(record).get('k') ?? 'rsa') === 'rsa') ? 'published' : 'different',
+    found: records,
+  };
 }
 
 /** `--dns-server` values: comma-separated IP addresses, each with an optional port (`127.0.0.1:5353`, `[::1]:53`). */
@@ -58,10 +63,13 @@ function dnsServers(raw: string | undefined): string[] | undefined {
   const servers = raw.split(',').map((part) => part.trim());
   for (const server of servers) {
     const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(server) ?? /^([^:]+)(?::(\d{1,5}))?$/.exec(server);
-    const host = bracketed ? bracketed[1] ?? '' : server;
+    const host = bracketed ? (bracketed[1] ?? '') : server;
     const port = bracketed?.[2] === undefined ? 53 : Number(bracketed[2]);
     if (isIP(host) === 0 || port < 1 || port > 65535) {
-      throw new UsageError(`--dns-server must be IP addresses with optional ports separated by commas (1.1.1.1, 127.0.0.1:5353, [::1]:53), got '${server}'`, 'domain check');
+      throw new UsageError(
+        `--dns-server must be IP addresses with optional ports separated by commas (1.1.1.1, 127.0.0.1:5353, [::1]:53), got '${server}'`,
+        'domain check',
+      );
     }
   }
   return servers;
@@ -177,10 +185,16 @@ export const domainCommands: CommandGroup = {
             const wanted = request.domain.trim().toLowerCase().replace(/\.$/, '');
             const { domains } = await connections.domainAdmin().call('ListDomains', { organizationId: request.organizationId });
             const entry = domains.find((candidate) => candidate.domain === wanted);
-            if (!entry) throw new UsageError(`organization ${request.organizationId} has no sending domain ${wanted} (notifyctl domain list --org ${request.organizationId})`, 'domain check');
+            if (!entry)
+              throw new UsageError(
+                `organization ${request.organizationId} has no sending domain ${wanted} (notifyctl domain list --org ${request.organizationId})`,
+                'domain check',
+              );
             const result = compareRecords(entry.dnsValue, await lookUpTxt(entry.dnsName, servers));
             if (json) {
-              io.stdout(`${JSON.stringify({ domain: entry.domain, dnsName: entry.dnsName, expected: entry.dnsValue, found: result.found, status: result.status }, null, 2)}\n`);
+              io.stdout(
+                `${JSON.stringify({ domain: entry.domain, dnsName: entry.dnsName, expected: entry.dnsValue, found: result.found, status: result.status }, null, 2)}\n`,
+              );
               return;
             }
             const verdict: Record<CheckStatus, string> = {

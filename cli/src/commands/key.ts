@@ -1,7 +1,7 @@
 // notifyctl key: API keys of a project. The full key is shown once, at creation; only its hash is stored. A test key
 // (`--test`, prefix `nk_test_`) never mails; `--rate` gives a key its own send rate, applied by every gateway within a second.
 import type { auth } from '@notify/proto';
-import { print, type Column } from '../output.ts';
+import { type Column, print } from '../output.ts';
 import type { CommandGroup } from './command.ts';
 
 const columns: readonly Column<auth.ApiKey__Output>[] = [
@@ -27,8 +27,15 @@ export const keyCommands: CommandGroup = {
       options: {
         project: { type: 'string', value: 'ID', required: true, description: 'project id' },
         name: { type: 'string', value: 'NAME', required: true, description: 'a label saying who uses the key' },
-        test: { type: 'boolean', description: 'a test key (prefix nk_test_): its sends run every check and create real messages, but are never mailed nor counted against the quota' },
-        rate: { type: 'string', value: 'N/UNIT', description: 'its own send rate, e.g. 600/min (units s, m, h, d and their long forms); default: NOTIFY_PUBLIC_SEND_RATE' },
+        test: {
+          type: 'boolean',
+          description: 'a test key (prefix nk_test_): its sends run every check and create real messages, but are never mailed nor counted against the quota',
+        },
+        rate: {
+          type: 'string',
+          value: 'N/UNIT',
+          description: 'its own send rate, e.g. 600/min (units s, m, h, d and their long forms); default: NOTIFY_PUBLIC_SEND_RATE',
+        },
       },
       prepare(flags) {
         const request = { projectId: flags.id('project'), name: flags.string('name'), test: flags.flag('test'), sendRate: flags.optionalRate('rate') ?? '' };
@@ -53,7 +60,12 @@ export const keyCommands: CommandGroup = {
       summary: "change an API key's send rate; every gateway applies it within about a second",
       options: {
         id: { type: 'string', value: 'ID', required: true, description: 'key id (see: notifyctl key list)' },
-        rate: { type: 'string', value: 'N/UNIT|default', required: true, description: 'its own send rate, e.g. 600/min, or default for NOTIFY_PUBLIC_SEND_RATE' },
+        rate: {
+          type: 'string',
+          value: 'N/UNIT|default',
+          required: true,
+          description: 'its own send rate, e.g. 600/min, or default for NOTIFY_PUBLIC_SEND_RATE',
+        },
       },
       prepare(flags) {
         const request: auth.UpdateApiKeyRequest = { id: flags.id('id'), sendRate: flags.optionalRate('rate') };

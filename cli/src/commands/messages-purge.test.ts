@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import { notifyctl, requestOf } from '../testing/notifyctl.ts';
 
 describe('notifyctl org update --retention', () => {
-  test('sends days or hours as written, and default as \'\'', async () => {
+  test("sends days or hours as written, and default as ''", async () => {
     assert.deepEqual(await requestOf(['org', 'update', '--id', '7', '--retention', '90d']), { id: 7, messageRetention: '90d' });
     assert.deepEqual(await requestOf(['org', 'update', '--id', '7', '--retention', '36h']), { id: 7, messageRetention: '36h' });
     assert.deepEqual(await requestOf(['org', 'update', '--id', '7', '--retention', 'default']), { id: 7, messageRetention: '' });

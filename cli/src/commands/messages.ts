@@ -1,7 +1,7 @@
 // notifyctl messages: what a project sent and where each message stands. ListMessages is on DispatchService (the
 // gateway's surface); dispatch-svc grants that one method to ADMIN_TOKEN, and nothing else of the service.
 import type { dispatch } from '@notify/proto';
-import { print, type Column } from '../output.ts';
+import { type Column, print } from '../output.ts';
 import type { CommandGroup } from './command.ts';
 import { eraseCommand } from './erase.ts';
 import { purgeCommand } from './messages-purge.ts';

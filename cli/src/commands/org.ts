@@ -1,7 +1,7 @@
 // notifyctl org: organizations (the X-Organization-ID of the public API), each on one plan, with its own message
 // retention if it has one. Talks to AuthAdminService.
 import type { auth } from '@notify/proto';
-import { print, type Column } from '../output.ts';
+import { type Column, print } from '../output.ts';
 import type { CommandGroup } from './command.ts';
 
 const columns: readonly Column<auth.Organization__Output>[] = [
@@ -54,7 +54,12 @@ export const orgCommands: CommandGroup = {
       summary: "change how long an organization's final messages are kept (docs/operations.md, Retention)",
       options: {
         id: { type: 'string', value: 'ID', required: true, description: 'organization id (see: notifyctl org list)' },
-        retention: { type: 'string', value: 'Nd|Nh|default', required: true, description: 'its own retention, e.g. 90d or 36h, or default for NOTIFY_MESSAGE_RETENTION' },
+        retention: {
+          type: 'string',
+          value: 'Nd|Nh|default',
+          required: true,
+          description: 'its own retention, e.g. 90d or 36h, or default for NOTIFY_MESSAGE_RETENTION',
+        },
       },
       prepare(flags) {
         const request: auth.UpdateOrganizationRequest = { id: flags.id('id'), messageRetention: flags.optionalRetention('retention') };

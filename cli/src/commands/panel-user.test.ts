@@ -18,14 +18,34 @@ function passwordFile(content: string): string {
 }
 
 test('create reads the password from the first line of --password-file, without its line break', async () => {
-  const invocation = await resolve(['panel-user', 'create', '--org', '3', '--email', 'ana@example.com', '--role', 'operator', '--password-file', passwordFile('a long enough password\nignored\n')]);
+  const invocation = await resolve([
+    'panel-user',
+    'create',
+    '--org',
+    '3',
+    '--email',
+    'ana@example.com',
+    '--role',
+    'operator',
+    '--password-file',
+    passwordFile('a long enough password\nignored\n'),
+  ]);
   assert.equal(invocation.kind, 'call');
-  assert.deepEqual(invocation.kind === 'call' ? invocation.prepared.request : {}, { organizationId: 3, email: 'ana@example.com', role: 'operator', password: 'a long enough password' });
+  assert.deepEqual(invocation.kind === 'call' ? invocation.prepared.request : {}, {
+    organizationId: 3,
+    email: 'ana@example.com',
+    role: 'operator',
+    password: 'a long enough password',
+  });
 });
 
 test('a password is never accepted on the command line', async () => {
   let stderr = '';
-  const code = await run(['panel-user', 'create', '--org', '3', '--email', 'a@example.com', '--role', 'viewer', '--password', 'visible in ps'], { stdout: () => undefined, stderr: (text) => void (stderr += text) }, {});
+  const code = await run(
+    ['panel-user', 'create', '--org', '3', '--email', 'a@example.com', '--role', 'viewer', '--password', 'visible in ps'],
+    { stdout: () => undefined, stderr: (text) => void (stderr += text) },
+    {},
+  );
   assert.equal(code, 2);
   assert.match(stderr, /unknown option '--password'/);
   assert.doesNotMatch(stderr, /visible in ps/);

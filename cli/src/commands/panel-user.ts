@@ -2,8 +2,8 @@
 // re-queues failed messages). A password is never taken from the command line, where shell history and `ps` would
 // keep it: it comes from --password-file, from standard input, or from a prompt that does not echo.
 import type { auth } from '@notify/proto';
-import { UsageError, type Flags, type OptionSpecs } from '../args.ts';
-import { print, type Column } from '../output.ts';
+import { type Flags, type OptionSpecs, UsageError } from '../args.ts';
+import { type Column, print } from '../output.ts';
 import type { CommandGroup } from './command.ts';
 
 export const panelRoles = ['viewer', 'operator'] as const;
@@ -19,7 +19,11 @@ const columns: readonly Column<auth.PanelUser__Output>[] = [
 ];
 
 const passwordFile = {
-  'password-file': { type: 'string', value: 'FILE', description: 'read the password from the first line of FILE (default: standard input, or a prompt on a terminal)' },
+  'password-file': {
+    type: 'string',
+    value: 'FILE',
+    description: 'read the password from the first line of FILE (default: standard input, or a prompt on a terminal)',
+  },
 } as const satisfies OptionSpecs;
 
 /** One trailing line break is the file's or the pipe's, not the password's. */

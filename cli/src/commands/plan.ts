@@ -1,6 +1,6 @@
 // notifyctl plan: the plans organizations are on (monthly quota, suspension). Talks to AuthAdminService.
 import type { auth } from '@notify/proto';
-import { print, type Column } from '../output.ts';
+import { type Column, print } from '../output.ts';
 import type { CommandGroup } from './command.ts';
 
 const columns: readonly Column<auth.Plan__Output>[] = [
@@ -25,7 +25,11 @@ export const planCommands: CommandGroup = {
         suspended: { type: 'boolean', description: 'create it suspended: organizations on it cannot send' },
       },
       prepare(flags) {
-        const request = { name: flags.string('name'), monthlyQuota: flags.optionalInteger('monthly-quota', { min: 0 }) ?? 0, suspended: flags.flag('suspended') };
+        const request = {
+          name: flags.string('name'),
+          monthlyQuota: flags.optionalInteger('monthly-quota', { min: 0 }) ?? 0,
+          suspended: flags.flag('suspended'),
+        };
         return {
           request,
           async execute({ connections, io, json }) {

@@ -2,7 +2,7 @@
 // ProjectRelayAdminService, which keeps a project's own relays sealed (the URLs hold credentials: only `host:port` is
 // ever printed).
 import type { auth, dispatch } from '@notify/proto';
-import { print, type Column } from '../output.ts';
+import { type Column, print } from '../output.ts';
 import type { CommandGroup } from './command.ts';
 
 const columns: readonly Column<auth.Project__Output>[] = [

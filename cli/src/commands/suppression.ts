@@ -2,7 +2,7 @@
 // `to`). Talks to dispatch-svc's SuppressionAdminService (admin token). Bounces, complaints and unsubscribes add
 // entries by themselves; operators add (`manual`) and remove them here.
 import type { dispatch } from '@notify/proto';
-import { print, type Column } from '../output.ts';
+import { type Column, print } from '../output.ts';
 import type { CommandGroup } from './command.ts';
 
 const columns: readonly Column<dispatch.Suppression__Output>[] = [
@@ -26,7 +26,11 @@ export const suppressionCommands: CommandGroup = {
         limit: { type: 'string', value: 'N', description: 'at most N entries (default 100, up to 500)' },
       },
       prepare(flags) {
-        const request = { projectId: flags.id('project'), search: flags.optionalString('address') ?? '', limit: flags.optionalInteger('limit', { min: 1, max: 500 }) ?? 100 };
+        const request = {
+          projectId: flags.id('project'),
+          search: flags.optionalString('address') ?? '',
+          limit: flags.optionalInteger('limit', { min: 1, max: 500 }) ?? 100,
+        };
         return {
           request,
           async execute({ connections, io, json }) {

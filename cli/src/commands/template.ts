@@ -1,10 +1,11 @@
 // notifyctl template: email templates of a project (LiquidJS subject, HTML and text, optional JSON Schema for `data`).
 // Talks to TemplateAdminService; every put makes a new version, which the mailer uses for messages accepted after it.
+
+import type { dispatch } from '@notify/proto';
 import { Ajv } from 'ajv';
 import ajvFormats from 'ajv-formats';
-import type { dispatch } from '@notify/proto';
-import { UsageError, type Flags } from '../args.ts';
-import { print, type Column } from '../output.ts';
+import { type Flags, UsageError } from '../args.ts';
+import { type Column, print } from '../output.ts';
 import type { CommandGroup, Context, Prepared } from './command.ts';
 
 const columns: readonly Column<dispatch.Template__Output>[] = [
@@ -94,7 +95,10 @@ export const templateCommands: CommandGroup = {
           type: 'boolean',
           description: 'its mails carry one-click unsubscribe headers (RFC 8058); a recipient who unsubscribes is suppressed in the project',
         },
-        'no-unsubscribe': { type: 'boolean', description: 'its mails carry no unsubscribe headers (without either flag, the previous choice stays; off for a new template)' },
+        'no-unsubscribe': {
+          type: 'boolean',
+          description: 'its mails carry no unsubscribe headers (without either flag, the previous choice stays; off for a new template)',
+        },
       },
       async prepare(flags) {
         const request: dispatch.PutTemplateRequest = {
@@ -108,7 +112,8 @@ export const templateCommands: CommandGroup = {
         };
         if (request.subject === '') throw new UsageError('the subject must not be empty', flags.command);
         if (flags.flag('activate')) request.active = true;
-        if (flags.flag('unsubscribe') && flags.flag('no-unsubscribe')) throw new UsageError('give either --unsubscribe or --no-unsubscribe, not both', flags.command);
+        if (flags.flag('unsubscribe') && flags.flag('no-unsubscribe'))
+          throw new UsageError('give either --unsubscribe or --no-unsubscribe, not both', flags.command);
         if (flags.flag('unsubscribe')) request.unsubscribe = true;
         if (flags.flag('no-unsubscribe')) request.unsubscribe = false;
         return {

@@ -1,18 +1,25 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createRegistry, GrpcServer } from '@notify/platform';
-import { dispatchProto, type dispatch } from '@notify/proto';
+import { type dispatch, dispatchProto } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { notifyctl, requestOf } from '../testing/notifyctl.ts';
 
 describe('notifyctl webhook: command lines', () => {
   test('create takes a project, a URL and optional comma-separated event types', async () => {
-    assert.deepEqual(await requestOf(['webhook', 'create', '--project', '3', '--url', 'https://example.com/hook']), { projectId: 3, url: 'https://example.com/hook', eventTypes: [] });
-    assert.deepEqual(await requestOf(['webhook', 'create', '--project', '3', '--url', 'https://example.com/hook', '--events', 'message.sent, message.failed']), {
+    assert.deepEqual(await requestOf(['webhook', 'create', '--project', '3', '--url', 'https://example.com/hook']), {
       projectId: 3,
       url: 'https://example.com/hook',
-      eventTypes: ['message.sent', 'message.failed'],
+      eventTypes: [],
     });
+    assert.deepEqual(
+      await requestOf(['webhook', 'create', '--project', '3', '--url', 'https://example.com/hook', '--events', 'message.sent, message.failed']),
+      {
+        projectId: 3,
+        url: 'https://example.com/hook',
+        eventTypes: ['message.sent', 'message.failed'],
+      },
+    );
   });
 
   test('the endpoint commands take --id; attempts pages and filters by message; replay takes evt_N or N', async () => {
@@ -21,20 +28,32 @@ describe('notifyctl webhook: command lines', () => {
     assert.deepEqual(await requestOf(['webhook', 'delete', '--id', '7']), { id: 7 });
     assert.deepEqual(await requestOf(['webhook', 'rotate-secret', '--id', '7']), { id: 7 });
     assert.deepEqual(await requestOf(['webhook', 'attempts', '--id', '7']), { id: 7, messageId: 0, limit: 50, beforeId: 0 });
-    assert.deepEqual(await requestOf(['webhook', 'attempts', '--id', '7', '--message', '41', '--limit', '5', '--before', '90']), { id: 7, messageId: 41, limit: 5, beforeId: 90 });
+    assert.deepEqual(await requestOf(['webhook', 'attempts', '--id', '7', '--message', '41', '--limit', '5', '--before', '90']), {
+      id: 7,
+      messageId: 41,
+      limit: 5,
+      beforeId: 90,
+    });
     assert.deepEqual(await requestOf(['webhook', 'replay', '--event', 'evt_42']), { eventId: 42, endpointId: 0 });
     assert.deepEqual(await requestOf(['webhook', 'replay', '--event', '42', '--endpoint', '7']), { eventId: 42, endpointId: 7 });
   });
 
   test('listen defaults to 127.0.0.1:9000 and checks the secret is a whsec_ secret', async () => {
     assert.deepEqual(await requestOf(['webhook', 'listen']), { port: 9000, host: '127.0.0.1', verifying: false });
-    assert.deepEqual(await requestOf(['webhook', 'listen', '--port', '0', '--secret', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw']), { port: 0, host: '127.0.0.1', verifying: true });
+    assert.deepEqual(await requestOf(['webhook', 'listen', '--port', '0', '--secret', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw']), {
+      port: 0,
+      host: '127.0.0.1',
+      verifying: true,
+    });
   });
 
-  test('mistakes are usage errors pointing at the command\'s help', async () => {
+  test("mistakes are usage errors pointing at the command's help", async () => {
     const cases: [string[], RegExp][] = [
       [['webhook', 'create', '--project', '3'], /missing required option --url/],
-      [['webhook', 'create', '--project', '3', '--url', 'https://x.example/', '--events', 'message.sent,,'], /--events must be event types separated by commas/],
+      [
+        ['webhook', 'create', '--project', '3', '--url', 'https://x.example/', '--events', 'message.sent,,'],
+        /--events must be event types separated by commas/,
+      ],
       [['webhook', 'replay', '--event', 'msg_4'], /--event must be an event id such as evt_42 \(or 42\), got 'msg_4'/],
       [['webhook', 'disable', '--id', 'x'], /--id must be a positive integer, got 'x'/],
       [['webhook', 'listen', '--secret', 'hunter2'], /--secret must be a signing secret such as whsec_/],
@@ -50,7 +69,8 @@ describe('notifyctl webhook: command lines', () => {
   test('help lists every webhook command with the admin token', async () => {
     const outcome = await notifyctl(['webhook', '--help']);
     assert.equal(outcome.code, 0);
-    for (const command of ['create', 'list', 'disable', 'enable', 'delete', 'rotate-secret', 'attempts', 'replay', 'listen']) assert.match(outcome.stdout, new RegExp(`notifyctl webhook ${command}\\b`));
+    for (const command of ['create', 'list', 'disable', 'enable', 'delete', 'rotate-secret', 'attempts', 'replay', 'listen'])
+      assert.match(outcome.stdout, new RegExp(`notifyctl webhook ${command}\\b`));
     assert.match(outcome.stdout, /ADMIN_TOKEN/);
     assert.match((await notifyctl(['help'])).stdout, /\bwebhook\b/);
   });

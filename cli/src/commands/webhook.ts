@@ -2,8 +2,8 @@
 // is shown once), list, disable, enable, delete, rotate its secret, read its attempts log and replay an event; and
 // `listen`, a local receiver that prints the events it gets and whether their signatures verify.
 import type { dispatch } from '@notify/proto';
-import { UsageError, type Flags } from '../args.ts';
-import { print, type Column } from '../output.ts';
+import { type Flags, UsageError } from '../args.ts';
+import { type Column, print } from '../output.ts';
 import { listen } from '../webhooks/listener.ts';
 import { secretKey } from '../webhooks/signature.ts';
 import type { CommandGroup, Context, Prepared } from './command.ts';
@@ -37,8 +37,12 @@ const idOption = { id: { type: 'string', value: 'ID', required: true, descriptio
 /** `--events message.sent,message.failed`: the names as given, trimmed; the service says which it does not know. */
 function eventTypes(flags: Flags): string[] {
   if (!flags.has('events')) return [];
-  const types = flags.string('events').split(',').map((type) => type.trim());
-  if (types.some((type) => type === '')) throw new UsageError(`--events must be event types separated by commas, such as message.sent,message.failed`, flags.command);
+  const types = flags
+    .string('events')
+    .split(',')
+    .map((type) => type.trim());
+  if (types.some((type) => type === ''))
+    throw new UsageError(`--events must be event types separated by commas, such as message.sent,message.failed`, flags.command);
   return types;
 }
 
@@ -47,7 +51,8 @@ function eventId(flags: Flags): number {
   const raw = flags.string('event');
   const digits = /^(?:evt_)?(\d+)$/.exec(raw)?.[1];
   const id = Number(digits);
-  if (digits === undefined || !Number.isSafeInteger(id) || id < 1) throw new UsageError(`--event must be an event id such as evt_42 (or 42), got '${raw}'`, flags.command);
+  if (digits === undefined || !Number.isSafeInteger(id) || id < 1)
+    throw new UsageError(`--event must be an event id such as evt_42 (or 42), got '${raw}'`, flags.command);
   return id;
 }
 
@@ -85,7 +90,12 @@ export const webhookCommands: CommandGroup = {
       summary: 'add an endpoint; prints its id and its signing secret (whsec_...) once',
       options: {
         project: { type: 'string', value: 'ID', required: true, description: 'project id' },
-        url: { type: 'string', value: 'URL', required: true, description: 'where events are POSTed (https://; http:// only where NOTIFY_WEBHOOK_ALLOW_PRIVATE=true)' },
+        url: {
+          type: 'string',
+          value: 'URL',
+          required: true,
+          description: 'where events are POSTed (https://; http:// only where NOTIFY_WEBHOOK_ALLOW_PRIVATE=true)',
+        },
         events: { type: 'string', value: 'TYPE[,TYPE...]', description: 'event types to send, e.g. message.sent,message.failed (default: all six)' },
       },
       prepare(flags) {
@@ -114,7 +124,12 @@ export const webhookCommands: CommandGroup = {
       },
     },
     { name: 'disable', summary: 'stop sending to an endpoint (shown as disabled by the operator)', options: idOption, prepare: setEnabled(false) },
-    { name: 'enable', summary: 'send to an endpoint again (also one Notify disabled after a 410 or 5 days of failures)', options: idOption, prepare: setEnabled(true) },
+    {
+      name: 'enable',
+      summary: 'send to an endpoint again (also one Notify disabled after a 410 or 5 days of failures)',
+      options: idOption,
+      prepare: setEnabled(true),
+    },
     {
       name: 'delete',
       summary: 'remove an endpoint with its deliveries and attempts log',
@@ -198,12 +213,17 @@ export const webhookCommands: CommandGroup = {
       options: {
         port: { type: 'string', value: 'N', description: 'port to listen on (default 9000; 0 for a free one)' },
         host: { type: 'string', value: 'ADDRESS', description: 'address to listen on (default 127.0.0.1)' },
-        secret: { type: 'string', value: 'whsec_...', description: 'the endpoint\'s signing secret: verify each request (and answer 401 when it does not verify)' },
+        secret: {
+          type: 'string',
+          value: 'whsec_...',
+          description: "the endpoint's signing secret: verify each request (and answer 401 when it does not verify)",
+        },
       },
       prepare(flags) {
         const secret = flags.optionalString('secret');
         const key = secret === undefined ? undefined : secretKey(secret);
-        if (secret !== undefined && key === undefined) throw new UsageError('--secret must be a signing secret such as whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', flags.command);
+        if (secret !== undefined && key === undefined)
+          throw new UsageError('--secret must be a signing secret such as whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', flags.command);
         const options = { port: flags.optionalInteger('port', { min: 0, max: 65_535 }) ?? 9_000, host: flags.optionalString('host') ?? '127.0.0.1' };
         return {
           request: { ...options, verifying: key !== undefined },

@@ -43,7 +43,10 @@ export async function loadDevSecrets(file: string): Promise<DevSecrets> {
     }
   }
   const keepTokens = tokenNames.every((name) => isToken(kept[name]));
-  const tokens = Object.fromEntries(tokenNames.map((name) => [name, keepTokens ? (kept[name] as string) : token()])) as Record<(typeof tokenNames)[number], string>;
+  const tokens = Object.fromEntries(tokenNames.map((name) => [name, keepTokens ? (kept[name] as string) : token()])) as Record<
+    (typeof tokenNames)[number],
+    string
+  >;
   const secrets: DevSecrets = { ...tokens, dataKey: isDataKey(kept.dataKey) ? kept.dataKey : dataKey() };
   if (!keepTokens || secrets.dataKey !== kept.dataKey) await keep(file, secrets);
   return secrets;

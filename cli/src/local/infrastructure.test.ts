@@ -5,9 +5,9 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ensureInfrastructure, stopLocalInfrastructure, type Reporter } from './infrastructure.ts';
+import { ensureInfrastructure, type Reporter, stopLocalInfrastructure } from './infrastructure.ts';
 import { reservePorts } from './ports.ts';
-import { probeNats, probePostgres, probeRedis, type Endpoint } from './probes.ts';
+import { type Endpoint, probeNats, probePostgres, probeRedis } from './probes.ts';
 
 const machine = {
   postgres: { host: '127.0.0.1', port: 5432 },
@@ -71,10 +71,9 @@ describe('probes', () => {
         result = await probeNats(endpoint);
       }
       assert.deepEqual(result, { state: 'wrong', reason: 'NATS is running without JetStream (start it with -js)' });
-      await assert.rejects(
-        ensureInfrastructure({ dataDir: join(tmpdir(), 'unused'), logger: recorder(), endpoints: { ...machine, nats: endpoint } }),
-        { message: `NATS: something on 127.0.0.1:${endpoint.port} is in the way: NATS is running without JetStream (start it with -js)` },
-      );
+      await assert.rejects(ensureInfrastructure({ dataDir: join(tmpdir(), 'unused'), logger: recorder(), endpoints: { ...machine, nats: endpoint } }), {
+        message: `NATS: something on 127.0.0.1:${endpoint.port} is in the way: NATS is running without JetStream (start it with -js)`,
+      });
     } finally {
       server.kill();
     }

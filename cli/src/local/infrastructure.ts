@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { chown, mkdir, readdir, readFile } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
-import { probeNats, probePostgres, probeRedis, type Endpoint, type ProbeResult } from './probes.ts';
+import { type Endpoint, type ProbeResult, probeNats, probePostgres, probeRedis } from './probes.ts';
 
 const run = promisify(execFile);
 
@@ -105,7 +105,18 @@ const kinds: Record<InfrastructureName, Kind> = {
       // TCP only: no Unix socket directory to create or clash with a system cluster's.
       const serverOptions = `-p ${endpoint.port} -c listen_addresses=${endpoint.host} -c unix_socket_directories=''`;
       logger.info(`PostgreSQL: starting on ${endpoint.host}:${endpoint.port} (log: ${join(directory, 'server.log')})`);
-      await runPostgresProgram(programs['pgCtl'] as string, ['start', '-D', directory, '-l', join(directory, 'server.log'), '-w', '-t', '60', '-o', serverOptions]);
+      await runPostgresProgram(programs['pgCtl'] as string, [
+        'start',
+        '-D',
+        directory,
+        '-l',
+        join(directory, 'server.log'),
+        '-w',
+        '-t',
+        '60',
+        '-o',
+        serverOptions,
+      ]);
     },
   },
   redis: {
@@ -122,12 +133,18 @@ const kinds: Record<InfrastructureName, Kind> = {
       await mkdir(directory, { recursive: true });
       logger.info(`Redis: starting on ${endpoint.host}:${endpoint.port} with data in ${directory}`);
       await run(programs['server'] as string, [
-        '--port', String(endpoint.port),
-        '--bind', endpoint.host,
-        '--daemonize', 'yes',
-        '--dir', directory,
-        '--pidfile', join(directory, 'redis.pid'),
-        '--logfile', join(directory, 'redis.log'),
+        '--port',
+        String(endpoint.port),
+        '--bind',
+        endpoint.host,
+        '--daemonize',
+        'yes',
+        '--dir',
+        directory,
+        '--pidfile',
+        join(directory, 'redis.pid'),
+        '--logfile',
+        join(directory, 'redis.log'),
       ]);
     },
   },
@@ -217,7 +234,10 @@ export async function ensureInfrastructure(options: InfrastructureOptions): Prom
   for (const name of missing) if (!(await kinds[name].programs())) uninstalled.push(name);
   if (uninstalled.length > 0) {
     logger.info(`not installed: ${uninstalled.map((name) => kinds[name].title).join(', ')}; installing from Debian's packages`);
-    await installPackages(uninstalled.map((name) => kinds[name].debianPackage), logger);
+    await installPackages(
+      uninstalled.map((name) => kinds[name].debianPackage),
+      logger,
+    );
   }
 
   for (const name of missing) {
@@ -274,7 +294,10 @@ export async function stopLocalInfrastructure(options: { dataDir: string; logger
       stopped.push('postgres');
     }
   }
-  for (const [name, file] of [['redis', join(options.dataDir, 'redis', 'redis.pid')], ['nats', join(options.dataDir, 'nats', 'nats.pid')]] as const) {
+  for (const [name, file] of [
+    ['redis', join(options.dataDir, 'redis', 'redis.pid')],
+    ['nats', join(options.dataDir, 'nats', 'nats.pid')],
+  ] as const) {
     const pid = await readPid(file);
     if (pid !== undefined && alive(pid)) {
       options.logger.info(`${kinds[name].title}: stopping (pid ${pid})`);

@@ -32,12 +32,21 @@ test('the printed curl command is one shell command with each header and the bod
   const command = curlCommand(request).replace(/^curl /, "printf '%s\\n' ");
   const words = execFileSync('bash', ['-c', command], { encoding: 'utf8' }).trimEnd().split('\n');
   assert.deepEqual(words, [
-    '-sS', '-i', '-X', 'POST', 'http://127.0.0.1:8080/api/v1/send/',
-    '-H', "Authorization: Api-Key odd'key",
-    '-H', 'X-Organization-ID: 3',
-    '-H', 'Content-Type: application/json',
-    '-H', 'Idempotency-Key: 00000000-0000-4000-8000-000000000000',
-    '--data', request.body,
+    '-sS',
+    '-i',
+    '-X',
+    'POST',
+    'http://127.0.0.1:8080/api/v1/send/',
+    '-H',
+    "Authorization: Api-Key odd'key",
+    '-H',
+    'X-Organization-ID: 3',
+    '-H',
+    'Content-Type: application/json',
+    '-H',
+    'Idempotency-Key: 00000000-0000-4000-8000-000000000000',
+    '--data',
+    request.body,
   ]);
 });
 

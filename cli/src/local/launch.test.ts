@@ -7,14 +7,14 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
 import { deletePrefixedKeys, dropPrefixedStreams } from '@notify/test/harness/resources.ts';
 import { waitFor } from '@notify/test/harness/wait.ts';
 import { run as notifyctl } from '../cli.ts';
 import { dropDatabase } from './database.ts';
 import { curlCommand, demoSendRequest } from './instructions.ts';
-import { launch, type Launched } from './launch.ts';
+import { type Launched, launch } from './launch.ts';
 import { seedDemo } from './seed.ts';
 import type { ServiceName } from './stack.ts';
 
@@ -62,7 +62,10 @@ describe('local launcher on private resources', { timeout: 90_000 }, () => {
     const { tenant } = launched;
     assert.ok(tenant.planId > 0 && tenant.organizationId > 0 && tenant.projectId > 0 && tenant.apiKeyId > 0);
     assert.equal(tenant.template, 'welcome');
-    assert.deepEqual(tenant.created.map((what) => what.split(' ')[0]), ['plan', 'organization', 'project', 'template', 'API']);
+    assert.deepEqual(
+      tenant.created.map((what) => what.split(' ')[0]),
+      ['plan', 'organization', 'project', 'template', 'API'],
+    );
     assert.equal(readFileSync(join(dataDir, 'demo-api-key'), 'utf8'), `${tenant.apiKey}\n`);
     const secrets = JSON.parse(readFileSync(join(dataDir, 'dev-secrets.json'), 'utf8')) as Record<string, string>;
     assert.deepEqual(secrets, {
@@ -88,7 +91,9 @@ describe('local launcher on private resources', { timeout: 90_000 }, () => {
   test('notifyctl reads the demo tenant back from the running services', async () => {
     const plans = await ctl(launched, ['plan', 'list', '--json']);
     assert.equal(plans.code, 0, plans.stderr);
-    const plan = (JSON.parse(plans.stdout) as { plans: { id: number; name: string; monthlyQuota: number; suspended: boolean }[] }).plans.find((p) => p.name === 'demo');
+    const plan = (JSON.parse(plans.stdout) as { plans: { id: number; name: string; monthlyQuota: number; suspended: boolean }[] }).plans.find(
+      (p) => p.name === 'demo',
+    );
     assert.deepEqual({ ...plan, createdAt: undefined }, { id: launched.tenant.planId, name: 'demo', monthlyQuota: 0, suspended: false, createdAt: undefined });
 
     const templates = await ctl(launched, ['template', 'list', '--project', String(launched.tenant.projectId)]);
@@ -121,7 +126,10 @@ describe('local launcher on private resources', { timeout: 90_000 }, () => {
     const listed = await ctl(launched, ['messages', 'list', '--project', String(launched.tenant.projectId), '--json']);
     assert.equal(listed.code, 0, listed.stderr);
     const messages = (JSON.parse(listed.stdout) as { messages: { id: number; to: string }[] }).messages;
-    assert.deepEqual(messages.map((message) => [message.id, message.to]), [[body['message_id'], 'ada@example.com']]);
+    assert.deepEqual(
+      messages.map((message) => [message.id, message.to]),
+      [[body['message_id'], 'ada@example.com']],
+    );
   });
 
   test('a revoked kept key is replaced on the next seed', async () => {
@@ -140,7 +148,7 @@ describe('local launcher on private resources', { timeout: 90_000 }, () => {
     assert.equal(readFileSync(join(dataDir, 'demo-api-key'), 'utf8'), `${again.apiKey}\n`);
   });
 
-  test('the bounce receiver greets on its SMTP port with the stack\'s data key and bounce domain', async () => {
+  test("the bounce receiver greets on its SMTP port with the stack's data key and bounce domain", async () => {
     const { env } = launched.stack;
     assert.equal(Buffer.from(env.NOTIFY_DATA_KEY, 'base64').length, 32);
     assert.equal(launched.stack.serviceEnv('bounce-svc')['NOTIFY_DATA_KEY'], env.NOTIFY_DATA_KEY);

@@ -6,11 +6,11 @@ import { migrate } from '@notify/platform/database';
 import { databaseUrl, ensureDatabase } from './database.ts';
 import { loadDevSecrets } from './dev-secrets.ts';
 import { ensureInfrastructure, type Reporter } from './infrastructure.ts';
-import { PrefixedOutput, type OutputTarget } from './prefixed-output.ts';
+import { type OutputTarget, PrefixedOutput } from './prefixed-output.ts';
 import type { Endpoint } from './probes.ts';
-import { seedDemo, type DemoTenant } from './seed.ts';
-import { startSmtpSink, type SmtpSink } from './smtp-sink.ts';
-import { startStack, type Stack, type StackPortOptions } from './stack.ts';
+import { type DemoTenant, seedDemo } from './seed.ts';
+import { type SmtpSink, startSmtpSink } from './smtp-sink.ts';
+import { type Stack, type StackPortOptions, startStack } from './stack.ts';
 
 export interface LaunchOptions {
   /** The checkout's `.data/`: tokens, demo key, mail, and any infrastructure started here. */

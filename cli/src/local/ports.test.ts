@@ -19,7 +19,13 @@ test('a busy port is refused, naming the port and what wanted it', async () => {
   await new Promise<void>((resolve) => server.listen(0, '0.0.0.0', resolve));
   const { port } = server.address() as { port: number };
   try {
-    await assert.rejects(reservePorts([{ name: 'gateway HTTP', port }, { name: 'other', port: 0 }]), { message: `port already in use: ${port} (gateway HTTP)` });
+    await assert.rejects(
+      reservePorts([
+        { name: 'gateway HTTP', port },
+        { name: 'other', port: 0 },
+      ]),
+      { message: `port already in use: ${port} (gateway HTTP)` },
+    );
   } finally {
     await new Promise((resolve) => server.close(resolve));
   }

@@ -37,9 +37,21 @@ describe('prefixed output', () => {
 
   test('lines are kept without a target, bounded, and can be read per source', () => {
     const output = new PrefixedOutput({ target: null, width: 3, keep: 3 });
-    for (const [source, text] of [['a', '1'], ['b', '2'], ['a', '3'], ['b', '4']] as const) output.line(source, text);
-    assert.deepEqual(output.lines().map((line) => line.text), ['2', '3', '4']);
-    assert.deepEqual(output.lines('a').map((line) => line.text), ['3']);
+    for (const [source, text] of [
+      ['a', '1'],
+      ['b', '2'],
+      ['a', '3'],
+      ['b', '4'],
+    ] as const)
+      output.line(source, text);
+    assert.deepEqual(
+      output.lines().map((line) => line.text),
+      ['2', '3', '4'],
+    );
+    assert.deepEqual(
+      output.lines('a').map((line) => line.text),
+      ['3'],
+    );
     assert.equal(output.text('b'), 'b   | 2\nb   | 4\n');
   });
 
@@ -48,8 +60,15 @@ describe('prefixed output', () => {
     for (let index = 1; index <= 20; index += 1) {
       output.line(index % 2 === 0 ? 'b' : 'a', String(index));
       const expected = Array.from({ length: Math.min(3, index) }, (_, offset) => String(index - Math.min(3, index) + 1 + offset));
-      assert.deepEqual(output.lines().map((line) => line.text), expected, `after ${index} lines`);
+      assert.deepEqual(
+        output.lines().map((line) => line.text),
+        expected,
+        `after ${index} lines`,
+      );
     }
-    assert.deepEqual(output.lines('a').map((line) => line.text), ['19']);
+    assert.deepEqual(
+      output.lines('a').map((line) => line.text),
+      ['19'],
+    );
   });
 });

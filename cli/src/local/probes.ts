@@ -19,7 +19,12 @@ export type ProbeResult =
  * Connects, writes `greeting` (if any), and collects bytes until `complete` says enough arrived (or the peer closes,
  * or time runs out). Resolves what arrived, or the error and whether a connection was made at all.
  */
-function exchange(endpoint: Endpoint, greeting: Buffer | null, complete: (received: Buffer) => boolean, timeoutMs: number): Promise<{ data: Buffer } | { error: string; connected: boolean }> {
+function exchange(
+  endpoint: Endpoint,
+  greeting: Buffer | null,
+  complete: (received: Buffer) => boolean,
+  timeoutMs: number,
+): Promise<{ data: Buffer } | { error: string; connected: boolean }> {
   return new Promise((resolve) => {
     let received = Buffer.alloc(0);
     let connected = false;

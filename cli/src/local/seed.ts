@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { GrpcClient } from '@notify/platform';
-import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
+import { type auth, authProto, type dispatch, dispatchProto } from '@notify/proto';
 import type { Reporter } from './infrastructure.ts';
 
 export interface SeedOptions {
@@ -69,11 +69,18 @@ type TemplateAdmin = GrpcClient<dispatch.TemplateAdminServiceDefinition>;
 
 export async function seedDemo(options: SeedOptions): Promise<DemoTenant> {
   const created: string[] = [];
-  const authAdmin: AuthAdmin = new GrpcClient(authProto.AuthAdminService.service as auth.AuthAdminServiceDefinition, options.authAddress, { token: options.adminToken, deadlineMs: 10_000 });
-  const templateAdmin: TemplateAdmin = new GrpcClient(dispatchProto.TemplateAdminService.service as dispatch.TemplateAdminServiceDefinition, options.dispatchAddress, {
+  const authAdmin: AuthAdmin = new GrpcClient(authProto.AuthAdminService.service as auth.AuthAdminServiceDefinition, options.authAddress, {
     token: options.adminToken,
     deadlineMs: 10_000,
   });
+  const templateAdmin: TemplateAdmin = new GrpcClient(
+    dispatchProto.TemplateAdminService.service as dispatch.TemplateAdminServiceDefinition,
+    options.dispatchAddress,
+    {
+      token: options.adminToken,
+      deadlineMs: 10_000,
+    },
+  );
   try {
     const { plan, organization, project } = await ensureTenant(authAdmin, created);
     await ensureTemplate(templateAdmin, project.id, created, options.logger);

@@ -1,6 +1,6 @@
 // One service running as a real child process, started the way production starts it
 // (`node --import @notify/platform/telemetry-register <svc>/src/main.ts`), ready when its /readyz answers 200.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { get } from 'node:http';
 import type { PrefixedOutput } from './prefixed-output.ts';
 
@@ -112,7 +112,11 @@ export class ServiceProcess {
   }
 
   #failure(what: string): Error {
-    const recent = this.options.output.lines(this.label).slice(-25).map((line) => `  ${line.text}`).join('\n');
+    const recent = this.options.output
+      .lines(this.label)
+      .slice(-25)
+      .map((line) => `  ${line.text}`)
+      .join('\n');
     return new Error(`${this.label} ${what}${recent ? `; its last output:\n${recent}` : ''}`);
   }
 

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { createTransport } from 'nodemailer';
 import { createLogger } from '@notify/platform';
-import { startSmtpSink, type SinkEnvelope, type SmtpSink } from './smtp-sink.ts';
+import { createTransport } from 'nodemailer';
+import { type SinkEnvelope, type SmtpSink, startSmtpSink } from './smtp-sink.ts';
 
 describe('SMTP sink', () => {
   let dir: string;
@@ -67,21 +67,23 @@ describe('SMTP sink', () => {
 
   it('answers the reply hook code for a recipient and stores nothing', async () => {
     const before = sink.received();
-    await assert.rejects(transport().sendMail({ from: 'a@notify.localhost', to: 'bounce@example.com', subject: 'x', text: 'x' }), (error: Error & { responseCode?: number }) => {
-      assert.equal(error.responseCode, 550);
-      assert.match(error.message, /No such user/);
-      return true;
-    });
+    await assert.rejects(
+      transport().sendMail({ from: 'a@notify.localhost', to: 'bounce@example.com', subject: 'x', text: 'x' }),
+      (error: Error & { responseCode?: number }) => {
+        assert.equal(error.responseCode, 550);
+        assert.match(error.message, /No such user/);
+        return true;
+      },
+    );
     await assert.rejects(transport().sendMail({ from: 'a@notify.localhost', to: 'later@example.com', subject: 'x', text: 'x' }), { responseCode: 451 });
     assert.equal(sink.received(), before);
   });
 
   it('refuses a message above the size limit with 552', async () => {
     const before = sink.received();
-    await assert.rejects(
-      transport().sendMail({ from: 'a@notify.localhost', to: 'big@example.com', subject: 'big', text: 'x'.repeat(100 * 1024) }),
-      { responseCode: 552 },
-    );
+    await assert.rejects(transport().sendMail({ from: 'a@notify.localhost', to: 'big@example.com', subject: 'big', text: 'x'.repeat(100 * 1024) }), {
+      responseCode: 552,
+    });
     assert.equal(sink.received(), before);
   });
 });

@@ -2,9 +2,9 @@
 // and logs its subject. Tests can make it answer a chosen 4xx/5xx per recipient to exercise the mailer's retry paths.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { type Logger, listenOn } from '@notify/platform';
 import { simpleParser } from 'mailparser';
 import { SMTPServer, type SMTPServerDataStream } from 'smtp-server';
-import { listenOn, type Logger } from '@notify/platform';
 
 /** What the sink knows when a recipient is offered (RCPT TO). */
 export interface SinkEnvelope {

@@ -6,8 +6,8 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { reservePorts } from './ports.ts';
-import { PrefixedOutput, type LogLine, type OutputTarget } from './prefixed-output.ts';
-import { ServiceProcess, type ExitInfo } from './service-process.ts';
+import { type LogLine, type OutputTarget, PrefixedOutput } from './prefixed-output.ts';
+import { type ExitInfo, ServiceProcess } from './service-process.ts';
 
 export type ServiceName = 'auth-svc' | 'dispatch-svc' | 'mailer-svc' | 'webhook-svc' | 'bounce-svc' | 'gateway';
 
@@ -20,7 +20,14 @@ export interface StackPorts {
   /** bounce-svc's SMTP listener (where bounce, complaint and unsubscribe reports are delivered). */
   readonly bounceSmtp: number;
   /** Ops listeners (/metrics, /healthz, /readyz), one per process. */
-  readonly metrics: { readonly auth: number; readonly dispatch: number; readonly gateway: number; readonly webhook: number; readonly bounce: number; readonly mailer: readonly number[] };
+  readonly metrics: {
+    readonly auth: number;
+    readonly dispatch: number;
+    readonly gateway: number;
+    readonly webhook: number;
+    readonly bounce: number;
+    readonly mailer: readonly number[];
+  };
 }
 
 export interface StackPortOptions {
@@ -137,7 +144,8 @@ const inherited = /^(PATH|HOME|LANG|LC_[A-Z]+|TZ|TMPDIR|OTEL_[A-Z0-9_]+)$/;
  * Where Node keeps the code it compiled, reused by every later start of a process on this machine (a quarter less CPU
  * per service start): the user's cache directory, outside any clone, unless NODE_COMPILE_CACHE names another.
  */
-export const nodeCompileCache = process.env['NODE_COMPILE_CACHE'] || join(process.env['XDG_CACHE_HOME'] || join(homedir(), '.cache'), 'notify', 'node-compile-cache');
+export const nodeCompileCache =
+  process.env['NODE_COMPILE_CACHE'] || join(process.env['XDG_CACHE_HOME'] || join(homedir(), '.cache'), 'notify', 'node-compile-cache');
 
 function pickInherited(env: NodeJS.ProcessEnv): Record<string, string> {
   const picked: Record<string, string> = {};
@@ -170,7 +178,14 @@ async function choosePorts(wanted: StackPortOptions, mailers: number): Promise<S
     auth: auth as number,
     dispatch: dispatch as number,
     bounceSmtp: bounceSmtp as number,
-    metrics: { auth: authMetrics as number, dispatch: dispatchMetrics as number, gateway: gatewayMetrics as number, webhook: webhookMetrics as number, bounce: bounceMetrics as number, mailer },
+    metrics: {
+      auth: authMetrics as number,
+      dispatch: dispatchMetrics as number,
+      gateway: gatewayMetrics as number,
+      webhook: webhookMetrics as number,
+      bounce: bounceMetrics as number,
+      mailer,
+    },
   };
 }
 
@@ -227,9 +242,26 @@ function ownEnvironments(env: StackEnvironment, options: StackOptions, ports: St
       ...grpcServerTls,
     },
     // The mailers ask dispatch-svc's SigningKeyService for DKIM keys; bounce-svc calls its ReportService.
-    'mailer-svc': { ...nats, SMTP_URL: env.SMTP_URL, ...dataKey, BOUNCE_DOMAIN: env.BOUNCE_DOMAIN, NOTIFY_PUBLIC_URL: env.GATEWAY_URL, DISPATCH_SVC_ADDR: env.DISPATCH_SVC_ADDR, MAILER_TOKEN: env.MAILER_TOKEN, ...grpcClientTls },
+    'mailer-svc': {
+      ...nats,
+      SMTP_URL: env.SMTP_URL,
+      ...dataKey,
+      BOUNCE_DOMAIN: env.BOUNCE_DOMAIN,
+      NOTIFY_PUBLIC_URL: env.GATEWAY_URL,
+      DISPATCH_SVC_ADDR: env.DISPATCH_SVC_ADDR,
+      MAILER_TOKEN: env.MAILER_TOKEN,
+      ...grpcClientTls,
+    },
     'webhook-svc': { DATABASE_URL: env.DATABASE_URL, ...nats, ...dataKey },
-    'bounce-svc': { ...dataKey, BOUNCE_DOMAIN: env.BOUNCE_DOMAIN, BOUNCE_SMTP_PORT: env.BOUNCE_SMTP_PORT, BOUNCE_SMTP_HOST: '127.0.0.1', DISPATCH_SVC_ADDR: env.DISPATCH_SVC_ADDR, BOUNCE_TOKEN: env.BOUNCE_TOKEN, ...grpcClientTls },
+    'bounce-svc': {
+      ...dataKey,
+      BOUNCE_DOMAIN: env.BOUNCE_DOMAIN,
+      BOUNCE_SMTP_PORT: env.BOUNCE_SMTP_PORT,
+      BOUNCE_SMTP_HOST: '127.0.0.1',
+      DISPATCH_SVC_ADDR: env.DISPATCH_SVC_ADDR,
+      BOUNCE_TOKEN: env.BOUNCE_TOKEN,
+      ...grpcClientTls,
+    },
     gateway: {
       HTTP_PORT: String(ports.gateway),
       AUTH_SVC_ADDR: env.AUTH_SVC_ADDR,
@@ -264,13 +296,23 @@ class LocalStack implements Stack {
     this.#readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
     this.#stopTimeoutMs = options.stopTimeoutMs ?? 20_000;
     const labels = ['auth-svc', 'dispatch-svc', 'webhook-svc', 'bounce-svc', 'gateway', ...ports.metrics.mailer.map((_, index) => `mailer-svc-${index}`)];
-    const output = new PrefixedOutput({ target: options.output === undefined ? process.stdout : options.output, width: Math.max(...labels.map((label) => label.length)) });
+    const output = new PrefixedOutput({
+      target: options.output === undefined ? process.stdout : options.output,
+      width: Math.max(...labels.map((label) => label.length)),
+    });
     this.logs = { lines: (source) => output.lines(source), text: (source) => output.text(source) };
     const own = ownEnvironments(env, options, ports);
     const base = { ...pickInherited(process.env), NODE_COMPILE_CACHE: nodeCompileCache, LOG_LEVEL: options.logLevel ?? 'info', ...defined(options.env) };
     const rootDir = options.rootDir ?? defaultRoot;
     const make = (service: ServiceName, label: string, metricsPort: number): ServiceProcess =>
-      new ServiceProcess({ label, dir: service, rootDir, metricsPort, env: { ...base, ...options.serviceEnv?.[service], ...own[service], METRICS_PORT: String(metricsPort) }, output });
+      new ServiceProcess({
+        label,
+        dir: service,
+        rootDir,
+        metricsPort,
+        env: { ...base, ...options.serviceEnv?.[service], ...own[service], METRICS_PORT: String(metricsPort) },
+        output,
+      });
     this.#processes = {
       'auth-svc': [make('auth-svc', 'auth-svc', ports.metrics.auth)],
       'dispatch-svc': [make('dispatch-svc', 'dispatch-svc', ports.metrics.dispatch)],

@@ -3,7 +3,7 @@
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { demoSendRequest, readyMessage } from './instructions.ts';
-import { launch, type Launched } from './launch.ts';
+import { type Launched, launch } from './launch.ts';
 
 const rootDir = fileURLToPath(new URL('../../../', import.meta.url));
 const dataDir = join(rootDir, '.data');
@@ -55,6 +55,11 @@ if (stopping) {
 } else {
   const { stack, tenant, mailDir } = launched;
   process.stdout.write(
-    readyMessage({ request: demoSendRequest(stack.env.GATEWAY_URL, tenant), env: stack.env, mailDir: relative(process.cwd(), mailDir) || mailDir, projectId: tenant.projectId }),
+    readyMessage({
+      request: demoSendRequest(stack.env.GATEWAY_URL, tenant),
+      env: stack.env,
+      mailDir: relative(process.cwd(), mailDir) || mailDir,
+      projectId: tenant.projectId,
+    }),
   );
 }

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { listen, type Listener } from './listener.ts';
+import { type Listener, listen } from './listener.ts';
 import { secretKey, verifySignature } from './signature.ts';
 
 const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -24,8 +24,22 @@ let jsonOutput = '';
 let jsonListener: Listener;
 
 before(async () => {
-  listener = await listen({ host: '127.0.0.1', port: 0, key, io: { stdout: (text) => void (output += text), stderr: () => undefined }, json: false, now: () => now });
-  jsonListener = await listen({ host: '127.0.0.1', port: 0, key: undefined, io: { stdout: (text) => void (jsonOutput += text), stderr: () => undefined }, json: true, now: () => now });
+  listener = await listen({
+    host: '127.0.0.1',
+    port: 0,
+    key,
+    io: { stdout: (text) => void (output += text), stderr: () => undefined },
+    json: false,
+    now: () => now,
+  });
+  jsonListener = await listen({
+    host: '127.0.0.1',
+    port: 0,
+    key: undefined,
+    io: { stdout: (text) => void (jsonOutput += text), stderr: () => undefined },
+    json: true,
+    now: () => now,
+  });
 });
 
 after(async () => {
@@ -39,23 +53,39 @@ const post = (port: number, headers: Record<string, string>, payload = body) =>
 test('a signature made with the secret verifies, also beside one made with another secret', () => {
   const request = (signature: string) => ({ id: 'evt_7', timestamp: String(nowSeconds), signature, body: Buffer.from(body) });
   assert.deepEqual(verifySignature(key, request(sign(secret, 'evt_7', nowSeconds, body)), nowSeconds), { ok: true });
-  assert.deepEqual(verifySignature(key, request(`${sign(otherSecret, 'evt_7', nowSeconds, body)} ${sign(secret, 'evt_7', nowSeconds, body)}`), nowSeconds), { ok: true });
-  assert.deepEqual(verifySignature(key, request(sign(otherSecret, 'evt_7', nowSeconds, body)), nowSeconds), { ok: false, problem: 'no v1 signature matches the secret' });
-  assert.deepEqual(verifySignature(key, request(sign(secret, 'evt_8', nowSeconds, body)), nowSeconds), { ok: false, problem: 'no v1 signature matches the secret' });
+  assert.deepEqual(verifySignature(key, request(`${sign(otherSecret, 'evt_7', nowSeconds, body)} ${sign(secret, 'evt_7', nowSeconds, body)}`), nowSeconds), {
+    ok: true,
+  });
+  assert.deepEqual(verifySignature(key, request(sign(otherSecret, 'evt_7', nowSeconds, body)), nowSeconds), {
+    ok: false,
+    problem: 'no v1 signature matches the secret',
+  });
+  assert.deepEqual(verifySignature(key, request(sign(secret, 'evt_8', nowSeconds, body)), nowSeconds), {
+    ok: false,
+    problem: 'no v1 signature matches the secret',
+  });
 });
 
 test('the Standard Webhooks reference test vector verifies', () => {
   // From the specification's libraries: msg_p5jXN8AQM9LWM0D4loKWxJek at 1614265330.
-  const request = { id: 'msg_p5jXN8AQM9LWM0D4loKWxJek', timestamp: '1614265330', signature: 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=', body: Buffer.from('{"test": 2432232314}') };
+  const request = {
+    id: 'msg_p5jXN8AQM9LWM0D4loKWxJek',
+    timestamp: '1614265330',
+    signature: 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=',
+    body: Buffer.from('{"test": 2432232314}'),
+  };
   assert.deepEqual(verifySignature(key, request, 1614265330), { ok: true });
 });
 
 test('an old timestamp or a missing header does not verify', () => {
   const old = nowSeconds - 301;
-  assert.deepEqual(verifySignature(key, { id: 'evt_7', timestamp: String(old), signature: sign(secret, 'evt_7', old, body), body: Buffer.from(body) }, nowSeconds), {
-    ok: false,
-    problem: 'webhook-timestamp is more than 5 minutes away',
-  });
+  assert.deepEqual(
+    verifySignature(key, { id: 'evt_7', timestamp: String(old), signature: sign(secret, 'evt_7', old, body), body: Buffer.from(body) }, nowSeconds),
+    {
+      ok: false,
+      problem: 'webhook-timestamp is more than 5 minutes away',
+    },
+  );
   assert.equal(verifySignature(key, { id: 'evt_7', timestamp: undefined, signature: 'v1,x', body: Buffer.from(body) }, nowSeconds).ok, false);
 });
 
@@ -67,9 +97,17 @@ test('only whsec_ secrets with a base64 key are accepted', () => {
 });
 
 test('the receiver prints each event with its verdict and answers 204, or 401 when it does not verify', async () => {
-  const good = await post(listener.port, { 'webhook-id': 'evt_7', 'webhook-timestamp': String(nowSeconds), 'webhook-signature': sign(secret, 'evt_7', nowSeconds, body) });
+  const good = await post(listener.port, {
+    'webhook-id': 'evt_7',
+    'webhook-timestamp': String(nowSeconds),
+    'webhook-signature': sign(secret, 'evt_7', nowSeconds, body),
+  });
   assert.equal(good.status, 204);
-  const bad = await post(listener.port, { 'webhook-id': 'evt_8', 'webhook-timestamp': String(nowSeconds), 'webhook-signature': sign(otherSecret, 'evt_8', nowSeconds, body) });
+  const bad = await post(listener.port, {
+    'webhook-id': 'evt_8',
+    'webhook-timestamp': String(nowSeconds),
+    'webhook-signature': sign(otherSecret, 'evt_8', nowSeconds, body),
+  });
   assert.equal(bad.status, 401);
   assert.equal((await fetch(`http://127.0.0.1:${listener.port}/`)).status, 405);
   assert.deepEqual(output.trimEnd().split('\n'), [

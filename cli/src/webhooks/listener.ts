@@ -4,7 +4,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { listenOn } from '@notify/platform';
 import { cell, type Io } from '../output.ts';
-import { verifySignature, type Verification } from './signature.ts';
+import { type Verification, verifySignature } from './signature.ts';
 
 /** Webhook bodies are small JSON documents; anything larger is refused unread. */
 const maxBodyBytes = 1024 * 1024;
@@ -46,11 +46,13 @@ function describe(at: Date, id: string | undefined, body: Buffer, verification: 
   let summary = `${body.length} bytes that are not a webhook event`;
   try {
     const event = JSON.parse(body.toString('utf8')) as { type?: unknown; data?: { message_id?: unknown; status?: unknown; sequence?: unknown } };
-    if (typeof event.type === 'string') summary = `${event.type} message ${String(event.data?.message_id)} ${String(event.data?.status)} (sequence ${String(event.data?.sequence)})`;
+    if (typeof event.type === 'string')
+      summary = `${event.type} message ${String(event.data?.message_id)} ${String(event.data?.status)} (sequence ${String(event.data?.sequence)})`;
   } catch {
     // Printed as "not a webhook event".
   }
-  const verdict = verification === undefined ? 'signature not checked (no --secret)' : verification.ok ? 'signature verified' : `signature INVALID: ${verification.problem}`;
+  const verdict =
+    verification === undefined ? 'signature not checked (no --secret)' : verification.ok ? 'signature verified' : `signature INVALID: ${verification.problem}`;
   return `${at.toISOString()}  ${cell(id ?? '-', 40)}  ${cell(summary, 120)}  ${verdict}\n`;
 }
 

@@ -27,7 +27,8 @@ export function secretKey(secret: string): Buffer | undefined {
 export function verifySignature(key: Buffer, request: SignedRequest, nowSeconds: number): Verification {
   if (!request.id || !request.timestamp || !request.signature) return { ok: false, problem: 'missing webhook-id, webhook-timestamp or webhook-signature' };
   if (!/^\d+$/.test(request.timestamp)) return { ok: false, problem: 'webhook-timestamp is not Unix seconds' };
-  if (Math.abs(nowSeconds - Number(request.timestamp)) > timestampToleranceSeconds) return { ok: false, problem: 'webhook-timestamp is more than 5 minutes away' };
+  if (Math.abs(nowSeconds - Number(request.timestamp)) > timestampToleranceSeconds)
+    return { ok: false, problem: 'webhook-timestamp is more than 5 minutes away' };
   const expected = createHmac('sha256', key).update(`${request.id}.${request.timestamp}.`).update(request.body).digest();
   for (const entry of request.signature.split(' ')) {
     const [version, encoded] = entry.split(',', 2);

@@ -1,9 +1,9 @@
 // DeadLetterAdminService (notifyctl, admin token): listing a project's failed messages and re-queueing them.
 import { status } from '@grpc/grpc-js';
-import { UserError, type AsyncHandlers } from '@notify/platform';
+import { type AsyncHandlers, UserError } from '@notify/platform';
 import type { dispatch } from '@notify/proto';
 import { listMessages } from '../messages/message-list.ts';
-import { requeueAllMessages, requeueMessages, type RequeueDeps } from './requeue.ts';
+import { type RequeueDeps, requeueAllMessages, requeueMessages } from './requeue.ts';
 
 /** Most messages one RequeueDeadLetters call may name; `all` has no such limit. */
 export const maxRequeueIds = 1_000;
@@ -27,7 +27,7 @@ export function deadLetterAdminHandlers(deps: RequeueDeps): AsyncHandlers<dispat
     async RequeueDeadLetters(request) {
       const faults: string[] = [];
       if (!isPositiveId(request.projectId)) faults.push('project_id: must be a positive integer');
-      if (request.all === (request.messageIds.length > 0)) faults.push('message_ids: give message ids or all, not both and not neither');
+      if (request.all === request.messageIds.length > 0) faults.push('message_ids: give message ids or all, not both and not neither');
       if (request.messageIds.length > maxRequeueIds) faults.push(`message_ids: at most ${maxRequeueIds} per call (or all)`);
       if (!request.messageIds.every(isPositiveId)) faults.push('message_ids: must be positive integers');
       if (faults.length > 0) throw invalid(faults);

@@ -5,7 +5,16 @@
 // such message `failed` ("delivery limit reached"), then deletes the job: none vanishes silently.
 import type { Logger } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
-import { consumeDurably, ensureConsumer, ensureStream, nanoseconds, type DurableConsumer, type JetStreamClient, type JetStreamManager, type JsMsg } from '@notify/platform/nats';
+import {
+  consumeDurably,
+  type DurableConsumer,
+  ensureConsumer,
+  ensureStream,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  nanoseconds,
+} from '@notify/platform/nats';
 import { readDeliveryJob, schemaHeader, streamDeclarations, type Topology } from '@notify/proto';
 import { applyDeliveryEvent } from '../events/event-store.ts';
 import type { DispatchMetrics } from '../metrics.ts';
@@ -34,7 +43,13 @@ function parseAdvisory(message: JsMsg): MaxDeliveriesAdvisory | undefined {
   try {
     const advisory = message.json<Partial<MaxDeliveriesAdvisory>>();
     const { stream, stream_seq: seq, deliveries, timestamp } = advisory;
-    if (typeof stream === 'string' && Number.isSafeInteger(seq) && Number.isSafeInteger(deliveries) && typeof timestamp === 'string' && !Number.isNaN(Date.parse(timestamp))) {
+    if (
+      typeof stream === 'string' &&
+      Number.isSafeInteger(seq) &&
+      Number.isSafeInteger(deliveries) &&
+      typeof timestamp === 'string' &&
+      !Number.isNaN(Date.parse(timestamp))
+    ) {
       return advisory as MaxDeliveriesAdvisory;
     }
   } catch {
@@ -77,7 +92,13 @@ async function handle(deps: DeliveryLimitDeps, message: JsMsg): Promise<void> {
       // Numbered like the mailer numbers attempts, so it follows every event the delivery's attempts recorded.
       const attempt = ((job.ok && job.value.requeue?.attemptBase) || 0) + Math.max(1, advisory.deliveries);
       const reason = `${deliveryLimitReason}: offered ${advisory.deliveries} times without an outcome`;
-      const outcome = await applyDeliveryEvent(deps.pool, { messageId, state: 'failed', attempt, occurredAt: new Date(advisory.timestamp).toISOString(), reason });
+      const outcome = await applyDeliveryEvent(deps.pool, {
+        messageId,
+        state: 'failed',
+        attempt,
+        occurredAt: new Date(advisory.timestamp).toISOString(),
+        reason,
+      });
       deps.metrics.deliveryLimits.inc({ outcome: 'failed' });
       deps.logger.warn({ ...context, messageId, outcome }, 'job reached the delivery limit; message failed');
     } else {

@@ -1,14 +1,14 @@
 // Dead letters against real PostgreSQL and JetStream: listing failed messages, re-queueing them as a new delivery
 // whose job JetStream does not take for the first one, and late events of the first delivery changing nothing.
 import assert from 'node:assert/strict';
-import { status } from '@grpc/grpc-js';
 import { after, before, describe, test } from 'node:test';
+import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
-import { dispatchProto, type DeliveryEvent } from '@notify/proto';
+import { type DeliveryEvent, dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { applyDeliveryEvent } from '../events/event-store.ts';
 import { addSuppression, erasedAddress } from '../suppressions/suppression-store.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 
 let h: Harness;
 let deadLetters: GrpcClient<typeof dispatchProto.DeadLetterAdminService.service>;
@@ -139,14 +139,21 @@ describe('re-queueing dead letters', () => {
 
   test('a failed message whose template is inactive stays failed', async () => {
     await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'paused', subject: 'Hi', text: 'Hi', active: true });
-    const response = await h.dispatch.call('Send', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, apiKeyId: h.ids.apiKeyId, template: 'paused', to: 'b@example.com', dataJson: '{}' });
+    const response = await h.dispatch.call('Send', {
+      projectId: h.ids.projectId,
+      organizationId: h.ids.organizationId,
+      apiKeyId: h.ids.apiKeyId,
+      template: 'paused',
+      to: 'b@example.com',
+      dataJson: '{}',
+    });
     await apply(response.messageId, 'failed', 1, { reason: 'recipient refused' });
     await h.admin.call('SetTemplateActive', { projectId: h.ids.projectId, slug: 'paused', active: false });
     const result = await deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, messageIds: [response.messageId] });
     assert.deepEqual(result.skipped, [{ messageId: response.messageId, reason: 'template_inactive' }]);
   });
 
-  test('a failed message whose recipient was suppressed since, in clear or as an erasure\'s hash, stays failed; the others are re-queued', async () => {
+  test("a failed message whose recipient was suppressed since, in clear or as an erasure's hash, stays failed; the others are re-queued", async () => {
     const failedTo = async (to: string): Promise<number> => {
       const { messageId } = await h.dispatch.call('Send', h.sendRequest({ to, dataJson: '{"name":"Ada"}' }));
       await apply(messageId, 'sending', 1);
@@ -174,21 +181,33 @@ describe('re-queueing dead letters', () => {
     const response = await deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, all: true });
     for (const id of ids) assert.ok(response.requeued.includes(id), `message ${id} re-queued`);
     // Left failed with an active template: only messages to suppressed recipients (the test above), each skipped so.
-    const { rows } = await h.pool.query<{ id: number }>(`SELECT m.id::int AS id FROM messages m JOIN templates t ON t.id = m.template_id WHERE m.state = 'failed' AND t.active ORDER BY m.id`);
+    const { rows } = await h.pool.query<{ id: number }>(
+      `SELECT m.id::int AS id FROM messages m JOIN templates t ON t.id = m.template_id WHERE m.state = 'failed' AND t.active ORDER BY m.id`,
+    );
     const suppressed = response.skipped.filter((skip) => skip.reason === 'recipient_suppressed').map((skip) => skip.messageId);
-    assert.deepEqual(rows.map((row) => row.id), suppressed.sort((x, y) => x - y));
+    assert.deepEqual(
+      rows.map((row) => row.id),
+      suppressed.sort((x, y) => x - y),
+    );
   });
 
   test('refuses a request naming neither or both of message ids and all', async () => {
     await assertRefused(deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId }), status.INVALID_ARGUMENT, 'invalid_argument');
-    await assertRefused(deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, messageIds: [1], all: true }), status.INVALID_ARGUMENT, 'invalid_argument');
+    await assertRefused(
+      deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, messageIds: [1], all: true }),
+      status.INVALID_ARGUMENT,
+      'invalid_argument',
+    );
     await assertRefused(deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, messageIds: [0] }), status.INVALID_ARGUMENT, 'invalid_argument');
   });
 
   test('the gateway token cannot re-queue', async () => {
     const gateway = new GrpcClient(dispatchProto.DeadLetterAdminService.service, h.address, { token: h.callers.gateway.token, deadlineMs: 5_000 });
     try {
-      await assert.rejects(gateway.call('ListDeadLetters', { projectId: h.ids.projectId }), (error: { status?: number }) => error.status === status.PERMISSION_DENIED);
+      await assert.rejects(
+        gateway.call('ListDeadLetters', { projectId: h.ids.projectId }),
+        (error: { status?: number }) => error.status === status.PERMISSION_DENIED,
+      );
     } finally {
       gateway.close();
     }

@@ -6,15 +6,15 @@
 // the message row then names. A message whose recipient has since been suppressed (a hard bounce, a complaint, an
 // unsubscribe, an operator's entry, an erasure's hash) is not re-queued: re-queueing a whole project after an outage
 // must not mail the addresses that asked, or proved, not to be mailed.
-import { activeContext, contextFromTraceparent, linkTo, notifyAttributes, traceparentOf, type Logger } from '@notify/platform';
+import { activeContext, contextFromTraceparent, type Logger, linkTo, notifyAttributes, traceparentOf } from '@notify/platform';
+import { type Pool, type PoolClient, withTransaction } from '@notify/platform/database';
 import { startCreateSpan } from '@notify/platform/nats';
-import { deliveryJobId, type DeliveryJob } from '@notify/proto';
-import { withTransaction, type Pool, type PoolClient } from '@notify/platform/database';
-import { reopen, type MessageProgress } from '../events/state-machine.ts';
+import { type DeliveryJob, deliveryJobId } from '@notify/proto';
+import { type MessageProgress, reopen } from '../events/state-machine.ts';
+import type { DispatchMetrics } from '../metrics.ts';
 import type { OutgoingJob } from '../outbox/delivery-job.ts';
 import type { JobPublisher } from '../outbox/job-publisher.ts';
 import { deleteOutboxRows, replaceOutboxRow } from '../outbox/outbox-store.ts';
-import type { DispatchMetrics } from '../metrics.ts';
 import { findSuppressions, suppressionKey } from '../suppressions/suppression-store.ts';
 
 export interface RequeueDeps {
@@ -77,11 +77,22 @@ async function lockCandidates(client: PoolClient, projectId: number, ids: readon
  * delivery's create span continues the message's own trace (so one trace still shows its whole life) and links to the
  * operator's request that re-queued it.
  */
-async function reopenMessage(client: PoolClient, projectId: number, candidate: Candidate, next: MessageProgress, at: Date, subject: string): Promise<OutgoingJob> {
+async function reopenMessage(
+  client: PoolClient,
+  projectId: number,
+  candidate: Candidate,
+  next: MessageProgress,
+  at: Date,
+  subject: string,
+): Promise<OutgoingJob> {
   const attemptBase = next.stateAttempt;
   const requeue = { attemptBase, at: at.toISOString() };
   const creation = startCreateSpan(
-    { destination: subject, messageId: deliveryJobId({ celeryTaskId: candidate.celeryTaskId, requeue }), attributes: { [notifyAttributes.messageId]: candidate.id } },
+    {
+      destination: subject,
+      messageId: deliveryJobId({ celeryTaskId: candidate.celeryTaskId, requeue }),
+      attributes: { [notifyAttributes.messageId]: candidate.id },
+    },
     candidate.traceparent ? contextFromTraceparent(candidate.traceparent) : activeContext(),
     candidate.traceparent ? linkTo(traceparentOf(activeContext())) : [],
   );
@@ -105,7 +116,14 @@ async function reopenMessage(client: PoolClient, projectId: number, candidate: C
     organizationId: candidate.organizationId,
     to: candidate.recipient,
     data: candidate.data,
-    template: { slug: candidate.slug, version: candidate.version, subject: candidate.subject, html: candidate.html, text: candidate.text, unsubscribe: candidate.unsubscribe },
+    template: {
+      slug: candidate.slug,
+      version: candidate.version,
+      subject: candidate.subject,
+      html: candidate.html,
+      text: candidate.text,
+      unsubscribe: candidate.unsubscribe,
+    },
     acceptedAt: candidate.acceptedAt.toISOString(),
     requeue,
     // A test message stays one: re-queued, it is still never mailed.
@@ -119,7 +137,10 @@ async function reopenMessage(client: PoolClient, projectId: number, candidate: C
 async function requeueBatch(deps: RequeueDeps, projectId: number, ids: readonly number[]): Promise<RequeueResult & { jobs: OutgoingJob[] }> {
   return withTransaction(deps.pool, async (client) => {
     const candidates = await lockCandidates(client, projectId, ids);
-    const suppressed = await findSuppressions(client, [...candidates.values()].map((candidate) => ({ projectId, address: candidate.recipient })));
+    const suppressed = await findSuppressions(
+      client,
+      [...candidates.values()].map((candidate) => ({ projectId, address: candidate.recipient })),
+    );
     const at = new Date();
     const result: RequeueResult & { jobs: OutgoingJob[] } = { requeued: [], skipped: [], jobs: [] };
     for (const id of ids) {

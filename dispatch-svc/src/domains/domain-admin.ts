@@ -2,7 +2,7 @@
 // SigningKeyService (mailer token) hands the mailers a domain's key, still sealed (NOTIFY_DATA_KEY opens it there).
 // A private key is generated here, sealed at once, and never returned, answered or logged by either service.
 import { status } from '@grpc/grpc-js';
-import { UserError, type AsyncHandlers } from '@notify/platform';
+import { type AsyncHandlers, UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { DataKey } from '@notify/platform/mail';
 import type { dispatch } from '@notify/proto';
@@ -64,12 +64,16 @@ export function domainAdminHandlers(deps: DomainDeps): AsyncHandlers<dispatch.Do
         return toProto(row);
       } catch (error) {
         if (pgCode(error) === '23505') throw new UserError(status.ALREADY_EXISTS, 'domain_exists', `${domain} is already a sending domain`, { cause: error });
-        if (pgCode(error) === '23503') throw new UserError(status.NOT_FOUND, 'organization_not_found', `no organization ${request.organizationId}`, { cause: error });
+        if (pgCode(error) === '23503')
+          throw new UserError(status.NOT_FOUND, 'organization_not_found', `no organization ${request.organizationId}`, { cause: error });
         throw error;
       }
     },
     async ListDomains(request) {
-      check([(request.organizationId < 0 || !Number.isSafeInteger(request.organizationId)) && 'organization_id: must be a positive integer (0 for every organization)']);
+      check([
+        (request.organizationId < 0 || !Number.isSafeInteger(request.organizationId)) &&
+          'organization_id: must be a positive integer (0 for every organization)',
+      ]);
       const rows = await listDomains(deps.pool, request.organizationId === 0 ? undefined : request.organizationId);
       return { domains: rows.map(toProto) };
     },

@@ -8,7 +8,7 @@ import { createRegistry, GrpcClient, GrpcServer } from '@notify/platform';
 import { createDataKey } from '@notify/platform/mail';
 import { dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 import { domainAdminHandlers, signingKeyHandlers } from './domain-admin.ts';
 
 const dataKey = createDataKey(randomBytes(32));
@@ -51,15 +51,18 @@ const publicKeyOf = (dnsValue: string) => {
 describe('adding a sending domain', () => {
   test('answers the TXT record to publish, whose public key verifies what the sealed private key signs', async () => {
     const added = await domains.call('AddDomain', { organizationId: h.ids.organizationId, domain: 'Mail.Example.COM.', selector: '' });
-    assert.deepEqual({ ...added, id: 0, createdAt: '', dnsValue: '' }, {
-      id: 0,
-      organizationId: h.ids.organizationId,
-      domain: 'mail.example.com',
-      selector: 'notify',
-      dnsName: 'notify._domainkey.mail.example.com',
-      dnsValue: '',
-      createdAt: '',
-    });
+    assert.deepEqual(
+      { ...added, id: 0, createdAt: '', dnsValue: '' },
+      {
+        id: 0,
+        organizationId: h.ids.organizationId,
+        domain: 'mail.example.com',
+        selector: 'notify',
+        dnsName: 'notify._domainkey.mail.example.com',
+        dnsValue: '',
+        createdAt: '',
+      },
+    );
     const publicKey = publicKeyOf(added.dnsValue);
     assert.equal(publicKey.asymmetricKeyDetails?.modulusLength, 2048);
 
@@ -79,13 +82,19 @@ describe('adding a sending domain', () => {
     assert.doesNotMatch(JSON.stringify(added), /PRIVATE/);
     const listed = await domains.call('ListDomains', { organizationId: h.ids.organizationId });
     assert.doesNotMatch(JSON.stringify(listed), /PRIVATE/);
-    const stored = await h.pool.query<{ row: string }>(`SELECT row_to_json(sending_domains)::text AS row FROM sending_domains WHERE domain = 'sealed.example.org'`);
+    const stored = await h.pool.query<{ row: string }>(
+      `SELECT row_to_json(sending_domains)::text AS row FROM sending_domains WHERE domain = 'sealed.example.org'`,
+    );
     assert.doesNotMatch(stored.rows[0]!.row, /PRIVATE|BEGIN/);
   });
 
   test('is ALREADY_EXISTS for a domain any organization has, in any case', async () => {
     await domains.call('AddDomain', { organizationId: h.ids.organizationId, domain: 'taken.example.net', selector: 'a' });
-    await assertRefused(domains.call('AddDomain', { organizationId: otherOrganizationId, domain: 'TAKEN.example.net', selector: 'b' }), status.ALREADY_EXISTS, 'domain_exists');
+    await assertRefused(
+      domains.call('AddDomain', { organizationId: otherOrganizationId, domain: 'TAKEN.example.net', selector: 'b' }),
+      status.ALREADY_EXISTS,
+      'domain_exists',
+    );
   });
 
   test('refuses a malformed domain or selector, and an unknown organization', async () => {
@@ -98,11 +107,23 @@ describe('adding a sending domain', () => {
       ['example.com', 'x'.repeat(64)],
       [`${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(50)}.com`, 'notify'],
     ] as const) {
-      const refused = await assertRefused(domains.call('AddDomain', { organizationId: h.ids.organizationId, domain, selector }), status.INVALID_ARGUMENT, 'invalid_argument');
+      const refused = await assertRefused(
+        domains.call('AddDomain', { organizationId: h.ids.organizationId, domain, selector }),
+        status.INVALID_ARGUMENT,
+        'invalid_argument',
+      );
       assert.ok(refused.fields.length > 0, `${domain} / ${selector}`);
     }
-    await assertRefused(domains.call('AddDomain', { organizationId: 0, domain: 'zero.example.com', selector: '' }), status.INVALID_ARGUMENT, 'invalid_argument');
-    await assertRefused(domains.call('AddDomain', { organizationId: 987_654_321, domain: 'nobody.example.com', selector: '' }), status.NOT_FOUND, 'organization_not_found');
+    await assertRefused(
+      domains.call('AddDomain', { organizationId: 0, domain: 'zero.example.com', selector: '' }),
+      status.INVALID_ARGUMENT,
+      'invalid_argument',
+    );
+    await assertRefused(
+      domains.call('AddDomain', { organizationId: 987_654_321, domain: 'nobody.example.com', selector: '' }),
+      status.NOT_FOUND,
+      'organization_not_found',
+    );
   });
 });
 
@@ -111,7 +132,10 @@ describe('listing and removing', () => {
     await domains.call('AddDomain', { organizationId: otherOrganizationId, domain: 'b.other.example', selector: '' });
     await domains.call('AddDomain', { organizationId: otherOrganizationId, domain: 'a.other.example', selector: '' });
     const own = await domains.call('ListDomains', { organizationId: otherOrganizationId });
-    assert.deepEqual(own.domains.map((entry) => entry.domain), ['a.other.example', 'b.other.example']);
+    assert.deepEqual(
+      own.domains.map((entry) => entry.domain),
+      ['a.other.example', 'b.other.example'],
+    );
     assert.ok(own.domains.every((entry) => entry.dnsName === `notify._domainkey.${entry.domain}` && entry.dnsValue.startsWith('v=DKIM1; k=rsa; p=')));
     const all = await domains.call('ListDomains', { organizationId: 0 });
     const names = all.domains.map((entry) => entry.domain);
@@ -121,11 +145,19 @@ describe('listing and removing', () => {
 
   test('a removed domain has no signing key; removing it again, or from another organization, is NOT_FOUND', async () => {
     await domains.call('AddDomain', { organizationId: h.ids.organizationId, domain: 'gone.example.com', selector: '' });
-    await assertRefused(domains.call('RemoveDomain', { organizationId: otherOrganizationId, domain: 'gone.example.com' }), status.NOT_FOUND, 'domain_not_found');
+    await assertRefused(
+      domains.call('RemoveDomain', { organizationId: otherOrganizationId, domain: 'gone.example.com' }),
+      status.NOT_FOUND,
+      'domain_not_found',
+    );
     assert.ok((await keys.call('GetSigningKey', { domain: 'gone.example.com' })).sealedPrivateKey.length > 0, 'still there');
     assert.deepEqual(await domains.call('RemoveDomain', { organizationId: h.ids.organizationId, domain: 'Gone.Example.com' }), { removed: true });
     await assertRefused(keys.call('GetSigningKey', { domain: 'gone.example.com' }), status.NOT_FOUND, 'domain_not_found');
-    await assertRefused(domains.call('RemoveDomain', { organizationId: h.ids.organizationId, domain: 'gone.example.com' }), status.NOT_FOUND, 'domain_not_found');
+    await assertRefused(
+      domains.call('RemoveDomain', { organizationId: h.ids.organizationId, domain: 'gone.example.com' }),
+      status.NOT_FOUND,
+      'domain_not_found',
+    );
   });
 });
 

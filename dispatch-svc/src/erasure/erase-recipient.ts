@@ -1,7 +1,7 @@
 // The right to be forgotten for one recipient of one project (docs/operations.md, "Erasure"): every copy of the
 // address in the project's rows is replaced by a marker, the recipient's `data` is emptied, and what billing and
 // statistics count (the messages, their states, attempts and times) stays. One transaction: an erasure is all or nothing.
-import { withTransaction, type Pool, type PoolClient } from '@notify/platform/database';
+import { type Pool, type PoolClient, withTransaction } from '@notify/platform/database';
 import type { DeliveryEvent } from '@notify/proto';
 import { erasedAddress } from '../suppressions/suppression-store.ts';
 
@@ -63,27 +63,51 @@ export async function eraseRecipient(pool: Pool, projectId: number, address: str
     });
     const ids = locked.rows.map((row) => row.id);
     const byIds = [ids, literalPattern(address)];
-    const messages = await count(client, 'erasure-messages', byIds,
+    const messages = await count(
+      client,
+      'erasure-messages',
+      byIds,
       `UPDATE messages SET recipient = '${erasedRecipient}', data = '{}',
               last_smtp_response = ${scrubbed('last_smtp_response')}, failure_reason = ${scrubbed('failure_reason')},
               tags = ARRAY(SELECT ${scrubbed('tag')} FROM unnest(tags) WITH ORDINALITY AS each (tag, position) ORDER BY position),
               metadata = ${scrubbed('metadata::text')}::jsonb
-        WHERE id = ANY($1::bigint[])`);
-    const events = await count(client, 'erasure-events', byIds,
+        WHERE id = ANY($1::bigint[])`,
+    );
+    const events = await count(
+      client,
+      'erasure-events',
+      byIds,
       `UPDATE message_events SET smtp_response = ${scrubbed('smtp_response')}, reason = ${scrubbed('reason')}
-        WHERE message_id = ANY($1::bigint[]) AND (smtp_response ~* $2 OR reason ~* $2)`);
+        WHERE message_id = ANY($1::bigint[]) AND (smtp_response ~* $2 OR reason ~* $2)`,
+    );
     // A job not yet published: the mailer gets the marker and empty data, like everything else.
-    const outbox = await count(client, 'erasure-outbox', byIds,
+    const outbox = await count(
+      client,
+      'erasure-outbox',
+      byIds,
       `UPDATE outbox SET payload = jsonb_set(${scrubbed('payload::text')}::jsonb, '{data}', '{}'), last_error = ${scrubbed('last_error')}
-        WHERE message_id = ANY($1::bigint[])`);
-    const webhookEvents = await count(client, 'erasure-webhook-events', byIds,
-      `UPDATE webhook_events SET payload = ${scrubbed('payload::text')}::jsonb WHERE message_id = ANY($1::bigint[]) AND payload::text ~* $2`);
+        WHERE message_id = ANY($1::bigint[])`,
+    );
+    const webhookEvents = await count(
+      client,
+      'erasure-webhook-events',
+      byIds,
+      `UPDATE webhook_events SET payload = ${scrubbed('payload::text')}::jsonb WHERE message_id = ANY($1::bigint[]) AND payload::text ~* $2`,
+    );
     // A receiver may echo the body it was sent.
-    const webhookAttempts = await count(client, 'erasure-webhook-attempts', byIds,
+    const webhookAttempts = await count(
+      client,
+      'erasure-webhook-attempts',
+      byIds,
       `UPDATE webhook_attempts SET response_body = ${scrubbed('response_body')}, error = ${scrubbed('error')}
-        WHERE event_id IN (SELECT id FROM webhook_events WHERE message_id = ANY($1::bigint[])) AND (response_body ~* $2 OR error ~* $2)`);
-    const idempotencyRecords = await count(client, 'erasure-idempotency', byIds,
-      `UPDATE idempotency_keys SET response = ${scrubbed('response::text')}::jsonb WHERE message_id = ANY($1::bigint[]) AND response::text ~* $2`);
+        WHERE event_id IN (SELECT id FROM webhook_events WHERE message_id = ANY($1::bigint[])) AND (response_body ~* $2 OR error ~* $2)`,
+    );
+    const idempotencyRecords = await count(
+      client,
+      'erasure-idempotency',
+      byIds,
+      `UPDATE idempotency_keys SET response = ${scrubbed('response::text')}::jsonb WHERE message_id = ANY($1::bigint[]) AND response::text ~* $2`,
+    );
     const suppressions = await hashSuppressions(client, projectId, address);
     return { messages, canceled, events, outbox, webhookEvents, webhookAttempts, idempotencyRecords, suppressions };
   });

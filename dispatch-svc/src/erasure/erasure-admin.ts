@@ -1,12 +1,12 @@
 // Erasure's two doors: ErasureAdminService for notifyctl (admin token) and the panel's operator form (PanelService,
 // gateway token), which names the user's organization too. The log says what changed, never whose address it was.
 import { status } from '@grpc/grpc-js';
-import { UserError, type AsyncHandlers, type Logger } from '@notify/platform';
+import { type AsyncHandlers, type Logger, UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 import type { DispatchMetrics } from '../metrics.ts';
 import { ensureOwned, isAddress } from '../suppressions/suppression-admin.ts';
-import { eraseRecipient, type Erasure } from './erase-recipient.ts';
+import { type Erasure, eraseRecipient } from './erase-recipient.ts';
 
 export interface ErasureDeps {
   readonly pool: Pool;

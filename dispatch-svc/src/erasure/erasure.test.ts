@@ -10,7 +10,7 @@ import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { applyDeliveryEvents } from '../events/event-store.ts';
 import { applyRecipientReport, applyUnsubscribe } from '../reports/report-store.ts';
 import { erasedAddress } from '../suppressions/suppression-store.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 
 let h: Harness;
 let erasure: GrpcClient<typeof dispatchProto.ErasureAdminService.service>;
@@ -35,7 +35,10 @@ after(async () => {
 });
 
 async function accept(to: string, projectId = h.ids.projectId): Promise<number> {
-  const response = await h.dispatch.call('Send', h.sendRequest({ projectId, to, dataJson: JSON.stringify({ contact: to }), metadataJson: JSON.stringify({ customer: to }) }));
+  const response = await h.dispatch.call(
+    'Send',
+    h.sendRequest({ projectId, to, dataJson: JSON.stringify({ contact: to }), metadataJson: JSON.stringify({ customer: to }) }),
+  );
   return response.messageId;
 }
 
@@ -57,24 +60,46 @@ test('erases the address in any case, literally, and only in the project named',
   const mine = await accept('a.b+x@example.com');
   const lookalike = await accept('aXb+x@example.com');
   const elsewhere = await accept('A.B+X@example.com', h.ids.otherProjectId);
-  await h.pool.query(`INSERT INTO message_events (message_id, state, attempt, smtp_response, occurred_at) VALUES ($1, 'deferred', 1, $2, now())`, [mine, '451 4.2.0 <A.B+X@Example.com> mailbox busy']);
+  await h.pool.query(`INSERT INTO message_events (message_id, state, attempt, smtp_response, occurred_at) VALUES ($1, 'deferred', 1, $2, now())`, [
+    mine,
+    '451 4.2.0 <A.B+X@Example.com> mailbox busy',
+  ]);
 
   const erased = await erasure.call('EraseRecipient', { projectId: h.ids.projectId, address: 'A.b+X@EXAMPLE.com' });
   assert.equal(erased.messages, 1);
   assert.equal(erased.events, 1);
   assert.deepEqual(await rowOf(mine), { recipient: 'erased@erased.invalid', data: {}, metadata: { customer: 'erased@erased.invalid' } });
-  const { rows } = await h.pool.query<{ smtp_response: string }>('SELECT smtp_response FROM message_events WHERE message_id = $1 AND smtp_response IS NOT NULL', [mine]);
+  const { rows } = await h.pool.query<{ smtp_response: string }>(
+    'SELECT smtp_response FROM message_events WHERE message_id = $1 AND smtp_response IS NOT NULL',
+    [mine],
+  );
   assert.deepEqual(rows, [{ smtp_response: '451 4.2.0 <erased@erased.invalid> mailbox busy' }]);
-  assert.deepEqual(await rowOf(lookalike), { recipient: 'aXb+x@example.com', data: { contact: 'aXb+x@example.com' }, metadata: { customer: 'aXb+x@example.com' } });
-  assert.deepEqual(await rowOf(elsewhere), { recipient: 'A.B+X@example.com', data: { contact: 'A.B+X@example.com' }, metadata: { customer: 'A.B+X@example.com' } });
-  assert.equal((await erasure.call('EraseRecipient', { projectId: h.ids.projectId, address: 'a.b+x@example.com' })).messages, 0, 'erasing again changes nothing');
+  assert.deepEqual(await rowOf(lookalike), {
+    recipient: 'aXb+x@example.com',
+    data: { contact: 'aXb+x@example.com' },
+    metadata: { customer: 'aXb+x@example.com' },
+  });
+  assert.deepEqual(await rowOf(elsewhere), {
+    recipient: 'A.B+X@example.com',
+    data: { contact: 'A.B+X@example.com' },
+    metadata: { customer: 'A.B+X@example.com' },
+  });
+  assert.equal(
+    (await erasure.call('EraseRecipient', { projectId: h.ids.projectId, address: 'a.b+x@example.com' })).messages,
+    0,
+    'erasing again changes nothing',
+  );
 });
 
 test('refuses what is no address or no project, and the panel only within the organization', async () => {
   await assertRefused(erasure.call('EraseRecipient', { projectId: h.ids.projectId, address: 'nobody' }), status.INVALID_ARGUMENT, 'invalid_argument');
   await assertRefused(erasure.call('EraseRecipient', { projectId: 0, address: 'a@example.com' }), status.INVALID_ARGUMENT, 'invalid_argument');
   const elsewhere = await accept('kept@example.com');
-  await assertRefused(panel.call('EraseProjectRecipient', { organizationId: h.ids.organizationId + 1000, projectId: h.ids.projectId, address: 'kept@example.com' }), status.NOT_FOUND, 'project_not_found');
+  await assertRefused(
+    panel.call('EraseProjectRecipient', { organizationId: h.ids.organizationId + 1000, projectId: h.ids.projectId, address: 'kept@example.com' }),
+    status.NOT_FOUND,
+    'project_not_found',
+  );
   assert.equal((await rowOf(elsewhere))?.recipient, 'kept@example.com');
   const erased = await panel.call('EraseProjectRecipient', { organizationId: h.ids.organizationId, projectId: h.ids.projectId, address: 'kept@example.com' });
   assert.equal(erased.messages, 1);
@@ -82,18 +107,35 @@ test('refuses what is no address or no project, and the panel only within the or
   assert.match(await h.registry.getSingleMetricAsString('notify_erasures_total'), /origin="notifyctl"[^}]*\} 2(\n|$)/);
 });
 
-test('a delivery that ends after the erasure records the relay\'s reply with the marker, not the address it quotes', async () => {
+test("a delivery that ends after the erasure records the relay's reply with the marker, not the address it quotes", async () => {
   const id = await accept('late@example.com');
   await erasure.call('EraseRecipient', { projectId: h.ids.projectId, address: 'late@example.com' });
   const occurredAt = new Date().toISOString();
   const reply = '5.1.1 <Late@Example.com>: no such user';
   await applyDeliveryEvents(h.pool, [
     { event: { messageId: id, state: 'sending', attempt: 1, occurredAt } },
-    { event: { messageId: id, state: 'failed', attempt: 1, occurredAt, smtpCode: 550, smtpResponse: reply, reason: `recipient refused: ${reply}`, suppression: 'hard_bounce' } },
+    {
+      event: {
+        messageId: id,
+        state: 'failed',
+        attempt: 1,
+        occurredAt,
+        smtpCode: 550,
+        smtpResponse: reply,
+        reason: `recipient refused: ${reply}`,
+        suppression: 'hard_bounce',
+      },
+    },
   ]);
   assert.equal(await holdsAddress(id, 'late@example.com'), false);
   const { rows: failed } = await h.pool.query('SELECT state, last_smtp_response, failure_reason FROM messages WHERE id = $1', [id]);
-  assert.deepEqual(failed, [{ state: 'failed', last_smtp_response: '5.1.1 <erased@erased.invalid>: no such user', failure_reason: 'recipient refused: 5.1.1 <erased@erased.invalid>: no such user' }]);
+  assert.deepEqual(failed, [
+    {
+      state: 'failed',
+      last_smtp_response: '5.1.1 <erased@erased.invalid>: no such user',
+      failure_reason: 'recipient refused: 5.1.1 <erased@erased.invalid>: no such user',
+    },
+  ]);
 });
 
 test('a bounce reported after the erasure records no address and suppresses nothing', async () => {
@@ -104,7 +146,14 @@ test('a bounce reported after the erasure records no address and suppresses noth
     { event: { messageId: id, state: 'sent', attempt: 1, occurredAt, smtpCode: 250, smtpResponse: '250 2.0.0 OK' } },
   ]);
   await erasure.call('EraseRecipient', { projectId: h.ids.projectId, address: 'bounced@example.com' });
-  const outcome = await applyRecipientReport(h.pool, { messageId: id, kind: 'bounced', suppression: 'hard_bounce', detail: '5.1.1 smtp; 550 <bounced@example.com> unknown', smtpCode: 550, receivedAt: occurredAt });
+  const outcome = await applyRecipientReport(h.pool, {
+    messageId: id,
+    kind: 'bounced',
+    suppression: 'hard_bounce',
+    detail: '5.1.1 smtp; 550 <bounced@example.com> unknown',
+    smtpCode: 550,
+    receivedAt: occurredAt,
+  });
   assert.deepEqual(outcome, { found: true, early: false, state: 'bounced', changed: true, suppressed: false });
   assert.equal(await holdsAddress(id, 'bounced@example.com'), false);
   const { rows } = await h.pool.query('SELECT address FROM suppressions WHERE project_id = $1 AND address = $2', [h.ids.projectId, 'erased@erased.invalid']);
@@ -113,8 +162,13 @@ test('a bounce reported after the erasure records no address and suppresses noth
 
 /** The project's suppression entries and message.unsubscribed webhook events, as stored. */
 async function suppressionsAndUnsubscribedEvents(address: string, messageId: number): Promise<{ entries: string[]; events: number }> {
-  const entries = await h.pool.query<{ address: string }>('SELECT address FROM suppressions WHERE project_id = $1 AND (lower(address) = lower($2) OR address = $3) ORDER BY address', [h.ids.projectId, address, erasedAddress(h.ids.projectId, address)]);
-  const events = await h.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_events WHERE message_id = $1 AND type = 'message.unsubscribed'", [messageId]);
+  const entries = await h.pool.query<{ address: string }>(
+    'SELECT address FROM suppressions WHERE project_id = $1 AND (lower(address) = lower($2) OR address = $3) ORDER BY address',
+    [h.ids.projectId, address, erasedAddress(h.ids.projectId, address)],
+  );
+  const events = await h.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_events WHERE message_id = $1 AND type = 'message.unsubscribed'", [
+    messageId,
+  ]);
   return { entries: entries.rows.map((row) => row.address), events: events.rows[0]?.n ?? -1 };
 }
 
@@ -142,7 +196,10 @@ test('the first unsubscribe of a recipient erased before it is listed as a hash 
   const address = 'never.suppressed@example.com';
   const id = await accept(address);
   await erasure.call('EraseRecipient', { projectId: h.ids.projectId, address });
-  assert.deepEqual(await applyUnsubscribe(h.pool, { projectId: h.ids.projectId, messageId: id, address, source: 'mailto' }), { suppressed: true, changed: true });
+  assert.deepEqual(await applyUnsubscribe(h.pool, { projectId: h.ids.projectId, messageId: id, address, source: 'mailto' }), {
+    suppressed: true,
+    changed: true,
+  });
   assert.deepEqual(await suppressionsAndUnsubscribedEvents(address, id), { entries: [erasedAddress(h.ids.projectId, address)], events: 1 });
   assert.equal(await holdsAddress(id, address), false);
   // Still refused: a send to the address finds the hashed entry.

@@ -2,24 +2,28 @@
 // one transaction each, acked after its commit and nak'd whole when it fails; malformed events are terminated alone.
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createLogger } from '@notify/platform';
 import { schemaHeaders } from '@notify/platform/nats';
-import { deliveryEventId, encodeDeliveryEvent, type DeliveryEvent } from '@notify/proto';
+import { type DeliveryEvent, deliveryEventId, encodeDeliveryEvent } from '@notify/proto';
 import { waitFor } from '@notify/test/harness/wait.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
-import { startEventConsumer, type EventConsumer } from './event-consumer.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
+import { type EventConsumer, startEventConsumer } from './event-consumer.ts';
 
 let h: Harness;
 let consumer: EventConsumer;
 const logLines: Record<string, unknown>[] = [];
-const logger = createLogger('dispatch-test', 'debug', new Writable({
-  write: (chunk: Buffer, _encoding, done) => {
-    for (const line of chunk.toString().split('\n').filter(Boolean)) logLines.push(JSON.parse(line) as Record<string, unknown>);
-    done();
-  },
-}));
+const logger = createLogger(
+  'dispatch-test',
+  'debug',
+  new Writable({
+    write: (chunk: Buffer, _encoding, done) => {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) logLines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  }),
+);
 
 /**
  * Test-only hooks that run when a transaction that recorded an event with one of these reasons commits: `test: hold …`
@@ -83,18 +87,24 @@ const consumerInfo = () => h.jsm.consumers.info(h.names.eventsStream, h.names.ev
 
 /** Waits until the consumer has acked or terminated everything published so far. */
 async function settled(timeoutMs = 5_000): Promise<void> {
-  await waitFor(async () => {
-    const info = await consumerInfo();
-    return info.num_pending === 0 && info.num_ack_pending === 0;
-  }, { timeoutMs, intervalMs: 25, what: 'the events consumer to settle' });
+  await waitFor(
+    async () => {
+      const info = await consumerInfo();
+      return info.num_pending === 0 && info.num_ack_pending === 0;
+    },
+    { timeoutMs, intervalMs: 25, what: 'the events consumer to settle' },
+  );
 }
 
 /** Waits until the server has handed out `count` events it has no acknowledgement for, then lets the client read them. */
 async function inHand(count: number): Promise<void> {
-  await waitFor(async () => {
-    const info = await consumerInfo();
-    return info.num_pending === 0 && info.num_ack_pending === count;
-  }, { timeoutMs: 5_000, intervalMs: 25, what: `${count} events handed out` });
+  await waitFor(
+    async () => {
+      const info = await consumerInfo();
+      return info.num_pending === 0 && info.num_ack_pending === count;
+    },
+    { timeoutMs: 5_000, intervalMs: 25, what: `${count} events handed out` },
+  );
   await sleep(500);
 }
 
@@ -166,7 +176,9 @@ test('events applied out of order and twice, one at a time, end in the right sta
     await settled();
   }
 
-  const row = (await h.pool.query('SELECT state, state_attempt, attempts, last_smtp_code, last_smtp_response, failure_reason FROM messages WHERE id = $1', [messageId])).rows[0];
+  const row = (
+    await h.pool.query('SELECT state, state_attempt, attempts, last_smtp_code, last_smtp_response, failure_reason FROM messages WHERE id = $1', [messageId])
+  ).rows[0];
   assert.deepEqual(row, { state: 'sent', state_attempt: 2, attempts: 2, last_smtp_code: 250, last_smtp_response: '250 2.0.0 OK', failure_reason: null });
   assert.deepEqual((await eventRows(messageId)).sort(), ['deferred:1', 'queued:0', 'sending:1', 'sending:2', 'sent:2']);
   // Only the first event moved the message, the late ones were recorded without moving it, the copies were recognised.
@@ -177,7 +189,15 @@ test('a failure is final: a later event does not move a failed message', async (
   const messageId = await newMessage();
   const occurredAt = new Date().toISOString();
   await publish(messageId, { messageId, state: 'sending', attempt: 1, occurredAt });
-  await publish(messageId, { messageId, state: 'failed', attempt: 1, occurredAt, smtpCode: 550, smtpResponse: '550 5.1.1 no such user', reason: 'recipient rejected' });
+  await publish(messageId, {
+    messageId,
+    state: 'failed',
+    attempt: 1,
+    occurredAt,
+    smtpCode: 550,
+    smtpResponse: '550 5.1.1 no such user',
+    reason: 'recipient rejected',
+  });
   await settled();
   await publish(messageId, { messageId, state: 'sending', attempt: 2, occurredAt });
   await settled();
@@ -201,7 +221,10 @@ test('malformed events are dead-lettered and terminated, events for unknown mess
   await publish(messageId, { messageId, state: 'sending', attempt: 1, occurredAt: new Date().toISOString() });
   await settled();
   assert.deepEqual(await outcomesSince(before), { malformed: 2, unknown_message: 1, applied: 1 });
-  assert.deepEqual((await deadLetterReasons()).slice(lettersBefore), ['malformed event: schema (none) is not notify.messaging.v1.DeliveryEvent', 'malformed event: invalid state']);
+  assert.deepEqual((await deadLetterReasons()).slice(lettersBefore), [
+    'malformed event: schema (none) is not notify.messaging.v1.DeliveryEvent',
+    'malformed event: invalid state',
+  ]);
   const message = await h.dispatch.call('GetMessage', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, messageId });
   assert.equal(message.state, 'sending');
   assert.equal((await h.jsm.streams.info(h.names.eventsStream)).state.messages, 0, 'nothing is left to redeliver');
@@ -233,7 +256,11 @@ test('the events received while a batch commits are applied together in the next
 
   // The first batch commits and is acked; the second, all eight events, waits at its own COMMIT.
   await releaseFirst();
-  await waitFor(async () => (await stateOf(a)) === 'sending' && (await heldCommits()) === 1, { timeoutMs: 5_000, intervalMs: 25, what: 'the second batch to wait at its commit' });
+  await waitFor(async () => (await stateOf(a)) === 'sending' && (await heldCommits()) === 1, {
+    timeoutMs: 5_000,
+    intervalMs: 25,
+    what: 'the second batch to wait at its commit',
+  });
   // Acked: the first batch's event, and the malformed one, terminated on its own before the transaction.
   await waitFor(async () => (await consumerInfo()).num_ack_pending === 7, { timeoutMs: 5_000, intervalMs: 25, what: 'the first batch acked' });
   await sleep(300);
@@ -257,7 +284,7 @@ test('the events received while a batch commits are applied together in the next
   assert.deepEqual(await outcomesSince(before), { applied: 6, duplicate: 1, unknown_message: 1, malformed: 1 });
 });
 
-test('an event received alone waits 100 ms for more before its batch is applied, so a message\'s next event can share its transaction', async () => {
+test("an event received alone waits 100 ms for more before its batch is applied, so a message's next event can share its transaction", async () => {
   const message = await newMessage();
   // After a batch the consumer waits the linger before it starts another: well past the last test's, nothing waits.
   await sleep(300);
@@ -271,7 +298,7 @@ test('an event received alone waits 100 ms for more before its batch is applied,
   assert.ok(applied.getTime() - before.getTime() >= 95, `applied ${applied.getTime() - before.getTime()} ms after it was published`);
 });
 
-test('a batch whose transaction fails is nak\'d whole, and applied when it is offered again', async () => {
+test("a batch whose transaction fails is nak'd whole, and applied when it is offered again", async () => {
   const [a, b, c] = [await newMessage(), await newMessage(), await newMessage()];
   const releaseHold = await holdLock('test: hold third');
   const releaseRefusal = await holdLock('test: refuse first');

@@ -2,12 +2,24 @@
 // and acked after its commit, so a crash between the two only redelivers events the store then sees as duplicates.
 // Traces: the batch is one `process` span of its own, linked to every event's context (its database work is under it);
 // each event gets a `process` span in its message's trace, a child of the mailer's span that published it.
-import { notifyAttributes, recordFailure, withActiveSpan, type Logger, type Span } from '@notify/platform';
+import { type Logger, notifyAttributes, recordFailure, type Span, withActiveSpan } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
-import { deliveryEventId, readDeliveryEvent, schemaHeader, type DeliveryEvent, type Topology } from '@notify/proto';
-import { carriedContext, consumeDurably, deadLetter, ensureConsumer, type DurableConsumer, nanoseconds, startBatchProcessSpan, startProcessSpan, type JetStreamClient, type JetStreamManager, type JsMsg } from '@notify/platform/nats';
+import {
+  carriedContext,
+  consumeDurably,
+  type DurableConsumer,
+  deadLetter,
+  ensureConsumer,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  nanoseconds,
+  startBatchProcessSpan,
+  startProcessSpan,
+} from '@notify/platform/nats';
+import { type DeliveryEvent, deliveryEventId, readDeliveryEvent, schemaHeader, type Topology } from '@notify/proto';
 import type { DispatchMetrics } from '../metrics.ts';
-import { applyDeliveryEvents, type Applied } from './event-store.ts';
+import { type Applied, applyDeliveryEvents } from './event-store.ts';
 
 /**
  * An event not acked within this time is redelivered. One transaction, even of a full batch, takes milliseconds, and a
@@ -83,7 +95,11 @@ async function handle(deps: EventConsumerDeps, messages: readonly JsMsg[]): Prom
   const batchSpan = startBatchProcessSpan({ destination: deps.names.eventsStream }, carried);
   const parsed = received.map(({ message, event }, index): Parsed => {
     const attributes = { [notifyAttributes.messageId]: event.messageId, [notifyAttributes.state]: event.state, [notifyAttributes.attempt]: event.attempt };
-    const span = startProcessSpan({ destination: message.subject, messageId: deliveryEventId(event), attributes }, carried[index] ?? carriedContext(undefined), [{ context: batchSpan.spanContext() }]);
+    const span = startProcessSpan(
+      { destination: message.subject, messageId: deliveryEventId(event), attributes },
+      carried[index] ?? carriedContext(undefined),
+      [{ context: batchSpan.spanContext() }],
+    );
     return { message, event, span };
   });
   try {

@@ -5,7 +5,7 @@ import { after, before, test } from 'node:test';
 import { createPool } from '@notify/platform/database';
 import type { DeliveryEvent } from '@notify/proto';
 import { plannedAfterWarmUp } from '@notify/test/harness/prepared-plans.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 import { applyDeliveryEvents, type StoredOutcome } from './event-store.ts';
 
 let h: Harness;
@@ -29,15 +29,40 @@ const newMessages = async (count: number): Promise<number[]> => {
 
 const at = (second: number): string => new Date(Date.UTC(2025, 0, 1, 0, 0, second)).toISOString();
 const sending = (messageId: number, attempt: number): DeliveryEvent => ({ messageId, state: 'sending', attempt, occurredAt: at(attempt * 10) });
-const deferred = (messageId: number, attempt: number, reason = 'greylisted'): DeliveryEvent =>
-  ({ messageId, state: 'deferred', attempt, occurredAt: at(attempt * 10 + 1), smtpCode: 451, smtpResponse: '451 4.7.1 try later', reason });
-const sent = (messageId: number, attempt: number): DeliveryEvent =>
-  ({ messageId, state: 'sent', attempt, occurredAt: at(attempt * 10 + 2), smtpCode: 250, smtpResponse: '250 2.0.0 OK' });
-const failed = (messageId: number, attempt: number): DeliveryEvent =>
-  ({ messageId, state: 'failed', attempt, occurredAt: at(attempt * 10 + 2), smtpCode: 550, smtpResponse: '550 5.1.1 no such user', reason: 'recipient rejected' });
+const deferred = (messageId: number, attempt: number, reason = 'greylisted'): DeliveryEvent => ({
+  messageId,
+  state: 'deferred',
+  attempt,
+  occurredAt: at(attempt * 10 + 1),
+  smtpCode: 451,
+  smtpResponse: '451 4.7.1 try later',
+  reason,
+});
+const sent = (messageId: number, attempt: number): DeliveryEvent => ({
+  messageId,
+  state: 'sent',
+  attempt,
+  occurredAt: at(attempt * 10 + 2),
+  smtpCode: 250,
+  smtpResponse: '250 2.0.0 OK',
+});
+const failed = (messageId: number, attempt: number): DeliveryEvent => ({
+  messageId,
+  state: 'failed',
+  attempt,
+  occurredAt: at(attempt * 10 + 2),
+  smtpCode: 550,
+  smtpResponse: '550 5.1.1 no such user',
+  reason: 'recipient rejected',
+});
 
 async function apply(events: DeliveryEvent[]): Promise<StoredOutcome[]> {
-  return (await applyDeliveryEvents(h.pool, events.map((event) => ({ event })))).map(({ outcome }) => outcome);
+  return (
+    await applyDeliveryEvents(
+      h.pool,
+      events.map((event) => ({ event })),
+    )
+  ).map(({ outcome }) => outcome);
 }
 
 interface Row {
@@ -71,19 +96,40 @@ async function writers(messageIds: number[]): Promise<number> {
   return found.rows[0]?.count ?? 0;
 }
 
-const sentAt = (attempt: number): Row => ({ state: 'sent', state_attempt: attempt, attempts: attempt, last_smtp_code: 250, last_smtp_response: '250 2.0.0 OK', failure_reason: null });
+const sentAt = (attempt: number): Row => ({
+  state: 'sent',
+  state_attempt: attempt,
+  attempts: attempt,
+  last_smtp_code: 250,
+  last_smtp_response: '250 2.0.0 OK',
+  failure_reason: null,
+});
 
 test('one batch moves several messages, each as far as its own events go, in one transaction', async () => {
   const [a, b, c] = [await newMessage(), await newMessage(), await newMessage()];
   const outcomes = await apply([sending(a, 1), sending(b, 1), deferred(c, 1), sent(a, 1), failed(b, 1), sending(c, 2)]);
   assert.deepEqual(outcomes, ['applied', 'applied', 'applied', 'applied', 'applied', 'applied']);
   assert.deepEqual(await row(a), sentAt(1));
-  assert.deepEqual(await row(b), { state: 'failed', state_attempt: 1, attempts: 1, last_smtp_code: 550, last_smtp_response: '550 5.1.1 no such user', failure_reason: 'recipient rejected' });
-  assert.deepEqual(await row(c), { state: 'sending', state_attempt: 2, attempts: 2, last_smtp_code: 451, last_smtp_response: '451 4.7.1 try later', failure_reason: 'greylisted' });
+  assert.deepEqual(await row(b), {
+    state: 'failed',
+    state_attempt: 1,
+    attempts: 1,
+    last_smtp_code: 550,
+    last_smtp_response: '550 5.1.1 no such user',
+    failure_reason: 'recipient rejected',
+  });
+  assert.deepEqual(await row(c), {
+    state: 'sending',
+    state_attempt: 2,
+    attempts: 2,
+    last_smtp_code: 451,
+    last_smtp_response: '451 4.7.1 try later',
+    failure_reason: 'greylisted',
+  });
   assert.equal(await writers([a, b, c]), 1);
 });
 
-test('a message\'s events in one batch apply in lifecycle order, whatever order they arrived in', async () => {
+test("a message's events in one batch apply in lifecycle order, whatever order they arrived in", async () => {
   const [early, inOrder] = [await newMessage(), await newMessage()];
   assert.deepEqual(await apply([sent(early, 1), sending(early, 1)]), ['applied', 'applied'], 'sent arriving before its sending');
   assert.deepEqual(await apply([sending(inOrder, 1), sent(inOrder, 1)]), ['applied', 'applied'], 'sent arriving after its sending');
@@ -120,7 +166,12 @@ test('copies of an event are duplicates within a batch and across batches; the f
   const id = await newMessage();
   assert.deepEqual(await apply([deferred(id, 1, 'first copy'), sending(id, 1), deferred(id, 1, 'second copy')]), ['applied', 'applied', 'duplicate']);
   assert.equal((await row(id))?.failure_reason, 'first copy');
-  assert.deepEqual(await apply([deferred(id, 1, 'third copy'), sending(id, 1), sending(id, 2), sending(id, 2)]), ['duplicate', 'duplicate', 'applied', 'duplicate']);
+  assert.deepEqual(await apply([deferred(id, 1, 'third copy'), sending(id, 1), sending(id, 2), sending(id, 2)]), [
+    'duplicate',
+    'duplicate',
+    'applied',
+    'duplicate',
+  ]);
   const reasons = await h.pool.query<{ reason: string }>(`SELECT reason FROM message_events WHERE message_id = $1 AND state = 'deferred'`, [id]);
   assert.deepEqual(reasons.rows, [{ reason: 'first copy' }]);
   assert.deepEqual((await eventRows(id)).sort(), ['deferred:1', 'queued:0', 'sending:1', 'sending:2']);
@@ -169,8 +220,14 @@ test('events of a message alone or of a few together are applied by statements p
     for (let round = 0; round < rounds; round += 1) {
       attempt += 1;
       for (const batch of [ids.slice(0, 1), ids.slice(1, 4)]) {
-        const applied = await applyDeliveryEvents(alone, batch.map((id) => ({ event: sending(id, attempt) })));
-        assert.deepEqual(applied.map(({ outcome }) => outcome), batch.map(() => 'applied'));
+        const applied = await applyDeliveryEvents(
+          alone,
+          batch.map((id) => ({ event: sending(id, attempt) })),
+        );
+        assert.deepEqual(
+          applied.map(({ outcome }) => outcome),
+          batch.map(() => 'applied'),
+        );
       }
     }
   };
@@ -185,6 +242,14 @@ test('events of a message alone or of a few together are applied by statements p
   } finally {
     await alone.end();
   }
-  for (const id of ids.slice(0, 4)) assert.deepEqual(await row(id), { state: 'sending', state_attempt: 10, attempts: 10, last_smtp_code: null, last_smtp_response: null, failure_reason: null });
+  for (const id of ids.slice(0, 4))
+    assert.deepEqual(await row(id), {
+      state: 'sending',
+      state_attempt: 10,
+      attempts: 10,
+      last_smtp_code: null,
+      last_smtp_response: null,
+      failure_reason: null,
+    });
   assert.equal((await row(ids[4] as number))?.state, 'queued');
 });

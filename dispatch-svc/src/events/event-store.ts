@@ -1,13 +1,13 @@
 // Persisting delivery events, a batch at a time: in one transaction the messages they name are locked, every event is
 // recorded once in message_events, and each message is moved forward as far as the state machine allows. A batch
 // costs the same five round trips (BEGIN, lock, insert, update, COMMIT) whether it holds one event or a hundred.
-import { batchRows, withTransaction, type Pool, type PoolClient, type RowColumn } from '@notify/platform/database';
+import { batchRows, type Pool, type PoolClient, type RowColumn, withTransaction } from '@notify/platform/database';
 import type { DeliveryEvent } from '@notify/proto';
-import type { EventOutcome } from '../metrics.ts';
-import { compareLifecycle, advance, type MessageProgress } from './state-machine.ts';
-import { recordWebhookEvents } from './webhook-events.ts';
-import { suppressHardBounces } from '../suppressions/suppression-store.ts';
 import { erasedRecipient, scrubbedEvent } from '../erasure/erase-recipient.ts';
+import type { EventOutcome } from '../metrics.ts';
+import { suppressHardBounces } from '../suppressions/suppression-store.ts';
+import { advance, compareLifecycle, type MessageProgress } from './state-machine.ts';
+import { recordWebhookEvents } from './webhook-events.ts';
 
 /**
  * `applied`: recorded and the message moved; `recorded`: recorded, but late or after a terminal state, so the message
@@ -129,7 +129,10 @@ export async function applyDeliveryEvents<T extends { readonly event: DeliveryEv
 
     // Sorting is stable: ties in lifecycle order (`sent` and `failed` of one attempt) go to the event received first.
     for (const received of byMessage.values()) received.sort((a, b) => compareLifecycle(a.event, b.event));
-    const recorded = await recordEvents(client, [...byMessage.values()].flatMap((received) => received.map(({ event }) => event)));
+    const recorded = await recordEvents(
+      client,
+      [...byMessage.values()].flatMap((received) => received.map(({ event }) => event)),
+    );
 
     const advanced = new Map<number, MessageProgress>();
     const moves: DeliveryEvent[] = [];
@@ -155,7 +158,12 @@ export async function applyDeliveryEvents<T extends { readonly event: DeliveryEv
       await recordWebhookEvents(client, moves);
       // And the suppression of an address a failure proved not to exist.
       // An erased message has no address left to suppress (an entry it had before is kept as a hash).
-      const suppressed = await suppressHardBounces(client, moves.filter((event) => event.state === 'failed' && event.suppression === 'hard_bounce' && !erased.has(event.messageId)).map((event) => event.messageId));
+      const suppressed = await suppressHardBounces(
+        client,
+        moves
+          .filter((event) => event.state === 'failed' && event.suppression === 'hard_bounce' && !erased.has(event.messageId))
+          .map((event) => event.messageId),
+      );
       for (const result of results) {
         if (result.outcome === 'applied' && result.event.state === 'failed' && suppressed.has(result.event.messageId)) result.suppressed = true;
       }

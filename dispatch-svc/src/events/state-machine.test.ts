@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { DeliveryEvent } from '@notify/proto';
-import { compareLifecycle, advance, isCancelable, isTerminal, reopen, reportEffect, type MessageProgress } from './state-machine.ts';
+import { advance, compareLifecycle, isCancelable, isTerminal, type MessageProgress, reopen, reportEffect } from './state-machine.ts';
 
 const queued: MessageProgress = { state: 'queued', stateAttempt: 0, attempts: 0, lastSmtpCode: null, lastSmtpResponse: null, failureReason: null };
 
@@ -16,7 +16,13 @@ function run(events: Facts[], start: MessageProgress = queued): MessageProgress 
 }
 
 const sending = (attempt: number): Facts => ({ state: 'sending', attempt });
-const deferred = (attempt: number, reason = 'mailbox busy'): Facts => ({ state: 'deferred', attempt, smtpCode: 451, smtpResponse: '451 4.3.0 try later', reason });
+const deferred = (attempt: number, reason = 'mailbox busy'): Facts => ({
+  state: 'deferred',
+  attempt,
+  smtpCode: 451,
+  smtpResponse: '451 4.3.0 try later',
+  reason,
+});
 const sent = (attempt: number): Facts => ({ state: 'sent', attempt, smtpCode: 250, smtpResponse: '250 2.0.0 queued' });
 const failed = (attempt: number): Facts => ({ state: 'failed', attempt, smtpCode: 550, smtpResponse: '550 5.1.1 no such user', reason: 'recipient rejected' });
 
@@ -125,10 +131,7 @@ describe('lifecycle order', () => {
 
 describe('terminal states', () => {
   test('sent and failed are terminal, the others are not', () => {
-    assert.deepEqual(
-      (['queued', 'sending', 'deferred', 'sent', 'failed'] as const).map(isTerminal),
-      [false, false, false, true, true],
-    );
+    assert.deepEqual((['queued', 'sending', 'deferred', 'sent', 'failed'] as const).map(isTerminal), [false, false, false, true, true]);
   });
 
   test('bounced and complained are terminal too: no delivery event moves a message out of them', () => {
@@ -138,10 +141,15 @@ describe('terminal states', () => {
   });
 
   test('a report moves only a sent message; one still on its way is early; a reported or failed one stays', () => {
-    assert.deepEqual(
-      (['queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained'] as const).map(reportEffect),
-      ['early', 'early', 'early', 'move', 'done', 'done', 'done'],
-    );
+    assert.deepEqual((['queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained'] as const).map(reportEffect), [
+      'early',
+      'early',
+      'early',
+      'move',
+      'done',
+      'done',
+      'done',
+    ]);
   });
 
   test('a sent message never changes, even for a later attempt', () => {
@@ -204,7 +212,8 @@ describe('re-queueing a dead letter', () => {
 describe('scheduled sends', () => {
   test('only a scheduled message can be canceled', () => {
     assert.equal(isCancelable('scheduled'), true);
-    for (const state of ['queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained', 'canceled'] as const) assert.equal(isCancelable(state), false, state);
+    for (const state of ['queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained', 'canceled'] as const)
+      assert.equal(isCancelable(state), false, state);
   });
 
   test('a canceled message is terminal: no delivery event moves it', () => {

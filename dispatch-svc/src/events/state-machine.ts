@@ -16,7 +16,17 @@ export const messageStates: readonly MessageState[] = ['scheduled', 'queued', 's
  * Position of a state within one delivery attempt. Events are ordered by (attempt, rank): a `deferred` of attempt 1
  * comes after its `sending`, and the `sending` of attempt 2 after both. `sent` and `failed` share the top rank.
  */
-const rank: Readonly<Record<MessageState, number>> = { scheduled: -1, queued: 0, sending: 1, deferred: 2, sent: 3, failed: 3, bounced: 4, complained: 4, canceled: 5 };
+const rank: Readonly<Record<MessageState, number>> = {
+  scheduled: -1,
+  queued: 0,
+  sending: 1,
+  deferred: 2,
+  sent: 3,
+  failed: 3,
+  bounced: 4,
+  complained: 4,
+  canceled: 5,
+};
 
 /** No delivery event moves a message out of these; only a report moves a `sent` one on (see `report`). */
 export function isTerminal(state: MessageState): boolean {

@@ -2,10 +2,10 @@
 // only for subscribed, enabled endpoints of the message's project, then published one message per delivery.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { jetstream, type JetStreamPublisher } from '@notify/platform/nats';
-import { readWebhookDelivery, schemaHeader, type DeliveryEvent } from '@notify/proto';
+import { type JetStreamPublisher, jetstream } from '@notify/platform/nats';
+import { type DeliveryEvent, readWebhookDelivery, schemaHeader } from '@notify/proto';
 import { plannedAfterWarmUp } from '@notify/test/harness/prepared-plans.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 import { applyDeliveryEvents } from './event-store.ts';
 import { recordMessageWebhookEvents } from './webhook-events.ts';
 import { relayWebhookEvents } from './webhook-relay.ts';
@@ -39,7 +39,11 @@ after(async () => {
 });
 
 const at = (second: number): string => new Date(Date.UTC(2026, 0, 1, 0, 0, second)).toISOString();
-const apply = (events: DeliveryEvent[]) => applyDeliveryEvents(h.pool, events.map((event) => ({ event })));
+const apply = (events: DeliveryEvent[]) =>
+  applyDeliveryEvents(
+    h.pool,
+    events.map((event) => ({ event })),
+  );
 
 interface EventRow {
   id: string;
@@ -49,11 +53,14 @@ interface EventRow {
   published_at: Date | null;
 }
 const eventsOf = async (messageId: number): Promise<EventRow[]> =>
-  (await h.pool.query<EventRow>('SELECT id, type, sequence, payload, published_at FROM webhook_events WHERE message_id = $1 ORDER BY sequence', [messageId])).rows;
+  (await h.pool.query<EventRow>('SELECT id, type, sequence, payload, published_at FROM webhook_events WHERE message_id = $1 ORDER BY sequence', [messageId]))
+    .rows;
 const deliveriesOf = async (eventId: string): Promise<number[]> =>
-  (await h.pool.query<{ endpoint_id: string }>(`SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1 AND state = 'pending' ORDER BY endpoint_id`, [eventId])).rows.map((row) =>
-    Number(row.endpoint_id),
-  );
+  (
+    await h.pool.query<{ endpoint_id: string }>(`SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1 AND state = 'pending' ORDER BY endpoint_id`, [
+      eventId,
+    ])
+  ).rows.map((row) => Number(row.endpoint_id));
 const relay = () => relayWebhookEvents({ pool: h.pool, publisher, names: h.names, logger: h.logger, connected: () => true });
 
 test('each transition with a type is one webhook event, in the same transaction, with a growing sequence', async () => {
@@ -67,12 +74,30 @@ test('each transition with a type is one webhook event, in the same transaction,
     { messageId, state: 'sent', attempt: 2, occurredAt: at(4), smtpCode: 250, smtpResponse: '2.0.0 OK' },
   ]);
   const events = await eventsOf(messageId);
-  assert.deepEqual(events.map(({ type, sequence }) => [type, sequence]), [['message.deferred', 1], ['message.sent', 2]]);
+  assert.deepEqual(
+    events.map(({ type, sequence }) => [type, sequence]),
+    [
+      ['message.deferred', 1],
+      ['message.sent', 2],
+    ],
+  );
   const celery = (await h.pool.query<{ id: string }>('SELECT celery_task_id AS id FROM messages WHERE id = $1', [messageId])).rows[0]?.id;
   assert.deepEqual(events[1]?.payload, {
     type: 'message.sent',
     timestamp: '2026-01-01T00:00:04.000Z',
-    data: { message_id: messageId, status: 'sent', to: 'ada@example.com', template: 'welcome', attempt: 2, smtp_reply: '250 2.0.0 OK', reason: null, celery_task_id: celery, sequence: 2, tags: [], metadata: {} },
+    data: {
+      message_id: messageId,
+      status: 'sent',
+      to: 'ada@example.com',
+      template: 'welcome',
+      attempt: 2,
+      smtp_reply: '250 2.0.0 OK',
+      reason: null,
+      celery_task_id: celery,
+      sequence: 2,
+      tags: [],
+      metadata: {},
+    },
   });
   assert.equal(events[0]?.payload.data.reason, 'greylisted');
   // A reply recorded with its code (as nodemailer reports it) names the code once, as the status API does.
@@ -86,7 +111,10 @@ test('a duplicate or late event records no second webhook event', async () => {
   const sent: DeliveryEvent = { messageId, state: 'sent', attempt: 1, occurredAt: at(5), smtpCode: 250, smtpResponse: '2.0.0 OK' };
   await apply([sent]);
   await apply([sent, { messageId, state: 'failed', attempt: 1, occurredAt: at(6), reason: 'late' }]);
-  assert.deepEqual((await eventsOf(messageId)).map(({ type }) => type), ['message.sent']);
+  assert.deepEqual(
+    (await eventsOf(messageId)).map(({ type }) => type),
+    ['message.sent'],
+  );
 });
 
 test('a transition nobody subscribed to records nothing', async () => {
@@ -108,7 +136,10 @@ test('the relay publishes one message per pending delivery, marks the event publ
   const stored = await h.jsm.streams.getMessage(h.names.webhooksStream, { last_by_subj: subject });
   assert.ok(stored);
   assert.equal(stored.header.get('Nats-Msg-Id'), `evt_${event.id}:${subscribed}:0`);
-  assert.deepEqual(readWebhookDelivery(stored.data, stored.header.get(schemaHeader)), { ok: true, value: { eventId: Number(event.id), endpointId: subscribed } });
+  assert.deepEqual(readWebhookDelivery(stored.data, stored.header.get(schemaHeader)), {
+    ok: true,
+    value: { eventId: Number(event.id), endpointId: subscribed },
+  });
   assert.equal(await relay(), 0);
 
   // A replay (WebhookAdminService) sets the delivery pending and the event unpublished: it goes out again under a new
@@ -130,7 +161,14 @@ test('webhook events recorded alone or a few together are recorded by statements
     for (let round = 0; round < rounds; round += 1, time += 1) {
       assert.equal(await recordMessageWebhookEvents(session, [sent(messageIds[0] as number, time)]), 1);
       // A short batch is padded with events of no message: they record nothing.
-      assert.equal(await recordMessageWebhookEvents(session, [sent(messageIds[1] as number, time), sent(messageIds[2] as number, time), sent(messageIds[1] as number, time)]), 3);
+      assert.equal(
+        await recordMessageWebhookEvents(session, [
+          sent(messageIds[1] as number, time),
+          sent(messageIds[2] as number, time),
+          sent(messageIds[1] as number, time),
+        ]),
+        3,
+      );
     }
   };
   try {
@@ -142,7 +180,10 @@ test('webhook events recorded alone or a few together are recorded by statements
     session.release();
   }
   // Every event recorded, each once per message in order, and one delivery each, for the one subscribed endpoint.
-  assert.deepEqual((await eventsOf(messageIds[1] as number)).map(({ sequence }) => sequence), Array.from({ length: 20 }, (_, index) => index + 1));
+  assert.deepEqual(
+    (await eventsOf(messageIds[1] as number)).map(({ sequence }) => sequence),
+    Array.from({ length: 20 }, (_, index) => index + 1),
+  );
   const deliveries = await h.pool.query<{ count: number }>(
     'SELECT count(*)::int AS count FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE e.message_id = ANY ($1::bigint[])',
     [messageIds],

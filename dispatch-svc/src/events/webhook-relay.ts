@@ -4,9 +4,9 @@
 // claimed with FOR UPDATE SKIP LOCKED, so replicas relay side by side; a publish repeated after a crash has the same
 // Nats-Msg-Id within the duplicate window, and the sender settles a late copy from the delivery's state anyway.
 import type { Logger } from '@notify/platform';
-import { withTransaction, type Pool } from '@notify/platform/database';
-import { schemaHeaders, type JetStreamPublisher } from '@notify/platform/nats';
-import { encodeWebhookDelivery, webhookDeliveryId, type Topology } from '@notify/proto';
+import { type Pool, withTransaction } from '@notify/platform/database';
+import { type JetStreamPublisher, schemaHeaders } from '@notify/platform/nats';
+import { encodeWebhookDelivery, type Topology, webhookDeliveryId } from '@notify/proto';
 
 /** A PubAck not received in this time leaves the event to the next pass. */
 const publishTimeoutMs = 2_000;
@@ -60,7 +60,11 @@ async function relayBatch(deps: WebhookRelayDeps, batchSize: number): Promise<{ 
     });
     const published = ids.filter((id) => !unpublished.has(id));
     if (published.length > 0) {
-      await client.query({ name: 'webhook-relay-mark', text: 'UPDATE webhook_events SET published_at = now() WHERE id = ANY ($1::bigint[])', values: [published] });
+      await client.query({
+        name: 'webhook-relay-mark',
+        text: 'UPDATE webhook_events SET published_at = now() WHERE id = ANY ($1::bigint[])',
+        values: [published],
+      });
     }
     if (unpublished.size > 0) deps.logger.warn({ failed: unpublished.size, err: firstError }, 'webhook relay could not publish some events; will retry');
     return { claimed: ids.length, failed: unpublished.size };

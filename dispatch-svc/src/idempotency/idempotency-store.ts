@@ -66,7 +66,13 @@ const remainingMsColumn = `GREATEST(0, floor(extract(epoch FROM record.expires_a
  */
 export async function tryLockIdempotencyKeys(client: PoolClient, keys: readonly ProjectKey[]): Promise<KeyLock[]> {
   const wanted = batchRows('idempotency-lock-many', keys, lockColumns, { ordinality: true });
-  const result = await client.query<{ locked: boolean; fingerprint: string | null; response: StoredResponse | null; expired: boolean | null; remainingMs: number | null }>({
+  const result = await client.query<{
+    locked: boolean;
+    fingerprint: string | null;
+    response: StoredResponse | null;
+    expired: boolean | null;
+    remainingMs: number | null;
+  }>({
     name: wanted.name,
     text: `SELECT pg_try_advisory_xact_lock(wanted.lock_key) AS locked, record.fingerprint, record.response, record.expires_at <= now() AS expired,
                   ${remainingMsColumn} AS "remainingMs"
@@ -76,7 +82,9 @@ export async function tryLockIdempotencyKeys(client: PoolClient, keys: readonly 
     values: wanted.values,
   });
   return result.rows.map(({ locked, fingerprint, response, expired, remainingMs }) =>
-    fingerprint !== null && response !== null && expired === false ? { locked: locked === true, live: { fingerprint, response, expired, remainingMs: remainingMs ?? 0 } } : { locked: locked === true },
+    fingerprint !== null && response !== null && expired === false
+      ? { locked: locked === true, live: { fingerprint, response, expired, remainingMs: remainingMs ?? 0 } }
+      : { locked: locked === true },
   );
 }
 

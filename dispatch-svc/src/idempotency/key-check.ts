@@ -3,7 +3,7 @@ import type { PoolClient } from '@notify/platform/database';
 import type { AcceptedBody } from '@notify/proto';
 import type { BatchVerdicts } from '../messages/batch-verdicts.ts';
 import { idempotencyKeyInUse, idempotencyKeyMismatch } from './idempotency-refusals.ts';
-import { findIdempotencyRecords, projectKeyId, tryLockIdempotencyKeys, type IdempotencyRecord, type ProjectKey } from './idempotency-store.ts';
+import { findIdempotencyRecords, type IdempotencyRecord, type ProjectKey, projectKeyId, tryLockIdempotencyKeys } from './idempotency-store.ts';
 
 /** The open sends that carry a key, one per key: a later send of the batch with a key already taken is in use (409). */
 function keyedSends(batch: BatchVerdicts): number[] {
@@ -27,9 +27,13 @@ function keyedSends(batch: BatchVerdicts): number[] {
 export async function judgeIdempotencyKeys(client: PoolClient, batch: BatchVerdicts): Promise<void> {
   const candidates = keyedSends(batch);
   if (candidates.length === 0) return;
-  const keyOf = (index: number): ProjectKey => ({ projectId: batch.send(index).request.projectId, idempotencyKey: batch.send(index).input.idempotencyKey ?? '' });
+  const keyOf = (index: number): ProjectKey => ({
+    projectId: batch.send(index).request.projectId,
+    idempotencyKey: batch.send(index).input.idempotencyKey ?? '',
+  });
   const judge = (index: number, record: IdempotencyRecord): void => {
-    if (record.fingerprint === batch.send(index).request.fingerprint) batch.answer(index, { replay: true, response: record.response as AcceptedBody, replayableForMs: record.remainingMs });
+    if (record.fingerprint === batch.send(index).request.fingerprint)
+      batch.answer(index, { replay: true, response: record.response as AcceptedBody, replayableForMs: record.remainingMs });
     else batch.refuse(index, idempotencyKeyMismatch());
   };
   const locks = await tryLockIdempotencyKeys(client, candidates.map(keyOf));

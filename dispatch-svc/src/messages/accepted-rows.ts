@@ -2,11 +2,11 @@
 // under a `create` span of its request's trace), idempotency records, outbox rows. A scheduled send's job goes to the
 // schedule instead of the outbox, and waits there for the releaser (no job exists until it is due).
 import { randomUUID } from 'node:crypto';
-import { notifyAttributes, traceparentOf, type Span } from '@notify/platform';
-import { startCreateSpan } from '@notify/platform/nats';
+import { notifyAttributes, type Span, traceparentOf } from '@notify/platform';
 import type { PoolClient } from '@notify/platform/database';
+import { startCreateSpan } from '@notify/platform/nats';
 import type { AcceptedBody, DeliveryJob } from '@notify/proto';
-import { saveIdempotencyRecords, type NewIdempotencyRecord } from '../idempotency/idempotency-store.ts';
+import { type NewIdempotencyRecord, saveIdempotencyRecords } from '../idempotency/idempotency-store.ts';
 import { insertOutboxRows } from '../outbox/outbox-store.ts';
 import { insertScheduledJobs, type ScheduledJob } from '../scheduled/schedule-store.ts';
 import type { TemplateRow } from '../templates/template-store.ts';
@@ -70,14 +70,26 @@ function deliveryJob({ request, input }: Pending, row: InsertedMessage, message:
     organizationId: request.organizationId,
     to: request.to,
     data: input.data,
-    template: { slug: template.slug, version: template.version, subject: template.subject, html: template.html, text: template.text, unsubscribe: template.unsubscribe },
+    template: {
+      slug: template.slug,
+      version: template.version,
+      subject: template.subject,
+      html: template.html,
+      text: template.text,
+      unsubscribe: template.unsubscribe,
+    },
     acceptedAt: row.createdAt.toISOString(),
     ...(request.test ? { test: true } : {}),
   };
 }
 
 /** Writes the rows of the open sends, each with the template step 3 found for it; answers what each one wrote. */
-export async function writeAcceptedRows(client: PoolClient, batch: BatchVerdicts, templateOf: ReadonlyMap<number, TemplateRow>, deps: AcceptedRowsDeps): Promise<Written[]> {
+export async function writeAcceptedRows(
+  client: PoolClient,
+  batch: BatchVerdicts,
+  templateOf: ReadonlyMap<number, TemplateRow>,
+  deps: AcceptedRowsDeps,
+): Promise<Written[]> {
   const accepted = batch.open();
   if (accepted.length === 0) return [];
   const creations = accepted.map((index) => startCreateSpan({ destination: deps.publisher.subject }, batch.send(index).context));

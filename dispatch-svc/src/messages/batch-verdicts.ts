@@ -1,5 +1,5 @@
 // The sends one transaction judges together, and the verdict each step of acceptBatch gives them.
-import { fulfilled, type Context } from '@notify/platform';
+import { type Context, fulfilled } from '@notify/platform';
 import type { AcceptedBody, dispatch } from '@notify/proto';
 import type { OutgoingJob } from '../outbox/delivery-job.ts';
 import type { SendInput } from './send-request.ts';

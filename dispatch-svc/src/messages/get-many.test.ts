@@ -5,11 +5,11 @@ import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
-import { dispatchProto, type dispatch } from '@notify/proto';
+import { type dispatch, dispatchProto } from '@notify/proto';
 import { plannedAfterWarmUp } from '@notify/test/harness/prepared-plans.ts';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { applyDeliveryEvent } from '../events/event-store.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 import { messageReadHandlers } from './get-many.ts';
 import { getMessages } from './queries.ts';
 
@@ -59,7 +59,10 @@ test("one GetMessages call: each read answered exactly as its own GetMessage cal
     if (result?.found) assert.deepEqual(result.found, own);
     else await assertRefused(Promise.reject(own as Error), result?.refused?.code as status, result?.refused?.reason as string);
   }
-  assert.deepEqual(results[0]?.found?.events.map((event) => event.state), ['queued', 'sending', 'sent']);
+  assert.deepEqual(
+    results[0]?.found?.events.map((event) => event.state),
+    ['queued', 'sending', 'sent'],
+  );
   assert.deepEqual(results[6]?.refused?.fields, ['get: is required']);
 });
 
@@ -85,13 +88,20 @@ test('the reads that arrive together are read in one statement, each counted as 
   // Unary reads that arrive together share a statement too.
   statements.length = 0;
   const unary = await Promise.all(ids.map((messageId) => handlers.GetMessage({ ...scope, messageId })));
-  assert.deepEqual(unary.map((message) => message.id), ids);
+  assert.deepEqual(
+    unary.map((message) => message.id),
+    ids,
+  );
   assert.deepEqual(statements, ['messages-get']);
 });
 
 test('a call with no read, or more than a batch may hold, is refused as a whole; only the gateway may call it', async () => {
   await assertRefused(h.dispatch.call('GetMessages', { items: [] }), status.INVALID_ARGUMENT, 'invalid_argument');
-  await assertRefused(h.dispatch.call('GetMessages', { items: Array.from({ length: 501 }, () => ({ get: { ...scope, messageId: ids[0] } })) }), status.INVALID_ARGUMENT, 'invalid_argument');
+  await assertRefused(
+    h.dispatch.call('GetMessages', { items: Array.from({ length: 501 }, () => ({ get: { ...scope, messageId: ids[0] } })) }),
+    status.INVALID_ARGUMENT,
+    'invalid_argument',
+  );
   const notifyctl = new GrpcClient(dispatchProto.DispatchService.service, h.address, { token: h.callers.admin.token, deadlineMs: 5_000 });
   try {
     await assertRefused(notifyctl.call('GetMessages', { items: [{ get: { ...scope, messageId: ids[0] } }] }), status.PERMISSION_DENIED, 'permission_denied');
@@ -107,8 +117,14 @@ test('status reads, alone or a few together, are read by statements planned once
   const readRounds = async (rounds: number): Promise<void> => {
     for (let round = 0; round < rounds; round += 1) {
       for (const count of [1, 3, 6]) {
-        const results = await getMessages(client as unknown as Pool, Array.from({ length: count }, (_, index) => ({ ...scope, messageId: ids[index % 2] as number })));
-        assert.deepEqual(results.map((result) => (result.status === 'fulfilled' ? result.value.id : 0)), Array.from({ length: count }, (_, index) => ids[index % 2]));
+        const results = await getMessages(
+          client as unknown as Pool,
+          Array.from({ length: count }, (_, index) => ({ ...scope, messageId: ids[index % 2] as number })),
+        );
+        assert.deepEqual(
+          results.map((result) => (result.status === 'fulfilled' ? result.value.id : 0)),
+          Array.from({ length: count }, (_, index) => ids[index % 2]),
+        );
       }
     }
   };

@@ -4,9 +4,9 @@
 // its span, its series, its own NOT_FOUND; one item never fails the others.
 import { Batcher, checkItemCount, itemServer, type Logger, type RecordItem } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
-import { dispatchProto, type dispatch } from '@notify/proto';
-import { maxBatchItems } from './send-batch.ts';
+import { type dispatch, dispatchProto } from '@notify/proto';
 import { getMessages } from './queries.ts';
+import { maxBatchItems } from './send-batch.ts';
 
 /**
  * Reads per statement at most, and statements at once: a share of the pool. A read commits nothing, so fewer, fuller
@@ -33,7 +33,11 @@ export function messageReadHandlers(pool: Pool, logger: Logger, recordItem: Reco
     GetMessages: async (request) => {
       checkItemCount(request.items.length, maxBatchItems, 'get messages');
       const outcomes = await Promise.all(request.items.map((item) => serveItem(item.get, item)));
-      return { results: outcomes.map((outcome) => (outcome.answer ? { found: outcome.answer, outcome: 'found' } : { refused: outcome.refused ?? null, outcome: 'refused' })) };
+      return {
+        results: outcomes.map((outcome) =>
+          outcome.answer ? { found: outcome.answer, outcome: 'found' } : { refused: outcome.refused ?? null, outcome: 'refused' },
+        ),
+      };
     },
   };
 }

@@ -4,11 +4,11 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
-import { dispatchProto, type dispatch } from '@notify/proto';
+import { type dispatch, dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { applyDeliveryEvents } from '../events/event-store.ts';
 import { applyRecipientReport, applyUnsubscribe } from '../reports/report-store.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 
 let h: Harness;
 let panel: GrpcClient<typeof dispatchProto.PanelService.service>;
@@ -31,7 +31,15 @@ after(async () => {
 });
 
 const send = (labels: Partial<dispatch.SendRequest>, projectId = h.ids.projectId) =>
-  h.dispatch.call('Send', { projectId, organizationId: h.ids.organizationId, apiKeyId: h.ids.apiKeyId, template: 'welcome', to: 'ada@example.com', dataJson: '{}', ...labels });
+  h.dispatch.call('Send', {
+    projectId,
+    organizationId: h.ids.organizationId,
+    apiKeyId: h.ids.apiKeyId,
+    template: 'welcome',
+    to: 'ada@example.com',
+    dataJson: '{}',
+    ...labels,
+  });
 const get = (messageId: number) => h.dispatch.call('GetMessage', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, messageId });
 const listTagged = async (tag: string, projectId = h.ids.projectId) =>
   (await h.dispatch.call('SearchProjectMessages', { projectId, organizationId: h.ids.organizationId, tag })).messages.map((message) => message.id);
@@ -55,16 +63,37 @@ test('?tag= lists exactly the messages sent with that tag, newest first, in this
   assert.deepEqual(await listTagged('new'), [], 'exact match, not a prefix');
   assert.equal((await listTagged('news', h.ids.otherProjectId)).length, 1);
   const page = await h.dispatch.call('SearchProjectMessages', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, tag: 'news', limit: 1 });
-  const next = await h.dispatch.call('SearchProjectMessages', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, tag: 'news', limit: 1, cursor: page.nextCursor });
+  const next = await h.dispatch.call('SearchProjectMessages', {
+    projectId: h.ids.projectId,
+    organizationId: h.ids.organizationId,
+    tag: 'news',
+    limit: 1,
+    cursor: page.nextCursor,
+  });
   assert.deepEqual([page.messages[0]?.id, next.messages[0]?.id, next.nextCursor], [second, first, '']);
   const searched = await panel.call('SearchMessages', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, tag: 'news' });
-  assert.deepEqual(searched.messages.map((message) => message.id), [second, first], 'the panel search reads the same page');
+  assert.deepEqual(
+    searched.messages.map((message) => message.id),
+    [second, first],
+    'the panel search reads the same page',
+  );
 });
 
 test('a malformed tag filter is INVALID_ARGUMENT, in the listing and the panel search', async () => {
-  const error = await assertRefused(h.dispatch.call('SearchProjectMessages', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, tag: "x' OR 1=1" }), status.INVALID_ARGUMENT, 'invalid_argument');
-  assert.deepEqual(error.fields.map((fault) => fault.split(':')[0]), ['tag']);
-  await assertRefused(panel.call('SearchMessages', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, tag: 'x'.repeat(65) }), status.INVALID_ARGUMENT, 'invalid_argument');
+  const error = await assertRefused(
+    h.dispatch.call('SearchProjectMessages', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, tag: "x' OR 1=1" }),
+    status.INVALID_ARGUMENT,
+    'invalid_argument',
+  );
+  assert.deepEqual(
+    error.fields.map((fault) => fault.split(':')[0]),
+    ['tag'],
+  );
+  await assertRefused(
+    panel.call('SearchMessages', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, tag: 'x'.repeat(65) }),
+    status.INVALID_ARGUMENT,
+    'invalid_argument',
+  );
 });
 
 test('labels that skipped the gateway are INVALID_ARGUMENT and write nothing', async () => {
@@ -90,10 +119,19 @@ test('every webhook event of a message carries its tags and metadata: delivery, 
   const metadata = { order_id: 'A-2' };
   const messageId = (await send({ tags: ['receipt'], metadataJson: JSON.stringify(metadata) })).messageId;
   const at = new Date().toISOString();
-  await applyDeliveryEvents(h.pool, [{ event: { messageId, state: 'sending', attempt: 1, occurredAt: at } }, { event: { messageId, state: 'sent', attempt: 1, occurredAt: at, smtpCode: 250, smtpResponse: 'OK' } }]);
+  await applyDeliveryEvents(h.pool, [
+    { event: { messageId, state: 'sending', attempt: 1, occurredAt: at } },
+    { event: { messageId, state: 'sent', attempt: 1, occurredAt: at, smtpCode: 250, smtpResponse: 'OK' } },
+  ]);
   await applyRecipientReport(h.pool, { messageId, kind: 'bounced', suppression: undefined, detail: 'mailbox full', smtpCode: 552, receivedAt: at });
   await applyUnsubscribe(h.pool, { projectId: h.ids.projectId, messageId, address: 'ada@example.com', source: 'one_click' });
-  const { rows } = await h.pool.query<{ type: string; payload: { data: Record<string, unknown> } }>('SELECT type, payload FROM webhook_events WHERE message_id = $1 ORDER BY sequence', [messageId]);
-  assert.deepEqual(rows.map((row) => row.type), ['message.sent', 'message.bounced', 'message.unsubscribed']);
+  const { rows } = await h.pool.query<{ type: string; payload: { data: Record<string, unknown> } }>(
+    'SELECT type, payload FROM webhook_events WHERE message_id = $1 ORDER BY sequence',
+    [messageId],
+  );
+  assert.deepEqual(
+    rows.map((row) => row.type),
+    ['message.sent', 'message.bounced', 'message.unsubscribed'],
+  );
   for (const row of rows) assert.deepEqual([row.payload.data['tags'], row.payload.data['metadata']], [['receipt'], metadata], row.type);
 });

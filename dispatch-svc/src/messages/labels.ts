@@ -1,6 +1,6 @@
 // A send's `tags` and `metadata` (docs/contract.md, "Tags and metadata"), re-checked for what the database and every
 // reader rely on: the gateway words the rules for callers; a caller that skipped it gets INVALID_ARGUMENT here.
-import { labelCharacters, labelLimits, type dispatch } from '@notify/proto';
+import { type dispatch, labelCharacters, labelLimits } from '@notify/proto';
 
 export const tagPattern = new RegExp(`^${labelCharacters}{1,${labelLimits.tagLength}}$`);
 const metadataKeyPattern = new RegExp(`^${labelCharacters}{1,${labelLimits.metadataKeyLength}}$`);
@@ -22,7 +22,12 @@ function isMetadata(value: unknown): value is Record<string, string> {
   return (
     entries.length <= labelLimits.metadataKeys &&
     entries.every(
-      ([key, item]) => metadataKeyPattern.test(key) && !reservedKeys.has(key) && typeof item === 'string' && item.length <= labelLimits.metadataValueLength && !controlCharacters.test(item),
+      ([key, item]) =>
+        metadataKeyPattern.test(key) &&
+        !reservedKeys.has(key) &&
+        typeof item === 'string' &&
+        item.length <= labelLimits.metadataValueLength &&
+        !controlCharacters.test(item),
     )
   );
 }
@@ -35,7 +40,9 @@ export function labelFaults(request: dispatch.SendRequest__Output): string[] {
     faults.push(`tags: at most ${labelLimits.tags} distinct tags of 1-${labelLimits.tagLength} characters of A-Z, a-z, 0-9, _ and -`);
   }
   if (!isMetadata(parseMetadata(request.metadataJson))) {
-    faults.push(`metadata_json: must be a JSON object of at most ${labelLimits.metadataKeys} keys, each with a string of at most ${labelLimits.metadataValueLength} characters`);
+    faults.push(
+      `metadata_json: must be a JSON object of at most ${labelLimits.metadataKeys} keys, each with a string of at most ${labelLimits.metadataValueLength} characters`,
+    );
   }
   return faults;
 }

@@ -3,9 +3,9 @@ import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import type { dispatch } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
-import { decodeCursor, encodeCursor, listQuery, pageStatement } from './message-list.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 import { flatten, type PlanNode } from '../testing/query-plan.ts';
+import { decodeCursor, encodeCursor, listQuery, pageStatement } from './message-list.ts';
 
 let h: Harness;
 let scope: { projectId: number; organizationId: number };
@@ -28,18 +28,30 @@ const search = (request: dispatch.SearchProjectMessagesRequest) => h.dispatch.ca
 test('messages are listed newest first, a page at a time, behind an opaque cursor', async () => {
   const newestFirst = [...ids].reverse();
   const first = await search({ limit: 2 });
-  assert.deepEqual(first.messages.map((message) => message.id), newestFirst.slice(0, 2));
+  assert.deepEqual(
+    first.messages.map((message) => message.id),
+    newestFirst.slice(0, 2),
+  );
   assert.doesNotMatch(first.nextCursor, /^\d+$/, 'the cursor is not a bare id');
   const second = await search({ limit: 2, cursor: first.nextCursor });
-  assert.deepEqual(second.messages.map((message) => message.id), newestFirst.slice(2, 4));
+  assert.deepEqual(
+    second.messages.map((message) => message.id),
+    newestFirst.slice(2, 4),
+  );
   const last = await search({ limit: 2, cursor: second.nextCursor });
-  assert.deepEqual(last.messages.map((message) => message.id), newestFirst.slice(4));
+  assert.deepEqual(
+    last.messages.map((message) => message.id),
+    newestFirst.slice(4),
+  );
   assert.equal(last.nextCursor, '', 'no cursor after the last page');
   assert.deepEqual(first.messages[0]?.events, [], 'listings leave events out');
 });
 
 test('filters narrow the listing; the recipient compares case-insensitively', async () => {
-  assert.deepEqual((await search({ to: 'user3@example.com' })).messages.map((message) => message.id), [ids[3]]);
+  assert.deepEqual(
+    (await search({ to: 'user3@example.com' })).messages.map((message) => message.id),
+    [ids[3]],
+  );
   assert.equal((await search({ state: 'queued', template: 'welcome' })).messages.length, 5);
   assert.equal((await search({ template: 'other' })).messages.length, 0);
   assert.equal((await search({ createdBefore: '2000-01-01T00:00:00Z' })).messages.length, 0);
@@ -52,14 +64,22 @@ test("another project's or organization's listing is empty, never this one's", a
 });
 
 test('a bad filter, cursor or limit is INVALID_ARGUMENT naming every field at fault', async () => {
-  const error = await assertRefused(search({ state: 'delivered', createdAfter: 'yesterday', cursor: String(ids[0]), limit: 101 }), status.INVALID_ARGUMENT, 'invalid_argument');
-  assert.deepEqual(error.fields.map((fault) => fault.split(':')[0]), ['status', 'created_after', 'cursor', 'limit']);
+  const error = await assertRefused(
+    search({ state: 'delivered', createdAfter: 'yesterday', cursor: String(ids[0]), limit: 101 }),
+    status.INVALID_ARGUMENT,
+    'invalid_argument',
+  );
+  assert.deepEqual(
+    error.fields.map((fault) => fault.split(':')[0]),
+    ['status', 'created_after', 'cursor', 'limit'],
+  );
 });
 
 test('a cursor round-trips exactly, microseconds included, and anything else is refused', () => {
   const cursor = { createdMicros: 1_795_000_000_123_456n, id: 42 };
   assert.deepEqual(decodeCursor(encodeCursor(cursor)), cursor);
-  for (const text of ['', '42', 'djEuMS4w', Buffer.from('v1.1.1 OR 1=1').toString('base64url'), 'x'.repeat(200)]) assert.equal(decodeCursor(text), undefined, text);
+  for (const text of ['', '42', 'djEuMS4w', Buffer.from('v1.1.1 OR 1=1').toString('base64url'), 'x'.repeat(200)])
+    assert.equal(decodeCursor(text), undefined, text);
 });
 
 test('EXPLAIN: each page is read through an index, in order, on a project of 100,000 messages', async () => {
@@ -80,7 +100,18 @@ test('EXPLAIN: each page is read through an index, in order, on a project of 100
     [h.ids.otherProjectId],
   );
   await h.pool.query('ANALYZE messages');
-  const base = { projectId: h.ids.otherProjectId, organizationId: h.ids.organizationId, state: '', template: '', to: '', createdAfter: '', createdBefore: '', limit: 50, cursor: '', tag: '' };
+  const base = {
+    projectId: h.ids.otherProjectId,
+    organizationId: h.ids.organizationId,
+    state: '',
+    template: '',
+    to: '',
+    createdAfter: '',
+    createdBefore: '',
+    limit: 50,
+    cursor: '',
+    tag: '',
+  };
   const middle = await search({ projectId: h.ids.otherProjectId, limit: 100 });
   const requests: Partial<dispatch.SearchProjectMessagesRequest__Output>[] = [
     {},
@@ -106,7 +137,10 @@ test('EXPLAIN: each page is read through an index, in order, on a project of 100
   }
   // ?tag=: a rare tag is found through the GIN index on `<project>:<tag>` (only its own messages are read, then the
   // page is taken from them); a tag on half the project is read in order through the project's index, filtered.
-  for (const [tag, index, most] of [['rare', 'messages_tag_keys_idx', 100 + 1], ['campaign', 'messages_project_created_idx', 2 * (50 + 1)]] as const) {
+  for (const [tag, index, most] of [
+    ['rare', 'messages_tag_keys_idx', 100 + 1],
+    ['campaign', 'messages_project_created_idx', 2 * (50 + 1)],
+  ] as const) {
     const statement = pageStatement(listQuery({ ...base, tag }));
     const { rows } = await h.pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, statement.values);
     const plan = rows[0]?.['QUERY PLAN'][0].Plan;
@@ -115,7 +149,9 @@ test('EXPLAIN: each page is read through an index, in order, on a project of 100
     const indexes = nodes.map((node) => node['Index Name']).filter(Boolean);
     assert.ok(indexes.includes(index), `tag ${tag}: read through ${index}, not ${indexes.join(', ')}`);
     assert.ok(!nodes.some((node) => node['Node Type'] === 'Seq Scan'), `tag ${tag}: no sequential scan`);
-    const read = Math.max(...nodes.map((node) => (node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)));
+    const read = Math.max(
+      ...nodes.map((node) => (node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)),
+    );
     assert.ok(read <= most, `tag ${tag}: read ${read} rows for a page of ${statement.limit}`);
     if (process.env.SHOW_EXPLAIN) console.log(`tag=${tag}`, indexes.join(', '), `rows read ${read}`, `${plan['Actual Total Time']} ms`);
   }

@@ -6,10 +6,10 @@
 import { status } from '@grpc/grpc-js';
 import { UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
-import { labelLimits, type dispatch } from '@notify/proto';
+import { type dispatch, labelLimits } from '@notify/proto';
 import { messageStates } from '../events/state-machine.ts';
 import { tagPattern } from './labels.ts';
-import { columns, toMessage, type MessageRow } from './queries.ts';
+import { columns, type MessageRow, toMessage } from './queries.ts';
 
 export const listLimits = { default: 50, max: 100 } as const;
 
@@ -131,7 +131,10 @@ export function tagFaults(tag: string): string[] {
   return tag === '' || tagPattern.test(tag) ? [] : [`tag: must be 1-${labelLimits.tagLength} characters of A-Z, a-z, 0-9, _ and -`];
 }
 
-export async function searchProjectMessages(pool: Pool, request: dispatch.SearchProjectMessagesRequest__Output): Promise<dispatch.SearchProjectMessagesResponse__Output> {
+export async function searchProjectMessages(
+  pool: Pool,
+  request: dispatch.SearchProjectMessagesRequest__Output,
+): Promise<dispatch.SearchProjectMessagesResponse__Output> {
   return readMessagePage(pool, listQuery(request));
 }
 

@@ -5,7 +5,7 @@ import { GrpcClient } from '@notify/platform';
 import { dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { applyDeliveryEvent } from '../events/event-store.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 import { formatSmtpReply } from './queries.ts';
 
 let h: Harness;
@@ -36,11 +36,27 @@ before(async () => {
   const [first, second] = ids;
   if (first === undefined || second === undefined) throw new Error('no messages');
   await applyDeliveryEvent(h.pool, { messageId: first, state: 'sending', attempt: 1, occurredAt });
-  await applyDeliveryEvent(h.pool, { messageId: first, state: 'deferred', attempt: 1, occurredAt, smtpCode: 451, smtpResponse: '4.7.1 greylisted', reason: 'greylisted' });
+  await applyDeliveryEvent(h.pool, {
+    messageId: first,
+    state: 'deferred',
+    attempt: 1,
+    occurredAt,
+    smtpCode: 451,
+    smtpResponse: '4.7.1 greylisted',
+    reason: 'greylisted',
+  });
   await applyDeliveryEvent(h.pool, { messageId: first, state: 'sending', attempt: 2, occurredAt });
   await applyDeliveryEvent(h.pool, { messageId: first, state: 'sent', attempt: 2, occurredAt, smtpCode: 250, smtpResponse: '250 2.0.0 OK' });
   await applyDeliveryEvent(h.pool, { messageId: second, state: 'sending', attempt: 1, occurredAt });
-  await applyDeliveryEvent(h.pool, { messageId: second, state: 'failed', attempt: 1, occurredAt, smtpCode: 550, smtpResponse: '5.1.1 unknown user', reason: 'recipient rejected' });
+  await applyDeliveryEvent(h.pool, {
+    messageId: second,
+    state: 'failed',
+    attempt: 1,
+    occurredAt,
+    smtpCode: 550,
+    smtpResponse: '5.1.1 unknown user',
+    reason: 'recipient rejected',
+  });
 });
 
 after(async () => {
@@ -76,7 +92,11 @@ test('a failed message shows why', async () => {
 
 test('a message of another project or organization is not found, exactly like one that does not exist', async () => {
   await assertRefused(h.dispatch.call('GetMessage', { ...scope, projectId: h.ids.otherProjectId, messageId: ids[0] }), status.NOT_FOUND, 'message_not_found');
-  await assertRefused(h.dispatch.call('GetMessage', { ...scope, organizationId: h.ids.organizationId + 1_000, messageId: ids[0] }), status.NOT_FOUND, 'message_not_found');
+  await assertRefused(
+    h.dispatch.call('GetMessage', { ...scope, organizationId: h.ids.organizationId + 1_000, messageId: ids[0] }),
+    status.NOT_FOUND,
+    'message_not_found',
+  );
   await assertRefused(h.dispatch.call('GetMessage', { projectId: h.ids.projectId, messageId: ids[0] }), status.NOT_FOUND, 'message_not_found');
   await assertRefused(h.dispatch.call('GetMessage', { ...scope, messageId: 999_999 }), status.NOT_FOUND, 'message_not_found');
 });
@@ -84,12 +104,21 @@ test('a message of another project or organization is not found, exactly like on
 test('messages are listed newest first, a page at a time', async () => {
   const newestFirst = [...ids].reverse();
   const first = await notifyctl.call('ListMessages', { projectId: h.ids.projectId, limit: 2 });
-  assert.deepEqual(first.messages.map((message) => message.id), newestFirst.slice(0, 2));
+  assert.deepEqual(
+    first.messages.map((message) => message.id),
+    newestFirst.slice(0, 2),
+  );
   assert.equal(first.nextBeforeId, newestFirst[1]);
   const second = await notifyctl.call('ListMessages', { projectId: h.ids.projectId, limit: 2, beforeId: first.nextBeforeId });
-  assert.deepEqual(second.messages.map((message) => message.id), newestFirst.slice(2, 4));
+  assert.deepEqual(
+    second.messages.map((message) => message.id),
+    newestFirst.slice(2, 4),
+  );
   const last = await notifyctl.call('ListMessages', { projectId: h.ids.projectId, limit: 2, beforeId: second.nextBeforeId });
-  assert.deepEqual(last.messages.map((message) => message.id), newestFirst.slice(4));
+  assert.deepEqual(
+    last.messages.map((message) => message.id),
+    newestFirst.slice(4),
+  );
   assert.equal(last.nextBeforeId, 0, 'no cursor after the last page');
 });
 
@@ -102,9 +131,15 @@ test('without a limit the default page holds every one of a few messages', async
 
 test('messages can be listed by state', async () => {
   const queued = await notifyctl.call('ListMessages', { projectId: h.ids.projectId, state: 'queued' });
-  assert.deepEqual(queued.messages.map((message) => message.id), [...ids].reverse().slice(0, 3));
+  assert.deepEqual(
+    queued.messages.map((message) => message.id),
+    [...ids].reverse().slice(0, 3),
+  );
   const failed = await notifyctl.call('ListMessages', { projectId: h.ids.projectId, state: 'failed' });
-  assert.deepEqual(failed.messages.map((message) => message.id), [ids[1]]);
+  assert.deepEqual(
+    failed.messages.map((message) => message.id),
+    [ids[1]],
+  );
   const other = await notifyctl.call('ListMessages', { projectId: h.ids.otherProjectId });
   assert.deepEqual(other.messages, []);
 });

@@ -98,7 +98,10 @@ const noMessage: dispatch.GetMessageRequest__Output = { messageId: 0, projectId:
  * attempt), in one statement whatever their number; a result per request, in order. Matched on project and
  * organization both: a request that names the wrong one is refused NOT_FOUND exactly as one for an id that never existed.
  */
-export async function getMessages(pool: Pool, requests: readonly dispatch.GetMessageRequest__Output[]): Promise<PromiseSettledResult<dispatch.Message__Output>[]> {
+export async function getMessages(
+  pool: Pool,
+  requests: readonly dispatch.GetMessageRequest__Output[],
+): Promise<PromiseSettledResult<dispatch.Message__Output>[]> {
   const wanted = batchRows('messages-get', requests, readColumns, { ordinality: true, filler: noMessage });
   const found = await pool.query<MessageRow & { position: string; events: EventRow[] }>({
     name: wanted.name,

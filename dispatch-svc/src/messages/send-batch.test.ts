@@ -3,17 +3,25 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
-import { dispatchProto, type dispatch } from '@notify/proto';
+import { type dispatch, dispatchProto } from '@notify/proto';
 import { assertRefused, refusal } from '@notify/test/harness/refusal.ts';
 import { idempotencyLockKey } from '../idempotency/idempotency-store.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 
 let h: Harness;
 
 before(async () => {
   h = await startHarness();
   const put = (slug: string, active: boolean, variablesSchemaJson = '') =>
-    h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug, subject: 'Hello {{ name }}', html: '<p>Hi {{ name }}</p>', text: 'Hi {{ name }}', variablesSchemaJson, active });
+    h.admin.call('PutTemplate', {
+      projectId: h.ids.projectId,
+      slug,
+      subject: 'Hello {{ name }}',
+      html: '<p>Hi {{ name }}</p>',
+      text: 'Hi {{ name }}',
+      variablesSchemaJson,
+      active,
+    });
   await put('welcome', true);
   await put('dormant', false);
   await put('typed', true, JSON.stringify({ type: 'object', required: ['name'], properties: { name: { type: 'string' } } }));
@@ -23,10 +31,13 @@ after(() => h.close());
 
 const item = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest => h.sendRequest({ monthlyQuota: 0, fieldsInvalid: false, ...overrides });
 
-const batch = (messages: dispatch.SendRequest[], overrides: Partial<dispatch.SendBatchRequest> = {}) => h.dispatch.call('SendBatch', { messages, ...overrides });
+const batch = (messages: dispatch.SendRequest[], overrides: Partial<dispatch.SendBatchRequest> = {}) =>
+  h.dispatch.call('SendBatch', { messages, ...overrides });
 
-const outcomes = (response: dispatch.SendBatchResponse__Output): string[] => response.results.map((result) => (result.accepted ? 'accepted' : (result.refused?.reason ?? '?')));
-const acceptedIds = (response: dispatch.SendBatchResponse__Output): number[] => response.results.flatMap((result) => (result.accepted ? [result.accepted.messageId] : []));
+const outcomes = (response: dispatch.SendBatchResponse__Output): string[] =>
+  response.results.map((result) => (result.accepted ? 'accepted' : (result.refused?.reason ?? '?')));
+const acceptedIds = (response: dispatch.SendBatchResponse__Output): number[] =>
+  response.results.flatMap((result) => (result.accepted ? [result.accepted.messageId] : []));
 
 const count = async (sql: string, values: unknown[] = []): Promise<number> =>
   (await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${sql}`, values)).rows[0]?.n ?? -1;
@@ -46,7 +57,10 @@ describe('SendBatch', () => {
       item({ to: 'two@example.com', template: 'typed' }),
     ]);
     assert.deepEqual(outcomes(response), ['accepted', 'template_not_found', 'template_inactive', 'fields_invalid', 'data_invalid', 'accepted']);
-    assert.deepEqual(response.results.map((result) => result.refused?.code ?? 0), [0, status.NOT_FOUND, status.FAILED_PRECONDITION, status.INVALID_ARGUMENT, status.INVALID_ARGUMENT, 0]);
+    assert.deepEqual(
+      response.results.map((result) => result.refused?.code ?? 0),
+      [0, status.NOT_FOUND, status.FAILED_PRECONDITION, status.INVALID_ARGUMENT, status.INVALID_ARGUMENT, 0],
+    );
     assert.ok((response.results[4]?.refused?.fields.length ?? 0) > 0, 'data_invalid names what the variables refused');
     assert.equal(response.idempotentReplay, false);
     const ids = acceptedIds(response);
@@ -60,7 +74,10 @@ describe('SendBatch', () => {
 
   test('throttled items are answered as such and never judged or written', async () => {
     const messagesBefore = await count('messages');
-    const response = await batch([item({ to: 'a@example.com' }), item({ template: 'missing' }), item({ to: 'c@example.com' })], { throttledIndexes: [1, 2], retryAfterSeconds: 17 });
+    const response = await batch([item({ to: 'a@example.com' }), item({ template: 'missing' }), item({ to: 'c@example.com' })], {
+      throttledIndexes: [1, 2],
+      retryAfterSeconds: 17,
+    });
     assert.deepEqual(outcomes(response), ['accepted', 'throttled', 'throttled']);
     assert.deepEqual(response.results[2]?.refused, { code: status.RESOURCE_EXHAUSTED, reason: 'throttled', fields: ['17'] });
     assert.equal(await count('messages'), messagesBefore + 1);
@@ -91,12 +108,19 @@ describe('SendBatch', () => {
     const again = await batch(messages, { idempotencyKey: key, fingerprint: 'batch-fp' });
     assert.equal(again.idempotentReplay, true);
     assert.deepEqual(outcomes(again), outcomes(first));
-    assert.deepEqual(again.results.map((result) => result.accepted?.messageId), first.results.map((result) => result.accepted?.messageId));
+    assert.deepEqual(
+      again.results.map((result) => result.accepted?.messageId),
+      first.results.map((result) => result.accepted?.messageId),
+    );
     assert.equal(again.results[0]?.accepted?.idempotentReplay, true);
     assert.equal(again.organizationAccepted, 0);
     assert.equal(await count('messages'), messagesAfter, 'a replay writes nothing');
     await assertRefused(batch(messages, { idempotencyKey: key, fingerprint: 'other-fp' }), status.FAILED_PRECONDITION, 'idempotency_key_mismatch');
-    await assertRefused(h.dispatch.call('Send', { ...item(), idempotencyKey: key, fingerprint: 'send-fp' }), status.FAILED_PRECONDITION, 'idempotency_key_mismatch');
+    await assertRefused(
+      h.dispatch.call('Send', { ...item(), idempotencyKey: key, fingerprint: 'send-fp' }),
+      status.FAILED_PRECONDITION,
+      'idempotency_key_mismatch',
+    );
 
     const sendKey = randomUUID();
     await h.dispatch.call('Send', { ...item(), idempotencyKey: sendKey, fingerprint: 'send-fp' });

@@ -5,15 +5,22 @@
 // `create` span under this call's span (acceptBatch's), so every delivery still continues the request's trace.
 import { status } from '@grpc/grpc-js';
 import { activeContext, annotateRequestSpan, UserError } from '@notify/platform';
-import { withTransaction, type PoolClient } from '@notify/platform/database';
+import { type PoolClient, withTransaction } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 import { idempotencyKeyInUse, idempotencyKeyMismatch } from '../idempotency/idempotency-refusals.ts';
-import { findIdempotencyRecords, projectKeyId, saveIdempotencyRecords, tryLockIdempotencyKeys, type ProjectKey, type StoredResponse } from '../idempotency/idempotency-store.ts';
+import {
+  findIdempotencyRecords,
+  type ProjectKey,
+  projectKeyId,
+  type StoredResponse,
+  saveIdempotencyRecords,
+  tryLockIdempotencyKeys,
+} from '../idempotency/idempotency-store.ts';
 import type { OutgoingJob } from '../outbox/delivery-job.ts';
 import type { PublishAccepted } from '../outbox/publish-accepted.ts';
 import type { Outcome, Pending } from './batch-verdicts.ts';
+import { acceptBatch, type SendDeps, sendSpecificFailure, toSendResponse } from './send.ts';
 import { uuidPattern, validate } from './send-request.ts';
-import { acceptBatch, sendSpecificFailure, toSendResponse, type SendDeps } from './send.ts';
 
 /** Items of one batch at most (the public API's limit, docs/integrators.md "Batch sends"). */
 export const maxBatchItems = 500;
@@ -47,7 +54,8 @@ function validateBatch(request: dispatch.SendBatchRequest__Output): { key: Proje
   if (key !== '' && request.fingerprint === '') throw invalid('fingerprint: is required with an idempotency key');
   const projects = new Set(request.messages.map((item) => item.projectId));
   if (projects.size !== 1) throw invalid('messages: must all belong to one project');
-  if (request.messages.some((item) => item.idempotencyKey !== '' || item.fingerprint !== '')) throw invalid('messages: items carry no idempotency key of their own');
+  if (request.messages.some((item) => item.idempotencyKey !== '' || item.fingerprint !== ''))
+    throw invalid('messages: items carry no idempotency key of their own');
   const throttled = new Set(request.throttledIndexes);
   const context = activeContext();
   const pending = new Map<number, Pending>();
@@ -124,7 +132,13 @@ async function judgeInTransaction(deps: SendDeps, request: dispatch.SendBatchReq
   }
 }
 
-async function judgeOnce(deps: SendDeps, request: dispatch.SendBatchRequest__Output, key: ProjectKey | null, all: ReadonlyMap<number, Pending>, refused: ReadonlySet<number>): Promise<Judged> {
+async function judgeOnce(
+  deps: SendDeps,
+  request: dispatch.SendBatchRequest__Output,
+  key: ProjectKey | null,
+  all: ReadonlyMap<number, Pending>,
+  refused: ReadonlySet<number>,
+): Promise<Judged> {
   const pending = new Map([...all].filter(([index]) => !refused.has(index)));
   return withTransaction(deps.pool, async (client) => {
     if (key) {

@@ -3,9 +3,9 @@ import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import type { dispatch } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
-import { createSendManyHandler } from './send-many.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 import { createSendHandler } from './send.ts';
+import { createSendManyHandler } from './send-many.ts';
 
 let h: Harness;
 
@@ -13,7 +13,15 @@ before(async () => {
   h = await startHarness();
   const schema = { type: 'object', required: ['name'], properties: { name: { type: 'string' } } };
   const put = (slug: string, active: boolean, variablesSchemaJson = '') =>
-    h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug, subject: 'Hello {{ name }}', html: '<p>Hi {{ name }}</p>', text: 'Hi {{ name }}', variablesSchemaJson, active });
+    h.admin.call('PutTemplate', {
+      projectId: h.ids.projectId,
+      slug,
+      subject: 'Hello {{ name }}',
+      html: '<p>Hi {{ name }}</p>',
+      text: 'Hi {{ name }}',
+      variablesSchemaJson,
+      active,
+    });
   await put('welcome', true);
   await put('dormant', false);
   await put('typed', true, JSON.stringify(schema));
@@ -27,7 +35,8 @@ const item = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendManyI
 const verdicts = (results: readonly dispatch.SendBatchResult__Output[]): string[] =>
   results.map((result) => (result.accepted ? 'accepted' : `${status[result.refused?.code ?? -1]} ${result.refused?.reason}`));
 
-const acceptedIds = (results: readonly dispatch.SendBatchResult__Output[]): number[] => results.flatMap((result) => (result.accepted ? [result.accepted.messageId] : []));
+const acceptedIds = (results: readonly dispatch.SendBatchResult__Output[]): number[] =>
+  results.flatMap((result) => (result.accepted ? [result.accepted.messageId] : []));
 
 test("one SendMany call: each send judged as its own Send call, refused ones answered with Send's refusal, the accepted ones in one transaction", async () => {
   const jobsBefore = await h.jobsInStream();
@@ -57,12 +66,15 @@ test("one SendMany call: each send judged as its own Send call, refused ones ans
 
   const ids = acceptedIds(results);
   const { rows } = await h.pool.query<{ recipient: string; transactions: number }>(
-    'SELECT string_agg(recipient, \' \' ORDER BY id) AS recipient, count(DISTINCT xmin::text)::int AS transactions FROM messages WHERE id = ANY($1::bigint[])',
+    "SELECT string_agg(recipient, ' ' ORDER BY id) AS recipient, count(DISTINCT xmin::text)::int AS transactions FROM messages WHERE id = ANY($1::bigint[])",
     [ids],
   );
   assert.deepEqual(rows[0], { recipient: 'one@example.com two@example.com', transactions: 1 });
   assert.equal(await h.jobsInStream(), jobsBefore + 2);
-  assert.deepEqual(results[0]?.accepted && { status: results[0].accepted.status, replay: results[0].accepted.idempotentReplay }, { status: 'queued', replay: false });
+  assert.deepEqual(results[0]?.accepted && { status: results[0].accepted.status, replay: results[0].accepted.idempotentReplay }, {
+    status: 'queued',
+    replay: false,
+  });
 });
 
 test('a send that fails unexpectedly answers its own refusal, as its Send call would have failed, and never fails the others; each is counted as a Send call', async () => {
@@ -85,19 +97,32 @@ test('a send that fails unexpectedly answers its own refusal, as its Send call w
     // The database refuses this one's data (jsonb holds no U+0000): its batch is retried send by send.
     { to: 'nul@example.com', dataJson: JSON.stringify({ name: 'A\u0000' }) },
     { to: 'last@example.com' },
-  ].map((overrides): dispatch.SendManyItem__Output => ({
-    // As the call's decoding fills it: every field present.
-    send: { fieldsInvalid: false, tags: [], metadataJson: '', test: false, sendAt: '', monthlyQuota: 0, ...h.sendRequest(overrides) } as dispatch.SendRequest__Output,
-    traceparent: '',
-    tracestate: '',
-  }));
+  ].map(
+    (overrides): dispatch.SendManyItem__Output => ({
+      // As the call's decoding fills it: every field present.
+      send: {
+        fieldsInvalid: false,
+        tags: [],
+        metadataJson: '',
+        test: false,
+        sendAt: '',
+        monthlyQuota: 0,
+        ...h.sendRequest(overrides),
+      } as dispatch.SendRequest__Output,
+      traceparent: '',
+      tracestate: '',
+    }),
+  );
   const { results } = await handler({ items: requests });
   assert.deepEqual(verdicts(results), ['accepted', 'INTERNAL internal', 'UNAVAILABLE service_unavailable', 'INVALID_ARGUMENT data_unstorable', 'accepted']);
   // The gRPC server's handled and handling-time series see the sends, not only the one SendMany call that carried them.
   const path = '/notify.dispatch.v1.DispatchService/Send';
   assert.deepEqual(recorded.sort(), [`${path} INTERNAL`, `${path} INVALID_ARGUMENT`, `${path} OK`, `${path} OK`, `${path} UNAVAILABLE`]);
   const { rows } = await h.pool.query<{ recipient: string }>('SELECT recipient FROM messages WHERE id = ANY($1::bigint[]) ORDER BY id', [acceptedIds(results)]);
-  assert.deepEqual(rows.map((row) => row.recipient), ['first@example.com', 'last@example.com']);
+  assert.deepEqual(
+    rows.map((row) => row.recipient),
+    ['first@example.com', 'last@example.com'],
+  );
 });
 
 test('a call with no send, or more than a batch may hold, is refused as a whole', async () => {

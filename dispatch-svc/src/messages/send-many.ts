@@ -4,9 +4,9 @@
 // UNAVAILABLE when PostgreSQL is down, INTERNAL for a bug, logged as the server logs a failed handler). One item never
 // fails the others.
 import { checkItemCount, itemServer, type Logger, type RecordItem } from '@notify/platform';
-import { dispatchProto, type dispatch } from '@notify/proto';
-import { maxBatchItems } from './send-batch.ts';
+import { type dispatch, dispatchProto } from '@notify/proto';
 import type { SendHandler } from './send.ts';
+import { maxBatchItems } from './send-batch.ts';
 
 export type SendManyHandler = (request: dispatch.SendManyRequest__Output) => Promise<dispatch.SendManyResponse__Output>;
 
@@ -16,6 +16,10 @@ export function createSendManyHandler(send: SendHandler, logger: Logger, recordI
     checkItemCount(request.items.length, maxBatchItems, 'send many');
     // All submitted in this tick: Send's batcher takes them into one transaction (up to its batch size).
     const outcomes = await Promise.all(request.items.map((item) => serveItem(item.send, item)));
-    return { results: outcomes.map((outcome) => (outcome.answer ? { accepted: outcome.answer, outcome: 'accepted' } : { refused: outcome.refused ?? null, outcome: 'refused' })) };
+    return {
+      results: outcomes.map((outcome) =>
+        outcome.answer ? { accepted: outcome.answer, outcome: 'accepted' } : { refused: outcome.refused ?? null, outcome: 'refused' },
+      ),
+    };
   };
 }

@@ -60,7 +60,7 @@ export function validate(request: dispatch.SendRequest__Output): SendInput {
 
 /** The gateway's field validation refused the body, and no idempotency record answered first; the gateway renders the 422. */
 export function fieldsInvalid(): UserError {
-  return new UserError(status.INVALID_ARGUMENT, 'fields_invalid', 'the request\'s fields are invalid (check 11)');
+  return new UserError(status.INVALID_ARGUMENT, 'fields_invalid', "the request's fields are invalid (check 11)");
 }
 
 /** Step 2 (check 11): the gateway refused these sends' fields; with their keys judged, nothing is left to decide. */

@@ -3,12 +3,12 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
-import { dispatchProto, type DeliveryJob, type dispatch } from '@notify/proto';
+import { type DeliveryJob, type dispatch, dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { sweepExpiredIdempotencyRecords } from '../idempotency/expiry-sweeper.ts';
 import { idempotencyLockKey } from '../idempotency/idempotency-store.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 import { createSendHandler } from './send.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
 
 let h: Harness;
 const schema = { type: 'object', required: ['name', 'count'], properties: { name: { type: 'string' }, count: { type: 'integer' } } };
@@ -16,7 +16,15 @@ const schema = { type: 'object', required: ['name', 'count'], properties: { name
 before(async () => {
   h = await startHarness();
   const put = (slug: string, active: boolean, projectId = h.ids.projectId, variablesSchemaJson = '') =>
-    h.admin.call('PutTemplate', { projectId, slug, subject: 'Hello {{ name }}', html: '<p>Hi {{ name }}</p>', text: 'Hi {{ name }}', variablesSchemaJson, active });
+    h.admin.call('PutTemplate', {
+      projectId,
+      slug,
+      subject: 'Hello {{ name }}',
+      html: '<p>Hi {{ name }}</p>',
+      text: 'Hi {{ name }}',
+      variablesSchemaJson,
+      active,
+    });
   await put('welcome', true);
   await put('dormant', false);
   await put('typed', true, h.ids.projectId, JSON.stringify(schema));
@@ -56,7 +64,14 @@ describe('accepting a message', () => {
     assert.equal(job.celeryTaskId, response.celeryTaskId);
     assert.equal(job.to, 'ada@example.com');
     assert.deepEqual(job.data, { name: 'Ada', order: { id: 7 } });
-    assert.deepEqual(job.template, { slug: 'welcome', version: 1, subject: 'Hello {{ name }}', html: '<p>Hi {{ name }}</p>', text: 'Hi {{ name }}', unsubscribe: false });
+    assert.deepEqual(job.template, {
+      slug: 'welcome',
+      version: 1,
+      subject: 'Hello {{ name }}',
+      html: '<p>Hi {{ name }}</p>',
+      text: 'Hi {{ name }}',
+      unsubscribe: false,
+    });
     assert.equal(job.projectId, h.ids.projectId);
     assert.equal(job.organizationId, h.ids.organizationId);
     assert.ok(!Number.isNaN(Date.parse(job.acceptedAt)));
@@ -84,7 +99,12 @@ describe('idempotency', () => {
     assert.equal(await h.jobsInStream(), jobs);
     assert.match(await h.registry.getSingleMetricAsString('notify_messages_replayed_total'), /notify_messages_replayed_total\{[^}]*\} 1/);
 
-    const record = (await h.pool.query('SELECT message_id, response, extract(epoch FROM expires_at - created_at)::int AS ttl FROM idempotency_keys WHERE idempotency_key = $1', [key])).rows[0];
+    const record = (
+      await h.pool.query(
+        'SELECT message_id, response, extract(epoch FROM expires_at - created_at)::int AS ttl FROM idempotency_keys WHERE idempotency_key = $1',
+        [key],
+      )
+    ).rows[0];
     assert.equal(record.message_id, first.messageId);
     assert.deepEqual(record.response, { message_id: first.messageId, status: 'queued', celery_task_id: first.celeryTaskId, idempotent_replay: false });
     assert.equal(record.ttl, 86_400, 'the record lives NOTIFY_IDEMPOTENCY_TTL from acceptance');
@@ -200,7 +220,11 @@ describe('idempotency', () => {
 
   test('a refused request stores nothing, so the key can be corrected and retried', async () => {
     const key = randomUUID();
-    await assertRefused(h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'typo', template: 'welcom' })), status.NOT_FOUND, 'template_not_found');
+    await assertRefused(
+      h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'typo', template: 'welcom' })),
+      status.NOT_FOUND,
+      'template_not_found',
+    );
     const response = await h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fixed' }));
     assert.equal(response.idempotentReplay, false);
   });
@@ -208,7 +232,8 @@ describe('idempotency', () => {
 
 describe('the fields the gateway refused (check 11), judged after the key (check 10)', () => {
   /** A send whose body the gateway's validation refused: its fields are not sent. */
-  const refusedFields = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest => request({ template: '', to: '', dataJson: '', fieldsInvalid: true, ...overrides });
+  const refusedFields = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest =>
+    request({ template: '', to: '', dataJson: '', fieldsInvalid: true, ...overrides });
 
   test('without a key: fields_invalid at once, nothing written', async () => {
     const [messages, jobs] = [await count('messages'), await h.jobsInStream()];
@@ -236,7 +261,11 @@ describe('the fields the gateway refused (check 11), judged after the key (check
   test('a key accepted with another fingerprint is a mismatch, not fields_invalid', async () => {
     const key = randomUUID();
     await h.dispatch.call('Send', request({ idempotencyKey: key, fingerprint: 'fp-a' }));
-    await assertRefused(h.dispatch.call('Send', refusedFields({ idempotencyKey: key, fingerprint: 'fp-b' })), status.FAILED_PRECONDITION, 'idempotency_key_mismatch');
+    await assertRefused(
+      h.dispatch.call('Send', refusedFields({ idempotencyKey: key, fingerprint: 'fp-b' })),
+      status.FAILED_PRECONDITION,
+      'idempotency_key_mismatch',
+    );
   });
 
   test('a key in flight is in use, not fields_invalid', async () => {
@@ -289,9 +318,11 @@ describe("the organization's month count in Send's answer", () => {
 });
 
 describe('group commit', () => {
-  const direct = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest__Output => ({ fieldsInvalid: false, tags: [], metadataJson: '', test: false, sendAt: '', ...request(overrides), monthlyQuota: 0 }) as dispatch.SendRequest__Output;
+  const direct = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest__Output =>
+    ({ fieldsInvalid: false, tags: [], metadataJson: '', test: false, sendAt: '', ...request(overrides), monthlyQuota: 0 }) as dispatch.SendRequest__Output;
   const settle = (send: ReturnType<typeof createSendHandler>, requests: dispatch.SendRequest__Output[]) => Promise.allSettled(requests.map((r) => send(r)));
-  const reasonOf = (result: PromiseSettledResult<unknown>): string => (result.status === 'rejected' ? (result.reason as { reason: string }).reason : 'accepted');
+  const reasonOf = (result: PromiseSettledResult<unknown>): string =>
+    result.status === 'rejected' ? (result.reason as { reason: string }).reason : 'accepted';
   /** Rows written by one transaction share its id (xmin). */
   const transactionsOf = async (ids: number[]): Promise<number> =>
     (await h.pool.query<{ n: number }>('SELECT count(DISTINCT xmin::text)::int AS n FROM messages WHERE id = ANY($1::bigint[])', [ids])).rows[0]?.n ?? -1;
@@ -310,12 +341,27 @@ describe('group commit', () => {
       direct({ to: 'three@example.com', template: 'typed', dataJson: JSON.stringify({ name: 'Ada', count: 3 }) }),
       direct({ template: '', to: '', dataJson: '', fieldsInvalid: true, idempotencyKey: randomUUID(), fingerprint: 'fp' }),
     ]);
-    assert.deepEqual(results.map(reasonOf), ['accepted', 'template_not_found', 'accepted', 'template_inactive', 'idempotency_key_in_use', 'data_invalid', 'accepted', 'fields_invalid']);
+    assert.deepEqual(results.map(reasonOf), [
+      'accepted',
+      'template_not_found',
+      'accepted',
+      'template_inactive',
+      'idempotency_key_in_use',
+      'data_invalid',
+      'accepted',
+      'fields_invalid',
+    ]);
     const ids = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value.messageId] : []));
     assert.equal(await transactionsOf(ids), 1);
     assert.equal(await count('messages'), messagesBefore + 3, 'refused sends write nothing');
-    const recipients = await h.pool.query<{ recipient: string; template_slug: string }>('SELECT recipient, template_slug FROM messages WHERE id = ANY($1::bigint[]) ORDER BY id', [ids]);
-    assert.deepEqual(recipients.rows.map((row) => `${row.recipient} ${row.template_slug}`), ['one@example.com welcome', 'two@example.com welcome', 'three@example.com typed']);
+    const recipients = await h.pool.query<{ recipient: string; template_slug: string }>(
+      'SELECT recipient, template_slug FROM messages WHERE id = ANY($1::bigint[]) ORDER BY id',
+      [ids],
+    );
+    assert.deepEqual(
+      recipients.rows.map((row) => `${row.recipient} ${row.template_slug}`),
+      ['one@example.com welcome', 'two@example.com welcome', 'three@example.com typed'],
+    );
     // Each accepted send of the batch answers the organization's count after the whole batch.
     const counts = new Set(results.flatMap((result) => (result.status === 'fulfilled' ? [result.value.organizationAccepted] : [])));
     assert.equal(counts.size, 1);
@@ -337,7 +383,7 @@ describe('group commit', () => {
     const firstId = (await first).messageId;
     const waitingIds = (await Promise.all(waiting)).map((response) => response.messageId);
     assert.equal(await transactionsOf(waitingIds), 1, 'the sends that waited share one transaction');
-    assert.equal(await transactionsOf([firstId, ...waitingIds]), 2, 'and it is not the first send\'s');
+    assert.equal(await transactionsOf([firstId, ...waitingIds]), 2, "and it is not the first send's");
     await h.outboxEmptied();
   });
 
@@ -378,8 +424,15 @@ describe('group commit', () => {
   test('a send the database refuses fails alone: the others of its batch are accepted', async () => {
     const send = createSendHandler(h.deps);
     // PostgreSQL's jsonb cannot hold U+0000, which JSON can: a value only the database finds wrong.
-    const results = await settle(send, [direct({ to: 'before@example.com' }), direct({ to: 'nul@example.com', dataJson: '{"name":"\\u0000"}' }), direct({ to: 'after@example.com' })]);
-    assert.deepEqual(results.map((result) => result.status), ['fulfilled', 'rejected', 'fulfilled']);
+    const results = await settle(send, [
+      direct({ to: 'before@example.com' }),
+      direct({ to: 'nul@example.com', dataJson: '{"name":"\\u0000"}' }),
+      direct({ to: 'after@example.com' }),
+    ]);
+    assert.deepEqual(
+      results.map((result) => result.status),
+      ['fulfilled', 'rejected', 'fulfilled'],
+    );
     // Tried alone, the send is refused for its data (the gateway's 422), not as an internal error.
     assert.deepEqual(results.map(reasonOf), ['accepted', 'data_unstorable', 'accepted']);
     const ids = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value.messageId] : []));
@@ -398,7 +451,10 @@ describe('group commit', () => {
     ]);
     assert.deepEqual(results.map(reasonOf), ['accepted', 'accepted', 'plan_blocked', 'plan_blocked']);
     // Cut short by the quota, the count is exactly the quota: the gateway stops the next requests at check 5.
-    assert.deepEqual(results.flatMap((result) => (result.status === 'fulfilled' ? [result.value.organizationAccepted] : [])), [quota, quota]);
+    assert.deepEqual(
+      results.flatMap((result) => (result.status === 'fulfilled' ? [result.value.organizationAccepted] : [])),
+      [quota, quota],
+    );
     // The refused sends' rows were written in the batch's transaction, then removed with everything that hangs off them.
     assert.equal(await count(`messages WHERE recipient IN ('q2@example.com', 'q3@example.com')`), 0);
     assert.equal(await count('idempotency_keys WHERE idempotency_key = $1', [key]), 0);
@@ -425,7 +481,10 @@ describe('refusals', () => {
       status.INVALID_ARGUMENT,
       'data_invalid',
     );
-    assert.deepEqual([...error.fields].sort(), ['{"path":"count","keyword":"type","params":{"type":"integer"}}', '{"path":"name","keyword":"required","params":{}}']);
+    assert.deepEqual([...error.fields].sort(), [
+      '{"path":"count","keyword":"type","params":{"type":"integer"}}',
+      '{"path":"name","keyword":"required","params":{}}',
+    ]);
   });
 
   test("a message whose job (data with the template's texts) could not fit in a NATS message is RESOURCE_EXHAUSTED and writes nothing", async () => {
@@ -434,7 +493,10 @@ describe('refusals', () => {
     const [messages, outbox, jobs] = [await count('messages'), await count('outbox'), await h.jobsInStream()];
     const name = 'x'.repeat(maxPayload);
     const error = await assertRefused(h.dispatch.call('Send', request({ dataJson: JSON.stringify({ name }) })), status.RESOURCE_EXHAUSTED, 'payload_too_large');
-    assert.ok(Number(error.fields[0]) < maxPayload && Number(error.fields[0]) > maxPayload / 2, `the limit ${error.fields[0]} is the server's max_payload less the job's envelope`);
+    assert.ok(
+      Number(error.fields[0]) < maxPayload && Number(error.fields[0]) > maxPayload / 2,
+      `the limit ${error.fields[0]} is the server's max_payload less the job's envelope`,
+    );
     assert.deepEqual([await count('messages'), await count('outbox'), await h.jobsInStream()], [messages, outbox, jobs]);
     // At the limit it is accepted, and its job reaches the stream rather than waiting in the outbox for good.
     const fits = Number(error.fields[0]) - Buffer.byteLength('Hello {{ name }}<p>Hi {{ name }}</p>Hi {{ name }}') - Buffer.byteLength('{"name":""}');

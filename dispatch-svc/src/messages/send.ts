@@ -6,19 +6,19 @@
 // confirmed. Each accepted message gets a `create` span in its request's trace, whose context is stored with it: every
 // later step of its delivery, in whatever process, continues that trace.
 import { status } from '@grpc/grpc-js';
-import { activeContext, annotateRequestSpan, Batcher, notifyAttributes, UserError, type Logger } from '@notify/platform';
-import { withTransaction, type Pool, type PoolClient } from '@notify/platform/database';
+import { activeContext, annotateRequestSpan, Batcher, type Logger, notifyAttributes, UserError } from '@notify/platform';
+import { type Pool, type PoolClient, withTransaction } from '@notify/platform/database';
 import type { AcceptedBody, dispatch } from '@notify/proto';
 import { judgeIdempotencyKeys } from '../idempotency/key-check.ts';
 import type { DispatchMetrics } from '../metrics.ts';
 import type { JobPublisher } from '../outbox/job-publisher.ts';
-import { publishAccepted, type PublishAccepted } from '../outbox/publish-accepted.ts';
+import { type PublishAccepted, publishAccepted } from '../outbox/publish-accepted.ts';
 import { refuseSuppressedRecipients } from '../suppressions/suppression-check.ts';
 import { judgeTemplates } from '../templates/template-check.ts';
 import type { VariablesSchemas } from '../templates/variables-schema.ts';
 import { countMonthlyUsage } from '../usage/quota-check.ts';
 import { writeAcceptedRows } from './accepted-rows.ts';
-import { BatchVerdicts, refused, type Outcome, type Pending } from './batch-verdicts.ts';
+import { BatchVerdicts, type Outcome, type Pending, refused } from './batch-verdicts.ts';
 import { fieldsInvalid, refuseInvalidFields, validate } from './send-request.ts';
 
 export interface SendDeps {
@@ -113,7 +113,12 @@ export const toSendResponse = (body: AcceptedBody, replay: boolean, organization
 export type SendHandler = (request: dispatch.SendRequest__Output) => Promise<dispatch.SendResponse__Output>;
 
 export function createSendHandler(deps: SendDeps, publishDirect: PublishAccepted = publishAccepted(deps)): SendHandler {
-  const acceptor = new Batcher<Pending, Outcome>({ maxBatchSize: maxSendsPerBatch, concurrency: concurrentBatches, overlapAfterMs: stuckAfterMs, run: (batch) => acceptInTransaction(deps, batch) });
+  const acceptor = new Batcher<Pending, Outcome>({
+    maxBatchSize: maxSendsPerBatch,
+    concurrency: concurrentBatches,
+    overlapAfterMs: stuckAfterMs,
+    run: (batch) => acceptInTransaction(deps, batch),
+  });
 
   return async (request) => {
     const input = validate(request);

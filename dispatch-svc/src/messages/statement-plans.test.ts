@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 import { plannedAfterWarmUp } from '@notify/test/harness/prepared-plans.ts';
 import { tryLockIdempotencyKeys } from '../idempotency/idempotency-store.ts';
 import { deleteOutboxRows } from '../outbox/outbox-store.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 import { grantUsage } from '../usage/usage-store.ts';
 
 let h: Harness;

@@ -3,7 +3,7 @@
 // span in the message's trace, and the job's headers carry the context its create span made (the conventions' rule
 // when creating and sending are apart), so the mailer's spans are children of the message's creation whoever published.
 import { notifyAttributes, OperationalError } from '@notify/platform';
-import { publishTraced, type JetStreamPublisher } from '@notify/platform/nats';
+import { type JetStreamPublisher, publishTraced } from '@notify/platform/nats';
 import { deliveryJobId, encodeDeliveryJob } from '@notify/proto';
 import type { DispatchMetrics, PublishPath } from '../metrics.ts';
 import type { OutgoingJob } from './delivery-job.ts';
@@ -35,10 +35,16 @@ export function createJobPublisher(options: JobPublisherOptions): JobPublisher {
     subject: options.subject,
     async publish({ job, traceparent }, path) {
       if (options.connected && !options.connected()) throw new OperationalError('NATS is unreachable; the job waits in the outbox');
-      const ack = await publishTraced(options.publisher, options.subject, encodeDeliveryJob(job), { msgID: deliveryJobId(job), timeout: publishTimeoutMs }, {
-        attributes: { [notifyAttributes.messageId]: job.messageId, 'notify.publish.path': path },
-        created: traceparent,
-      });
+      const ack = await publishTraced(
+        options.publisher,
+        options.subject,
+        encodeDeliveryJob(job),
+        { msgID: deliveryJobId(job), timeout: publishTimeoutMs },
+        {
+          attributes: { [notifyAttributes.messageId]: job.messageId, 'notify.publish.path': path },
+          created: traceparent,
+        },
+      );
       if (!ack.duplicate) options.metrics.jobsPublished.inc({ path });
     },
   };

@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { connectNats, jetstream } from '@notify/platform/nats';
 import type { dispatch } from '@notify/proto';
 import { createSendHandler } from '../messages/send.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 import { createJobPublisher, type JobPublisher } from './job-publisher.ts';
 import { relayOutbox } from './outbox-relay.ts';
 
@@ -40,7 +40,8 @@ const request = (): dispatch.SendRequest__Output => ({
 });
 
 const outboxRows = async (): Promise<number> => (await h.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox')).rows[0]?.n ?? -1;
-const relay = (publisher: JobPublisher, minAgeMs = 0, batchSize = 100) => relayOutbox({ pool: h.pool, publisher, metrics: h.metrics, logger: h.logger, minAgeMs, batchSize });
+const relay = (publisher: JobPublisher, minAgeMs = 0, batchSize = 100) =>
+  relayOutbox({ pool: h.pool, publisher, metrics: h.metrics, logger: h.logger, minAgeMs, batchSize });
 
 test('a send whose publish failed is still accepted, and its job waits in the outbox', async () => {
   const jobs = await h.jobsInStream();
@@ -77,7 +78,10 @@ test('JetStream keeps one job when the relay publishes one the send path already
   const jobs = await h.jobsInStream();
   // As if the send path crashed between the PubAck and deleting its row.
   const { job } = await h.lastJob();
-  await h.pool.query(`INSERT INTO outbox (message_id, payload, created_at) VALUES ($1, $2, now() - interval '1 minute')`, [response.messageId, JSON.stringify(job)]);
+  await h.pool.query(`INSERT INTO outbox (message_id, payload, created_at) VALUES ($1, $2, now() - interval '1 minute')`, [
+    response.messageId,
+    JSON.stringify(job),
+  ]);
   assert.equal(await relay(h.publisher), 1);
   assert.equal(await outboxRows(), 0);
   assert.equal(await h.jobsInStream(), jobs, 'the duplicate was dropped by the stream');

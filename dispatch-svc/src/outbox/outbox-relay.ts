@@ -1,9 +1,9 @@
 // The outbox relay: publishes jobs whose direct publish after commit was never confirmed (NATS outage, crash between
 // commit and PubAck). Rows are claimed with FOR UPDATE SKIP LOCKED, so any number of replicas can run it side by side.
 import type { Logger } from '@notify/platform';
-import { withTransaction, type Pool } from '@notify/platform/database';
-import type { DispatchMetrics } from '../metrics.ts';
+import { type Pool, withTransaction } from '@notify/platform/database';
 import type { DeliveryJob } from '@notify/proto';
+import type { DispatchMetrics } from '../metrics.ts';
 import type { JobPublisher } from './job-publisher.ts';
 import { countOutboxRows, deleteOutboxRows } from './outbox-store.ts';
 

@@ -1,6 +1,7 @@
 // The outbox table: a row per delivery job that JetStream has not confirmed yet, written in the message's transaction.
-import type { DeliveryJob } from '@notify/proto';
+
 import { batchRows, type Pool, type PoolClient, type RowColumn } from '@notify/platform/database';
+import type { DeliveryJob } from '@notify/proto';
 
 export async function insertOutboxRows(client: PoolClient, jobs: readonly DeliveryJob[]): Promise<void> {
   await client.query({

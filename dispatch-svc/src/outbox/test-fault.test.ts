@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { DeliveryJob } from '@notify/proto';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 import type { OutgoingJob } from './delivery-job.ts';
 import { assertTestFaultAllowed, withTestFault } from './test-fault.ts';
 
@@ -37,7 +37,8 @@ test('exit-after-commit crashes before the send path publishes, and exit-after-p
   const order: string[] = [];
   const recording = {
     subject: h.publisher.subject,
-    publish: async (...args: Parameters<typeof h.publisher.publish>) => void (await h.publisher.publish(...args), order.push(`stored ${args[0].job.messageId}`)),
+    publish: async (...args: Parameters<typeof h.publisher.publish>) =>
+      void (await h.publisher.publish(...args), order.push(`stored ${args[0].job.messageId}`)),
   };
   await withTestFault(recording, 'exit-after-commit', () => void order.push('crash')).publish(job(1), 'direct');
   await withTestFault(recording, 'exit-after-publish', () => void order.push('crash')).publish(job(2), 'direct');
@@ -50,5 +51,8 @@ test('the relay path is never faulted, and no fault leaves the publisher as it w
   const faulted = withTestFault(h.publisher, 'exit-after-commit', () => void (crashes += 1));
   await faulted.publish(job(3), 'relay');
   assert.equal(crashes, 0);
-  assert.equal(withTestFault(h.publisher, 'none', () => undefined), h.publisher);
+  assert.equal(
+    withTestFault(h.publisher, 'none', () => undefined),
+    h.publisher,
+  );
 });

@@ -7,7 +7,7 @@ import { UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 import { messageStates } from '../events/state-machine.ts';
-import { decodeCursor, readMessagePage, tagFaults, type MessagePageQuery } from '../messages/message-list.ts';
+import { decodeCursor, type MessagePageQuery, readMessagePage, tagFaults } from '../messages/message-list.ts';
 
 export const searchLimits = { default: 50, max: 500 } as const;
 

@@ -8,7 +8,7 @@ import { dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { applyDeliveryEvent } from '../events/event-store.ts';
 import { decodeCursor, encodeCursor } from '../messages/message-list.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 
 let h: Harness;
 let panel: GrpcClient<typeof dispatchProto.PanelService.service>;
@@ -29,8 +29,16 @@ async function send(template: string, to: string, data: Record<string, unknown> 
 async function deliver(messageId: number, ...steps: Array<'sending' | 'deferred' | 'sent' | 'failed'>): Promise<void> {
   let attempt = 1;
   for (const state of steps) {
-    const reply = state === 'sent' ? { smtpCode: 250, smtpResponse: '250 2.0.0 OK' } : state === 'sending' ? {} : { smtpCode: 451, smtpResponse: '4.7.1 try later' };
-    await applyDeliveryEvent(h.pool, { messageId, state, attempt, occurredAt: new Date().toISOString(), ...reply, ...(state === 'failed' ? { reason: 'recipient rejected', smtpCode: 550 } : {}) });
+    const reply =
+      state === 'sent' ? { smtpCode: 250, smtpResponse: '250 2.0.0 OK' } : state === 'sending' ? {} : { smtpCode: 451, smtpResponse: '4.7.1 try later' };
+    await applyDeliveryEvent(h.pool, {
+      messageId,
+      state,
+      attempt,
+      occurredAt: new Date().toISOString(),
+      ...reply,
+      ...(state === 'failed' ? { reason: 'recipient rejected', smtpCode: 550 } : {}),
+    });
     if (state === 'deferred') attempt += 1;
   }
 }
@@ -40,7 +48,15 @@ before(async () => {
   panel = new GrpcClient(dispatchProto.PanelService.service, h.address, { token: h.callers.gateway.token, deadlineMs: 10_000 });
   scope = { projectId: h.ids.projectId, organizationId: h.ids.organizationId };
   const schema = JSON.stringify({ type: 'object', required: ['name'], properties: { name: { type: 'string' }, plan: { enum: ['gold', 'silver'] } } });
-  await h.admin.call('PutTemplate', { ...scope, slug: 'welcome', subject: 'Hello {{ name }}', html: '<p>Hi {{ name }}</p>', text: 'Hi {{ name }}', variablesSchemaJson: schema, active: true });
+  await h.admin.call('PutTemplate', {
+    ...scope,
+    slug: 'welcome',
+    subject: 'Hello {{ name }}',
+    html: '<p>Hi {{ name }}</p>',
+    text: 'Hi {{ name }}',
+    variablesSchemaJson: schema,
+    active: true,
+  });
   await h.admin.call('PutTemplate', { ...scope, slug: 'invoice', subject: 'Invoice for {{ name }}', text: 'Pay', active: true });
 });
 
@@ -66,18 +82,30 @@ test('messages are searched newest first a page at a time, by state, template, r
   const idsOf = async (filters: Record<string, unknown>) => (await search(filters)).messages.map((message) => message.id);
 
   const page1 = await search({ limit: 3 });
-  assert.deepEqual(page1.messages.map((message) => message.id), [fourth, third, second]);
+  assert.deepEqual(
+    page1.messages.map((message) => message.id),
+    [fourth, third, second],
+  );
   assert.equal(decodeCursor(page1.nextCursor)?.id, second, 'the cursor is the last row shown, opaque');
   const page2 = await search({ limit: 3, cursor: page1.nextCursor });
-  assert.deepEqual(page2.messages.map((message) => message.id).filter((id) => ids.includes(id)), [first]);
+  assert.deepEqual(
+    page2.messages.map((message) => message.id).filter((id) => ids.includes(id)),
+    [first],
+  );
   assert.equal(page2.nextCursor, '');
 
   assert.deepEqual(await idsOf({ state: 'failed' }), [fourth]);
   assert.deepEqual(await idsOf({ template: 'invoice' }), [fourth, second]);
   assert.deepEqual(await idsOf({ recipient: ' BOB@example.COM ' }), [third, second]);
   const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
-  assert.deepEqual((await idsOf({ createdFrom: hourAgo })).filter((id) => ids.includes(id)), [fourth, third, second]);
-  assert.deepEqual((await idsOf({ createdUntil: hourAgo })).filter((id) => ids.includes(id)), [first]);
+  assert.deepEqual(
+    (await idsOf({ createdFrom: hourAgo })).filter((id) => ids.includes(id)),
+    [fourth, third, second],
+  );
+  assert.deepEqual(
+    (await idsOf({ createdUntil: hourAgo })).filter((id) => ids.includes(id)),
+    [first],
+  );
   assert.deepEqual(await idsOf({ template: 'welcome', state: 'sent' }), [first]);
 
   const row = page1.messages[0];
@@ -92,14 +120,18 @@ test("another organization's messages are never found, even in a project id it n
   const foreign = { projectId: h.ids.projectId, organizationId: h.ids.organizationId + 1000 };
   assert.deepEqual((await panel.call('SearchMessages', foreign)).messages, []);
   await assertRefused(panel.call('GetMessageView', { ...foreign, messageId: id }), status.NOT_FOUND, 'message_not_found');
-  await assertRefused(panel.call('GetMessageView', { projectId: h.ids.otherProjectId, organizationId: h.ids.organizationId, messageId: id }), status.NOT_FOUND, 'message_not_found');
+  await assertRefused(
+    panel.call('GetMessageView', { projectId: h.ids.otherProjectId, organizationId: h.ids.organizationId, messageId: id }),
+    status.NOT_FOUND,
+    'message_not_found',
+  );
   await assertRefused(panel.call('RequeueMessage', { ...foreign, messageId: id }), status.NOT_FOUND, 'message_not_found');
 });
 
 test("another tenant's message id as a search cursor behaves exactly like an id that does not exist", async () => {
   const theirs = await send('welcome', 'theirs@example.com');
   const { rows } = await h.pool.query<{ micros: string; unused: string }>(
-    "SELECT (extract(epoch FROM created_at) * 1000000)::bigint::text AS micros, (SELECT max(id) + 1000 FROM messages)::text AS unused FROM messages WHERE id = $1",
+    'SELECT (extract(epoch FROM created_at) * 1000000)::bigint::text AS micros, (SELECT max(id) + 1000 FROM messages)::text AS unused FROM messages WHERE id = $1',
     [theirs],
   );
   const { micros, unused } = rows[0]!;
@@ -120,7 +152,11 @@ test('a malformed filter or cursor is refused with every fault named', async () 
     status.INVALID_ARGUMENT,
     'invalid_argument',
   );
-  assert.deepEqual(error.fields, ['state: must be one of scheduled, queued, sending, deferred, sent, failed, bounced, complained, canceled', 'created_from: must be an ISO-8601 time', 'cursor: is not one this service gave']);
+  assert.deepEqual(error.fields, [
+    'state: must be one of scheduled, queued, sending, deferred, sent, failed, bounced, complained, canceled',
+    'created_from: must be an ISO-8601 time',
+    'cursor: is not one this service gave',
+  ]);
 });
 
 test('a message page shows the whole timeline and the subject rendered from the version it was accepted with', async () => {
@@ -161,29 +197,51 @@ test('the overview counts accepted, sent, deferred and failed messages of the pr
   await deliver(failed, 'sending', 'failed');
   const after = await panel.call('GetOverview', scope);
 
-  for (const [name, series, width, count] of [['hour', 'lastHour', 300, 12], ['day', 'lastDay', 3_600, 24]] as const) {
+  for (const [name, series, width, count] of [
+    ['hour', 'lastHour', 300, 12],
+    ['day', 'lastDay', 3_600, 24],
+  ] as const) {
     const buckets = after[series]?.buckets ?? [];
     assert.equal(after[series]?.bucketSeconds, width, name);
     assert.equal(buckets.length, count, name);
     const starts = buckets.map((bucket) => Date.parse(bucket.start));
-    assert.ok(starts.every((start, index) => index === 0 || start - (starts[index - 1] ?? 0) === width * 1000), `${name}: contiguous buckets`);
+    assert.ok(
+      starts.every((start, index) => index === 0 || start - (starts[index - 1] ?? 0) === width * 1000),
+      `${name}: contiguous buckets`,
+    );
     const last = starts.at(-1) ?? 0;
     assert.ok(last <= Date.parse(after.asOf) && Date.parse(after.asOf) < last + width * 1000, `${name}: the last bucket holds now`);
     const total = (overview: typeof after, kind: 'accepted' | 'sent' | 'deferred' | 'failed') =>
       (overview[series]?.buckets ?? []).reduce((sum, bucket) => sum + bucket[kind], 0);
     assert.deepEqual(
-      { accepted: total(after, 'accepted') - total(before, 'accepted'), sent: total(after, 'sent') - total(before, 'sent'), deferred: total(after, 'deferred') - total(before, 'deferred'), failed: total(after, 'failed') - total(before, 'failed') },
+      {
+        accepted: total(after, 'accepted') - total(before, 'accepted'),
+        sent: total(after, 'sent') - total(before, 'sent'),
+        deferred: total(after, 'deferred') - total(before, 'deferred'),
+        failed: total(after, 'failed') - total(before, 'failed'),
+      },
       { accepted: 3, sent: 2, deferred: 1, failed: 1 },
       name,
     );
   }
   const foreign = await panel.call('GetOverview', { projectId: scope.projectId, organizationId: scope.organizationId + 1000 });
-  assert.equal(foreign.lastDay?.buckets.reduce((sum, bucket) => sum + bucket.accepted + bucket.sent, 0), 0, "another organization's counts are its own");
+  assert.equal(
+    foreign.lastDay?.buckets.reduce((sum, bucket) => sum + bucket.accepted + bucket.sent, 0),
+    0,
+    "another organization's counts are its own",
+  );
 });
 
 test("a template preview renders sample data made from the template's variables, escaped in the HTML", async () => {
-  await h.admin.call('PutTemplate', { ...scope, slug: 'preview', subject: 'For {{ name }} ({{ plan }})', html: '<b>{{ name }}</b>', text: '{{ name }}', active: false,
-    variablesSchemaJson: JSON.stringify({ type: 'object', required: ['name'], properties: { name: { type: 'string' }, plan: { enum: ['gold', 'silver'] } } }) });
+  await h.admin.call('PutTemplate', {
+    ...scope,
+    slug: 'preview',
+    subject: 'For {{ name }} ({{ plan }})',
+    html: '<b>{{ name }}</b>',
+    text: '{{ name }}',
+    active: false,
+    variablesSchemaJson: JSON.stringify({ type: 'object', required: ['name'], properties: { name: { type: 'string' }, plan: { enum: ['gold', 'silver'] } } }),
+  });
   const sample = await panel.call('PreviewTemplate', { ...scope, slug: 'preview' });
   assert.deepEqual(JSON.parse(sample.dataJson), { name: 'Name', plan: 'gold' });
   assert.equal(sample.subject, 'For Name (gold)');
@@ -199,7 +257,10 @@ test("a template preview renders sample data made from the template's variables,
   await assertRefused(panel.call('PreviewTemplate', { ...scope, slug: 'preview', dataJson: '[1]' }), status.INVALID_ARGUMENT, 'invalid_argument');
   await assertRefused(panel.call('PreviewTemplate', { ...scope, slug: 'missing' }), status.NOT_FOUND, 'template_not_found');
   const templates = await panel.call('ListProjectTemplates', scope);
-  assert.deepEqual(templates.templates.map((template) => template.slug), ['invoice', 'preview', 'welcome']);
+  assert.deepEqual(
+    templates.templates.map((template) => template.slug),
+    ['invoice', 'preview', 'welcome'],
+  );
   // dispatch-svc checks the project's organization itself, not only the gateway.
   const foreign = { projectId: scope.projectId, organizationId: scope.organizationId + 1000 };
   assert.deepEqual((await panel.call('ListProjectTemplates', foreign)).templates, []);
@@ -221,7 +282,10 @@ test('an operator re-queues a failed message; one that has not failed is left as
   assert.deepEqual(requeued.requeued, [failed]);
   const view = await panel.call('GetMessageView', { ...scope, messageId: failed });
   assert.equal(view.message?.state, 'queued');
-  assert.deepEqual(view.message?.events.map((event) => event.state), ['queued', 'sending', 'failed', 'queued']);
+  assert.deepEqual(
+    view.message?.events.map((event) => event.state),
+    ['queued', 'sending', 'failed', 'queued'],
+  );
 
   const again = await panel.call('RequeueMessage', { ...scope, messageId: failed });
   assert.deepEqual(again.requeued, []);

@@ -1,21 +1,21 @@
 // PanelService (gateway token): what the gateway's web panel reads, the operator's re-queue button, and the
 // project's webhook endpoints and suppression list, and the operator's erasure of a recipient.
 import { status } from '@grpc/grpc-js';
-import { UserError, type AsyncHandlers } from '@notify/platform';
+import { type AsyncHandlers, UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 import type { Renderer } from '@notify/templating';
-import { requeueMessages, type RequeueDeps } from '../dead-letters/requeue.ts';
+import { type RequeueDeps, requeueMessages } from '../dead-letters/requeue.ts';
+import { panelErasureHandlers } from '../erasure/erasure-admin.ts';
 import { cancelMessage } from '../scheduled/cancel.ts';
+import { panelSuppressionHandlers } from '../suppressions/suppression-admin.ts';
 import type { VariablesSchemas } from '../templates/variables-schema.ts';
+import { panelWebhookHandlers } from '../webhooks/webhook-admin.ts';
+import type { WebhookDeps } from '../webhooks/webhook-operations.ts';
 import { searchMessages } from './message-search.ts';
 import { getMessageView } from './message-view.ts';
 import { getOverview } from './overview.ts';
 import { listProjectTemplates, previewTemplate, setProjectTemplateUnsubscribe } from './template-preview.ts';
-import { panelSuppressionHandlers } from '../suppressions/suppression-admin.ts';
-import { panelErasureHandlers } from '../erasure/erasure-admin.ts';
-import { panelWebhookHandlers } from '../webhooks/webhook-admin.ts';
-import type { WebhookDeps } from '../webhooks/webhook-operations.ts';
 
 export interface PanelServiceDeps extends RequeueDeps, WebhookDeps {
   readonly pool: Pool;

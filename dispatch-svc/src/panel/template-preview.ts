@@ -6,9 +6,9 @@ import { UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 import type { Renderer } from '@notify/templating';
+import { sampleData } from '@notify/templating';
 import { findOrganizationTemplate, listOrganizationTemplates, setTemplateUnsubscribe, slugPattern, toTemplateMessage } from '../templates/template-store.ts';
 import type { VariablesSchemas } from '../templates/variables-schema.ts';
-import { sampleData } from '@notify/templating';
 
 /** Sample data is typed into a form by a person; anything larger is a mistake or an abuse. */
 export const maxPreviewDataBytes = 65_536;
@@ -40,7 +40,10 @@ export async function listProjectTemplates(pool: Pool, request: dispatch.Project
 }
 
 /** The operator's switch for a template's one-click unsubscribe headers; another organization's template is not found. */
-export async function setProjectTemplateUnsubscribe(pool: Pool, request: dispatch.SetProjectTemplateUnsubscribeRequest__Output): Promise<dispatch.Template__Output> {
+export async function setProjectTemplateUnsubscribe(
+  pool: Pool,
+  request: dispatch.SetProjectTemplateUnsubscribeRequest__Output,
+): Promise<dispatch.Template__Output> {
   const notFound = new UserError(status.NOT_FOUND, 'template_not_found', `no template "${request.slug}" in this project`);
   if (!slugPattern.test(request.slug)) throw notFound;
   const row = await setTemplateUnsubscribe(pool, request, request.unsubscribe);

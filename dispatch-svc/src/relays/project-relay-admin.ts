@@ -3,9 +3,9 @@
 // there). A list is sealed as soon as it is read from the request and only its relays' `host:port` is ever answered
 // or stored in the clear: the URLs hold credentials.
 import { status } from '@grpc/grpc-js';
-import { UserError, type AsyncHandlers } from '@notify/platform';
+import { type AsyncHandlers, UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
-import { parseRelayUrls, projectRelaySealContext, relayAddress, type DataKey } from '@notify/platform/mail';
+import { type DataKey, parseRelayUrls, projectRelaySealContext, relayAddress } from '@notify/platform/mail';
 import type { dispatch } from '@notify/proto';
 import { deleteProjectRelay, listSealedProjectRelays, upsertProjectRelay } from './project-relay-store.ts';
 

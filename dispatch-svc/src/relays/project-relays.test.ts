@@ -9,7 +9,7 @@ import { createRegistry, GrpcClient, GrpcServer } from '@notify/platform';
 import { createDataKey, projectRelaySealContext } from '@notify/platform/mail';
 import { dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 import { projectRelayAdminHandlers, relayRouteHandlers } from './project-relay-admin.ts';
 
 const dataKey = createDataKey(randomBytes(32));
@@ -47,7 +47,10 @@ test("a project's relays are stored sealed, answered as host:port only, and hand
   assert.equal(projects.length, 1);
   const [route] = projects;
   assert.equal(route?.projectId, h.ids.projectId);
-  assert.equal(dataKey.open(route!.sealedSmtpUrl, projectRelaySealContext(h.ids.projectId)), 'smtp://bulk:hunter2@relay-a.example.net:2525,smtps://bulk:hunter2@relay-b.example.net');
+  assert.equal(
+    dataKey.open(route!.sealedSmtpUrl, projectRelaySealContext(h.ids.projectId)),
+    'smtp://bulk:hunter2@relay-a.example.net:2525,smtps://bulk:hunter2@relay-b.example.net',
+  );
   assert.throws(() => dataKey.open(route!.sealedSmtpUrl, projectRelaySealContext(h.ids.otherProjectId)));
 });
 
@@ -60,7 +63,11 @@ test('an empty smtp_url puts the project back on the default relays', async () =
 });
 
 test('a malformed list is refused without repeating it, an unknown project is not found', async () => {
-  const refused = await assertRefused(admin.call('SetProjectRelay', { projectId: h.ids.projectId, smtpUrl: 'smtp://relay.example.net, http://user:hunter2@x' }), status.INVALID_ARGUMENT, 'invalid_argument');
+  const refused = await assertRefused(
+    admin.call('SetProjectRelay', { projectId: h.ids.projectId, smtpUrl: 'smtp://relay.example.net, http://user:hunter2@x' }),
+    status.INVALID_ARGUMENT,
+    'invalid_argument',
+  );
   assert.doesNotMatch(refused.message, /hunter2/);
   assert.match(refused.message, /relay 2 must use smtp or smtps/);
   await assertRefused(admin.call('SetProjectRelay', { projectId: 999_999, smtpUrl: 'smtp://relay.example.net' }), status.NOT_FOUND, 'project_not_found');

@@ -61,7 +61,10 @@ export function deliverabilityRatios(day: ProjectDeliverability): { bounce: numb
 }
 
 /** One pass: the gauges replaced by the day's numbers, so a project that went quiet leaves them. */
-export async function updateDeliverabilityGauges(pool: Pool, metrics: Pick<DispatchMetrics, 'projectBounceRatio' | 'projectComplaintRatio' | 'projectDeliveredLastDay'>): Promise<void> {
+export async function updateDeliverabilityGauges(
+  pool: Pool,
+  metrics: Pick<DispatchMetrics, 'projectBounceRatio' | 'projectComplaintRatio' | 'projectDeliveredLastDay'>,
+): Promise<void> {
   const days = await readDeliverability(pool);
   metrics.projectBounceRatio.reset();
   metrics.projectComplaintRatio.reset();

@@ -1,15 +1,15 @@
 // ReportService against a real database: bounce and complaint reports move `sent` messages on, unsubscribe tokens
 // suppress their address, each with its webhook event, once.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
 import { createDataKey, unsubscribeToken } from '@notify/platform/mail';
 import { dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
-import { randomBytes } from 'node:crypto';
 import { applyDeliveryEvent } from '../events/event-store.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 import { updateDeliverabilityGauges } from './deliverability.ts';
 import { maskAddress } from './report-service.ts';
 
@@ -54,24 +54,39 @@ async function message(to: string, until: 'queued' | 'sent' = 'sent'): Promise<n
 const row = async (messageId: number) =>
   (await h.pool.query<{ state: string; failure_reason: string | null }>('SELECT state, failure_reason FROM messages WHERE id = $1', [messageId])).rows[0];
 const events = async (messageId: number) =>
-  (await h.pool.query<{ state: string; attempt: number; smtp_code: number | null; reason: string | null }>(
-    'SELECT state, attempt, smtp_code, reason FROM message_events WHERE message_id = $1 ORDER BY id',
-    [messageId],
-  )).rows;
+  (
+    await h.pool.query<{ state: string; attempt: number; smtp_code: number | null; reason: string | null }>(
+      'SELECT state, attempt, smtp_code, reason FROM message_events WHERE message_id = $1 ORDER BY id',
+      [messageId],
+    )
+  ).rows;
 const webhookEvents = async (messageId: number) =>
-  (await h.pool.query<{ type: string; sequence: number; payload: { type: string; data: Record<string, unknown> } }>(
-    'SELECT type, sequence, payload FROM webhook_events WHERE message_id = $1 ORDER BY sequence',
-    [messageId],
-  )).rows;
+  (
+    await h.pool.query<{ type: string; sequence: number; payload: { type: string; data: Record<string, unknown> } }>(
+      'SELECT type, sequence, payload FROM webhook_events WHERE message_id = $1 ORDER BY sequence',
+      [messageId],
+    )
+  ).rows;
 const suppression = async (address: string) =>
-  (await h.pool.query<{ reason: string; message_id: number | null }>('SELECT reason, message_id FROM suppressions WHERE project_id = $1 AND address = $2', [h.ids.projectId, address])).rows[0];
+  (
+    await h.pool.query<{ reason: string; message_id: number | null }>('SELECT reason, message_id FROM suppressions WHERE project_id = $1 AND address = $2', [
+      h.ids.projectId,
+      address,
+    ])
+  ).rows[0];
 const metric = async (name: string, labels: Record<string, string>): Promise<number | undefined> => {
   const values = (await h.registry.getSingleMetric(name)?.get())?.values ?? [];
   return values.find((each) => Object.entries(labels).every(([label, value]) => each.labels[label] === value))?.value;
 };
 
 // Received an hour ago: inside the deliverability gauges' last day whenever the suite runs.
-const hardBounce = { kind: 'bounced', suppression: 'hard_bounce', detail: '5.1.1 smtp; 550 5.1.1 <gone@example.org>: user unknown', smtpCode: 550, receivedAt: new Date(Date.now() - 3_600_000).toISOString() };
+const hardBounce = {
+  kind: 'bounced',
+  suppression: 'hard_bounce',
+  detail: '5.1.1 smtp; 550 5.1.1 <gone@example.org>: user unknown',
+  smtpCode: 550,
+  receivedAt: new Date(Date.now() - 3_600_000).toISOString(),
+};
 
 describe('ApplyReport', () => {
   test('a hard bounce moves a sent message to bounced, records the event, suppresses the address and writes the webhook event', async () => {
@@ -82,7 +97,13 @@ describe('ApplyReport', () => {
     assert.deepEqual((await events(id)).at(-1), { state: 'bounced', attempt: 1, smtp_code: 550, reason: hardBounce.detail });
     assert.deepEqual(await suppression('Gone@example.org'), { reason: 'hard_bounce', message_id: id });
     const webhooks = await webhookEvents(id);
-    assert.deepEqual(webhooks.map((each) => [each.type, each.sequence]), [['message.sent', 1], ['message.bounced', 2]]);
+    assert.deepEqual(
+      webhooks.map((each) => [each.type, each.sequence]),
+      [
+        ['message.sent', 1],
+        ['message.bounced', 2],
+      ],
+    );
     assert.deepEqual(webhooks[1]?.payload.data, {
       message_id: id,
       status: 'bounced',
@@ -105,7 +126,10 @@ describe('ApplyReport', () => {
     await reports.call('ApplyReport', { messageId: id, ...hardBounce });
     const [eventsBefore, webhooksBefore] = [await events(id), await webhookEvents(id)];
     assert.deepEqual(await reports.call('ApplyReport', { messageId: id, ...hardBounce }), { state: 'bounced', changed: false });
-    assert.deepEqual(await reports.call('ApplyReport', { messageId: id, kind: 'complained', suppression: 'complaint', detail: 'abuse', smtpCode: 0, receivedAt: '' }), { state: 'bounced', changed: false });
+    assert.deepEqual(
+      await reports.call('ApplyReport', { messageId: id, kind: 'complained', suppression: 'complaint', detail: 'abuse', smtpCode: 0, receivedAt: '' }),
+      { state: 'bounced', changed: false },
+    );
     assert.deepEqual(await events(id), eventsBefore);
     assert.deepEqual(await webhookEvents(id), webhooksBefore);
     assert.equal((await row(id))?.state, 'bounced');
@@ -117,21 +141,33 @@ describe('ApplyReport', () => {
     assert.deepEqual(await reports.call('ApplyReport', report), { state: 'complained', changed: true });
     assert.deepEqual((await events(id)).at(-1), { state: 'complained', attempt: 1, smtp_code: null, reason: report.detail });
     assert.deepEqual(await suppression('angry@example.org'), { reason: 'complaint', message_id: id });
-    assert.deepEqual((await webhookEvents(id)).map((each) => each.type), ['message.sent', 'message.complained']);
+    assert.deepEqual(
+      (await webhookEvents(id)).map((each) => each.type),
+      ['message.sent', 'message.complained'],
+    );
   });
 
   test('a soft bounce moves the message but suppresses nothing', async () => {
     const id = await message('full@example.org');
-    assert.deepEqual(await reports.call('ApplyReport', { messageId: id, kind: 'bounced', suppression: '', detail: '4.2.2 mailbox full', smtpCode: 452, receivedAt: '' }), { state: 'bounced', changed: true });
+    assert.deepEqual(
+      await reports.call('ApplyReport', { messageId: id, kind: 'bounced', suppression: '', detail: '4.2.2 mailbox full', smtpCode: 452, receivedAt: '' }),
+      { state: 'bounced', changed: true },
+    );
     assert.equal(await suppression('full@example.org'), undefined);
-    assert.deepEqual((await webhookEvents(id)).map((each) => each.type), ['message.sent', 'message.bounced']);
+    assert.deepEqual(
+      (await webhookEvents(id)).map((each) => each.type),
+      ['message.sent', 'message.bounced'],
+    );
   });
 
   test('a report about a message not yet sent is ABORTED report_early and records nothing', async () => {
     const id = await message('early@example.org', 'queued');
     await assertRefused(reports.call('ApplyReport', { messageId: id, ...hardBounce }), status.ABORTED, 'report_early');
     assert.equal((await row(id))?.state, 'queued');
-    assert.deepEqual((await events(id)).map((each) => each.state), ['queued']);
+    assert.deepEqual(
+      (await events(id)).map((each) => each.state),
+      ['queued'],
+    );
     assert.equal(await suppression('early@example.org'), undefined);
   });
 
@@ -158,11 +194,22 @@ describe('Unsubscribe', () => {
   test('a valid token suppresses the address with the message as cause and writes one webhook event', async () => {
     const id = await message('reader@Example.com');
     const link = token(id, 'reader@Example.com');
-    assert.deepEqual(await reports.call('Unsubscribe', { token: link, source: 'one_click', dryRun: false }), { maskedAddress: 'r***@Example.com', suppressed: true, changed: true });
+    assert.deepEqual(await reports.call('Unsubscribe', { token: link, source: 'one_click', dryRun: false }), {
+      maskedAddress: 'r***@Example.com',
+      suppressed: true,
+      changed: true,
+    });
     assert.deepEqual(await suppression('reader@example.com'), { reason: 'unsubscribed', message_id: id });
-    assert.deepEqual(await reports.call('Unsubscribe', { token: link, source: 'one_click', dryRun: false }), { maskedAddress: 'r***@Example.com', suppressed: true, changed: false });
+    assert.deepEqual(await reports.call('Unsubscribe', { token: link, source: 'one_click', dryRun: false }), {
+      maskedAddress: 'r***@Example.com',
+      suppressed: true,
+      changed: false,
+    });
     const webhooks = await webhookEvents(id);
-    assert.deepEqual(webhooks.map((each) => each.type), ['message.sent', 'message.unsubscribed']);
+    assert.deepEqual(
+      webhooks.map((each) => each.type),
+      ['message.sent', 'message.unsubscribed'],
+    );
     assert.equal(webhooks[1]?.payload.data.status, 'sent', 'an unsubscribe does not change the message state');
     assert.equal((await row(id))?.state, 'sent');
   });
@@ -173,37 +220,67 @@ describe('Unsubscribe', () => {
     await assertRefused(reports.call('Unsubscribe', { token: forged, source: 'one_click', dryRun: false }), status.INVALID_ARGUMENT, 'invalid_token');
     await assertRefused(reports.call('Unsubscribe', { token: 'not a token', source: 'one_click', dryRun: true }), status.INVALID_ARGUMENT, 'invalid_token');
     const genuine = token(id, 'victim@example.com');
-    await assertRefused(reports.call('Unsubscribe', { token: `${genuine.slice(0, -2)}AA`, source: 'one_click', dryRun: false }), status.INVALID_ARGUMENT, 'invalid_token');
+    await assertRefused(
+      reports.call('Unsubscribe', { token: `${genuine.slice(0, -2)}AA`, source: 'one_click', dryRun: false }),
+      status.INVALID_ARGUMENT,
+      'invalid_token',
+    );
     assert.equal(await suppression('victim@example.com'), undefined);
   });
 
   test('dry_run only verifies and says whether the address is suppressed', async () => {
     const id = await message('careful@example.com');
     const link = token(id, 'careful@example.com');
-    assert.deepEqual(await reports.call('Unsubscribe', { token: link, source: 'page', dryRun: true }), { maskedAddress: 'c***@example.com', suppressed: false, changed: false });
+    assert.deepEqual(await reports.call('Unsubscribe', { token: link, source: 'page', dryRun: true }), {
+      maskedAddress: 'c***@example.com',
+      suppressed: false,
+      changed: false,
+    });
     assert.equal(await suppression('careful@example.com'), undefined);
-    assert.deepEqual((await webhookEvents(id)).map((each) => each.type), ['message.sent']);
+    assert.deepEqual(
+      (await webhookEvents(id)).map((each) => each.type),
+      ['message.sent'],
+    );
     await reports.call('Unsubscribe', { token: link, source: 'page', dryRun: false });
-    assert.deepEqual(await reports.call('Unsubscribe', { token: link, source: 'page', dryRun: true }), { maskedAddress: 'c***@example.com', suppressed: true, changed: false });
+    assert.deepEqual(await reports.call('Unsubscribe', { token: link, source: 'page', dryRun: true }), {
+      maskedAddress: 'c***@example.com',
+      suppressed: true,
+      changed: false,
+    });
   });
 
   test('works when the message has been purged: the address is suppressed without a cause or an event', async () => {
     const id = await message('purged@example.com');
     await h.pool.query('DELETE FROM messages WHERE id = $1', [id]);
-    assert.deepEqual(await reports.call('Unsubscribe', { token: token(id, 'purged@example.com'), source: 'mailto', dryRun: false }), { maskedAddress: 'p***@example.com', suppressed: true, changed: true });
+    assert.deepEqual(await reports.call('Unsubscribe', { token: token(id, 'purged@example.com'), source: 'mailto', dryRun: false }), {
+      maskedAddress: 'p***@example.com',
+      suppressed: true,
+      changed: true,
+    });
     assert.deepEqual(await suppression('purged@example.com'), { reason: 'unsubscribed', message_id: null });
   });
 
   test('an address suppressed for another reason stays so, with no new event', async () => {
     const id = await message('known@example.com');
     await reports.call('ApplyReport', { messageId: id, ...hardBounce });
-    assert.deepEqual(await reports.call('Unsubscribe', { token: token(id, 'known@example.com'), source: 'one_click', dryRun: false }), { maskedAddress: 'k***@example.com', suppressed: true, changed: false });
+    assert.deepEqual(await reports.call('Unsubscribe', { token: token(id, 'known@example.com'), source: 'one_click', dryRun: false }), {
+      maskedAddress: 'k***@example.com',
+      suppressed: true,
+      changed: false,
+    });
     assert.equal((await suppression('known@example.com'))?.reason, 'hard_bounce');
-    assert.deepEqual((await webhookEvents(id)).map((each) => each.type), ['message.sent', 'message.bounced']);
+    assert.deepEqual(
+      (await webhookEvents(id)).map((each) => each.type),
+      ['message.sent', 'message.bounced'],
+    );
   });
 
   test('an unknown source is INVALID_ARGUMENT', async () => {
-    await assertRefused(reports.call('Unsubscribe', { token: token(1, 'x@example.com'), source: 'web', dryRun: true }), status.INVALID_ARGUMENT, 'invalid_argument');
+    await assertRefused(
+      reports.call('Unsubscribe', { token: token(1, 'x@example.com'), source: 'web', dryRun: true }),
+      status.INVALID_ARGUMENT,
+      'invalid_argument',
+    );
   });
 });
 

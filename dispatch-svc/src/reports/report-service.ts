@@ -1,9 +1,9 @@
 // ReportService (bounce token; Unsubscribe also the gateway's): bounce-svc reports the bounces and complaints it
 // received and the unsubscribes mailed to it; the gateway reports one-click unsubscribes (RFC 8058). Checks the request, then report-store.ts persists it.
 import { status } from '@grpc/grpc-js';
-import { UserError, type AsyncHandlers } from '@notify/platform';
+import { type AsyncHandlers, UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
-import { readUnsubscribeToken, type DataKey } from '@notify/platform/mail';
+import { type DataKey, readUnsubscribeToken } from '@notify/platform/mail';
 import type { dispatch } from '@notify/proto';
 import type { DispatchMetrics } from '../metrics.ts';
 import { applyRecipientReport, applyUnsubscribe, isSuppressed, type RecipientReport } from './report-store.ts';
@@ -39,7 +39,10 @@ function readReport(request: dispatch.RecipientReport__Output): RecipientReport 
   if (Number.isNaN(receivedAt.getTime())) faults.push('received_at: must be an RFC 3339 time');
   if (faults.length > 0 || !kind) throw invalid(faults);
   // A report's text comes from whoever wrote the DSN: bounded, and without control characters, before it is stored.
-  const detail = request.detail.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim().slice(0, maxDetailLength);
+  const detail = request.detail
+    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
+    .trim()
+    .slice(0, maxDetailLength);
   return {
     messageId: request.messageId,
     kind,
@@ -84,7 +87,8 @@ export function reportServiceHandlers(deps: ReportDeps): AsyncHandlers<dispatch.
         return { maskedAddress, ...outcome };
       } catch (error) {
         // suppressions.project_id references projects: a signed token of a project since deleted.
-        if ((error as { code?: unknown }).code === '23503') throw new UserError(status.INVALID_ARGUMENT, 'invalid_token', 'the unsubscribe link is no longer valid', { cause: error });
+        if ((error as { code?: unknown }).code === '23503')
+          throw new UserError(status.INVALID_ARGUMENT, 'invalid_token', 'the unsubscribe link is no longer valid', { cause: error });
         throw error;
       }
     },

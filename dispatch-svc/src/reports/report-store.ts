@@ -1,11 +1,11 @@
 // Reports about delivered messages, persisted: a bounce or complaint (bounce-svc) moves a `sent` message on, and an
 // unsubscribe (the gateway's one-click link, bounce-svc's mailto) suppresses an address. Each is one transaction that
 // also writes the webhook event reporting it, so neither is ever recorded without the other.
-import { withTransaction, type Pool, type PoolClient } from '@notify/platform/database';
-import { reportEffect, type MessageState, type ReportState } from '../events/state-machine.ts';
+import { type Pool, type PoolClient, withTransaction } from '@notify/platform/database';
+import { erasedRecipient, withoutAddresses } from '../erasure/erase-recipient.ts';
+import { type MessageState, type ReportState, reportEffect } from '../events/state-machine.ts';
 import { recordMessageWebhookEvents } from '../events/webhook-events.ts';
 import { addSuppression, findSuppressions, suppressionKey } from '../suppressions/suppression-store.ts';
-import { erasedRecipient, withoutAddresses } from '../erasure/erase-recipient.ts';
 
 export interface RecipientReport {
   readonly messageId: number;
@@ -73,9 +73,10 @@ export async function applyRecipientReport(pool: Pool, report: RecipientReport):
       text: 'UPDATE messages SET state = $2, failure_reason = $3, updated_at = now() WHERE id = $1',
       values: [message.id, report.kind, detail],
     });
-    const suppressed = report.suppression && !erased
-      ? (await addSuppression(client, { projectId: message.projectId, address: message.recipient, reason: report.suppression, messageId: message.id })).added
-      : false;
+    const suppressed =
+      report.suppression && !erased
+        ? (await addSuppression(client, { projectId: message.projectId, address: message.recipient, reason: report.suppression, messageId: message.id })).added
+        : false;
     await recordMessageWebhookEvents(client, [
       {
         messageId: message.id,

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { withTransaction } from '@notify/platform/database';
-import { startHarness, type Harness } from '../testing/harness.ts';
-import { RetentionPurge, type PurgeDeps } from './purge.ts';
-import { purgeBatchSql, purgedTables, purgeLockKey } from './retention-store.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 import { flatten, type PlanNode } from '../testing/query-plan.ts';
+import { type PurgeDeps, RetentionPurge } from './purge.ts';
+import { purgeBatchSql, purgedTables, purgeLockKey } from './retention-store.ts';
 
 let h: Harness;
 let templateId: number;
@@ -14,10 +14,21 @@ let shortOrganizationId: number;
 
 before(async () => {
   h = await startHarness();
-  await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'welcome', subject: 'Hi', html: '<p>Hi</p>', text: 'Hi', variablesSchemaJson: '', active: true });
+  await h.admin.call('PutTemplate', {
+    projectId: h.ids.projectId,
+    slug: 'welcome',
+    subject: 'Hi',
+    html: '<p>Hi</p>',
+    text: 'Hi',
+    variablesSchemaJson: '',
+    active: true,
+  });
   templateId = (await h.pool.query<{ id: number }>("SELECT id::int FROM templates WHERE slug = 'welcome'")).rows[0]?.id ?? 0;
   const plan = await h.pool.query<{ plan_id: number }>('SELECT plan_id FROM organizations WHERE id = $1', [h.ids.organizationId]);
-  const organization = await h.pool.query<{ id: number }>("INSERT INTO organizations (name, plan_id, message_retention_hours) VALUES ('Short', $1, 48) RETURNING id::int", [plan.rows[0]?.plan_id]);
+  const organization = await h.pool.query<{ id: number }>(
+    "INSERT INTO organizations (name, plan_id, message_retention_hours) VALUES ('Short', $1, 48) RETURNING id::int",
+    [plan.rows[0]?.plan_id],
+  );
   shortOrganizationId = organization.rows[0]?.id ?? 0;
 });
 
@@ -26,7 +37,15 @@ after(async () => {
 });
 
 const day = 24;
-const purgeDeps = (overrides: Partial<PurgeDeps> = {}): PurgeDeps => ({ pool: h.pool, metrics: h.metrics, logger: h.logger, defaultRetentionHours: 30 * day, batchSize: 1_000, pauseMs: 0, ...overrides });
+const purgeDeps = (overrides: Partial<PurgeDeps> = {}): PurgeDeps => ({
+  pool: h.pool,
+  metrics: h.metrics,
+  logger: h.logger,
+  defaultRetentionHours: 30 * day,
+  batchSize: 1_000,
+  pauseMs: 0,
+  ...overrides,
+});
 
 /**
  * A message of `organizationId` whose last change was `ageHours` ago, with a row in every table that references a
@@ -44,15 +63,28 @@ async function messageWithRows(organizationId: number, state: string, ageHours: 
     const id = inserted.rows[0]?.id ?? 0;
     await client.query("INSERT INTO message_events (message_id, state, attempt, occurred_at) VALUES ($1, 'queued', 0, now()), ($1, $2, 1, now())", [id, state]);
     await client.query("INSERT INTO outbox (message_id, payload) VALUES ($1, '{}')", [id]);
-    await client.query("INSERT INTO idempotency_keys (project_id, idempotency_key, fingerprint, message_id, response, expires_at) VALUES ($1, $2, 'f', $3, '{}', now() + interval '1 day')", [h.ids.projectId, randomUUID(), id]);
+    await client.query(
+      "INSERT INTO idempotency_keys (project_id, idempotency_key, fingerprint, message_id, response, expires_at) VALUES ($1, $2, 'f', $3, '{}', now() + interval '1 day')",
+      [h.ids.projectId, randomUUID(), id],
+    );
     const endpoint = await client.query<{ id: number }>(
       "INSERT INTO webhook_endpoints (project_id, organization_id, url, event_types, secret) VALUES ($1, $2, 'https://hooks.example.com/', '{message.sent}', 'whsec_x') RETURNING id",
       [h.ids.projectId, organizationId],
     );
-    const event = await client.query<{ id: number }>("INSERT INTO webhook_events (project_id, message_id, type, sequence, payload) VALUES ($1, $2, 'message.sent', 1, '{}') RETURNING id", [h.ids.projectId, id]);
+    const event = await client.query<{ id: number }>(
+      "INSERT INTO webhook_events (project_id, message_id, type, sequence, payload) VALUES ($1, $2, 'message.sent', 1, '{}') RETURNING id",
+      [h.ids.projectId, id],
+    );
     await client.query('INSERT INTO webhook_deliveries (event_id, endpoint_id) VALUES ($1, $2)', [event.rows[0]?.id, endpoint.rows[0]?.id]);
-    await client.query('INSERT INTO webhook_attempts (event_id, endpoint_id, attempt, latency_ms) VALUES ($1, $2, 1, 5)', [event.rows[0]?.id, endpoint.rows[0]?.id]);
-    await client.query("INSERT INTO suppressions (project_id, address, reason, message_id) VALUES ($1, $2, 'hard_bounce', $3)", [h.ids.projectId, `${randomUUID()}@example.com`, id]);
+    await client.query('INSERT INTO webhook_attempts (event_id, endpoint_id, attempt, latency_ms) VALUES ($1, $2, 1, 5)', [
+      event.rows[0]?.id,
+      endpoint.rows[0]?.id,
+    ]);
+    await client.query("INSERT INTO suppressions (project_id, address, reason, message_id) VALUES ($1, $2, 'hard_bounce', $3)", [
+      h.ids.projectId,
+      `${randomUUID()}@example.com`,
+      id,
+    ]);
     return id;
   });
 }
@@ -73,9 +105,10 @@ async function rowsOf(ids: readonly number[]): Promise<Record<string, number>> {
   return rows[0] ?? {};
 }
 
-const purgedCounter = async (table: string): Promise<number> => (await h.metrics.retentionPurgedRows.get()).values.find((value) => value.labels['table'] === table)?.value ?? 0;
+const purgedCounter = async (table: string): Promise<number> =>
+  (await h.metrics.retentionPurgedRows.get()).values.find((value) => value.labels['table'] === table)?.value ?? 0;
 
-test('final messages past their organization\'s retention go with every row that references them; young, non-final and overridden ones stay', async () => {
+test("final messages past their organization's retention go with every row that references them; young, non-final and overridden ones stay", async () => {
   const before = await purgedCounter('messages');
   const old = [];
   for (const state of ['sent', 'failed', 'canceled', 'bounced', 'complained']) old.push(await messageWithRows(h.ids.organizationId, state, 31 * day));
@@ -91,15 +124,41 @@ test('final messages past their organization\'s retention go with every row that
   const purged = await new RetentionPurge(purgeDeps()).purge('try');
 
   assert.deepEqual(purged, { messages: 6, message_events: 12, outbox: 6, idempotency_keys: 6, webhook_events: 6, webhook_deliveries: 6, webhook_attempts: 6 });
-  assert.deepEqual(await rowsOf([...old, shortOld]), { messages: 0, message_events: 0, outbox: 0, idempotency_keys: 0, webhook_events: 0, webhook_deliveries: 0, webhook_attempts: 0, suppressions: 0 });
+  assert.deepEqual(await rowsOf([...old, shortOld]), {
+    messages: 0,
+    message_events: 0,
+    outbox: 0,
+    idempotency_keys: 0,
+    webhook_events: 0,
+    webhook_deliveries: 0,
+    webhook_attempts: 0,
+    suppressions: 0,
+  });
   const kept = [shortYoung, young, ...onTheirWay];
   const n = kept.length;
-  assert.deepEqual(await rowsOf(kept), { messages: n, message_events: 2 * n, outbox: n, idempotency_keys: n, webhook_events: n, webhook_deliveries: n, webhook_attempts: n, suppressions: n });
+  assert.deepEqual(await rowsOf(kept), {
+    messages: n,
+    message_events: 2 * n,
+    outbox: n,
+    idempotency_keys: n,
+    webhook_events: n,
+    webhook_deliveries: n,
+    webhook_attempts: n,
+    suppressions: n,
+  });
   // The suppressions the purged messages caused are kept, without their message.
   const orphaned = await h.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM suppressions WHERE message_id IS NULL AND reason = 'hard_bounce'");
   assert.equal(orphaned.rows[0]?.n, 6);
   assert.equal((await purgedCounter('messages')) - before, 6);
-  assert.deepEqual(await new RetentionPurge(purgeDeps()).purge('try'), { messages: 0, message_events: 0, outbox: 0, idempotency_keys: 0, webhook_events: 0, webhook_deliveries: 0, webhook_attempts: 0 });
+  assert.deepEqual(await new RetentionPurge(purgeDeps()).purge('try'), {
+    messages: 0,
+    message_events: 0,
+    outbox: 0,
+    idempotency_keys: 0,
+    webhook_events: 0,
+    webhook_deliveries: 0,
+    webhook_attempts: 0,
+  });
 });
 
 test('a backlog larger than a batch is purged in batches, all of it in one pass', async () => {
@@ -115,7 +174,7 @@ test('a backlog larger than a batch is purged in batches, all of it in one pass'
   assert.equal(left.rows[0]?.n, 0);
 });
 
-test('while another replica holds the purge lock, a periodic pass purges nothing and an operator\'s purge waits its turn', async () => {
+test("while another replica holds the purge lock, a periodic pass purges nothing and an operator's purge waits its turn", async () => {
   const id = await messageWithRows(h.ids.organizationId, 'sent', 31 * day);
   const holder = await h.pool.connect();
   try {
@@ -133,7 +192,7 @@ test('while another replica holds the purge lock, a periodic pass purges nothing
   assert.equal((await rowsOf([id])).messages, 0);
 });
 
-test('the leader reports each organization\'s oldest kept final message and retention, and the table sizes; a replica that met the lock reports none', async () => {
+test("the leader reports each organization's oldest kept final message and retention, and the table sizes; a replica that met the lock reports none", async () => {
   await messageWithRows(h.ids.organizationId, 'sent', 10 * day);
   await messageWithRows(h.ids.organizationId, 'queued', 100 * day);
   const leader = new RetentionPurge(purgeDeps());
@@ -186,13 +245,24 @@ test('EXPLAIN: a batch reads its candidates through messages_retention_idx, in o
   const client = await h.pool.connect();
   try {
     await client.query('BEGIN');
-    const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${purgeBatchSql}`, [h.ids.organizationId, 30 * day, 1_000]);
+    const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${purgeBatchSql}`, [
+      h.ids.organizationId,
+      30 * day,
+      1_000,
+    ]);
     const nodes = flatten(rows[0]?.['QUERY PLAN'][0].Plan as PlanNode);
     const shown = JSON.stringify(nodes.map((node) => [node['Node Type'], node['Relation Name'], node['Index Name'], node['Actual Rows']]));
     const reads = nodes.filter((node) => node['Relation Name'] === 'messages' && node['Node Type'] !== 'ModifyTable');
     // Every table is read through an index: the candidates in order, then each table's rows by the candidates' ids.
     assert.ok(!nodes.some((node) => node['Node Type'] === 'Seq Scan'), shown);
-    assert.deepEqual(reads.map((node) => [node['Node Type'], node['Index Name']]), [['Index Scan', 'messages_retention_idx'], ['Index Scan', 'messages_pkey']], shown);
+    assert.deepEqual(
+      reads.map((node) => [node['Node Type'], node['Index Name']]),
+      [
+        ['Index Scan', 'messages_retention_idx'],
+        ['Index Scan', 'messages_pkey'],
+      ],
+      shown,
+    );
     assert.ok(!nodes.some((node) => node['Node Type'] === 'Sort'), `reads in index order instead of sorting: ${shown}`);
     assert.ok((reads[0]?.['Actual Rows'] ?? Infinity) <= 1_000, `read ${reads[0]?.['Actual Rows']} candidates for a batch of 1,000`);
     assert.equal(reads[1]?.['Actual Rows'], 1_000, shown);

@@ -6,9 +6,18 @@
 // the database to the send path.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@notify/platform';
-import { withTransaction, type Pool } from '@notify/platform/database';
+import { type Pool, withTransaction } from '@notify/platform/database';
 import type { DispatchMetrics } from '../metrics.ts';
-import { oldestKeptFinalMessages, organizationRetentions, purgeBatch, purgedTables, purgeLockKey, tableSizes, type OrganizationRetention, type PurgedRows } from './retention-store.ts';
+import {
+  type OrganizationRetention,
+  oldestKeptFinalMessages,
+  organizationRetentions,
+  type PurgedRows,
+  purgeBatch,
+  purgedTables,
+  purgeLockKey,
+  tableSizes,
+} from './retention-store.ts';
 
 export interface PurgeDeps {
   readonly pool: Pool;
@@ -36,7 +45,11 @@ async function purgeOneBatch(deps: PurgeDeps, organization: OrganizationRetentio
     if (mode === 'wait') {
       await client.query({ name: 'retention-leader-wait', text: 'SELECT pg_advisory_xact_lock($1)', values: [purgeLockKey] });
     } else {
-      const lock = await client.query<{ leader: boolean }>({ name: 'retention-leader', text: 'SELECT pg_try_advisory_xact_lock($1) AS leader', values: [purgeLockKey] });
+      const lock = await client.query<{ leader: boolean }>({
+        name: 'retention-leader',
+        text: 'SELECT pg_try_advisory_xact_lock($1) AS leader',
+        values: [purgeLockKey],
+      });
       if (lock.rows[0]?.leader !== true) return null;
     }
     return purgeBatch(client, organization, deps.batchSize);
@@ -91,7 +104,9 @@ export class RetentionPurge {
   /** Refreshes the gauges if this replica is the leader, else clears them. */
   async updateGauges(): Promise<void> {
     const { pool, metrics, defaultRetentionHours } = this.#deps;
-    const readings = this.#leader ? await withTransaction(pool, async (client) => ({ kept: await oldestKeptFinalMessages(client, defaultRetentionHours), sizes: await tableSizes(client) })) : null;
+    const readings = this.#leader
+      ? await withTransaction(pool, async (client) => ({ kept: await oldestKeptFinalMessages(client, defaultRetentionHours), sizes: await tableSizes(client) }))
+      : null;
     // Cleared and set with no await between: a scrape never sees them half done.
     metrics.retentionOldestFinalAge.reset();
     metrics.messageRetention.reset();

@@ -1,8 +1,8 @@
 // RetentionAdminService (notifyctl messages purge, admin token): the retention purge, once, on request.
 import type { AsyncHandlers } from '@notify/platform';
 import type { dispatch } from '@notify/proto';
-import { purgedTables } from './retention-store.ts';
 import type { RetentionPurge } from './purge.ts';
+import { purgedTables } from './retention-store.ts';
 
 export function retentionAdminHandlers(deps: { readonly retention: RetentionPurge }): AsyncHandlers<dispatch.RetentionAdminServiceDefinition> {
   return {

@@ -15,7 +15,11 @@ test('a malformed NOTIFY_MESSAGE_RETENTION stops the service at start, named wit
   for (const raw of ['2w', '30', '0d', '10m']) {
     assert.throws(
       () => loadConfig(retentionSpec, { NOTIFY_MESSAGE_RETENTION: raw }),
-      (error: unknown) => error instanceof ConfigError && error.faults.length === 1 && error.faults[0]?.startsWith('NOTIFY_MESSAGE_RETENTION: ') === true && error.faults[0].includes(JSON.stringify(raw)),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.faults.length === 1 &&
+        error.faults[0]?.startsWith('NOTIFY_MESSAGE_RETENTION: ') === true &&
+        error.faults[0].includes(JSON.stringify(raw)),
       raw,
     );
   }

@@ -4,18 +4,22 @@
 // deadlock: whichever takes the schedule row first wins, and a message released meanwhile is not_cancelable.
 import { status } from '@grpc/grpc-js';
 import { UserError } from '@notify/platform';
-import { withTransaction, type Pool } from '@notify/platform/database';
+import { type Pool, withTransaction } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 import { isCancelable, type MessageState } from '../events/state-machine.ts';
-import type { DispatchMetrics } from '../metrics.ts';
 import { getMessage } from '../messages/queries.ts';
+import type { DispatchMetrics } from '../metrics.ts';
 
 /** Who canceled, recorded as the transition's reason. */
 export type CancelOrigin = 'api' | 'panel';
 
 const reasons: Readonly<Record<CancelOrigin, string>> = { api: 'canceled through the API', panel: 'canceled in the web panel' };
 
-export async function cancelMessage(deps: { pool: Pool; metrics: DispatchMetrics }, request: dispatch.GetMessageRequest__Output, origin: CancelOrigin): Promise<dispatch.Message__Output> {
+export async function cancelMessage(
+  deps: { pool: Pool; metrics: DispatchMetrics },
+  request: dispatch.GetMessageRequest__Output,
+  origin: CancelOrigin,
+): Promise<dispatch.Message__Output> {
   await withTransaction(deps.pool, async (client) => {
     const found = await client.query<{ state: MessageState }>({
       name: 'cancel-find',
@@ -25,7 +29,11 @@ export async function cancelMessage(deps: { pool: Pool; metrics: DispatchMetrics
     const message = found.rows[0];
     if (!message) throw new UserError(status.NOT_FOUND, 'message_not_found', `no message ${request.messageId} in this project`);
     // Waits for a releaser that holds the row; if it released the message, the row is gone.
-    const unscheduled = await client.query({ name: 'cancel-unschedule', text: 'DELETE FROM scheduled_messages WHERE message_id = $1', values: [request.messageId] });
+    const unscheduled = await client.query({
+      name: 'cancel-unschedule',
+      text: 'DELETE FROM scheduled_messages WHERE message_id = $1',
+      values: [request.messageId],
+    });
     if (unscheduled.rowCount !== 1 || !isCancelable(message.state)) {
       throw new UserError(status.FAILED_PRECONDITION, 'not_cancelable', `message ${request.messageId} is no longer scheduled`);
     }

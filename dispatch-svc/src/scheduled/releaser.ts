@@ -5,11 +5,11 @@
 // their outbox rows together; after commit their jobs are published at once, and the outbox relay covers any publish
 // JetStream did not confirm.
 import type { Logger } from '@notify/platform';
-import { withTransaction, type Pool } from '@notify/platform/database';
+import { type Pool, withTransaction } from '@notify/platform/database';
 import type { DispatchMetrics } from '../metrics.ts';
 import type { JobPublisher } from '../outbox/job-publisher.ts';
 import { deleteOutboxRows } from '../outbox/outbox-store.ts';
-import { countScheduled, releaseDue, releaseLockKey, type ReleasedJob } from './schedule-store.ts';
+import { countScheduled, type ReleasedJob, releaseDue, releaseLockKey } from './schedule-store.ts';
 
 export interface ReleaserDeps {
   readonly pool: Pool;
@@ -23,7 +23,11 @@ export interface ReleaserDeps {
 /** One batch, or null when another replica holds the lock (it is releasing: this one has nothing to do now). */
 async function releaseBatch(deps: ReleaserDeps, batchSize: number): Promise<ReleasedJob[] | null> {
   return withTransaction(deps.pool, async (client) => {
-    const lock = await client.query<{ leader: boolean }>({ name: 'schedule-leader', text: 'SELECT pg_try_advisory_xact_lock($1) AS leader', values: [releaseLockKey] });
+    const lock = await client.query<{ leader: boolean }>({
+      name: 'schedule-leader',
+      text: 'SELECT pg_try_advisory_xact_lock($1) AS leader',
+      values: [releaseLockKey],
+    });
     if (lock.rows[0]?.leader !== true) return null;
     return releaseDue(client, batchSize);
   });
@@ -31,7 +35,9 @@ async function releaseBatch(deps: ReleaserDeps, batchSize: number): Promise<Rele
 
 /** Publishes released jobs; one JetStream does not confirm keeps its outbox row, for the relay. */
 async function publishReleased(deps: ReleaserDeps, released: readonly ReleasedJob[]): Promise<void> {
-  const results = await Promise.allSettled(released.map(({ payload, traceparent }) => deps.publisher.publish({ job: payload, traceparent: traceparent ?? '' }, 'release')));
+  const results = await Promise.allSettled(
+    released.map(({ payload, traceparent }) => deps.publisher.publish({ job: payload, traceparent: traceparent ?? '' }, 'release')),
+  );
   const published = released.filter((_, index) => results[index]?.status === 'fulfilled').map(({ payload }) => payload.messageId);
   if (published.length < released.length) {
     deps.logger.warn({ unconfirmed: released.length - published.length }, 'released jobs not confirmed by JetStream; the outbox relay will publish them');

@@ -2,8 +2,8 @@
 // "Message lifecycle"). The send path writes it in the message's transaction instead of an outbox row; the releaser
 // moves due rows to the outbox (releaser.ts); a cancel deletes the row (cancel.ts). No row in the outbox, no job.
 import { hash } from 'node:crypto';
-import type { DeliveryJob } from '@notify/proto';
 import type { Pool, PoolClient } from '@notify/platform/database';
+import type { DeliveryJob } from '@notify/proto';
 
 export interface ScheduledJob {
   readonly job: DeliveryJob;

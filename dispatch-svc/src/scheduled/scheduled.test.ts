@@ -3,10 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
-import { dispatchProto, type dispatch } from '@notify/proto';
+import { type dispatch, dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { waitFor } from '@notify/test/harness/wait.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 import { releaseScheduled, updateScheduledBacklog } from './releaser.ts';
 import { releaseDue, releaseLockKey } from './schedule-store.ts';
 
@@ -15,7 +15,15 @@ let panel: GrpcClient<typeof dispatchProto.PanelService.service>;
 
 before(async () => {
   h = await startHarness();
-  await h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'welcome', subject: 'Hello {{ name }}', html: '<p>Hi</p>', text: 'Hi', variablesSchemaJson: '', active: true });
+  await h.admin.call('PutTemplate', {
+    projectId: h.ids.projectId,
+    slug: 'welcome',
+    subject: 'Hello {{ name }}',
+    html: '<p>Hi</p>',
+    text: 'Hi',
+    variablesSchemaJson: '',
+    active: true,
+  });
   panel = new GrpcClient(dispatchProto.PanelService.service, h.address, { token: h.callers.gateway.token, deadlineMs: 5_000 });
 });
 
@@ -31,7 +39,8 @@ const request = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRe
 
 const count = async (sql: string, values: unknown[] = []): Promise<number> =>
   (await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${sql}`, values)).rows[0]?.n ?? -1;
-const stateOf = async (id: number): Promise<string> => (await h.pool.query<{ state: string }>('SELECT state FROM messages WHERE id = $1', [id])).rows[0]?.state ?? 'missing';
+const stateOf = async (id: number): Promise<string> =>
+  (await h.pool.query<{ state: string }>('SELECT state FROM messages WHERE id = $1', [id])).rows[0]?.state ?? 'missing';
 const lookup = (messageId: number, projectId = h.ids.projectId): dispatch.GetMessageRequest => ({ projectId, organizationId: h.ids.organizationId, messageId });
 const releaserDeps = () => ({ pool: h.pool, publisher: h.publisher, metrics: h.metrics, logger: h.logger });
 
@@ -50,7 +59,10 @@ describe('a send with send_at', () => {
     const message = await h.dispatch.call('GetMessage', lookup(response.messageId));
     assert.equal(message.state, 'scheduled');
     assert.equal(message.sendAt, sendAt);
-    assert.deepEqual(message.events.map((event) => [event.state, event.attempt]), [['scheduled', 0]]);
+    assert.deepEqual(
+      message.events.map((event) => [event.state, event.attempt]),
+      [['scheduled', 0]],
+    );
   });
 
   test('a send without send_at answers as before, with no send_at', async () => {
@@ -66,7 +78,10 @@ describe('a send with send_at', () => {
     const first = await h.dispatch.call('Send', request({ sendAt, idempotencyKey: key, fingerprint: 'body-a' }));
     const scheduledBefore = await count('scheduled_messages');
     const replay = await h.dispatch.call('Send', request({ sendAt, idempotencyKey: key, fingerprint: 'body-a' }));
-    assert.deepEqual({ ...replay, idempotentReplay: true, organizationAccepted: 0 }, { ...first, idempotentReplay: true, organizationAccepted: 0, replayableForMs: replay.replayableForMs });
+    assert.deepEqual(
+      { ...replay, idempotentReplay: true, organizationAccepted: 0 },
+      { ...first, idempotentReplay: true, organizationAccepted: 0, replayableForMs: replay.replayableForMs },
+    );
     assert.equal(replay.idempotentReplay, true);
     assert.equal(replay.status, 'scheduled');
     assert.equal(replay.sendAt, sendAt);
@@ -100,7 +115,13 @@ describe('the releaser', () => {
     assert.equal(job.template.slug, 'welcome');
 
     const message = await h.dispatch.call('GetMessage', lookup(due.messageId));
-    assert.deepEqual(message.events.map((event) => [event.state, event.attempt]), [['scheduled', 0], ['queued', 0]]);
+    assert.deepEqual(
+      message.events.map((event) => [event.state, event.attempt]),
+      [
+        ['scheduled', 0],
+        ['queued', 0],
+      ],
+    );
     assert.equal(await count('webhook_events WHERE message_id = $1', [due.messageId]), 0, 'the release is no webhook event');
     assert.equal((await h.metrics.scheduledReleased.get()).values[0]?.value, releasedBefore + 1);
     await updateScheduledBacklog(h.pool, h.metrics);
@@ -209,7 +230,11 @@ describe('canceling', () => {
   test("another project's message is not found, and stays scheduled", async () => {
     const scheduled = await h.dispatch.call('Send', request({ sendAt: inAnHour() }));
     await assertRefused(h.dispatch.call('CancelMessage', lookup(scheduled.messageId, h.ids.otherProjectId)), status.NOT_FOUND, 'message_not_found');
-    await assertRefused(h.dispatch.call('CancelMessage', { ...lookup(scheduled.messageId), organizationId: h.ids.organizationId + 1_000 }), status.NOT_FOUND, 'message_not_found');
+    await assertRefused(
+      h.dispatch.call('CancelMessage', { ...lookup(scheduled.messageId), organizationId: h.ids.organizationId + 1_000 }),
+      status.NOT_FOUND,
+      'message_not_found',
+    );
     assert.equal(await stateOf(scheduled.messageId), 'scheduled');
   });
 

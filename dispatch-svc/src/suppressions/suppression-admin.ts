@@ -1,11 +1,11 @@
 // A project's suppression list, listed, added to and removed from: SuppressionAdminService for notifyctl (admin
 // token), and the panel's two calls (PanelService, gateway token), which name the user's organization too.
 import { status } from '@grpc/grpc-js';
-import { UserError, type AsyncHandlers } from '@notify/platform';
+import { type AsyncHandlers, UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 import type { DispatchMetrics } from '../metrics.ts';
-import { addSuppression, listSuppressions, removeSuppression, suppressionReasons, type Suppression, type SuppressionReason } from './suppression-store.ts';
+import { addSuppression, listSuppressions, removeSuppression, type Suppression, type SuppressionReason, suppressionReasons } from './suppression-store.ts';
 
 const defaultLimit = 100;
 /** The panel shows one page: the newest entries, or those matching its search. */
@@ -32,7 +32,10 @@ const toProto = (entry: Suppression): dispatch.Suppression__Output => ({
   createdAt: entry.createdAt.toISOString(),
 });
 
-export function suppressionAdminHandlers(deps: { pool: Pool; metrics: Pick<DispatchMetrics, 'suppressions'> }): AsyncHandlers<dispatch.SuppressionAdminServiceDefinition> {
+export function suppressionAdminHandlers(deps: {
+  pool: Pool;
+  metrics: Pick<DispatchMetrics, 'suppressions'>;
+}): AsyncHandlers<dispatch.SuppressionAdminServiceDefinition> {
   return {
     async ListSuppressions(request) {
       check([
@@ -56,14 +59,18 @@ export function suppressionAdminHandlers(deps: { pool: Pool; metrics: Pick<Dispa
         return toProto(entry);
       } catch (error) {
         // The only foreign key an operator can get wrong.
-        if ((error as { code?: string }).code === '23503') throw new UserError(status.NOT_FOUND, 'project_not_found', `no project ${request.projectId}`, { cause: error });
+        if ((error as { code?: string }).code === '23503')
+          throw new UserError(status.NOT_FOUND, 'project_not_found', `no project ${request.projectId}`, { cause: error });
         throw error;
       }
     },
     async RemoveSuppression(request) {
       // An erased entry is named by its hash (erasedAddress).
       const named = isAddress(request.address) || /^sha256:[0-9a-f]{64}$/.test(request.address);
-      check([!isPositiveId(request.projectId) && 'project_id: must be a positive integer', !named && 'address: must be one email address or an erased entry (sha256:<hex>)']);
+      check([
+        !isPositiveId(request.projectId) && 'project_id: must be a positive integer',
+        !named && 'address: must be one email address or an erased entry (sha256:<hex>)',
+      ]);
       await remove(deps.pool, request.projectId, request.address);
       return {};
     },
@@ -78,11 +85,17 @@ async function remove(pool: Pool, projectId: number, address: string): Promise<v
 
 /** The project must be the organization's; otherwise it is as if it did not exist. */
 export async function ensureOwned(pool: Pool, organizationId: number, projectId: number): Promise<void> {
-  const owned = await pool.query({ name: 'suppression-project-owner', text: 'SELECT 1 FROM projects WHERE id = $1 AND organization_id = $2', values: [projectId, organizationId] });
+  const owned = await pool.query({
+    name: 'suppression-project-owner',
+    text: 'SELECT 1 FROM projects WHERE id = $1 AND organization_id = $2',
+    values: [projectId, organizationId],
+  });
   if (owned.rowCount !== 1) throw new UserError(status.NOT_FOUND, 'project_not_found', `no project ${projectId} in this organization`);
 }
 
-export function panelSuppressionHandlers(deps: { pool: Pool }): Pick<AsyncHandlers<dispatch.PanelServiceDefinition>, 'ListProjectSuppressions' | 'RemoveProjectSuppression'> {
+export function panelSuppressionHandlers(deps: {
+  pool: Pool;
+}): Pick<AsyncHandlers<dispatch.PanelServiceDefinition>, 'ListProjectSuppressions' | 'RemoveProjectSuppression'> {
   return {
     async ListProjectSuppressions(request) {
       await ensureOwned(deps.pool, request.organizationId, request.projectId);

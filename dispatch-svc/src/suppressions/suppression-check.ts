@@ -4,7 +4,7 @@ import { status } from '@grpc/grpc-js';
 import { UserError } from '@notify/platform';
 import type { PoolClient } from '@notify/platform/database';
 import type { BatchVerdicts } from '../messages/batch-verdicts.ts';
-import { findSuppressions, suppressionKey, type Suppression } from './suppression-store.ts';
+import { findSuppressions, type Suppression, suppressionKey } from './suppression-store.ts';
 
 /** One lookup of the list's primary key for the whole batch. */
 export async function refuseSuppressedRecipients(client: PoolClient, batch: BatchVerdicts): Promise<void> {
@@ -22,5 +22,7 @@ export async function refuseSuppressedRecipients(client: PoolClient, batch: Batc
 /** Structured like data_invalid: [reason, date] for the gateway to put in words in the caller's language. */
 function recipientSuppressed(entry: Suppression): UserError {
   const since = entry.createdAt.toISOString().slice(0, 10);
-  return new UserError(status.FAILED_PRECONDITION, 'recipient_suppressed', `${entry.address} is suppressed (${entry.reason}, since ${since})`, { fields: [entry.reason, since] });
+  return new UserError(status.FAILED_PRECONDITION, 'recipient_suppressed', `${entry.address} is suppressed (${entry.reason}, since ${since})`, {
+    fields: [entry.reason, since],
+  });
 }

@@ -33,7 +33,9 @@ const columns = `project_id AS "projectId", address, reason, message_id AS "mess
  * reveal one.
  */
 export function erasedAddress(projectId: number, address: string): string {
-  return `sha256:${createHash('sha256').update(`${projectId}:${normalizeAddress(address)}`).digest('hex')}`;
+  return `sha256:${createHash('sha256')
+    .update(`${projectId}:${normalizeAddress(address)}`)
+    .digest('hex')}`;
 }
 
 /**
@@ -42,12 +44,17 @@ export function erasedAddress(projectId: number, address: string): string {
  */
 export async function findSuppressions(client: PoolClient, wanted: readonly { projectId: number; address: string }[]): Promise<Map<string, Suppression>> {
   if (wanted.length === 0) return new Map();
-  const clearKeyOfErased = new Map(wanted.map((each) => [suppressionKey(each.projectId, erasedAddress(each.projectId, each.address)), suppressionKey(each.projectId, each.address)]));
+  const clearKeyOfErased = new Map(
+    wanted.map((each) => [suppressionKey(each.projectId, erasedAddress(each.projectId, each.address)), suppressionKey(each.projectId, each.address)]),
+  );
   const result = await client.query<Suppression>({
     name: 'suppression-find-many',
     text: `SELECT ${columns} FROM suppressions
             WHERE (project_id, address) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))`,
-    values: [wanted.flatMap((each) => [each.projectId, each.projectId]), wanted.flatMap((each) => [normalizeAddress(each.address), erasedAddress(each.projectId, each.address)])],
+    values: [
+      wanted.flatMap((each) => [each.projectId, each.projectId]),
+      wanted.flatMap((each) => [normalizeAddress(each.address), erasedAddress(each.projectId, each.address)]),
+    ],
   });
   const found = new Map<string, Suppression>();
   for (const row of result.rows) {
@@ -89,7 +96,11 @@ export async function addSuppression(
 
 /** Removes an entry; false when the address was not suppressed. */
 export async function removeSuppression(pool: Pool, projectId: number, address: string): Promise<boolean> {
-  const result = await pool.query({ name: 'suppression-remove', text: 'DELETE FROM suppressions WHERE project_id = $1 AND address = $2', values: [projectId, normalizeAddress(address)] });
+  const result = await pool.query({
+    name: 'suppression-remove',
+    text: 'DELETE FROM suppressions WHERE project_id = $1 AND address = $2',
+    values: [projectId, normalizeAddress(address)],
+  });
   return (result.rowCount ?? 0) > 0;
 }
 

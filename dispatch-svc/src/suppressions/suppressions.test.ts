@@ -3,10 +3,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
-import { dispatchProto, type dispatch } from '@notify/proto';
+import { type dispatch, dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { applyDeliveryEvent } from '../events/event-store.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 
 let h: Harness;
 let suppressions: GrpcClient<typeof dispatchProto.SuppressionAdminService.service>;
@@ -23,7 +23,16 @@ after(async () => {
 });
 
 const send = (to: string, projectId = h.ids.projectId): Promise<dispatch.SendResponse__Output> =>
-  h.dispatch.call('Send', { projectId, organizationId: h.ids.organizationId, apiKeyId: h.ids.apiKeyId, template: 'welcome', to, dataJson: '{}', idempotencyKey: '', fingerprint: '' });
+  h.dispatch.call('Send', {
+    projectId,
+    organizationId: h.ids.organizationId,
+    apiKeyId: h.ids.apiKeyId,
+    template: 'welcome',
+    to,
+    dataJson: '{}',
+    idempotencyKey: '',
+    fingerprint: '',
+  });
 
 const count = async (sql: string, values: unknown[]): Promise<number> => (await h.pool.query<{ count: number }>(sql, values)).rows[0]?.count ?? -1;
 const messagesTo = (to: string): Promise<number> => count('SELECT count(*)::int AS count FROM messages WHERE recipient = $1', [to]);
@@ -36,7 +45,10 @@ const usage = (): Promise<number> =>
 describe('a send to a suppressed address', () => {
   test('is refused on `to` with the reason and date, creates nothing and uses no quota; the domain compares in any case', async () => {
     const added = await suppressions.call('AddSuppression', { projectId: h.ids.projectId, address: 'Gone@Example.COM', reason: '' });
-    assert.deepEqual({ ...added, createdAt: undefined }, { projectId: h.ids.projectId, address: 'Gone@example.com', reason: 'manual', messageId: 0, createdAt: undefined });
+    assert.deepEqual(
+      { ...added, createdAt: undefined },
+      { projectId: h.ids.projectId, address: 'Gone@example.com', reason: 'manual', messageId: 0, createdAt: undefined },
+    );
     const usageBefore = await usage();
     const refused = await assertRefused(send('Gone@example.com'), status.FAILED_PRECONDITION, 'recipient_suppressed');
     assert.deepEqual(refused.fields, ['manual', added.createdAt.slice(0, 10)]);
@@ -48,7 +60,20 @@ describe('a send to a suppressed address', () => {
   test('is accepted when only the local part differs in case, or in another project', async () => {
     await suppressions.call('AddSuppression', { projectId: h.ids.projectId, address: 'ana@example.com', reason: 'complaint' });
     assert.ok((await send('Ana@example.com')).messageId > 0, 'the local part is compared as given');
-    assert.ok((await h.dispatch.call('Send', { projectId: h.ids.otherProjectId, organizationId: h.ids.organizationId, apiKeyId: h.ids.apiKeyId, template: 'welcome', to: 'ana@example.com', dataJson: '{}', idempotencyKey: '', fingerprint: '' }).catch((error: { reason?: string }) => error.reason)) !== 'recipient_suppressed');
+    assert.ok(
+      (await h.dispatch
+        .call('Send', {
+          projectId: h.ids.otherProjectId,
+          organizationId: h.ids.organizationId,
+          apiKeyId: h.ids.apiKeyId,
+          template: 'welcome',
+          to: 'ana@example.com',
+          dataJson: '{}',
+          idempotencyKey: '',
+          fingerprint: '',
+        })
+        .catch((error: { reason?: string }) => error.reason)) !== 'recipient_suppressed',
+    );
   });
 
   test('is accepted again once the address is removed; removing it twice is NOT_FOUND', async () => {
@@ -56,7 +81,11 @@ describe('a send to a suppressed address', () => {
     await assertRefused(send('back@example.com'), status.FAILED_PRECONDITION, 'recipient_suppressed');
     await suppressions.call('RemoveSuppression', { projectId: h.ids.projectId, address: 'back@example.com' });
     assert.ok((await send('back@example.com')).messageId > 0);
-    await assertRefused(suppressions.call('RemoveSuppression', { projectId: h.ids.projectId, address: 'back@example.com' }), status.NOT_FOUND, 'suppression_not_found');
+    await assertRefused(
+      suppressions.call('RemoveSuppression', { projectId: h.ids.projectId, address: 'back@example.com' }),
+      status.NOT_FOUND,
+      'suppression_not_found',
+    );
   });
 
   test('in a batch of concurrent sends, only the suppressed one is refused', async () => {
@@ -75,23 +104,42 @@ describe('the list', () => {
     const second = await suppressions.call('AddSuppression', { projectId: h.ids.projectId, address: 'twice@EXAMPLE.org', reason: 'manual' });
     assert.deepEqual(second, first);
     const found = await suppressions.call('ListSuppressions', { projectId: h.ids.projectId, search: 'EXAMPLE.ORG', limit: 0 });
-    assert.deepEqual(found.suppressions.map((entry) => [entry.address, entry.reason]), [['twice@example.org', 'complaint']]);
+    assert.deepEqual(
+      found.suppressions.map((entry) => [entry.address, entry.reason]),
+      [['twice@example.org', 'complaint']],
+    );
     const all = await suppressions.call('ListSuppressions', { projectId: h.ids.projectId, search: '', limit: 2 });
     assert.equal(all.suppressions.length, 2);
     assert.ok(all.suppressions[0] && all.suppressions[1] && all.suppressions[0].createdAt >= all.suppressions[1].createdAt, 'newest first');
   });
 
   test('refuses bad arguments, naming each', async () => {
-    const refused = await assertRefused(suppressions.call('AddSuppression', { projectId: 0, address: 'a@b, c@d', reason: 'spam' }), status.INVALID_ARGUMENT, 'invalid_argument');
+    const refused = await assertRefused(
+      suppressions.call('AddSuppression', { projectId: 0, address: 'a@b, c@d', reason: 'spam' }),
+      status.INVALID_ARGUMENT,
+      'invalid_argument',
+    );
     assert.equal(refused.fields.length, 3);
-    await assertRefused(suppressions.call('AddSuppression', { projectId: 999_999, address: 'a@example.com', reason: '' }), status.NOT_FOUND, 'project_not_found');
-    await assertRefused(suppressions.call('ListSuppressions', { projectId: h.ids.projectId, search: '', limit: 501 }), status.INVALID_ARGUMENT, 'invalid_argument');
+    await assertRefused(
+      suppressions.call('AddSuppression', { projectId: 999_999, address: 'a@example.com', reason: '' }),
+      status.NOT_FOUND,
+      'project_not_found',
+    );
+    await assertRefused(
+      suppressions.call('ListSuppressions', { projectId: h.ids.projectId, search: '', limit: 501 }),
+      status.INVALID_ARGUMENT,
+      'invalid_argument',
+    );
   });
 
   test('needs the admin token', async () => {
     const gateway = new GrpcClient(dispatchProto.SuppressionAdminService.service, h.address, { token: h.callers.gateway.token, deadlineMs: 5_000 });
     try {
-      await assertRefused(gateway.call('ListSuppressions', { projectId: h.ids.projectId, search: '', limit: 0 }), status.PERMISSION_DENIED, 'permission_denied');
+      await assertRefused(
+        gateway.call('ListSuppressions', { projectId: h.ids.projectId, search: '', limit: 0 }),
+        status.PERMISSION_DENIED,
+        'permission_denied',
+      );
     } finally {
       gateway.close();
     }
@@ -99,13 +147,16 @@ describe('the list', () => {
 });
 
 describe('the panel calls', () => {
-  test('answer within the organization, and treat another organization\'s project as not found', async () => {
+  test("answer within the organization, and treat another organization's project as not found", async () => {
     const panel = new GrpcClient(dispatchProto.PanelService.service, h.address, { token: h.callers.gateway.token, deadlineMs: 5_000 });
     try {
       await suppressions.call('AddSuppression', { projectId: h.ids.projectId, address: 'panel@example.com', reason: '' });
       const scope = { organizationId: h.ids.organizationId, projectId: h.ids.projectId };
       const found = await panel.call('ListProjectSuppressions', { ...scope, search: 'panel@' });
-      assert.deepEqual(found.suppressions.map((entry) => entry.address), ['panel@example.com']);
+      assert.deepEqual(
+        found.suppressions.map((entry) => entry.address),
+        ['panel@example.com'],
+      );
       const stranger = { organizationId: h.ids.organizationId + 1_000, projectId: h.ids.projectId };
       await assertRefused(panel.call('ListProjectSuppressions', { ...stranger, search: '' }), status.NOT_FOUND, 'project_not_found');
       await assertRefused(panel.call('RemoveProjectSuppression', { ...stranger, address: 'panel@example.com' }), status.NOT_FOUND, 'project_not_found');
@@ -118,16 +169,30 @@ describe('the panel calls', () => {
 });
 
 describe('a hard bounce', () => {
-  test('suppresses the recipient (domain in lower case) with the message that bounced, in the event\'s transaction', async () => {
+  test("suppresses the recipient (domain in lower case) with the message that bounced, in the event's transaction", async () => {
     const bounced = (await send('Nobody@Example.NET')).messageId;
-    const failed = { messageId: bounced, state: 'failed' as const, attempt: 1, occurredAt: new Date().toISOString(), smtpCode: 550, smtpResponse: '550 5.1.1 No such user' };
+    const failed = {
+      messageId: bounced,
+      state: 'failed' as const,
+      attempt: 1,
+      occurredAt: new Date().toISOString(),
+      smtpCode: 550,
+      smtpResponse: '550 5.1.1 No such user',
+    };
     assert.equal(await applyDeliveryEvent(h.pool, { ...failed, suppression: 'hard_bounce' }), 'applied');
     const listed = await suppressions.call('ListSuppressions', { projectId: h.ids.projectId, search: 'nobody@', limit: 0 });
-    assert.deepEqual(listed.suppressions.map((entry) => [entry.address, entry.reason, entry.messageId]), [['Nobody@example.net', 'hard_bounce', bounced]]);
+    assert.deepEqual(
+      listed.suppressions.map((entry) => [entry.address, entry.reason, entry.messageId]),
+      [['Nobody@example.net', 'hard_bounce', bounced]],
+    );
     await assertRefused(send('Nobody@example.net'), status.FAILED_PRECONDITION, 'recipient_suppressed');
 
     const other = (await send('policy@example.net')).messageId;
     assert.equal(await applyDeliveryEvent(h.pool, { ...failed, messageId: other, smtpResponse: '550 5.7.1 Rejected' }), 'applied');
-    assert.equal((await suppressions.call('ListSuppressions', { projectId: h.ids.projectId, search: 'policy@', limit: 0 })).suppressions.length, 0, 'a failure that is no hard bounce suppresses nothing');
+    assert.equal(
+      (await suppressions.call('ListSuppressions', { projectId: h.ids.projectId, search: 'policy@', limit: 0 })).suppressions.length,
+      0,
+      'a failure that is no hard bounce suppresses nothing',
+    );
   });
 });

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
-import { dispatchProto, type dispatch } from '@notify/proto';
+import { type dispatch, dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 
 let h: Harness;
 
@@ -15,7 +15,14 @@ before(async () => {
 after(() => h.close());
 
 const put = (overrides: Partial<dispatch.PutTemplateRequest> = {}) =>
-  h.admin.call('PutTemplate', { projectId: h.ids.projectId, slug: 'receipt', subject: 'Receipt {{ order }}', html: '<p>{{ order }}</p>', text: '', ...overrides });
+  h.admin.call('PutTemplate', {
+    projectId: h.ids.projectId,
+    slug: 'receipt',
+    subject: 'Receipt {{ order }}',
+    html: '<p>{{ order }}</p>',
+    text: '',
+    ...overrides,
+  });
 
 test('a new template starts at version 1 and inactive unless asked', async () => {
   const created = await put();
@@ -43,12 +50,26 @@ test('a message keeps the template version it was accepted with', async () => {
   const slug = 'versioned';
   await put({ slug, subject: 'v1', active: true });
   const send = () =>
-    h.dispatch.call('Send', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, apiKeyId: h.ids.apiKeyId, template: slug, to: 'a@example.com', dataJson: '{}' });
+    h.dispatch.call('Send', {
+      projectId: h.ids.projectId,
+      organizationId: h.ids.organizationId,
+      apiKeyId: h.ids.apiKeyId,
+      template: slug,
+      to: 'a@example.com',
+      dataJson: '{}',
+    });
   const first = await send();
   await put({ slug, subject: 'v2' });
   const second = await send();
-  const versions = await Promise.all([first, second].map((response) => h.dispatch.call('GetMessage', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, messageId: response.messageId })));
-  assert.deepEqual(versions.map((message) => message.templateVersion), [1, 2]);
+  const versions = await Promise.all(
+    [first, second].map((response) =>
+      h.dispatch.call('GetMessage', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, messageId: response.messageId }),
+    ),
+  );
+  assert.deepEqual(
+    versions.map((message) => message.templateVersion),
+    [1, 2],
+  );
 });
 
 test('a variables schema is stored, returned and enforced from the next version', async () => {
@@ -58,7 +79,14 @@ test('a variables schema is stored, returned and enforced from the next version'
   const fetched = await h.admin.call('GetTemplate', { projectId: h.ids.projectId, slug: 'with-schema' });
   assert.deepEqual(fetched, saved);
   await assertRefused(
-    h.dispatch.call('Send', { projectId: h.ids.projectId, organizationId: h.ids.organizationId, apiKeyId: h.ids.apiKeyId, template: 'with-schema', to: 'a@example.com', dataJson: '{}' }),
+    h.dispatch.call('Send', {
+      projectId: h.ids.projectId,
+      organizationId: h.ids.organizationId,
+      apiKeyId: h.ids.apiKeyId,
+      template: 'with-schema',
+      to: 'a@example.com',
+      dataJson: '{}',
+    }),
     status.INVALID_ARGUMENT,
     'data_invalid',
   );
@@ -79,7 +107,11 @@ test('an invalid template is refused with every fault named', async () => {
 });
 
 test('a schema that is not a valid JSON Schema is refused', async () => {
-  const error = await assertRefused(put({ variablesSchemaJson: '{"type":"object","properties":{"a":{"type":"strng"}}}' }), status.INVALID_ARGUMENT, 'invalid_argument');
+  const error = await assertRefused(
+    put({ variablesSchemaJson: '{"type":"object","properties":{"a":{"type":"strng"}}}' }),
+    status.INVALID_ARGUMENT,
+    'invalid_argument',
+  );
   assert.match(error.fields[0] ?? '', /^variables_schema: schema is invalid/);
   const typo = await assertRefused(put({ variablesSchemaJson: '{"type":"object","requird":["a"]}' }), status.INVALID_ARGUMENT, 'invalid_argument');
   assert.match(typo.fields[0] ?? '', /unknown keyword: "requird"/);
@@ -104,7 +136,10 @@ test('activating, reading and listing', async () => {
   await assertRefused(h.admin.call('GetTemplate', { projectId: h.ids.projectId, slug: 'missing' }), status.NOT_FOUND, 'template_not_found');
   await assertRefused(h.admin.call('GetTemplate', { projectId: h.ids.otherProjectId, slug: 'receipt' }), status.NOT_FOUND, 'template_not_found');
   const listed = await h.admin.call('ListTemplates', { projectId: h.ids.projectId });
-  assert.deepEqual(listed.templates.map((template) => template.slug), ['active-from-start', 'receipt', 'versioned', 'with-schema']);
+  assert.deepEqual(
+    listed.templates.map((template) => template.slug),
+    ['active-from-start', 'receipt', 'versioned', 'with-schema'],
+  );
   assert.deepEqual((await h.admin.call('ListTemplates', { projectId: h.ids.otherProjectId })).templates, []);
 });
 
@@ -133,15 +168,24 @@ test('the unsubscribe flag is off for a new template, kept by a put that does no
   assert.equal((await h.lastJob()).job.template.unsubscribe, false);
 });
 
-test('the panel toggles the unsubscribe flag without a new version, only for the organization\'s template', async () => {
+test("the panel toggles the unsubscribe flag without a new version, only for the organization's template", async () => {
   const panel = new GrpcClient(dispatchProto.PanelService.service, h.address, { token: h.callers.gateway.token, deadlineMs: 5_000 });
   try {
     const before = await put({ slug: 'digest' });
     const scope = { projectId: h.ids.projectId, organizationId: h.ids.organizationId, slug: 'digest' };
     const on = await panel.call('SetProjectTemplateUnsubscribe', { ...scope, unsubscribe: true });
     assert.deepEqual([on.version, on.unsubscribe], [before.version, true]);
-    assert.equal((await panel.call('ListProjectTemplates', { projectId: h.ids.projectId, organizationId: h.ids.organizationId })).templates.find((each) => each.slug === 'digest')?.unsubscribe, true);
-    await assertRefused(panel.call('SetProjectTemplateUnsubscribe', { ...scope, organizationId: h.ids.organizationId + 1_000, unsubscribe: false }), status.NOT_FOUND, 'template_not_found');
+    assert.equal(
+      (await panel.call('ListProjectTemplates', { projectId: h.ids.projectId, organizationId: h.ids.organizationId })).templates.find(
+        (each) => each.slug === 'digest',
+      )?.unsubscribe,
+      true,
+    );
+    await assertRefused(
+      panel.call('SetProjectTemplateUnsubscribe', { ...scope, organizationId: h.ids.organizationId + 1_000, unsubscribe: false }),
+      status.NOT_FOUND,
+      'template_not_found',
+    );
     await assertRefused(panel.call('SetProjectTemplateUnsubscribe', { ...scope, slug: 'missing', unsubscribe: false }), status.NOT_FOUND, 'template_not_found');
     assert.equal((await h.admin.call('GetTemplate', { projectId: h.ids.projectId, slug: 'digest' })).unsubscribe, true);
   } finally {

@@ -1,10 +1,10 @@
 // TemplateAdminService: the operator's surface for templates (notifyctl, admin token).
 import { status } from '@grpc/grpc-js';
-import { UserError, type AsyncHandlers } from '@notify/platform';
+import { type AsyncHandlers, UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 import type { LiquidSyntax } from '@notify/templating';
-import { findTemplate, listTemplates, putTemplate, setTemplateActive, slugPattern, toTemplateMessage, type TemplateContent } from './template-store.ts';
+import { findTemplate, listTemplates, putTemplate, setTemplateActive, slugPattern, type TemplateContent, toTemplateMessage } from './template-store.ts';
 import type { VariablesSchemas } from './variables-schema.ts';
 
 export interface TemplateAdminDeps {
@@ -29,7 +29,11 @@ function validatePut(request: dispatch.PutTemplateRequest__Output, deps: Templat
   checkProjectAndSlug(request.projectId, request.slug, faults);
   if (request.subject.trim() === '') faults.push('subject: is required');
   if (request.html.trim() === '' && request.text.trim() === '') faults.push('html: html or text is required');
-  for (const [name, source] of [['subject', request.subject], ['html', request.html], ['text', request.text]] as const) {
+  for (const [name, source] of [
+    ['subject', request.subject],
+    ['html', request.html],
+    ['text', request.text],
+  ] as const) {
     const problem = deps.liquid.problem(source);
     if (problem) faults.push(`${name}: ${problem}`);
   }
@@ -58,7 +62,9 @@ export function templateAdminHandlers(deps: TemplateAdminDeps): AsyncHandlers<di
     async PutTemplate(request) {
       const content = validatePut(request, deps);
       try {
-        return toTemplateMessage(await putTemplate(deps.pool, request.projectId, request.slug, content, { active: request.active, unsubscribe: request.unsubscribe }));
+        return toTemplateMessage(
+          await putTemplate(deps.pool, request.projectId, request.slug, content, { active: request.active, unsubscribe: request.unsubscribe }),
+        );
       } catch (error) {
         // templates.project_id references projects: the only foreign key an insert here can break.
         if (isForeignKeyViolation(error)) throw new UserError(status.NOT_FOUND, 'project_not_found', `no project ${request.projectId}`, { cause: error });

@@ -7,7 +7,7 @@ import type { dispatch } from '@notify/proto';
 import type { BatchVerdicts } from '../messages/batch-verdicts.ts';
 import type { SendInput } from '../messages/send-request.ts';
 import { jobContentBytes } from '../outbox/delivery-job.ts';
-import { findTemplates, templateKey, type TemplateRow } from './template-store.ts';
+import { findTemplates, type TemplateRow, templateKey } from './template-store.ts';
 import { encodeViolation, type VariablesSchemas } from './variables-schema.ts';
 
 export interface TemplateCheckDeps {
@@ -39,11 +39,17 @@ export async function judgeTemplates(client: PoolClient, batch: BatchVerdicts, d
 }
 
 /** Why a send cannot use its template, if it cannot. */
-function refuseTemplate(deps: TemplateCheckDeps, request: dispatch.SendRequest__Output, input: SendInput, template: TemplateRow | undefined): UserError | undefined {
+function refuseTemplate(
+  deps: TemplateCheckDeps,
+  request: dispatch.SendRequest__Output,
+  input: SendInput,
+  template: TemplateRow | undefined,
+): UserError | undefined {
   if (!template) return new UserError(status.NOT_FOUND, 'template_not_found', `no template "${request.template}" in this project`);
   if (!template.active) return new UserError(status.FAILED_PRECONDITION, 'template_inactive', `template "${request.template}" is not active`);
   const violations = deps.schemas.violations(template, input.data);
-  if (violations.length === 0) return jobContentBytes(request.dataJson, template) > deps.maxJobContentBytes ? messageTooLarge(deps.maxJobContentBytes) : undefined;
+  if (violations.length === 0)
+    return jobContentBytes(request.dataJson, template) > deps.maxJobContentBytes ? messageTooLarge(deps.maxJobContentBytes) : undefined;
   // Structured, so that the gateway can tell the caller in its own language.
   const fields = violations.map(encodeViolation);
   return new UserError(status.INVALID_ARGUMENT, 'data_invalid', `data does not match the variables of template "${template.slug}"`, { fields });
@@ -51,5 +57,7 @@ function refuseTemplate(deps: TemplateCheckDeps, request: dispatch.SendRequest__
 
 /** The message's job would not fit in a JetStream message; the limit goes to the gateway to be put in words. */
 function messageTooLarge(limit: number): UserError {
-  return new UserError(status.RESOURCE_EXHAUSTED, 'payload_too_large', `the message's data and template come to more than the ${limit} bytes a job may carry`, { fields: [String(limit)] });
+  return new UserError(status.RESOURCE_EXHAUSTED, 'payload_too_large', `the message's data and template come to more than the ${limit} bytes a job may carry`, {
+    fields: [String(limit)],
+  });
 }

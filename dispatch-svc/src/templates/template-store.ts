@@ -1,9 +1,10 @@
 // The templates table. A template is identified by (project, slug); every content change makes a new version, and
 // messages keep the version they were accepted with. `active` and `unsubscribe` (RFC 8058 headers on its mails) are
 // choices about how the template is used, not content: they live on the row, and changing them alone makes no version.
-import type { AnySchemaObject } from 'ajv';
+
 import type { Pool, PoolClient } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
+import type { AnySchemaObject } from 'ajv';
 
 /** The slug rule of the public API and of the table's CHECK constraint. */
 export const slugPattern = /^[A-Za-z0-9_-]{1,100}$/;

@@ -38,7 +38,9 @@ test('a schema is compiled once per template version and recompiled for a new ve
   assert.deepEqual(schemas.check(template, { name: 'Ada', count: 1 }), []);
   // Same id and version: the cached validator answers even when the row's schema object differs.
   assert.deepEqual(schemas.check({ ...template, variablesSchema: { type: 'object', required: ['other'] } }, { name: 'Ada', count: 1 }), []);
-  assert.deepEqual(schemas.check({ ...template, version: 2, variablesSchema: { type: 'object', required: ['other'] } }, { name: 'Ada', count: 1 }), ['other: is required']);
+  assert.deepEqual(schemas.check({ ...template, version: 2, variablesSchema: { type: 'object', required: ['other'] } }, { name: 'Ada', count: 1 }), [
+    'other: is required',
+  ]);
 });
 
 test('the cache is bounded and evicts the least recently used validator', () => {
@@ -55,7 +57,11 @@ test('the cache is bounded and evicts the least recently used validator', () => 
 
 test('two templates may declare the same $id', () => {
   const schemas = new VariablesSchemas();
-  const withId = (id: number, required: string) => ({ id, version: 1, variablesSchema: { $id: 'https://example.com/vars', type: 'object', required: [required] } });
+  const withId = (id: number, required: string) => ({
+    id,
+    version: 1,
+    variablesSchema: { $id: 'https://example.com/vars', type: 'object', required: [required] },
+  });
   assert.deepEqual(schemas.check(withId(1, 'a'), {}), ['a: is required']);
   assert.deepEqual(schemas.check(withId(2, 'b'), {}), ['b: is required']);
 });
@@ -105,7 +111,11 @@ test('violations name the variable, the keyword and the parameters its text need
     },
   };
   const schemas = new VariablesSchemas();
-  const byPath = (data: unknown) => schemas.violations(rich, data).map((v) => `${v.path}|${v.keyword}|${JSON.stringify(v.params)}`).sort();
+  const byPath = (data: unknown) =>
+    schemas
+      .violations(rich, data)
+      .map((v) => `${v.path}|${v.keyword}|${JSON.stringify(v.params)}`)
+      .sort();
   assert.deepEqual(byPath({ amount: 'x', extra: 1, note: 3, plan: 'gold', kind: 'bill', email: 'nope', tags: [], step: 7, order: {} }), [
     'amount|type|{"type":"integer"}',
     'email|format|{"format":"email"}',
@@ -136,9 +146,16 @@ test('violations name the variable, the keyword and the parameters its text need
 
 test('a violation of data itself has an empty path, and repeated faults are reported once', () => {
   const schemas = new VariablesSchemas();
-  const whole = { id: 21, version: 1, variablesSchema: { type: 'object', minProperties: 1, properties: { n: { anyOf: [{ type: 'string' }, { type: 'string', minLength: 1 }] } } } };
+  const whole = {
+    id: 21,
+    version: 1,
+    variablesSchema: { type: 'object', minProperties: 1, properties: { n: { anyOf: [{ type: 'string' }, { type: 'string', minLength: 1 }] } } },
+  };
   assert.deepEqual(schemas.violations(whole, {}), [{ path: '', keyword: 'minProperties', params: {} }]);
-  assert.deepEqual(schemas.violations(whole, { n: 1 }).map((v) => `${v.path}|${v.keyword}`), ['n|type', 'n|anyOf']);
+  assert.deepEqual(
+    schemas.violations(whole, { n: 1 }).map((v) => `${v.path}|${v.keyword}`),
+    ['n|type', 'n|anyOf'],
+  );
 });
 
 test('a violation travels as a JSON object in one trailer string', () => {

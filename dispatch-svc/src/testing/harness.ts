@@ -5,7 +5,7 @@ import { createRegistry, GrpcClient, GrpcServer, type Logger } from '@notify/pla
 import { createPool, type Pool } from '@notify/platform/database';
 import { createDataKey } from '@notify/platform/mail';
 import { connectNats, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
-import { dispatchProto, readDeliveryJob, schemaHeader, type DeliveryJob, type dispatch, type Topology } from '@notify/proto';
+import { type DeliveryJob, type dispatch, dispatchProto, readDeliveryJob, schemaHeader, type Topology } from '@notify/proto';
 import { createTestDatabase } from '@notify/test/harness/database.ts';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
@@ -135,7 +135,8 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
     const { names, js, jsm, metrics, publisher, deps } = built;
     undo.push(() => built.renderer.close());
     undo.push(async () => {
-      for (const stream of [names.jobsStream, names.eventsStream, names.deliveryLimitsStream, names.deadLettersStream, names.webhooksStream]) await jsm.streams.delete(stream).catch(() => false);
+      for (const stream of [names.jobsStream, names.eventsStream, names.deliveryLimitsStream, names.deadLettersStream, names.webhooksStream])
+        await jsm.streams.delete(stream).catch(() => false);
     });
     const server = new GrpcServer({ logger, registry });
     built.serve(server);
@@ -200,7 +201,11 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
         return result.rows[0]?.accepted ?? -1;
       },
       async outboxEmptied() {
-        await waitFor(async () => (await pool.query('SELECT 1 FROM outbox LIMIT 1')).rowCount === 0, { timeoutMs: 5_000, intervalMs: 20, what: 'the outbox to be empty' });
+        await waitFor(async () => (await pool.query('SELECT 1 FROM outbox LIMIT 1')).rowCount === 0, {
+          timeoutMs: 5_000,
+          intervalMs: 20,
+          what: 'the outbox to be empty',
+        });
       },
       async growMessages(messageIds, copies) {
         await pool.query(

@@ -9,7 +9,9 @@ import { currentMonthUsage } from './usage-store.ts';
 export async function getUsage(pool: Pool, request: dispatch.GetUsageRequest__Output): Promise<dispatch.Usage__Output> {
   const { organizationId } = request;
   if (!Number.isSafeInteger(organizationId) || organizationId <= 0) {
-    throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', 'organization_id: must be a positive integer', { fields: ['organization_id: must be a positive integer'] });
+    throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', 'organization_id: must be a positive integer', {
+      fields: ['organization_id: must be a positive integer'],
+    });
   }
   const usage = await currentMonthUsage(pool, organizationId);
   return { organizationId, month: usage.month, accepted: usage.accepted };

@@ -5,7 +5,7 @@ import { status } from '@grpc/grpc-js';
 import type { dispatch } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { waitFor } from '@notify/test/harness/wait.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 
 let h: Harness;
 /** A fresh organization (with a project and key) per test, so counts start at 0. */
@@ -23,7 +23,12 @@ async function newTenant(): Promise<typeof tenant> {
   const planId = await one('INSERT INTO plans (name) VALUES ($1)', [`plan-${suffix}`]);
   const organizationId = await one('INSERT INTO organizations (name, plan_id) VALUES ($1, $2)', [`org-${suffix}`, planId]);
   const projectId = await one('INSERT INTO projects (organization_id, name) VALUES ($1, $2)', [organizationId, 'main']);
-  const apiKeyId = await one('INSERT INTO api_keys (project_id, name, prefix, secret_hash) VALUES ($1, $2, $3, $4)', [projectId, 'key', `p${suffix}`, Buffer.alloc(32)]);
+  const apiKeyId = await one('INSERT INTO api_keys (project_id, name, prefix, secret_hash) VALUES ($1, $2, $3, $4)', [
+    projectId,
+    'key',
+    `p${suffix}`,
+    Buffer.alloc(32),
+  ]);
   await h.admin.call('PutTemplate', { projectId, slug: 'welcome', subject: 'Hi', html: '<p>Hi</p>', text: 'Hi', variablesSchemaJson: '', active: true });
   return { organizationId, projectId, apiKeyId };
 }
@@ -60,7 +65,10 @@ test('once the quota is used up a send is refused plan_blocked and leaves no tra
   assert.equal(await usage(), 2);
   assert.equal(await h.jobsInStream(), jobs);
   // The accepted sends' outbox rows are deleted after their answers (not awaited); a row of the refusal's would stay.
-  await waitFor(async () => (await h.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox')).rows[0]?.n === 0, { timeoutMs: 5_000, what: 'an empty outbox' });
+  await waitFor(async () => (await h.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox')).rows[0]?.n === 0, {
+    timeoutMs: 5_000,
+    what: 'an empty outbox',
+  });
   // Raising the quota (or lifting it) lets the organization send again.
   await h.dispatch.call('Send', request({ monthlyQuota: 3 }));
   await h.dispatch.call('Send', request({ monthlyQuota: 0 }));

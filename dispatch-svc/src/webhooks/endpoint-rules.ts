@@ -2,7 +2,14 @@
 // shape of its signing secret. Shared by the operator's and the panel's calls so both refuse the same things.
 import { randomBytes } from 'node:crypto';
 
-export const webhookEventTypes = ['message.sent', 'message.deferred', 'message.failed', 'message.bounced', 'message.complained', 'message.unsubscribed'] as const;
+export const webhookEventTypes = [
+  'message.sent',
+  'message.deferred',
+  'message.failed',
+  'message.bounced',
+  'message.complained',
+  'message.unsubscribed',
+] as const;
 
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 
@@ -28,7 +35,8 @@ export function urlFaults(url: string, allowPrivate: boolean): string[] {
 /** The subscribed types, deduplicated in the contract's order (all six when none is given), or the faults. */
 export function readEventTypes(given: readonly string[]): { types: WebhookEventType[]; faults: string[] } {
   const unknown = given.filter((type) => !(webhookEventTypes as readonly string[]).includes(type));
-  if (unknown.length > 0) return { types: [], faults: unknown.map((type) => `event_types: unknown event type "${type}" (one of ${webhookEventTypes.join(', ')})`) };
+  if (unknown.length > 0)
+    return { types: [], faults: unknown.map((type) => `event_types: unknown event type "${type}" (one of ${webhookEventTypes.join(', ')})`) };
   const types = given.length === 0 ? [...webhookEventTypes] : webhookEventTypes.filter((type) => given.includes(type));
   return { types, faults: [] };
 }

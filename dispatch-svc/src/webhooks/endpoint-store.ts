@@ -1,7 +1,7 @@
 // The webhook_endpoints table as operators change it. Every call takes a scope: the operator's (admin token) reaches
 // any endpoint by id, the panel's only those of one project of one organization, so a foreign id reads as absent.
 // Secrets reach it only sealed (secret-sealing.ts); it neither opens nor returns them.
-import { withTransaction, type Pool } from '@notify/platform/database';
+import { type Pool, withTransaction } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 
 /** The project and organization a panel user acts in; `null` for the operator's admin surface. */
@@ -52,7 +52,10 @@ export function toWebhookMessage(row: EndpointRow): dispatch.Webhook__Output {
 
 /** The id of an endpoint about to be inserted: its secret is sealed under it before the row is written. */
 export async function newEndpointId(pool: Pool): Promise<number> {
-  const result = await pool.query<{ id: number }>({ name: 'webhook-endpoint-new-id', text: `SELECT nextval(pg_get_serial_sequence('webhook_endpoints', 'id')) AS id` });
+  const result = await pool.query<{ id: number }>({
+    name: 'webhook-endpoint-new-id',
+    text: `SELECT nextval(pg_get_serial_sequence('webhook_endpoints', 'id')) AS id`,
+  });
   const id = result.rows[0]?.id;
   if (id === undefined) throw new Error('nextval returned no row');
   return id;
@@ -83,7 +86,11 @@ export async function insertEndpoint(
     });
     const owner = project.rows[0];
     if (!owner) return { kind: 'project_not_found' };
-    const counted = await client.query<{ endpoints: number }>({ name: 'webhook-endpoint-count', text: 'SELECT count(*)::int AS endpoints FROM webhook_endpoints WHERE project_id = $1', values: [projectId] });
+    const counted = await client.query<{ endpoints: number }>({
+      name: 'webhook-endpoint-count',
+      text: 'SELECT count(*)::int AS endpoints FROM webhook_endpoints WHERE project_id = $1',
+      values: [projectId],
+    });
     const endpoints = counted.rows[0]?.endpoints ?? 0;
     if (endpoints >= maxPerProject) return { kind: 'limit_reached', endpoints };
     const result = await client.query<EndpointRow>({
@@ -135,7 +142,11 @@ export async function setEndpointEnabled(pool: Pool, id: number, enabled: boolea
 
 /** Deletes the endpoint; its deliveries and attempts go with it (ON DELETE CASCADE). */
 export async function deleteEndpoint(pool: Pool, id: number): Promise<dispatch.Webhook__Output | undefined> {
-  const result = await pool.query<EndpointRow>({ name: 'webhook-endpoint-delete', text: `DELETE FROM webhook_endpoints WHERE id = $1 RETURNING ${columns}`, values: [id] });
+  const result = await pool.query<EndpointRow>({
+    name: 'webhook-endpoint-delete',
+    text: `DELETE FROM webhook_endpoints WHERE id = $1 RETURNING ${columns}`,
+    values: [id],
+  });
   const row = result.rows[0];
   return row && toWebhookMessage(row);
 }

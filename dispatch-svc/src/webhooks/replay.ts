@@ -6,10 +6,13 @@
 //   - clears webhook_events.published_at in the same transaction,
 // so the relay, which publishes every event whose published_at is NULL, publishes it again, and the sender delivers
 // it to the deliveries that are pending (and whose endpoint is enabled), signing with the event's `evt_<id>`.
-import { withTransaction, type Pool } from '@notify/platform/database';
+import { type Pool, withTransaction } from '@notify/platform/database';
 import type { Scope } from './endpoint-store.ts';
 
-export type ReplayOutcome = { readonly kind: 'replayed'; readonly endpointIds: number[] } | { readonly kind: 'event_not_found' } | { readonly kind: 'undelivered' };
+export type ReplayOutcome =
+  | { readonly kind: 'replayed'; readonly endpointIds: number[] }
+  | { readonly kind: 'event_not_found' }
+  | { readonly kind: 'undelivered' };
 
 /** `endpointId` 0 replays to every endpoint the event went to; a scope limits it to events of its project. */
 export async function replayEvent(pool: Pool, eventId: number, endpointId: number, scope: Scope): Promise<ReplayOutcome> {

@@ -5,7 +5,7 @@ import { after, before, test } from 'node:test';
 import { GrpcClient } from '@notify/platform';
 import { webhookSecretSealContext } from '@notify/platform/mail';
 import { dispatchProto } from '@notify/proto';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 import { sealClearSecrets } from './secret-sealing.ts';
 
 let h: Harness;
@@ -54,11 +54,14 @@ test('after creating and rotating endpoints no secret is stored in clear, and ea
   const id = created.webhook!.id;
   const rotated = await webhooks.call('RotateWebhookSecret', { id });
 
-  const { rows } = await h.pool.query<{ row: string }>('SELECT row_to_json(w)::text AS row FROM webhook_endpoints w WHERE id = ANY ($1::bigint[])', [[id, other.webhook!.id]]);
+  const { rows } = await h.pool.query<{ row: string }>('SELECT row_to_json(w)::text AS row FROM webhook_endpoints w WHERE id = ANY ($1::bigint[])', [
+    [id, other.webhook!.id],
+  ]);
   assert.equal(rows.length, 2);
   for (const { row } of rows) {
     assert.doesNotMatch(row, /whsec_/);
-    for (const secret of [created.secret, rotated.secret, other.secret]) assert.ok(!row.includes(secret.slice('whsec_'.length)), 'no secret in any encoding of it');
+    for (const secret of [created.secret, rotated.secret, other.secret])
+      assert.ok(!row.includes(secret.slice('whsec_'.length)), 'no secret in any encoding of it');
   }
   const stored = await storedSecrets(id);
   assert.deepEqual([open(stored.sealedSecret, id), open(stored.sealedPreviousSecret, id)], [rotated.secret, created.secret]);
@@ -68,7 +71,11 @@ test('after creating and rotating endpoints no secret is stored in clear, and ea
 });
 
 test('secrets left in clear are sealed once, by one of several replicas sealing at once, with the clear ones emptied', async () => {
-  const [current, previous, rotatedFrom] = ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'whsec_c2VjcmV0LXByZXZpb3VzLTEyMzQ1Njc4OTA=', 'whsec_cm90YXRlZC1mcm9tLWNsZWFyLTEyMzQ1Njc4'];
+  const [current, previous, rotatedFrom] = [
+    'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    'whsec_c2VjcmV0LXByZXZpb3VzLTEyMzQ1Njc4OTA=',
+    'whsec_cm90YXRlZC1mcm9tLWNsZWFyLTEyMzQ1Njc4',
+  ];
   const withPrevious = await clearEndpoint(current, previous);
   // A secret still in clear that is rotated out stays as it was, the previous one, until it is sealed.
   const rotatedClear = await clearEndpoint(rotatedFrom, null);
@@ -77,8 +84,16 @@ test('secrets left in clear are sealed once, by one of several replicas sealing 
   assert.deepEqual([beforeSealing.secret, beforeSealing.previousSecret, beforeSealing.sealedPreviousSecret], [null, rotatedFrom, null]);
   assert.equal(open(beforeSealing.sealedSecret, rotatedClear), rotation.secret);
 
-  const sealed = await Promise.all([sealClearSecrets(h.pool, h.deps.dataKey), sealClearSecrets(h.pool, h.deps.dataKey), sealClearSecrets(h.pool, h.deps.dataKey)]);
-  assert.equal(sealed.reduce((sum, count) => sum + count, 0), 2, `endpoints sealed by each: ${sealed.join(', ')}`);
+  const sealed = await Promise.all([
+    sealClearSecrets(h.pool, h.deps.dataKey),
+    sealClearSecrets(h.pool, h.deps.dataKey),
+    sealClearSecrets(h.pool, h.deps.dataKey),
+  ]);
+  assert.equal(
+    sealed.reduce((sum, count) => sum + count, 0),
+    2,
+    `endpoints sealed by each: ${sealed.join(', ')}`,
+  );
   assert.equal(await sealClearSecrets(h.pool, h.deps.dataKey), 0, 'a later pass finds nothing to seal');
 
   const first = await storedSecrets(withPrevious);
@@ -87,12 +102,16 @@ test('secrets left in clear are sealed once, by one of several replicas sealing 
   const second = await storedSecrets(rotatedClear);
   assert.deepEqual([second.secret, second.previousSecret], [null, null]);
   assert.deepEqual([open(second.sealedSecret, rotatedClear), open(second.sealedPreviousSecret, rotatedClear)], [rotation.secret, rotatedFrom]);
-  const { rows } = await h.pool.query<{ clear: number }>('SELECT count(*)::int AS clear FROM webhook_endpoints WHERE secret IS NOT NULL OR previous_secret IS NOT NULL');
+  const { rows } = await h.pool.query<{ clear: number }>(
+    'SELECT count(*)::int AS clear FROM webhook_endpoints WHERE secret IS NOT NULL OR previous_secret IS NOT NULL',
+  );
   assert.equal(rows[0]?.clear, 0);
 });
 
 test('an endpoint cannot hold a secret both in clear and sealed', async () => {
   const id = await clearEndpoint('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', null);
-  await assert.rejects(h.pool.query(`UPDATE webhook_endpoints SET sealed_secret = 'v1.x.y' WHERE id = $1`, [id]), { constraint: 'webhook_endpoints_one_secret' });
+  await assert.rejects(h.pool.query(`UPDATE webhook_endpoints SET sealed_secret = 'v1.x.y' WHERE id = $1`, [id]), {
+    constraint: 'webhook_endpoints_one_secret',
+  });
   await assert.rejects(h.pool.query(`UPDATE webhook_endpoints SET secret = NULL WHERE id = $1`, [id]), { constraint: 'webhook_endpoints_one_secret' });
 });

@@ -2,9 +2,9 @@
 // cannot sign webhooks integrators trust; only webhook-svc opens them. Rows written before secrets were sealed (or, in
 // a rolling upgrade, by a replica of the previous release) hold them in clear: dispatch-svc seals those at start and
 // periodically after, and webhook-svc signs with a clear one until then.
-import { runPeriodically, type Logger, type PeriodicTask } from '@notify/platform';
-import { withTransaction, type Pool } from '@notify/platform/database';
-import { webhookSecretSealContext, type DataKey } from '@notify/platform/mail';
+import { type Logger, type PeriodicTask, runPeriodically } from '@notify/platform';
+import { type Pool, withTransaction } from '@notify/platform/database';
+import { type DataKey, webhookSecretSealContext } from '@notify/platform/mail';
 
 /** `secret` sealed for endpoint `endpointId`: it opens under that endpoint's id only. */
 export const sealSecret = (dataKey: DataKey, endpointId: number, secret: string): string => dataKey.seal(secret, webhookSecretSealContext(endpointId));

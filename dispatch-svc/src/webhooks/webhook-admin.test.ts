@@ -7,7 +7,7 @@ import { GrpcClient, type RemoteError } from '@notify/platform';
 import { webhookSecretSealContext } from '@notify/platform/mail';
 import { dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
-import { startHarness, type Harness } from '../testing/harness.ts';
+import { type Harness, startHarness } from '../testing/harness.ts';
 
 let h: Harness;
 let webhooks: GrpcClient<typeof dispatchProto.WebhookAdminService.service>;
@@ -49,7 +49,12 @@ async function deliveredEvent(endpointIds: number[], state: 'succeeded' | 'faile
   );
   const eventId = event.rows[0]!.id;
   for (const endpointId of endpointIds) {
-    await h.pool.query(`INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts) VALUES ($1, $2, $3, $4)`, [eventId, endpointId, state, attempts]);
+    await h.pool.query(`INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts) VALUES ($1, $2, $3, $4)`, [
+      eventId,
+      endpointId,
+      state,
+      attempts,
+    ]);
   }
   return eventId;
 }
@@ -60,7 +65,14 @@ describe('creating and listing endpoints', () => {
     assert.match(created.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
     assert.equal(created.webhook?.url, 'https://hooks.example.com/notify');
     assert.equal(created.webhook?.organizationId, h.ids.organizationId);
-    assert.deepEqual(created.webhook?.eventTypes, ['message.sent', 'message.deferred', 'message.failed', 'message.bounced', 'message.complained', 'message.unsubscribed']);
+    assert.deepEqual(created.webhook?.eventTypes, [
+      'message.sent',
+      'message.deferred',
+      'message.failed',
+      'message.bounced',
+      'message.complained',
+      'message.unsubscribed',
+    ]);
     assert.equal(created.webhook?.enabled, true);
     assert.equal((await stored(created.webhook!.id)).secret, created.secret);
     const listed = await webhooks.call('ListWebhooks', { projectId: h.ids.projectId });
@@ -71,7 +83,11 @@ describe('creating and listing endpoints', () => {
   });
 
   test('a request with a bad URL or unknown event type is refused with every fault named', async () => {
-    const error = await assertRefused(create({ url: 'http://hooks.example.com/', eventTypes: ['message.sent', 'message.opened'] }), status.INVALID_ARGUMENT, 'invalid_argument');
+    const error = await assertRefused(
+      create({ url: 'http://hooks.example.com/', eventTypes: ['message.sent', 'message.opened'] }),
+      status.INVALID_ARGUMENT,
+      'invalid_argument',
+    );
     assert.deepEqual(error.fields, [
       'url: must use https (plain http is allowed only with NOTIFY_WEBHOOK_ALLOW_PRIVATE=true)',
       'event_types: unknown event type "message.opened" (one of message.sent, message.deferred, message.failed, message.bounced, message.complained, message.unsubscribed)',
@@ -80,14 +96,19 @@ describe('creating and listing endpoints', () => {
   });
 
   test('a project with as many endpoints as allowed, disabled ones included, is refused another until one is deleted', async () => {
-    const project = await h.pool.query<{ id: number }>(`INSERT INTO projects (organization_id, name) VALUES ($1, 'many endpoints') RETURNING id`, [h.ids.organizationId]);
+    const project = await h.pool.query<{ id: number }>(`INSERT INTO projects (organization_id, name) VALUES ($1, 'many endpoints') RETURNING id`, [
+      h.ids.organizationId,
+    ]);
     const projectId = project.rows[0]!.id;
     const allowed = h.deps.webhookEndpointsPerProject;
     // Made at once: the two past the limit are refused however the creations interleave.
     const outcomes = await Promise.allSettled(Array.from({ length: allowed + 2 }, () => create({ projectId })));
     const ids = outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value.webhook!.id] : []));
     assert.equal(ids.length, allowed);
-    assert.deepEqual(outcomes.flatMap((outcome) => (outcome.status === 'rejected' ? [(outcome.reason as RemoteError).reason] : [])), ['webhook_limit_reached', 'webhook_limit_reached']);
+    assert.deepEqual(
+      outcomes.flatMap((outcome) => (outcome.status === 'rejected' ? [(outcome.reason as RemoteError).reason] : [])),
+      ['webhook_limit_reached', 'webhook_limit_reached'],
+    );
     await webhooks.call('SetWebhookEnabled', { id: ids[0]!, enabled: false });
     const refused = await assertRefused(create({ projectId }), status.FAILED_PRECONDITION, 'webhook_limit_reached');
     assert.match(refused.message, new RegExp(`project ${projectId} has ${allowed} webhook endpoints`));
@@ -166,23 +187,22 @@ describe('attempts and replays', () => {
     const first = await deliveredEvent([endpointId]);
     const second = await deliveredEvent([endpointId]);
     const insert = (eventId: number, attempt: number, statusCode: number | null, body: string | null, error: string | null) =>
-      h.pool.query(`INSERT INTO webhook_attempts (event_id, endpoint_id, attempt, status_code, latency_ms, response_body, error) VALUES ($1, $2, $3, $4, 120, $5, $6)`, [
-        eventId,
-        endpointId,
-        attempt,
-        statusCode,
-        body,
-        error,
-      ]);
+      h.pool.query(
+        `INSERT INTO webhook_attempts (event_id, endpoint_id, attempt, status_code, latency_ms, response_body, error) VALUES ($1, $2, $3, $4, 120, $5, $6)`,
+        [eventId, endpointId, attempt, statusCode, body, error],
+      );
     await insert(first, 1, 500, 'x'.repeat(3_000), null);
     await insert(first, 2, null, null, 'timed out after 10 s');
     await insert(second, 1, 200, 'ok', null);
 
     const page1 = await webhooks.call('ListWebhookAttempts', { id: endpointId, limit: 2 });
-    assert.deepEqual(page1.attempts.map((attempt) => [attempt.webhookId, attempt.attempt, attempt.statusCode, attempt.error]), [
-      [`evt_${second}`, 1, 200, ''],
-      [`evt_${first}`, 2, 0, 'timed out after 10 s'],
-    ]);
+    assert.deepEqual(
+      page1.attempts.map((attempt) => [attempt.webhookId, attempt.attempt, attempt.statusCode, attempt.error]),
+      [
+        [`evt_${second}`, 1, 200, ''],
+        [`evt_${first}`, 2, 0, 'timed out after 10 s'],
+      ],
+    );
     assert.equal(page1.attempts[0]?.eventType, 'message.sent');
     assert.equal(page1.attempts[0]?.latencyMs, 120);
     const page2 = await webhooks.call('ListWebhookAttempts', { id: endpointId, limit: 2, beforeId: page1.nextBeforeId });
@@ -192,10 +212,13 @@ describe('attempts and replays', () => {
 
     const messageOfSecond = page1.attempts[0]!.messageId;
     const filtered = await webhooks.call('ListWebhookAttempts', { id: endpointId, messageId: messageOfSecond });
-    assert.deepEqual(filtered.attempts.map((attempt) => attempt.eventId), [second]);
+    assert.deepEqual(
+      filtered.attempts.map((attempt) => attempt.eventId),
+      [second],
+    );
   });
 
-  test('a replay sets the event\'s deliveries back to pending, keeps their attempts and unpublishes the event', async () => {
+  test("a replay sets the event's deliveries back to pending, keeps their attempts and unpublishes the event", async () => {
     const a = (await create()).webhook!.id;
     const b = (await create()).webhook!.id;
     const eventId = await deliveredEvent([a, b], 'failed', 8);
@@ -231,10 +254,10 @@ describe('attempts and replays', () => {
   });
 });
 
-describe('the panel\'s webhook calls', () => {
+describe("the panel's webhook calls", () => {
   const scope = () => ({ projectId: h.ids.projectId, organizationId: h.ids.organizationId });
 
-  test('create, list, disable, attempts and replay work within the organization\'s project', async () => {
+  test("create, list, disable, attempts and replay work within the organization's project", async () => {
     const created = await panel.call('CreateProjectWebhook', { ...scope(), url: 'https://panel.example.com/hook', eventTypes: ['message.failed'] });
     assert.match(created.secret, /^whsec_/);
     const webhookId = created.webhook!.id;

@@ -4,7 +4,16 @@ import type { dispatch } from '@notify/proto';
 import { newWebhookSecret } from './endpoint-rules.ts';
 import { deleteEndpoint, rotateEndpointSecret } from './endpoint-store.ts';
 import { sealSecret } from './secret-sealing.ts';
-import { checkIds, createEndpoint, endpointAttempts, listProjectEndpoints, replay, setEnabled, webhookNotFound, type WebhookDeps } from './webhook-operations.ts';
+import {
+  checkIds,
+  createEndpoint,
+  endpointAttempts,
+  listProjectEndpoints,
+  replay,
+  setEnabled,
+  type WebhookDeps,
+  webhookNotFound,
+} from './webhook-operations.ts';
 
 export function webhookAdminHandlers(deps: WebhookDeps): AsyncHandlers<dispatch.WebhookAdminServiceDefinition> {
   return {

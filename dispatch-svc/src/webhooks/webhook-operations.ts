@@ -8,7 +8,7 @@ import type { DataKey } from '@notify/platform/mail';
 import type { dispatch } from '@notify/proto';
 import { listAttempts } from './attempts.ts';
 import { newWebhookSecret, readEventTypes, urlFaults } from './endpoint-rules.ts';
-import { findEndpoint, insertEndpoint, listEndpoints, newEndpointId, setEndpointEnabled, type Scope } from './endpoint-store.ts';
+import { findEndpoint, insertEndpoint, listEndpoints, newEndpointId, type Scope, setEndpointEnabled } from './endpoint-store.ts';
 import { replayEvent } from './replay.ts';
 import { sealSecret } from './secret-sealing.ts';
 
@@ -38,7 +38,13 @@ export function checkIds(ids: Readonly<Record<string, number>>): void {
 
 export const webhookNotFound = (id: number): UserError => new UserError(status.NOT_FOUND, 'webhook_not_found', `no webhook endpoint ${id}`);
 
-export async function createEndpoint(deps: WebhookDeps, projectId: number, organizationId: number | null, url: string, eventTypes: readonly string[]): Promise<dispatch.CreatedWebhook__Output> {
+export async function createEndpoint(
+  deps: WebhookDeps,
+  projectId: number,
+  organizationId: number | null,
+  url: string,
+  eventTypes: readonly string[],
+): Promise<dispatch.CreatedWebhook__Output> {
   const faults: string[] = [];
   if (!isPositiveId(projectId)) faults.push('project_id: must be a positive integer');
   faults.push(...urlFaults(url, deps.webhookAllowPrivate));
@@ -101,7 +107,11 @@ export async function replay(deps: WebhookDeps, eventId: number, endpointId: num
   const outcome = await replayEvent(deps.pool, eventId, endpointId, scope);
   if (outcome.kind === 'event_not_found') throw new UserError(status.NOT_FOUND, 'webhook_event_not_found', `no webhook event ${eventId}`);
   if (outcome.kind === 'undelivered') {
-    throw new UserError(status.FAILED_PRECONDITION, 'webhook_event_undelivered', `webhook event ${eventId} has no delivery${endpointId > 0 ? ` to endpoint ${endpointId}` : ''} to repeat`);
+    throw new UserError(
+      status.FAILED_PRECONDITION,
+      'webhook_event_undelivered',
+      `webhook event ${eventId} has no delivery${endpointId > 0 ? ` to endpoint ${endpointId}` : ''} to repeat`,
+    );
   }
   return { eventId, endpointIds: outcome.endpointIds };
 }

@@ -5,7 +5,7 @@
 // none does not lock out the valid callers behind its address). A key answered from the authorization cache is a key
 // auth-svc accepted: the guard sees the same success it would have seen from the call.
 import type { ParsedAuthorization } from './authorization-header.ts';
-import { authorize, callAuthorize, KeyRefused, notAuthenticated, type Access, type AuthClient, type AuthorizeCall } from './authorize.ts';
+import { type Access, type AuthClient, type AuthorizeCall, authorize, callAuthorize, KeyRefused, notAuthenticated } from './authorize.ts';
 import type { BruteForceGuard } from './brute-force-guard.ts';
 import type { CachedAuthorizer } from './cached-authorizer.ts';
 import type { ParsedOrganization } from './organization-header.ts';

@@ -7,20 +7,20 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import type { Redis } from 'ioredis';
-import { createRegistry, GrpcClient, GrpcServer, UserError, type Registry } from '@notify/platform';
-import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
+import { createRegistry, GrpcClient, GrpcServer, type Registry, UserError } from '@notify/platform';
+import { type auth, authProto, type dispatch, dispatchProto } from '@notify/proto';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
+import type { Redis } from 'ioredis';
 import { createApp } from '../app.ts';
 import { SendRateLimiter } from '../rate-limit/limiter.ts';
 import { connectRedis } from '../rate-limit/redis.ts';
+import { loadedDirectory } from '../testing/key-directory.ts';
 import { gatewayCaller } from '../testing/serve-app.ts';
 import { standIn } from '../testing/stand-in.ts';
 import { createAuthorizationCacheMetrics } from './authorization-metrics.ts';
 import { callAuthorize } from './authorize.ts';
 import { BruteForceGuard, createBruteForceMetrics } from './brute-force-guard.ts';
-import { loadedDirectory } from '../testing/key-directory.ts';
 import { CachedAuthorizer } from './cached-authorizer.ts';
 
 const quiet = silentLogger();
@@ -89,7 +89,15 @@ before(async () => {
     dispatch: dispatchClient,
     rateLimiter: new SendRateLimiter({ redis, keyPrefix, defaultRate: { points: 1_000, windowSeconds: 60 }, replicas: 1, logger: quiet }),
     readRateLimiter: new SendRateLimiter({ redis, policy: 'read', keyPrefix, defaultRate: { points: 1_000, windowSeconds: 60 }, replicas: 1, logger: quiet }),
-    bruteForce: new BruteForceGuard({ redis, keyPrefix, rate: { points: 3, windowSeconds: 60 }, replicas: 1, directory: await loadedDirectory(), metrics: createBruteForceMetrics(createRegistry('brute-force')), logger: quiet }),
+    bruteForce: new BruteForceGuard({
+      redis,
+      keyPrefix,
+      rate: { points: 3, windowSeconds: 60 },
+      replicas: 1,
+      directory: await loadedDirectory(),
+      metrics: createBruteForceMetrics(createRegistry('brute-force')),
+      logger: quiet,
+    }),
     readiness: {},
     logger: quiet,
     registry,

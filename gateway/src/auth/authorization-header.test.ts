@@ -15,13 +15,31 @@ test('a missing or empty header says the credentials were not provided', () => {
 });
 
 test('another scheme, a misspelt scheme or a bare key is refused for its form', () => {
-  for (const header of ['Bearer abc.def', 'Basic dXNlcjpwYXNz', 'api-key abc.def', 'API-KEY abc.def', 'ApiKey abc.def', 'abc.def', 'Api-Key', 'Api-Key ', 'Api-Keyabc.def', 'Api-Key\tabc.def']) {
+  for (const header of [
+    'Bearer abc.def',
+    'Basic dXNlcjpwYXNz',
+    'api-key abc.def',
+    'API-KEY abc.def',
+    'ApiKey abc.def',
+    'abc.def',
+    'Api-Key',
+    'Api-Key ',
+    'Api-Keyabc.def',
+    'Api-Key\tabc.def',
+  ]) {
     assert.deepEqual(parseAuthorization(header), { ok: false, reason: 'auth.scheme' }, header);
   }
 });
 
 test('a malformed key is refused without asking auth-svc', () => {
-  for (const header of ['Api-Key abc def', 'Api-Key abc.def,ghi', 'Api-Key ключ', 'Api-Key a=b', 'Api-Key "abc"', `Api-Key ${'k'.repeat(maxApiKeyLength + 1)}`]) {
+  for (const header of [
+    'Api-Key abc def',
+    'Api-Key abc.def,ghi',
+    'Api-Key ключ',
+    'Api-Key a=b',
+    'Api-Key "abc"',
+    `Api-Key ${'k'.repeat(maxApiKeyLength + 1)}`,
+  ]) {
     assert.deepEqual(parseAuthorization(header), { ok: false, reason: 'auth.invalid' }, header);
   }
   assert.equal(parseAuthorization(`Api-Key ${'k'.repeat(maxApiKeyLength)}`).ok, true);

@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, test } from 'node:test';
 import { Counter, createRegistry } from '@notify/platform';
-import { connectNats, publishMessage, type NatsConnection } from '@notify/platform/nats';
+import { connectNats, type NatsConnection, publishMessage } from '@notify/platform/nats';
 import { encodeKeyAnnouncement, topology } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
-import { startPrivateNats, type PrivateNats } from '@notify/test/harness/private-nats.ts';
+import { type PrivateNats, startPrivateNats } from '@notify/test/harness/private-nats.ts';
 import { waitFor } from '@notify/test/harness/wait.ts';
 import { InvalidationListener, type InvalidationTarget } from './authorization-invalidation.ts';
 
@@ -75,7 +75,7 @@ test('NATS unreachable at start: nothing is cached, and caching starts once NATS
   assert.deepEqual(target.events, ['resume', 'key nk_0123456789abcdef']);
 });
 
-test('a revoked prefix and `*` reach the cache as auth-svc announces them; another prefix\'s subject does not', async () => {
+test("a revoked prefix and `*` reach the cache as auth-svc announces them; another prefix's subject does not", async () => {
   const target = recordingTarget();
   const { listener, count } = listen(target);
   await waitFor(() => listener.live, { timeoutMs: 3_000, intervalMs: 20, what: 'the listener to go live' });

@@ -131,7 +131,8 @@ export class InvalidationListener {
         logger.info({ subject }, 'key invalidations subscribed: accepted API keys are cached');
       },
       (error: unknown) => {
-        if (!this.#closed) logger.warn({ err: error }, 'NATS did not confirm the key invalidation subscription: authorizations stay uncached until it reconnects');
+        if (!this.#closed)
+          logger.warn({ err: error }, 'NATS did not confirm the key invalidation subscription: authorizations stay uncached until it reconnects');
       },
     );
   }
@@ -160,14 +161,23 @@ function apply(message: Msg, target: InvalidationTarget, received: Counter<'scop
 }
 
 /** Connects, retrying every `retryMs` while NATS cannot be reached; undefined once `stop` is aborted. */
-async function connectPatiently(natsUrl: string, credentials: NatsCredentials | undefined, retryMs: number, logger: Logger, stop: AbortSignal): Promise<NatsConnection | undefined> {
+async function connectPatiently(
+  natsUrl: string,
+  credentials: NatsCredentials | undefined,
+  retryMs: number,
+  logger: Logger,
+  stop: AbortSignal,
+): Promise<NatsConnection | undefined> {
   for (let attempt = 1; !stop.aborted; attempt += 1) {
     try {
       return await connectNats(natsUrl, 'gateway', logger, credentials);
     } catch (error) {
       if (stop.aborted) return undefined;
       // Said once at warn: the gateway works without NATS, only slower; later failures are the same story.
-      logger[attempt === 1 ? 'warn' : 'debug']({ err: error, retryInMs: retryMs }, 'NATS unreachable: authorizations are not cached (every send asks auth-svc) until it answers');
+      logger[attempt === 1 ? 'warn' : 'debug'](
+        { err: error, retryInMs: retryMs },
+        'NATS unreachable: authorizations are not cached (every send asks auth-svc) until it answers',
+      );
       await sleep(retryMs, undefined, { signal: stop, ref: false }).catch(() => undefined);
     }
   }

@@ -12,13 +12,13 @@ export interface AuthorizationCacheMetrics {
 export function createAuthorizationCacheMetrics(registry: Registry): AuthorizationCacheMetrics {
   const lookups = new Counter({
     name: 'notify_gateway_auth_cache_total',
-    help: 'Authorizations of a send by whether an accepted key was answered from the gateway\'s cache (hit) or auth-svc was asked (miss)',
+    help: "Authorizations of a send by whether an accepted key was answered from the gateway's cache (hit) or auth-svc was asked (miss)",
     labelNames: ['result'],
     registers: [registry],
   });
   const invalidations = new Counter({
     name: 'notify_gateway_auth_cache_invalidations_total',
-    help: 'Invalidations applied to the gateway\'s authorization cache: one key (revoked) or all of it (plan change, NATS connection lost)',
+    help: "Invalidations applied to the gateway's authorization cache: one key (revoked) or all of it (plan change, NATS connection lost)",
     labelNames: ['scope'],
     registers: [registry],
   });

@@ -1,11 +1,11 @@
 // Checks 2-4 in one Authorize call, mapped so that the contract's order holds: a bad key (401) wins over a bad
 // X-Organization-ID (400), which wins over a key that may not use the organization (403).
 import { status } from '@grpc/grpc-js';
-import { RemoteError, type GrpcClient } from '@notify/platform';
+import { type GrpcClient, RemoteError } from '@notify/platform';
 import type { auth } from '@notify/proto';
 import { ApiError } from '../errors/api-error.ts';
 import { unexpectedRemoteFailure } from '../errors/dependency.ts';
-import { text, type MessageKey } from '../i18n/messages.ts';
+import { type MessageKey, text } from '../i18n/messages.ts';
 import type { ParsedOrganization } from './organization-header.ts';
 
 export type AuthClient = GrpcClient<auth.AuthServiceDefinition>;

@@ -2,19 +2,23 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { after, test } from 'node:test';
-import { Redis } from 'ioredis';
 import { createLogger, createRegistry } from '@notify/platform';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
+import { Redis } from 'ioredis';
 import { ApiError } from '../errors/api-error.ts';
 import { text } from '../i18n/messages.ts';
 import { connectRedis } from '../rate-limit/redis.ts';
-import { BruteForceGuard, createBruteForceMetrics, type BruteForceMetrics } from './brute-force-guard.ts';
-import { KeyRefused } from './authorize.ts';
-import type { KeyDirectory } from './key-directory.ts';
 import { loadedDirectory } from '../testing/key-directory.ts';
+import { KeyRefused } from './authorize.ts';
+import { BruteForceGuard, type BruteForceMetrics, createBruteForceMetrics } from './brute-force-guard.ts';
+import type { KeyDirectory } from './key-directory.ts';
 
 const lines: Array<Record<string, unknown>> = [];
-const logger = createLogger('test', 'warn', new Writable({ write: (chunk: Buffer, _encoding, done) => (lines.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>), done()) }));
+const logger = createLogger(
+  'test',
+  'warn',
+  new Writable({ write: (chunk: Buffer, _encoding, done) => (lines.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>), done()) }),
+);
 const redisUrl = testEnvironment.redisUrl;
 const prefix = `notify-t-${randomBytes(4).toString('hex')}:`;
 const clients: Redis[] = [];
@@ -38,13 +42,23 @@ interface Guarded {
 }
 
 /** A guard whose directory knows the prefixes of `existing` keys, as loaded from auth-svc at start. */
-async function guard(options: { url?: string; points?: number; windowSeconds?: number; replicas?: number; existing?: readonly string[] } = {}): Promise<Guarded> {
+async function guard(
+  options: { url?: string; points?: number; windowSeconds?: number; replicas?: number; existing?: readonly string[] } = {},
+): Promise<Guarded> {
   const redis = connectRedis(options.url ?? redisUrl, logger);
   clients.push(redis);
   await new Promise((resolve) => redis.once('ready', resolve).once('error', resolve));
   const directory = await loadedDirectory((options.existing ?? []).map(prefixOf));
   const metrics = createBruteForceMetrics(createRegistry('gateway-test'));
-  const limiter = new BruteForceGuard({ redis, keyPrefix: prefix, rate: { points: options.points ?? 3, windowSeconds: options.windowSeconds ?? 60 }, replicas: options.replicas ?? 1, directory, metrics, logger });
+  const limiter = new BruteForceGuard({
+    redis,
+    keyPrefix: prefix,
+    rate: { points: options.points ?? 3, windowSeconds: options.windowSeconds ?? 60 },
+    replicas: options.replicas ?? 1,
+    directory,
+    metrics,
+    logger,
+  });
   return { guard: limiter, directory, metrics };
 }
 
@@ -86,7 +100,8 @@ test('guesses naming no key: up to the limit 401, and every later one 429 withou
   const { guard: limiter, metrics } = await guard();
   const auth = authenticator([]);
   const statuses = [];
-  for (let attempt = 0; attempt < 6; attempt++) statuses.push(await outcome(limiter.check('192.0.2.1', key(`guess${attempt}`), auth.for(key(`guess${attempt}`)))));
+  for (let attempt = 0; attempt < 6; attempt++)
+    statuses.push(await outcome(limiter.check('192.0.2.1', key(`guess${attempt}`), auth.for(key(`guess${attempt}`)))));
   assert.deepEqual(statuses, [401, 401, 401, 429, 429, 429]);
   assert.equal(auth.asked.length, 3, 'auth-svc is asked about no more guesses than the budget');
   const refusal = await limiter.check('192.0.2.1', key('guess'), auth.for(key('guess'))).catch((error: unknown) => error);
@@ -136,21 +151,32 @@ test('wrong secrets for a real key count against that key, not the address: past
   const { guard: limiter, metrics } = await guard({ points: 2, existing: [owned] });
   const auth = authenticator([owned]);
   const statuses = [];
-  for (let attempt = 0; attempt < 4; attempt++) statuses.push(await outcome(limiter.check('192.0.2.6', key('owned', `wrong${attempt}`), auth.for(key('owned', `wrong${attempt}`)))));
+  for (let attempt = 0; attempt < 4; attempt++)
+    statuses.push(await outcome(limiter.check('192.0.2.6', key('owned', `wrong${attempt}`), auth.for(key('owned', `wrong${attempt}`)))));
   assert.deepEqual(statuses, [401, 401, 429, 429]);
   assert.equal(await outcome(limiter.check('192.0.2.6', owned, auth.for(owned))), 200, 'the owner is never locked out of their key');
   assert.equal(await outcome(limiter.check('192.0.2.6', key('guess'), auth.for(key('guess')))), 401, "the address was not charged for the key's failures");
-  assert.equal(await outcome(limiter.check('192.0.2.99', key('owned', 'wrong9'), auth.for(key('owned', 'wrong9')))), 429, 'the key is limited from every address');
+  assert.equal(
+    await outcome(limiter.check('192.0.2.99', key('owned', 'wrong9'), auth.for(key('owned', 'wrong9')))),
+    429,
+    'the key is limited from every address',
+  );
   assert.equal(await count(metrics.failures, 'wrong_secret'), 5);
   assert.equal(await count(metrics.throttled, 'key'), 3);
-  assert.ok(lines.some((line) => line['key'] === prefixOf(owned) && line['reason'] === 'wrong_secret'), 'one warning names the key prefix');
+  assert.ok(
+    lines.some((line) => line['key'] === prefixOf(owned) && line['reason'] === 'wrong_secret'),
+    'one warning names the key prefix',
+  );
 });
 
 test('a revoked key is refused for the key, counted as revoked, and learnt as a key even if the directory missed it', async () => {
   const doomed = key('doomed');
   const { guard: limiter, directory, metrics } = await guard({ points: 1 });
   const auth = authenticator([], [doomed]);
-  assert.deepEqual([await outcome(limiter.check('192.0.2.7', doomed, auth.for(doomed))), await outcome(limiter.check('192.0.2.7', doomed, auth.for(doomed)))], [401, 429]);
+  assert.deepEqual(
+    [await outcome(limiter.check('192.0.2.7', doomed, auth.for(doomed))), await outcome(limiter.check('192.0.2.7', doomed, auth.for(doomed)))],
+    [401, 429],
+  );
   assert.equal(directory.has(prefixOf(doomed)), true);
   assert.equal(await count(metrics.failures, 'revoked'), 2);
   assert.equal(await outcome(limiter.check('192.0.2.7', key('guess'), auth.for(key('guess')))), 401, 'the address is still within its limit');
@@ -181,7 +207,8 @@ test('every address of one IPv6 /64 shares a count, as does an IPv4 client seen 
   const { guard: limiter } = await guard({ points: 2 });
   const auth = authenticator([]);
   const statuses = [];
-  for (const address of ['2001:db8:1:2::1', '2001:db8:1:2::2', '2001:db8:1:2:ffff::3']) statuses.push(await outcome(limiter.check(address, key('guess'), auth.for(key('guess')))));
+  for (const address of ['2001:db8:1:2::1', '2001:db8:1:2::2', '2001:db8:1:2:ffff::3'])
+    statuses.push(await outcome(limiter.check(address, key('guess'), auth.for(key('guess')))));
   assert.deepEqual(statuses, [401, 401, 429]);
   await outcome(limiter.check('::ffff:192.0.2.9', key('guess'), auth.for(key('guess'))));
   await outcome(limiter.check('192.0.2.9', key('guess'), auth.for(key('guess'))));
@@ -194,14 +221,22 @@ test('the counts are shared by every replica through Redis, under the key prefix
   const { guard: second } = await guard({ points: 2, existing: [owned] });
   const auth = authenticator([owned]);
   assert.deepEqual(
-    [await outcome(first.check('192.0.2.10', key('a'), auth.for(key('a')))), await outcome(second.check('192.0.2.10', key('b'), auth.for(key('b')))), await outcome(first.check('192.0.2.10', key('c'), auth.for(key('c'))))],
+    [
+      await outcome(first.check('192.0.2.10', key('a'), auth.for(key('a')))),
+      await outcome(second.check('192.0.2.10', key('b'), auth.for(key('b')))),
+      await outcome(first.check('192.0.2.10', key('c'), auth.for(key('c')))),
+    ],
     [401, 401, 429],
   );
   assert.equal(await outcome(second.check('192.0.2.10', key('d'), auth.for(key('d')))), 429);
-  for (let attempt = 0; attempt < 2; attempt++) await outcome(first.check('192.0.2.11', key('shared', `wrong${attempt}`), auth.for(key('shared', `wrong${attempt}`))));
+  for (let attempt = 0; attempt < 2; attempt++)
+    await outcome(first.check('192.0.2.11', key('shared', `wrong${attempt}`), auth.for(key('shared', `wrong${attempt}`))));
   assert.equal(await outcome(second.check('192.0.2.12', key('shared', 'wrong2'), auth.for(key('shared', 'wrong2')))), 429);
   const admin = new Redis(redisUrl);
-  assert.deepEqual((await admin.keys(`${prefix}auth-failures:*`)).filter((name) => /192\.0\.2\.10|shared|73686172/.test(name)).sort(), [`${prefix}auth-failures:address:192.0.2.10`, `${prefix}auth-failures:key:${prefixOf(owned)}`]);
+  assert.deepEqual((await admin.keys(`${prefix}auth-failures:*`)).filter((name) => /192\.0\.2\.10|shared|73686172/.test(name)).sort(), [
+    `${prefix}auth-failures:address:192.0.2.10`,
+    `${prefix}auth-failures:key:${prefixOf(owned)}`,
+  ]);
   await admin.quit();
 });
 

@@ -10,15 +10,16 @@
 //   while every real key from the same address (one NAT, one ingress) keeps working.
 // Counters are shared by the replicas in Redis; when Redis cannot answer, each replica keeps limiting in memory with
 // its share of the rate, like the send rate.
+
+import { Counter, type Logger, type Rate, type Registry } from '@notify/platform';
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { Counter, type Logger, type Rate, type Registry } from '@notify/platform';
 import { ApiError } from '../errors/api-error.ts';
 import { throttledFor } from '../rate-limit/headers.ts';
 import { fallbackShare } from '../rate-limit/limiter.ts';
 import { sharedLimiter } from '../rate-limit/redis.ts';
 import { apiKeyPrefix } from './authorization-cache.ts';
-import { KeyRefused, type KeyRefusal } from './authorize.ts';
+import { type KeyRefusal, KeyRefused } from './authorize.ts';
 import { limitedAddress } from './client-address.ts';
 import type { KeyDirectory } from './key-directory.ts';
 
@@ -129,8 +130,19 @@ export class BruteForceGuard {
    */
   async #failed(scope: Scope, reason: KeyRefusal): Promise<void> {
     const warn = (counted: RateLimiterRes): void => {
-      const what = scope.kind === 'key' ? 'too many failed authentications with one API key: its refusals are 429 until the window ends' : 'too many guesses naming no API key from one address: refused unasked until the window ends, real keys from it still judged';
-      this.#logger.warn({ [scope.kind]: scope.id.slice(scope.kind.length + 1), reason, failures: counted.consumedPoints, retryAfterSeconds: Math.ceil(counted.msBeforeNext / 1000) }, what);
+      const what =
+        scope.kind === 'key'
+          ? 'too many failed authentications with one API key: its refusals are 429 until the window ends'
+          : 'too many guesses naming no API key from one address: refused unasked until the window ends, real keys from it still judged';
+      this.#logger.warn(
+        {
+          [scope.kind]: scope.id.slice(scope.kind.length + 1),
+          reason,
+          failures: counted.consumedPoints,
+          retryAfterSeconds: Math.ceil(counted.msBeforeNext / 1000),
+        },
+        what,
+      );
     };
     let counted: RateLimiterRes;
     try {

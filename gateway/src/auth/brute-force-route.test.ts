@@ -6,18 +6,18 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import type { Redis } from 'ioredis';
 import { createRegistry, GrpcClient, GrpcServer, UserError } from '@notify/platform';
-import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
+import { type auth, authProto, type dispatch, dispatchProto } from '@notify/proto';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
+import type { Redis } from 'ioredis';
 import { createApp } from '../app.ts';
 import { SendRateLimiter } from '../rate-limit/limiter.ts';
 import { connectRedis } from '../rate-limit/redis.ts';
+import { loadedDirectory } from '../testing/key-directory.ts';
 import { gatewayCaller } from '../testing/serve-app.ts';
 import { standIn } from '../testing/stand-in.ts';
 import { BruteForceGuard, createBruteForceMetrics } from './brute-force-guard.ts';
-import { loadedDirectory } from '../testing/key-directory.ts';
 
 const quiet = silentLogger();
 const validKey = 'nk_0123456789abcdef.valid';
@@ -71,7 +71,6 @@ after(async () => {
   await services.close(1_000);
 });
 
-
 /** A gateway with a limit of 3 failures a minute per address, trusting `hops` proxies; returns its URL. */
 async function serve(servicesAddress: string, hops: number): Promise<string> {
   const options = { token: gatewayCaller.token, deadlineMs: 2_000 };
@@ -83,8 +82,23 @@ async function serve(servicesAddress: string, hops: number): Promise<string> {
     auth: authClient,
     dispatch: dispatchClient,
     rateLimiter: new SendRateLimiter({ redis, keyPrefix: prefix, defaultRate: { points: 1_000, windowSeconds: 60 }, replicas: 1, logger: quiet }),
-    readRateLimiter: new SendRateLimiter({ redis, policy: 'read', keyPrefix: prefix, defaultRate: { points: 1_000, windowSeconds: 60 }, replicas: 1, logger: quiet }),
-    bruteForce: new BruteForceGuard({ redis, keyPrefix: prefix, rate: { points: 3, windowSeconds: 60 }, replicas: 1, directory: await loadedDirectory(), metrics: createBruteForceMetrics(createRegistry('brute-force')), logger: quiet }),
+    readRateLimiter: new SendRateLimiter({
+      redis,
+      policy: 'read',
+      keyPrefix: prefix,
+      defaultRate: { points: 1_000, windowSeconds: 60 },
+      replicas: 1,
+      logger: quiet,
+    }),
+    bruteForce: new BruteForceGuard({
+      redis,
+      keyPrefix: prefix,
+      rate: { points: 3, windowSeconds: 60 },
+      replicas: 1,
+      directory: await loadedDirectory(),
+      metrics: createBruteForceMetrics(createRegistry('brute-force')),
+      logger: quiet,
+    }),
     trustedProxyHops: hops,
     readiness: {},
     logger: quiet,
@@ -101,7 +115,11 @@ async function serve(servicesAddress: string, hops: number): Promise<string> {
 const body = JSON.stringify({ template: 'welcome', to: 'ana@example.com', channel: 'email', data: {} });
 
 async function send(url: string, headers: Record<string, string>): Promise<{ status: number; headers: Headers; body: unknown }> {
-  const response = await fetch(`${url}/api/v1/send/`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-organization-id': '7', ...headers }, body });
+  const response = await fetch(`${url}/api/v1/send/`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-organization-id': '7', ...headers },
+    body,
+  });
   return { status: response.status, headers: response.headers, body: await response.json() };
 }
 
@@ -134,7 +152,8 @@ test('no credential, or another scheme, is no guess: answered 401, never counted
   }
   const fresh = [];
   for (let attempt = 0; attempt < 5; attempt++) fresh.push((await send(gateways.proxied, { 'x-forwarded-for': '203.0.113.20' })).status);
-  for (let attempt = 0; attempt < 3; attempt++) fresh.push((await send(gateways.proxied, { authorization: 'Api-Key nk_guess.z', 'x-forwarded-for': '203.0.113.20' })).status);
+  for (let attempt = 0; attempt < 3; attempt++)
+    fresh.push((await send(gateways.proxied, { authorization: 'Api-Key nk_guess.z', 'x-forwarded-for': '203.0.113.20' })).status);
   assert.deepEqual(fresh, [401, 401, 401, 401, 401, 401, 401, 401], 'requests without a key did not use up the limit');
 });
 

@@ -54,7 +54,14 @@ test('an accepted key is answered from memory the next time: one call to auth-sv
   // Another organization (auth-svc would refuse it 403) and another key are their own entries.
   await assert.rejects(ask(keyA, 8, new Error('permission denied')));
   await ask(keyB, 7, accepted(2));
-  assert.deepEqual(authSvc.calls.map((call) => [call.apiKey, call.organizationId]), [[keyA, 7], [keyA, 8], [keyB, 7]]);
+  assert.deepEqual(
+    authSvc.calls.map((call) => [call.apiKey, call.organizationId]),
+    [
+      [keyA, 7],
+      [keyA, 8],
+      [keyB, 7],
+    ],
+  );
 });
 
 test('a refusal is never stored: every refused attempt reaches auth-svc', async () => {

@@ -6,7 +6,7 @@
 // auth-svc, whose verdict the brute-force guard counts as before. The cache is used only while invalidations are
 // received (`resume`), and starts from nothing each time; an answer asked for before an invalidation or a pause is not
 // stored after it (see ExpiringCache's ticket).
-import { ExpiringCache, type Counter } from '@notify/platform';
+import { type Counter, ExpiringCache } from '@notify/platform';
 import type { auth } from '@notify/proto';
 import { apiKeyPrefix, requestDigest } from './authorization-cache.ts';
 import type { AuthorizeCall } from './authorize.ts';

@@ -24,7 +24,11 @@ test('a load pages through every prefix auth-svc has, and only then counts as lo
   await directory.reload();
   assert.equal(directory.loaded, true);
   assert.equal(directory.size, 25_001);
-  assert.deepEqual(asked, [['', 10_000], [all[9_999], 10_000], [all[19_999], 10_000]]);
+  assert.deepEqual(asked, [
+    ['', 10_000],
+    [all[9_999], 10_000],
+    [all[19_999], 10_000],
+  ]);
   assert.equal(directory.has(all[25_000] as string), true);
   assert.equal(directory.has('nk_ffffffffffffffff'), false);
 });
@@ -66,7 +70,11 @@ test('resuming after announcements may have been missed loads everything again',
 
 test('start retries a failed load until it succeeds', async () => {
   let attempts = 0;
-  const directory = new KeyDirectory({ list: async () => (++attempts < 3 ? Promise.reject(new Error('not yet')) : ['nk_0000000000000001']), logger, retryMs: 20 });
+  const directory = new KeyDirectory({
+    list: async () => (++attempts < 3 ? Promise.reject(new Error('not yet')) : ['nk_0000000000000001']),
+    logger,
+    retryMs: 20,
+  });
   directory.start();
   for (let wait = 0; wait < 100 && !directory.loaded; wait++) await new Promise((resolve) => setTimeout(resolve, 10));
   directory.stop();

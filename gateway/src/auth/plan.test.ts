@@ -53,8 +53,16 @@ test('a figure of last month does not answer for this one', async () => {
 });
 
 test('concurrent questions about a cold organization share one call', async () => {
-  const { usage, asked } = memory(new Map([[7, 2], [8, 5]]));
-  assert.deepEqual(await Promise.all([usage.acceptedThisMonth(7), usage.acceptedThisMonth(7), usage.acceptedThisMonth(8), usage.acceptedThisMonth(7)]), [2, 2, 5, 2]);
+  const { usage, asked } = memory(
+    new Map([
+      [7, 2],
+      [8, 5],
+    ]),
+  );
+  assert.deepEqual(
+    await Promise.all([usage.acceptedThisMonth(7), usage.acceptedThisMonth(7), usage.acceptedThisMonth(8), usage.acceptedThisMonth(7)]),
+    [2, 2, 5, 2],
+  );
   assert.deepEqual(asked, [7, 8]);
 });
 

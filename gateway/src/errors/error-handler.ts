@@ -1,9 +1,10 @@
 // The one error middleware, first in the chain: every thrown error becomes the contract's JSON in the caller's language.
 // Handlers only throw; nothing else writes an error body.
-import type { Middleware, ParameterizedContext } from 'koa';
+
 import type { Logger } from '@notify/platform';
-import { defaultLanguage, text, translate, type Language } from '../i18n/messages.ts';
+import type { Middleware, ParameterizedContext } from 'koa';
 import type { GatewayState } from '../http/state.ts';
+import { defaultLanguage, type Language, text, translate } from '../i18n/messages.ts';
 import { ApiError, FieldErrors, type FieldMessage } from './api-error.ts';
 import { isGatewayTokenRefused } from './dependency.ts';
 
@@ -35,7 +36,10 @@ function respond(ctx: ParameterizedContext<GatewayState>, error: unknown, logger
     refusal = error;
     if (isGatewayTokenRefused(refusal.cause)) {
       // Not an outage that passes: every request fails until an operator fixes the configuration.
-      logger.error({ requestId, cause: describe(refusal.cause) }, 'a dependency refused the gateway token: GATEWAY_TOKEN differs from the one it accepts, or is not allowed on the method');
+      logger.error(
+        { requestId, cause: describe(refusal.cause) },
+        'a dependency refused the gateway token: GATEWAY_TOKEN differs from the one it accepts, or is not allowed on the method',
+      );
     } else if (refusal.status >= 500) {
       // One short line per refused request while a dependency is down: its message, not its stack.
       logger.warn({ requestId, cause: describe(refusal.cause) }, 'a dependency could not answer');

@@ -1,7 +1,8 @@
 // /healthz (the process answers) and /readyz (its dependencies answer) on the public port, for load balancers that
 // probe the port they route to; the ops port serves the same checks, with the same runner, through runService.
-import type { Middleware } from 'koa';
+
 import { checkReadiness, type ReadinessCheck } from '@notify/platform';
+import type { Middleware } from 'koa';
 import type { GatewayState } from './state.ts';
 
 export type ReadinessChecks = Readonly<Record<string, ReadinessCheck>>;

@@ -3,7 +3,7 @@
 // the panel; no request here reaches auth-svc or dispatch-svc, so nothing listens at their address.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { serveApp, type ServedApp } from '../testing/serve-app.ts';
+import { type ServedApp, serveApp } from '../testing/serve-app.ts';
 
 const nowhere = '127.0.0.1:9';
 const hsts = 'max-age=31536000; includeSubDomains';
@@ -52,7 +52,7 @@ describe('Strict-Transport-Security and Secure cookies', () => {
     }
   });
 
-  test('without trusted proxies X-Forwarded-Proto is the client\'s own claim: no HSTS, no Secure cookie', async () => {
+  test("without trusted proxies X-Forwarded-Proto is the client's own claim: no HSTS, no Secure cookie", async () => {
     for (const path of paths) assert.equal((await visit(direct, path, { 'x-forwarded-proto': 'https' })).hsts, null, path);
     const form = await visit(direct, '/panel/sign-in', { 'x-forwarded-proto': 'https' });
     assert.match(form.cookies[0] ?? '', /^notify_panel_sign_in=/);

@@ -17,10 +17,14 @@ function get(port: number): Promise<number> {
 test('a stop lets the request in flight finish, refuses new connections, then drains', { timeout: 5_000 }, async () => {
   let arrived!: () => void;
   const inFlight = new Promise<void>((resolve) => (arrived = resolve));
-  const listener = await listen((_request, response) => {
-    arrived();
-    setTimeout(() => response.end('done'), 300);
-  }, 0, '127.0.0.1');
+  const listener = await listen(
+    (_request, response) => {
+      arrived();
+      setTimeout(() => response.end('done'), 300);
+    },
+    0,
+    '127.0.0.1',
+  );
   const answer = get(listener.port);
   await inFlight;
   listener.stopAccepting();

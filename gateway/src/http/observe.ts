@@ -2,8 +2,8 @@
 // whichever middleware set it). Never logs headers (the Authorization header carries the API key) nor a token in a path.
 import { finished } from 'node:stream';
 import type { RouterContext } from '@koa/router';
-import type { Middleware, ParameterizedContext } from 'koa';
 import { Counter, Histogram, type Logger, type Registry } from '@notify/platform';
+import type { Middleware, ParameterizedContext } from 'koa';
 import type { GatewayState } from './state.ts';
 
 /** Routes whose requests are logged at debug level: probes would otherwise drown the access log. */

@@ -1,7 +1,7 @@
 // Per-request identity and language, and the headers every response carries whatever happens next.
 import { randomUUID } from 'node:crypto';
-import type { Middleware } from 'koa';
 import { annotateRequestSpan } from '@notify/platform';
+import type { Middleware } from 'koa';
 import { negotiateLanguage } from '../i18n/negotiate.ts';
 import type { GatewayState } from './state.ts';
 

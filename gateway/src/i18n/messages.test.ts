@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { catalogues, languages, text, translate, type MessageKey } from './messages.ts';
+import { catalogues, languages, type MessageKey, text, translate } from './messages.ts';
 
 const placeholders = (template: string): string[] => [...template.matchAll(/\{(\w+)\}/g)].map((match) => match[1] ?? '').sort();
 

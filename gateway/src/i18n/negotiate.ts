@@ -1,5 +1,5 @@
 // Accept-Language negotiation (RFC 9110 §12.5.4) between the languages the gateway speaks.
-import { defaultLanguage, languages, type Language } from './messages.ts';
+import { defaultLanguage, type Language, languages } from './messages.ts';
 
 interface Preference {
   range: string;

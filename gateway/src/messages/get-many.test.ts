@@ -4,11 +4,11 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { createRegistry, GrpcClient, itemRefusal, RemoteError, toGrpcFailure, UserError, type GrpcServer } from '@notify/platform';
-import { dispatchProto, type dispatch } from '@notify/proto';
+import { createRegistry, GrpcClient, type GrpcServer, itemRefusal, RemoteError, toGrpcFailure, UserError } from '@notify/platform';
+import { type dispatch, dispatchProto } from '@notify/proto';
+import type { DispatchClient } from '../send/dispatch.ts';
 import { gatewayCaller } from '../testing/serve-app.ts';
 import { standIn, standInServer } from '../testing/stand-in.ts';
-import type { DispatchClient } from '../send/dispatch.ts';
 import { messageReader } from './get-many.ts';
 
 const servers: GrpcServer[] = [];
@@ -21,7 +21,28 @@ async function read(request: dispatch.GetMessageRequest__Output): Promise<dispat
   if (request.projectId !== 1 || request.organizationId !== 2 || request.messageId < 1 || request.messageId > 9) {
     throw new UserError(status.NOT_FOUND, 'message_not_found', `no message ${request.messageId}`);
   }
-  return { id: request.messageId, projectId: 1, organizationId: 2, template: 'welcome', templateVersion: 1, to: `${request.messageId}@example.com`, state: 'sent', celeryTaskId: 'task', idempotencyKey: '', attempts: 1, lastSmtpReply: '250 OK', failureReason: '', createdAt: '2026-11-26T00:00:00.000Z', updatedAt: '2026-11-26T00:00:01.000Z', events: [], traceId: '', tags: [], metadata: {}, test: false, sendAt: '' };
+  return {
+    id: request.messageId,
+    projectId: 1,
+    organizationId: 2,
+    template: 'welcome',
+    templateVersion: 1,
+    to: `${request.messageId}@example.com`,
+    state: 'sent',
+    celeryTaskId: 'task',
+    idempotencyKey: '',
+    attempts: 1,
+    lastSmtpReply: '250 OK',
+    failureReason: '',
+    createdAt: '2026-11-26T00:00:00.000Z',
+    updatedAt: '2026-11-26T00:00:01.000Z',
+    events: [],
+    traceId: '',
+    tags: [],
+    metadata: {},
+    test: false,
+    sendAt: '',
+  };
 }
 
 async function getMessages(request: dispatch.GetMessagesRequest__Output): Promise<dispatch.GetMessagesResponse__Output> {
@@ -41,7 +62,10 @@ async function serve(handlers: Parameters<typeof standIn<typeof dispatchProto.Di
   const server = standInServer();
   server.add(dispatchProto.DispatchService.service, standIn(dispatchProto.DispatchService.service, handlers), [gatewayCaller]);
   servers.push(server);
-  const client = new GrpcClient(dispatchProto.DispatchService.service, `127.0.0.1:${await server.listen(0, '127.0.0.1')}`, { token: gatewayCaller.token, deadlineMs: 2_000 });
+  const client = new GrpcClient(dispatchProto.DispatchService.service, `127.0.0.1:${await server.listen(0, '127.0.0.1')}`, {
+    token: gatewayCaller.token,
+    deadlineMs: 2_000,
+  });
   clients.push(client);
   return client;
 }
@@ -60,7 +84,11 @@ const request = (messageId: number, projectId = 1): dispatch.GetMessageRequest =
 
 /** What a read came to, comparable across the two paths. */
 const outcomeOf = (settled: PromiseSettledResult<dispatch.Message__Output>): unknown =>
-  settled.status === 'fulfilled' ? settled.value : settled.reason instanceof RemoteError ? { status: settled.reason.status, reason: settled.reason.reason } : settled.reason;
+  settled.status === 'fulfilled'
+    ? settled.value
+    : settled.reason instanceof RemoteError
+      ? { status: settled.reason.status, reason: settled.reason.reason }
+      : settled.reason;
 
 test("the reads that arrive together share one GetMessages call, each answered exactly as its own GetMessage call's", async () => {
   const registry = createRegistry('get-messages-items');
@@ -71,7 +99,11 @@ test("the reads that arrive together share one GetMessages call, each answered e
   assert.deepEqual(calls.slice(before), [reads.length]);
   for (const [index, read] of reads.entries()) {
     const [own] = await Promise.allSettled([client.call('GetMessage', read)]);
-    assert.deepEqual(outcomeOf(batched[index] as PromiseSettledResult<dispatch.Message__Output>), outcomeOf(own as PromiseSettledResult<dispatch.Message__Output>), `read ${index}`);
+    assert.deepEqual(
+      outcomeOf(batched[index] as PromiseSettledResult<dispatch.Message__Output>),
+      outcomeOf(own as PromiseSettledResult<dispatch.Message__Output>),
+      `read ${index}`,
+    );
   }
   // Spot checks, so that the comparison cannot pass on two wrong answers.
   assert.equal((batched[0] as PromiseFulfilledResult<dispatch.Message__Output>).value.to, '1@example.com');

@@ -3,7 +3,7 @@
 // flight goes in the next one, up to 64 reads a call. Each read keeps its own GetMessage call's deadline, answer or
 // RemoteError, and client span; dispatch-svc reads the messages of the reads that arrive together in one statement.
 import { BatchedCalls, type Registry } from '@notify/platform';
-import { dispatchProto, type dispatch } from '@notify/proto';
+import { type dispatch, dispatchProto } from '@notify/proto';
 import type { DispatchClient } from '../send/dispatch.ts';
 import { sendManyDefaults } from '../send/send-many.ts';
 
@@ -15,7 +15,10 @@ export function messageReader(client: DispatchClient, registry: Registry): Messa
     maxItems: sendManyDefaults.maxItems,
     calls: sendManyDefaults.calls,
     deadlineMs: client.deadlineMs,
-    itemsMetric: { name: 'notify_gateway_get_messages_items', help: 'Status reads carried by each GetMessages call to dispatch-svc (1 when the gateway is not busy)' },
+    itemsMetric: {
+      name: 'notify_gateway_get_messages_items',
+      help: 'Status reads carried by each GetMessages call to dispatch-svc (1 when the gateway is not busy)',
+    },
     registry,
     many: async (items, deadlineMs) => {
       const { results } = await client.call('GetMessages', { items: items.map((item) => ({ get: item.request, ...item.trace })) }, { deadlineMs });

@@ -18,8 +18,26 @@ test('no parameter lists the newest 50 of every state', () => {
 });
 
 test('valid filters pass through as given', () => {
-  const query = { status: 'deferred', to: 'Ada@Example.com', template: 'welcome_2', created_after: '2026-01-31T09:30:00Z', created_before: '2026-02-01T00:00:00.123456+01:00', limit: '100', cursor: 'abc', tag: 'Spring-sale_2' };
-  assert.deepEqual(parseListQuery(query), { state: 'deferred', to: 'Ada@Example.com', template: 'welcome_2', createdAfter: query.created_after, createdBefore: query.created_before, limit: 100, cursor: 'abc', tag: 'Spring-sale_2' });
+  const query = {
+    status: 'deferred',
+    to: 'Ada@Example.com',
+    template: 'welcome_2',
+    created_after: '2026-01-31T09:30:00Z',
+    created_before: '2026-02-01T00:00:00.123456+01:00',
+    limit: '100',
+    cursor: 'abc',
+    tag: 'Spring-sale_2',
+  };
+  assert.deepEqual(parseListQuery(query), {
+    state: 'deferred',
+    to: 'Ada@Example.com',
+    template: 'welcome_2',
+    createdAfter: query.created_after,
+    createdBefore: query.created_before,
+    limit: 100,
+    cursor: 'abc',
+    tag: 'Spring-sale_2',
+  });
 });
 
 test('every parameter at fault is named at once', () => {

@@ -35,7 +35,8 @@ export function parseListQuery(query: Readonly<Record<string, string | string[] 
   const get = (name: (typeof parameters)[number]): string => values.get(name) ?? '';
 
   const state = get('status');
-  if (state !== '' && !(messageStatuses as readonly string[]).includes(state)) fault('status', text('messages.status', { choices: messageStatuses.join(', ') }));
+  if (state !== '' && !(messageStatuses as readonly string[]).includes(state))
+    fault('status', text('messages.status', { choices: messageStatuses.join(', ') }));
   const to = get('to');
   if (to.length > maxRecipientLength) fault('to', text('field.max_length', { max: maxRecipientLength }));
   const template = get('template');
@@ -47,7 +48,8 @@ export function parseListQuery(query: Readonly<Record<string, string | string[] 
   }
   const limitText = get('limit');
   const limit = limitText === '' ? listLimits.default : Number(limitText);
-  if (limitText !== '' && (!/^\d{1,3}$/.test(limitText) || limit < 1 || limit > listLimits.max)) fault('limit', text('messages.limit', { max: listLimits.max }));
+  if (limitText !== '' && (!/^\d{1,3}$/.test(limitText) || limit < 1 || limit > listLimits.max))
+    fault('limit', text('messages.limit', { max: listLimits.max }));
   const cursor = get('cursor');
   if (cursor.length > 200) fault('cursor', text('messages.cursor'));
   const tag = get('tag');

@@ -3,9 +3,9 @@
 // (NOTIFY_PUBLIC_READ_RATE), never the send one. dispatch-svc matches every lookup on project and organization, so
 // another tenant's message answers exactly like one that does not exist.
 import { status } from '@grpc/grpc-js';
-import type { Middleware, ParameterizedContext } from 'koa';
 import { RemoteError } from '@notify/platform';
 import type { dispatch } from '@notify/proto';
+import type { Middleware, ParameterizedContext } from 'koa';
 import { authenticate } from '../auth/authenticate.ts';
 import { parseAuthorization } from '../auth/authorization-header.ts';
 import type { Access, AuthClient } from '../auth/authorize.ts';
@@ -171,7 +171,8 @@ export function listMessagesRoute(deps: ReadRouteDeps): Middleware<GatewayState>
       ctx.body = { results: page.messages.map((message) => messageBody(message, false)), next: orNull(page.nextCursor) };
     } catch (error) {
       // The gateway judged every other parameter; what dispatch-svc can still refuse is the cursor.
-      if (error instanceof RemoteError && error.status === status.INVALID_ARGUMENT) throw new FieldErrors(new Map([['cursor', [text('messages.cursor')]]]), { cause: error });
+      if (error instanceof RemoteError && error.status === status.INVALID_ARGUMENT)
+        throw new FieldErrors(new Map([['cursor', [text('messages.cursor')]]]), { cause: error });
       throw unexpectedRemoteFailure(error);
     }
   };

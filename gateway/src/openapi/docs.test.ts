@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { createRequire } from 'node:module';
-import { gunzipSync } from 'node:zlib';
 import { after, before, test } from 'node:test';
-import { rawRequest, serveApp, type ServedApp } from '../testing/serve-app.ts';
+import { gunzipSync } from 'node:zlib';
+import { rawRequest, type ServedApp, serveApp } from '../testing/serve-app.ts';
 
 // Nothing listens on port 1: the docs are served without auth-svc or dispatch-svc.
 let gateway: ServedApp;
@@ -41,7 +41,12 @@ test('GET /docs is an HTML page loading Swagger UI from the gateway itself, poin
 test('the page forbids other origins, inline code and framing', async () => {
   const { response } = await page();
   const policy = response.headers.get('content-security-policy') ?? '';
-  const directives = new Map(policy.split(';').map((directive) => directive.trim().split(/\s+/)).map(([name = '', ...values]) => [name, values]));
+  const directives = new Map(
+    policy
+      .split(';')
+      .map((directive) => directive.trim().split(/\s+/))
+      .map(([name = '', ...values]) => [name, values]),
+  );
   assert.deepEqual(directives.get('default-src'), ["'none'"]);
   assert.deepEqual(directives.get('script-src'), ["'self'"]);
   assert.deepEqual(directives.get('style-src'), ["'self'"]);
@@ -87,7 +92,10 @@ test('an asset is sent gzip-encoded to a client that accepts it, and the respons
   const raw = await new Promise<Buffer>((resolve, reject) => {
     get(`${gateway.url}${bundle}`, { headers: { 'accept-encoding': 'gzip' } }, (incoming) => {
       const chunks: Buffer[] = [];
-      incoming.on('data', (chunk: Buffer) => chunks.push(chunk)).on('end', () => resolve(Buffer.concat(chunks))).on('error', reject);
+      incoming
+        .on('data', (chunk: Buffer) => chunks.push(chunk))
+        .on('end', () => resolve(Buffer.concat(chunks)))
+        .on('error', reject);
     }).on('error', reject);
   });
   assert.ok(raw.length < packageFile('swagger-ui-bundle.js').length / 2, `${raw.length} bytes`);

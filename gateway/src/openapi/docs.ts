@@ -9,8 +9,8 @@ import { gzip } from 'node:zlib';
 import type { RouterMiddleware } from '@koa/router';
 import type { Middleware, ParameterizedContext } from 'koa';
 import { ApiError } from '../errors/api-error.ts';
-import { text } from '../i18n/messages.ts';
 import type { GatewayState } from '../http/state.ts';
+import { text } from '../i18n/messages.ts';
 import { openApiPath } from './route.ts';
 
 const docsPath = '/docs';

@@ -3,8 +3,8 @@ import { after, before, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import ajvFormats from 'ajv-formats';
-import { serveApp, type ServedApp } from '../testing/serve-app.ts';
 import { validateSendBody } from '../send/validation.ts';
+import { type ServedApp, serveApp } from '../testing/serve-app.ts';
 import { openApiDocument } from './document.ts';
 
 // Nothing listens on port 1: the document is served without auth-svc or dispatch-svc.
@@ -49,7 +49,16 @@ test('the send operation documents every status of the contract and the Api-Key 
 test('the read operations document their statuses, the read bucket and a servers entry for generated clients', () => {
   const document = plain() as { servers: unknown[]; paths: Record<string, { get?: { responses: Record<string, unknown> } }> };
   assert.deepEqual(Object.keys(document.paths['/api/v1/messages']?.get?.responses ?? {}).sort(), ['200', '400', '401', '403', '422', '429', '500', '503']);
-  assert.deepEqual(Object.keys(document.paths['/api/v1/messages/{message_id}']?.get?.responses ?? {}).sort(), ['200', '400', '401', '403', '404', '429', '500', '503']);
+  assert.deepEqual(Object.keys(document.paths['/api/v1/messages/{message_id}']?.get?.responses ?? {}).sort(), [
+    '200',
+    '400',
+    '401',
+    '403',
+    '404',
+    '429',
+    '500',
+    '503',
+  ]);
   assert.ok(document.servers.length > 0);
 });
 

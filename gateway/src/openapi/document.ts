@@ -3,8 +3,8 @@
 import type { ErrorCode } from '../errors/api-error.ts';
 import { listLimits, messageStatuses, rfc3339Pattern } from '../messages/read-query.ts';
 import { maxBatchItems } from '../send/batch-body.ts';
-import { maxDataArrayItems, maxDataDepth, maxDataElements, maxRecipientLength, maxSendAheadDays, maxTemplateLength } from '../send/validation.ts';
 import { maxMetadataKeyLength, maxMetadataKeys, maxMetadataValueLength, maxTagLength, maxTags, tagPattern, tagSchema, tagsSchema } from '../send/labels.ts';
+import { maxDataArrayItems, maxDataDepth, maxDataElements, maxRecipientLength, maxSendAheadDays, maxTemplateLength } from '../send/validation.ts';
 
 type Schema = Record<string, unknown>;
 
@@ -37,7 +37,11 @@ function serverErrorBody(codes: readonly ErrorCode[]): Schema {
 const json = (schema: Schema): Schema => ({ 'application/json': { schema } });
 
 /** Headers on every response of the send endpoint. */
-const commonHeaders = { 'X-Request-ID': ref('headers/X-Request-ID'), 'Cache-Control': ref('headers/Cache-Control'), 'Content-Language': ref('headers/Content-Language') };
+const commonHeaders = {
+  'X-Request-ID': ref('headers/X-Request-ID'),
+  'Cache-Control': ref('headers/Cache-Control'),
+  'Content-Language': ref('headers/Content-Language'),
+};
 /** Headers on every response that counted against the rate limit (checks 2-5 passed). */
 const rateHeaders = { RateLimit: ref('headers/RateLimit'), 'RateLimit-Policy': ref('headers/RateLimit-Policy') };
 /** The reads' own bucket (NOTIFY_PUBLIC_READ_RATE), on every read response counted against it. */
@@ -45,16 +49,37 @@ const readRateHeaders = { RateLimit: ref('headers/ReadRateLimit'), 'RateLimit-Po
 
 /** Request headers every operation reads besides Authorization. */
 const requestHeaders = [
-  { name: 'X-Organization-ID', in: 'header', required: true, description: 'The organization, a positive integer.', schema: { type: 'string', pattern: '^[1-9][0-9]*$' } },
-  { name: 'Accept-Language', in: 'header', required: false, description: 'English (default) or Spanish, q-values honoured.', schema: { type: 'string' }, example: 'es;q=0.9,en;q=0.8' },
-  { name: 'X-Request-ID', in: 'header', required: false, description: 'Echoed on the response when it is 1-128 of `A-Za-z0-9._-`; otherwise a new UUID is used.', schema: { type: 'string' } },
+  {
+    name: 'X-Organization-ID',
+    in: 'header',
+    required: true,
+    description: 'The organization, a positive integer.',
+    schema: { type: 'string', pattern: '^[1-9][0-9]*$' },
+  },
+  {
+    name: 'Accept-Language',
+    in: 'header',
+    required: false,
+    description: 'English (default) or Spanish, q-values honoured.',
+    schema: { type: 'string' },
+    example: 'es;q=0.9,en;q=0.8',
+  },
+  {
+    name: 'X-Request-ID',
+    in: 'header',
+    required: false,
+    description: 'Echoed on the response when it is 1-128 of `A-Za-z0-9._-`; otherwise a new UUID is used.',
+    schema: { type: 'string' },
+  },
 ];
 
 /** The statuses both read operations share: the send endpoint's checks 2-4, then the read bucket. */
 function readResponses(): Record<string, Schema> {
   return {
     '400': response('`X-Organization-ID` missing or malformed (invalid_header).', errorBody(['invalid_header'])),
-    '401': response('Missing `Authorization`, another scheme, or an unknown or revoked key.', ref('schemas/Detail'), { 'WWW-Authenticate': ref('headers/WWW-Authenticate') }),
+    '401': response('Missing `Authorization`, another scheme, or an unknown or revoked key.', ref('schemas/Detail'), {
+      'WWW-Authenticate': ref('headers/WWW-Authenticate'),
+    }),
     '403': response('The key may not act on this organization (permission_denied).', errorBody(['permission_denied'])),
     '429': response(
       'Over the per-key read rate (with the read rate-limit headers), or too many API keys refused for this client address (without them).',
@@ -83,11 +108,23 @@ const messageProperties: Record<string, Schema> = {
   updated_at: { type: 'string', format: 'date-time', description: 'Time of the last transition (RFC 3339, UTC).' },
   last_smtp_reply: { type: ['string', 'null'], description: "The relay's last reply, code first; null before any." },
   failure_reason: { type: ['string', 'null'], description: 'Why the message failed; null unless it did.' },
-  trace_id: { type: ['string', 'null'], pattern: '^[0-9a-f]{32}$', description: 'W3C trace id of the request that accepted the message, to find its whole life in a tracing backend; null when none was recorded.' },
+  trace_id: {
+    type: ['string', 'null'],
+    pattern: '^[0-9a-f]{32}$',
+    description: 'W3C trace id of the request that accepted the message, to find its whole life in a tracing backend; null when none was recorded.',
+  },
   tags: { ...tagsSchema, description: 'The tags the send gave, in its order; `[]` when it gave none.' },
   metadata: { type: 'object', additionalProperties: { type: 'string' }, description: 'The metadata the send gave; `{}` when it gave none.' },
-  test: { type: 'boolean', description: 'Sent with a test key (`nk_test_`): it went through every check and the whole lifecycle, but was never handed to SMTP (it ends `sent` with the reply `250 test mode: not delivered`) and never counted against the monthly quota.' },
-  send_at: { type: ['string', 'null'], format: 'date-time', description: 'When the send was scheduled for (`send_at` of the send, RFC 3339, UTC); null for a message sent at once.' },
+  test: {
+    type: 'boolean',
+    description:
+      'Sent with a test key (`nk_test_`): it went through every check and the whole lifecycle, but was never handed to SMTP (it ends `sent` with the reply `250 test mode: not delivered`) and never counted against the monthly quota.',
+  },
+  send_at: {
+    type: ['string', 'null'],
+    format: 'date-time',
+    description: 'When the send was scheduled for (`send_at` of the send, RFC 3339, UTC); null for a message sent at once.',
+  },
 };
 
 const cancelDescription = `Cancels a scheduled message (a send with \`send_at\` that is not due yet): it ends \`canceled\`, the transition is
@@ -103,9 +140,18 @@ function response(description: string, schema: Schema, headers: Record<string, S
 /** The refusals a send and a batch share, for the request as a whole. */
 function sendRefusals(): Record<string, Schema> {
   return {
-    '400': response('Malformed body (parse_error) or header (invalid_header: X-Organization-ID or Idempotency-Key).', errorBody(['parse_error', 'invalid_header']), rateHeaders),
-    '401': response('Missing `Authorization`, another scheme, or an unknown or revoked key.', ref('schemas/Detail'), { 'WWW-Authenticate': ref('headers/WWW-Authenticate') }),
-    '403': response("The key may not act on this organization (permission_denied), or the organization's plan blocks more sends (plan_blocked).", errorBody(['permission_denied', 'plan_blocked'])),
+    '400': response(
+      'Malformed body (parse_error) or header (invalid_header: X-Organization-ID or Idempotency-Key).',
+      errorBody(['parse_error', 'invalid_header']),
+      rateHeaders,
+    ),
+    '401': response('Missing `Authorization`, another scheme, or an unknown or revoked key.', ref('schemas/Detail'), {
+      'WWW-Authenticate': ref('headers/WWW-Authenticate'),
+    }),
+    '403': response(
+      "The key may not act on this organization (permission_denied), or the organization's plan blocks more sends (plan_blocked).",
+      errorBody(['permission_denied', 'plan_blocked']),
+    ),
     '409': response('A request with this Idempotency-Key is still being processed; retry after Retry-After.', errorBody(['idempotency_key_in_use']), {
       ...rateHeaders,
       'Retry-After': ref('headers/Retry-After'),
@@ -185,7 +231,13 @@ export const openApiDocument = {
         security: [{ ApiKey: [] }],
         parameters: [
           ...requestHeaders.slice(0, 1),
-          { name: 'Idempotency-Key', in: 'header', required: false, description: 'A UUID chosen by the caller (any version, any case), to retry safely.', schema: { type: 'string', format: 'uuid' } },
+          {
+            name: 'Idempotency-Key',
+            in: 'header',
+            required: false,
+            description: 'A UUID chosen by the caller (any version, any case), to retry safely.',
+            schema: { type: 'string', format: 'uuid' },
+          },
           ...requestHeaders.slice(1),
         ],
         requestBody: {
@@ -194,14 +246,25 @@ export const openApiDocument = {
           content: json(ref('schemas/SendRequest')),
         },
         responses: {
-          '202': response('Accepted and queued (scheduled, with `send_at`), or the replay of an earlier identical request.', { oneOf: [ref('schemas/Accepted'), ref('schemas/ScheduledAccepted')] }, {
-            ...rateHeaders,
-            'Idempotent-Replayed': ref('headers/Idempotent-Replayed'),
-          }),
+          '202': response(
+            'Accepted and queued (scheduled, with `send_at`), or the replay of an earlier identical request.',
+            { oneOf: [ref('schemas/Accepted'), ref('schemas/ScheduledAccepted')] },
+            {
+              ...rateHeaders,
+              'Idempotent-Replayed': ref('headers/Idempotent-Replayed'),
+            },
+          ),
           ...sendRefusals(),
           '404': response("No template with this slug in the key's project.", errorBody(['template_not_found']), rateHeaders),
-          '413': response('The body is larger than the limit, or the message (its data with its template) too large to be queued.', errorBody(['payload_too_large'])),
-          '422': response('Fields refused, each with its messages: request fields, `template` (inactive), `data` (template variables) or `Idempotency-Key` (used with another body).', ref('schemas/FieldErrors'), rateHeaders),
+          '413': response(
+            'The body is larger than the limit, or the message (its data with its template) too large to be queued.',
+            errorBody(['payload_too_large']),
+          ),
+          '422': response(
+            'Fields refused, each with its messages: request fields, `template` (inactive), `data` (template variables) or `Idempotency-Key` (used with another body).',
+            ref('schemas/FieldErrors'),
+            rateHeaders,
+          ),
           '429': response(
             'Over the per-key rate (with the rate-limit headers), or too many API keys refused for this client address (without them); the text names the same seconds as Retry-After.',
             ref('schemas/Detail'),
@@ -219,7 +282,13 @@ export const openApiDocument = {
         security: [{ ApiKey: [] }],
         parameters: [
           ...requestHeaders.slice(0, 1),
-          { name: 'Idempotency-Key', in: 'header', required: false, description: 'A UUID chosen by the caller, to retry the whole batch safely.', schema: { type: 'string', format: 'uuid' } },
+          {
+            name: 'Idempotency-Key',
+            in: 'header',
+            required: false,
+            description: 'A UUID chosen by the caller, to retry the whole batch safely.',
+            schema: { type: 'string', format: 'uuid' },
+          },
           ...requestHeaders.slice(1),
         ],
         requestBody: {
@@ -234,11 +303,19 @@ export const openApiDocument = {
           }),
           ...sendRefusals(),
           '413': response('The body is larger than the batch limit.', errorBody(['payload_too_large'])),
-          '422': response('`messages` missing, not a list, empty or too long, an unknown top-level field, or `Idempotency-Key` used with another body.', ref('schemas/FieldErrors'), rateHeaders),
-          '429': response('No send left in the per-key rate (with the rate-limit headers), or too many API keys refused for this client address (without them).', ref('schemas/Detail'), {
-            ...rateHeaders,
-            'Retry-After': ref('headers/Retry-After'),
-          }),
+          '422': response(
+            '`messages` missing, not a list, empty or too long, an unknown top-level field, or `Idempotency-Key` used with another body.',
+            ref('schemas/FieldErrors'),
+            rateHeaders,
+          ),
+          '429': response(
+            'No send left in the per-key rate (with the rate-limit headers), or too many API keys refused for this client address (without them).',
+            ref('schemas/Detail'),
+            {
+              ...rateHeaders,
+              'Retry-After': ref('headers/Retry-After'),
+            },
+          ),
         },
       },
     },
@@ -256,17 +333,51 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
         parameters: [
           ...requestHeaders,
           { name: 'status', in: 'query', required: false, description: 'Only messages in this lifecycle state.', schema: ref('schemas/MessageStatus') },
-          { name: 'to', in: 'query', required: false, description: 'Only messages to this address (compared case-insensitively).', schema: { type: 'string', maxLength: maxRecipientLength } },
-          { name: 'template', in: 'query', required: false, description: 'Only messages of this template slug.', schema: { type: 'string', maxLength: maxTemplateLength, pattern: '^[A-Za-z0-9_-]*$' } },
-          { name: 'created_after', in: 'query', required: false, description: 'Accepted at or after this time (RFC 3339).', schema: { type: 'string', format: 'date-time', pattern: rfc3339Pattern } },
-          { name: 'created_before', in: 'query', required: false, description: 'Accepted before this time (RFC 3339).', schema: { type: 'string', format: 'date-time', pattern: rfc3339Pattern } },
-          { name: 'limit', in: 'query', required: false, description: 'Messages per page.', schema: { type: 'integer', minimum: 1, maximum: listLimits.max, default: listLimits.default } },
+          {
+            name: 'to',
+            in: 'query',
+            required: false,
+            description: 'Only messages to this address (compared case-insensitively).',
+            schema: { type: 'string', maxLength: maxRecipientLength },
+          },
+          {
+            name: 'template',
+            in: 'query',
+            required: false,
+            description: 'Only messages of this template slug.',
+            schema: { type: 'string', maxLength: maxTemplateLength, pattern: '^[A-Za-z0-9_-]*$' },
+          },
+          {
+            name: 'created_after',
+            in: 'query',
+            required: false,
+            description: 'Accepted at or after this time (RFC 3339).',
+            schema: { type: 'string', format: 'date-time', pattern: rfc3339Pattern },
+          },
+          {
+            name: 'created_before',
+            in: 'query',
+            required: false,
+            description: 'Accepted before this time (RFC 3339).',
+            schema: { type: 'string', format: 'date-time', pattern: rfc3339Pattern },
+          },
+          {
+            name: 'limit',
+            in: 'query',
+            required: false,
+            description: 'Messages per page.',
+            schema: { type: 'integer', minimum: 1, maximum: listLimits.max, default: listLimits.default },
+          },
           { name: 'cursor', in: 'query', required: false, description: '`next` of the previous page; opaque.', schema: { type: 'string', maxLength: 200 } },
           { name: 'tag', in: 'query', required: false, description: 'Only messages sent with this tag (exact match, case-sensitive).', schema: tagSchema },
         ],
         responses: {
           '200': response('A page of messages, without their events.', ref('schemas/MessagePage'), readRateHeaders),
-          '422': response('Query parameters refused, each with its messages (an unknown parameter is refused too).', ref('schemas/FieldErrors'), readRateHeaders),
+          '422': response(
+            'Query parameters refused, each with its messages (an unknown parameter is refused too).',
+            ref('schemas/FieldErrors'),
+            readRateHeaders,
+          ),
           ...readResponses(),
         },
       },
@@ -293,7 +404,13 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
         description: cancelDescription,
         security: [{ ApiKey: [] }],
         parameters: [
-          { name: 'message_id', in: 'path', required: true, description: 'The `message_id` the scheduled send answered.', schema: { type: 'integer', minimum: 1 } },
+          {
+            name: 'message_id',
+            in: 'path',
+            required: true,
+            description: 'The `message_id` the scheduled send answered.',
+            schema: { type: 'integer', minimum: 1 },
+          },
           ...requestHeaders,
         ],
         responses: {
@@ -321,8 +438,19 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
         required: ['template', 'to', 'channel', 'data'],
         additionalProperties: false,
         properties: {
-          template: { type: 'string', minLength: 1, maxLength: maxTemplateLength, pattern: '^[A-Za-z0-9_-]+$', description: 'Slug of an active template of the key\'s project.' },
-          to: { type: 'string', format: 'email', maxLength: maxRecipientLength, description: 'One address (addr-spec): no display name, no list, no control characters.' },
+          template: {
+            type: 'string',
+            minLength: 1,
+            maxLength: maxTemplateLength,
+            pattern: '^[A-Za-z0-9_-]+$',
+            description: "Slug of an active template of the key's project.",
+          },
+          to: {
+            type: 'string',
+            format: 'email',
+            maxLength: maxRecipientLength,
+            description: 'One address (addr-spec): no display name, no list, no control characters.',
+          },
           channel: { type: 'string', const: 'email' },
           data: {
             type: 'object',
@@ -374,13 +502,29 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
         type: 'object',
         required: ['messages'],
         additionalProperties: false,
-        properties: { messages: { type: 'array', minItems: 1, maxItems: maxBatchItems, items: ref('schemas/SendRequest'), description: 'Each a send body; each is judged on its own.' } },
+        properties: {
+          messages: {
+            type: 'array',
+            minItems: 1,
+            maxItems: maxBatchItems,
+            items: ref('schemas/SendRequest'),
+            description: 'Each a send body; each is judged on its own.',
+          },
+        },
       },
       BatchResults: {
         type: 'object',
         required: ['results'],
         additionalProperties: false,
-        properties: { results: { type: 'array', minItems: 1, maxItems: maxBatchItems, items: { oneOf: [ref('schemas/BatchAccepted'), ref('schemas/BatchRefused')] }, description: 'One entry per item, in order.' } },
+        properties: {
+          results: {
+            type: 'array',
+            minItems: 1,
+            maxItems: maxBatchItems,
+            items: { oneOf: [ref('schemas/BatchAccepted'), ref('schemas/BatchRefused')] },
+            description: 'One entry per item, in order.',
+          },
+        },
       },
       BatchAccepted: {
         type: 'object',
@@ -407,7 +551,8 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
           errors: {
             type: 'object',
             minProperties: 1,
-            description: 'The item\'s refused fields with their messages (422), `template` (404), or `non_field_errors` for what concerns the item as a whole (not an object, 403, 413, 429).',
+            description:
+              "The item's refused fields with their messages (422), `template` (404), or `non_field_errors` for what concerns the item as a whole (not an object, 403, 413, 429).",
             additionalProperties: { type: 'array', minItems: 1, items: { type: 'string' } },
           },
           retry_after: { type: 'integer', minimum: 1, description: '429 only: whole seconds until the per-key rate has room again.' },
@@ -468,10 +613,23 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
       'X-Request-ID': { description: "The caller's request id when sane, else a new UUID.", required: true, schema: { type: 'string' } },
       'Cache-Control': { description: 'Always `no-store`.', required: true, schema: { type: 'string', const: 'no-store' } },
       'Content-Language': { description: 'Language of the texts in the body.', required: true, schema: { enum: ['en', 'es'] } },
-      RateLimit: { description: 'IETF draft-ietf-httpapi-ratelimit-headers: requests remaining and seconds to reset.', schema: { type: 'string', pattern: '^"send";r=\\d+;t=\\d+$' } },
-      'RateLimit-Policy': { description: 'IETF draft-ietf-httpapi-ratelimit-headers: quota per window, e.g. `"send";q=120;w=60`: the API key\'s own rate when the operator set one, else `NOTIFY_PUBLIC_SEND_RATE`.', schema: { type: 'string', pattern: '^"send";q=\\d+;w=\\d+$' } },
-      ReadRateLimit: { description: 'IETF draft-ietf-httpapi-ratelimit-headers for the read bucket: requests remaining and seconds to reset.', schema: { type: 'string', pattern: '^"read";r=\\d+;t=\\d+$' } },
-      'ReadRateLimit-Policy': { description: 'The read bucket, quota per window, e.g. `"read";q=600;w=60`.', schema: { type: 'string', pattern: '^"read";q=\\d+;w=\\d+$' } },
+      RateLimit: {
+        description: 'IETF draft-ietf-httpapi-ratelimit-headers: requests remaining and seconds to reset.',
+        schema: { type: 'string', pattern: '^"send";r=\\d+;t=\\d+$' },
+      },
+      'RateLimit-Policy': {
+        description:
+          'IETF draft-ietf-httpapi-ratelimit-headers: quota per window, e.g. `"send";q=120;w=60`: the API key\'s own rate when the operator set one, else `NOTIFY_PUBLIC_SEND_RATE`.',
+        schema: { type: 'string', pattern: '^"send";q=\\d+;w=\\d+$' },
+      },
+      ReadRateLimit: {
+        description: 'IETF draft-ietf-httpapi-ratelimit-headers for the read bucket: requests remaining and seconds to reset.',
+        schema: { type: 'string', pattern: '^"read";r=\\d+;t=\\d+$' },
+      },
+      'ReadRateLimit-Policy': {
+        description: 'The read bucket, quota per window, e.g. `"read";q=600;w=60`.',
+        schema: { type: 'string', pattern: '^"read";q=\\d+;w=\\d+$' },
+      },
       'Retry-After': { description: 'Whole seconds to wait, at least 1.', required: true, schema: { type: 'string', pattern: '^[1-9][0-9]*$' } },
       'Idempotent-Replayed': { description: 'Present, `true`, on a replay.', schema: { type: 'string', const: 'true' } },
       'WWW-Authenticate': { description: 'The challenge: `Api-Key`.', required: true, schema: { type: 'string', const: 'Api-Key' } },

@@ -1,8 +1,9 @@
 // What the panel works with, built from the gateway's configuration: its gRPC clients, the session store and the
 // sign-in limiter (both on the gateway's Redis).
-import type { Redis } from 'ioredis';
-import { channelCredentials, GrpcClient, type ConfigOf, type Logger, type Registry } from '@notify/platform';
+
+import { type ConfigOf, channelCredentials, GrpcClient, type Logger, type Registry } from '@notify/platform';
 import { authProto, dispatchProto } from '@notify/proto';
+import type { Redis } from 'ioredis';
 import type { PanelAuthClient, PanelQueryClient } from './clients.ts';
 import type { panelConfigSpec } from './config.ts';
 import { SignInLimiter } from './security/sign-in-limiter.ts';
@@ -44,7 +45,12 @@ export function createPanelDeps({ config, redis, logger, registry }: PanelSetup)
       auth,
       dispatch,
       sessions: new SessionStore({ redis, keyPrefix: config.redisKeyPrefix, idleMs: config.panelSessionIdleMs, lifetimeMs: config.panelSessionLifetimeMs }),
-      signInLimiter: new SignInLimiter({ redis, keyPrefix: config.redisKeyPrefix, addressRate: config.panelSignInAddressRate, accountRate: config.panelSignInAccountRate }),
+      signInLimiter: new SignInLimiter({
+        redis,
+        keyPrefix: config.redisKeyPrefix,
+        addressRate: config.panelSignInAddressRate,
+        accountRate: config.panelSignInAccountRate,
+      }),
       logger,
       cookieSecure: config.panelCookieSecure,
       traceUrlTemplate: config.traceUrlTemplate,

@@ -1,5 +1,5 @@
 // Reading a panel form post (application/x-www-form-urlencoded): small, bounded, refused with an error page otherwise.
-import { PanelError, type PanelContext } from './context.ts';
+import { type PanelContext, PanelError } from './context.ts';
 
 /** A sign-in or a button press; nothing the panel posts comes near this. */
 const maxFormBytes = 16_384;

@@ -1,26 +1,38 @@
 // The web panel: server-rendered pages under /panel/ on the gateway, reading from auth-svc and dispatch-svc over gRPC.
 // Everything under /panel is answered here, errors included, as HTML in the caller's language with the panel's
 // security headers; every other path passes on to the API.
-import Router, { type RouterContext } from '@koa/router';
+
 import { status } from '@grpc/grpc-js';
-import type { Middleware } from 'koa';
+import Router, { type RouterContext } from '@koa/router';
 import { OperationalError, RemoteError } from '@notify/platform';
+import type { Middleware } from 'koa';
 import { isDependencyDown } from '../errors/dependency.ts';
 import type { GatewayState } from '../http/state.ts';
-import { notFound, PanelError, type PanelContext, type PanelState } from './context.ts';
+import { notFound, type PanelContext, PanelError, type PanelState } from './context.ts';
 import type { PanelDeps } from './dependencies.ts';
 import { translator } from './i18n/texts.ts';
 import { renderPage } from './render.ts';
-import { errorView, projectsView } from './views/pages.ts';
+import { eraseRecipient } from './routes/erasure-pages.ts';
 import { requireProject, requireSignIn } from './routes/guards.ts';
 import { keysPage, setKeyRate } from './routes/key-pages.ts';
-import { cancelMessage, messagePage, messageStatus, messagesPage, overviewPage, requeueMessage, setTemplateUnsubscribe, templatePage, templatePreviewFrame, templatesPage } from './routes/project-pages.ts';
-import { eraseRecipient } from './routes/erasure-pages.ts';
+import {
+  cancelMessage,
+  messagePage,
+  messageStatus,
+  messagesPage,
+  overviewPage,
+  requeueMessage,
+  setTemplateUnsubscribe,
+  templatePage,
+  templatePreviewFrame,
+  templatesPage,
+} from './routes/project-pages.ts';
 import { signIn, signInPage, signOut } from './routes/sign-in.ts';
 import { removeSuppression, suppressionsPage } from './routes/suppression-pages.ts';
 import { createWebhook, replayWebhookEvent, setWebhookEnabled, webhookAttemptsPage, webhooksPage } from './routes/webhook-pages.ts';
 import { setPageHeaders } from './security/headers.ts';
 import { serveAsset } from './static.ts';
+import { errorView, projectsView } from './views/pages.ts';
 
 export type { PanelDeps } from './dependencies.ts';
 

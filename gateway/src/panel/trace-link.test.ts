@@ -11,7 +11,7 @@ const grafana = 'https://grafana.example.com/explore?left={"datasource":"tempo",
 const jaeger = 'http://jaeger:16686/trace/{trace_id}';
 const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
 
-test('by default there is no template, and Grafana\'s and Jaeger\'s links are taken as written', () => {
+test("by default there is no template, and Grafana's and Jaeger's links are taken as written", () => {
   assert.equal(loadConfig(configSpec, required).traceUrlTemplate, '');
   assert.equal(loadConfig(configSpec, { ...required, NOTIFY_TRACE_URL_TEMPLATE: grafana }).traceUrlTemplate, grafana);
   assert.equal(loadConfig(configSpec, { ...required, NOTIFY_TRACE_URL_TEMPLATE: ` ${jaeger}\n` }).traceUrlTemplate, jaeger);

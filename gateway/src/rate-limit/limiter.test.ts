@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, test } from 'node:test';
-import { Redis } from 'ioredis';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
+import { Redis } from 'ioredis';
 import { ApiError } from '../errors/api-error.ts';
 import { rateLimitHeaders, throttled } from './headers.ts';
 import { fallbackShare, SendRateLimiter } from './limiter.ts';
@@ -26,7 +26,8 @@ function limiter(options: { url?: string; points?: number; windowSeconds?: numbe
   });
 }
 
-const ready = (redis: Redis | undefined): Promise<unknown> => new Promise((resolve) => (redis?.status === 'ready' ? resolve(null) : redis?.once('ready', resolve)));
+const ready = (redis: Redis | undefined): Promise<unknown> =>
+  new Promise((resolve) => (redis?.status === 'ready' ? resolve(null) : redis?.once('ready', resolve)));
 
 after(async () => {
   const admin = new Redis(redisUrl);
@@ -41,7 +42,15 @@ test('requests within the rate are allowed and count down the remaining ones', a
   await ready(clients.at(-1));
   const decisions = [];
   for (let i = 0; i < 4; i += 1) decisions.push(await rateLimiter.consume(101, ''));
-  assert.deepEqual(decisions.map((decision) => [decision.allowed, decision.remaining]), [[true, 2], [true, 1], [true, 0], [false, 0]]);
+  assert.deepEqual(
+    decisions.map((decision) => [decision.allowed, decision.remaining]),
+    [
+      [true, 2],
+      [true, 1],
+      [true, 0],
+      [false, 0],
+    ],
+  );
   for (const decision of decisions) assert.ok(decision.resetSeconds >= 1 && decision.resetSeconds <= 60);
 });
 
@@ -118,7 +127,9 @@ test('a throttled answer names the same whole seconds in Retry-After and in its 
   assert.equal(refusal.code, undefined);
   assert.deepEqual(refusal.headers, { 'Retry-After': '42' });
   assert.deepEqual(refusal.detail, { key: 'throttled', params: { seconds: 42 } });
-  assert.deepEqual(throttled({ allowed: false, policy: 'send', rate: { points: 1, windowSeconds: 1 }, remaining: 0, resetSeconds: 0 }).headers, { 'Retry-After': '1' });
+  assert.deepEqual(throttled({ allowed: false, policy: 'send', rate: { points: 1, windowSeconds: 1 }, remaining: 0, resetSeconds: 0 }).headers, {
+    'Retry-After': '1',
+  });
 });
 
 test('a batch takes as many points as the window has left, the rest given back, and refunds return points', async () => {
@@ -133,5 +144,8 @@ test('a batch takes as many points as the window has left, the rest given back, 
   assert.deepEqual([none.granted, none.decision.remaining], [0, 0]);
   // Nothing over the limit stayed counted: two points given back are two sends allowed, and no more.
   await rateLimiter.refund(120, '', 2);
-  assert.deepEqual([(await rateLimiter.consume(120, '')).allowed, (await rateLimiter.consume(120, '')).allowed, (await rateLimiter.consume(120, '')).allowed], [true, true, false]);
+  assert.deepEqual(
+    [(await rateLimiter.consume(120, '')).allowed, (await rateLimiter.consume(120, '')).allowed, (await rateLimiter.consume(120, '')).allowed],
+    [true, true, false],
+  );
 });

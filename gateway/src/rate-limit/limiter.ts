@@ -1,9 +1,10 @@
 // Check 6: the per-key send rate, shared by every gateway replica through Redis. When Redis cannot answer, each replica
 // keeps serving with an in-memory limiter holding its share of the rate (docs/contract.md, "Rate limit"). The reads of
 // messages use a second instance, policy `read`, whose counters are apart (docs/contract.md, "Reading messages").
+
+import { type Logger, parseRate, type Rate } from '@notify/platform';
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { parseRate, type Logger, type Rate } from '@notify/platform';
 import { sharedLimiter } from './redis.ts';
 
 /** The outcome of counting one request. */

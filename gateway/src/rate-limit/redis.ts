@@ -1,8 +1,9 @@
 // The Redis connection behind the shared rate limit. It must fail fast: a request never waits for Redis, it falls back
 // to this replica's in-memory share instead (limiter.ts).
+
+import type { Logger, Rate } from '@notify/platform';
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
-import type { Logger, Rate } from '@notify/platform';
 
 /** One Redis Sentinel, from REDIS_SENTINELS. */
 export interface SentinelAddress {

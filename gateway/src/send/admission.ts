@@ -2,8 +2,8 @@
 // under its size limit, the key, the organization, the plan, and the request's own point of the per-key rate.
 import type { ParameterizedContext } from 'koa';
 import { authenticate } from '../auth/authenticate.ts';
-import type { Access } from '../auth/authorize.ts';
 import { parseAuthorization } from '../auth/authorization-header.ts';
+import type { Access } from '../auth/authorize.ts';
 import { parseOrganizationId } from '../auth/organization-header.ts';
 import { ensurePlanAllowsSend, type MonthlyUsageMemory } from '../auth/plan.ts';
 import type { GatewayState } from '../http/state.ts';
@@ -21,7 +21,12 @@ export interface Admission {
   readonly rate: RateDecision;
 }
 
-export async function admitSend(ctx: ParameterizedContext<GatewayState>, deps: SendRouteDeps, usage: MonthlyUsageMemory, maxBodyBytes: number): Promise<Admission> {
+export async function admitSend(
+  ctx: ParameterizedContext<GatewayState>,
+  deps: SendRouteDeps,
+  usage: MonthlyUsageMemory,
+  maxBodyBytes: number,
+): Promise<Admission> {
   // 1. Size, before anything else: a chunked body is read here, under the limit, so 413 wins for it too.
   const bytes = await readBody(ctx.req, maxBodyBytes);
 

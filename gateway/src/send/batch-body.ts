@@ -2,7 +2,7 @@
 // one 422 for the request; each item is then judged on its own with the send's own validation (validation.ts).
 import { FieldErrors, type FieldMessage } from '../errors/api-error.ts';
 import { text } from '../i18n/messages.ts';
-import { validateSendBody, type Validation } from './validation.ts';
+import { type Validation, validateSendBody } from './validation.ts';
 
 /** Items of one batch at most (dispatch-svc holds the same limit). */
 export const maxBatchItems = 500;
@@ -27,6 +27,7 @@ export const nonFieldErrors = 'non_field_errors';
 
 /** One item judged exactly like a send body; an item that is not a JSON object is refused as a whole. */
 export function validateBatchItem(item: unknown): Validation {
-  if (item === null || typeof item !== 'object' || Array.isArray(item)) return { valid: false, fields: new Map([[nonFieldErrors, [text('field.type_object')]]]) };
+  if (item === null || typeof item !== 'object' || Array.isArray(item))
+    return { valid: false, fields: new Map([[nonFieldErrors, [text('field.type_object')]]]) };
   return validateSendBody(item as Record<string, unknown>);
 }

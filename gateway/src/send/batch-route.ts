@@ -1,24 +1,25 @@
 // POST /api/v1/send/batch/: up to 500 sends in one request. Checks 1-6 and 7-9 are the send's (admission.ts, body.ts),
 // for the request as a whole; each item is then judged exactly as a send body is, and answered in its own entry of
 // `200 {"results": [...]}`: 202 with what a send's 202 carries, or its refusal (docs/integrators.md, "Batch sends").
-import type { Middleware, ParameterizedContext } from 'koa';
+
 import { status } from '@grpc/grpc-js';
 import { annotateRequestSpan, type Counter } from '@notify/platform';
 import type { dispatch } from '@notify/proto';
+import type { Middleware, ParameterizedContext } from 'koa';
 import type { MonthlyUsageMemory } from '../auth/plan.ts';
 import { ApiError, FieldErrors } from '../errors/api-error.ts';
 import { renderFields } from '../errors/error-handler.ts';
-import { text, translate } from '../i18n/messages.ts';
 import type { GatewayState } from '../http/state.ts';
+import { text, translate } from '../i18n/messages.ts';
 import { rateLimitHeaders } from '../rate-limit/headers.ts';
 import { admitSend } from './admission.ts';
 import { batchItems, nonFieldErrors, validateBatchItem } from './batch-body.ts';
 import { ensureJsonBody, parseJsonObject } from './body.ts';
 import { refusalFor, refusalOf } from './dispatch.ts';
 import { batchFingerprint } from './fingerprint.ts';
-import type { SendOutcome } from './outcomes.ts';
 import { parseIdempotencyKey } from './idempotency-key.ts';
-import { sendFields, type SendRouteDeps } from './route.ts';
+import type { SendOutcome } from './outcomes.ts';
+import { type SendRouteDeps, sendFields } from './route.ts';
 import type { Validation } from './validation.ts';
 
 export interface SendBatchRouteDeps extends SendRouteDeps {
@@ -118,10 +119,23 @@ export function sendBatchRoute(deps: SendBatchRouteDeps, usage: MonthlyUsageMemo
   };
 }
 
-function entryOf(ctx: ParameterizedContext<GatewayState>, index: number, result: dispatch.SendBatchResult__Output, validation: Validation, retryAfter: number): BatchEntry {
+function entryOf(
+  ctx: ParameterizedContext<GatewayState>,
+  index: number,
+  result: dispatch.SendBatchResult__Output,
+  validation: Validation,
+  retryAfter: number,
+): BatchEntry {
   if (result.accepted) {
     const { messageId, status: messageStatus, celeryTaskId, idempotentReplay, sendAt } = result.accepted;
-    const entry: AcceptedEntry = { index, status: 202, message_id: messageId, message_status: messageStatus, celery_task_id: celeryTaskId, idempotent_replay: idempotentReplay };
+    const entry: AcceptedEntry = {
+      index,
+      status: 202,
+      message_id: messageId,
+      message_status: messageStatus,
+      celery_task_id: celeryTaskId,
+      idempotent_replay: idempotentReplay,
+    };
     if (sendAt !== '') entry.send_at = sendAt;
     return entry;
   }

@@ -7,13 +7,30 @@ const refusedWith = (status: number, code: string, key: string) => (error: unkno
   error instanceof ApiError && error.status === status && error.code === code && error.detail.key === key;
 
 test('application/json is accepted in any case and with a UTF-8 charset', () => {
-  for (const header of ['application/json', 'Application/JSON', 'application/json; charset=utf-8', 'application/json;charset=UTF-8', 'application/json; charset="utf-8"', 'application/json ; foo=bar']) {
+  for (const header of [
+    'application/json',
+    'Application/JSON',
+    'application/json; charset=utf-8',
+    'application/json;charset=UTF-8',
+    'application/json; charset="utf-8"',
+    'application/json ; foo=bar',
+  ]) {
     assert.equal(isJsonMediaType(header), true, header);
   }
 });
 
 test('other media types and other charsets are not JSON', () => {
-  for (const header of [undefined, '', 'text/plain', 'application/x-www-form-urlencoded', 'application/jsonp', 'application/json-patch+json', 'multipart/form-data', 'application/json; charset=latin1', 'application/json; charset=utf-16']) {
+  for (const header of [
+    undefined,
+    '',
+    'text/plain',
+    'application/x-www-form-urlencoded',
+    'application/jsonp',
+    'application/json-patch+json',
+    'multipart/form-data',
+    'application/json; charset=latin1',
+    'application/json; charset=utf-16',
+  ]) {
     assert.equal(isJsonMediaType(header), false, String(header));
   }
 });

@@ -2,7 +2,7 @@
 // caller is known and counted (checks 7 and 8).
 import type { IncomingMessage } from 'node:http';
 import { ApiError } from '../errors/api-error.ts';
-import { text, type MessageKey } from '../i18n/messages.ts';
+import { type MessageKey, text } from '../i18n/messages.ts';
 
 /** 413; the unread rest of the body is not drained, so the connection is closed after the answer. */
 export function payloadTooLarge(limit: number): ApiError {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { Metadata, type ServiceError, status } from '@grpc/grpc-js';
 import { errorMetadataKeys, RemoteError } from '@notify/platform';
 import { ApiError, FieldErrors } from '../errors/api-error.ts';
 import { text } from '../i18n/messages.ts';
@@ -28,8 +28,17 @@ test('an inactive template is a 422 on the template field', () => {
 });
 
 test("data refused by the template variables is a 422 on data, each violation a text of the caller's language", () => {
-  const violations = [{ path: 'name', keyword: 'required', params: {} }, { path: 'age', keyword: 'type', params: { type: 'integer' } }];
-  const refusal = refusalOf(remote(status.INVALID_ARGUMENT, 'data_invalid', violations.map((violation) => JSON.stringify(violation))));
+  const violations = [
+    { path: 'name', keyword: 'required', params: {} },
+    { path: 'age', keyword: 'type', params: { type: 'integer' } },
+  ];
+  const refusal = refusalOf(
+    remote(
+      status.INVALID_ARGUMENT,
+      'data_invalid',
+      violations.map((violation) => JSON.stringify(violation)),
+    ),
+  );
   assert.ok(refusal instanceof FieldErrors);
   assert.deepEqual([...refusal.fields], [['data', [text('variables.required', { variable: 'name' }), text('variables.type.integer', { variable: 'age' })]]]);
   // Plain messages (a dispatch-svc from before violations) are still shown rather than lost.
@@ -80,7 +89,12 @@ test('an unavailable or too slow dispatch-svc is 503 with Retry-After', () => {
 });
 
 test('an undocumented status or reason is left as the bug it is', () => {
-  for (const error of [remote(status.INTERNAL), remote(status.NOT_FOUND, 'message_not_found'), remote(status.ABORTED, 'template_inactive'), new TypeError('x')]) {
+  for (const error of [
+    remote(status.INTERNAL),
+    remote(status.NOT_FOUND, 'message_not_found'),
+    remote(status.ABORTED, 'template_inactive'),
+    new TypeError('x'),
+  ]) {
     assert.equal(refusalOf(error), error);
   }
 });

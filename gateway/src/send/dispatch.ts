@@ -3,7 +3,7 @@
 // one SendMany call (send-many.ts); it also keeps the monthly usage check 5 compares with the quota. This makes the
 // calls and maps dispatch-svc's answers onto the contract's statuses and bodies.
 import { status } from '@grpc/grpc-js';
-import { RemoteError, type GrpcClient, type Refusal } from '@notify/platform';
+import { type GrpcClient, type Refusal, RemoteError } from '@notify/platform';
 import type { AcceptedBody, dispatch } from '@notify/proto';
 import { planBlocked } from '../auth/plan.ts';
 import { ApiError, FieldErrors } from '../errors/api-error.ts';
@@ -93,7 +93,8 @@ export function refusalFor(refusal: Refusal, fieldErrors?: FieldErrors, cause: u
   // The quota was used up by requests that passed check 5 together with this one.
   if (is(status.FAILED_PRECONDITION, 'plan_blocked')) return planBlocked(cause);
   // The message's job would not fit in a JetStream message; the limit in bytes is the first field.
-  if (is(status.RESOURCE_EXHAUSTED, 'payload_too_large')) return new ApiError(413, 'payload_too_large', text('message_too_large', { limit: refusal.fields[0] ?? '' }), { cause });
+  if (is(status.RESOURCE_EXHAUSTED, 'payload_too_large'))
+    return new ApiError(413, 'payload_too_large', text('message_too_large', { limit: refusal.fields[0] ?? '' }), { cause });
   // The call itself was over the gRPC message limit (its data grew when serialized): the request is too large, not a fault.
   if (refusal.code === status.RESOURCE_EXHAUSTED) return new ApiError(413, 'payload_too_large', text('request_too_large'), { cause });
   return unexpectedRemoteFailure(cause);

@@ -18,7 +18,9 @@ export function canonicalJson(value: unknown): string {
 
 /** SHA-256 (hex) of the organization id and the canonical body: one key replayed for another organization does not match. */
 export function sendFingerprint(body: unknown, organizationId: number): string {
-  return createHash('sha256').update(`${organizationId}\n${canonicalJson(body)}`).digest('hex');
+  return createHash('sha256')
+    .update(`${organizationId}\n${canonicalJson(body)}`)
+    .digest('hex');
 }
 
 /**
@@ -26,5 +28,7 @@ export function sendFingerprint(body: unknown, organizationId: number): string {
  * Idempotency-Key used for both is a mismatch (docs/integrators.md, "Batch sends").
  */
 export function batchFingerprint(body: unknown, organizationId: number): string {
-  return createHash('sha256').update(`batch\n${organizationId}\n${canonicalJson(body)}`).digest('hex');
+  return createHash('sha256')
+    .update(`batch\n${organizationId}\n${canonicalJson(body)}`)
+    .digest('hex');
 }

@@ -14,7 +14,18 @@ test('a UUID of any version is accepted in any case and lower-cased', () => {
 });
 
 test('anything else is an invalid header', () => {
-  for (const header of ['', 'abc', '0f8fad5b-d9cb-469f-a165-70867728950', '{0f8fad5b-d9cb-469f-a165-70867728950e}', '0f8fad5bd9cb469fa16570867728950e', '0f8fad5b-d9cb-469f-a165-70867728950e, 0f8fad5b-d9cb-469f-a165-70867728950e']) {
-    assert.throws(() => parseIdempotencyKey(header), (error: unknown) => error instanceof ApiError && error.status === 400 && error.code === 'invalid_header', header);
+  for (const header of [
+    '',
+    'abc',
+    '0f8fad5b-d9cb-469f-a165-70867728950',
+    '{0f8fad5b-d9cb-469f-a165-70867728950e}',
+    '0f8fad5bd9cb469fa16570867728950e',
+    '0f8fad5b-d9cb-469f-a165-70867728950e, 0f8fad5b-d9cb-469f-a165-70867728950e',
+  ]) {
+    assert.throws(
+      () => parseIdempotencyKey(header),
+      (error: unknown) => error instanceof ApiError && error.status === 400 && error.code === 'invalid_header',
+      header,
+    );
   }
 });

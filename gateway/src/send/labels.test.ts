@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { translate, type Language } from '../i18n/messages.ts';
+import { type Language, translate } from '../i18n/messages.ts';
 import { labelFields } from './labels.ts';
 import { validateSendBody } from './validation.ts';
 
@@ -13,7 +13,8 @@ function refusal(extra: Record<string, unknown>, language: Language = 'en'): Rec
   return Object.fromEntries([...result.fields].map(([field, messages]) => [field, messages.map((message) => translate(language, message))]));
 }
 
-const keys = (count: number, prefix = 'k'): Record<string, string> => Object.fromEntries(Array.from({ length: count }, (_, index) => [`${prefix}${index}`, 'v']));
+const keys = (count: number, prefix = 'k'): Record<string, string> =>
+  Object.fromEntries(Array.from({ length: count }, (_, index) => [`${prefix}${index}`, 'v']));
 
 test('tags and metadata within every bound are valid, and go to dispatch-svc as given', () => {
   const labels = { tags: Array.from({ length: 10 }, (_, index) => `${'t'.repeat(62)}-${index}`), metadata: { ...keys(19), ['k'.repeat(40)]: 'é'.repeat(256) } };
@@ -38,11 +39,15 @@ test('each rule of metadata has its own message, in English and Spanish', () => 
   assert.deepEqual(refusal({ metadata: ['a'] }), { metadata: ['Expected a JSON object.'] });
   assert.deepEqual(refusal({ metadata: { a: 1, b: { nested: 'x' } } }), { metadata: ['Each value must be a string.'] });
   assert.deepEqual(refusal({ metadata: keys(21) }), { metadata: ['At most 20 keys are allowed.'] });
-  assert.deepEqual(refusal({ metadata: { 'a b': 'v', ['k'.repeat(41)]: 'v', '': 'v' } }), { metadata: ['Each key must be 1 to 40 letters, digits, underscores or hyphens.'] });
+  assert.deepEqual(refusal({ metadata: { 'a b': 'v', ['k'.repeat(41)]: 'v', '': 'v' } }), {
+    metadata: ['Each key must be 1 to 40 letters, digits, underscores or hyphens.'],
+  });
   assert.deepEqual(refusal({ metadata: { a: 'x'.repeat(257), b: 'two\nlines' } }), {
     metadata: ['Each value may hold at most 256 characters.', 'Control characters, such as line breaks, are not allowed.'],
   });
-  assert.deepEqual(refusal({ metadata: JSON.parse('{"__proto__": "x"}') }), { metadata: ['The keys "__proto__", "constructor" and "prototype" are not allowed.'] });
+  assert.deepEqual(refusal({ metadata: JSON.parse('{"__proto__": "x"}') }), {
+    metadata: ['The keys "__proto__", "constructor" and "prototype" are not allowed.'],
+  });
   assert.deepEqual(refusal({ metadata: keys(21), tags: ['a', 'a'] }, 'es'), {
     tags: ['Cada etiqueta puede aparecer una sola vez.'],
     metadata: ['Se permiten como máximo 20 claves.'],

@@ -1,9 +1,10 @@
 // The caller's own labels on a send (docs/contract.md, "Tags and metadata"): `tags` to find messages by and route their
 // events, `metadata` carried back unchanged. Their rules, one schema each, shared by the body's validation, the
 // status API's `?tag=` filter and the OpenAPI document; each failure has its own message.
-import type { ErrorObject } from 'ajv';
+
 import { labelCharacters, labelLimits } from '@notify/proto';
-import { text, type Text } from '../i18n/messages.ts';
+import type { ErrorObject } from 'ajv';
+import { type Text, text } from '../i18n/messages.ts';
 
 export const maxTags = labelLimits.tags;
 export const maxTagLength = labelLimits.tagLength;
@@ -36,8 +37,10 @@ export const metadataSchema = {
 
 const tagRule = (): Text => text('tags.tag', { max: maxTagLength });
 /** A key's own rules fail on `/metadata` itself (propertyNames); a value's on `/metadata/<key>`. */
-const metadataRule = (onValue: (error: ErrorObject) => Text) => (error: ErrorObject): Text =>
-  error.instancePath === '/metadata' ? text('metadata.key', { max: maxMetadataKeyLength }) : onValue(error);
+const metadataRule =
+  (onValue: (error: ErrorObject) => Text) =>
+  (error: ErrorObject): Text =>
+    error.instancePath === '/metadata' ? text('metadata.key', { max: maxMetadataKeyLength }) : onValue(error);
 
 /** The messages of `tags` and `metadata`, by schema keyword; a keyword missing here falls back to the body's own table. */
 export const labelMessages: Readonly<Record<string, Readonly<Record<string, (error: ErrorObject) => Text>>>> = {
@@ -62,6 +65,9 @@ export const labelMessages: Readonly<Record<string, Readonly<Record<string, (err
 };
 
 /** The labels of a valid body as SendRequest carries them: none is `[]` and `''`. */
-export function labelFields(body: { readonly tags?: readonly string[]; readonly metadata?: Readonly<Record<string, string>> }): { tags: string[]; metadataJson: string } {
+export function labelFields(body: { readonly tags?: readonly string[]; readonly metadata?: Readonly<Record<string, string>> }): {
+  tags: string[];
+  metadataJson: string;
+} {
   return { tags: [...(body.tags ?? [])], metadataJson: body.metadata === undefined ? '' : JSON.stringify(body.metadata) };
 }

@@ -1,7 +1,7 @@
 // notify_send_outcomes_total: what became of each send request, read from the response that actually left.
 import { finished } from 'node:stream';
-import type { Middleware } from 'koa';
 import { Counter, type Registry } from '@notify/platform';
+import type { Middleware } from 'koa';
 import type { GatewayState } from '../http/state.ts';
 
 export type SendOutcome = 'accepted' | 'replayed' | 'throttled' | 'refused';

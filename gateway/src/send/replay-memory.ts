@@ -4,7 +4,7 @@
 // past its expiry whatever the clocks), at most `maxAgeMs`. Only an exact replay (the same fingerprint) is answered here;
 // a mismatch, a key in use and every key this replica has not seen go to dispatch-svc as before. Per replica: a replay
 // that reaches another one is judged by dispatch-svc, with the same answer.
-import { ExpiringCache, type CacheTicket } from '@notify/platform';
+import { type CacheTicket, ExpiringCache } from '@notify/platform';
 import type { AcceptedBody } from '@notify/proto';
 
 export interface ReplayMemoryOptions {

@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { UserError, type GrpcServer } from '@notify/platform';
-import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
-import { gatewayCaller, rawRequest, serveApp, type ServedApp } from '../testing/serve-app.ts';
+import { type GrpcServer, UserError } from '@notify/platform';
+import { type auth, authProto, type dispatch, dispatchProto } from '@notify/proto';
+import { gatewayCaller, rawRequest, type ServedApp, serveApp } from '../testing/serve-app.ts';
 import { sendManyItem, standIn, standInServer } from '../testing/stand-in.ts';
 import { sendFingerprint } from './fingerprint.ts';
 
@@ -38,7 +38,10 @@ const keys = new Map<string, KeyRecord>([
  * What the dispatch-svc stand-in knows: the month's usage per organization (counted by each accepted Send, which
  * refuses past the quota as dispatch-svc does), and idempotency records per key (judged by Send before anything else).
  */
-const usage = new Map<number, number>([[9, 3], [10, 2]]);
+const usage = new Map<number, number>([
+  [9, 3],
+  [10, 2],
+]);
 const usageAsked: number[] = [];
 type KeyState = 'in_flight' | { fingerprint: string; response: dispatch.SendResponse__Output };
 const idempotencyKeys = new Map<string, KeyState>();
@@ -121,14 +124,32 @@ async function judgeSend(request: dispatch.SendRequest__Output): Promise<dispatc
   }
   // A keyed send whose record, dispatch-svc says, lives 300 ms: the gateway may answer its replays from memory that long.
   if (request.template === 'remembered') {
-    return { messageId: 503, status: 'queued', celeryTaskId, idempotentReplay: false, organizationAccepted: 0, sendAt: '', replayableForMs: request.idempotencyKey === '' ? 0 : 300 };
+    return {
+      messageId: 503,
+      status: 'queued',
+      celeryTaskId,
+      idempotentReplay: false,
+      organizationAccepted: 0,
+      sendAt: '',
+      replayableForMs: request.idempotencyKey === '' ? 0 : 300,
+    };
   }
-  if (request.template === 'replayed') return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: true, organizationAccepted: 0, sendAt: '', replayableForMs: 0 };
+  if (request.template === 'replayed')
+    return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: true, organizationAccepted: 0, sendAt: '', replayableForMs: 0 };
   const used = usage.get(request.organizationId) ?? 0;
   if (request.monthlyQuota > 0 && used >= request.monthlyQuota) throw new UserError(status.FAILED_PRECONDITION, 'plan_blocked', 'quota used up');
   usage.set(request.organizationId, used + 1);
   // A scheduled send: dispatch-svc answers its time back, normalized to UTC.
-  if (request.sendAt !== '') return { messageId: 502, status: 'scheduled', celeryTaskId, idempotentReplay: false, organizationAccepted: used + 1, sendAt: new Date(request.sendAt).toISOString(), replayableForMs: 0 };
+  if (request.sendAt !== '')
+    return {
+      messageId: 502,
+      status: 'scheduled',
+      celeryTaskId,
+      idempotentReplay: false,
+      organizationAccepted: used + 1,
+      sendAt: new Date(request.sendAt).toISOString(),
+      replayableForMs: 0,
+    };
   return { messageId: 501, status: 'queued', celeryTaskId, idempotentReplay: false, organizationAccepted: used + 1, sendAt: '', replayableForMs: 0 };
 }
 
@@ -198,17 +219,26 @@ test('a send with send_at passes it to dispatch-svc and is 202 with status sched
   const sendAt = new Date(Date.now() + 86_400_000).toISOString().replace(/\.\d+Z$/, '+02:00');
   const response = await send({ body: { ...valid, send_at: sendAt } });
   assert.equal(response.status, 202);
-  assert.deepEqual(await response.json(), { message_id: 502, status: 'scheduled', celery_task_id: celeryTaskId, idempotent_replay: false, send_at: new Date(sendAt).toISOString() });
+  assert.deepEqual(await response.json(), {
+    message_id: 502,
+    status: 'scheduled',
+    celery_task_id: celeryTaskId,
+    idempotent_replay: false,
+    send_at: new Date(sendAt).toISOString(),
+  });
   assert.equal(received.at(-1)?.sendAt, new Date(sendAt).toISOString(), 'in UTC');
 });
 
 test('a send_at in the past is 422 on send_at, without calling dispatch-svc', async () => {
   const body = { ...valid, send_at: new Date(Date.now() - 60_000).toISOString() };
-  assert.deepEqual(await callsOf(async () => {
-    const response = await send({ body });
-    assert.equal(response.status, 422);
-    assert.deepEqual(await response.json(), { send_at: ['This time has already passed; omit send_at to send at once.'] });
-  }), []);
+  assert.deepEqual(
+    await callsOf(async () => {
+      const response = await send({ body });
+      assert.equal(response.status, 422);
+      assert.deepEqual(await response.json(), { send_at: ['This time has already passed; omit send_at to send at once.'] });
+    }),
+    [],
+  );
 });
 
 test('without Idempotency-Key dispatch-svc gets an empty key and no fingerprint', async () => {
@@ -222,7 +252,10 @@ test('the same JSON in another key order and spacing sends the same fingerprint'
   await send({ headers, raw: '{"template":"welcome","to":"ana@example.com","channel":"email","data":{"name":"Ana","items":[{"sku":"A-1","qty":2}]}}' });
   const first = received.at(-1)?.fingerprint;
   assert.match(first ?? '', /^[0-9a-f]{64}$/);
-  await send({ headers: { 'Idempotency-Key': randomUUID() }, raw: '{\n  "data": { "items": [ { "qty": 2, "sku": "A-1" } ], "name": "Ana" },\n  "channel": "email", "to": "ana@example.com",\n  "template": "welcome"\n}' });
+  await send({
+    headers: { 'Idempotency-Key': randomUUID() },
+    raw: '{\n  "data": { "items": [ { "qty": 2, "sku": "A-1" } ], "name": "Ana" },\n  "channel": "email", "to": "ana@example.com",\n  "template": "welcome"\n}',
+  });
   assert.equal(received.at(-1)?.fingerprint, first);
 });
 
@@ -321,7 +354,11 @@ test('an Idempotency-Key that is not a UUID is 400 invalid_header, after the bod
 
 test('every invalid field is reported at once as 422, without calling dispatch-svc', async () => {
   const before = received.length;
-  const response = await send({ key: 'second.key', body: { template: 'a b', to: 'Ana <ana@example.com>', channel: 'sms', api_key: 'good.key' }, headers: { 'Accept-Language': 'es;q=0.9,en;q=0.8' } });
+  const response = await send({
+    key: 'second.key',
+    body: { template: 'a b', to: 'Ana <ana@example.com>', channel: 'sms', api_key: 'good.key' },
+    headers: { 'Accept-Language': 'es;q=0.9,en;q=0.8' },
+  });
   assert.equal(response.status, 422);
   assert.equal(response.headers.get('content-language'), 'es');
   assert.deepEqual(await response.json(), {
@@ -340,7 +377,12 @@ test('dispatch-svc refusals become the contract statuses and bodies', async () =
     ['inactive', 422, { template: ['This template is inactive.'] }],
     ['strict', 422, { data: ['name: is required'] }],
     ['mismatch', 422, { 'Idempotency-Key': ['This Idempotency-Key was already used with a different request.'] }],
-    ['busy', 409, { detail: 'A request with this Idempotency-Key is still being processed; retry in a moment.', code: 'idempotency_key_in_use' }, { 'retry-after': '1' }],
+    [
+      'busy',
+      409,
+      { detail: 'A request with this Idempotency-Key is still being processed; retry in a moment.', code: 'idempotency_key_in_use' },
+      { 'retry-after': '1' },
+    ],
   ];
   for (const [template, expectedStatus, expectedBody, expectedHeaders] of cases) {
     const response = await send({ key: 'second.key', body: { ...valid, template }, headers: { 'Idempotency-Key': randomUUID() } });
@@ -354,7 +396,11 @@ test('a dispatch-svc slower than the deadline is 503 service_unavailable', async
   const response = await send({ key: 'second.key', body: { ...valid, template: 'sleepy' }, headers: { 'X-Request-ID': 'slow-1' } });
   assert.equal(response.status, 503);
   assert.equal(response.headers.get('retry-after'), '5');
-  assert.deepEqual(await response.json(), { detail: 'The service is temporarily unavailable; retry later.', code: 'service_unavailable', request_id: 'slow-1' });
+  assert.deepEqual(await response.json(), {
+    detail: 'The service is temporarily unavailable; retry later.',
+    code: 'service_unavailable',
+    request_id: 'slow-1',
+  });
 });
 
 test('an unexpected failure is 500 internal_error with the request id, logged with its stack', async () => {
@@ -369,7 +415,10 @@ test('a chunked body over the limit is 413 even with a valid key', { timeout: 5_
   function* chunks(): Generator<Buffer> {
     for (let i = 0; i < 40; i += 1) yield Buffer.alloc(8_192, 0x20);
   }
-  const response = await rawRequest(gateway.port, { headers: { Authorization: 'Api-Key second.key', 'X-Organization-ID': '7', 'Content-Type': 'application/json' }, chunks: chunks() });
+  const response = await rawRequest(gateway.port, {
+    headers: { Authorization: 'Api-Key second.key', 'X-Organization-ID': '7', 'Content-Type': 'application/json' },
+    chunks: chunks(),
+  });
   assert.equal(response.status, 413);
 });
 
@@ -378,7 +427,8 @@ test('the access log names the key id, and send outcomes are counted', async () 
   await new Promise((resolve) => setImmediate(resolve));
   assert.equal(gateway.logs.find((line) => line['requestId'] === 'outcome-1' && line['msg'] === 'request')?.['keyId'], 12);
   const outcomes = await gateway.registry.getSingleMetricAsString('notify_send_outcomes_total');
-  for (const outcome of ['accepted', 'replayed', 'throttled', 'refused']) assert.match(outcomes, new RegExp(`outcome="${outcome}",service="gateway-test"\\} [1-9]`), outcome);
+  for (const outcome of ['accepted', 'replayed', 'throttled', 'refused'])
+    assert.match(outcomes, new RegExp(`outcome="${outcome}",service="gateway-test"\\} [1-9]`), outcome);
 });
 
 test('a plan with its monthly quota used up is 403 plan_blocked before the rate, the media type and the body are judged', async () => {
@@ -419,13 +469,21 @@ async function callsOf(act: () => Promise<unknown>): Promise<string[]> {
   return dispatchCalls.slice(before);
 }
 
-test('with a key, a body with invalid fields still goes to Send, once, as fields_invalid, and the answer is the gateway\'s own 422', async () => {
+test("with a key, a body with invalid fields still goes to Send, once, as fields_invalid, and the answer is the gateway's own 422", async () => {
   const key = randomUUID();
   const body = { ...valid, to: 'not an address', channel: 'sms' };
   let response: Response | undefined;
-  assert.deepEqual(await callsOf(async () => (response = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': key.toUpperCase(), 'Accept-Language': 'es' } }))), ['SendMany']);
+  assert.deepEqual(
+    await callsOf(
+      async () => (response = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': key.toUpperCase(), 'Accept-Language': 'es' } })),
+    ),
+    ['SendMany'],
+  );
   assert.equal(response?.status, 422);
-  assert.deepEqual(await response?.json(), { to: ['Introduzca una dirección de correo electrónico válida.'], channel: ['El único canal admitido es "email".'] });
+  assert.deepEqual(await response?.json(), {
+    to: ['Introduzca una dirección de correo electrónico válida.'],
+    channel: ['El único canal admitido es "email".'],
+  });
   assert.deepEqual(received.at(-1), {
     projectId: 21,
     organizationId: 7,
@@ -448,7 +506,15 @@ test('with a key, a body with invalid fields still goes to Send, once, as fields
 
 test('a replay is answered by the one Send call', async () => {
   const key = randomUUID();
-  const stored = { messageId: 77, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '', replayableForMs: 0 };
+  const stored = {
+    messageId: 77,
+    status: 'queued',
+    celeryTaskId: randomUUID(),
+    idempotentReplay: false,
+    organizationAccepted: 0,
+    sendAt: '',
+    replayableForMs: 0,
+  };
   idempotencyKeys.set(key, { fingerprint: sendFingerprint(valid, 7), response: stored });
   let response: Response | undefined;
   assert.deepEqual(await callsOf(async () => (response = await send({ key: 'idempotent.key', headers: { 'Idempotency-Key': key } }))), ['SendMany']);
@@ -477,7 +543,10 @@ test('a replay this gateway saw answered is answered from memory, after checks 1
   // Checks 1-9 still come first; another body is dispatch-svc's to judge; without a key nothing is remembered.
   assert.equal((await send({ key: 'unknown.key', body, headers })).status, 401);
   assert.equal((await send({ key: 'idempotent.key', body, headers: { ...headers, 'Content-Type': 'text/plain' } })).status, 415);
-  assert.deepEqual(await callsOf(() => send({ key: 'idempotent.key', body: { ...body, to: 'bo@example.com' }, headers: { 'Idempotency-Key': randomUUID() } })), ['SendMany']);
+  assert.deepEqual(
+    await callsOf(() => send({ key: 'idempotent.key', body: { ...body, to: 'bo@example.com' }, headers: { 'Idempotency-Key': randomUUID() } })),
+    ['SendMany'],
+  );
   assert.deepEqual(await callsOf(() => send({ key: 'idempotent.key', body })), ['SendMany']);
   assert.deepEqual(await callsOf(() => send({ key: 'idempotent.key', body })), ['SendMany']);
 
@@ -491,7 +560,15 @@ test('a replay this gateway saw answered is answered from memory, after checks 1
 test('a replay of a key whose body has invalid fields is the stored 202, not a 422 (check 10 before 11)', async () => {
   const key = randomUUID();
   const body = { ...valid, to: 'not an address', extra: true };
-  const stored = { messageId: 79, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '', replayableForMs: 0 };
+  const stored = {
+    messageId: 79,
+    status: 'queued',
+    celeryTaskId: randomUUID(),
+    idempotentReplay: false,
+    organizationAccepted: 0,
+    sendAt: '',
+    replayableForMs: 0,
+  };
   idempotencyKeys.set(key, { fingerprint: sendFingerprint(body, 7), response: stored });
   const response = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': key } });
   assert.equal(response.status, 202);
@@ -504,14 +581,23 @@ test('a key in flight (409) or used with another body (422) wins over invalid fi
   const inFlight = randomUUID();
   idempotencyKeys.set(inFlight, 'in_flight');
   const used = randomUUID();
-  idempotencyKeys.set(used, { fingerprint: 'of another body', response: { messageId: 78, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '', replayableForMs: 0 } });
-  for (const [body, fieldsInvalid] of [[{ template: 'a b', to: 'x' }, true], [{ ...valid, template: 'missing' }, false]] as const) {
+  idempotencyKeys.set(used, {
+    fingerprint: 'of another body',
+    response: { messageId: 78, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '', replayableForMs: 0 },
+  });
+  for (const [body, fieldsInvalid] of [
+    [{ template: 'a b', to: 'x' }, true],
+    [{ ...valid, template: 'missing' }, false],
+  ] as const) {
     let busy: Response | undefined;
     assert.deepEqual(await callsOf(async () => (busy = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': inFlight } }))), ['SendMany']);
     assert.equal(received.at(-1)?.fieldsInvalid, fieldsInvalid);
     assert.equal(busy?.status, 409);
     assert.equal(busy?.headers.get('retry-after'), '1');
-    assert.deepEqual(await busy?.json(), { detail: 'A request with this Idempotency-Key is still being processed; retry in a moment.', code: 'idempotency_key_in_use' });
+    assert.deepEqual(await busy?.json(), {
+      detail: 'A request with this Idempotency-Key is still being processed; retry in a moment.',
+      code: 'idempotency_key_in_use',
+    });
     const mismatch = await send({ key: 'idempotent.key', body, headers: { 'Idempotency-Key': used } });
     assert.equal(mismatch.status, 422);
     assert.deepEqual(await mismatch.json(), { 'Idempotency-Key': ['This Idempotency-Key was already used with a different request.'] });
@@ -531,7 +617,10 @@ test('in steady state every send makes exactly one call to dispatch-svc: Send, w
   // The first send of an organization with a quota asks its usage once; Send's answers keep the figure from then on.
   assert.deepEqual(await callsOf(() => send({ key: 'steady.key', organization: '11' })), ['GetUsage', 'SendMany']);
   const replayedKey = randomUUID();
-  idempotencyKeys.set(replayedKey, { fingerprint: sendFingerprint(valid, 11), response: { messageId: 80, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '', replayableForMs: 0 } });
+  idempotencyKeys.set(replayedKey, {
+    fingerprint: sendFingerprint(valid, 11),
+    response: { messageId: 80, status: 'queued', celeryTaskId: randomUUID(), idempotentReplay: false, organizationAccepted: 0, sendAt: '', replayableForMs: 0 },
+  });
   const requests: Array<Parameters<typeof send>[0]> = [
     {},
     { headers: { 'Idempotency-Key': randomUUID() } },
@@ -593,7 +682,11 @@ test('a service refusing the gateway token is 503 service_unavailable, logged as
     assert.equal(response.status, 503);
     assert.equal(response.headers.get('retry-after'), '5');
     assert.equal(response.headers.get('www-authenticate'), null);
-    assert.deepEqual(await response.json(), { detail: 'The service is temporarily unavailable; retry later.', code: 'service_unavailable', request_id: 'token-1' });
+    assert.deepEqual(await response.json(), {
+      detail: 'The service is temporarily unavailable; retry later.',
+      code: 'service_unavailable',
+      request_id: 'token-1',
+    });
     const logged = misconfigured.logs.find((line) => line['requestId'] === 'token-1' && line['level'] === 'error');
     assert.match(String(logged?.['msg']), /GATEWAY_TOKEN/);
   } finally {

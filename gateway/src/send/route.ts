@@ -1,8 +1,9 @@
 // POST /api/v1/send/: the contract's checks in its exact order, first failure wins (docs/contract.md, "Order of checks").
 // Each step throws; the error handler renders.
-import type { Middleware, ParameterizedContext } from 'koa';
+
 import { annotateRequestSpan, notifyAttributes } from '@notify/platform';
 import type { AcceptedBody, dispatch } from '@notify/proto';
+import type { Middleware, ParameterizedContext } from 'koa';
 import type { AuthClient } from '../auth/authorize.ts';
 import type { BruteForceGuard } from '../auth/brute-force-guard.ts';
 import type { CachedAuthorizer } from '../auth/cached-authorizer.ts';
@@ -12,13 +13,13 @@ import type { GatewayState } from '../http/state.ts';
 import type { SendRateLimiter } from '../rate-limit/limiter.ts';
 import { admitSend } from './admission.ts';
 import { ensureJsonBody, parseJsonObject } from './body.ts';
-import { acceptedThisMonth, dispatchSend, type DispatchClient, type SendAnswer } from './dispatch.ts';
+import { acceptedThisMonth, type DispatchClient, dispatchSend, type SendAnswer } from './dispatch.ts';
 import { sendFingerprint } from './fingerprint.ts';
 import { parseIdempotencyKey } from './idempotency-key.ts';
 import { labelFields } from './labels.ts';
 import { ReplayMemory } from './replay-memory.ts';
 import type { SendDispatcher } from './send-many.ts';
-import { sendAtOf, validateSendBody, type Validation } from './validation.ts';
+import { sendAtOf, type Validation, validateSendBody } from './validation.ts';
 
 export interface SendRouteDeps {
   readonly auth: AuthClient;
@@ -101,9 +102,18 @@ export function sendRoute(
 }
 
 /** A body's fields as Send takes them, for a send and for each item of a batch; nothing of an invalid body is sent. */
-export function sendFields(validation: Validation): Pick<dispatch.SendRequest, 'template' | 'to' | 'dataJson' | 'fieldsInvalid' | 'tags' | 'metadataJson' | 'sendAt'> {
+export function sendFields(
+  validation: Validation,
+): Pick<dispatch.SendRequest, 'template' | 'to' | 'dataJson' | 'fieldsInvalid' | 'tags' | 'metadataJson' | 'sendAt'> {
   return validation.valid
-    ? { template: validation.body.template, to: validation.body.to, dataJson: JSON.stringify(validation.body.data), fieldsInvalid: false, ...labelFields(validation.body), sendAt: sendAtOf(validation.body) }
+    ? {
+        template: validation.body.template,
+        to: validation.body.to,
+        dataJson: JSON.stringify(validation.body.data),
+        fieldsInvalid: false,
+        ...labelFields(validation.body),
+        sendAt: sendAtOf(validation.body),
+      }
     : { template: '', to: '', dataJson: '', fieldsInvalid: true, sendAt: '' };
 }
 

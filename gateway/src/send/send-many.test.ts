@@ -4,14 +4,14 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { createRegistry, GrpcClient, OperationalError, RemoteError, UserError, type GrpcServer, type Registry } from '@notify/platform';
-import { dispatchProto, type dispatch } from '@notify/proto';
+import { createRegistry, GrpcClient, type GrpcServer, OperationalError, type Registry, RemoteError, UserError } from '@notify/platform';
+import { type dispatch, dispatchProto } from '@notify/proto';
 import { ApiError, FieldErrors } from '../errors/api-error.ts';
 import { text } from '../i18n/messages.ts';
 import { gatewayCaller } from '../testing/serve-app.ts';
 import { sendManyItem, standIn, standInServer } from '../testing/stand-in.ts';
-import { dispatchSend, refusalOf, type DispatchClient } from './dispatch.ts';
-import { sendDispatcher, sendManyItems, type SendDispatcher } from './send-many.ts';
+import { type DispatchClient, dispatchSend, refusalOf } from './dispatch.ts';
+import { type SendDispatcher, sendDispatcher, sendManyItems } from './send-many.ts';
 
 /** Sends per SendMany call the stand-ins received, in order. */
 const calls: number[] = [];
@@ -23,7 +23,8 @@ async function judge(request: dispatch.SendRequest__Output): Promise<dispatch.Se
   const refusals: Record<string, () => Error> = {
     missing: () => new UserError(status.NOT_FOUND, 'template_not_found', 'no such template'),
     inactive: () => new UserError(status.FAILED_PRECONDITION, 'template_inactive', 'inactive'),
-    strict: () => new UserError(status.INVALID_ARGUMENT, 'data_invalid', 'data refused', { fields: [JSON.stringify({ path: 'name', keyword: 'required', params: {} })] }),
+    strict: () =>
+      new UserError(status.INVALID_ARGUMENT, 'data_invalid', 'data refused', { fields: [JSON.stringify({ path: 'name', keyword: 'required', params: {} })] }),
     unstorable: () => new UserError(status.INVALID_ARGUMENT, 'data_unstorable', 'U+0000'),
     suppressed: () => new UserError(status.FAILED_PRECONDITION, 'recipient_suppressed', 'suppressed', { fields: ['hard_bounce', '2026-11-25'] }),
     mismatch: () => new UserError(status.FAILED_PRECONDITION, 'idempotency_key_mismatch', 'other body'),
@@ -36,7 +37,15 @@ async function judge(request: dispatch.SendRequest__Output): Promise<dispatch.Se
   if (request.template === 'sleepy') await new Promise((resolve) => setTimeout(resolve, 3_000));
   const refusal = refusals[request.template];
   if (refusal) throw refusal();
-  return { messageId: Number(request.to.split('@')[0]), status: 'queued', celeryTaskId: `task-${request.to}`, idempotentReplay: false, organizationAccepted: 1, sendAt: '', replayableForMs: 0 };
+  return {
+    messageId: Number(request.to.split('@')[0]),
+    status: 'queued',
+    celeryTaskId: `task-${request.to}`,
+    idempotentReplay: false,
+    organizationAccepted: 1,
+    sendAt: '',
+    replayableForMs: 0,
+  };
 }
 
 async function serve(handlers: Partial<Parameters<typeof standIn<typeof dispatchProto.DispatchService.service>>[1]>): Promise<string> {
@@ -68,10 +77,23 @@ function client(at: string, deadlineMs = 2_000): DispatchClient {
 }
 
 function dispatcher(at: string, options: { deadlineMs?: number; calls?: number; registry?: Registry } = {}): SendDispatcher {
-  return sendDispatcher(client(at, options.deadlineMs), { maxItems: 64, calls: options.calls ?? 4, registry: options.registry ?? createRegistry('send-many-test') });
+  return sendDispatcher(client(at, options.deadlineMs), {
+    maxItems: 64,
+    calls: options.calls ?? 4,
+    registry: options.registry ?? createRegistry('send-many-test'),
+  });
 }
 
-const request = (template: string, id: number): dispatch.SendRequest => ({ projectId: 1, organizationId: 2, apiKeyId: 3, template, to: `${id}@example.com`, dataJson: '{}', monthlyQuota: 0, fieldsInvalid: template === 'fields' });
+const request = (template: string, id: number): dispatch.SendRequest => ({
+  projectId: 1,
+  organizationId: 2,
+  apiKeyId: 3,
+  template,
+  to: `${id}@example.com`,
+  dataJson: '{}',
+  monthlyQuota: 0,
+  fieldsInvalid: template === 'fields',
+});
 
 /** What the caller would be answered, comparable across the two paths. */
 function answered(outcome: unknown): unknown {
@@ -94,14 +116,23 @@ test("the sends that arrive together share one SendMany call, each answered exac
 
   for (const [id, template] of templates.entries()) {
     const own = await unary.call('Send', request(template, id)).then(
-      (response) => ({ accepted: { message_id: response.messageId, status: response.status, celery_task_id: response.celeryTaskId, idempotent_replay: false }, organizationAccepted: 1, replayableForMs: 0 }),
+      (response) => ({
+        accepted: { message_id: response.messageId, status: response.status, celery_task_id: response.celeryTaskId, idempotent_replay: false },
+        organizationAccepted: 1,
+        replayableForMs: 0,
+      }),
       (error: unknown) => answered(refusalOf(error, ownFieldErrors)),
     );
     const outcome = batched[id] as PromiseSettledResult<unknown>;
     assert.deepEqual(outcome.status === 'fulfilled' ? outcome.value : answered(outcome.reason), own, template);
   }
   // A few spot checks of what that mapping is, so that the comparison cannot pass on two wrong answers.
-  assert.deepEqual(answered((batched[1] as PromiseRejectedResult).reason), { status: 404, code: 'template_not_found', detail: text('template_not_found'), headers: {} });
+  assert.deepEqual(answered((batched[1] as PromiseRejectedResult).reason), {
+    status: 404,
+    code: 'template_not_found',
+    detail: text('template_not_found'),
+    headers: {},
+  });
   assert.equal((batched[9] as PromiseRejectedResult).reason, ownFieldErrors);
   assert.equal(((batched[10] as PromiseRejectedResult).reason as ApiError).status, 503);
   assert.deepEqual(answered((batched[11] as PromiseRejectedResult).reason), { unexpected: true, status: status.INTERNAL, reason: 'internal', fields: [] });
@@ -132,7 +163,12 @@ test('a failed SendMany call fails each of its sends as a failed Send would: dis
   const outcomes = await Promise.allSettled(['welcome', 'missing', 'welcome'].map((template, id) => dispatchSend(sends, request(template, id))));
   for (const outcome of outcomes) {
     assert.equal(outcome.status, 'rejected');
-    assert.deepEqual(answered(outcome.reason), { status: 503, code: 'service_unavailable', detail: text('service_unavailable'), headers: { 'Retry-After': '5' } });
+    assert.deepEqual(answered(outcome.reason), {
+      status: 503,
+      code: 'service_unavailable',
+      detail: text('service_unavailable'),
+      headers: { 'Retry-After': '5' },
+    });
   }
 });
 
@@ -143,7 +179,8 @@ test('a send queued behind a call in flight keeps its own deadline, its time que
   const queuedAt = performance.now();
   const queued = await dispatchSend(sends, request('sleepy', 2)).catch((error: unknown) => error);
   const waited = performance.now() - queuedAt;
-  for (const outcome of [await first, queued]) assert.deepEqual(answered(outcome), { status: 503, code: 'service_unavailable', detail: text('service_unavailable'), headers: { 'Retry-After': '5' } });
+  for (const outcome of [await first, queued])
+    assert.deepEqual(answered(outcome), { status: 503, code: 'service_unavailable', detail: text('service_unavailable'), headers: { 'Retry-After': '5' } });
   // Its own Send call would have failed 1 s after it was made; a fresh deadline once it left the queue, 1.5 s.
   assert.ok(waited >= 950 && waited < 1_300, `the queued send failed after ${waited} ms`);
   assert.equal(((queued as ApiError).cause as RemoteError).status, status.DEADLINE_EXCEEDED);

@@ -4,7 +4,7 @@
 // from the moment it was submitted, its time queued included), its answer or the very RemoteError Send would have
 // failed with (a failure of the whole call is each item's), and its client span, the parent of dispatch-svc's server span.
 import { BatchedCalls, type Registry } from '@notify/platform';
-import { dispatchProto, type dispatch } from '@notify/proto';
+import { type dispatch, dispatchProto } from '@notify/proto';
 import type { DispatchClient } from './dispatch.ts';
 
 export interface SendManyOptions {

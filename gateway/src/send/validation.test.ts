@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { translate, type Language } from '../i18n/messages.ts';
+import { type Language, translate } from '../i18n/messages.ts';
 import { maxDataArrayItems, maxDataDepth, maxDataElements, parseRfc3339, sendAtOf, shapeOf, validateSendBody } from './validation.ts';
 
 const valid = { template: 'welcome_v2-a', to: 'ana@example.com', channel: 'email', data: { name: 'Ana' } };
@@ -70,7 +70,18 @@ test('the template must be a 1-100 character slug', () => {
 });
 
 test('the recipient must be one plain email address', () => {
-  for (const to of ['not-an-email', 'Ana <ana@example.com>', 'ana@example.com, bo@example.com', 'ana@example.com;bo@example.com', 'ana@localhost', 'ana@[127.0.0.1]', ' ana@example.com', 'ana@', '@example.com', `${'a'.repeat(65)}@example.com`]) {
+  for (const to of [
+    'not-an-email',
+    'Ana <ana@example.com>',
+    'ana@example.com, bo@example.com',
+    'ana@example.com;bo@example.com',
+    'ana@localhost',
+    'ana@[127.0.0.1]',
+    ' ana@example.com',
+    'ana@',
+    '@example.com',
+    `${'a'.repeat(65)}@example.com`,
+  ]) {
     assert.deepEqual(refusal({ ...valid, to }), { to: ['Enter a valid email address.'] }, to);
   }
   assert.deepEqual(refusal({ ...valid, to: 'nope' }, 'es'), { to: ['Introduzca una dirección de correo electrónico válida.'] });
@@ -103,7 +114,9 @@ test('data nests at most 32 levels', () => {
   assert.deepEqual(refusal({ ...valid, data: nested(maxDataDepth + 1) }, 'es'), { data: ['El anidamiento está limitado a 32 niveles.'] });
   const parsed = JSON.parse(`{"data":{"a":${'['.repeat(50_000)}${']'.repeat(50_000)}}}`) as Record<string, unknown>;
   // 50,000 nested arrays are also 50,000 values.
-  assert.deepEqual(refusal({ ...valid, data: parsed['data'] }), { data: ['Nesting is limited to 32 levels.', 'The data may hold at most 10000 values in all, counting those nested in objects and lists.'] });
+  assert.deepEqual(refusal({ ...valid, data: parsed['data'] }), {
+    data: ['Nesting is limited to 32 levels.', 'The data may hold at most 10000 values in all, counting those nested in objects and lists.'],
+  });
 });
 
 test('a list inside data holds at most 1000 items, at any depth', () => {
@@ -111,7 +124,9 @@ test('a list inside data holds at most 1000 items, at any depth', () => {
   assert.equal(refusal({ ...valid, data: { items: list(maxDataArrayItems) } }), undefined);
   assert.deepEqual(refusal({ ...valid, data: { items: list(maxDataArrayItems + 1) } }), { data: ['A list in the data may hold at most 1000 items.'] });
   assert.deepEqual(refusal({ ...valid, data: { a: { b: [[], list(maxDataArrayItems + 1)] } } }), { data: ['A list in the data may hold at most 1000 items.'] });
-  assert.deepEqual(refusal({ ...valid, data: { items: list(maxDataArrayItems + 1) } }, 'es'), { data: ['Una lista de los datos puede contener como máximo 1000 elementos.'] });
+  assert.deepEqual(refusal({ ...valid, data: { items: list(maxDataArrayItems + 1) } }, 'es'), {
+    data: ['Una lista de los datos puede contener como máximo 1000 elementos.'],
+  });
   assert.equal(shapeOf({ a: [1, [2, 3]] }).longestArray, 2);
   assert.equal(shapeOf({ a: [1, [2, 3, 4]], b: [] }).longestArray, 3);
 });
@@ -122,10 +137,19 @@ test('data holds at most 10000 values in all, members and items at every depth c
   assert.equal(refusal({ ...valid, data: atLimit }), undefined);
   const over = { ...atLimit, one: 'more' };
   assert.deepEqual(refusal({ ...valid, data: over }), { data: ['The data may hold at most 10000 values in all, counting those nested in objects and lists.'] });
-  assert.deepEqual(refusal({ ...valid, data: over }, 'es'), { data: ['Los datos pueden contener como máximo 10000 valores en total, contando los anidados en objetos y listas.'] });
+  assert.deepEqual(refusal({ ...valid, data: over }, 'es'), {
+    data: ['Los datos pueden contener como máximo 10000 valores en total, contando los anidados en objetos y listas.'],
+  });
   // Nested values count too: 10 lists of 100 objects of 10 members each is 10 + 1,000 + 10,000 values.
-  const nestedValues = Object.fromEntries(Array.from({ length: 10 }, (_, index) => [`l${index}`, Array.from({ length: 100 }, () => Object.fromEntries(Array.from({ length: 10 }, (_, key) => [`k${key}`, key])))]));
-  assert.deepEqual(refusal({ ...valid, data: nestedValues }), { data: ['The data may hold at most 10000 values in all, counting those nested in objects and lists.'] });
+  const nestedValues = Object.fromEntries(
+    Array.from({ length: 10 }, (_, index) => [
+      `l${index}`,
+      Array.from({ length: 100 }, () => Object.fromEntries(Array.from({ length: 10 }, (_, key) => [`k${key}`, key]))),
+    ]),
+  );
+  assert.deepEqual(refusal({ ...valid, data: nestedValues }), {
+    data: ['The data may hold at most 10000 values in all, counting those nested in objects and lists.'],
+  });
   assert.equal(shapeOf({ a: [1, { b: 2 }] }).elements, 4);
   assert.equal(maxDataElements, 10_000);
 });
@@ -146,12 +170,16 @@ test('prototype-related keys are refused anywhere inside data', () => {
     const data = JSON.parse(source) as unknown;
     assert.deepEqual(refusal({ ...valid, data }), { data: ['The keys "__proto__", "constructor" and "prototype" are not allowed.'] }, source);
   }
-  assert.deepEqual(refusal({ ...valid, data: { constructor: 1 } }, 'es'), { data: ['Las claves "__proto__", "constructor" y "prototype" no están permitidas.'] });
+  assert.deepEqual(refusal({ ...valid, data: { constructor: 1 } }, 'es'), {
+    data: ['Las claves "__proto__", "constructor" y "prototype" no están permitidas.'],
+  });
   assert.equal(refusal({ ...valid, data: { text: '__proto__', list: ['constructor'] } }), undefined);
 });
 
 test('any other top-level field is unknown, an API key and __proto__ included', () => {
-  const body = JSON.parse('{"template":"welcome","to":"ana@example.com","channel":"email","data":{},"__proto__":{"template":"x"},"api_key":"k","Template":"x"}') as Record<string, unknown>;
+  const body = JSON.parse(
+    '{"template":"welcome","to":"ana@example.com","channel":"email","data":{},"__proto__":{"template":"x"},"api_key":"k","Template":"x"}',
+  ) as Record<string, unknown>;
   const expected = JSON.parse('{"__proto__":["Unknown field."],"api_key":["Unknown field."],"Template":["Unknown field."]}') as unknown;
   assert.deepEqual(refusal(body), expected);
   assert.deepEqual(refusal({ ...valid, extra: 1 }, 'es'), { extra: ['Campo desconocido.'] });
@@ -176,12 +204,15 @@ test('every field is judged in the same answer', () => {
 test('random bodies never throw and yield either a valid body or field messages', () => {
   const field = fc.oneof(fc.constantFrom('template', 'to', 'channel', 'data', '__proto__', 'constructor', 'toString'), fc.string());
   const body = fc.dictionary(field, fc.jsonValue({ maxDepth: 5 }), { maxKeys: 8 });
-  const shaped = fc.record({
-    template: fc.oneof(fc.stringMatching(/^[A-Za-z0-9_-]{0,101}$/), fc.jsonValue()),
-    to: fc.oneof(fc.emailAddress(), fc.string(), fc.jsonValue()),
-    channel: fc.oneof(fc.constant('email'), fc.jsonValue()),
-    data: fc.oneof(fc.object(), fc.jsonValue()),
-  }, { requiredKeys: [] });
+  const shaped = fc.record(
+    {
+      template: fc.oneof(fc.stringMatching(/^[A-Za-z0-9_-]{0,101}$/), fc.jsonValue()),
+      to: fc.oneof(fc.emailAddress(), fc.string(), fc.jsonValue()),
+      channel: fc.oneof(fc.constant('email'), fc.jsonValue()),
+      data: fc.oneof(fc.object(), fc.jsonValue()),
+    },
+    { requiredKeys: [] },
+  );
   fc.assert(
     fc.property(fc.oneof(body, shaped), fc.constantFrom<Language>('en', 'es'), (input, language) => {
       // Through JSON text, as the route sees it: `__proto__` keys become own properties.
@@ -216,23 +247,39 @@ test('send_at in the future, within 30 days, with Z or an offset, is valid', () 
 test('send_at that is not an RFC 3339 time with its offset is refused on send_at, in both languages', () => {
   const tomorrow = new Date(Date.now() + 86_400_000).toISOString();
   for (const sendAt of ['tomorrow', tomorrow.replace('Z', ''), tomorrow.slice(0, 10), '2099-02-30T10:00:00Z', `${tomorrow.slice(0, 11)}24:00:00Z`, '']) {
-    assert.deepEqual(refusal({ ...valid, send_at: sendAt }), { send_at: ['Enter an RFC 3339 time with its offset, such as 2026-01-31T09:30:00Z or 2026-01-31T10:30:00+01:00.'] }, sendAt);
+    assert.deepEqual(
+      refusal({ ...valid, send_at: sendAt }),
+      { send_at: ['Enter an RFC 3339 time with its offset, such as 2026-01-31T09:30:00Z or 2026-01-31T10:30:00+01:00.'] },
+      sendAt,
+    );
   }
-  assert.deepEqual(refusal({ ...valid, send_at: 'tomorrow' }, 'es'), { send_at: ['Indique una hora RFC 3339 con su desfase, como 2026-01-31T09:30:00Z o 2026-01-31T10:30:00+01:00.'] });
+  assert.deepEqual(refusal({ ...valid, send_at: 'tomorrow' }, 'es'), {
+    send_at: ['Indique una hora RFC 3339 con su desfase, como 2026-01-31T09:30:00Z o 2026-01-31T10:30:00+01:00.'],
+  });
   assert.deepEqual(refusal({ ...valid, send_at: 1_900_000_000 }), { send_at: ['Expected a string.'] });
 });
 
 test('send_at in the past, or more than 30 days ahead, is refused on send_at', () => {
-  assert.deepEqual(refusal({ ...valid, send_at: new Date(Date.now() - 1_000).toISOString() }), { send_at: ['This time has already passed; omit send_at to send at once.'] });
-  assert.deepEqual(refusal({ ...valid, send_at: new Date(Date.now() + 31 * 86_400_000).toISOString() }), { send_at: ['A send can be scheduled at most 30 days ahead.'] });
-  assert.deepEqual(refusal({ ...valid, send_at: new Date(Date.now() + 31 * 86_400_000).toISOString() }, 'es'), { send_at: ['Un envío puede programarse como máximo con 30 días de antelación.'] });
+  assert.deepEqual(refusal({ ...valid, send_at: new Date(Date.now() - 1_000).toISOString() }), {
+    send_at: ['This time has already passed; omit send_at to send at once.'],
+  });
+  assert.deepEqual(refusal({ ...valid, send_at: new Date(Date.now() + 31 * 86_400_000).toISOString() }), {
+    send_at: ['A send can be scheduled at most 30 days ahead.'],
+  });
+  assert.deepEqual(refusal({ ...valid, send_at: new Date(Date.now() + 31 * 86_400_000).toISOString() }, 'es'), {
+    send_at: ['Un envío puede programarse como máximo con 30 días de antelación.'],
+  });
 });
 
 test('parseRfc3339 reads the instant with its offset and refuses dates that do not exist; sendAtOf passes it on in UTC', () => {
   assert.equal(parseRfc3339('2026-01-31T10:30:00+01:00'), Date.UTC(2026, 0, 31, 9, 30));
   assert.equal(parseRfc3339('2026-01-31t09:30:00.5z'), Date.UTC(2026, 0, 31, 9, 30, 0, 500));
   assert.equal(parseRfc3339('2028-02-29T00:00:00Z'), Date.UTC(2028, 1, 29));
-  assert.equal(sendAtOf({ template: 'w', to: 'a@example.com', channel: 'email', data: {}, send_at: '2026-01-31t10:30:00.5+01:00' }), '2026-01-31T09:30:00.500Z');
+  assert.equal(
+    sendAtOf({ template: 'w', to: 'a@example.com', channel: 'email', data: {}, send_at: '2026-01-31t10:30:00.5+01:00' }),
+    '2026-01-31T09:30:00.500Z',
+  );
   assert.equal(sendAtOf({ template: 'w', to: 'a@example.com', channel: 'email', data: {} }), '');
-  for (const value of ['2026-02-29T00:00:00Z', '2026-13-01T00:00:00Z', '2026-01-31T09:30:60Z', '2026-01-31T09:30:00+24:00', '2026-01-31 09:30:00Z']) assert.equal(parseRfc3339(value), undefined, value);
+  for (const value of ['2026-02-29T00:00:00Z', '2026-13-01T00:00:00Z', '2026-01-31T09:30:60Z', '2026-01-31T09:30:00+24:00', '2026-01-31 09:30:00Z'])
+    assert.equal(parseRfc3339(value), undefined, value);
 });

@@ -2,7 +2,7 @@
 // each failure named by one message (docs/contract.md, "Fields (422 rules)").
 import { Ajv, type ErrorObject } from 'ajv';
 import validator from 'validator';
-import { text, type Text } from '../i18n/messages.ts';
+import { type Text, text } from '../i18n/messages.ts';
 import { labelMessages, metadataSchema, tagsSchema } from './labels.ts';
 
 export interface SendBody {
@@ -39,9 +39,19 @@ const rfc3339Time = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?
 export function parseRfc3339(value: string): number | undefined {
   const parts = rfc3339Time.exec(value);
   if (!parts) return undefined;
-  const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = [1, 2, 3, 4, 5, 6, 8, 9].map((group) => Number(parts[group] ?? 0)) as [number, number, number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = [1, 2, 3, 4, 5, 6, 8, 9].map((group) => Number(parts[group] ?? 0)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) return undefined;
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59)
+    return undefined;
   const instant = Date.parse(value.toUpperCase());
   return Number.isNaN(instant) ? undefined : instant;
 }
@@ -121,13 +131,31 @@ ajv.addFormat('email', {
   type: 'string',
   validate: (value: string) => validator.isEmail(value, { allow_display_name: false, require_tld: true, allow_ip_domain: false }),
 });
-ajv.addKeyword({ keyword: 'noControlCharacters', type: 'string', schemaType: 'boolean', errors: false, validate: (_: boolean, value: string) => !/\p{Cc}/u.test(value) });
+ajv.addKeyword({
+  keyword: 'noControlCharacters',
+  type: 'string',
+  schemaType: 'boolean',
+  errors: false,
+  validate: (_: boolean, value: string) => !/\p{Cc}/u.test(value),
+});
 ajv.addKeyword({ keyword: 'dataLimits', type: 'object', schemaType: 'boolean', errors: true, validate: dataWithinLimits });
 // metadata's reserved keys: its values must be strings, so for a body that can pass the walk stays on its one level.
-ajv.addKeyword({ keyword: 'noReservedKeys', type: 'object', schemaType: 'boolean', errors: false, validate: (_: boolean, value: object) => !shapeOf(value).reservedKey });
+ajv.addKeyword({
+  keyword: 'noReservedKeys',
+  type: 'object',
+  schemaType: 'boolean',
+  errors: false,
+  validate: (_: boolean, value: object) => !shapeOf(value).reservedKey,
+});
 // send_at's three rules, each its own keyword (and message); the time rules pass a value that is not a time, which
 // `rfc3339` alone names.
-ajv.addKeyword({ keyword: 'rfc3339', type: 'string', schemaType: 'boolean', errors: false, validate: (_: boolean, value: string) => parseRfc3339(value) !== undefined });
+ajv.addKeyword({
+  keyword: 'rfc3339',
+  type: 'string',
+  schemaType: 'boolean',
+  errors: false,
+  validate: (_: boolean, value: string) => parseRfc3339(value) !== undefined,
+});
 ajv.addKeyword({ keyword: 'notPast', type: 'string', schemaType: 'boolean', errors: false, validate: (_: boolean, value: string) => notPast(value) });
 ajv.addKeyword({ keyword: 'withinReach', type: 'string', schemaType: 'boolean', errors: false, validate: (_: boolean, value: string) => withinReach(value) });
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { translate, type Language } from '../i18n/messages.ts';
+import { type Language, translate } from '../i18n/messages.ts';
 import { variableFault } from './variable-faults.ts';
 
 /** What a caller of `language` reads for a violation dispatch-svc sent. */

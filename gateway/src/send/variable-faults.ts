@@ -2,7 +2,7 @@
 // (`{"path":"amount","keyword":"type","params":{"type":"integer"}}`, see dispatch-svc templates/variables-schema.ts);
 // this turns each into a text of the caller's language that names the variable.
 import type { FieldMessage } from '../errors/api-error.ts';
-import { text, type MessageKey, type Text } from '../i18n/messages.ts';
+import { type MessageKey, type Text, text } from '../i18n/messages.ts';
 
 interface Violation {
   readonly path: string;

@@ -2,8 +2,8 @@
 // panel's pages send them.
 import assert from 'node:assert/strict';
 import { status } from '@grpc/grpc-js';
-import { UserError, type GrpcServer } from '@notify/platform';
-import { authProto, type auth } from '@notify/proto';
+import { type GrpcServer, UserError } from '@notify/platform';
+import { type auth, authProto } from '@notify/proto';
 import { sessionCookie } from '../panel/sessions/cookies.ts';
 import { gatewayCaller, type ServedApp } from './serve-app.ts';
 import { standIn } from './stand-in.ts';
@@ -41,7 +41,10 @@ export function panelClient(app: () => ServedApp): PanelClient {
 }
 
 /** Adds auth-svc's PanelAuthService to `services`, answering each of `users` with its organization and projects. */
-export function servePanelAccess(services: GrpcServer, access: { users: auth.PanelUser__Output[]; organization: auth.PanelAccess__Output['organization']; projects: auth.PanelAccess__Output['projects'] }): void {
+export function servePanelAccess(
+  services: GrpcServer,
+  access: { users: auth.PanelUser__Output[]; organization: auth.PanelAccess__Output['organization']; projects: auth.PanelAccess__Output['projects'] },
+): void {
   services.add(
     authProto.PanelAuthService.service,
     standIn(authProto.PanelAuthService.service, {

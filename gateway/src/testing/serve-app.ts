@@ -4,10 +4,10 @@ import { randomBytes } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import { Redis } from 'ioredis';
 import { createLogger, createRegistry, degradable, GrpcClient, loadConfig, type Rate, type Registry } from '@notify/platform';
 import { authProto, dispatchProto } from '@notify/proto';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
+import { Redis } from 'ioredis';
 import { createApp } from '../app.ts';
 import { configSpec } from '../config.ts';
 import { createPanelDeps, type PanelDeps } from '../panel/dependencies.ts';
@@ -66,7 +66,14 @@ export async function serveApp(options: {
   await new Promise((resolve) => redis.once('ready', resolve).once('error', resolve));
   const keyPrefix = `notify-t-${randomBytes(4).toString('hex')}:`;
   const rateLimiter = new SendRateLimiter({ redis, keyPrefix, defaultRate: options.rate ?? { points: 120, windowSeconds: 60 }, replicas: 1, logger });
-  const readRateLimiter = new SendRateLimiter({ redis, keyPrefix, policy: 'read', defaultRate: options.readRate ?? { points: 600, windowSeconds: 60 }, replicas: 1, logger });
+  const readRateLimiter = new SendRateLimiter({
+    redis,
+    keyPrefix,
+    policy: 'read',
+    defaultRate: options.readRate ?? { points: 600, windowSeconds: 60 },
+    replicas: 1,
+    logger,
+  });
   // The panel as main.ts builds it from the gateway's configuration, its sessions under the test's key prefix.
   const panel =
     options.panelEnv &&
@@ -84,7 +91,8 @@ export async function serveApp(options: {
       registry,
     });
   const reports = options.unsubscribeRate && new GrpcClient(dispatchProto.ReportService.service, options.dispatchAddress, grpcOptions);
-  const unsubscribe = reports && options.unsubscribeRate && { reports, limiter: new UnsubscribeLimiter({ redis, keyPrefix, rate: options.unsubscribeRate }), logger };
+  const unsubscribe = reports &&
+    options.unsubscribeRate && { reports, limiter: new UnsubscribeLimiter({ redis, keyPrefix, rate: options.unsubscribeRate }), logger };
   const app = createApp({
     auth,
     dispatch,
@@ -133,7 +141,10 @@ export interface RawResponse {
  * A request written by hand, for what fetch cannot do: announce a Content-Length and send nothing, or stream a chunked
  * body that never ends. `body` chunks are written one by one until the response arrives.
  */
-export function rawRequest(port: number, options: { method?: string; path?: string; headers?: Record<string, string>; chunks?: Iterable<Buffer> }): Promise<RawResponse> {
+export function rawRequest(
+  port: number,
+  options: { method?: string; path?: string; headers?: Record<string, string>; chunks?: Iterable<Buffer> },
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const request = httpRequest({ host: '127.0.0.1', port, method: options.method ?? 'POST', path: options.path ?? '/api/v1/send/', headers: options.headers });
     let answered = false;

@@ -3,7 +3,7 @@
 // services grow.
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
-import { createRegistry, GrpcServer, itemRefusal, toGrpcFailure, UserError, type AsyncHandlers } from '@notify/platform';
+import { type AsyncHandlers, createRegistry, GrpcServer, itemRefusal, toGrpcFailure, UserError } from '@notify/platform';
 import type { dispatch } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 
@@ -23,7 +23,10 @@ export function standInServer(): GrpcServer {
 }
 
 /** One item of a SendMany call answered as dispatch-svc answers it: `send`'s answer, or the refusal its own Send call would have failed with. */
-export async function sendManyItem(item: dispatch.SendManyItem__Output, send: (request: dispatch.SendRequest__Output) => Promise<dispatch.SendResponse__Output>): Promise<dispatch.SendBatchResult__Output> {
+export async function sendManyItem(
+  item: dispatch.SendManyItem__Output,
+  send: (request: dispatch.SendRequest__Output) => Promise<dispatch.SendResponse__Output>,
+): Promise<dispatch.SendBatchResult__Output> {
   try {
     return { accepted: await send(item.send as dispatch.SendRequest__Output), outcome: 'accepted' };
   } catch (error) {

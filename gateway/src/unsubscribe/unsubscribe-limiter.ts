@@ -1,9 +1,10 @@
 // Requests to the unsubscribe pages, counted per client address (NOTIFY_UNSUBSCRIBE_RATE): anyone may call them, so a
 // client guessing tokens or hammering dispatch-svc through them is slowed down. Shared by the replicas in Redis; when
 // Redis cannot answer, each replica keeps counting in memory.
+
+import type { Rate } from '@notify/platform';
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import type { Rate } from '@notify/platform';
 import { sharedLimiter } from '../rate-limit/redis.ts';
 
 export type UnsubscribeDecision = { readonly allowed: true } | { readonly allowed: false; readonly retryAfterSeconds: number };

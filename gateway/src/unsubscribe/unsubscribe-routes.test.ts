@@ -4,10 +4,10 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { UserError, type GrpcServer } from '@notify/platform';
+import { type GrpcServer, UserError } from '@notify/platform';
 import { createDataKey, readUnsubscribeToken, unsubscribeToken } from '@notify/platform/mail';
 import { dispatchProto } from '@notify/proto';
-import { gatewayCaller, serveApp, type ServedApp } from '../testing/serve-app.ts';
+import { gatewayCaller, type ServedApp, serveApp } from '../testing/serve-app.ts';
 import { standIn, standInServer } from '../testing/stand-in.ts';
 
 const dataKey = createDataKey(randomBytes(32));
@@ -47,7 +47,13 @@ after(async () => {
 });
 
 const oneClick = (path: string, init: RequestInit = {}): Promise<Response> =>
-  fetch(`${gateway.url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'List-Unsubscribe=One-Click', redirect: 'manual', ...init });
+  fetch(`${gateway.url}${path}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: 'List-Unsubscribe=One-Click',
+    redirect: 'manual',
+    ...init,
+  });
 
 function assertPageHeaders(response: Response): void {
   assert.match(response.headers.get('content-type') ?? '', /^text\/html; charset=utf-8/);
@@ -87,7 +93,10 @@ describe('POST /u/TOKEN (RFC 8058 one click)', () => {
     const before = calls.length;
     const response = await oneClick(`/u/${token('nobody@example.com')}`, { body: 'List-Unsubscribe=Maybe' });
     assert.equal(response.status, 400);
-    const json = await oneClick(`/u/${token('nobody@example.com')}`, { headers: { 'Content-Type': 'application/json' }, body: '{"List-Unsubscribe":"One-Click"}' });
+    const json = await oneClick(`/u/${token('nobody@example.com')}`, {
+      headers: { 'Content-Type': 'application/json' },
+      body: '{"List-Unsubscribe":"One-Click"}',
+    });
     assert.equal(json.status, 400);
     assert.equal(calls.length, before);
     assert.ok(!suppressed.has('nobody@example.com'));
@@ -140,7 +149,12 @@ describe('GET /u/TOKEN (the confirmation page)', () => {
 });
 
 test('503 with Retry-After when dispatch-svc does not answer', async () => {
-  const down = await serveApp({ authAddress: '127.0.0.1:1', dispatchAddress: '127.0.0.1:1', unsubscribeRate: { points: 100, windowSeconds: 60 }, deadlineMs: 500 });
+  const down = await serveApp({
+    authAddress: '127.0.0.1:1',
+    dispatchAddress: '127.0.0.1:1',
+    unsubscribeRate: { points: 100, windowSeconds: 60 },
+    deadlineMs: 500,
+  });
   try {
     const link = `${down.url}/u/${token('a@example.com')}`;
     const page = await fetch(link);

@@ -3,14 +3,14 @@
 // GET only shows a confirmation page whose button posts: link scanners fetch every URL of a mail, and a GET must never
 // unsubscribe anyone. Answers are small HTML pages in the caller's language; dispatch-svc verifies the token.
 import { status } from '@grpc/grpc-js';
-import type { Middleware, ParameterizedContext } from 'koa';
-import { RemoteError, type GrpcClient, type Logger } from '@notify/platform';
+import { type GrpcClient, type Logger, RemoteError } from '@notify/platform';
 import type { dispatch } from '@notify/proto';
+import type { Middleware, ParameterizedContext } from 'koa';
 import { isDependencyDown, unavailableRetryAfterSeconds } from '../errors/dependency.ts';
 import type { GatewayState } from '../http/state.ts';
 import type { Language } from '../i18n/messages.ts';
-import { html, type Html } from '../panel/views/html.ts';
-import { unsubscribeText, type UnsubscribeTextKey } from './texts.ts';
+import { type Html, html } from '../panel/views/html.ts';
+import { type UnsubscribeTextKey, unsubscribeText } from './texts.ts';
 import type { UnsubscribeLimiter } from './unsubscribe-limiter.ts';
 
 export type ReportClient = GrpcClient<dispatch.ReportServiceDefinition>;
@@ -65,7 +65,12 @@ ${body}
 `.toString();
 }
 
-function message(ctx: Context, httpStatus: number, key: 'done' | 'invalid' | 'unavailable' | 'badRequest' | 'error', params: Record<string, string | number> = {}): void {
+function message(
+  ctx: Context,
+  httpStatus: number,
+  key: 'done' | 'invalid' | 'unavailable' | 'badRequest' | 'error',
+  params: Record<string, string | number> = {},
+): void {
   page(ctx, httpStatus, `${key}.title`, html`<p>${unsubscribeText(ctx.state.language, `${key}.text`, params)}</p>`);
 }
 

@@ -25,7 +25,10 @@ describe('retry backoff', () => {
   });
 
   it('spreads retries over the upper half of the window (equal jitter)', () => {
-    assert.equal(retryDelayMs(3, policy, () => 0.5), 180_000);
+    assert.equal(
+      retryDelayMs(3, policy, () => 0.5),
+      180_000,
+    );
     const samples = Array.from({ length: 200 }, () => retryDelayMs(3, policy));
     assert.ok(samples.every((delay) => delay >= 120_000 && delay < 240_000));
     assert.ok(new Set(samples).size > 100);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { failureReason, judgeAttempt, formatDuration } from './decision.ts';
+import { failureReason, formatDuration, judgeAttempt } from './decision.ts';
 
 const policy = { maxAttempts: 3, maxAgeMs: 3_600_000, baseMs: 1_000, maxMs: 10_000 };
 const half = (): number => 0.5;
@@ -39,14 +39,29 @@ describe('delivery decision', () => {
   });
 
   it('fails a permanent refusal at once, whatever the attempt', () => {
-    const decision = judgeAttempt({ kind: 'permanent', reason: 'recipient refused by the mail server: 550 no', smtpCode: 550, smtpResponse: '550 no' }, young(1), policy);
+    const decision = judgeAttempt(
+      { kind: 'permanent', reason: 'recipient refused by the mail server: 550 no', smtpCode: 550, smtpResponse: '550 no' },
+      young(1),
+      policy,
+    );
     assert.deepEqual(decision.event, { state: 'failed', reason: 'recipient refused by the mail server: 550 no', smtpCode: 550, smtpResponse: '550 no' });
     assert.deepEqual(decision.settle, { action: 'term' });
   });
 
   it('marks a failure on a 5.1.x refusal as a hard bounce, for dispatch-svc to suppress the address', () => {
-    const bounce = { kind: 'permanent', reason: 'recipient refused by the mail server: 550 5.1.1 No such user', smtpCode: 550, smtpResponse: '550 5.1.1 No such user' } as const;
-    assert.deepEqual(judgeAttempt(bounce, young(1), policy).event, { state: 'failed', reason: bounce.reason, smtpCode: 550, smtpResponse: bounce.smtpResponse, suppression: 'hard_bounce' });
+    const bounce = {
+      kind: 'permanent',
+      reason: 'recipient refused by the mail server: 550 5.1.1 No such user',
+      smtpCode: 550,
+      smtpResponse: '550 5.1.1 No such user',
+    } as const;
+    assert.deepEqual(judgeAttempt(bounce, young(1), policy).event, {
+      state: 'failed',
+      reason: bounce.reason,
+      smtpCode: 550,
+      smtpResponse: bounce.smtpResponse,
+      suppression: 'hard_bounce',
+    });
   });
 
   it('names a duration the way it is configured', () => {
@@ -64,7 +79,11 @@ describe('failure reason', () => {
     assert.equal(failureReason({ kind: 'permanent', reason: 'undefined variable: name, line:1, col:7' }, young(1), policy, 'render'), 'render_failed');
     assert.equal(failureReason(later, young(3), policy), 'retries_exhausted');
     assert.equal(failureReason(later, { attempt: 1, ageMs: 3_600_000 }, policy), 'too_old');
-    assert.equal(failureReason(later, { attempt: 3, ageMs: 3_600_000 }, policy), 'retries_exhausted', 'the attempt limit is judged first, as judgeAttempt does');
+    assert.equal(
+      failureReason(later, { attempt: 3, ageMs: 3_600_000 }, policy),
+      'retries_exhausted',
+      'the attempt limit is judged first, as judgeAttempt does',
+    );
   });
 
   it('names none for an attempt that does not fail the message', () => {

@@ -2,9 +2,9 @@
 // after a backoff, or terminated. The mailer, not the consumer's max_deliver, decides when retries are used up: after
 // `maxAttempts` attempts or once the delivery is `maxAgeMs` old, whichever comes first.
 import type { DeliveryEvent, DeliveryState } from '@notify/proto';
-import { retryDelayMs, type BackoffPolicy } from './backoff.ts';
+import { type BackoffPolicy, retryDelayMs } from './backoff.ts';
 import type { FailureReason } from './metrics.ts';
-import { isHardBounce, type DeliveryOutcome } from './smtp-outcome.ts';
+import { type DeliveryOutcome, isHardBounce } from './smtp-outcome.ts';
 
 export interface RetryPolicy extends BackoffPolicy {
   maxAttempts: number;
@@ -27,7 +27,12 @@ export interface Decision {
   settle: Settlement;
 }
 
-const units: readonly [string, number][] = [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1_000]];
+const units: readonly [string, number][] = [
+  ['d', 86_400_000],
+  ['h', 3_600_000],
+  ['m', 60_000],
+  ['s', 1_000],
+];
 
 /** `4d`, `90m`, `1500ms`: the largest unit that states the duration exactly, as MAILER_MAX_AGE is written. */
 export function formatDuration(ms: number): string {
@@ -47,7 +52,10 @@ export function judgeAttempt(outcome: DeliveryOutcome, context: AttemptContext, 
     return { event: { state: 'failed', ...details, reason: `retries exhausted: ${outcome.reason}` }, settle: { action: 'term' } };
   }
   if (ending === 'too_old') {
-    return { event: { state: 'failed', ...details, reason: `gave up after ${formatDuration(policy.maxAgeMs)}: ${outcome.reason}` }, settle: { action: 'term' } };
+    return {
+      event: { state: 'failed', ...details, reason: `gave up after ${formatDuration(policy.maxAgeMs)}: ${outcome.reason}` },
+      settle: { action: 'term' },
+    };
   }
   const remainingMs = policy.maxAgeMs - context.ageMs;
   // The last retry is made when the age limit is reached rather than skipped because the backoff overshoots it.
@@ -62,7 +70,12 @@ export function judgeAttempt(outcome: DeliveryOutcome, context: AttemptContext, 
  * into a permanent outcome before anything reaches the relay. A temporary refusal fails at the attempt limit first,
  * then at the age limit, as judgeAttempt decides (it asks this function).
  */
-export function failureReason(outcome: DeliveryOutcome, context: AttemptContext, policy: RetryPolicy, stage: 'render' | 'send' = 'send'): FailureReason | undefined {
+export function failureReason(
+  outcome: DeliveryOutcome,
+  context: AttemptContext,
+  policy: RetryPolicy,
+  stage: 'render' | 'send' = 'send',
+): FailureReason | undefined {
   if (outcome.kind === 'accepted') return undefined;
   if (outcome.kind === 'permanent') return stage === 'render' ? 'render_failed' : 'rejected';
   if (context.attempt >= policy.maxAttempts) return 'retries_exhausted';

@@ -3,7 +3,7 @@
 // floor of one delivery at once and one message a second (or the configured rate when lower); each step of accepted
 // mail adds one delivery and a twentieth of the configured rate, back to the configured limit.
 import type { DestinationLimit } from './destination-limits.ts';
-import { enhancedStatus, type DeliveryOutcome } from './smtp-outcome.ts';
+import { type DeliveryOutcome, enhancedStatus } from './smtp-outcome.ts';
 
 /** A domain's pace below its limit, as the bucket holds it (`changedAt`: epoch ms of the last change). */
 export interface Pace {

@@ -2,16 +2,16 @@
 // machine's NATS (a run-unique bucket, deleted afterwards) as two mailer replicas do.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError, createLogger, createRegistry, loadConfig } from '@notify/platform';
-import { connectNats, jetstream, jetstreamManager, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
+import { connectNats, type JetStreamManager, jetstream, jetstreamManager, type NatsConnection } from '@notify/platform/nats';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { waitFor } from '@notify/test/harness/wait.ts';
 import { mailerConfig } from '../config.ts';
-import { destinationOf, parseDestinationLimits, type DestinationLimit } from './destination-limits.ts';
-import { createThrottleMetrics, DestinationThrottle, type DestinationSlot, type ThrottleMetrics, type ThrottleSettings } from './destination-throttle.ts';
+import { type DestinationLimit, destinationOf, parseDestinationLimits } from './destination-limits.ts';
 import { adjustEveryMs, fasterPace, isPushback, shareOf, slowerPace } from './destination-pace.ts';
+import { createThrottleMetrics, type DestinationSlot, DestinationThrottle, type ThrottleMetrics, type ThrottleSettings } from './destination-throttle.ts';
 import type { DeliveryOutcome } from './smtp-outcome.ts';
 
 const logger = createLogger('throttle-test', 'warn');
@@ -21,10 +21,13 @@ const tooMany: DeliveryOutcome = { kind: 'temporary', reason: 'refused', smtpCod
 describe('MAILER_DESTINATION_LIMITS', () => {
   it('reads domains (lower-cased) with their concurrency and rate per second', () => {
     const limits = parseDestinationLimits(' Slow.Example=2:5/s , bulk.example=50:600/min,');
-    assert.deepEqual([...limits], [
-      ['slow.example', { concurrency: 2, perSecond: 5 }],
-      ['bulk.example', { concurrency: 50, perSecond: 10 }],
-    ]);
+    assert.deepEqual(
+      [...limits],
+      [
+        ['slow.example', { concurrency: 2, perSecond: 5 }],
+        ['bulk.example', { concurrency: 50, perSecond: 10 }],
+      ],
+    );
     assert.equal(parseDestinationLimits('').size, 0);
   });
 
@@ -76,7 +79,11 @@ describe('adaptive pace', () => {
     let pace = { ...limit, changedAt: 0 };
     for (let step = 0; step < 10; step += 1) pace = slowerPace(pace, limit, step);
     assert.deepEqual(pace, { concurrency: 1, perSecond: 1, changedAt: 9 });
-    assert.deepEqual(slowerPace({ concurrency: 3, perSecond: 0.2 }, { concurrency: 3, perSecond: 0.2 }, 1), { concurrency: 1, perSecond: 0.2, changedAt: 1 }, 'a rate configured below 1/s is its own floor');
+    assert.deepEqual(
+      slowerPace({ concurrency: 3, perSecond: 0.2 }, { concurrency: 3, perSecond: 0.2 }, 1),
+      { concurrency: 1, perSecond: 0.2, changedAt: 1 },
+      'a rate configured below 1/s is its own floor',
+    );
     pace = fasterPace(pace, limit, 10);
     assert.deepEqual(pace, { concurrency: 2, perSecond: 6, changedAt: 10 });
     for (let step = 0; step < 30; step += 1) pace = fasterPace(pace, limit, 11 + step);
@@ -84,11 +91,14 @@ describe('adaptive pace', () => {
   });
 
   it('shares a pace among the live replicas, each keeping at least one delivery', () => {
-    assert.deepEqual([0, 1, 2].map((rank) => shareOf({ concurrency: 20, perSecond: 30 }, 3, rank)), [
-      { concurrency: 7, perSecond: 10 },
-      { concurrency: 7, perSecond: 10 },
-      { concurrency: 6, perSecond: 10 },
-    ]);
+    assert.deepEqual(
+      [0, 1, 2].map((rank) => shareOf({ concurrency: 20, perSecond: 30 }, 3, rank)),
+      [
+        { concurrency: 7, perSecond: 10 },
+        { concurrency: 7, perSecond: 10 },
+        { concurrency: 6, perSecond: 10 },
+      ],
+    );
     assert.deepEqual(shareOf({ concurrency: 1, perSecond: 1 }, 2, 1), { concurrency: 1, perSecond: 0.5 });
   });
 });
@@ -116,7 +126,10 @@ describe('two replicas sharing a bucket', () => {
     buckets.push(`${run}_${buckets.length}_NOTIFY_THROTTLE`);
     return buckets.at(-1) as string;
   };
-  const open = async (settings: Partial<ThrottleSettings> = {}, bucket = newBucket()): Promise<{ throttle: DestinationThrottle; metrics: ThrottleMetrics; bucket: string }> => {
+  const open = async (
+    settings: Partial<ThrottleSettings> = {},
+    bucket = newBucket(),
+  ): Promise<{ throttle: DestinationThrottle; metrics: ThrottleMetrics; bucket: string }> => {
     const metrics = createThrottleMetrics(createRegistry('mailer-svc'));
     const throttle = await DestinationThrottle.open(
       { js: jetstream(nc), jsm, bucket, replicas: 1, metrics, logger },
@@ -125,11 +138,17 @@ describe('two replicas sharing a bucket', () => {
     opened.push(throttle);
     return { throttle, metrics, bucket };
   };
-  const job = () => ({ released: false, waits: 0, waiting(on: boolean) { this.waits += on ? 1 : 0; } });
+  const job = () => ({
+    released: false,
+    waits: 0,
+    waiting(on: boolean) {
+      this.waits += on ? 1 : 0;
+    },
+  });
   const gauge = async (metrics: ThrottleMetrics, name: 'concurrencyLimit' | 'rateLimit', domain: string): Promise<number | undefined> =>
     (await metrics[name].get()).values.find((value) => value.labels.domain === domain)?.value;
 
-  it('splits a domain\'s concurrency between the replicas; a job beyond its replica\'s share waits for a slot', async () => {
+  it("splits a domain's concurrency between the replicas; a job beyond its replica's share waits for a slot", async () => {
     const domains = new Map([['split.example', { concurrency: 4, perSecond: 1_000 }]]);
     const first = await open({ domains });
     const second = await open({ domains }, first.bucket);
@@ -153,7 +172,7 @@ describe('two replicas sharing a bucket', () => {
     for (const slot of [...held.slice(1), third, other]) slot?.release(accepted);
   });
 
-  it('once its replica\'s waiting room is full, lets a job wait in its delivery slot, and serves the jobs in order', async () => {
+  it("once its replica's waiting room is full, lets a job wait in its delivery slot, and serves the jobs in order", async () => {
     const { throttle, metrics } = await open({ domains: new Map([['one.example', { concurrency: 1, perSecond: 100 }]]), parkLimit: 1 });
     const slot = await throttle.acquire('a@one.example', job());
     const parkedJob = job();
@@ -167,7 +186,13 @@ describe('two replicas sharing a bucket', () => {
     (await parked)?.release(accepted);
     (await inSlot)?.release(accepted);
     assert.deepEqual(order, ['b', 'c']);
-    assert.deepEqual((await metrics.waits.get()).values.map((value) => [value.labels.where, value.value]), [['parked', 1], ['in_slot', 1]]);
+    assert.deepEqual(
+      (await metrics.waits.get()).values.map((value) => [value.labels.where, value.value]),
+      [
+        ['parked', 1],
+        ['in_slot', 1],
+      ],
+    );
   });
 
   it('gives a job released while it waited no slot', async () => {
@@ -181,7 +206,7 @@ describe('two replicas sharing a bucket', () => {
     assert.ok(await throttle.acquire('c@gone.example', job()), 'its slot was given back');
   });
 
-  it('starts no more messages a second than the domain\'s rate', async () => {
+  it("starts no more messages a second than the domain's rate", async () => {
     const { throttle } = await open({ domains: new Map([['paced.example', { concurrency: 100, perSecond: 5 }]]) });
     const started = Date.now();
     // Five at once (a second's worth), then one every 200 ms.
@@ -195,19 +220,31 @@ describe('two replicas sharing a bucket', () => {
     const first = await open({ domains });
     const second = await open({ domains }, first.bucket);
     (await first.throttle.acquire('a@pushy.example', job()))?.release(tooMany);
-    await waitFor(async () => (await gauge(second.metrics, 'concurrencyLimit', 'pushy.example')) === 4, { timeoutMs: 3_000, what: 'the other replica to see the halved concurrency' });
+    await waitFor(async () => (await gauge(second.metrics, 'concurrencyLimit', 'pushy.example')) === 4, {
+      timeoutMs: 3_000,
+      what: 'the other replica to see the halved concurrency',
+    });
     assert.equal(await gauge(second.metrics, 'rateLimit', 'pushy.example'), 20);
     // Within the same second a second refusal changes nothing: it answers for mail sent before the first.
     (await second.throttle.acquire('b@pushy.example', job()))?.release(tooMany);
     await sleep(200);
     assert.equal(await gauge(first.metrics, 'concurrencyLimit', 'pushy.example'), 4);
     // pushy.example is configured: its counters start at zero.
-    assert.deepEqual((await first.metrics.deferrals.get()).values.map((value) => [value.labels.domain, value.labels.reason, value.value]), [['pushy.example', 'rate_limited', 1], ['pushy.example', 'temporary', 0]]);
+    assert.deepEqual(
+      (await first.metrics.deferrals.get()).values.map((value) => [value.labels.domain, value.labels.reason, value.value]),
+      [
+        ['pushy.example', 'rate_limited', 1],
+        ['pushy.example', 'temporary', 0],
+      ],
+    );
     assert.equal(await gauge(first.metrics, 'concurrencyLimit', 'calm.example'), undefined, 'a domain never slowed has no series');
 
     await sleep(adjustEveryMs);
     (await second.throttle.acquire('c@pushy.example', job()))?.release(accepted);
-    await waitFor(async () => (await gauge(first.metrics, 'concurrencyLimit', 'pushy.example')) === 5, { timeoutMs: 3_000, what: 'one more delivery after a second of accepted mail' });
+    await waitFor(async () => (await gauge(first.metrics, 'concurrencyLimit', 'pushy.example')) === 5, {
+      timeoutMs: 3_000,
+      what: 'one more delivery after a second of accepted mail',
+    });
     assert.equal(await gauge(first.metrics, 'rateLimit', 'pushy.example'), 22);
   });
 

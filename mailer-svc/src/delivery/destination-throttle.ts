@@ -31,8 +31,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { KV, KvEntry } from '@nats-io/kv';
 import { Counter, Gauge, Histogram, type Logger, type Registry } from '@notify/platform';
 import { declareJetStream, type JetStreamClient, type JetStreamManager } from '@notify/platform/nats';
-import { destinationOf, type DestinationLimit } from './destination-limits.ts';
-import { adjustEveryMs, atLimit, fasterPace, floorOf, isPushback, shareOf, slowerPace, type Pace } from './destination-pace.ts';
+import { type DestinationLimit, destinationOf } from './destination-limits.ts';
+import { adjustEveryMs, atLimit, fasterPace, floorOf, isPushback, type Pace, shareOf, slowerPace } from './destination-pace.ts';
 import { openBucket } from './kv-bucket.ts';
 import type { DeliveryOutcome } from './smtp-outcome.ts';
 
@@ -332,7 +332,15 @@ export class DestinationThrottle {
   #destinationFor(name: string): Destination {
     let destination = this.#destinations.get(name);
     if (destination === undefined) {
-      destination = { name, active: 0, tokens: Math.max(1, this.#shareFor(name).perSecond), refilledAt: Date.now(), queue: [], timer: undefined, writing: false };
+      destination = {
+        name,
+        active: 0,
+        tokens: Math.max(1, this.#shareFor(name).perSecond),
+        refilledAt: Date.now(),
+        queue: [],
+        timer: undefined,
+        writing: false,
+      };
       this.#destinations.set(name, destination);
     }
     return destination;
@@ -355,10 +363,13 @@ export class DestinationThrottle {
     const share = this.#shareFor(destination.name);
     if (destination.active >= share.concurrency) return;
     const dueMs = Math.ceil(((1 - destination.tokens) / share.perSecond) * 1_000);
-    destination.timer = setTimeout(() => {
-      destination.timer = undefined;
-      this.#pump(destination);
-    }, Math.max(1, dueMs)).unref();
+    destination.timer = setTimeout(
+      () => {
+        destination.timer = undefined;
+        this.#pump(destination);
+      },
+      Math.max(1, dueMs),
+    ).unref();
   }
 
   #learn(destination: Destination, outcome: DeliveryOutcome | undefined): void {
@@ -369,7 +380,8 @@ export class DestinationThrottle {
     const now = Date.now();
     if (outcome.kind === 'temporary') {
       const pushback = isPushback(outcome);
-      if (pushback && (current === undefined || now - current.changedAt >= adjustEveryMs)) this.#writePace(destination, slowerPace(current ?? limit, limit, now));
+      if (pushback && (current === undefined || now - current.changedAt >= adjustEveryMs))
+        this.#writePace(destination, slowerPace(current ?? limit, limit, now));
       this.#metrics.deferrals.inc({ domain: this.#labelOf(name), reason: pushback ? 'rate_limited' : 'temporary' });
     } else if (current !== undefined && now - current.changedAt >= adjustEveryMs) {
       this.#writePace(destination, fasterPace(current, limit, now));
@@ -444,7 +456,9 @@ export class DestinationThrottle {
   }
 
   async #sayPresent(): Promise<void> {
-    await this.#kv.put(`p.${this.#self}`, String(Date.now())).catch((error: unknown) => this.#logger.warn({ err: error }, 'destination throttle presence not written'));
+    await this.#kv
+      .put(`p.${this.#self}`, String(Date.now()))
+      .catch((error: unknown) => this.#logger.warn({ err: error }, 'destination throttle presence not written'));
     this.#countReplicas();
     // Idle domains whose bucket is full again hold nothing worth keeping.
     for (const [name, destination] of this.#destinations) {

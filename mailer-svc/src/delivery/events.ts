@@ -2,8 +2,8 @@
 // JetStream drops, so publishing again after a lost PubAck is safe. Each publish is a `send` span (a child of the job's
 // `process` span) whose context the event's headers carry back to dispatch-svc.
 import { notifyAttributes } from '@notify/platform';
-import { deliveryEventId, encodeDeliveryEvent, type DeliveryEvent, type Topology } from '@notify/proto';
-import { publishTraced, type JetStreamPublisher } from '@notify/platform/nats';
+import { type JetStreamPublisher, publishTraced } from '@notify/platform/nats';
+import { type DeliveryEvent, deliveryEventId, encodeDeliveryEvent, type Topology } from '@notify/proto';
 
 export type EventPublisher = (event: DeliveryEvent) => Promise<void>;
 
@@ -11,6 +11,12 @@ export function createEventPublisher(publisher: JetStreamPublisher, names: Topol
   return async (event) => {
     const attributes = { [notifyAttributes.messageId]: event.messageId, [notifyAttributes.state]: event.state };
     // retries covers a PubAck timeout or no responders while a stream leader is being elected.
-    await publishTraced(publisher, names.eventsSubject(event.messageId), encodeDeliveryEvent(event), { msgID: deliveryEventId(event), retries: 3 }, { attributes });
+    await publishTraced(
+      publisher,
+      names.eventsSubject(event.messageId),
+      encodeDeliveryEvent(event),
+      { msgID: deliveryEventId(event), retries: 3 },
+      { attributes },
+    );
   };
 }

@@ -15,17 +15,17 @@
 //
 // Traces: under the job's `process` span (mailer.ts), `render`, `smtp send` (the relay's reply and enhanced status), and
 // a `send` span per event published.
-import { inSpan, notifyAttributes, recordFailure, SpanKind, type Logger, type Span } from '@notify/platform';
+import { inSpan, type Logger, notifyAttributes, recordFailure, type Span, SpanKind } from '@notify/platform';
 import { deadLetter, type JsMsg } from '@notify/platform/nats';
-import { readDeliveryJob, schemaHeader, type DeliveryEvent, type DeliveryJob } from '@notify/proto';
+import { type DeliveryEvent, type DeliveryJob, readDeliveryJob, schemaHeader } from '@notify/proto';
 import { TemplateRenderError } from '@notify/templating';
-import { failureReason, judgeAttempt, type Decision, type Settlement } from './decision.ts';
+import { type Decision, failureReason, judgeAttempt, type Settlement } from './decision.ts';
 import { createEventPublisher, type EventPublisher } from './events.ts';
 import { attemptBase, deliveryStart } from './job.ts';
 import type { MailerDependencies, MailerSettings } from './mailer.ts';
 import { deliveryLabels, type MailerMetrics } from './metrics.ts';
 import type { FinishedDelivery } from './outcome-ledger.ts';
-import { enhancedStatus, type DeliveryOutcome } from './smtp-outcome.ts';
+import { type DeliveryOutcome, enhancedStatus } from './smtp-outcome.ts';
 
 /** A job this replica holds. `released` once it was acknowledged, offered again or terminated. */
 export interface HeldJob {
@@ -118,7 +118,9 @@ export class JobDelivery {
       // the acknowledgement, so an ack lost with a broken connection is logged rather than unseen (the job then comes
       // back after its ack wait and is settled from the ledger, without mailing). The round trip holds only this job's
       // slot: each held job settles in its own chain, so the others keep delivering.
-      await msg.ackAck().catch((error: unknown) => this.#logger.warn({ err: error, seq: msg.seq }, 'acknowledgement not confirmed; the job may be delivered again'));
+      await msg
+        .ackAck()
+        .catch((error: unknown) => this.#logger.warn({ err: error, seq: msg.seq }, 'acknowledgement not confirmed; the job may be delivered again'));
     }
   }
 
@@ -202,7 +204,10 @@ export class JobDelivery {
     try {
       await this.#deps.ledger.record(job, finished, this.#settings.ackWaitMs);
     } catch (error) {
-      this.#logger.error({ err: error, messageId: job.messageId, state: finished.state }, 'outcome not recorded in the ledger; a redelivery of this job would be attempted again');
+      this.#logger.error(
+        { err: error, messageId: job.messageId, state: finished.state },
+        'outcome not recorded in the ledger; a redelivery of this job would be attempted again',
+      );
     }
   }
 
@@ -210,12 +215,19 @@ export class JobDelivery {
     const about = { [notifyAttributes.messageId]: job.messageId, [notifyAttributes.attempt]: attempt };
     let mail;
     try {
-      mail = await inSpan('render', { attributes: { ...about, 'notify.template.slug': job.template.slug, 'notify.template.version': job.template.version } }, () => this.#deps.renderer.render(job));
+      mail = await inSpan(
+        'render',
+        { attributes: { ...about, 'notify.template.slug': job.template.slug, 'notify.template.version': job.template.version } },
+        () => this.#deps.renderer.render(job),
+      );
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       // The template's fault (it does not parse, fails with this data, outlived its deadline): retrying cannot help.
       // Anything else (the render pool closing at shutdown, no worker running) is ours: the job is tried again later.
-      return { outcome: error instanceof TemplateRenderError ? { kind: 'permanent', reason } : { kind: 'temporary', reason: `not rendered: ${reason}` }, stage: 'render' };
+      return {
+        outcome: error instanceof TemplateRenderError ? { kind: 'permanent', reason } : { kind: 'temporary', reason: `not rendered: ${reason}` },
+        stage: 'render',
+      };
     }
     if (job.test) return { outcome: { kind: 'accepted', ...testModeReply }, stage: 'send' };
     const { sender } = this.#deps;
@@ -234,7 +246,10 @@ export class JobDelivery {
    * once more (a duplicate the events stream or dispatch-svc drops if it was recorded) and the job settled as then.
    */
   async #settleFromLedger(held: HeldJob, messageId: number, finished: FinishedDelivery): Promise<void> {
-    this.#logger.warn({ messageId, state: finished.state, attempt: finished.attempt, deliveryCount: held.msg.info.deliveryCount }, 'job offered again after its delivery finished; settled without mailing');
+    this.#logger.warn(
+      { messageId, state: finished.state, attempt: finished.attempt, deliveryCount: held.msg.info.deliveryCount },
+      'job offered again after its delivery finished; settled without mailing',
+    );
     const { state, attempt, occurredAt, smtpCode, smtpResponse, reason, suppression } = finished;
     const event: DeliveryEvent = {
       messageId,
@@ -266,7 +281,10 @@ export class JobDelivery {
   #logFinished(job: DeliveryJob, event: DeliveryEvent): void {
     if (event.state === 'sent') this.#metrics.latency.observe(Math.max(0, Date.now() - Date.parse(job.acceptedAt)) / 1_000);
     const level = event.state === 'sent' ? 'info' : 'warn';
-    this.#logger[level]({ messageId: job.messageId, attempt: event.attempt, state: event.state, smtpCode: event.smtpCode, reason: event.reason }, 'delivery attempt finished');
+    this.#logger[level](
+      { messageId: job.messageId, attempt: event.attempt, state: event.state, smtpCode: event.smtpCode, reason: event.reason },
+      'delivery attempt finished',
+    );
   }
 }
 

@@ -1,8 +1,8 @@
 // The mailer's JetStream key-value buckets (the outcome ledger, the destinations' shared throttle state): created if
 // missing, safe from every replica at every start, with their TTL and replica count kept current and direct gets
 // allowed (a read is then answered by a direct get of the key's last message).
-import { Kvm, type KV } from '@nats-io/kv';
-import { nanoseconds, type JetStreamClient, type JetStreamManager } from '@notify/platform/nats';
+import { type KV, Kvm } from '@nats-io/kv';
+import { type JetStreamClient, type JetStreamManager, nanoseconds } from '@notify/platform/nats';
 
 export async function openBucket(js: JetStreamClient, jsm: JetStreamManager, bucket: string, options: { ttlMs: number; replicas: number }): Promise<KV> {
   const kv = await new Kvm(js).create(bucket, { history: 1, ttl: options.ttlMs, replicas: options.replicas, allow_direct: true });

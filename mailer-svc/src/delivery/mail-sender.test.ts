@@ -4,12 +4,12 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { simpleParser } from 'mailparser';
-import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
-import { SMTPServer } from 'smtp-server';
 import { createRegistry } from '@notify/platform';
 import { createDataKey, readReturnPath, readUnsubscribeToken } from '@notify/platform/mail';
 import { silentLogger } from '@notify/test/harness/logger.ts';
+import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
+import { simpleParser } from 'mailparser';
+import { SMTPServer } from 'smtp-server';
 import type { DkimKey } from '../signing/dkim-keys.ts';
 import { parseSender } from './mail-identity.ts';
 import { createMailSender, type MailSender } from './mail-sender.ts';
@@ -98,7 +98,10 @@ async function send(messageId: number, to: string, unsubscribe: boolean): Promis
 
 /** A header's value as sent, unfolded (RFC 5322 2.2.3). */
 function rawHeader(raw: Buffer, name: string): string[] {
-  const head = raw.toString('utf8').split('\r\n\r\n')[0]!.replace(/\r\n([ \t])/g, '$1');
+  const head = raw
+    .toString('utf8')
+    .split('\r\n\r\n')[0]!
+    .replace(/\r\n([ \t])/g, '$1');
   return head
     .split('\r\n')
     .filter((line) => line.toLowerCase().startsWith(`${name.toLowerCase()}:`))
@@ -125,7 +128,10 @@ describe('one-click unsubscribe', () => {
     const got = await send(77, 'Ana.Perez@Example.org', true);
     const [listUnsubscribe, ...more] = rawHeader(got.raw, 'List-Unsubscribe');
     assert.equal(more.length, 0);
-    const match = /^<https:\/\/notify\.example\.net\/base\/u\/([A-Za-z0-9_-]+)>, <mailto:unsubscribe@bounces\.example\.net\?subject=unsubscribe%20([A-Za-z0-9_-]+)>$/.exec(listUnsubscribe ?? '');
+    const match =
+      /^<https:\/\/notify\.example\.net\/base\/u\/([A-Za-z0-9_-]+)>, <mailto:unsubscribe@bounces\.example\.net\?subject=unsubscribe%20([A-Za-z0-9_-]+)>$/.exec(
+        listUnsubscribe ?? '',
+      );
     assert.ok(match, `List-Unsubscribe: ${listUnsubscribe}`);
     assert.equal(match[1], match[2], 'both carry the same token');
     assert.deepEqual(readUnsubscribeToken(dataKey, match[1]!), { projectId: 42, messageId: 77, address: 'Ana.Perez@Example.org' });
@@ -162,8 +168,14 @@ describe('DKIM', () => {
     assert.equal(result?.status.result, 'pass', result?.info);
     assert.equal(result?.signingDomain, 'example.com');
     assert.equal(result?.selector, 'notify');
-    const signedFields = /\bh=([^;]+)/.exec(rawHeader(got.raw, 'DKIM-Signature')[0] ?? '')?.[1]?.replace(/\s+/g, '').toLowerCase().split(':') ?? [];
-    for (const field of ['from', 'to', 'subject', 'message-id', 'list-unsubscribe', 'list-unsubscribe-post']) assert.ok(signedFields.includes(field), `${field} is signed (h=${signedFields.join(':')})`);
+    const signedFields =
+      /\bh=([^;]+)/
+        .exec(rawHeader(got.raw, 'DKIM-Signature')[0] ?? '')?.[1]
+        ?.replace(/\s+/g, '')
+        .toLowerCase()
+        .split(':') ?? [];
+    for (const field of ['from', 'to', 'subject', 'message-id', 'list-unsubscribe', 'list-unsubscribe-post'])
+      assert.ok(signedFields.includes(field), `${field} is signed (h=${signedFields.join(':')})`);
     assert.equal(await signed(), signedBefore + 1);
   });
 
@@ -173,7 +185,10 @@ describe('DKIM', () => {
     const got = await send(91, 'ana@example.org', false);
     assert.deepEqual(rawHeader(got.raw, 'DKIM-Signature'), []);
     const verified = await dkimVerify(got.raw, { resolver });
-    assert.ok(verified.results.every((result) => result.status.result === 'none'), JSON.stringify(verified.results.map((result) => result.info)));
+    assert.ok(
+      verified.results.every((result) => result.status.result === 'none'),
+      JSON.stringify(verified.results.map((result) => result.info)),
+    );
     assert.equal(await unsigned(), unsignedBefore + 1);
   });
 });

@@ -1,9 +1,10 @@
 // Sends rendered mail through the project's SMTP relays (relays.ts) and reports what the relay answered. Every mail goes
 // out with its VERP return path as envelope sender (bounces come back to bounce-svc naming the message), signed with
 // DKIM when MAIL_FROM's domain has a key, and with RFC 8058 one-click unsubscribe headers when its template asks.
-import type { DeliveryJob } from '@notify/proto';
+
 import { notifyAttributes } from '@notify/platform';
-import { returnPathFor, unsubscribeToken, type DataKey } from '@notify/platform/mail';
+import { type DataKey, returnPathFor, unsubscribeToken } from '@notify/platform/mail';
+import type { DeliveryJob } from '@notify/proto';
 import type { RenderedMail } from '@notify/templating';
 import type { DkimKey } from '../signing/dkim-keys.ts';
 import { messageIdFor, type Sender } from './mail-identity.ts';
@@ -44,10 +45,35 @@ export interface MailSender {
  * header otherwise).
  */
 export const signedHeaderFields = [
-  'From', 'Sender', 'Reply-To', 'Subject', 'Date', 'Message-ID', 'To', 'Cc', 'MIME-Version', 'Content-Type', 'Content-Transfer-Encoding',
-  'Content-ID', 'Content-Description', 'Resent-Date', 'Resent-From', 'Resent-Sender', 'Resent-To', 'Resent-Cc', 'Resent-Message-ID',
-  'In-Reply-To', 'References', 'List-Id', 'List-Help', 'List-Unsubscribe', 'List-Unsubscribe-Post', 'List-Subscribe', 'List-Post',
-  'List-Owner', 'List-Archive',
+  'From',
+  'Sender',
+  'Reply-To',
+  'Subject',
+  'Date',
+  'Message-ID',
+  'To',
+  'Cc',
+  'MIME-Version',
+  'Content-Type',
+  'Content-Transfer-Encoding',
+  'Content-ID',
+  'Content-Description',
+  'Resent-Date',
+  'Resent-From',
+  'Resent-Sender',
+  'Resent-To',
+  'Resent-Cc',
+  'Resent-Message-ID',
+  'In-Reply-To',
+  'References',
+  'List-Id',
+  'List-Help',
+  'List-Unsubscribe',
+  'List-Unsubscribe-Post',
+  'List-Subscribe',
+  'List-Post',
+  'List-Owner',
+  'List-Archive',
 ].join(':');
 
 /**
@@ -78,7 +104,9 @@ export function createMailSender(options: MailSenderOptions): MailSender {
         html: mail.html,
         messageId,
         headers: { 'X-Notify-Message-Id': String(job.messageId), ...(job.template.unsubscribe ? unsubscribeHeaders(options, job) : {}) },
-        ...(dkim ? { dkim: { domainName: dkim.domainName, keySelector: dkim.keySelector, privateKey: dkim.privateKey, headerFieldNames: signedHeaderFields } } : {}),
+        ...(dkim
+          ? { dkim: { domainName: dkim.domainName, keySelector: dkim.keySelector, privateKey: dkim.privateKey, headerFieldNames: signedHeaderFields } }
+          : {}),
       };
       const send = (): Promise<DeliveryOutcome> => options.relays.send(job.projectId, message, { [notifyAttributes.messageId]: job.messageId });
       const outcome = await (options.poolRefusals ? options.poolRefusals.during(messageId, job.to, send) : send());

@@ -5,25 +5,36 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import { simpleParser, type ParsedMail } from 'mailparser';
-import { encodeDeliveryJob, readDeliveryEvent, schemaHeader, streamDeclarations, topology, type DeliveryEvent, type DeliveryJob } from '@notify/proto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type SmtpSink, startSmtpSink } from '@notify/cli/local';
 import { createLogger, createRegistry } from '@notify/platform';
 import { createDataKey } from '@notify/platform/mail';
-import { connectNats, ensureConsumer, ensureStream, headers as natsHeaders, jetstream, schemaHeaders, jetstreamManager, type JetStreamManager, type JetStreamPublisher, type NatsConnection } from '@notify/platform/nats';
-import { startSmtpSink, type SmtpSink } from '@notify/cli/local';
-import { startRenderPool, type RenderPool, type Renderer } from '@notify/templating';
+import {
+  connectNats,
+  ensureConsumer,
+  ensureStream,
+  type JetStreamManager,
+  type JetStreamPublisher,
+  jetstream,
+  jetstreamManager,
+  type NatsConnection,
+  headers as natsHeaders,
+  schemaHeaders,
+} from '@notify/platform/nats';
+import { type DeliveryEvent, type DeliveryJob, encodeDeliveryJob, readDeliveryEvent, schemaHeader, streamDeclarations, topology } from '@notify/proto';
+import { type Renderer, type RenderPool, startRenderPool } from '@notify/templating';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { waitFor as poll } from '@notify/test/harness/wait.ts';
+import { type ParsedMail, simpleParser } from 'mailparser';
 import { mailerConsumerConfig } from './consumer-config.ts';
 import { parseSender } from './mail-identity.ts';
 import { createMailSender, type MailSender } from './mail-sender.ts';
-import { createRelayMetrics } from './relay-metrics.ts';
-import { Relays } from './relays.ts';
 import { Mailer, type MailerSettings } from './mailer.ts';
 import { createMailerMetrics, type MailerMetrics } from './metrics.ts';
-import { openOutcomeLedger, type OutcomeLedger } from './outcome-ledger.ts';
+import { type OutcomeLedger, openOutcomeLedger } from './outcome-ledger.ts';
+import { createRelayMetrics } from './relay-metrics.ts';
+import { Relays } from './relays.ts';
 
 /** What the mailers log at warn and above, parsed, for the tests that check a refusal is logged. */
 const logged: Array<Record<string, unknown>> = [];
@@ -53,7 +64,8 @@ function job(messageId: number, to: string): DeliveryJob & { requeue?: { attempt
 }
 
 /** The harness's waitFor, with what is awaited first and 5 s unless told. */
-const waitFor = <T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 5_000): Promise<T> => poll(probe, { timeoutMs, intervalMs: 25, what });
+const waitFor = <T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 5_000): Promise<T> =>
+  poll(probe, { timeoutMs, intervalMs: 25, what });
 
 /** What happens to one event the mailer publishes: lost before it reaches the stream, or stored with its confirmation held back. */
 type EventFault = { lose: true } | { holdConfirmation: Promise<void> } | undefined;
@@ -165,8 +177,14 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
     ledger = await openOutcomeLedger(jetstream(nc), jsm, { names, replicas: 1, requests: jetstream(nc, { timeout: 2_000 }) });
 
     // A temporary consumer reads every event the run publishes.
-    const info = await jsm.consumers.add(names.eventsStream, { ack_policy: 'explicit', filter_subject: names.eventsSubjects, inactive_threshold: 30_000_000_000 });
-    const eventMessages = await jetstream(nc).consumers.get(names.eventsStream, info.name).then((consumer) => consumer.consume());
+    const info = await jsm.consumers.add(names.eventsStream, {
+      ack_policy: 'explicit',
+      filter_subject: names.eventsSubjects,
+      inactive_threshold: 30_000_000_000,
+    });
+    const eventMessages = await jetstream(nc)
+      .consumers.get(names.eventsStream, info.name)
+      .then((consumer) => consumer.consume());
     stopEvents = () => eventMessages.stop();
     void (async () => {
       for await (const msg of eventMessages) {
@@ -214,7 +232,21 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
     metrics,
     offers,
     async startReplica(faultFor, flush = () => readyNc.flush()) {
-      const replica = await Mailer.start({ js, publisher: faultFor ? withEventFaults(js, faultFor) : js, flush, names, renderer: readyRenderer, sender: readySender, ledger: readyLedger, metrics, logger, ...(random ? { random } : {}) }, settings);
+      const replica = await Mailer.start(
+        {
+          js,
+          publisher: faultFor ? withEventFaults(js, faultFor) : js,
+          flush,
+          names,
+          renderer: readyRenderer,
+          sender: readySender,
+          ledger: readyLedger,
+          metrics,
+          logger,
+          ...(random ? { random } : {}),
+        },
+        settings,
+      );
       replicas.push(replica);
       return replica;
     },
@@ -278,12 +310,17 @@ describe('mailer with NATS and SMTP', () => {
     const sent = await waitFor('the sent event', () => run.settledOf(101));
     assert.deepEqual(
       run.eventsOf(101).map((event) => [event.state, event.attempt]),
-      [['sending', 1], ['sent', 1]],
+      [
+        ['sending', 1],
+        ['sent', 1],
+      ],
     );
     assert.equal(sent.smtpCode, 250);
     assert.match(sent.smtpResponse ?? '', /^250 /);
 
-    const mails = await waitFor('the stored mail', async () => ((await run.mailsTo('ana@example.com')).length > 0 ? run.mailsTo('ana@example.com') : undefined));
+    const mails = await waitFor('the stored mail', async () =>
+      (await run.mailsTo('ana@example.com')).length > 0 ? run.mailsTo('ana@example.com') : undefined,
+    );
     assert.equal(mails.length, 1);
     const mail = mails[0];
     assert.equal(mail?.subject, 'Welcome <script>alert(1)</script> & Ana');
@@ -291,7 +328,10 @@ describe('mailer with NATS and SMTP', () => {
     assert.equal(mail?.text?.trim(), 'Hi <script>alert(1)</script> & Ana');
     assert.equal(mail?.messageId, '<notify-101@notify.localhost>');
     assert.equal(mail?.headers.get('x-notify-message-id'), '101');
-    assert.deepEqual(mail?.from?.value.map(({ name, address }) => ({ name, address })), [{ name: 'Notify', address: 'no-reply@notify.localhost' }]);
+    assert.deepEqual(
+      mail?.from?.value.map(({ name, address }) => ({ name, address })),
+      [{ name: 'Notify', address: 'no-reply@notify.localhost' }],
+    );
   });
 
   it('fails a message the relay refuses with 550, with the code and the text', async () => {
@@ -301,7 +341,10 @@ describe('mailer with NATS and SMTP', () => {
     assert.equal(failed.smtpCode, 550);
     assert.match(failed.smtpResponse ?? '', /No such user/);
     assert.match(failed.reason ?? '', /recipient refused/);
-    assert.deepEqual(run.eventsOf(102).map((event) => event.state), ['sending', 'failed']);
+    assert.deepEqual(
+      run.eventsOf(102).map((event) => event.state),
+      ['sending', 'failed'],
+    );
   });
 
   it('defers a 451 and delivers on the next attempt', async () => {
@@ -309,7 +352,12 @@ describe('mailer with NATS and SMTP', () => {
     await waitFor('the sent event', () => run.settledOf(103));
     assert.deepEqual(
       run.eventsOf(103).map((event) => [event.state, event.attempt, event.smtpCode]),
-      [['sending', 1, undefined], ['deferred', 1, 451], ['sending', 2, undefined], ['sent', 2, 250]],
+      [
+        ['sending', 1, undefined],
+        ['deferred', 1, 451],
+        ['sending', 2, undefined],
+        ['sent', 2, 250],
+      ],
     );
     assert.equal((await run.mailsTo('greylist@example.com')).length, 1);
   });
@@ -319,7 +367,14 @@ describe('mailer with NATS and SMTP', () => {
     const failed = await waitFor('the failed event', () => run.settledOf(106));
     assert.deepEqual(
       run.eventsOf(106).map((event) => [event.state, event.attempt]),
-      [['sending', 1], ['deferred', 1], ['sending', 2], ['deferred', 2], ['sending', 3], ['failed', 3]],
+      [
+        ['sending', 1],
+        ['deferred', 1],
+        ['sending', 2],
+        ['deferred', 2],
+        ['sending', 3],
+        ['failed', 3],
+      ],
     );
     assert.equal(failed.reason, 'retries exhausted: recipient refused by the mail server: 451 4.7.1 Try again later');
     assert.equal(failed.smtpCode, 451);
@@ -330,7 +385,13 @@ describe('mailer with NATS and SMTP', () => {
     old.acceptedAt = new Date(Date.now() - 120_000).toISOString();
     await run.publish(old, '107');
     const failed = await waitFor('the failed event', () => run.settledOf(107));
-    assert.deepEqual(run.eventsOf(107).map((event) => [event.state, event.attempt]), [['sending', 1], ['failed', 1]]);
+    assert.deepEqual(
+      run.eventsOf(107).map((event) => [event.state, event.attempt]),
+      [
+        ['sending', 1],
+        ['failed', 1],
+      ],
+    );
     assert.equal(failed.reason, 'gave up after 1m: recipient refused by the mail server: 451 4.7.1 Try again later');
   });
 
@@ -343,7 +404,10 @@ describe('mailer with NATS and SMTP', () => {
     assert.equal(run.offers.get('twice@example.com'), 1, 'the relay was offered the message once');
     assert.equal((await run.mailsTo('twice@example.com')).length, 1);
     const sentEvents = run.eventsOf(108).filter((event) => event.state === 'sent');
-    assert.ok(sentEvents.every((event) => event.attempt === sent.attempt && event.smtpResponse === sent.smtpResponse), 'the outcome is reported as it was');
+    assert.ok(
+      sentEvents.every((event) => event.attempt === sent.attempt && event.smtpResponse === sent.smtpResponse),
+      'the outcome is reported as it was',
+    );
     const settled = await run.metrics.finishedRedeliveries.get();
     assert.equal(settled.values.find((value) => value.labels.state === 'sent')?.value, 1);
   });
@@ -363,7 +427,10 @@ describe('mailer with NATS and SMTP', () => {
     const requeued = { ...job(110, 'fixed@example.com'), requeue: { attemptBase: 1, at: new Date().toISOString() } };
     await run.publish(requeued, '110:requeue:1');
     await waitFor('the sent event', () => run.eventsOf(110).find((event) => event.state === 'sent'));
-    assert.deepEqual(run.eventsOf(110).map((event) => `${event.state}:${event.attempt}`), ['sending:1', 'failed:1', 'sending:2', 'sent:2']);
+    assert.deepEqual(
+      run.eventsOf(110).map((event) => `${event.state}:${event.attempt}`),
+      ['sending:1', 'failed:1', 'sending:2', 'sent:2'],
+    );
     assert.equal((await run.mailsTo('fixed@example.com')).length, 1);
   });
 
@@ -371,7 +438,9 @@ describe('mailer with NATS and SMTP', () => {
     await run.publish(job(111, 'sent-before@example.com'), '111');
     await waitFor('the sent event', () => run.settledOf(111));
     await run.publish({ ...job(111, 'sent-before@example.com'), requeue: { attemptBase: 1, at: new Date().toISOString() } }, '111:requeue:1');
-    const reported = await waitFor('the sent event of the new delivery', () => run.eventsOf(111).find((event) => event.state === 'sent' && event.attempt === 2));
+    const reported = await waitFor('the sent event of the new delivery', () =>
+      run.eventsOf(111).find((event) => event.state === 'sent' && event.attempt === 2),
+    );
     assert.equal(reported.reason, 'already sent by attempt 1');
     assert.equal(run.offers.get('sent-before@example.com'), 1);
   });
@@ -392,14 +461,20 @@ describe('mailer with NATS and SMTP', () => {
     await run.publishBytes(bytes, schema, '105');
     const failed = await waitFor('the failed event', () => run.settledOf(105));
     assert.equal(failed.reason, 'malformed job: invalid celeryTaskId, projectId, organizationId, to, data, acceptedAt, template');
-    assert.ok(logged.some((line) => line.msg === 'unreadable delivery job dead-lettered' && line.messageId === 105 && line.reason === failed.reason), 'the refusal is logged');
+    assert.ok(
+      logged.some((line) => line.msg === 'unreadable delivery job dead-lettered' && line.messageId === 105 && line.reason === failed.reason),
+      'the refusal is logged',
+    );
     await run.publishBytes(new TextEncoder().encode('not a job'), schema, 'garbage');
     await waitFor('an empty jobs stream', async () => ((await run.queued()) === 0 ? true : undefined));
     const letters = await waitFor('both dead letters', async () => {
       const found = await run.deadLetters();
       return found.length === 2 ? found : undefined;
     });
-    assert.deepEqual(letters.map((letter) => letter.reason), [failed.reason, 'malformed job: not a notify.messaging.v1.DeliveryJob']);
+    assert.deepEqual(
+      letters.map((letter) => letter.reason),
+      [failed.reason, 'malformed job: not a notify.messaging.v1.DeliveryJob'],
+    );
     assert.deepEqual(Buffer.from(letters[0]?.bytes ?? []), Buffer.from(bytes), 'the job is kept as it was received');
     await run.publish(job(112, 'after-broken@example.com'), '112');
     assert.equal((await waitFor('the sent event', () => run.settledOf(112))).state, 'sent', 'the mailer still delivers');
@@ -408,7 +483,7 @@ describe('mailer with NATS and SMTP', () => {
     assert.deepEqual([count('sent'), count('deferred'), count('failed')], [6, 3, 8]);
   });
 
-  it('mails a new message that has an old one\'s id (its database created again), telling them apart by celery_task_id', async () => {
+  it("mails a new message that has an old one's id (its database created again), telling them apart by celery_task_id", async () => {
     await run.publish(job(150, 'reborn@example.com'), '150');
     await waitFor('the sent event', () => run.settledOf(150));
     const reborn = { ...job(150, 'reborn@example.com'), celeryTaskId: '9d3c8f1e-2b7a-4c55-8e61-0a4f2c9b7d31' };
@@ -417,18 +492,24 @@ describe('mailer with NATS and SMTP', () => {
     assert.equal(run.offers.get('reborn@example.com'), 2, 'the relay was offered each message once');
   });
 
-  it('records a test key\'s job sent with the synthetic reply, and never offers it to the relay', async () => {
+  it("records a test key's job sent with the synthetic reply, and never offers it to the relay", async () => {
     // After the test that asserts the suite's delivery counts so far.
     await run.publish({ ...job(301, 'test-mode@example.com'), test: true }, '301');
     await run.publish(job(302, 'live-after-test@example.com'), '302');
     await waitFor('the sent event', () => run.settledOf(301));
     await waitFor('the live mail', async () => ((await run.mailsTo('live-after-test@example.com')).length > 0 ? true : undefined));
-    assert.deepEqual(run.eventsOf(301).map((event) => [event.state, event.attempt, event.smtpCode, event.smtpResponse]), [['sending', 1, undefined, undefined], ['sent', 1, 250, 'test mode: not delivered']]);
+    assert.deepEqual(
+      run.eventsOf(301).map((event) => [event.state, event.attempt, event.smtpCode, event.smtpResponse]),
+      [
+        ['sending', 1, undefined, undefined],
+        ['sent', 1, 250, 'test mode: not delivered'],
+      ],
+    );
     assert.equal(run.offers.get('test-mode@example.com'), undefined);
     assert.deepEqual(await run.mailsTo('test-mode@example.com'), []);
   });
 
-  it('fails a test key\'s job whose template cannot render, as it would a live one', async () => {
+  it("fails a test key's job whose template cannot render, as it would a live one", async () => {
     const broken = { ...job(303, 'test-broken@example.com'), test: true as const };
     broken.template = { ...broken.template, subject: '{% if %}' };
     await run.publish(broken, '303');
@@ -442,7 +523,10 @@ describe('mailer with NATS and SMTP', () => {
     unrenderable.template.slug = 'unrenderable';
     await run.publish(unrenderable, '113');
     const failed = await waitFor('the failed event', () => run.settledOf(113));
-    assert.deepEqual(run.eventsOf(113).map((event) => event.state), ['sending', 'deferred', 'sending', 'deferred', 'sending', 'failed']);
+    assert.deepEqual(
+      run.eventsOf(113).map((event) => event.state),
+      ['sending', 'deferred', 'sending', 'deferred', 'sending', 'failed'],
+    );
     assert.equal(failed.reason, 'retries exhausted: not rendered: the render pool is closed');
     assert.equal(run.offers.get('unrendered@example.com'), undefined);
   });
@@ -542,7 +626,9 @@ describe('mailer under deferrals and load', () => {
 
   it('keeps delivering new jobs while more deferred jobs than its concurrency wait out their retry delay', async () => {
     for (const id of [401, 402, 403]) await run.publish(job(id, `defer-${id}@example.com`), String(id));
-    await waitFor('three deferred jobs', () => ([401, 402, 403].every((id) => run.eventsOf(id).some((event) => event.state === 'deferred')) ? true : undefined));
+    await waitFor('three deferred jobs', () =>
+      [401, 402, 403].every((id) => run.eventsOf(id).some((event) => event.state === 'deferred')) ? true : undefined,
+    );
     await run.publish(job(404, 'fresh@example.com'), '404');
     assert.equal((await waitFor('the sent event', () => run.settledOf(404))).state, 'sent');
     // The sent event is published just before the job is acknowledged: wait for the acknowledgement to land.
@@ -554,7 +640,8 @@ describe('mailer with delivery events slow to be confirmed or lost', () => {
   let run: Run;
   /** Faults by message id, looked up for every event the replica publishes. */
   const faults = new Map<number, (event: DeliveryEvent) => EventFault>();
-  const sentRedeliveries = async (): Promise<number> => (await run.metrics.finishedRedeliveries.get()).values.find((value) => value.labels.state === 'sent')?.value ?? 0;
+  const sentRedeliveries = async (): Promise<number> =>
+    (await run.metrics.finishedRedeliveries.get()).values.find((value) => value.labels.state === 'sent')?.value ?? 0;
 
   before(async () => {
     run = await startRun({ concurrency: 4, ackWaitMs: 10_000, maxAttempts: 3, maxAgeMs: 60_000, baseMs: 20, maxMs: 50 });
@@ -575,7 +662,10 @@ describe('mailer with delivery events slow to be confirmed or lost', () => {
       confirmSending.resolve();
       await waitFor('the acknowledgement', async () => ((await run.queued()) === 0 ? true : undefined));
       assert.equal(run.offers.get(to), 1);
-      assert.deepEqual(run.eventsOf(messageId).map((event) => event.state), ['sending', 'sent']);
+      assert.deepEqual(
+        run.eventsOf(messageId).map((event) => event.state),
+        ['sending', 'sent'],
+      );
     } finally {
       // A failed assertion must not leave the job held forever, or the run could not drain.
       confirmSending.resolve();
@@ -591,7 +681,10 @@ describe('mailer with delivery events slow to be confirmed or lost', () => {
     await waitFor('the redelivery to be mailed and settled', async () => ((await run.queued()) === 0 && run.offers.get(to) === 1 ? true : undefined));
     assert.equal(losses, 2, 'the first sending was lost, the redelivery recorded its own');
     assert.equal((await run.mailsTo(to)).length, 1);
-    assert.deepEqual(run.eventsOf(messageId).map((event) => event.state), ['sending', 'sent']);
+    assert.deepEqual(
+      run.eventsOf(messageId).map((event) => event.state),
+      ['sending', 'sent'],
+    );
   });
 
   it('does not acknowledge a job whose sent event was not recorded, and settles its redelivery from the ledger without mailing again', async () => {

@@ -13,13 +13,13 @@
 // Traces: each job received is a `process` span, the child of the context its headers carry (the message's create span
 // in dispatch-svc), so every attempt, a retry hours later included, continues the trace of the request that accepted it.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { recordFailure, withActiveSpan, type Logger, type Span } from '@notify/platform';
-import { carriedContext, startProcessSpan, type JetStreamClient, type JetStreamPublisher, type JsMsg } from '@notify/platform/nats';
+import { type Logger, recordFailure, type Span, withActiveSpan } from '@notify/platform';
+import { carriedContext, type JetStreamClient, type JetStreamPublisher, type JsMsg, startProcessSpan } from '@notify/platform/nats';
 import type { Topology } from '@notify/proto';
 import type { Renderer } from '@notify/templating';
 import type { RetryPolicy } from './decision.ts';
 import type { DestinationThrottle } from './destination-throttle.ts';
-import { eventFailureRetryMs, JobDelivery, type HeldJob } from './job-delivery.ts';
+import { eventFailureRetryMs, type HeldJob, JobDelivery } from './job-delivery.ts';
 import type { MailSender } from './mail-sender.ts';
 import type { MailerMetrics } from './metrics.ts';
 import type { OutcomeLedger } from './outcome-ledger.ts';

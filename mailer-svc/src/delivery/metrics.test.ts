@@ -15,11 +15,7 @@ describe('mailer metrics', () => {
     const registry = createRegistry('mailer-svc');
     const metrics = createMailerMetrics(registry);
     const series = (await metrics.deliveries.get()).values.map((value) => [value.labels.outcome, value.labels.reason, value.value]);
-    assert.deepEqual(series, [
-      ['sent', undefined, 0],
-      ['deferred', undefined, 0],
-      ...failureReasons.map((reason) => ['failed', reason, 0]),
-    ]);
+    assert.deepEqual(series, [['sent', undefined, 0], ['deferred', undefined, 0], ...failureReasons.map((reason) => ['failed', reason, 0])]);
     assert.deepEqual([...failureReasons].sort(), ['rejected', 'render_failed', 'retries_exhausted', 'too_old', 'unreadable_job']);
     metrics.deliveries.inc(deliveryLabels('failed', 'too_old'));
     assert.match(await registry.metrics(), /^notify_deliveries_total\{outcome="failed",reason="too_old"(,service="mailer-svc")?\} 1$/m);

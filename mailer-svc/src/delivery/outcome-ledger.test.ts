@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { Kvm } from '@nats-io/kv';
 import { createLogger } from '@notify/platform';
-import { connectNats, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type NatsConnection } from '@notify/platform/nats';
+import { connectNats, type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager, type NatsConnection } from '@notify/platform/nats';
 import { topology } from '@notify/proto';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { openOutcomeLedger } from './outcome-ledger.ts';
@@ -93,7 +93,7 @@ test('a write is tried again until its deadline while nothing acknowledges it, t
   await assert.rejects(ledger.find(message), { name: 'TimeoutError' });
 });
 
-test('a celery_task_id that is no key of the bucket is neither read nor written, as the bucket\'s own client refuses it', async () => {
+test("a celery_task_id that is no key of the bucket is neither read nor written, as the bucket's own client refuses it", async () => {
   const ledger = await openOutcomeLedger(jetstream(nc), jsm, { names, replicas: 1, requests: requestsOn(nc) });
   for (const celeryTaskId of ['a b', 'a.*', 'a.>', '.a', 'a.']) {
     await assert.rejects(ledger.find({ celeryTaskId }), /not a key of the outcome ledger/);

@@ -5,13 +5,15 @@
 // job published twice beyond the stream's duplicate window) is settled from the record instead of being mailed again.
 // docs/delivery-guarantees.md says which duplicates remain.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { outcomeTtlMs, type DeliveryEvent, type DeliveryJob, type Topology } from '@notify/proto';
 import { Kvm } from '@nats-io/kv';
 import type { JetStreamClient, JetStreamManager } from '@notify/platform/nats';
+import { type DeliveryEvent, type DeliveryJob, outcomeTtlMs, type Topology } from '@notify/proto';
 import { openBucket } from './kv-bucket.ts';
 
 /** How one delivery ended, as its final event recorded it. */
-export type FinishedDelivery = Pick<DeliveryEvent, 'attempt' | 'occurredAt' | 'smtpCode' | 'smtpResponse' | 'reason' | 'suppression'> & { state: 'sent' | 'failed' };
+export type FinishedDelivery = Pick<DeliveryEvent, 'attempt' | 'occurredAt' | 'smtpCode' | 'smtpResponse' | 'reason' | 'suppression'> & {
+  state: 'sent' | 'failed';
+};
 
 /**
  * Which message a record is about: its celery_task_id, a UUID of its own. Not its id, which a database restored from a

@@ -1,8 +1,8 @@
 // The refusals nodemailer's pool retries by itself, heard through its logger: against a real SMTP server (the local
 // sink) that answers 421 on a connection the pool had already used.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -62,12 +62,18 @@ describe('refusals the SMTP pool retries', () => {
     });
     try {
       const mail = { subject: 'Hello', text: 'Hello', html: '<p>Hello</p>' };
-      for (const [messageId, to] of [[1, 'a@fast.example'], [2, 'b@slow.example']] as const) {
+      for (const [messageId, to] of [
+        [1, 'a@fast.example'],
+        [2, 'b@slow.example'],
+      ] as const) {
         const outcome = await sender.send({ messageId, projectId: 1, to, template: { unsubscribe: false } }, mail);
         assert.equal(outcome.kind, 'accepted', 'the pool sent the refused mail again, and it went through');
       }
       assert.equal(offers, 3);
-      assert.deepEqual(retried.map(([to, refusal]) => [to, refusal.smtpCode]), [['b@slow.example', 421]]);
+      assert.deepEqual(
+        retried.map(([to, refusal]) => [to, refusal.smtpCode]),
+        [['b@slow.example', 421]],
+      );
     } finally {
       sender.close();
       await sink.close();

@@ -4,7 +4,7 @@
 // logger. A destination that answers "421 too many connections" would go unheard by the throttle; this logger hears it.
 // Every other line nodemailer logs is dropped, as without a logger (a call costs it one small object).
 import type { ExternalLogger } from 'nodemailer/lib/shared';
-import { normalizeResponse, type DeliveryOutcome } from './smtp-outcome.ts';
+import { type DeliveryOutcome, normalizeResponse } from './smtp-outcome.ts';
 
 /** The pool's log line for such a message (nodemailer 10, smtp-pool/pool-resource.js); its arguments: connection, Message-ID, error text. */
 export const poolRequeueLine = 'Connection #%s was closed by the server before message %s was sent: %s';

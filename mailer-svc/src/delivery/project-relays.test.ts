@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { createLogger, createRegistry, GrpcClient, GrpcServer, OperationalError } from '@notify/platform';
 import { createDataKey, projectRelaySealContext } from '@notify/platform/mail';
-import { dispatchProto, type dispatch } from '@notify/proto';
+import { type dispatch, dispatchProto } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { ProjectRelays } from './project-relays.ts';
 
@@ -28,7 +28,11 @@ before(async () => {
   server.add(dispatchProto.RelayRouteService.service, { ListProjectRelays: async () => answer() }, [{ name: 'mailer', token }]);
   const port = await server.listen(0, '127.0.0.1');
   client = new GrpcClient(dispatchProto.RelayRouteService.service, `127.0.0.1:${port}`, { token, deadlineMs: 2_000 });
-  const logger = createLogger('project-relays-test', 'debug', new Writable({ write: (chunk: Buffer, _encoding, done) => done(void logged.push(chunk.toString())) }));
+  const logger = createLogger(
+    'project-relays-test',
+    'debug',
+    new Writable({ write: (chunk: Buffer, _encoding, done) => done(void logged.push(chunk.toString())) }),
+  );
   relays = new ProjectRelays({ dataKey, fetch: () => client.call('ListProjectRelays', {}), logger });
 });
 

@@ -5,7 +5,7 @@
 // of their own, so the mailer takes no job until then (main.ts).
 // The URLs hold credentials: only project ids and relay addresses are logged.
 import type { Logger } from '@notify/platform';
-import { parseRelayUrls, projectRelaySealContext, relayAddress, type DataKey } from '@notify/platform/mail';
+import { type DataKey, parseRelayUrls, projectRelaySealContext, relayAddress } from '@notify/platform/mail';
 import type { dispatch } from '@notify/proto';
 import type { ProjectRoutes } from './relays.ts';
 
@@ -62,7 +62,10 @@ export class ProjectRelays implements ProjectRoutes {
         next.set(projectId, parseRelayUrls(this.#deps.dataKey.open(sealedSmtpUrl, projectRelaySealContext(projectId))));
       } catch {
         // No cause attached: neither the error nor the sealed value is for the logs. The project keeps what it had.
-        this.#deps.logger.error({ projectId }, "a project's relays cannot be opened with NOTIFY_DATA_KEY (is it the same secret dispatch-svc has?); keeping the last ones");
+        this.#deps.logger.error(
+          { projectId },
+          "a project's relays cannot be opened with NOTIFY_DATA_KEY (is it the same secret dispatch-svc has?); keeping the last ones",
+        );
         const kept = this.#routes.get(projectId);
         if (kept) next.set(projectId, kept);
       }

@@ -11,7 +11,10 @@ test('a relay that never had the message is unreached: refused, unresolved, time
   assert.equal(relayFault(smtpError('getaddrinfo ENOTFOUND relay.invalid', { code: 'EDNS', originalCode: 'ENOTFOUND', command: 'CONN' })), 'unreached');
   assert.equal(relayFault(smtpError('Connection timeout', { code: 'ETIMEDOUT', command: 'CONN' })), 'unreached');
   assert.equal(relayFault(smtpError('Greeting never received', { code: 'ETIMEDOUT', command: 'CONN' })), 'unreached');
-  assert.equal(relayFault(smtpError('Invalid greeting. response=554 go away', { code: 'EPROTOCOL', response: '554 go away', responseCode: 554, command: 'CONN' })), 'unreached');
+  assert.equal(
+    relayFault(smtpError('Invalid greeting. response=554 go away', { code: 'EPROTOCOL', response: '554 go away', responseCode: 554, command: 'CONN' })),
+    'unreached',
+  );
   assert.equal(relayFault(smtpError('Invalid login: 535 5.7.8 bad credentials', { code: 'EAUTH', responseCode: 535, command: 'AUTH PLAIN' })), 'unreached');
   assert.equal(relayFault(smtpError('Server terminates connection', { code: 'ECONNECTION', responseCode: 421, command: 'EHLO' })), 'unreached');
 });
@@ -24,7 +27,10 @@ test('a session that broke once it had started is lost: the relay may have taken
 });
 
 test('a reply about the message, or a message nodemailer cannot send, is not the relay at fault', () => {
-  assert.equal(relayFault(smtpError('Recipient command failed: 550 5.1.1 no such user', { code: 'EENVELOPE', responseCode: 550, command: 'RCPT TO' })), undefined);
+  assert.equal(
+    relayFault(smtpError('Recipient command failed: 550 5.1.1 no such user', { code: 'EENVELOPE', responseCode: 550, command: 'RCPT TO' })),
+    undefined,
+  );
   assert.equal(relayFault(smtpError('Mail command failed: 451 4.7.1 slow down', { code: 'EENVELOPE', responseCode: 451, command: 'MAIL FROM' })), undefined);
   assert.equal(relayFault(smtpError('Message failed: 552 too big', { code: 'EMESSAGE', responseCode: 552, command: 'DATA' })), undefined);
   assert.equal(relayFault(smtpError('Empty message', { code: 'EMESSAGE', command: 'API' })), undefined);

@@ -1,7 +1,7 @@
 // The relays' Prometheus metrics: each relay's circuit, what it did with the sends it was offered, and the sends that
 // moved on from a relay to the next of their list. Relays are labelled `host:port`, never by URL (credentials).
 import { Counter, Gauge, type Registry } from '@notify/platform';
-import { circuitStateValue, type CircuitState } from './circuit-breaker.ts';
+import { type CircuitState, circuitStateValue } from './circuit-breaker.ts';
 
 export type RelayMetrics = ReturnType<typeof createRelayMetrics>;
 

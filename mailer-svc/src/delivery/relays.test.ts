@@ -2,13 +2,13 @@
 // order of a list, failover when a relay cannot be reached, the circuit that skips it and lets it back, and projects
 // routed through their own relays.
 import assert from 'node:assert/strict';
-import { createServer, type AddressInfo, type Server } from 'node:net';
+import { type AddressInfo, createServer, type Server } from 'node:net';
 import { after, test } from 'node:test';
-import { SMTPServer } from 'smtp-server';
 import { createRegistry } from '@notify/platform';
 import { silentLogger } from '@notify/test/harness/logger.ts';
+import { SMTPServer } from 'smtp-server';
 import { createRelayMetrics } from './relay-metrics.ts';
-import { Relays, type RelayOptions } from './relays.ts';
+import { type RelayOptions, Relays } from './relays.ts';
 
 interface Relay {
   readonly url: string;
@@ -114,8 +114,10 @@ let sequence = 0;
 const send = (relays: Relays, to = `someone${(sequence += 1)}@example.com`, projectId = 1) =>
   relays.send(projectId, { from: 'no-reply@example.com', to, subject: 'hello', text: 'hello', envelope: { from: 'no-reply@example.com', to: [to] } });
 
-const count = async (metric: { get(): Promise<{ values: { labels: Record<string, unknown>; value: number }[] }> }, labels: Record<string, string>): Promise<number> =>
-  (await metric.get()).values.find((value) => Object.entries(labels).every(([name, label]) => value.labels[name] === label))?.value ?? 0;
+const count = async (
+  metric: { get(): Promise<{ values: { labels: Record<string, unknown>; value: number }[] }> },
+  labels: Record<string, string>,
+): Promise<number> => (await metric.get()).values.find((value) => Object.entries(labels).every(([name, label]) => value.labels[name] === label))?.value ?? 0;
 
 test('a message whose first relay refuses connections is delivered through the second in the same attempt', async () => {
   const first = await startRelay();
@@ -138,7 +140,10 @@ test('a relay that failed the threshold is skipped until its cool-down, and used
   const firstAddress = first.url.replace('smtp://', '');
   await send(relays);
   await send(relays);
-  assert.deepEqual(relays.states().map((relay) => relay.state), ['open', 'closed']);
+  assert.deepEqual(
+    relays.states().map((relay) => relay.state),
+    ['open', 'closed'],
+  );
   assert.equal((await send(relays)).kind, 'accepted');
   assert.equal(await count(metrics.sends, { relay: firstAddress, result: 'unreached' }), 2, 'the open circuit was not tried');
   assert.equal(second.received.length, 3);
@@ -198,7 +203,7 @@ test('a single relay is tried even with its circuit open, as before failover exi
   assert.equal(relays.states()[0]?.state, 'closed');
 });
 
-test("a project with its own relays sends through them, another project through the default ones; prune closes a dropped relay", async () => {
+test('a project with its own relays sends through them, another project through the default ones; prune closes a dropped relay', async () => {
   const shared = await startRelay();
   const own = await startRelay();
   let routes = new Map<number, string[]>([[7, [own.url]]]);
@@ -210,7 +215,10 @@ test("a project with its own relays sends through them, another project through 
   assert.equal(relays.states().length, 2);
   routes = new Map();
   relays.prune();
-  assert.deepEqual(relays.states().map((relay) => relay.address), [shared.url.replace('smtp://', '')]);
+  assert.deepEqual(
+    relays.states().map((relay) => relay.address),
+    [shared.url.replace('smtp://', '')],
+  );
   await send(relays, 'seven-again@example.com', 7);
   assert.deepEqual(shared.received, ['eight@example.com', 'seven-again@example.com']);
 });

@@ -6,13 +6,14 @@
 // relay may have accepted the mail), a reply to the message is the message's. With every circuit of a list open the
 // attempt is deferred without connecting. A list of one relay is always tried, exactly as before failover existed:
 // there is nowhere else to send, and its breaker still shows its health.
+
+import { type Attributes, inSpan, type Logger, SpanKind } from '@notify/platform';
+import { relayAddress } from '@notify/platform/mail';
 import { createTransport, type SendMailOptions, type Transporter } from 'nodemailer';
 import type { ExternalLogger } from 'nodemailer/lib/shared';
-import { inSpan, SpanKind, type Attributes, type Logger } from '@notify/platform';
-import { relayAddress } from '@notify/platform/mail';
 import { CircuitBreaker, type CircuitState } from './circuit-breaker.ts';
-import type { RelayMetrics } from './relay-metrics.ts';
 import { relayFault } from './relay-fault.ts';
+import type { RelayMetrics } from './relay-metrics.ts';
 import { acceptedOutcome, classifySendError, type DeliveryOutcome } from './smtp-outcome.ts';
 
 // nodemailer's defaults (2 min to connect, 10 min of socket silence) would hold a job far beyond the consumer's ack wait.

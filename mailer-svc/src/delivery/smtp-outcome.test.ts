@@ -17,7 +17,12 @@ describe('SMTP outcome', () => {
 
   it('treats a 4xx reply as temporary, with its code and text', () => {
     const outcome = classifySendError(smtpError({ code: 'EENVELOPE', responseCode: 451, response: '451 4.7.1 Greylisted, try later', command: 'RCPT TO' }));
-    assert.deepEqual(outcome, { kind: 'temporary', reason: 'recipient refused by the mail server: 451 4.7.1 Greylisted, try later', smtpCode: 451, smtpResponse: '451 4.7.1 Greylisted, try later' });
+    assert.deepEqual(outcome, {
+      kind: 'temporary',
+      reason: 'recipient refused by the mail server: 451 4.7.1 Greylisted, try later',
+      smtpCode: 451,
+      smtpResponse: '451 4.7.1 Greylisted, try later',
+    });
   });
 
   it('treats a 5xx reply to the recipient or the message as permanent', () => {
@@ -63,7 +68,8 @@ describe('SMTP outcome', () => {
   });
 
   it('calls a hard bounce only a permanent 5xx whose enhanced status is about the recipient address (5.1.x)', () => {
-    const refused = (response: string) => classifySendError(smtpError({ code: 'EENVELOPE', responseCode: Number(response.slice(0, 3)), response, command: 'RCPT TO' }));
+    const refused = (response: string) =>
+      classifySendError(smtpError({ code: 'EENVELOPE', responseCode: Number(response.slice(0, 3)), response, command: 'RCPT TO' }));
     assert.equal(isHardBounce(refused('550 5.1.1 No such user')), true);
     assert.equal(isHardBounce(refused('553 5.1.3 Bad destination mailbox address syntax')), true);
     assert.equal(isHardBounce(refused('550 5.7.1 Rejected by policy')), false, 'policy says nothing about the address');

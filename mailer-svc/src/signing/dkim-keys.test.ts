@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { createLogger, createRegistry, GrpcClient, GrpcServer, OperationalError, UserError } from '@notify/platform';
 import { createDataKey } from '@notify/platform/mail';
-import { dispatchProto, type dispatch } from '@notify/proto';
+import { type dispatch, dispatchProto } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { DkimKeys } from './dkim-keys.ts';
 

@@ -3,7 +3,7 @@
 // with `notifyctl domain` takes effect without a restart. While dispatch-svc cannot answer, the last key is kept
 // (signing must not stop because of a blip); an answer that the domain has no key makes mail go unsigned.
 // The private key is never logged: only the domain and selector are.
-import { RemoteError, type Logger } from '@notify/platform';
+import { type Logger, RemoteError } from '@notify/platform';
 import type { DataKey } from '@notify/platform/mail';
 import type { dispatch } from '@notify/proto';
 
@@ -53,7 +53,10 @@ export class DkimKeys {
       privateKey = this.#deps.dataKey.open(answer.sealedPrivateKey, `dkim:${domain}`);
     } catch {
       // No cause attached: the error says nothing useful and the sealed value is not for the logs either.
-      logger.error({ domain, kept: describe(this.#key) }, 'the DKIM key cannot be opened with NOTIFY_DATA_KEY (is it the same secret dispatch-svc has?); keeping the last one');
+      logger.error(
+        { domain, kept: describe(this.#key) },
+        'the DKIM key cannot be opened with NOTIFY_DATA_KEY (is it the same secret dispatch-svc has?); keeping the last one',
+      );
       return;
     }
     this.#replace({ domainName: domain, keySelector: answer.selector, privateKey });
@@ -62,7 +65,11 @@ export class DkimKeys {
   #replace(next: DkimKey | undefined): void {
     const changed = describe(next) !== describe(this.#key) || next?.privateKey !== this.#key?.privateKey;
     this.#key = next;
-    if (changed) this.#deps.logger.info({ domain: this.#deps.domain, dkim: describe(next) }, next ? 'signing mail with DKIM' : 'sending mail unsigned: the domain has no DKIM key');
+    if (changed)
+      this.#deps.logger.info(
+        { domain: this.#deps.domain, dkim: describe(next) },
+        next ? 'signing mail with DKIM' : 'sending mail unsigned: the domain has no DKIM key',
+      );
   }
 }
 

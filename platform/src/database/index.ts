@@ -1,7 +1,7 @@
 // PostgreSQL: pooled connections (pg, instrumented by OpenTelemetry), transactions, and the schema migrations.
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { runner } from 'node-pg-migrate';
+import pg from 'pg';
 import type { Logger } from '../logger.ts';
 
 export type { Pool, PoolClient } from 'pg';
@@ -111,7 +111,12 @@ export interface BatchRowsOptions<T> {
  * messages-get, one read a call on analyzed tables of 50,000 messages: 0.33 ms of backend CPU planned each time,
  * 0.14 ms planned once). The one-row form, and a padded batch (`filler`), are planned once per connection.
  */
-export function batchRows<T>(name: string, items: readonly T[], columns: readonly RowColumn<T>[], options: BatchRowsOptions<T> = {}): { name: string; rows: string; values: unknown[] } {
+export function batchRows<T>(
+  name: string,
+  items: readonly T[],
+  columns: readonly RowColumn<T>[],
+  options: BatchRowsOptions<T> = {},
+): { name: string; rows: string; values: unknown[] } {
   const first = options.firstParameter ?? 1;
   if (items.length === 1) {
     const item = items[0] as T;

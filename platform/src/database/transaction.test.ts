@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
-import { createPool, withTransaction, type Pool } from './index.ts';
+import { createPool, type Pool, withTransaction } from './index.ts';
 
 const url = testEnvironment.postgresAdminUrl;
 const logger = silentLogger('transaction-test');

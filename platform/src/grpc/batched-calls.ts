@@ -4,14 +4,14 @@
 // carries (the batched call itself is left untraced, telemetry.ts). Its failure: the status, reason and field messages
 // its own call would have failed with, carried as the item's refusal and read back by the caller as the same
 // RemoteError. The caller's side is BatchedCalls, the server's itemServer.
-import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
+import { Metadata, type ServiceError, status } from '@grpc/grpc-js';
+import { type Context, context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { Batcher } from '../batcher.ts';
 import { errorMetadataKeys, UserError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { Histogram, type Registry } from '../metrics.ts';
 import { activeContext, withActiveSpan } from '../tracing.ts';
-import { RemoteError, toGrpcFailure, type GrpcFailure, type Refusal } from './errors.ts';
+import { type GrpcFailure, type Refusal, RemoteError, toGrpcFailure } from './errors.ts';
 
 /** The W3C trace context of one item, as its batched call carries it. */
 export interface ItemTraceContext {
@@ -28,7 +28,9 @@ function rpcNames(path: string): { name: string; service: string; method: string
 /** One item's span of the call it stands for (`path`): a client span under the caller's context, or a server span under the item's carried one. */
 export function startItemSpan(path: string, kind: SpanKind.CLIENT | SpanKind.SERVER, parent: Context): Span {
   const { name, service, method } = rpcNames(path);
-  return trace.getTracer('@notify/platform').startSpan(name, { kind, attributes: { 'rpc.system': 'grpc', 'rpc.service': service, 'rpc.method': method } }, parent);
+  return trace
+    .getTracer('@notify/platform')
+    .startSpan(name, { kind, attributes: { 'rpc.system': 'grpc', 'rpc.service': service, 'rpc.method': method } }, parent);
 }
 
 /** Ends an item's span with the status its own call ended with, as the instrumentation ends a call's. */
@@ -47,7 +49,8 @@ export function itemTraceContext(span: Span): ItemTraceContext {
 
 /** The parent an item's server span continues, from the trace context it carried (the root context without one). */
 export function contextOfItem(item: ItemTraceContext): Context {
-  const carrier: Record<string, string> = item.tracestate === '' ? { traceparent: item.traceparent } : { traceparent: item.traceparent, tracestate: item.tracestate };
+  const carrier: Record<string, string> =
+    item.tracestate === '' ? { traceparent: item.traceparent } : { traceparent: item.traceparent, tracestate: item.tracestate };
   return item.traceparent === '' ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, carrier);
 }
 
@@ -112,7 +115,8 @@ export function itemServer<Q, R>(options: ItemServerOptions<Q, R>): (request: Q 
       recordItem(path, code, (performance.now() - started) / 1000);
     };
     try {
-      if (!request) throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', `invalid request: ${field}: is required`, { fields: [`${field}: is required`] });
+      if (!request)
+        throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', `invalid request: ${field}: is required`, { fields: [`${field}: is required`] });
       const answer = await withActiveSpan(span, () => handle(request));
       ended(status.OK);
       return { answer };

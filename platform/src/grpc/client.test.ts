@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { authProto } from '@notify/proto';
 import type { auth } from '@notify/proto';
+import { authProto } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { UserError } from '../errors.ts';
 import { createRegistry, type Registry } from '../metrics.ts';

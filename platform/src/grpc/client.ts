@@ -113,8 +113,14 @@ export class GrpcClient<D extends grpc.ServiceDefinition> {
     const check = healthService['Check'];
     if (!check) return false;
     const response = await new Promise<{ status?: unknown }>((resolve, reject) => {
-      this.#client.makeUnaryRequest(check.path, check.requestSerialize, check.responseDeserialize, { service: '' }, new grpc.Metadata(), { deadline: Date.now() + deadlineMs }, (error, value) =>
-        error ? reject(error) : resolve(value as { status?: unknown }),
+      this.#client.makeUnaryRequest(
+        check.path,
+        check.requestSerialize,
+        check.responseDeserialize,
+        { service: '' },
+        new grpc.Metadata(),
+        { deadline: Date.now() + deadlineMs },
+        (error, value) => (error ? reject(error) : resolve(value as { status?: unknown })),
       );
     });
     return response.status === 'SERVING' || response.status === 1;

@@ -1,9 +1,24 @@
 // Carrying UserError across gRPC: the server puts reason and field messages in trailers; the client reads them back.
-import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { Metadata, type ServiceError, status } from '@grpc/grpc-js';
 import { errorMetadataKeys, OperationalError, UserError } from '../errors.ts';
 
 /** Error codes of `pg`/`ioredis`/Node sockets and PostgreSQL SQLSTATEs that mean "a dependency is unreachable, retry". */
-const unavailableCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006', '53300']);
+const unavailableCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08001',
+  '08003',
+  '08006',
+  '53300',
+]);
 
 function isDependencyFailure(error: unknown): boolean {
   if (error instanceof OperationalError) return true;
@@ -55,7 +70,7 @@ export class RemoteError extends Error {
     super(error.details || error.message, { cause: error });
     this.status = error.code;
     const reason = error.metadata?.get(errorMetadataKeys.reason)[0];
-    this.reason = typeof reason === 'string' ? reason : status[error.code]?.toLowerCase() ?? 'unknown';
+    this.reason = typeof reason === 'string' ? reason : (status[error.code]?.toLowerCase() ?? 'unknown');
     const fields = error.metadata?.get(errorMetadataKeys.fields)[0];
     this.fields = typeof fields === 'string' ? (JSON.parse(fields) as string[]) : [];
   }

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { authProto } from '@notify/proto';
 import type { auth } from '@notify/proto';
-import { Writable } from 'node:stream';
+import { authProto } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { UserError } from '../errors.ts';
 import { createLogger } from '../logger.ts';
 import { createRegistry } from '../metrics.ts';
 import { GrpcClient } from './client.ts';
 import { RemoteError } from './errors.ts';
-import { GrpcServer, type AsyncHandlers } from './server.ts';
+import { type AsyncHandlers, GrpcServer } from './server.ts';
 
 const logger = silentLogger();
 const registry = createRegistry('test');
@@ -105,7 +105,10 @@ test('a known caller is refused PERMISSION_DENIED on a method not granted to it,
 
 test('one caller name with two tokens is refused when the service is added', () => {
   const other = new GrpcServer({ logger, registry: createRegistry('test-conflict') });
-  assert.throws(() => other.add(authProto.AuthAdminService.service, adminHandlers, [{ name: 'gateway', token: 'another-token-0123456789' }, gateway]), /caller gateway is registered with two different tokens/);
+  assert.throws(
+    () => other.add(authProto.AuthAdminService.service, adminHandlers, [{ name: 'gateway', token: 'another-token-0123456789' }, gateway]),
+    /caller gateway is registered with two different tokens/,
+  );
 });
 
 test('a UserError crosses the wire with its status and reason', async () => {

@@ -90,7 +90,7 @@ export class GrpcServer {
   add<D extends grpc.ServiceDefinition>(definition: D, handlers: AsyncHandlers<D>, access: Access<D>): void {
     const implementation: grpc.UntypedServiceImplementation = {};
     for (const [method, spec] of Object.entries(definition)) {
-      const callers: readonly Caller[] = Array.isArray(access) ? access : (access as Record<string, readonly Caller[]>)[method] ?? [];
+      const callers: readonly Caller[] = Array.isArray(access) ? access : ((access as Record<string, readonly Caller[]>)[method] ?? []);
       for (const caller of callers) this.#register(caller);
       this.#allowed.set(spec.path, new Set(callers.map((caller) => caller.name)));
       this.#services.add(serviceOf(spec.path));
@@ -113,9 +113,7 @@ export class GrpcServer {
   /** Binds, marks every service SERVING, and returns the bound port (useful with port 0). */
   async listen(port: number, host = '0.0.0.0'): Promise<number> {
     const bound = await new Promise<number>((resolve, reject) => {
-      this.#server.bindAsync(`${host}:${port}`, this.#credentials, (error, actual) =>
-        error ? reject(error) : resolve(actual),
-      );
+      this.#server.bindAsync(`${host}:${port}`, this.#credentials, (error, actual) => (error ? reject(error) : resolve(actual)));
     });
     this.#setAll('SERVING');
     this.#logger.info({ port: bound }, 'gRPC server listening');

@@ -67,6 +67,12 @@ test('a plaintext client is refused by a TLS server, and so is a client trusting
 });
 
 test('a certificate without its key, or an unreadable file, is a configuration error naming the variable', () => {
-  assert.throws(() => serverCredentials({ grpcTlsCertFile: certificates.cert, grpcTlsKeyFile: '' }), (error: unknown) => error instanceof ConfigError && /GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE go together/.test(error.message));
-  assert.throws(() => channelCredentials({ grpcTlsCaFile: '/nonexistent/ca.crt' }), (error: unknown) => error instanceof ConfigError && /GRPC_TLS_CA_FILE: cannot read \/nonexistent\/ca.crt/.test(error.message));
+  assert.throws(
+    () => serverCredentials({ grpcTlsCertFile: certificates.cert, grpcTlsKeyFile: '' }),
+    (error: unknown) => error instanceof ConfigError && /GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE go together/.test(error.message),
+  );
+  assert.throws(
+    () => channelCredentials({ grpcTlsCaFile: '/nonexistent/ca.crt' }),
+    (error: unknown) => error instanceof ConfigError && /GRPC_TLS_CA_FILE: cannot read \/nonexistent\/ca.crt/.test(error.message),
+  );
 });

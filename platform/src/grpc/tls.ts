@@ -8,7 +8,7 @@ import { ConfigError, text } from '../config.ts';
 /** GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE, read by the gRPC servers (auth-svc, dispatch-svc). */
 export const grpcServerTlsSettings = {
   grpcTlsCertFile: text('GRPC_TLS_CERT_FILE', {
-    description: "PEM certificate (chain) of the gRPC server, naming the address its clients dial; empty serves plaintext (needs GRPC_TLS_KEY_FILE)",
+    description: 'PEM certificate (chain) of the gRPC server, naming the address its clients dial; empty serves plaintext (needs GRPC_TLS_KEY_FILE)',
     default: '',
   }),
   grpcTlsKeyFile: text('GRPC_TLS_KEY_FILE', { description: 'PEM private key of the gRPC server certificate', default: '' }),

@@ -63,7 +63,8 @@ export const dataKeySetting = {
   dataKey: custom(
     'NOTIFY_DATA_KEY',
     {
-      description: 'at least 32 random bytes, base64 or hex: seals DKIM private keys, relay lists and webhook secrets, and signs return paths and unsubscribe links (`openssl rand -base64 32`)',
+      description:
+        'at least 32 random bytes, base64 or hex: seals DKIM private keys, relay lists and webhook secrets, and signs return paths and unsubscribe links (`openssl rand -base64 32`)',
       secret: true,
     },
     parseDataKey,

@@ -1,6 +1,6 @@
 // What the services that send and receive mail share (`@notify/platform/mail`): NOTIFY_DATA_KEY (webhook-svc's too,
 // for the webhook secrets it opens) and the signed tokens a mail carries (VERP return path, unsubscribe link), and the
 // syntax of SMTP relay lists.
-export { bounceDomainSetting, createDataKey, dataKeySetting, parseDataKey, webhookSecretSealContext, type DataKey } from './data-key.ts';
-export { readReturnPath, readUnsubscribeToken, readVerpToken, returnPathFor, unsubscribeToken, verpToken, type UnsubscribeClaim } from './mail-tokens.ts';
+export { bounceDomainSetting, createDataKey, type DataKey, dataKeySetting, parseDataKey, webhookSecretSealContext } from './data-key.ts';
+export { readReturnPath, readUnsubscribeToken, readVerpToken, returnPathFor, type UnsubscribeClaim, unsubscribeToken, verpToken } from './mail-tokens.ts';
 export { parseRelayUrls, projectRelaySealContext, relayAddress } from './relay-urls.ts';

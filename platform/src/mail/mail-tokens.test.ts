@@ -1,6 +1,6 @@
-import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { describe, it } from 'node:test';
 import { createDataKey, parseDataKey } from './data-key.ts';
 import { readReturnPath, readUnsubscribeToken, readVerpToken, returnPathFor, unsubscribeToken, verpToken } from './mail-tokens.ts';
 
@@ -33,7 +33,10 @@ describe('VERP return paths', () => {
   it('are the same for the same key whatever the version: one in a bounce of mail sent before an upgrade still reads', () => {
     const fixedKey = createDataKey(Buffer.alloc(32, 7));
     assert.equal(verpToken(fixedKey, 42), 'aaaaaaaaaaacvfc33gseuqdmksdpq');
-    assert.equal(unsubscribeToken(fixedKey, { projectId: 3, messageId: 42, address: 'ada@example.com' }), 'AAAAAAAAAAMAAAAAAAAAKmFkYUBleGFtcGxlLmNvbUyh8j16bV3TxlZ5chaV0aY');
+    assert.equal(
+      unsubscribeToken(fixedKey, { projectId: 3, messageId: 42, address: 'ada@example.com' }),
+      'AAAAAAAAAAMAAAAAAAAAKmFkYUBleGFtcGxlLmNvbUyh8j16bV3TxlZ5chaV0aY',
+    );
   });
 
   it('name the message in a short lowercase local part that comes back intact, whatever its case', () => {

@@ -8,8 +8,14 @@ test('a comma-separated list gives its relays in order, one relay a list of one'
 });
 
 test('a faulty entry is named by its position, never by its text (it may hold a password)', () => {
-  assert.throws(() => parseRelayUrls('smtp://a.example, https://user:hunter2@b.example'), (error: Error) => error.message === 'relay 2 must use smtp or smtps');
-  assert.throws(() => parseRelayUrls('hunter2'), (error: Error) => error.message === 'the relay must be a URL');
+  assert.throws(
+    () => parseRelayUrls('smtp://a.example, https://user:hunter2@b.example'),
+    (error: Error) => error.message === 'relay 2 must use smtp or smtps',
+  );
+  assert.throws(
+    () => parseRelayUrls('hunter2'),
+    (error: Error) => error.message === 'the relay must be a URL',
+  );
   assert.throws(() => parseRelayUrls('smtp://a.example,'), /relay 2 must be a URL/);
   assert.throws(() => parseRelayUrls('smtp://a.example,smtp://a.example'), /relay 2 is listed twice/);
 });

@@ -3,12 +3,12 @@
 // again; a configuration JetStream refuses fails at once; a declaration that never gets an answer fails at its deadline.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, test } from 'node:test';
 import { Writable } from 'node:stream';
+import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startPrivateNatsCluster, type PrivateNatsCluster } from '@notify/test/harness/private-nats-cluster.ts';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
+import { type PrivateNatsCluster, startPrivateNatsCluster } from '@notify/test/harness/private-nats-cluster.ts';
 import { createLogger } from '../logger.ts';
 import { connectNats, declareJetStream, ensureStream, isPassingJetStreamFailure, jetstreamManager, type NatsConnection } from './index.ts';
 
@@ -55,10 +55,14 @@ test('a configuration JetStream refuses fails the declaration at its first try',
   let tries = 0;
   const jsm = await jetstreamManager(nats);
   await assert.rejects(
-    declareJetStream('a stream with nine replicas', async () => {
-      tries++;
-      await ensureStream(jsm, { name: `${prefix}NINE`, subjects: [`${prefix}.nine`], retention: 'limits' }, 9);
-    }, { logger, pauseMs: 10 }),
+    declareJetStream(
+      'a stream with nine replicas',
+      async () => {
+        tries++;
+        await ensureStream(jsm, { name: `${prefix}NINE`, subjects: [`${prefix}.nine`], retention: 'limits' }, 9);
+      },
+      { logger, pauseMs: 10 },
+    ),
   );
   assert.equal(tries, 1);
 });
@@ -68,10 +72,14 @@ test('a declaration that never gets an answer fails with that failure once its d
   let tries = 0;
   const started = Date.now();
   await assert.rejects(
-    declareJetStream('an unanswered request', async () => {
-      tries++;
-      await nats.request(`${prefix}.never`, '', { timeout: 50 });
-    }, { logger, deadlineMs: 600, pauseMs: 100 }),
+    declareJetStream(
+      'an unanswered request',
+      async () => {
+        tries++;
+        await nats.request(`${prefix}.never`, '', { timeout: 50 });
+      },
+      { logger, deadlineMs: 600, pauseMs: 100 },
+    ),
     { name: 'TimeoutError' },
   );
   silent.unsubscribe();
@@ -94,7 +102,10 @@ test('on a cluster without a quorum a replicated stream is declared once two nod
       'a stream with three replicas',
       async () => ensureStream(await jetstreamManager(client, { timeout: 1_000 }), { name: 'DECLARED', subjects: ['declared.>'], retention: 'limits' }, 3),
       { logger: recording, pauseMs: 200 },
-    ).then(() => undefined, (error: unknown) => error);
+    ).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     // Long enough for several tries to fail while only one node of three runs.
     await sleep(3_000);
     await Promise.all(others.map((node) => node.start()));

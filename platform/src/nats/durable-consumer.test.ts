@@ -2,13 +2,13 @@
 // time and at most `concurrency` batches at once, and stopping still handles what was received.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { waitFor } from '@notify/test/harness/wait.ts';
-import { connectNats, ensureConsumer, jetstream, jetstreamManager, nanoseconds, type JetStreamManager, type JsMsg, type NatsConnection } from './index.ts';
 import { consumeDurably, type DurableConsumer } from './durable-consumer.ts';
+import { connectNats, ensureConsumer, type JetStreamManager, type JsMsg, jetstream, jetstreamManager, type NatsConnection, nanoseconds } from './index.ts';
 
 const prefix = `T${randomBytes(4).toString('hex')}_`;
 const logger = silentLogger('dispatch-test');
@@ -45,10 +45,13 @@ async function publish(subject: string, from: number, to: number): Promise<void>
 
 /** Waits until the server has handed out `count` messages and holds none back, then gives the client time to read them. */
 async function delivered(stream: string, consumer: string, count: number): Promise<void> {
-  await waitFor(async () => {
-    const info = await jsm.consumers.info(stream, consumer);
-    return info.num_pending === 0 && info.num_ack_pending === count;
-  }, { timeoutMs: 5_000, intervalMs: 25, what: `${count} messages handed out` });
+  await waitFor(
+    async () => {
+      const info = await jsm.consumers.info(stream, consumer);
+      return info.num_pending === 0 && info.num_ack_pending === count;
+    },
+    { timeoutMs: 5_000, intervalMs: 25, what: `${count} messages handed out` },
+  );
   await sleep(500);
 }
 
@@ -117,10 +120,17 @@ test('the messages received while a batch is handled make up the next one, up to
     assert.equal(batches.length, 1, 'nothing else is handled while the only handler is busy');
 
     firstBatchDone.resolve();
-    await waitFor(async () => (await jsm.consumers.info(stream, consumer)).num_ack_pending === 0, { timeoutMs: 5_000, intervalMs: 25, what: 'every message handled' });
+    await waitFor(async () => (await jsm.consumers.info(stream, consumer)).num_ack_pending === 0, {
+      timeoutMs: 5_000,
+      intervalMs: 25,
+      what: 'every message handled',
+    });
     assert.deepEqual(batches[1], [2, 3, 4, 5], 'the next batch is what had been received, up to the batch size');
     assert.deepEqual(batches.flat(), [1, 2, 3, 4, 5, 6, 7, 8], 'each message handled once, in order');
-    assert.ok(batches.every((batch) => batch.length >= 1 && batch.length <= 4), JSON.stringify(batches));
+    assert.ok(
+      batches.every((batch) => batch.length >= 1 && batch.length <= 4),
+      JSON.stringify(batches),
+    );
     assert.equal(mostBusy, 1);
   } finally {
     firstBatchDone.resolve();

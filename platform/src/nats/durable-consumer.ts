@@ -133,7 +133,10 @@ class Batches {
       const task: Promise<void> = this.#options
         .handle(batch)
         .catch((error: unknown) =>
-          this.#options.logger.error({ err: error, stream: this.#options.stream, seqs: batch.map((message) => message.seq) }, 'message handler failed; its messages will be redelivered'),
+          this.#options.logger.error(
+            { err: error, stream: this.#options.stream, seqs: batch.map((message) => message.seq) },
+            'message handler failed; its messages will be redelivered',
+          ),
         )
         .finally(() => {
           this.#inFlight.delete(task);

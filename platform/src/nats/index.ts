@@ -1,13 +1,14 @@
 // NATS JetStream: the connection, streams and consumers created from their declarations (proto/src/streams.ts), the
 // link's state and readiness, durable consumption, dead letters, and trace context carried in headers.
-import { connect, nkeyAuthenticator, usernamePasswordAuthenticator, type Authenticator, type NatsConnection } from '@nats-io/transport-node';
-import { AckPolicy, jetstreamManager, RetentionPolicy, StorageType, type ConsumerConfig, type JetStreamManager } from '@nats-io/jetstream';
+
+import { AckPolicy, type ConsumerConfig, type JetStreamManager, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { type Authenticator, connect, type NatsConnection, nkeyAuthenticator, usernamePasswordAuthenticator } from '@nats-io/transport-node';
 import type { StreamDeclaration } from '@notify/proto';
 import { ConfigError } from '../config.ts';
 import type { Logger } from '../logger.ts';
 
-export { headers } from '@nats-io/transport-node';
 export type { Msg, NatsConnection } from '@nats-io/transport-node';
+export { headers } from '@nats-io/transport-node';
 
 /** Who a service is to the NATS server (natsSettings): a user and password, an NKey seed, or nothing. */
 export interface NatsCredentials {
@@ -20,7 +21,8 @@ const noNatsCredentials: NatsCredentials = { natsUser: '', natsPassword: '', nat
 
 function authenticatorOf(credentials: NatsCredentials): Authenticator | undefined {
   const { natsUser, natsPassword, natsNkeySeed } = credentials;
-  if (natsNkeySeed !== '' && (natsUser !== '' || natsPassword !== '')) throw new ConfigError(['NATS_NKEY_SEED: give either it or NATS_USER and NATS_PASSWORD, not both']);
+  if (natsNkeySeed !== '' && (natsUser !== '' || natsPassword !== ''))
+    throw new ConfigError(['NATS_NKEY_SEED: give either it or NATS_USER and NATS_PASSWORD, not both']);
   if (natsNkeySeed !== '') return nkeyAuthenticator(new TextEncoder().encode(natsNkeySeed));
   if ((natsUser === '') !== (natsPassword === '')) throw new ConfigError(['NATS_USER and NATS_PASSWORD go together']);
   return natsUser === '' ? undefined : usernamePasswordAuthenticator(natsUser, natsPassword);
@@ -63,7 +65,10 @@ export async function ensureStream(jsm: JetStreamManager, declaration: StreamDec
     ...(declaration.duplicateWindowMs === undefined ? {} : { duplicate_window: ns(declaration.duplicateWindowMs) }),
     ...(declaration.maxAgeMs === undefined ? {} : { max_age: ns(declaration.maxAgeMs) }),
   };
-  const exists = await jsm.streams.info(declaration.name).then(() => true, () => false);
+  const exists = await jsm.streams.info(declaration.name).then(
+    () => true,
+    () => false,
+  );
   if (exists) await jsm.streams.update(declaration.name, config);
   else await jsm.streams.add(config);
 }
@@ -71,16 +76,28 @@ export async function ensureStream(jsm: JetStreamManager, declaration: StreamDec
 /** Creates a durable pull consumer or updates it in place. */
 export async function ensureConsumer(jsm: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }): Promise<void> {
   const full = { ack_policy: AckPolicy.Explicit, ...config };
-  const exists = await jsm.consumers.info(stream, config.durable_name).then(() => true, () => false);
+  const exists = await jsm.consumers.info(stream, config.durable_name).then(
+    () => true,
+    () => false,
+  );
   if (exists) await jsm.consumers.update(stream, config.durable_name, full);
   else await jsm.consumers.add(stream, full);
 }
 
-export { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
+export { type JetStreamClient, type JetStreamManager, type JsMsg, jetstream, jetstreamManager } from '@nats-io/jetstream';
 export const nanoseconds = ns;
-export { consumeDurably, type DurableConsumer, type DurableConsumerOptions } from './durable-consumer.ts';
 export { deadLetter } from './dead-letters.ts';
+export { type DeclareOptions, declareJetStream, isPassingJetStreamFailure } from './declare.ts';
+export { consumeDurably, type DurableConsumer, type DurableConsumerOptions } from './durable-consumer.ts';
+export { type NatsLink, natsReachable, watchNatsLink } from './link.ts';
+export {
+  carriedContext,
+  type JetStreamPublisher,
+  type MessagingTarget,
+  publishTraced,
+  startBatchProcessSpan,
+  startCreateSpan,
+  startProcessSpan,
+  startSendSpan,
+} from './trace-context.ts';
 export { publishMessage, schemaHeaders } from './wire.ts';
-export { natsReachable, watchNatsLink, type NatsLink } from './link.ts';
-export { declareJetStream, isPassingJetStreamFailure, type DeclareOptions } from './declare.ts';
-export { carriedContext, publishTraced, startBatchProcessSpan, startCreateSpan, startProcessSpan, startSendSpan, type JetStreamPublisher, type MessagingTarget } from './trace-context.ts';

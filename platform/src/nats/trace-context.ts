@@ -4,9 +4,20 @@
 import type { JetStreamClient, JetStreamPublishOptions, PubAck } from '@nats-io/jetstream';
 import type { MsgHdrs } from '@nats-io/transport-node';
 import type { WireMessage } from '@notify/proto';
-import { schemaHeaders } from './wire.ts';
 import { trace } from '@opentelemetry/api';
-import { contextFromTraceparent, recordFailure, SpanKind, startSpan, traceparentHeader, traceparentOf, type Attributes, type Context, type Link, type Span } from '../tracing.ts';
+import {
+  type Attributes,
+  type Context,
+  contextFromTraceparent,
+  type Link,
+  recordFailure,
+  type Span,
+  SpanKind,
+  startSpan,
+  traceparentHeader,
+  traceparentOf,
+} from '../tracing.ts';
+import { schemaHeaders } from './wire.ts';
 
 /**
  * What publishes to JetStream and waits for the stream's acknowledgement: the connection's JetStreamClient (or a test's
@@ -44,7 +55,12 @@ function messagingAttributes(operation: Operation, target: MessagingTarget): Att
  * written down (the outbox) before it is published, perhaps much later and by another process.
  */
 export function startCreateSpan(target: MessagingTarget, parent?: Context, links?: Link[]): Span {
-  return startSpan(`create ${target.destination}`, { kind: SpanKind.PRODUCER, attributes: messagingAttributes('create', target), ...(parent ? { parent } : {}), ...(links ? { links } : {}) });
+  return startSpan(`create ${target.destination}`, {
+    kind: SpanKind.PRODUCER,
+    attributes: messagingAttributes('create', target),
+    ...(parent ? { parent } : {}),
+    ...(links ? { links } : {}),
+  });
 }
 
 /**
@@ -61,7 +77,12 @@ export function startSendSpan(target: MessagingTarget, options: { parent?: Conte
 
 /** `process <destination>`: the work done for one received message, a child of the context it carries. */
 export function startProcessSpan(target: MessagingTarget, carried: Context, links?: Link[]): Span {
-  return startSpan(`process ${target.destination}`, { kind: SpanKind.CONSUMER, attributes: messagingAttributes('process', target), parent: carried, ...(links ? { links } : {}) });
+  return startSpan(`process ${target.destination}`, {
+    kind: SpanKind.CONSUMER,
+    attributes: messagingAttributes('process', target),
+    parent: carried,
+    ...(links ? { links } : {}),
+  });
 }
 
 /**

@@ -1,5 +1,5 @@
 // The messages of proto/messaging on NATS: each travels with the header naming its schema (its type and version).
-import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
+import { type MsgHdrs, type NatsConnection, headers as natsHeaders } from '@nats-io/transport-node';
 import { schemaHeader, type WireMessage } from '@notify/proto';
 
 /** Headers naming the message's schema, to publish it with. */

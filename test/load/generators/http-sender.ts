@@ -2,7 +2,7 @@
 // request timed from the moment it is started (waiting for a free socket counts, as it would for a client) and
 // bounded by an overall deadline, so an overloaded system ends a run with errors instead of stretching it forever.
 import { Agent, request } from 'node:http';
-import { summarize, type LoadResult } from './load-result.ts';
+import { type LoadResult, summarize } from './load-result.ts';
 
 export interface PreparedRequest {
   /** POST unless said otherwise. */

@@ -37,7 +37,13 @@ const body = Buffer.from('{}');
 
 test('a paced run starts rate x duration requests, spread over the duration, and counts their statuses', async () => {
   const started = performance.now();
-  const result = await runPaced({ url, rate: 200, durationS: 0.5, connections: 8, request: (index) => ({ path: index % 2 ? '/replay' : '/new', headers: {}, body }) });
+  const result = await runPaced({
+    url,
+    rate: 200,
+    durationS: 0.5,
+    connections: 8,
+    request: (index) => ({ path: index % 2 ? '/replay' : '/new', headers: {}, body }),
+  });
   const elapsedMs = performance.now() - started;
   assert.equal(result.sent, 100);
   assert.deepEqual(result.statuses, { '201': 50, '202': 50 });
@@ -63,6 +69,9 @@ test('a batch sends each request once, in order, with at most `connections` in f
   const requests = Array.from({ length: 30 }, (_, index) => ({ path: `/new?${index}`, headers: {}, body }));
   const result = await runBatch({ url, connections: 3, requests });
   assert.equal(result.completed, 30);
-  assert.deepEqual(seen, requests.map((request) => request.path));
+  assert.deepEqual(
+    seen,
+    requests.map((request) => request.path),
+  );
   assert.ok(mostConcurrent <= 3, `at most 3 at once, saw ${mostConcurrent}`);
 });

@@ -2,8 +2,9 @@
 // before it, the way independent integrators arrive. autocannon's `overallRate` cannot do this: each connection sends
 // its per-second quota back to back at the start of every second, so its "1,000/s" is a burst at saturation followed
 // by silence, and its latency is the saturation latency.
-import type { LoadResult } from './load-result.ts';
+
 import { createHttpSender, type PreparedRequest } from './http-sender.ts';
+import type { LoadResult } from './load-result.ts';
 
 export type PacedRequest = PreparedRequest;
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { locationOf, packageOf, summarizeProfiles, type CpuProfile } from './profile-summary.ts';
+import { type CpuProfile, locationOf, packageOf, summarizeProfiles } from './profile-summary.ts';
 
 const root = '/repo/';
 
@@ -83,5 +83,8 @@ test("self time is also charged to whoever asked for it: the nearest frame with 
   );
   assert.deepEqual(summary.split, { ours: 2 / 5, dependencies: 1 / 5, node: 1 / 5, vm: 1 / 5 });
   // By package the same time is Node's and V8's own, where it ran.
-  assert.equal(summary.packages.find((line) => line.name === 'gateway'), undefined);
+  assert.equal(
+    summary.packages.find((line) => line.name === 'gateway'),
+    undefined,
+  );
 });

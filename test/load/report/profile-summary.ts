@@ -97,7 +97,11 @@ function inside(windows: readonly TimeWindow[] | undefined, timeUs: number): boo
   return windows === undefined || windows.some((window) => timeUs >= window.startUs && timeUs < window.endUs);
 }
 
-export function summarizeProfiles(service: string, profiles: readonly CpuProfile[], options: { windows?: readonly TimeWindow[]; repoRoot: string; top?: number }): ProfileSummary {
+export function summarizeProfiles(
+  service: string,
+  profiles: readonly CpuProfile[],
+  options: { windows?: readonly TimeWindow[]; repoRoot: string; top?: number },
+): ProfileSummary {
   const byFunction = new Map<string, number>();
   const byPackage = new Map<string, number>();
   const byAsker = new Map<string, number>();

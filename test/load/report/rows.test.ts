@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { tracingTotals, type TracingRun } from '../scenarios/tracing-cost.ts';
-import { backlogCpuPerEvent, cpuPerEvent, webhookTotals, type WebhookAcceptRun, type WebhookBacklogRun, type WebhookRun } from '../scenarios/webhook-cost.ts';
 import type { BatchIngestResult } from '../scenarios/batch-ingest.ts';
 import type { CeilingResult } from '../scenarios/ceiling.ts';
 import type { DeliveryResult } from '../scenarios/delivery.ts';
-import { halfSustainedRate, type EndToEndResult } from '../scenarios/end-to-end.ts';
+import { type EndToEndResult, halfSustainedRate } from '../scenarios/end-to-end.ts';
 import type { StatusReadResult } from '../scenarios/status-reads.ts';
+import { type TracingRun, tracingTotals } from '../scenarios/tracing-cost.ts';
+import { backlogCpuPerEvent, cpuPerEvent, type WebhookAcceptRun, type WebhookBacklogRun, type WebhookRun, webhookTotals } from '../scenarios/webhook-cost.ts';
 import { buildRows, renderMarkdown, renderTable } from './rows.ts';
 import { judge, targets } from './targets.ts';
 
@@ -29,7 +29,11 @@ const saturation = (acceptedPerSecond: number) => ({
 test('the ingest rows judge saturation against its target and against the ceiling', () => {
   const rows = buildRows({
     connections: 64,
-    ceiling: { load: { sent: 1, completed: 1, statuses: {}, errors: 0, timeouts: 0, durationS: 1, latencyMs: latency, answeredPerSecond: 10_000, cutOff: 0 }, perSecond: 10_000, cpuPerRequest: {} },
+    ceiling: {
+      load: { sent: 1, completed: 1, statuses: {}, errors: 0, timeouts: 0, durationS: 1, latencyMs: latency, answeredPerSecond: 10_000, cutOff: 0 },
+      perSecond: 10_000,
+      cpuPerRequest: {},
+    },
     ingest: { saturation: saturation(2_500) },
   });
   const byFigure = new Map(rows.map((row) => [row.figure, row]));
@@ -45,7 +49,18 @@ const endToEnd = (options: { p99Ms: number; queuedToSentP99Ms: number; timeouts?
   acceptedWhileDeliveringPerSecond: 450,
   drainPerSecond: 420,
   rate: halfSustainedRate(420),
-  load: { sent: 840, completed: 840, statuses: { '202': 840 }, errors: 0, timeouts: options.timeouts ?? 0, durationS: 4, latencyMs: { ...latency, p99: options.p99Ms }, offeredRate: 210, replayed: 0, maxScheduleLagMs: 1 },
+  load: {
+    sent: 840,
+    completed: 840,
+    statuses: { '202': 840 },
+    errors: 0,
+    timeouts: options.timeouts ?? 0,
+    durationS: 4,
+    latencyMs: { ...latency, p99: options.p99Ms },
+    offeredRate: 210,
+    replayed: 0,
+    maxScheduleLagMs: 1,
+  },
   acceptedPerSecond: 208,
   queuedToSent: { messages: 840, p50Ms: 180, p99Ms: options.queuedToSentP99Ms },
   settled: { total: 840, sent: 840, failed: 0, pending: 0, waitedS: 1 },
@@ -60,7 +75,15 @@ const deliveryRun = (notifyPerSecond = 420, drainSystemMs = 3.5): DeliveryResult
   preload: saturation(900).load,
   preloadAcceptedPerSecond: 900,
   preloadCpuPerMessage: {},
-  drainCpuPerMessage: { 'mailer-svc': drainSystemMs - 1.2, 'smtp-sink': 0.5, 'postgres (this run)': 0.3, 'nats-server': 0.2, 'dispatch-svc': 0.2, 'other (not this run)': 0.2, 'machine total': drainSystemMs + 0.2 },
+  drainCpuPerMessage: {
+    'mailer-svc': drainSystemMs - 1.2,
+    'smtp-sink': 0.5,
+    'postgres (this run)': 0.3,
+    'nats-server': 0.2,
+    'dispatch-svc': 0.2,
+    'other (not this run)': 0.2,
+    'machine total': drainSystemMs + 0.2,
+  },
   raw: { messages: 2_000, spanS: 2.5, perSecond: 800, failed: 0 },
   rawCpuPerMessage: { 'bench (load generator)': 0.9, 'smtp-sink': 0.5, 'other (not this run)': 0.1, 'machine total': 1.5 },
   notify: { messages: 2_000, spanS: 4.8, perSecond: notifyPerSecond },
@@ -79,8 +102,14 @@ test('the delivery rows judge the drain against 1,500/s and against raw nodemail
     ['delivery drain: CPU per mail, system', '3.50 ms', 'raw pooled nodemailer 1.40 ms (sink 0.50 ms)', '0.40', '>= 0.80', 'MISS (-50%)'],
   ]);
   // At most 1.25 times raw's CPU per mail (1.75 ms) passes: 1.70 ms does, 1.80 ms does not.
-  assert.deepEqual(judged(1_600, 1.7).map((entry) => entry[5]), ['pass', 'pass', 'pass']);
-  assert.deepEqual(judged(1_600, 1.8).map((entry) => entry[5]), ['pass', 'pass', 'MISS (-3%)']);
+  assert.deepEqual(
+    judged(1_600, 1.7).map((entry) => entry[5]),
+    ['pass', 'pass', 'pass'],
+  );
+  assert.deepEqual(
+    judged(1_600, 1.8).map((entry) => entry[5]),
+    ['pass', 'pass', 'MISS (-3%)'],
+  );
 });
 
 test('the end-to-end rows judge the sustained rate against raw nodemailer, and accept latency and queued->sent at half of it', () => {
@@ -106,7 +135,18 @@ test('the end-to-end rows judge the sustained rate against raw nodemailer, and a
 
 const tracingRun = (mode: 'on' | 'off', cpuPerMessage: Record<string, number>, spans: number): TracingRun => ({
   mode,
-  load: { sent: 400, completed: 400, statuses: { '202': 400 }, errors: 0, timeouts: 0, durationS: 2, latencyMs: latency, offeredRate: 200, replayed: 0, maxScheduleLagMs: 1 },
+  load: {
+    sent: 400,
+    completed: 400,
+    statuses: { '202': 400 },
+    errors: 0,
+    timeouts: 0,
+    durationS: 2,
+    latencyMs: latency,
+    offeredRate: 200,
+    replayed: 0,
+    maxScheduleLagMs: 1,
+  },
   messages: 400,
   delivered: { total: 400, sent: 400, failed: 0, pending: 0, waitedS: 1 },
   windowS: 5,
@@ -118,8 +158,35 @@ const tracingRun = (mode: 'on' | 'off', cpuPerMessage: Record<string, number>, s
 });
 
 test('the tracing rows put CPU per message with spans exported beside the default, for the services and the whole system, and count the spans', () => {
-  const off = tracingRun('off', { gateway: 1, 'auth-svc': 0.1, 'dispatch-svc': 0.5, 'mailer-svc': 1.4, 'postgres (this run)': 0.5, 'nats-server': 0.5, 'other (not this run)': 3, 'machine total': 7 }, 0);
-  const on = tracingRun('on', { gateway: 1.5, 'auth-svc': 0.1, 'dispatch-svc': 1, 'mailer-svc': 1.9, 'postgres (this run)': 0.5, 'nats-server': 0.5, 'otlp-receiver': 2, 'other (not this run)': 0, 'machine total': 7.5 }, 12_000);
+  const off = tracingRun(
+    'off',
+    {
+      gateway: 1,
+      'auth-svc': 0.1,
+      'dispatch-svc': 0.5,
+      'mailer-svc': 1.4,
+      'postgres (this run)': 0.5,
+      'nats-server': 0.5,
+      'other (not this run)': 3,
+      'machine total': 7,
+    },
+    0,
+  );
+  const on = tracingRun(
+    'on',
+    {
+      gateway: 1.5,
+      'auth-svc': 0.1,
+      'dispatch-svc': 1,
+      'mailer-svc': 1.9,
+      'postgres (this run)': 0.5,
+      'nats-server': 0.5,
+      'otlp-receiver': 2,
+      'other (not this run)': 0,
+      'machine total': 7.5,
+    },
+    12_000,
+  );
   assert.deepEqual(tracingTotals(on.cpuPerMessage), { services: 4.5, system: 5.5, receiver: 2 });
   const rows = buildRows({ connections: 64, tracing: { rate: 200, off, on } });
   assert.deepEqual(
@@ -145,7 +212,18 @@ test('the tracing rows put CPU per message with spans exported beside the defaul
 });
 
 test("the paced ceiling's rows put the bare Koa server's and the system's CPU per request at the paced rate beside saturation's, and the gateway's at that rate beside the server's", () => {
-  const pacedLoad = { sent: 1_000, completed: 1_000, statuses: { '202': 1_000 }, errors: 0, timeouts: 0, durationS: 5, latencyMs: latency, offeredRate: 200, replayed: 0, maxScheduleLagMs: 1 };
+  const pacedLoad = {
+    sent: 1_000,
+    completed: 1_000,
+    statuses: { '202': 1_000 },
+    errors: 0,
+    timeouts: 0,
+    durationS: 5,
+    latencyMs: latency,
+    offeredRate: 200,
+    replayed: 0,
+    maxScheduleLagMs: 1,
+  };
   const ceiling: CeilingResult = {
     load: { sent: 1, completed: 1, statuses: {}, errors: 0, timeouts: 0, durationS: 1, latencyMs: latency, answeredPerSecond: 20_000, cutOff: 0 },
     perSecond: 20_000,
@@ -168,7 +246,18 @@ test("the paced ceiling's rows put the bare Koa server's and the system's CPU pe
 
 const webhookRun = (mode: 'none' | 'endpoint', cpuPerMessage: Record<string, number>, events: number): WebhookRun => ({
   mode,
-  load: { sent: 400, completed: 400, statuses: { '202': 400 }, errors: 0, timeouts: 0, durationS: 2, latencyMs: latency, offeredRate: 200, replayed: 0, maxScheduleLagMs: 1 },
+  load: {
+    sent: 400,
+    completed: 400,
+    statuses: { '202': 400 },
+    errors: 0,
+    timeouts: 0,
+    durationS: 2,
+    latencyMs: latency,
+    offeredRate: 200,
+    replayed: 0,
+    maxScheduleLagMs: 1,
+  },
   messages: 400,
   delivered: { total: 400, sent: 400, failed: 0, pending: 0, waitedS: 1 },
   windowS: 3,
@@ -177,10 +266,34 @@ const webhookRun = (mode: 'none' | 'endpoint', cpuPerMessage: Record<string, num
 });
 
 test('the webhook rows put CPU per message with an endpoint beside none, the extra CPU per event at the rate and from backlogs, the events, the burst rate, its deliveries put back and its updates of webhook_deliveries', () => {
-  const none = webhookRun('none', { gateway: 1, 'auth-svc': 0.1, 'dispatch-svc': 0.5, 'mailer-svc': 1.4, 'webhook-svc': 0, 'postgres (this run)': 0.5, 'other (not this run)': 3, 'machine total': 7 }, 0);
+  const none = webhookRun(
+    'none',
+    {
+      gateway: 1,
+      'auth-svc': 0.1,
+      'dispatch-svc': 0.5,
+      'mailer-svc': 1.4,
+      'webhook-svc': 0,
+      'postgres (this run)': 0.5,
+      'other (not this run)': 3,
+      'machine total': 7,
+    },
+    0,
+  );
   const endpoint = webhookRun(
     'endpoint',
-    { gateway: 1, 'auth-svc': 0.1, 'dispatch-svc': 0.7, 'mailer-svc': 1.4, 'webhook-svc': 0.8, 'postgres (this run)': 0.7, 'nats-server': 0.1, 'webhook-receiver': 0.3, 'other (not this run)': 0, 'machine total': 8 },
+    {
+      gateway: 1,
+      'auth-svc': 0.1,
+      'dispatch-svc': 0.7,
+      'mailer-svc': 1.4,
+      'webhook-svc': 0.8,
+      'postgres (this run)': 0.7,
+      'nats-server': 0.1,
+      'webhook-receiver': 0.3,
+      'other (not this run)': 0,
+      'machine total': 8,
+    },
     400,
   );
   // The receiver and the machine's other work are not Notify's.
@@ -195,9 +308,23 @@ test('the webhook rows put CPU per message with an endpoint beside none, the ext
   // Backlogs of 500 messages: dispatch-svc, PostgreSQL and NATS 2.0 - 1.6 ms per message over 500 events made is
   // 0.4 ms (the mailer's and the gateway's differences are noise, left out); the burst sent 400 events once webhook-svc
   // was ready at 0.9 ms of the system each (the receiver left out).
-  const backlog = (mode: 'none' | 'endpoint', cpu: Record<string, number>, events: number): WebhookBacklogRun => ({ mode, load: endpoint.load, messages: 500, events, cpuPerMessage: cpu });
-  const backlogNone = backlog('none', { gateway: 0.5, 'dispatch-svc': 0.5, 'mailer-svc': 1.3, 'postgres (this run)': 0.8, 'nats-server': 0.3, 'machine total': 3.4 }, 0);
-  const backlogEndpoint = backlog('endpoint', { gateway: 0.4, 'dispatch-svc': 0.7, 'mailer-svc': 1, 'postgres (this run)': 1, 'nats-server': 0.3, 'machine total': 3.4 }, 500);
+  const backlog = (mode: 'none' | 'endpoint', cpu: Record<string, number>, events: number): WebhookBacklogRun => ({
+    mode,
+    load: endpoint.load,
+    messages: 500,
+    events,
+    cpuPerMessage: cpu,
+  });
+  const backlogNone = backlog(
+    'none',
+    { gateway: 0.5, 'dispatch-svc': 0.5, 'mailer-svc': 1.3, 'postgres (this run)': 0.8, 'nats-server': 0.3, 'machine total': 3.4 },
+    0,
+  );
+  const backlogEndpoint = backlog(
+    'endpoint',
+    { gateway: 0.4, 'dispatch-svc': 0.7, 'mailer-svc': 1, 'postgres (this run)': 1, 'nats-server': 0.3, 'machine total': 3.4 },
+    500,
+  );
   const burst = {
     messages: 500,
     events: 500,
@@ -228,7 +355,12 @@ test('the webhook rows put CPU per message with an endpoint beside none, the ext
       ['CPU per webhook event made and relayed (dispatch-svc), from a backlog: services', '0.20 ms', '(with - without) / 500 events, 500 messages each', ''],
       ['CPU per webhook event sent, one webhook-svc draining a backlog: services', '0.50 ms', '400 events once it was ready', ''],
       ['CPU per webhook event, from a backlog (made, relayed and sent): services', '0.70 ms', '', ''],
-      ['CPU per webhook event made and relayed (dispatch-svc, PostgreSQL, NATS), from a backlog: system', '0.40 ms', '(with - without) / 500 events, 500 messages each', ''],
+      [
+        'CPU per webhook event made and relayed (dispatch-svc, PostgreSQL, NATS), from a backlog: system',
+        '0.40 ms',
+        '(with - without) / 500 events, 500 messages each',
+        '',
+      ],
       ['CPU per webhook event sent, one webhook-svc draining a backlog: system', '0.90 ms', '400 events once it was ready', ''],
       ['CPU per webhook event, from a backlog (made, relayed and sent): system', '1.30 ms', '', ''],
       ['webhook events delivered (204)', '400', '400 messages sent, receiver 0.30 ms/message', ''],
@@ -240,7 +372,9 @@ test('the webhook rows put CPU per message with an endpoint beside none, the ext
     ],
   );
   assert.deepEqual(
-    buildRows({ connections: 64, webhooks: { rate: 200, burst: { ...burst, deliveryWrites: { updates: 0, hotUpdates: 0, indexes: 2 } } } }).filter((entry) => /updates? of webhook_deliveries/.test(entry.figure)),
+    buildRows({ connections: 64, webhooks: { rate: 200, burst: { ...burst, deliveryWrites: { updates: 0, hotUpdates: 0, indexes: 2 } } } }).filter((entry) =>
+      /updates? of webhook_deliveries/.test(entry.figure),
+    ),
     [],
     'no update seen, no share',
   );
@@ -264,7 +398,14 @@ const acceptRun = (mode: 'none' | 'endpoint', cpuPerMessage: Record<string, numb
 
 test('the webhook accept-path rows put CPU per accepted send with an endpoint beside none, the system figure judged against 0.5 ms', () => {
   const acceptNone = acceptRun('none', { gateway: 0.2, 'dispatch-svc': 0.1, 'postgres (this run)': 0.1, 'other (not this run)': 2, 'machine total': 2.4 });
-  const acceptEndpoint = acceptRun('endpoint', { gateway: 0.2, 'dispatch-svc': 0.2, 'postgres (this run)': 0.2, 'webhook-receiver': 0.1, 'other (not this run)': 0, 'machine total': 0.7 });
+  const acceptEndpoint = acceptRun('endpoint', {
+    gateway: 0.2,
+    'dispatch-svc': 0.2,
+    'postgres (this run)': 0.2,
+    'webhook-receiver': 0.1,
+    'other (not this run)': 0,
+    'machine total': 0.7,
+  });
   const rows = buildRows({ connections: 64, webhooks: { rate: 200, acceptNone, acceptEndpoint } });
   assert.deepEqual(
     rows.map((entry) => [entry.figure, entry.measured, entry.baseline, entry.ratio, entry.target, entry.result]),
@@ -272,7 +413,14 @@ test('the webhook accept-path rows put CPU per accepted send with an endpoint be
       ['CPU per accepted send, mailers stopped, no webhook endpoint: services', '0.30 ms', '500 sends, one tenant', '', '', ''],
       ['CPU per accepted send, mailers stopped, one webhook endpoint (every event type): services', '0.40 ms', 'no endpoint 0.30 ms', '1.33', '', ''],
       ['CPU per accepted send, mailers stopped, no webhook endpoint: system', '0.40 ms', '500 sends, one tenant', '', '<= 0.50 ms', 'pass'],
-      ['CPU per accepted send, mailers stopped, one webhook endpoint (every event type): system', '0.60 ms', 'no endpoint 0.40 ms', '1.50', '<= 0.50 ms', 'MISS (+20%)'],
+      [
+        'CPU per accepted send, mailers stopped, one webhook endpoint (every event type): system',
+        '0.60 ms',
+        'no endpoint 0.40 ms',
+        '1.50',
+        '<= 0.50 ms',
+        'MISS (+20%)',
+      ],
     ],
   );
 });
@@ -281,11 +429,32 @@ test('the status-read rows report latency and CPU per read at the fixed rate, an
   const statusReads: StatusReadResult = {
     rate: 200,
     messages: 300,
-    load: { sent: 600, completed: 600, statuses: { '200': 600 }, errors: 0, timeouts: 0, durationS: 3, latencyMs: latency, offeredRate: 200, replayed: 0, maxScheduleLagMs: 1 },
+    load: {
+      sent: 600,
+      completed: 600,
+      statuses: { '200': 600 },
+      errors: 0,
+      timeouts: 0,
+      durationS: 3,
+      latencyMs: latency,
+      offeredRate: 200,
+      replayed: 0,
+      maxScheduleLagMs: 1,
+    },
     reads: 600,
     cpuPerRead: { gateway: 1.15, 'auth-svc': 0, 'dispatch-svc': 0.6, 'postgres (this run)': 0.25, 'other (not this run)': 1, 'machine total': 3 },
     saturated: {
-      load: { sent: 3_000, completed: 3_000, statuses: { '200': 3_000 }, errors: 0, timeouts: 0, durationS: 1.2, latencyMs: latency, answeredPerSecond: 2_500, cutOff: 0 },
+      load: {
+        sent: 3_000,
+        completed: 3_000,
+        statuses: { '200': 3_000 },
+        errors: 0,
+        timeouts: 0,
+        durationS: 1.2,
+        latencyMs: latency,
+        answeredPerSecond: 2_500,
+        cutOff: 0,
+      },
       reads: 3_000,
       cpuPerRead: { gateway: 0.15, 'auth-svc': 0, 'dispatch-svc': 0.1, 'postgres (this run)': 0.05, 'other (not this run)': 1, 'machine total': 1.3 },
     },
@@ -349,13 +518,18 @@ test('the batch rows put accepted messages/s and CPU per message in batches of 1
     cpuPerRequest: { 'bare Koa': 0.09, 'bench (load generator)': 0.06, 'other (not this run)': 0.5, 'machine total': 0.65 },
   };
   const judged = (sendCpu: Record<string, number>): string[] => {
-    const ratioRow = buildRows({ connections: 64, ceiling, delivery: { ...delivery, preloadCpuPerMessage: sendCpu } }).find((entry) => entry.figure.includes('bare Koa CPU per request'));
+    const ratioRow = buildRows({ connections: 64, ceiling, delivery: { ...delivery, preloadCpuPerMessage: sendCpu } }).find((entry) =>
+      entry.figure.includes('bare Koa CPU per request'),
+    );
     return ratioRow ? [ratioRow.measured, ratioRow.baseline, ratioRow.target, ratioRow.result] : [];
   };
   assert.deepEqual(judged(delivery.preloadCpuPerMessage), ['5.33', 'bare Koa 0.15 ms per request', '<= 5.00', 'MISS (+7%)']);
   assert.deepEqual(judged({ ...delivery.preloadCpuPerMessage, 'postgres (this run)': 0.2 }), ['4.67', 'bare Koa 0.15 ms per request', '<= 5.00', 'pass']);
   // Without the single sends' run (the bench stopped before it), the figures stand alone.
-  assert.deepEqual(buildRows({ connections: 64, batch }).map((entry) => entry.baseline), ['2,000 messages', '', '']);
+  assert.deepEqual(
+    buildRows({ connections: 64, batch }).map((entry) => entry.baseline),
+    ['2,000 messages', '', ''],
+  );
 });
 
 test("the drain's updates of messages read as their HOT share and the index entries they wrote, per update", () => {
@@ -370,11 +544,25 @@ test("the drain's updates of messages read as their HOT share and the index entr
     ],
   );
   // No update seen (the counters not flushed yet, or no drain): no figure rather than a division by zero.
-  assert.deepEqual(buildRows({ connections: 64, messageWrites: { updates: 0, hotUpdates: 0, indexes: 9 } }).filter((entry) => entry.figure.startsWith('delivery drain:')), []);
+  assert.deepEqual(
+    buildRows({ connections: 64, messageWrites: { updates: 0, hotUpdates: 0, indexes: 9 } }).filter((entry) => entry.figure.startsWith('delivery drain:')),
+    [],
+  );
 });
 
 test('the replay rows judge replays with the mailers idle against 5 ms and replays while a backlog drains against 15 ms', () => {
-  const replay = (p99: number) => ({ sent: 500, completed: 500, statuses: { '202': 500 }, errors: 0, timeouts: 0, durationS: 5, latencyMs: { ...latency, p99 }, offeredRate: 100, replayed: 500, maxScheduleLagMs: 1 });
+  const replay = (p99: number) => ({
+    sent: 500,
+    completed: 500,
+    statuses: { '202': 500 },
+    errors: 0,
+    timeouts: 0,
+    durationS: 5,
+    latencyMs: { ...latency, p99 },
+    offeredRate: 100,
+    replayed: 500,
+    maxScheduleLagMs: 1,
+  });
   const delivery = (p99: number): DeliveryResult => ({ ...deliveryRun(), replayWhileDraining: { keys: 300, rate: 100, replay: replay(p99), newMessages: 0 } });
   const idle = { keys: 300, rate: 300, create: { ...replay(30), replayed: 0 }, replay: replay(4), newMessages: 0 };
   const replayRows = (p99: number) => buildRows({ connections: 64, replay: idle, delivery: delivery(p99) }).filter((entry) => entry.figure.includes('replay'));
@@ -392,16 +580,37 @@ test('the replay rows judge replays with the mailers idle against 5 ms and repla
 });
 
 test('a paced run is followed by how long its processes waited for a CPU per request, in all and its four largest groups', () => {
-  const replay = { sent: 500, completed: 500, statuses: { '202': 500 }, errors: 0, timeouts: 0, durationS: 5, latencyMs: { ...latency, p99: 30 }, offeredRate: 100, replayed: 500, maxScheduleLagMs: 1 };
+  const replay = {
+    sent: 500,
+    completed: 500,
+    statuses: { '202': 500 },
+    errors: 0,
+    timeouts: 0,
+    durationS: 5,
+    latencyMs: { ...latency, p99: 30 },
+    offeredRate: 100,
+    replayed: 500,
+    maxScheduleLagMs: 1,
+  };
   const waits = { gateway: 0.5, 'dispatch-svc': 0.9, 'auth-svc': 0.01, 'postgres (this run)': 0.2, 'nats-server': 0.06, 'smtp-sink': 0.07, 'in all': 1.74 };
   const idle = { keys: 300, rate: 300, create: { ...replay, replayed: 0 }, replay, newMessages: 0, runQueueWaitMs: waits };
-  const rows = buildRows({ connections: 64, replay: idle, endToEnd: { ...endToEnd({ p99Ms: 40, queuedToSentP99Ms: 900 }), runQueueWaitMs: { gateway: 0.3, 'in all': 0.3 } } });
+  const rows = buildRows({
+    connections: 64,
+    replay: idle,
+    endToEnd: { ...endToEnd({ p99Ms: 40, queuedToSentP99Ms: 900 }), runQueueWaitMs: { gateway: 0.3, 'in all': 0.3 } },
+  });
   const waitRows = rows.filter((entry) => entry.figure.includes('waiting for a CPU'));
   assert.deepEqual(
     waitRows.map((entry) => [entry.figure, entry.measured, entry.baseline, entry.target, entry.result]),
     [
       ['accept latency at 210/s: waiting for a CPU per send, all processes', '0.30 ms', 'gateway 0.30', '', ''],
-      ['idempotent replay at 300/s: waiting for a CPU per replay, all processes', '1.74 ms', 'dispatch-svc 0.90, gateway 0.50, postgres (this run) 0.20, smtp-sink 0.07', '', ''],
+      [
+        'idempotent replay at 300/s: waiting for a CPU per replay, all processes',
+        '1.74 ms',
+        'dispatch-svc 0.90, gateway 0.50, postgres (this run) 0.20, smtp-sink 0.07',
+        '',
+        '',
+      ],
     ],
   );
   // Each follows the latency row it explains.

@@ -6,13 +6,13 @@ import { bareKoaLabel, type CeilingResult, type PacedCeiling } from '../scenario
 import type { DeliveryResult } from '../scenarios/delivery.ts';
 import type { EndToEndResult } from '../scenarios/end-to-end.ts';
 import type { IngestResult } from '../scenarios/ingest.ts';
-import { indexEntriesPerUpdate, type TableWrites } from '../scenarios/table-writes.ts';
 import type { ReplayResult } from '../scenarios/replay.ts';
 import type { ScaleOutResult } from '../scenarios/scale-out.ts';
 import type { StatusReadResult } from '../scenarios/status-reads.ts';
-import { tracingTotals, type TracingCostResult } from '../scenarios/tracing-cost.ts';
-import { backlogCpuPerEvent, cpuPerEvent, webhookTotals, type WebhookCostResult } from '../scenarios/webhook-cost.ts';
-import { judge, targets, type Target } from './targets.ts';
+import { indexEntriesPerUpdate, type TableWrites } from '../scenarios/table-writes.ts';
+import { type TracingCostResult, tracingTotals } from '../scenarios/tracing-cost.ts';
+import { backlogCpuPerEvent, cpuPerEvent, type WebhookCostResult, webhookTotals } from '../scenarios/webhook-cost.ts';
+import { judge, type Target, targets } from './targets.ts';
 
 export interface Figures {
   /** Connections of the ceiling and saturation runs. */
@@ -67,10 +67,19 @@ export function buildRows(figures: Figures): Row[] {
   if (ceiling) rows.push(row(`HTTP ceiling: bare Koa, ${connections} connections (202/s)`, perSecond(ceiling.perSecond)));
   if (ingest?.saturation) {
     const saturated = ingest.saturation.acceptedPerSecond;
-    rows.push(row(`ingest at saturation, ${connections} connections (accepted/s)`, perSecond(saturated), { target: targets.ingestPerSecond, judged: saturated }));
+    rows.push(
+      row(`ingest at saturation, ${connections} connections (accepted/s)`, perSecond(saturated), { target: targets.ingestPerSecond, judged: saturated }),
+    );
     if (ceiling && ceiling.perSecond > 0) {
       const ratio = saturated / ceiling.perSecond;
-      rows.push(row('ingest / HTTP ceiling', twoPlaces(ratio), { baseline: `ceiling ${perSecond(ceiling.perSecond)}`, ratio, target: targets.ingestOfCeiling, judged: ratio }));
+      rows.push(
+        row('ingest / HTTP ceiling', twoPlaces(ratio), {
+          baseline: `ceiling ${perSecond(ceiling.perSecond)}`,
+          ratio,
+          target: targets.ingestOfCeiling,
+          judged: ratio,
+        }),
+      );
     }
   }
   if (delivery) {
@@ -78,7 +87,14 @@ export function buildRows(figures: Figures): Row[] {
     rows.push(row(`delivery drain, ${whole(delivery.messages)} messages (sent/s)`, perSecond(notify), { target: targets.deliveryPerSecond, judged: notify }));
     if (delivery.raw.perSecond > 0) {
       const ratio = notify / delivery.raw.perSecond;
-      rows.push(row('delivery / raw pooled nodemailer', twoPlaces(ratio), { baseline: `raw ${perSecond(delivery.raw.perSecond)}`, ratio, target: targets.deliveryOfRaw, judged: ratio }));
+      rows.push(
+        row('delivery / raw pooled nodemailer', twoPlaces(ratio), {
+          baseline: `raw ${perSecond(delivery.raw.perSecond)}`,
+          ratio,
+          target: targets.deliveryOfRaw,
+          judged: ratio,
+        }),
+      );
     }
     rows.push(...deliveryCpuRows(delivery));
     rows.push(row('ingest at saturation, mailers stopped (accepted/s)', perSecond(delivery.preloadAcceptedPerSecond)));
@@ -113,11 +129,15 @@ export function buildRows(figures: Figures): Row[] {
   const draining = delivery?.replayWhileDraining;
   if (draining) {
     rows.push(
-      row(`idempotent replay at ${whole(draining.rate)}/s while one mailer drains a backlog: p50 / p99`, `${ms(draining.replay.latencyMs.p50)} / ${ms(draining.replay.latencyMs.p99)} ms`, {
-        baseline: `${whole(draining.keys)} keys`,
-        target: targets.replayWhileDrainingP99Ms,
-        judged: draining.replay.latencyMs.p99,
-      }),
+      row(
+        `idempotent replay at ${whole(draining.rate)}/s while one mailer drains a backlog: p50 / p99`,
+        `${ms(draining.replay.latencyMs.p50)} / ${ms(draining.replay.latencyMs.p99)} ms`,
+        {
+          baseline: `${whole(draining.keys)} keys`,
+          target: targets.replayWhileDrainingP99Ms,
+          judged: draining.replay.latencyMs.p99,
+        },
+      ),
       ...runQueueWaitRows(`idempotent replay at ${whole(draining.rate)}/s while draining`, 'replay', draining.runQueueWaitMs),
     );
   }
@@ -156,7 +176,10 @@ function runQueueWaitRows(run: string, request: string, waits: Readonly<Record<s
 function pacedCeilingRows(ceiling: CeilingResult, paced: PacedCeiling, tracing: TracingCostResult | undefined): Row[] {
   const cpu = (value: number): string => `${twoPlaces(value)} ms`;
   const at = `${whole(paced.rate)}/s`;
-  const beside = (value: number, saturated: number): { baseline: string; ratio?: number } => ({ baseline: `at saturation ${cpu(saturated)}`, ...(saturated > 0 ? { ratio: value / saturated } : {}) });
+  const beside = (value: number, saturated: number): { baseline: string; ratio?: number } => ({
+    baseline: `at saturation ${cpu(saturated)}`,
+    ...(saturated > 0 ? { ratio: value / saturated } : {}),
+  });
   const server = paced.cpuPerRequest[bareKoaLabel] ?? 0;
   const system = webhookTotals(paced.cpuPerRequest).system;
   const rows = [
@@ -165,7 +188,12 @@ function pacedCeilingRows(ceiling: CeilingResult, paced: PacedCeiling, tracing: 
   ];
   const gateway = tracing?.rate === paced.rate ? tracing.off?.cpuPerMessage['gateway'] : undefined;
   if (gateway !== undefined && server > 0) {
-    rows.push(row(`CPU per message at ${at}, no OTLP endpoint: gateway / bare Koa server at ${at}`, twoPlaces(gateway / server), { baseline: `gateway ${cpu(gateway)}, bare Koa ${cpu(server)}`, ratio: gateway / server }));
+    rows.push(
+      row(`CPU per message at ${at}, no OTLP endpoint: gateway / bare Koa server at ${at}`, twoPlaces(gateway / server), {
+        baseline: `gateway ${cpu(gateway)}, bare Koa ${cpu(server)}`,
+        ratio: gateway / server,
+      }),
+    );
   }
   return rows;
 }
@@ -184,7 +212,14 @@ function endToEndRows(endToEnd: EndToEndResult, rawPerSecond: number | undefined
   );
   if (rawPerSecond !== undefined && rawPerSecond > 0) {
     const ratio = sustained / rawPerSecond;
-    rows.push(row('end to end / raw pooled nodemailer', twoPlaces(ratio), { baseline: `raw ${perSecond(rawPerSecond)}`, ratio, target: targets.endToEndOfRaw, judged: ratio }));
+    rows.push(
+      row('end to end / raw pooled nodemailer', twoPlaces(ratio), {
+        baseline: `raw ${perSecond(rawPerSecond)}`,
+        ratio,
+        target: targets.endToEndOfRaw,
+        judged: ratio,
+      }),
+    );
   }
   const at = `${perSecond(endToEnd.rate)} (half the sustained rate)`;
   const unanswered = endToEnd.load.timeouts + endToEnd.load.errors;
@@ -255,7 +290,8 @@ function webhookRows(webhooks: WebhookCostResult): Row[] {
   const noneTotals = none && webhookTotals(none.cpuPerMessage);
   const endpointTotals = endpoint && webhookTotals(endpoint.cpuPerMessage);
   for (const key of ['services', 'system'] as const) {
-    if (none && noneTotals) rows.push(row(`CPU per message at ${at}, no webhook endpoint: ${key}`, cpu(noneTotals[key]), { baseline: `${whole(none.messages)} messages` }));
+    if (none && noneTotals)
+      rows.push(row(`CPU per message at ${at}, no webhook endpoint: ${key}`, cpu(noneTotals[key]), { baseline: `${whole(none.messages)} messages` }));
     if (endpoint && endpointTotals) {
       const plain = noneTotals?.[key];
       rows.push(
@@ -269,7 +305,8 @@ function webhookRows(webhooks: WebhookCostResult): Row[] {
   const acceptEndpointTotals = acceptEndpoint && webhookTotals(acceptEndpoint.cpuPerMessage);
   for (const key of ['services', 'system'] as const) {
     // The accept-path target is on the machine's CPU: the system figure.
-    const judgedAgainstTarget = (value: number): { target?: Target; judged?: number } => (key === 'system' ? { target: targets.cpuPerRequestMs, judged: value } : {});
+    const judgedAgainstTarget = (value: number): { target?: Target; judged?: number } =>
+      key === 'system' ? { target: targets.cpuPerRequestMs, judged: value } : {};
     if (acceptNone && acceptNoneTotals) {
       rows.push(
         row(`CPU per accepted send, mailers stopped, no webhook endpoint: ${key}`, cpu(acceptNoneTotals[key]), {
@@ -292,9 +329,7 @@ function webhookRows(webhooks: WebhookCostResult): Row[] {
     for (const key of ['services', 'system'] as const) {
       const extra = cpuPerEvent(none, endpoint, key);
       if (extra !== undefined) {
-        rows.push(
-          row(`extra CPU per webhook event at ${at}: ${key}`, cpu(extra), { baseline: `(with - without) / ${whole(endpoint.events)} events` }),
-        );
+        rows.push(row(`extra CPU per webhook event at ${at}: ${key}`, cpu(extra), { baseline: `(with - without) / ${whole(endpoint.events)} events` }));
       }
     }
   }
@@ -306,7 +341,9 @@ function webhookRows(webhooks: WebhookCostResult): Row[] {
         row(`CPU per webhook event made and relayed (dispatch-svc${key === 'system' ? ', PostgreSQL, NATS' : ''}), from a backlog: ${key}`, cpu(cost.made), {
           baseline: `(with - without) / ${whole(backlogEndpoint.events)} events, ${whole(backlogEndpoint.messages)} messages each`,
         }),
-        row(`CPU per webhook event sent, one webhook-svc draining a backlog: ${key}`, cpu(cost.sent), { baseline: `${whole(burst.eventsAfterReady)} events once it was ready` }),
+        row(`CPU per webhook event sent, one webhook-svc draining a backlog: ${key}`, cpu(cost.sent), {
+          baseline: `${whole(burst.eventsAfterReady)} events once it was ready`,
+        }),
         row(`CPU per webhook event, from a backlog (made, relayed and sent): ${key}`, cpu(cost.total), {
           ...(key === 'system' ? { target: targets.cpuPerRequestMs, judged: cost.total } : {}),
         }),
@@ -325,7 +362,9 @@ function webhookRows(webhooks: WebhookCostResult): Row[] {
       row('webhook events/s, one webhook-svc, one endpoint', perSecond(burst.perSecond), {
         baseline: `${whole(burst.events)} events in ${burst.spanS.toFixed(1)} s; ${burst.fromStartS.toFixed(1)} s from its restart to the last`,
       }),
-      row('webhook burst: deliveries put back to the stream, endpoint at its share', whole(burst.endpointBusy.putBack), { baseline: `${whole(burst.endpointBusy.parked)} waited in webhook-svc` }),
+      row('webhook burst: deliveries put back to the stream, endpoint at its share', whole(burst.endpointBusy.putBack), {
+        baseline: `${whole(burst.endpointBusy.parked)} waited in webhook-svc`,
+      }),
       // Not per event: the counters of so short a window miss too many of its updates (table-writes.ts).
       ...updateRows('webhook burst', 'webhook_deliveries', burst.deliveryWrites),
     );
@@ -341,7 +380,9 @@ function updateRows(window: string, table: string, writes: TableWrites, per?: { 
   if (writes.updates <= 0) return [];
   const perItem = per ? ` (${twoPlaces(writes.updates / Math.max(1, per.count))} per ${per.unit})` : '';
   return [
-    row(`${window}: HOT share of updates of ${table}`, `${whole((writes.hotUpdates / writes.updates) * 100)}%`, { baseline: `${whole(writes.updates)} updates${perItem}, ${writes.indexes} indexes` }),
+    row(`${window}: HOT share of updates of ${table}`, `${whole((writes.hotUpdates / writes.updates) * 100)}%`, {
+      baseline: `${whole(writes.updates)} updates${perItem}, ${writes.indexes} indexes`,
+    }),
     row(`${window}: index entries written per update of ${table} (at most)`, twoPlaces(indexEntriesPerUpdate(writes))),
   ];
 }
@@ -355,12 +396,18 @@ function statusReadRows(reads: StatusReadResult, connections: number): Row[] {
   const saturated = webhookTotals(reads.saturated.cpuPerRead);
   const cpu = (value: number): string => `${twoPlaces(value)} ms`;
   return [
-    row(`status read (GET /api/v1/messages/{id}/) at ${perSecond(reads.rate)}: p50 / p99`, `${ms(reads.load.latencyMs.p50)} / ${ms(reads.load.latencyMs.p99)} ms`, {
-      baseline: `${whole(reads.reads)} reads of ${whole(reads.messages)} messages`,
-    }),
+    row(
+      `status read (GET /api/v1/messages/{id}/) at ${perSecond(reads.rate)}: p50 / p99`,
+      `${ms(reads.load.latencyMs.p50)} / ${ms(reads.load.latencyMs.p99)} ms`,
+      {
+        baseline: `${whole(reads.reads)} reads of ${whole(reads.messages)} messages`,
+      },
+    ),
     row(`CPU per status read at ${perSecond(reads.rate)}: services`, cpu(atRate.services)),
     row(`CPU per status read at ${perSecond(reads.rate)}: system`, cpu(atRate.system)),
-    row(`status reads at saturation, ${connections} connections`, perSecond(reads.saturated.load.answeredPerSecond), { baseline: `${whole(reads.saturated.reads)} reads` }),
+    row(`status reads at saturation, ${connections} connections`, perSecond(reads.saturated.load.answeredPerSecond), {
+      baseline: `${whole(reads.saturated.reads)} reads`,
+    }),
     row('CPU per status read at saturation: services', cpu(saturated.services)),
     row('CPU per status read at saturation: system', cpu(saturated.system), { target: targets.cpuPerRequestMs, judged: saturated.system }),
   ];
@@ -424,7 +471,9 @@ function batchRows(batch: BatchIngestResult, delivery: DeliveryResult | undefine
   const single = delivery?.preloadAcceptedPerSecond;
   const rows = [
     row(`ingest in batches of ${batch.items}, mailers stopped (accepted messages/s)`, perSecond(batch.acceptedPerSecond), {
-      ...(single === undefined || single <= 0 ? { baseline: `${whole(batch.accepted)} messages` } : { baseline: `single sends ${perSecond(single)}`, ratio: batch.acceptedPerSecond / single }),
+      ...(single === undefined || single <= 0
+        ? { baseline: `${whole(batch.accepted)} messages` }
+        : { baseline: `single sends ${perSecond(single)}`, ratio: batch.acceptedPerSecond / single }),
     }),
   ];
   const totals = webhookTotals(batch.cpuPerMessage);
@@ -445,7 +494,11 @@ export function renderTable(rows: readonly Row[]): string {
   const header: Row = { figure: 'figure', measured: 'measured', baseline: 'baseline (same run)', ratio: 'ratio', target: 'target', result: 'result' };
   const columns = ['figure', 'measured', 'baseline', 'ratio', 'target', 'result'] as const;
   const widths = columns.map((column) => Math.max(...[header, ...rows].map((entry) => entry[column].length)));
-  const line = (entry: Row): string => columns.map((column, index) => entry[column].padEnd(widths[index] ?? 0)).join('  ').trimEnd();
+  const line = (entry: Row): string =>
+    columns
+      .map((column, index) => entry[column].padEnd(widths[index] ?? 0))
+      .join('  ')
+      .trimEnd();
   return [line(header), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(line)].join('\n');
 }
 

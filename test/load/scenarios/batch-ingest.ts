@@ -3,12 +3,12 @@
 // tenant, the tenants taking turns. Accepted messages per second and CPU per accepted message, counted in the
 // database (every item must be accepted: any other entry fails the bench). Their jobs join the delivery backlog,
 // which the delivery drain delivers, so the final check finds them sent.
-import { runClosedLoop, type ClosedLoopRequest, type ClosedLoopResult } from '../generators/closed-loop.ts';
+import { type ClosedLoopRequest, type ClosedLoopResult, runClosedLoop } from '../generators/closed-loop.ts';
 import { countOf } from '../generators/load-result.ts';
 import { cpuPerMessage } from '../system/cpu-usage.ts';
 import type { BenchTenant } from '../system/system-under-test.ts';
-import { inWindow, requireAnswers, type BenchContext } from './context.ts';
-import { lastMessageId, quietMessageId, type IdRange } from './message-progress.ts';
+import { type BenchContext, inWindow, requireAnswers } from './context.ts';
+import { type IdRange, lastMessageId, quietMessageId } from './message-progress.ts';
 import { sendBody, sendHeaders } from './send-requests.ts';
 
 /** Messages per batch request. */
@@ -38,11 +38,19 @@ export function batchRequests(tenants: readonly BenchTenant[]): ClosedLoopReques
 export async function acceptBatches(context: BenchContext): Promise<{ result: BatchIngestResult; range: IdRange }> {
   const { plan, system } = context;
   const requests = Math.max(1, Math.round(plan.batchMessages / batchItems));
-  context.progress(`batch ingest: ${requests.toLocaleString('en-US')} batches of ${batchItems} with every mailer stopped, ${plan.batchConnections} connections`);
+  context.progress(
+    `batch ingest: ${requests.toLocaleString('en-US')} batches of ${batchItems} with every mailer stopped, ${plan.batchConnections} connections`,
+  );
   const after = await lastMessageId(system.db);
   const cpuBefore = await context.cpu();
   const load = await inWindow(context, 'batch ingest', () =>
-    runClosedLoop({ url: system.gatewayUrl, connections: plan.batchConnections, amount: requests, maxDurationS: plan.batchMaxS, requests: batchRequests(system.tenants) }),
+    runClosedLoop({
+      url: system.gatewayUrl,
+      connections: plan.batchConnections,
+      amount: requests,
+      maxDurationS: plan.batchMaxS,
+      requests: batchRequests(system.tenants),
+    }),
   );
   const cpuAfter = await context.cpu();
   requireAnswers(context, 'batch ingest', load);
@@ -56,7 +64,7 @@ export async function acceptBatches(context: BenchContext): Promise<{ result: Ba
   const answered = countOf(load, 200) * batchItems;
   if (accepted < answered) context.failures.push(`batch ingest: ${answered - accepted} items of the answered batches were not accepted`);
   context.accepted += accepted;
-  const acceptedPerSecond = countOf(load, 200) * batchItems / load.durationS;
+  const acceptedPerSecond = (countOf(load, 200) * batchItems) / load.durationS;
   const perMessage = cpuPerMessage(cpuBefore, cpuAfter, countOf(load, 200) * batchItems);
   context.progress(`  accepted ${Math.round(acceptedPerSecond)} messages/s, batch latency p50 ${load.latencyMs.p50} ms, p99 ${load.latencyMs.p99} ms`);
   return { result: { items: batchItems, load, accepted, acceptedPerSecond, cpuPerMessage: perMessage }, range };

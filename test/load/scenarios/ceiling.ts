@@ -3,11 +3,11 @@
 // CPU per send: a send costs at least one such request. Then the same server at the paced runs' rate, open-loop: the
 // floor of a request that arrives alone, what the paced rows (tracing, webhooks, end to end) pay per request for
 // waking the processes it passes through, whatever they do once awake.
-import { runClosedLoop, type ClosedLoopResult } from '../generators/closed-loop.ts';
-import { runPaced, type PacedLoadResult } from '../generators/paced-load.ts';
+import { type ClosedLoopResult, runClosedLoop } from '../generators/closed-loop.ts';
+import { type PacedLoadResult, runPaced } from '../generators/paced-load.ts';
 import { startChild } from '../system/child.ts';
 import { cpuPerMessage } from '../system/cpu-usage.ts';
-import { requireAnswers, type BenchContext } from './context.ts';
+import { type BenchContext, requireAnswers } from './context.ts';
 import { closedLoopRequests, pacedRequests } from './send-requests.ts';
 
 export interface CeilingResult {
@@ -46,14 +46,24 @@ export async function runCeiling(context: BenchContext): Promise<CeilingResult> 
     const answered = load.statuses['202'] ?? 0;
     const cpuPerRequest = cpuPerMessage(before, await context.cpu(helpers), answered);
     const perSecond = answered / load.durationS;
-    context.progress(`  ${Math.round(perSecond)}/s, latency p50 ${load.latencyMs.p50} ms, p99 ${load.latencyMs.p99} ms, ${(cpuPerRequest['machine total'] ?? 0).toFixed(3)} ms of machine CPU per request`);
+    context.progress(
+      `  ${Math.round(perSecond)}/s, latency p50 ${load.latencyMs.p50} ms, p99 ${load.latencyMs.p99} ms, ${(cpuPerRequest['machine total'] ?? 0).toFixed(3)} ms of machine CPU per request`,
+    );
     const rate = plan.tracingRate;
     context.progress(`HTTP ceiling at ${rate}/s, paced: bare Koa, ${plan.ceilingPacedS} s`);
     const pacedBefore = await context.cpu(helpers);
-    const paced = await runPaced({ url: `http://127.0.0.1:${server.ready.port}`, rate, durationS: plan.ceilingPacedS, connections: plan.connections, request: pacedRequests(system.tenants) });
+    const paced = await runPaced({
+      url: `http://127.0.0.1:${server.ready.port}`,
+      rate,
+      durationS: plan.ceilingPacedS,
+      connections: plan.connections,
+      request: pacedRequests(system.tenants),
+    });
     requireAnswers(context, `the ceiling at ${rate}/s`, paced);
     const pacedCpu = cpuPerMessage(pacedBefore, await context.cpu(helpers), paced.statuses['202'] ?? 0);
-    context.progress(`  ${(pacedCpu['machine total'] ?? 0).toFixed(3)} ms of machine CPU per request, ${(pacedCpu[bareKoaLabel] ?? 0).toFixed(3)} ms of it the server's`);
+    context.progress(
+      `  ${(pacedCpu['machine total'] ?? 0).toFixed(3)} ms of machine CPU per request, ${(pacedCpu[bareKoaLabel] ?? 0).toFixed(3)} ms of it the server's`,
+    );
     return { load, perSecond, cpuPerRequest, paced: { rate, load: paced, cpuPerRequest: pacedCpu } };
   } finally {
     await server.stop();

@@ -202,7 +202,12 @@ export async function inWindow<T>(context: BenchContext, label: string, work: ()
  * it too, except where `timeoutsAllowed` (open-loop runs at a fixed rate: there the client's queue grows when the
  * offered rate is above what the system sustains, and the run is reported as not sustained instead).
  */
-export function requireAnswers(context: BenchContext, what: string, result: LoadResult & { readonly cutOff?: number }, options: { timeoutsAllowed?: boolean } = {}): void {
+export function requireAnswers(
+  context: BenchContext,
+  what: string,
+  result: LoadResult & { readonly cutOff?: number },
+  options: { timeoutsAllowed?: boolean } = {},
+): void {
   const serverErrors = count5xx(result);
   context.abandoned += result.timeouts + result.errors + (result.cutOff ?? 0);
   if (serverErrors > 0) context.failures.push(`${what}: ${serverErrors} responses with a 5xx status (${JSON.stringify(result.statuses)})`);

@@ -7,18 +7,18 @@
 // the `sent` events in the database how fast the rest, at least N messages, reach the sink, and what each cost. While
 // it drains, the replay scenario's keys are replayed for a few seconds at a low rate: replay latency with the mailer,
 // NATS and the sink busy on the same cores, for a small share of the drain's CPU.
-import { runClosedLoop, type ClosedLoopResult } from '../generators/closed-loop.ts';
-import type { PacedRequest } from '../generators/paced-load.ts';
+import { type ClosedLoopResult, runClosedLoop } from '../generators/closed-loop.ts';
 import { countOf } from '../generators/load-result.ts';
+import type { PacedRequest } from '../generators/paced-load.ts';
 import { cpuPerMessage } from '../system/cpu-usage.ts';
 import { acceptBatches, type BatchIngestResult } from './batch-ingest.ts';
-import { inWindow, requireAnswers, type BenchContext, type BenchPlan } from './context.ts';
-import { lastMessageId, sentSpan, waitSettled, type DeliveryState, type SentSpan } from './message-progress.ts';
-import { tableUpdates, tableWritesSince, type TableWrites } from './table-writes.ts';
-import { sendRaw, type RawSendResult } from './raw-nodemailer.ts';
-import { replayKeys, type ReplayResult } from './replay.ts';
-import { runScaleOut, scaleOutBacklog, type ScaleOutResult } from './scale-out.ts';
+import { type BenchContext, type BenchPlan, inWindow, requireAnswers } from './context.ts';
+import { type DeliveryState, lastMessageId, type SentSpan, sentSpan, waitSettled } from './message-progress.ts';
+import { type RawSendResult, sendRaw } from './raw-nodemailer.ts';
+import { type ReplayResult, replayKeys } from './replay.ts';
+import { runScaleOut, type ScaleOutResult, scaleOutBacklog } from './scale-out.ts';
 import { closedLoopRequests } from './send-requests.ts';
+import { type TableWrites, tableUpdates, tableWritesSince } from './table-writes.ts';
 
 export interface DeliveryResult {
   /** Messages delivered in the drain (the backlog less what the scale-out windows took). */
@@ -97,8 +97,11 @@ export async function runDelivery(
 
   // The baseline sends as many mails as the drain will deliver (the backlog less what the scale-out may take).
   const messages = Math.max(1_000, Math.min(plan.deliveryMessages, countOf(preload, 202) + batches.result.accepted - scaleOutBacklog(plan)));
-  if (messages < plan.deliveryMessages) context.progress(`delivery: the backlog was cut at ${plan.deliveryPreloadMaxS} s; about ${messages.toLocaleString('en-US')} messages for the drain`);
-  context.progress(`delivery baseline: raw nodemailer, ${messages.toLocaleString('en-US')} mails, pool ${plan.smtpPoolSize}, ${plan.mailerConcurrency} in flight`);
+  if (messages < plan.deliveryMessages)
+    context.progress(`delivery: the backlog was cut at ${plan.deliveryPreloadMaxS} s; about ${messages.toLocaleString('en-US')} messages for the drain`);
+  context.progress(
+    `delivery baseline: raw nodemailer, ${messages.toLocaleString('en-US')} mails, pool ${plan.smtpPoolSize}, ${plan.mailerConcurrency} in flight`,
+  );
   const rawCpuBefore = await context.cpu();
   const raw = await sendRaw({ port: system.sink.port, messages, poolSize: plan.smtpPoolSize, concurrency: plan.mailerConcurrency });
   const rawCpuPerMessage = cpuPerMessage(rawCpuBefore, await context.cpu(), raw.messages);
@@ -120,21 +123,43 @@ export async function runDelivery(
     const replays = async (): Promise<void> => {
       if (replayed.length === 0) return;
       const rate = plan.drainReplayRate;
-      context.progress(`delivery: replaying ${replayed.length.toLocaleString('en-US')} idempotency keys at ${rate}/s for ${plan.drainReplayS} s while it drains`);
-      replayWhileDraining = { keys: replayed.length, rate, ...(await replayKeys(context, 'replay while draining', replayed, { rate, durationS: plan.drainReplayS })) };
+      context.progress(
+        `delivery: replaying ${replayed.length.toLocaleString('en-US')} idempotency keys at ${rate}/s for ${plan.drainReplayS} s while it drains`,
+      );
+      replayWhileDraining = {
+        keys: replayed.length,
+        rate,
+        ...(await replayKeys(context, 'replay while draining', replayed, { rate, durationS: plan.drainReplayS })),
+      };
     };
     const [state] = await Promise.all([waitSettled(system.db, range, plan.settleTimeoutMs), replays()]);
     return state;
   });
   if (settled.failed > 0) context.failures.push(`delivery: ${settled.failed} messages failed`);
-  if (settled.pending > 0) context.progress(`delivery: ${settled.pending} messages undelivered after ${Math.round(settled.waitedS)} s; checked again at the end`);
+  if (settled.pending > 0)
+    context.progress(`delivery: ${settled.pending} messages undelivered after ${Math.round(settled.waitedS)} s; checked again at the end`);
   const notify = await sentSpan(system.db, range, drainStarted);
   const drainCpuPerMessage = cpuPerMessage(drainCpuBefore, await context.cpu(), notify.messages);
   // Only the drain's state changes update messages in this window (replays write nothing): what each cost in index writes.
   into.messageWrites = await tableWritesSince(system.db, 'messages', updatesBefore);
-  context.progress(`  ${Math.round(notify.perSecond)}/s over ${notify.messages.toLocaleString('en-US')} messages; all recorded as sent ${settled.waitedS.toFixed(1)} s after the mailer started`);
+  context.progress(
+    `  ${Math.round(notify.perSecond)}/s over ${notify.messages.toLocaleString('en-US')} messages; all recorded as sent ${settled.waitedS.toFixed(1)} s after the mailer started`,
+  );
   if (replayWhileDraining && settled.pending === 0 && settled.waitedS < plan.drainReplayS) {
-    context.progress(`delivery: the drain ended ${settled.waitedS.toFixed(1)} s after the mailer started, before the replays did: part of them ran with the mailers idle`);
+    context.progress(
+      `delivery: the drain ended ${settled.waitedS.toFixed(1)} s after the mailer started, before the replays did: part of them ran with the mailers idle`,
+    );
   }
-  into.delivery = { messages: notify.messages, preload, preloadAcceptedPerSecond, preloadCpuPerMessage, drainCpuPerMessage, raw, rawCpuPerMessage, notify, settled, ...(replayWhileDraining ? { replayWhileDraining } : {}) };
+  into.delivery = {
+    messages: notify.messages,
+    preload,
+    preloadAcceptedPerSecond,
+    preloadCpuPerMessage,
+    drainCpuPerMessage,
+    raw,
+    rawCpuPerMessage,
+    notify,
+    settled,
+    ...(replayWhileDraining ? { replayWhileDraining } : {}),
+  };
 }

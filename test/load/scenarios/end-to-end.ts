@@ -4,11 +4,11 @@
 // mailer delivering as they come: the latency of each accept (from the request's start, as in the other paced runs)
 // and, from the database, the time from acceptance to `sent` of each of those messages.
 import { countOf } from '../generators/load-result.ts';
-import { runPaced, type PacedLoadResult } from '../generators/paced-load.ts';
+import { type PacedLoadResult, runPaced } from '../generators/paced-load.ts';
 import { runQueueWaitPerRequest } from '../system/cpu-usage.ts';
-import { inWindow, requireAnswers, type BenchContext } from './context.ts';
-import { settle, type Settled } from './ingest.ts';
-import { lastMessageId, waitSettled, type QueuedToSent } from './message-progress.ts';
+import { type BenchContext, inWindow, requireAnswers } from './context.ts';
+import { type Settled, settle } from './ingest.ts';
+import { lastMessageId, type QueuedToSent, waitSettled } from './message-progress.ts';
 import { pacedRequests } from './send-requests.ts';
 
 export interface EndToEndResult {
@@ -32,7 +32,10 @@ export function halfSustainedRate(sustained: number): number {
   return Math.max(1, Math.round(sustained / 2));
 }
 
-export async function runEndToEnd(context: BenchContext, sources: { acceptedWhileDelivering: number | undefined; drain: number | undefined }): Promise<EndToEndResult | undefined> {
+export async function runEndToEnd(
+  context: BenchContext,
+  sources: { acceptedWhileDelivering: number | undefined; drain: number | undefined },
+): Promise<EndToEndResult | undefined> {
   const { plan, system } = context;
   const { acceptedWhileDelivering, drain } = sources;
   if (!acceptedWhileDelivering || !drain) {
@@ -48,13 +51,26 @@ export async function runEndToEnd(context: BenchContext, sources: { acceptedWhil
   if (left.pending > 0) context.progress(`end to end: ${left.pending} earlier messages still undelivered; the run shares the mailer with them`);
   context.progress(`end to end: sustained ${Math.round(sustained)}/s; ${rate}/s offered for ${plan.endToEndS} s, one mailer delivering`);
   const waitBefore = await context.runQueueWait();
-  const load = await inWindow(context, 'end to end', () => runPaced({ url: system.gatewayUrl, rate, durationS: plan.endToEndS, connections: plan.connections, request: pacedRequests(system.tenants) }));
+  const load = await inWindow(context, 'end to end', () =>
+    runPaced({ url: system.gatewayUrl, rate, durationS: plan.endToEndS, connections: plan.connections, request: pacedRequests(system.tenants) }),
+  );
   const runQueueWaitMs = runQueueWaitPerRequest(waitBefore, await context.runQueueWait(), load.completed);
   requireAnswers(context, `end to end at ${rate}/s`, load, { timeoutsAllowed: true });
   context.accepted += countOf(load, 202) - load.replayed;
   const acceptedPerSecond = countOf(load, 202) / Math.max(plan.endToEndS, load.durationS);
-  context.progress(`  achieved ${Math.round(acceptedPerSecond)}/s, accept latency p50 ${load.latencyMs.p50.toFixed(1)} ms, p99 ${load.latencyMs.p99.toFixed(1)} ms`);
+  context.progress(
+    `  achieved ${Math.round(acceptedPerSecond)}/s, accept latency p50 ${load.latencyMs.p50.toFixed(1)} ms, p99 ${load.latencyMs.p99.toFixed(1)} ms`,
+  );
   const delivered = await settle(context, `end to end at ${rate}/s`, after);
   context.progress(`  queued->sent p50 ${Math.round(delivered.queuedToSent.p50Ms)} ms, p99 ${Math.round(delivered.queuedToSent.p99Ms)} ms`);
-  return { sustainedPerSecond: sustained, acceptedWhileDeliveringPerSecond: acceptedWhileDelivering, drainPerSecond: drain, rate, load, acceptedPerSecond, ...delivered, ...(runQueueWaitMs ? { runQueueWaitMs } : {}) };
+  return {
+    sustainedPerSecond: sustained,
+    acceptedWhileDeliveringPerSecond: acceptedWhileDelivering,
+    drainPerSecond: drain,
+    rate,
+    load,
+    acceptedPerSecond,
+    ...delivered,
+    ...(runQueueWaitMs ? { runQueueWaitMs } : {}),
+  };
 }

@@ -3,12 +3,12 @@
 // messages to be delivered, so the next scenario starts without a backlog, and reads from the database how long each
 // message took from acceptance to `sent`. Latency at a fixed rate is measured end to end (end-to-end.ts), at a rate
 // derived from this figure and the delivery drain.
-import { runClosedLoop, type ClosedLoopResult } from '../generators/closed-loop.ts';
+import { type ClosedLoopResult, runClosedLoop } from '../generators/closed-loop.ts';
 import { countOf } from '../generators/load-result.ts';
 import { runPaced } from '../generators/paced-load.ts';
 import { cpuPerMessage } from '../system/cpu-usage.ts';
-import { inWindow, requireAnswers, type BenchContext } from './context.ts';
-import { lastMessageId, queuedToSent, quietMessageId, waitSettled, type DeliveryState, type QueuedToSent } from './message-progress.ts';
+import { type BenchContext, inWindow, requireAnswers } from './context.ts';
+import { type DeliveryState, lastMessageId, type QueuedToSent, queuedToSent, quietMessageId, waitSettled } from './message-progress.ts';
 import { closedLoopRequests, pacedRequests } from './send-requests.ts';
 
 export interface Settled extends DeliveryState {
@@ -38,7 +38,8 @@ export async function settle(context: BenchContext, what: string, after: number)
   const settled = await waitSettled(context.system.db, range, context.plan.settleTimeoutMs);
   context.progress(`  delivered ${settled.sent} of ${settled.total} within ${settled.waitedS.toFixed(1)} s of the run's end`);
   if (settled.failed > 0) context.failures.push(`${what}: ${settled.failed} messages failed delivery`);
-  if (settled.pending > 0) context.progress(`${what}: ${settled.pending} messages still undelivered after ${Math.round(settled.waitedS)} s; checked again at the end`);
+  if (settled.pending > 0)
+    context.progress(`${what}: ${settled.pending} messages still undelivered after ${Math.round(settled.waitedS)} s; checked again at the end`);
   return { settled, queuedToSent: await queuedToSent(context.system.db, range) };
 }
 
@@ -50,7 +51,9 @@ export async function runIngest(context: BenchContext, into: IngestResult): Prom
   // Warm-up: connections, JIT, auth caches. Its messages count for the loss check, its figures are not reported.
   context.progress(`ingest warm-up: ${plan.warmupRate}/s for ${plan.warmupS} s`);
   const warmAfter = await lastMessageId(system.db);
-  const warmup = await inWindow(context, 'ingest', () => runPaced({ url, rate: plan.warmupRate, durationS: plan.warmupS, connections: plan.connections, request }));
+  const warmup = await inWindow(context, 'ingest', () =>
+    runPaced({ url, rate: plan.warmupRate, durationS: plan.warmupS, connections: plan.connections, request }),
+  );
   requireAnswers(context, 'ingest warm-up', warmup);
   context.accepted += countOf(warmup, 202) - warmup.replayed;
   // Delivered before the saturation run, so its mailer starts without a backlog.

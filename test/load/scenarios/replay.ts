@@ -5,13 +5,13 @@
 // once the keys' own messages are delivered, so the mailer is idle as the row says; the same keys are replayed again
 // while one mailer drains the delivery backlog (delivery.ts, `replayWhileDraining`).
 import { randomUUID } from 'node:crypto';
-import { countOf } from '../generators/load-result.ts';
 import { runBatch } from '../generators/batch-load.ts';
 import type { LoadResult } from '../generators/load-result.ts';
-import { runPaced, type PacedLoadResult, type PacedRequest } from '../generators/paced-load.ts';
-import type { BenchTenant } from '../system/system-under-test.ts';
+import { countOf } from '../generators/load-result.ts';
+import { type PacedLoadResult, type PacedRequest, runPaced } from '../generators/paced-load.ts';
 import { runQueueWaitPerRequest } from '../system/cpu-usage.ts';
-import { inWindow, requireAnswers, type BenchContext } from './context.ts';
+import type { BenchTenant } from '../system/system-under-test.ts';
+import { type BenchContext, inWindow, requireAnswers } from './context.ts';
 import { lastMessageId, waitSettled } from './message-progress.ts';
 import { sendBody, sendHeaders, sendPath } from './send-requests.ts';
 
@@ -53,11 +53,22 @@ const replayWarmupS = 1;
  * Replays `keyed` (already accepted) open-loop, after a warm-up; fails the bench when a replay created a message or
  * was answered as a new send.
  */
-export async function replayKeys(context: BenchContext, what: string, keyed: readonly PacedRequest[], options: { rate: number; durationS: number }): Promise<Pick<ReplayResult, 'replay' | 'newMessages' | 'runQueueWaitMs'>> {
+export async function replayKeys(
+  context: BenchContext,
+  what: string,
+  keyed: readonly PacedRequest[],
+  options: { rate: number; durationS: number },
+): Promise<Pick<ReplayResult, 'replay' | 'newMessages' | 'runQueueWaitMs'>> {
   const { plan, system } = context;
   const before = await lastMessageId(system.db);
   const replayFor = (durationS: number): Promise<PacedLoadResult> =>
-    runPaced({ url: system.gatewayUrl, rate: options.rate, connections: plan.connections, request: (index) => keyed[index % keyed.length] as PacedRequest, durationS });
+    runPaced({
+      url: system.gatewayUrl,
+      rate: options.rate,
+      connections: plan.connections,
+      request: (index) => keyed[index % keyed.length] as PacedRequest,
+      durationS,
+    });
   const warmup = await replayFor(replayWarmupS);
   const waitBefore = await context.runQueueWait();
   const replay = await replayFor(options.durationS);

@@ -4,11 +4,11 @@
 // so each answer carries the message and its transitions. The CPU of every process is counted over each run and
 // divided by its reads answered 200; any other answer fails the bench (the read rate limit is raised out of the way,
 // as the send rate is).
-import { runClosedLoop, type ClosedLoopResult } from '../generators/closed-loop.ts';
+import { type ClosedLoopResult, runClosedLoop } from '../generators/closed-loop.ts';
 import { countOf } from '../generators/load-result.ts';
-import { runPaced, type PacedLoadResult, type PacedRequest } from '../generators/paced-load.ts';
+import { type PacedLoadResult, type PacedRequest, runPaced } from '../generators/paced-load.ts';
 import { cpuPerMessage } from '../system/cpu-usage.ts';
-import { inWindow, requireAnswers, type BenchContext } from './context.ts';
+import { type BenchContext, inWindow, requireAnswers } from './context.ts';
 import { sendHeaders } from './send-requests.ts';
 
 export interface StatusReadResult {
@@ -30,7 +30,10 @@ export async function runStatusReads(context: BenchContext): Promise<StatusReadR
   const rate = plan.statusReadRate;
   const [tenant] = system.tenants;
   if (!tenant) throw new Error('no tenant');
-  const { rows } = await system.db.query<{ id: number }>('SELECT id::int AS id FROM messages WHERE project_id = $1 ORDER BY id DESC LIMIT $2', [tenant.projectId, plan.statusReadMessages]);
+  const { rows } = await system.db.query<{ id: number }>('SELECT id::int AS id FROM messages WHERE project_id = $1 ORDER BY id DESC LIMIT $2', [
+    tenant.projectId,
+    plan.statusReadMessages,
+  ]);
   if (rows.length === 0) throw new Error('status reads: the first tenant has no message to read');
   const headers = sendHeaders(tenant);
   const empty = Buffer.alloc(0);
@@ -48,7 +51,13 @@ export async function runStatusReads(context: BenchContext): Promise<StatusReadR
   requireAnswers(context, 'status reads', load);
   const saturatedCpuBefore = await context.cpu();
   const saturatedLoad = await inWindow(context, 'status reads', () =>
-    runClosedLoop({ url, connections: plan.connections, amount: plan.statusReadsSaturated, maxDurationS: 10, requests: prepared.map(({ path }) => ({ method: 'GET', path, headers, body: '' })) }),
+    runClosedLoop({
+      url,
+      connections: plan.connections,
+      amount: plan.statusReadsSaturated,
+      maxDurationS: 10,
+      requests: prepared.map(({ path }) => ({ method: 'GET', path, headers, body: '' })),
+    }),
   );
   const saturatedCpuAfter = await context.cpu();
   requireAnswers(context, 'status reads at saturation', saturatedLoad);
@@ -67,6 +76,8 @@ export async function runStatusReads(context: BenchContext): Promise<StatusReadR
     saturated: { load: saturatedLoad, reads: saturatedReads, cpuPerRead: cpuPerMessage(saturatedCpuBefore, saturatedCpuAfter, saturatedReads) },
   };
   context.progress(`  ${reads.toLocaleString('en-US')} reads, latency p50 ${load.latencyMs.p50.toFixed(1)} ms, p99 ${load.latencyMs.p99.toFixed(1)} ms`);
-  context.progress(`  then closed-loop over ${plan.connections} connections: ${saturatedReads.toLocaleString('en-US')} reads, ${Math.round(saturatedLoad.answeredPerSecond).toLocaleString('en-US')}/s`);
+  context.progress(
+    `  then closed-loop over ${plan.connections} connections: ${saturatedReads.toLocaleString('en-US')} reads, ${Math.round(saturatedLoad.answeredPerSecond).toLocaleString('en-US')}/s`,
+  );
   return result;
 }

@@ -7,11 +7,11 @@
 // the figure includes real export; its own CPU is a collector's, reported apart and left out of the totals.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { countOf } from '../generators/load-result.ts';
-import { runPaced, type PacedLoadResult } from '../generators/paced-load.ts';
+import { type PacedLoadResult, runPaced } from '../generators/paced-load.ts';
 import { cpuPerMessage } from '../system/cpu-usage.ts';
-import { startBenchTraceReceiver, type BenchTraceReceiver, type TraceCounts } from '../system/trace-receiver.ts';
-import { inWindow, requireAnswers, type BenchContext } from './context.ts';
-import { lastMessageId, quietMessageId, waitSettled, type DeliveryState } from './message-progress.ts';
+import { type BenchTraceReceiver, startBenchTraceReceiver, type TraceCounts } from '../system/trace-receiver.ts';
+import { type BenchContext, inWindow, requireAnswers } from './context.ts';
+import { type DeliveryState, lastMessageId, quietMessageId, waitSettled } from './message-progress.ts';
 import { pacedRequests } from './send-requests.ts';
 
 export type TracingMode = 'on' | 'off';
@@ -177,4 +177,3 @@ export async function runTracingCost(context: BenchContext, into: TracingCostRes
     await receiver.stop();
   }
 }
-

@@ -17,20 +17,20 @@
 // over the events sent in that time is what sending one costs (its start-up left out); the receiver also times the N
 // events from the first to the last, the rate one sender (webhook-svc, one replica) achieves.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { dispatchProto } from '@notify/proto';
 import { GrpcClient } from '@notify/platform';
+import { dispatchProto } from '@notify/proto';
 import { metricValue } from '../../harness/service-metrics.ts';
 import { runBatch } from '../generators/batch-load.ts';
-import { runClosedLoop, type ClosedLoopResult } from '../generators/closed-loop.ts';
+import { type ClosedLoopResult, runClosedLoop } from '../generators/closed-loop.ts';
 import { countOf, type LoadResult } from '../generators/load-result.ts';
-import { runPaced, type PacedLoadResult } from '../generators/paced-load.ts';
+import { type PacedLoadResult, runPaced } from '../generators/paced-load.ts';
 import { cpuPerMessage } from '../system/cpu-usage.ts';
 import type { BenchTenant } from '../system/system-under-test.ts';
-import { startBenchWebhookReceiver, type BenchWebhookReceiver, type WebhookCounts } from '../system/webhook-receiver.ts';
-import { inWindow, requireAnswers, type BenchContext } from './context.ts';
-import { lastMessageId, quietMessageId, waitSettled, type DeliveryState } from './message-progress.ts';
+import { type BenchWebhookReceiver, startBenchWebhookReceiver, type WebhookCounts } from '../system/webhook-receiver.ts';
+import { type BenchContext, inWindow, requireAnswers } from './context.ts';
+import { type DeliveryState, lastMessageId, quietMessageId, waitSettled } from './message-progress.ts';
 import { pacedRequests, sendBody, sendHeaders, sendPath } from './send-requests.ts';
-import { tableUpdates, tableWritesSince, type TableWrites } from './table-writes.ts';
+import { type TableWrites, tableUpdates, tableWritesSince } from './table-writes.ts';
 
 export type WebhookMode = 'none' | 'endpoint';
 
@@ -130,7 +130,11 @@ export function webhookTotals(perMessage: Readonly<Record<string, number>>): { s
  * The extra CPU per webhook event, in milliseconds: (CPU of the run with the endpoint - CPU without) / events, each
  * run's CPU being its per-message figure times its messages. Undefined without events.
  */
-export function cpuPerEvent(none: Pick<WebhookRun, 'messages' | 'cpuPerMessage'>, endpoint: Pick<WebhookRun, 'messages' | 'cpuPerMessage' | 'events'>, key: 'services' | 'system'): number | undefined {
+export function cpuPerEvent(
+  none: Pick<WebhookRun, 'messages' | 'cpuPerMessage'>,
+  endpoint: Pick<WebhookRun, 'messages' | 'cpuPerMessage' | 'events'>,
+  key: 'services' | 'system',
+): number | undefined {
   if (endpoint.events <= 0 || none.messages <= 0) return undefined;
   // Scaled to the endpoint run's messages, so runs of slightly different sizes compare.
   const extra = (webhookTotals(endpoint.cpuPerMessage)[key] - webhookTotals(none.cpuPerMessage)[key]) * endpoint.messages;
@@ -156,7 +160,12 @@ const eventMakers = { services: ['dispatch-svc'], system: ['dispatch-svc', 'post
  * being its per-message figure times the endpoint backlog's messages; plus the burst's CPU per event sent (every
  * process but the receiver). Undefined without events.
  */
-export function backlogCpuPerEvent(none: Pick<WebhookBacklogRun, 'cpuPerMessage'>, endpoint: WebhookBacklogRun, burst: Pick<WebhookBurst, 'cpuPerEvent' | 'eventsAfterReady'>, key: 'services' | 'system'): BacklogEventCost | undefined {
+export function backlogCpuPerEvent(
+  none: Pick<WebhookBacklogRun, 'cpuPerMessage'>,
+  endpoint: WebhookBacklogRun,
+  burst: Pick<WebhookBurst, 'cpuPerEvent' | 'eventsAfterReady'>,
+  key: 'services' | 'system',
+): BacklogEventCost | undefined {
   if (endpoint.events <= 0 || burst.eventsAfterReady <= 0) return undefined;
   const makers = (perMessage: Readonly<Record<string, number>>): number => eventMakers[key].reduce((sum, label) => sum + (perMessage[label] ?? 0), 0);
   const made = ((makers(endpoint.cpuPerMessage) - makers(none.cpuPerMessage)) * endpoint.messages) / endpoint.events;
@@ -209,7 +218,8 @@ async function measure(context: BenchContext, mode: WebhookMode, rate: number, r
     const upTo = load.timeouts + load.errors === 0 ? await lastMessageId(system.db) : await quietMessageId(system.db, 15_000);
     const delivered = await waitSettled(system.db, { after, upTo }, plan.settleTimeoutMs);
     // With the endpoint, the window closes once the receiver has one message.sent per message sent.
-    const countsAfter = mode === 'endpoint' ? await receiverCaughtUp(receiver, countsBefore.requests, delivered.sent, plan.settleTimeoutMs) : await receiver.counts();
+    const countsAfter =
+      mode === 'endpoint' ? await receiverCaughtUp(receiver, countsBefore.requests, delivered.sent, plan.settleTimeoutMs) : await receiver.counts();
     return { load, delivered, countsAfter };
   });
   const cpuAfter = await context.cpu(helpers);
@@ -251,7 +261,13 @@ async function measureAccept(context: BenchContext, mode: WebhookMode, receiver:
   // services and the load generator about a fifth more when sent by the bench's http-sender (1.43 against 1.13 ms of
   // machine CPU per send, eight alternating pairs of runs).
   const accept = (from: BenchTenant, amount: number): Promise<ClosedLoopResult> =>
-    runClosedLoop({ url: system.gatewayUrl, connections: plan.connections, amount, maxDurationS: plan.settleTimeoutMs / 1_000, requests: [{ path: sendPath, headers: sendHeaders(from), body: sendBody(0) }] });
+    runClosedLoop({
+      url: system.gatewayUrl,
+      connections: plan.connections,
+      amount,
+      maxDurationS: plan.settleTimeoutMs / 1_000,
+      requests: [{ path: sendPath, headers: sendHeaders(from), body: sendBody(0) }],
+    });
   // The backlog's row is measured on services long busy with sends at saturation; these come after the tracing scenario
   // restarted them and a paced run, when the same sends cost up to twice as much (runs of 500 from a fresh start: 2.68 ms
   // of machine CPU per send for the first, 1.2-1.6 ms from the fifth on, as V8 optimises the path). The unmeasured
@@ -272,7 +288,9 @@ async function measureAccept(context: BenchContext, mode: WebhookMode, receiver:
   if (mode === 'endpoint') await receiverCaughtUp(receiver, eventsBefore, messages, plan.settleTimeoutMs);
   const run: WebhookAcceptRun = { mode, load, messages, cpuPerMessage: cpuPerMessage(cpuBefore, cpuAfter, messages) };
   const totals = webhookTotals(run.cpuPerMessage);
-  context.progress(`  ${messages.toLocaleString('en-US')} accepted: services ${totals.services.toFixed(2)} ms, system ${totals.system.toFixed(2)} ms of CPU per send`);
+  context.progress(
+    `  ${messages.toLocaleString('en-US')} accepted: services ${totals.services.toFixed(2)} ms, system ${totals.system.toFixed(2)} ms of CPU per send`,
+  );
   return run;
 }
 
@@ -322,17 +340,22 @@ async function measureBacklog(context: BenchContext, mode: WebhookMode, receiver
     requireAnswers(context, 'webhook backlog warm-up', warmup.load);
     context.accepted += countOf(warmup.load, 202);
   }
-  context.progress(`webhook backlog, ${mode === 'endpoint' ? 'one endpoint' : 'no endpoint'}, webhook-svc stopped: ${plan.webhookBurst.toLocaleString('en-US')} messages sent as fast as accepted, one mailer delivering`);
+  context.progress(
+    `webhook backlog, ${mode === 'endpoint' ? 'one endpoint' : 'no endpoint'}, webhook-svc stopped: ${plan.webhookBurst.toLocaleString('en-US')} messages sent as fast as accepted, one mailer delivering`,
+  );
   const cpuBefore = await context.cpu(helpers);
   const { load, delivered, events } = await inWindow(context, `webhook backlog ${mode}`, () => sendBacklog(context, plan.webhookBurst, mode === 'endpoint'));
   const cpuAfter = await context.cpu(helpers);
   requireAnswers(context, `webhook backlog ${mode}`, load);
   context.accepted += countOf(load, 202);
   if (delivered.failed > 0) context.failures.push(`webhook backlog ${mode}: ${delivered.failed} messages failed delivery`);
-  if (mode === 'endpoint' && events < delivered.sent) context.progress(`webhook backlog: only ${events} of ${delivered.sent} events relayed when the window closed`);
+  if (mode === 'endpoint' && events < delivered.sent)
+    context.progress(`webhook backlog: only ${events} of ${delivered.sent} events relayed when the window closed`);
   const run: WebhookBacklogRun = { mode, load, messages: delivered.total, events, cpuPerMessage: cpuPerMessage(cpuBefore, cpuAfter, delivered.total) };
   const totals = webhookTotals(run.cpuPerMessage);
-  context.progress(`  ${run.messages.toLocaleString('en-US')} messages, ${events.toLocaleString('en-US')} events relayed: services ${totals.services.toFixed(2)} ms, system ${totals.system.toFixed(2)} ms of CPU per message`);
+  context.progress(
+    `  ${run.messages.toLocaleString('en-US')} messages, ${events.toLocaleString('en-US')} events relayed: services ${totals.services.toFixed(2)} ms, system ${totals.system.toFixed(2)} ms of CPU per message`,
+  );
   return run;
 }
 
@@ -396,7 +419,10 @@ export async function runWebhookCost(context: BenchContext, into: WebhookCostRes
   const [tenant] = system.tenants;
   if (!tenant) throw new Error('no tenant');
   const receiver = await startBenchWebhookReceiver();
-  const admin = new GrpcClient(dispatchProto.WebhookAdminService.service, system.stack.env.DISPATCH_SVC_ADDR, { token: system.stack.env.ADMIN_TOKEN, deadlineMs: 10_000 });
+  const admin = new GrpcClient(dispatchProto.WebhookAdminService.service, system.stack.env.DISPATCH_SVC_ADDR, {
+    token: system.stack.env.ADMIN_TOKEN,
+    deadlineMs: 10_000,
+  });
   let endpointId: number | undefined;
   try {
     // As the tracing-cost scenario leaves the other services: no OTLP endpoint, whatever the bench inherited.

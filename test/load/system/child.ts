@@ -1,7 +1,7 @@
 // Helpers of the bench that run in processes of their own (the SMTP sink, the bare Koa ceiling server), so their work
 // never shares an event loop with the load generator and bends its latency figures. They talk over the IPC channel:
 // the child announces `{ type: 'ready', ... }`, then answers requests carrying an `id` with the same `id`.
-import { fork, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 
 export interface ChildHandle<Ready> {
   readonly ready: Ready;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
 import { availableParallelism } from 'node:os';
+import { test } from 'node:test';
 import { setTimeout } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { cpuPerMessage, processKey, runQueueWaitMs, runQueueWaitPerRequest } from './cpu-usage.ts';

@@ -3,11 +3,11 @@
 // per-key rate limit is out of the way, the SMTP sink runs in its own process, and mailer replicas can be started and
 // stopped one by one.
 import { join } from 'node:path';
-import type pg from 'pg';
 import type { ServiceName, Stack } from '@notify/cli/local';
+import type pg from 'pg';
 import { launchSystem, type System } from '../../harness/launch-system.ts';
 import type { RunResources } from '../../harness/resources.ts';
-import { startBenchSink, type BenchSink } from './sink.ts';
+import { type BenchSink, startBenchSink } from './sink.ts';
 
 export interface BenchTenant {
   readonly organizationId: number;

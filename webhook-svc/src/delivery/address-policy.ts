@@ -18,7 +18,8 @@ for (const [network, prefix] of [
   ['198.18.0.0', 15], // benchmarking
   ['224.0.0.0', 4], // multicast
   ['240.0.0.0', 4], // reserved, broadcast
-] as const) refusedV4.addSubnet(network, prefix, 'ipv4');
+] as const)
+  refusedV4.addSubnet(network, prefix, 'ipv4');
 for (const [network, prefix] of [
   ['::', 128], // unspecified
   ['::1', 128], // loopback
@@ -30,11 +31,14 @@ for (const [network, prefix] of [
   ['fe80::', 10], // link-local
   ['fec0::', 10], // site-local (deprecated)
   ['ff00::', 8], // multicast
-] as const) refusedV6.addSubnet(network, prefix, 'ipv6');
+] as const)
+  refusedV6.addSubnet(network, prefix, 'ipv6');
 
 /** Why `address` may not be connected to, or undefined when it may. */
 export function refusalOf(address: string): string | undefined {
   const family = isIP(address);
   if (family === 0) return `${address} is not an IP address`;
-  return (family === 4 ? refusedV4.check(address, 'ipv4') : refusedV6.check(address, 'ipv6')) ? `${address} is a private, loopback, link-local or metadata address` : undefined;
+  return (family === 4 ? refusedV4.check(address, 'ipv4') : refusedV6.check(address, 'ipv6'))
+    ? `${address} is a private, loopback, link-local or metadata address`
+    : undefined;
 }

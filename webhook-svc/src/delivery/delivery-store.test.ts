@@ -6,7 +6,7 @@ import { createPool, type Pool } from '@notify/platform/database';
 import { createTestDatabase, type TestDatabase } from '@notify/test/harness/database.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { plannedAfterWarmUp } from '@notify/test/harness/prepared-plans.ts';
-import { batchedStore, claimDeliveries, recordAttempts, type AttemptRecord, type DeliveryKey } from './delivery-store.ts';
+import { type AttemptRecord, batchedStore, claimDeliveries, type DeliveryKey, recordAttempts } from './delivery-store.ts';
 
 const leaseMs = 60_000;
 const fiveDaysMs = 5 * 86_400_000;
@@ -22,7 +22,12 @@ before(async () => {
   const planId = await id('INSERT INTO plans (name) VALUES ($1)', ['plan']);
   const organizationId = await id('INSERT INTO organizations (name, plan_id) VALUES ($1, $2)', ['Org', planId]);
   const projectId = await id('INSERT INTO projects (organization_id, name) VALUES ($1, $2)', [organizationId, 'main']);
-  const apiKeyId = await id('INSERT INTO api_keys (project_id, name, prefix, secret_hash) VALUES ($1, $2, $3, $4)', [projectId, 'key', 'ntfy_test', Buffer.alloc(32)]);
+  const apiKeyId = await id('INSERT INTO api_keys (project_id, name, prefix, secret_hash) VALUES ($1, $2, $3, $4)', [
+    projectId,
+    'key',
+    'ntfy_test',
+    Buffer.alloc(32),
+  ]);
   const templateId = await id("INSERT INTO templates (project_id, slug, active, subject, html, text) VALUES ($1, 'welcome', true, 's', 'h', 't')", [projectId]);
   tenant = { organizationId, projectId, apiKeyId, templateId };
 });
@@ -73,7 +78,12 @@ const attempt = (key: DeliveryKey, outcome: AttemptRecord['outcome'], statusCode
 });
 
 const endpointRow = async (id: number) =>
-  (await pool.query<{ enabled: boolean; disabledReason: string | null; failing: boolean }>('SELECT enabled, disabled_reason AS "disabledReason", failing_since IS NOT NULL AS failing FROM webhook_endpoints WHERE id = $1', [id])).rows[0];
+  (
+    await pool.query<{ enabled: boolean; disabledReason: string | null; failing: boolean }>(
+      'SELECT enabled, disabled_reason AS "disabledReason", failing_since IS NOT NULL AS failing FROM webhook_endpoints WHERE id = $1',
+      [id],
+    )
+  ).rows[0];
 
 test('one statement claims every due delivery named, and says for each of the others why not', async () => {
   const open = await endpoint();
@@ -132,7 +142,10 @@ test('attempts recorded together: each delivery moves, each attempt is logged, a
     settings,
   );
   // The change of an endpoint is told once, with its first attempt.
-  assert.deepEqual(recorded.map((record) => record.change), ['none', 'none', 'none', 'disabled_gone', 'disabled_failing', 'none']);
+  assert.deepEqual(
+    recorded.map((record) => record.change),
+    ['none', 'none', 'none', 'disabled_gone', 'disabled_failing', 'none'],
+  );
 
   const deliveries = await pool.query<{ eventId: string; state: string; attempts: number; retryInS: number | null }>(
     `SELECT event_id AS "eventId", state, attempts, round(extract(epoch FROM next_attempt_at - now()))::int AS "retryInS" FROM webhook_deliveries ORDER BY event_id`,
@@ -175,11 +188,19 @@ test('records made at once share a statement, and one the database refuses fails
   const [kept, purged] = [await delivery(id), await delivery(id)];
   // Its event purged while its request was out (retention): its attempt can no longer be recorded.
   await pool.query('DELETE FROM webhook_events WHERE id = $1', [purged.eventId]);
-  const outcomes = await Promise.allSettled([store.record(attempt(kept, { state: 'succeeded' }, 204)), store.record(attempt(purged, { state: 'succeeded' }, 204))]);
+  const outcomes = await Promise.allSettled([
+    store.record(attempt(kept, { state: 'succeeded' }, 204)),
+    store.record(attempt(purged, { state: 'succeeded' }, 204)),
+  ]);
   assert.deepEqual(outcomes[0], { status: 'fulfilled', value: { change: 'none' } });
   assert.equal(outcomes[1]?.status, 'rejected');
-  const recorded = await pool.query<{ eventId: string; state: string }>('SELECT d.event_id AS "eventId", d.state FROM webhook_deliveries d JOIN webhook_attempts a USING (event_id, endpoint_id)');
-  assert.deepEqual(recorded.rows.map((row) => [Number(row.eventId), row.state]), [[kept.eventId, 'succeeded']]);
+  const recorded = await pool.query<{ eventId: string; state: string }>(
+    'SELECT d.event_id AS "eventId", d.state FROM webhook_deliveries d JOIN webhook_attempts a USING (event_id, endpoint_id)',
+  );
+  assert.deepEqual(
+    recorded.rows.map((row) => [Number(row.eventId), row.state]),
+    [[kept.eventId, 'succeeded']],
+  );
 });
 
 test("a record claims its slot's next delivery in the same statement if its endpoint stays healthy; the others are left to claimDeliveries", async () => {
@@ -240,10 +261,19 @@ test('claiming a delivery and recording its attempt write no index entry: both u
 
   const claims = await claimDeliveries(pool, keys, leaseMs);
   assert.ok(claims.every((claim) => claim.kind === 'claimed'));
-  await recordAttempts(pool, keys.map((key, index) => attempt(key, index % 2 === 0 ? { state: 'succeeded' } : { state: 'pending', retryInMs: 5_000 }, index % 2 === 0 ? 204 : 503)), settings);
+  await recordAttempts(
+    pool,
+    keys.map((key, index) => attempt(key, index % 2 === 0 ? { state: 'succeeded' } : { state: 'pending', retryInMs: 5_000 }, index % 2 === 0 ? 204 : 503)),
+    settings,
+  );
 
-  const moved = await pool.query<{ state: string; count: number }>('SELECT state, count(*)::int AS count FROM webhook_deliveries WHERE attempts = 1 GROUP BY state ORDER BY state');
-  assert.deepEqual(moved.rows, [{ state: 'pending', count: 10 }, { state: 'succeeded', count: 10 }]);
+  const moved = await pool.query<{ state: string; count: number }>(
+    'SELECT state, count(*)::int AS count FROM webhook_deliveries WHERE attempts = 1 GROUP BY state ORDER BY state',
+  );
+  assert.deepEqual(moved.rows, [
+    { state: 'pending', count: 10 },
+    { state: 'succeeded', count: 10 },
+  ]);
   assert.deepEqual(await indexEntries(), before, 'a new entry in an index would mean an update that was not HOT');
 });
 

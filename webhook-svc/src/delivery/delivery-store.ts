@@ -91,11 +91,13 @@ const claimedDelivery = (row: ClaimedRow): ClaimedDelivery => ({
  */
 export async function claimDeliveries(pool: Pool, keys: readonly DeliveryKey[], leaseMs: number): Promise<Claim[]> {
   const batch = batchRows('webhook-claim', keys, keyColumns, { filler: noDelivery });
-  const claimed = await retriedOnDeadlock(() => pool.query<ClaimedRow>({
-    name: batch.name,
-    text: claimStatement(`${batch.rows} AS k (event_id, endpoint_id)`, '$3'),
-    values: [...batch.values, leaseMs],
-  }));
+  const claimed = await retriedOnDeadlock(() =>
+    pool.query<ClaimedRow>({
+      name: batch.name,
+      text: claimStatement(`${batch.rows} AS k (event_id, endpoint_id)`, '$3'),
+      values: [...batch.values, leaseMs],
+    }),
+  );
   const claimedRows = new Map(claimed.rows.map((row) => [`${row.eventId}:${row.endpointId}`, row]));
   const claims: Array<Claim | undefined> = keys.map((key) => {
     const row = claimedRows.get(keyOf(key));
@@ -183,10 +185,15 @@ export interface Recorded {
  * succeeded. The others are left to claimDeliveries, which sees what this statement wrote: an endpoint it disables, a
  * `next` that is a copy of a delivery recorded here (a row is updated once per statement).
  */
-export async function recordAttempts(pool: Pool, records: readonly AttemptRecord[], settings: { readonly disableAfterMs: number; readonly leaseMs: number }): Promise<Recorded[]> {
+export async function recordAttempts(
+  pool: Pool,
+  records: readonly AttemptRecord[],
+  settings: { readonly disableAfterMs: number; readonly leaseMs: number },
+): Promise<Recorded[]> {
   const batch = batchRows('webhook-record-attempts', records, recordColumns);
   const nextKeys = records.flatMap((record) => (record.next ? [record.next] : []));
-  const claiming = nextKeys.length === 0 ? undefined : batchRows('claiming', nextKeys, keyColumns, { filler: noDelivery, firstParameter: recordColumns.length + 3 });
+  const claiming =
+    nextKeys.length === 0 ? undefined : batchRows('claiming', nextKeys, keyColumns, { filler: noDelivery, firstParameter: recordColumns.length + 3 });
   const endpointUpdate = `UPDATE webhook_endpoints w
               SET failing_since = CASE WHEN o.succeeded THEN NULL ELSE coalesce(w.failing_since, now()) END,
                   enabled = w.enabled AND NOT o.gone AND (o.succeeded OR coalesce(w.failing_since, now()) > now() - $12 * interval '1 millisecond'),
@@ -267,7 +274,11 @@ export interface DeliveryStore {
 }
 
 export function batchedStore(pool: Pool, settings: { readonly maxBatch: number; readonly leaseMs: number; readonly disableAfterMs: number }): DeliveryStore {
-  const claims = new Batcher<DeliveryKey, Claim>({ maxBatchSize: settings.maxBatch, concurrency: 1, run: async (keys) => (await claimDeliveries(pool, keys, settings.leaseMs)).map(fulfilled) });
+  const claims = new Batcher<DeliveryKey, Claim>({
+    maxBatchSize: settings.maxBatch,
+    concurrency: 1,
+    run: async (keys) => (await claimDeliveries(pool, keys, settings.leaseMs)).map(fulfilled),
+  });
   const records = new Batcher<AttemptRecord, Recorded>({
     maxBatchSize: settings.maxBatch,
     concurrency: 1,

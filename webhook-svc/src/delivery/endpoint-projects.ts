@@ -12,7 +12,11 @@ export class EndpointProjects {
   readonly #lookups: Batcher<number, number | undefined>;
 
   constructor(pool: Pool, settings: { readonly maxBatch: number }) {
-    this.#lookups = new Batcher({ maxBatchSize: settings.maxBatch, concurrency: 1, run: async (endpointIds) => (await projectsOf(pool, endpointIds)).map(fulfilled) });
+    this.#lookups = new Batcher({
+      maxBatchSize: settings.maxBatch,
+      concurrency: 1,
+      run: async (endpointIds) => (await projectsOf(pool, endpointIds)).map(fulfilled),
+    });
   }
 
   /** The endpoint's project, or undefined when the endpoint no longer exists. */

@@ -21,7 +21,11 @@ test('an endpoint whose requests time out three times in a row may hold one slot
   assert.equal(share.endpointLimit(1), 4);
   // An answer (or a refused connection) ends the run: the timeouts must come in a row.
   share.requestEnded(1, false);
-  assert.deepEqual([share.requestEnded(1, true), share.requestEnded(1, true), share.requestEnded(1, true)], [false, false, true], 'the third in a row slows it, once');
+  assert.deepEqual(
+    [share.requestEnded(1, true), share.requestEnded(1, true), share.requestEnded(1, true)],
+    [false, false, true],
+    'the third in a row slows it, once',
+  );
   assert.equal(share.endpointLimit(1), 1);
   assert.equal(share.requestEnded(1, true), false);
   assert.equal(share.endpointLimit(2), 4, 'another endpoint keeps its share');

@@ -16,8 +16,27 @@ function refusedWith(result: Awaited<ReturnType<typeof post>>, pattern: RegExp):
 
 describe('the address policy', () => {
   const refused = [
-    '127.0.0.1', '127.8.9.10', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '169.254.1.1', '100.100.100.200',
-    '0.0.0.0', '224.0.0.1', '255.255.255.255', '::1', '::', 'fe80::1', 'fc00::1', 'fd00:ec2::254', '::ffff:127.0.0.1', '::ffff:169.254.169.254', '64:ff9b::a9fe:a9fe', 'ff02::1',
+    '127.0.0.1',
+    '127.8.9.10',
+    '10.1.2.3',
+    '172.16.0.1',
+    '172.31.255.255',
+    '192.168.1.1',
+    '169.254.169.254',
+    '169.254.1.1',
+    '100.100.100.200',
+    '0.0.0.0',
+    '224.0.0.1',
+    '255.255.255.255',
+    '::1',
+    '::',
+    'fe80::1',
+    'fc00::1',
+    'fd00:ec2::254',
+    '::ffff:127.0.0.1',
+    '::ffff:169.254.169.254',
+    '64:ff9b::a9fe:a9fe',
+    'ff02::1',
   ];
   for (const address of refused) test(`refuses ${address}`, () => assert.ok(refusalOf(address)));
   for (const address of ['93.184.215.14', '8.8.8.8', '172.32.0.1', '2606:2800:21f:cb07:6820:80da:af6b:8b2c']) {
@@ -61,7 +80,18 @@ describe('a webhook request', () => {
   });
 
   test('an address written in the URL is refused (IPv4 and IPv6)', async () => {
-    for (const url of ['https://127.0.0.1/', 'https://10.0.0.1/', 'https://169.254.169.254/latest/meta-data/', 'https://[::1]/', 'https://[fe80::1]/', 'https://[fd00::1]/', 'https://[::ffff:127.0.0.1]/', 'https://0x7f000001/', 'https://2130706433/', 'https://017700000001/']) {
+    for (const url of [
+      'https://127.0.0.1/',
+      'https://10.0.0.1/',
+      'https://169.254.169.254/latest/meta-data/',
+      'https://[::1]/',
+      'https://[fe80::1]/',
+      'https://[fd00::1]/',
+      'https://[::ffff:127.0.0.1]/',
+      'https://0x7f000001/',
+      'https://2130706433/',
+      'https://017700000001/',
+    ]) {
       refusedWith(await post(url, strict), /refused/);
     }
   });
@@ -82,7 +112,10 @@ describe('a webhook request', () => {
   });
 
   test('a name with a public and a private address is refused', async () => {
-    const resolve = async () => [{ address: '93.184.215.14', family: 4 }, { address: '10.0.0.5', family: 4 }];
+    const resolve = async () => [
+      { address: '93.184.215.14', family: 4 },
+      { address: '10.0.0.5', family: 4 },
+    ];
     refusedWith(await post('https://mixed.example.test/', { ...strict, resolve }), /refused: 10\.0\.0\.5/);
   });
 

@@ -72,7 +72,10 @@ export interface Outbound {
 export function createOutbound(options: OutboundOptions): Outbound {
   // Connections are reused (a TLS handshake per event would cost more than the event). The address policy holds: it
   // is checked in the lookup each new connection makes, and a kept connection stays on the address it was checked on.
-  const agents = { 'http:': new http.Agent({ keepAlive: true, timeout: idleConnectionMs }), 'https:': new https.Agent({ keepAlive: true, timeout: idleConnectionMs }) };
+  const agents = {
+    'http:': new http.Agent({ keepAlive: true, timeout: idleConnectionMs }),
+    'https:': new https.Agent({ keepAlive: true, timeout: idleConnectionMs }),
+  };
   const lookup = options.allowPrivate ? undefined : checkedLookup(options.resolve ?? systemResolve);
   return {
     async post(target, headers, body) {
@@ -106,7 +109,11 @@ function exchange(
   headers: Record<string, string>,
   body: string,
   options: OutboundOptions,
-  via: { readonly agent: http.Agent; readonly lookup: LookupFunction | undefined; /** performance.now() at which the whole request gives up. */ readonly deadline: number },
+  via: {
+    readonly agent: http.Agent;
+    readonly lookup: LookupFunction | undefined /** performance.now() at which the whole request gives up. */;
+    readonly deadline: number;
+  },
 ): Promise<Exchange> {
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve) => {
@@ -125,10 +132,16 @@ function exchange(
       headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': 'Notify-Webhooks/1' },
       ...(via.lookup ? { lookup: via.lookup } : {}),
     });
-    const timer = setTimeout(() => finish({ kind: 'error', error: `no response within ${options.timeoutMs} ms`, timedOut: true }), Math.max(0, via.deadline - performance.now()));
+    const timer = setTimeout(
+      () => finish({ kind: 'error', error: `no response within ${options.timeoutMs} ms`, timedOut: true }),
+      Math.max(0, via.deadline - performance.now()),
+    );
     request.on('error', (error: NodeJS.ErrnoException) => {
       if (request.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE')) return finish({ kind: 'stale', error: error.message });
-      finish({ kind: 'error', error: error instanceof RefusedTarget || error.code === 'EREFUSEDTARGET' ? `refused: ${error.message}` : error.message || String(error.code) });
+      finish({
+        kind: 'error',
+        error: error instanceof RefusedTarget || error.code === 'EREFUSEDTARGET' ? `refused: ${error.message}` : error.message || String(error.code),
+      });
     });
     request.on('response', (response) => {
       const chunks: Buffer[] = [];

@@ -15,18 +15,37 @@ test('the contract schedule is 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, then th
 });
 
 test('each delay has jitter of up to a tenth either way', () => {
-  assert.equal(nextRetryDelay(schedule, 1, {}, now, () => 0), 4_500);
-  assert.equal(nextRetryDelay(schedule, 1, {}, now, () => 1), 5_500);
+  assert.equal(
+    nextRetryDelay(schedule, 1, {}, now, () => 0),
+    4_500,
+  );
+  assert.equal(
+    nextRetryDelay(schedule, 1, {}, now, () => 1),
+    5_500,
+  );
 });
 
 test('Retry-After is honoured on 429, 502, 503 and 504 when later than the schedule', () => {
-  for (const status of [429, 502, 503, 504]) assert.equal(nextRetryDelay(schedule, 1, { status, retryAfter: '60' }, now, () => 0.5), 60_000);
-  assert.equal(nextRetryDelay(schedule, 1, { status: 503, retryAfter: new Date(now + 90_000).toUTCString() }, now, () => 0.5), 90_000);
+  for (const status of [429, 502, 503, 504])
+    assert.equal(
+      nextRetryDelay(schedule, 1, { status, retryAfter: '60' }, now, () => 0.5),
+      60_000,
+    );
+  assert.equal(
+    nextRetryDelay(schedule, 1, { status: 503, retryAfter: new Date(now + 90_000).toUTCString() }, now, () => 0.5),
+    90_000,
+  );
 });
 
 test('Retry-After is ignored when earlier than the schedule, or on another status', () => {
-  assert.equal(nextRetryDelay(schedule, 2, { status: 503, retryAfter: '1' }, now, () => 0.5), 300_000);
-  assert.equal(nextRetryDelay(schedule, 1, { status: 500, retryAfter: '60' }, now, () => 0.5), 5_000);
+  assert.equal(
+    nextRetryDelay(schedule, 2, { status: 503, retryAfter: '1' }, now, () => 0.5),
+    300_000,
+  );
+  assert.equal(
+    nextRetryDelay(schedule, 1, { status: 500, retryAfter: '60' }, now, () => 0.5),
+    5_000,
+  );
 });
 
 test('a schedule must list positive durations', () => {

@@ -31,7 +31,13 @@ export function retryAfterMs(value: string | undefined, now: number): number | u
  * The delay before the retry after attempt number `attempts` (1 for the first attempt), or undefined when the schedule
  * is used up and the delivery fails.
  */
-export function nextRetryDelay(schedule: readonly number[], attempts: number, response: { status?: number; retryAfter?: string }, now: number, random = Math.random): number | undefined {
+export function nextRetryDelay(
+  schedule: readonly number[],
+  attempts: number,
+  response: { status?: number; retryAfter?: string },
+  now: number,
+  random = Math.random,
+): number | undefined {
   const base = schedule[attempts - 1];
   if (base === undefined) return undefined;
   const scheduled = Math.round(base * (1 - jitter + 2 * jitter * random()));

@@ -8,7 +8,16 @@ import { after, before, test } from 'node:test';
 import { createRegistry } from '@notify/platform';
 import { createPool, type Pool } from '@notify/platform/database';
 import { createDataKey } from '@notify/platform/mail';
-import { connectNats, ensureConsumer, ensureStream, jetstream, jetstreamManager, schemaHeaders, type JetStreamClient, type NatsConnection } from '@notify/platform/nats';
+import {
+  connectNats,
+  ensureConsumer,
+  ensureStream,
+  type JetStreamClient,
+  jetstream,
+  jetstreamManager,
+  type NatsConnection,
+  schemaHeaders,
+} from '@notify/platform/nats';
 import { encodeWebhookDelivery, streamDeclarations, topology } from '@notify/proto';
 import { createTestDatabase, type TestDatabase } from '@notify/test/harness/database.ts';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
@@ -16,7 +25,7 @@ import { silentLogger } from '@notify/test/harness/logger.ts';
 import { waitFor } from '@notify/test/harness/wait.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '@notify/test/harness/webhook-receiver.ts';
 import { createWebhookMetrics, type WebhookMetrics } from './metrics.ts';
-import { Sender, senderConsumerConfig, type SenderSettings } from './sender.ts';
+import { Sender, type SenderSettings, senderConsumerConfig } from './sender.ts';
 
 /** A replica of 8 requests, each given 2 s; a timed-out attempt is made again a second later, so a stalled project keeps sending. */
 const replica = {
@@ -45,7 +54,12 @@ async function tenant(name: string) {
   const planId = await id('INSERT INTO plans (name) VALUES ($1)', [name]);
   const organizationId = await id('INSERT INTO organizations (name, plan_id) VALUES ($1, $2)', [name, planId]);
   const projectId = await id('INSERT INTO projects (organization_id, name) VALUES ($1, $2)', [organizationId, name]);
-  const apiKeyId = await id('INSERT INTO api_keys (project_id, name, prefix, secret_hash) VALUES ($1, $2, $3, $4)', [projectId, 'key', `ntfy_${name}`, randomBytes(32)]);
+  const apiKeyId = await id('INSERT INTO api_keys (project_id, name, prefix, secret_hash) VALUES ($1, $2, $3, $4)', [
+    projectId,
+    'key',
+    `ntfy_${name}`,
+    randomBytes(32),
+  ]);
   const templateId = await id("INSERT INTO templates (project_id, slug, active, subject, html, text) VALUES ($1, 'welcome', true, 's', 'h', 't')", [projectId]);
   return { organizationId, projectId, apiKeyId, templateId };
 }
@@ -82,11 +96,10 @@ async function startRun(settings: SenderSettings) {
        VALUES ($1, $2, $3, $4, 'welcome', 1, 'to@example.com', '{}', 'sent', gen_random_uuid())`,
       [owner.projectId, owner.organizationId, owner.apiKeyId, owner.templateId],
     );
-    const eventId = await id(`INSERT INTO webhook_events (project_id, message_id, type, sequence, payload, published_at) VALUES ($1, $2, 'message.sent', 1, $3, now())`, [
-      owner.projectId,
-      messageId,
-      { type: 'message.sent', data: { message_id: messageId } },
-    ]);
+    const eventId = await id(
+      `INSERT INTO webhook_events (project_id, message_id, type, sequence, payload, published_at) VALUES ($1, $2, 'message.sent', 1, $3, now())`,
+      [owner.projectId, messageId, { type: 'message.sent', data: { message_id: messageId } }],
+    );
     await pool.query('INSERT INTO webhook_deliveries (event_id, endpoint_id, next_attempt_at) VALUES ($1, $2, now())', [eventId, endpointId]);
     const message = encodeWebhookDelivery({ eventId, endpointId });
     await js.publish(names.webhooksSubject(endpointId), message.bytes, { headers: schemaHeaders(message) });
@@ -151,16 +164,28 @@ test("a project whose endpoints all hang holds at most its share: another organi
     await pause(400);
   }
   const underLoad = await latencies(fast, published);
-  t.diagnostic(`usual latency ${usual} ms; while the other project hangs: ${underLoad.join(', ')} ms; hanging receiver's most open requests: ${hanging.maxOpen()}`);
+  t.diagnostic(
+    `usual latency ${usual} ms; while the other project hangs: ${underLoad.join(', ')} ms; hanging receiver's most open requests: ${hanging.maxOpen()}`,
+  );
   assert.ok(Math.max(...underLoad) < 1_000, `latencies while the other project hangs: ${underLoad.join(', ')} ms (usual: ${usual} ms)`);
   // The stalled project was sent requests all along, never more at once than its share of the replica; the rest of
   // its deliveries were put back to come again.
-  assert.ok(hanging.maxOpen() > 0 && hanging.maxOpen() <= settings.projectConcurrency, `most requests open at once at the hanging receiver: ${hanging.maxOpen()}`);
+  assert.ok(
+    hanging.maxOpen() > 0 && hanging.maxOpen() <= settings.projectConcurrency,
+    `most requests open at once at the hanging receiver: ${hanging.maxOpen()}`,
+  );
   assert.ok((await counted(metrics.projectBusy)) > 0);
 });
 
 test('an endpoint whose requests time out three times in a row holds one request at a time, and its share again once it answers', async () => {
-  const settings: SenderSettings = { ...replica, endpointConcurrency: 4, projectConcurrency: 6, outbound: { ...replica.outbound, timeoutMs: 500 }, schedule: Array(7).fill(300), leaseMs: 3_000 };
+  const settings: SenderSettings = {
+    ...replica,
+    endpointConcurrency: 4,
+    projectConcurrency: 6,
+    outbound: { ...replica.outbound, timeoutMs: 500 },
+    schedule: Array(7).fill(300),
+    leaseMs: 3_000,
+  };
   const { metrics, publishEvent } = await startRun(settings);
   const owner = await tenant('slowed');
   const dead = await receiver();

@@ -6,9 +6,18 @@
 import type { Logger } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { DataKey } from '@notify/platform/mail';
-import { consumeDurably, nanoseconds, type DurableConsumer, type JetStreamClient, type JsMsg } from '@notify/platform/nats';
+import { consumeDurably, type DurableConsumer, type JetStreamClient, type JsMsg, nanoseconds } from '@notify/platform/nats';
 import { readWebhookDelivery, schemaHeader, type Topology, type WebhookDelivery } from '@notify/proto';
-import { batchedStore, failDelivery, type AttemptRecord, type Claim, type ClaimedDelivery, type DeliveryKey, type DeliveryStore, type EndpointChange } from './delivery-store.ts';
+import {
+  type AttemptRecord,
+  batchedStore,
+  type Claim,
+  type ClaimedDelivery,
+  type DeliveryKey,
+  type DeliveryStore,
+  type EndpointChange,
+  failDelivery,
+} from './delivery-store.ts';
 import { EndpointProjects } from './endpoint-projects.ts';
 import { FairShare } from './fair-share.ts';
 import type { AttemptResult, WebhookMetrics } from './metrics.ts';
@@ -21,7 +30,13 @@ import { openSecrets } from './stored-secrets.ts';
 export const maxAckPending = 100_000;
 
 export function senderConsumerConfig(names: Topology, ackWaitMs: number) {
-  return { durable_name: names.webhookConsumer, filter_subject: names.webhooksSubjects, ack_wait: nanoseconds(ackWaitMs), max_ack_pending: maxAckPending, max_deliver: -1 };
+  return {
+    durable_name: names.webhookConsumer,
+    filter_subject: names.webhooksSubjects,
+    ack_wait: nanoseconds(ackWaitMs),
+    max_ack_pending: maxAckPending,
+    max_deliver: -1,
+  };
 }
 
 export interface SenderDeps {
@@ -338,7 +353,10 @@ export class Sender {
 
   /** Hands a delivery back to JetStream, to be offered again in a few seconds, after a failure (logged). */
   #notWorkedOn(message: JsMsg, delivery: WebhookDelivery, error: unknown): void {
-    this.#deps.logger.warn({ err: error, eventId: delivery.eventId, endpointId: delivery.endpointId }, 'webhook delivery not worked on; it will be offered again');
+    this.#deps.logger.warn(
+      { err: error, eventId: delivery.eventId, endpointId: delivery.endpointId },
+      'webhook delivery not worked on; it will be offered again',
+    );
     message.nak(busyDelayMs());
   }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { languages } from '../../i18n/messages.ts';
-import { panelCatalogues, translator, type PanelTextKey } from './texts.ts';
+import { type PanelTextKey, panelCatalogues, translator } from './texts.ts';
 
 const placeholders = (template: string): string[] => [...template.matchAll(/\{(\w+)\}/g)].map((match) => match[1] ?? '').sort();
 

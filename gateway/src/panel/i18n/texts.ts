@@ -174,9 +174,11 @@ const en = {
   'keys.rateChanged': 'The send rate of key {prefix} is now {rate}: every gateway applies it within a second.',
   'keys.rateInvalid': 'Not a send rate: write <count>/<unit> with unit s, m, h or d (for example 600/min), or leave it empty for the default.',
   'message.test': 'test',
-  'message.testNote': 'Sent with a test key: it went through every check and the whole lifecycle, but was never handed to the mail relay, and it does not count against the monthly quota.',
+  'message.testNote':
+    'Sent with a test key: it went through every check and the whole lifecycle, but was never handed to the mail relay, and it does not count against the monthly quota.',
   'webhooks.title': 'Webhooks of {project}',
-  'webhooks.note': 'Notify POSTs each event a project subscribes to to these URLs, signed as the Standard Webhooks specification says. An endpoint\'s signing secret is shown once, when it is added.',
+  'webhooks.note':
+    "Notify POSTs each event a project subscribes to to these URLs, signed as the Standard Webhooks specification says. An endpoint's signing secret is shown once, when it is added.",
   'webhooks.caption': 'Webhook endpoints of the project',
   'webhooks.none': 'This project has no webhook endpoints.',
   'webhooks.id': 'ID',
@@ -200,7 +202,8 @@ const en = {
   'webhooks.eventsHint': 'None ticked means every type.',
   'webhooks.badUrl': 'Enter an absolute https:// URL, without a user name or password.',
   'webhooks.badEvents': 'Choose the event types from the list.',
-  'webhooks.limitReached': 'This project has as many endpoints as it may have, disabled ones included. Ask your Notify operator to delete one it no longer uses.',
+  'webhooks.limitReached':
+    'This project has as many endpoints as it may have, disabled ones included. Ask your Notify operator to delete one it no longer uses.',
   'webhooks.added': 'Endpoint {id} was added. Its signing secret is shown only now: store it where the receiver can read it.',
   'webhooks.secret': 'Signing secret',
   'webhooks.nowEnabled': 'Endpoint {id} was enabled.',
@@ -238,7 +241,8 @@ const en = {
   'error.internalText': 'An error occurred on our side. Reference: {requestId}.',
   'error.back': 'Back to your projects',
   'suppressions.title': 'Suppressed addresses of {project}',
-  'suppressions.note': 'Sends to these addresses are refused (422 on to) until the address is removed. Hard bounces, complaints and unsubscribes add addresses by themselves.',
+  'suppressions.note':
+    'Sends to these addresses are refused (422 on to) until the address is removed. Hard bounces, complaints and unsubscribes add addresses by themselves.',
   'suppressions.search': 'Address contains',
   'suppressions.searchSubmit': 'Search',
   'suppressions.none': 'No suppressed address matches.',
@@ -256,7 +260,8 @@ const en = {
   'suppressions.reason.unsubscribed': 'unsubscribed',
   'suppressions.reason.manual': 'added by an operator',
   'erasure.heading': 'Erase a recipient',
-  'erasure.note': 'Removes a person\'s address and data from every message, event and webhook of this project, for good. The messages stay, with their states, for counts and statistics; scheduled sends to the address are canceled, and the address stays suppressed (kept as a hash).',
+  'erasure.note':
+    "Removes a person's address and data from every message, event and webhook of this project, for good. The messages stay, with their states, for counts and statistics; scheduled sends to the address are canceled, and the address stays suppressed (kept as a hash).",
   'erasure.address': 'Recipient address',
   'erasure.submit': 'Erase personal data',
   'erasure.title': 'Recipient erased in {project}',
@@ -308,7 +313,8 @@ const es: Record<PanelTextKey, string> = {
   'projects.created': 'Creado',
   'projects.none': 'Su organización todavía no tiene proyectos.',
   'projects.retention': 'Los mensajes que llegaron a un estado final se conservan {retention} después de su último cambio y luego se eliminan con sus eventos.',
-  'projects.retentionDefault': 'Los mensajes que llegaron a un estado final se conservan el plazo que fija esta instalación y luego se eliminan con sus eventos.',
+  'projects.retentionDefault':
+    'Los mensajes que llegaron a un estado final se conservan el plazo que fija esta instalación y luego se eliminan con sus eventos.',
   'overview.title': 'Resumen de {project}',
   'overview.lastHour': 'Última hora',
   'overview.lastDay': 'Últimas 24 horas',
@@ -446,11 +452,14 @@ const es: Record<PanelTextKey, string> = {
   'keys.rateHint': 'Por ejemplo 600/min (unidades s, m, h, d); vacío para el predeterminado.',
   'keys.rateSave': 'Fijar ritmo',
   'keys.rateChanged': 'El ritmo de envío de la clave {prefix} es ahora {rate}: todas las pasarelas lo aplican en menos de un segundo.',
-  'keys.rateInvalid': 'No es un ritmo de envío: escriba <cantidad>/<unidad> con unidad s, m, h o d (por ejemplo 600/min), o déjelo vacío para el predeterminado.',
+  'keys.rateInvalid':
+    'No es un ritmo de envío: escriba <cantidad>/<unidad> con unidad s, m, h o d (por ejemplo 600/min), o déjelo vacío para el predeterminado.',
   'message.test': 'prueba',
-  'message.testNote': 'Enviado con una clave de prueba: pasó por todas las comprobaciones y todo el ciclo de vida, pero nunca se entregó al servidor de correo, y no cuenta para la cuota mensual.',
+  'message.testNote':
+    'Enviado con una clave de prueba: pasó por todas las comprobaciones y todo el ciclo de vida, pero nunca se entregó al servidor de correo, y no cuenta para la cuota mensual.',
   'webhooks.title': 'Webhooks de {project}',
-  'webhooks.note': 'Notify envía por POST a estas URL cada evento al que se suscriben, firmado como indica la especificación Standard Webhooks. El secreto de firma de un endpoint se muestra una sola vez, al añadirlo.',
+  'webhooks.note':
+    'Notify envía por POST a estas URL cada evento al que se suscriben, firmado como indica la especificación Standard Webhooks. El secreto de firma de un endpoint se muestra una sola vez, al añadirlo.',
   'webhooks.caption': 'Endpoints de webhook del proyecto',
   'webhooks.none': 'Este proyecto no tiene endpoints de webhook.',
   'webhooks.id': 'ID',
@@ -474,7 +483,8 @@ const es: Record<PanelTextKey, string> = {
   'webhooks.eventsHint': 'Si no marca ninguno, se envían todos los tipos.',
   'webhooks.badUrl': 'Escriba una URL https:// absoluta, sin usuario ni contraseña.',
   'webhooks.badEvents': 'Elija los tipos de evento de la lista.',
-  'webhooks.limitReached': 'Este proyecto ya tiene todos los endpoints que puede tener, contando los desactivados. Pida a su operador de Notify que elimine uno que ya no use.',
+  'webhooks.limitReached':
+    'Este proyecto ya tiene todos los endpoints que puede tener, contando los desactivados. Pida a su operador de Notify que elimine uno que ya no use.',
   'webhooks.added': 'Se añadió el endpoint {id}. Su secreto de firma solo se muestra ahora: guárdelo donde el receptor pueda leerlo.',
   'webhooks.secret': 'Secreto de firma',
   'webhooks.nowEnabled': 'Se activó el endpoint {id}.',
@@ -512,7 +522,8 @@ const es: Record<PanelTextKey, string> = {
   'error.internalText': 'Se produjo un error de nuestra parte. Referencia: {requestId}.',
   'error.back': 'Volver a sus proyectos',
   'suppressions.title': 'Direcciones suprimidas de {project}',
-  'suppressions.note': 'Los envíos a estas direcciones se rechazan (422 en to) hasta que la dirección se quite. Los rebotes permanentes, las quejas y las bajas añaden direcciones por sí solos.',
+  'suppressions.note':
+    'Los envíos a estas direcciones se rechazan (422 en to) hasta que la dirección se quite. Los rebotes permanentes, las quejas y las bajas añaden direcciones por sí solos.',
   'suppressions.search': 'La dirección contiene',
   'suppressions.searchSubmit': 'Buscar',
   'suppressions.none': 'Ninguna dirección suprimida coincide.',
@@ -530,7 +541,8 @@ const es: Record<PanelTextKey, string> = {
   'suppressions.reason.unsubscribed': 'baja',
   'suppressions.reason.manual': 'añadida por un operador',
   'erasure.heading': 'Borrar un destinatario',
-  'erasure.note': 'Quita la dirección y los datos de una persona de todos los mensajes, eventos y webhooks de este proyecto, para siempre. Los mensajes se conservan, con sus estados, para los recuentos y las estadísticas; los envíos programados a la dirección se cancelan, y la dirección sigue suprimida (guardada como hash).',
+  'erasure.note':
+    'Quita la dirección y los datos de una persona de todos los mensajes, eventos y webhooks de este proyecto, para siempre. Los mensajes se conservan, con sus estados, para los recuentos y las estadísticas; los envíos programados a la dirección se cancelan, y la dirección sigue suprimida (guardada como hash).',
   'erasure.address': 'Dirección del destinatario',
   'erasure.submit': 'Borrar los datos personales',
   'erasure.title': 'Destinatario borrado en {project}',
@@ -555,5 +567,6 @@ export type Translate = (key: PanelTextKey, params?: Readonly<Record<string, str
 
 export function translator(language: Language): Translate {
   const catalogue = panelCatalogues[language];
-  return (key, params = {}) => catalogue[key].replace(/\{(\w+)\}/g, (placeholder, name: string) => (Object.hasOwn(params, name) ? String(params[name]) : placeholder));
+  return (key, params = {}) =>
+    catalogue[key].replace(/\{(\w+)\}/g, (placeholder, name: string) => (Object.hasOwn(params, name) ? String(params[name]) : placeholder));
 }

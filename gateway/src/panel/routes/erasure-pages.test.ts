@@ -4,16 +4,24 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { UserError, type GrpcServer } from '@notify/platform';
-import { dispatchProto, type auth } from '@notify/proto';
+import { type GrpcServer, UserError } from '@notify/platform';
+import { type auth, dispatchProto } from '@notify/proto';
 import { panelClient, servePanelAccess } from '../../testing/panel-client.ts';
-import { gatewayCaller, serveApp, type ServedApp } from '../../testing/serve-app.ts';
+import { gatewayCaller, type ServedApp, serveApp } from '../../testing/serve-app.ts';
 import { standIn, standInServer } from '../../testing/stand-in.ts';
 
 const createdAt = '2026-01-31T09:00:00.000Z';
 const organization = { id: 3, name: 'alpha', planId: 1, createdAt, messageRetention: '' };
 const projects = [{ id: 21, organizationId: 3, name: 'web', createdAt }];
-const operator: auth.PanelUser__Output = { id: 5, organizationId: 3, email: 'op@alpha.example', role: 'operator', createdAt, passwordChangedAt: createdAt, disabledAt: '' };
+const operator: auth.PanelUser__Output = {
+  id: 5,
+  organizationId: 3,
+  email: 'op@alpha.example',
+  role: 'operator',
+  createdAt,
+  passwordChangedAt: createdAt,
+  disabledAt: '',
+};
 const viewer: auth.PanelUser__Output = { ...operator, id: 6, email: 'viewer@alpha.example', role: 'viewer' };
 
 const erasures: Array<Record<string, unknown>> = [];
@@ -65,7 +73,10 @@ describe('the erasure form', () => {
 
   test('an operator erases an address and is shown what changed, in the organization, without the address', async () => {
     const who = await signIn(operator);
-    const response = await post(erasePath, who, [['_csrf', who.csrf], ['address', ' Erin@Example.com ']]);
+    const response = await post(erasePath, who, [
+      ['_csrf', who.csrf],
+      ['address', ' Erin@Example.com '],
+    ]);
     assert.equal(response.status, 200);
     const page = await response.text();
     assert.deepEqual(erasures.at(-1), { organizationId: 3, projectId: 21, address: 'Erin@Example.com' });
@@ -77,7 +88,15 @@ describe('the erasure form', () => {
 
   test('an address the service refuses comes back 400 with the form and nothing erased', async () => {
     const who = await signIn(operator);
-    const response = await post(erasePath, who, [['_csrf', who.csrf], ['address', 'not-an-address']], { 'accept-language': 'es' });
+    const response = await post(
+      erasePath,
+      who,
+      [
+        ['_csrf', who.csrf],
+        ['address', 'not-an-address'],
+      ],
+      { 'accept-language': 'es' },
+    );
     assert.equal(response.status, 400);
     const page = await response.text();
     assert.match(page, /role="alert">Eso no es una dirección de correo; no se borró nada\./);
@@ -87,9 +106,25 @@ describe('the erasure form', () => {
   test("a viewer may not erase, nor may a post without the session's token", async () => {
     const before = erasures.length;
     const seer = await signIn(viewer);
-    assert.equal((await post(erasePath, seer, [['_csrf', seer.csrf], ['address', 'erin@example.com']])).status, 403);
+    assert.equal(
+      (
+        await post(erasePath, seer, [
+          ['_csrf', seer.csrf],
+          ['address', 'erin@example.com'],
+        ])
+      ).status,
+      403,
+    );
     const who = await signIn(operator);
-    assert.equal((await post(erasePath, who, [['_csrf', 'x'.repeat(43)], ['address', 'erin@example.com']])).status, 403);
+    assert.equal(
+      (
+        await post(erasePath, who, [
+          ['_csrf', 'x'.repeat(43)],
+          ['address', 'erin@example.com'],
+        ])
+      ).status,
+      403,
+    );
     assert.equal(erasures.length, before, 'nothing was erased');
   });
 });

@@ -2,12 +2,12 @@
 // rendered at once, never redirected, so the address travels in no URL. Every call names the user's organization.
 import { status } from '@grpc/grpc-js';
 import { RemoteError } from '@notify/platform';
-import { currentProject, PanelError, signedIn, type PanelContext } from '../context.ts';
+import { currentProject, type PanelContext, PanelError, signedIn } from '../context.ts';
 import { readForm } from '../form.ts';
 import { renderPage } from '../render.ts';
 import { erasureView } from '../views/erasure.ts';
 import { isOperator, verifyCsrf } from './guards.ts';
-import { found, scope, type Handler } from './project-pages.ts';
+import { found, type Handler, scope } from './project-pages.ts';
 
 export const eraseRecipient: Handler = (deps) => async (ctx) => {
   const panel = ctx as PanelContext;
@@ -20,7 +20,10 @@ export const eraseRecipient: Handler = (deps) => async (ctx) => {
   const title = t('erasure.title', { project: project.name });
   try {
     const erasure = await found(deps.dispatch.call('EraseProjectRecipient', { ...scope(panel), address: (form.get('address') ?? '').trim().slice(0, 254) }));
-    deps.logger.info({ panelUserId: signedIn(panel).access.user.id, projectId: project.id, erased: erasure.messages, requestId: panel.state.requestId }, 'panel recipient erased');
+    deps.logger.info(
+      { panelUserId: signedIn(panel).access.user.id, projectId: project.id, erased: erasure.messages, requestId: panel.state.requestId },
+      'panel recipient erased',
+    );
     renderPage(panel, { title, section: 'overview', main: erasureView(t, { ...page, erasure }) });
   } catch (error) {
     if (!(error instanceof RemoteError && error.status === status.INVALID_ARGUMENT)) throw error;

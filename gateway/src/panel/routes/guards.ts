@@ -1,14 +1,14 @@
 // The checks in front of panel pages: a live session (else to the sign-in page), a project of the user's own
 // organization (else "not found"), the operator role for what changes things, and the CSRF token of every form post.
 import { status } from '@grpc/grpc-js';
-import type { Middleware } from 'koa';
 import { RemoteError } from '@notify/platform';
 import type { auth } from '@notify/proto';
-import { PanelError, notFound, signedIn, type PanelContext, type PanelState } from '../context.ts';
+import type { Middleware } from 'koa';
+import { notFound, type PanelContext, PanelError, type PanelState, signedIn } from '../context.ts';
 import type { PanelDeps } from '../dependencies.ts';
+import { redirect } from '../render.ts';
 import { csrfField, sameSiteRequest, tokensMatch } from '../security/csrf.ts';
 import { clearSessionCookie, readCookie, sessionCookie } from '../sessions/cookies.ts';
-import { redirect } from '../render.ts';
 
 /** Where a signed-out visitor goes: the sign-in page, coming back here afterwards (for pages, not for posts). */
 function toSignIn(ctx: PanelContext, json: boolean): void {

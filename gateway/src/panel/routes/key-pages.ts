@@ -2,13 +2,13 @@
 // every gateway replica applies the new rate within a second. A key of another project or organization is "not found".
 import { status } from '@grpc/grpc-js';
 import { RemoteError } from '@notify/platform';
-import { currentProject, PanelError, signedIn, type PanelContext } from '../context.ts';
+import { currentProject, type PanelContext, PanelError, signedIn } from '../context.ts';
 import { readForm } from '../form.ts';
 import { redirect, renderPage } from '../render.ts';
 import { keysView } from '../views/keys.ts';
 import type { Notice } from '../views/pages.ts';
 import { idParam, isOperator, verifyCsrf } from './guards.ts';
-import { found, scope, type Handler } from './project-pages.ts';
+import { found, type Handler, scope } from './project-pages.ts';
 
 async function renderKeys(deps: Parameters<Handler>[0], panel: PanelContext, options: { notice?: Notice; status?: number } = {}): Promise<void> {
   const { t } = panel.state;

@@ -12,9 +12,20 @@ test('a time typed in the form is read as UTC, with or without seconds', () => {
 });
 
 test('filters go to the search as given, and the cursor only when it has the shape of one dispatch-svc gives', () => {
-  const parsed = parseFilters({ state: 'failed', template: 'welcome', recipient: ' Ada@Example.com ', from: '2026-01-31T09:00', until: '', before: 'djEuMTc2NDA4MDAwMDAwMDAwMC40Mg' }, t);
+  const parsed = parseFilters(
+    { state: 'failed', template: 'welcome', recipient: ' Ada@Example.com ', from: '2026-01-31T09:00', until: '', before: 'djEuMTc2NDA4MDAwMDAwMDAwMC40Mg' },
+    t,
+  );
   assert.deepEqual(parsed.faults, {});
-  assert.deepEqual(parsed.search, { state: 'failed', template: 'welcome', recipient: 'Ada@Example.com', createdFrom: '2026-01-31T09:00:00.000Z', createdUntil: '', cursor: 'djEuMTc2NDA4MDAwMDAwMDAwMC40Mg', tag: '' });
+  assert.deepEqual(parsed.search, {
+    state: 'failed',
+    template: 'welcome',
+    recipient: 'Ada@Example.com',
+    createdFrom: '2026-01-31T09:00:00.000Z',
+    createdUntil: '',
+    cursor: 'djEuMTc2NDA4MDAwMDAwMDAwMC40Mg',
+    tag: '',
+  });
   assert.equal(parseFilters({ before: '1 OR 1=1' }, t).search.cursor, '');
   assert.equal(parseFilters({ before: 'a'.repeat(101) }, t).search.cursor, '', 'longer than any cursor given');
   assert.equal(parseFilters({ state: ['sent', 'failed'] }, t).search.state, 'sent', 'a repeated parameter counts once');
@@ -33,5 +44,7 @@ test('a tag goes to the search as typed (trimmed); a malformed one is named and 
   assert.deepEqual(parsed.faults, { tag: 'A tag is 1 to 64 letters, digits, underscores or hyphens.' });
   assert.equal(parsed.filters.tag, 'two words');
   assert.equal(parsed.search.tag, '');
-  assert.deepEqual(parseFilters({ tag: 'x'.repeat(65) }, translator('es')).faults, { tag: 'Una etiqueta tiene de 1 a 64 letras, dígitos, guiones bajos o guiones.' });
+  assert.deepEqual(parseFilters({ tag: 'x'.repeat(65) }, translator('es')).faults, {
+    tag: 'Una etiqueta tiene de 1 a 64 letras, dígitos, guiones bajos o guiones.',
+  });
 });

@@ -4,16 +4,24 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { UserError, type GrpcServer } from '@notify/platform';
-import { authProto, dispatchProto, type auth, type dispatch } from '@notify/proto';
-import { gatewayCaller, serveApp, type ServedApp } from '../../testing/serve-app.ts';
+import { type GrpcServer, UserError } from '@notify/platform';
+import { type auth, authProto, type dispatch, dispatchProto } from '@notify/proto';
+import { gatewayCaller, type ServedApp, serveApp } from '../../testing/serve-app.ts';
 import { standIn, standInServer } from '../../testing/stand-in.ts';
 import { sessionCookie } from '../sessions/cookies.ts';
 
 const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
 const grafana = 'https://grafana.example.com/explore?left={"datasource":"tempo","queries":[{"query":"{trace_id}"}]}';
 const createdAt = '2026-01-31T09:00:00.000Z';
-const user: auth.PanelUser__Output = { id: 5, organizationId: 3, email: 'viewer@alpha.example', role: 'viewer', createdAt, passwordChangedAt: createdAt, disabledAt: '' };
+const user: auth.PanelUser__Output = {
+  id: 5,
+  organizationId: 3,
+  email: 'viewer@alpha.example',
+  role: 'viewer',
+  createdAt,
+  passwordChangedAt: createdAt,
+  disabledAt: '',
+};
 const access: auth.PanelAccess__Output = {
   user,
   organization: { id: 3, name: 'alpha', planId: 1, createdAt, messageRetention: '' },

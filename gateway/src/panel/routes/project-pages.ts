@@ -2,19 +2,19 @@
 // (and its live status), re-queue, cancel, templates (and the operator's one-click unsubscribe switch); its keys are in
 // key-pages.ts. Every call names the user's organization, and whatever is not found in it is "not found".
 import { status } from '@grpc/grpc-js';
-import type { Middleware } from 'koa';
 import { RemoteError } from '@notify/platform';
-import { currentProject, notFound, PanelError, signedIn, type PanelContext, type PanelState } from '../context.ts';
+import type { Middleware } from 'koa';
+import { currentProject, notFound, type PanelContext, PanelError, type PanelState, signedIn } from '../context.ts';
 import type { PanelDeps } from '../dependencies.ts';
 import { readForm } from '../form.ts';
 import type { PanelTextKey } from '../i18n/texts.ts';
 import { redirect, renderPage } from '../render.ts';
 import { setPreviewHeaders } from '../security/headers.ts';
 import { traceUrl } from '../trace-link.ts';
-import { filterQuery, messagesView } from '../views/messages.ts';
-import { liveStatus, messageView } from '../views/message.ts';
 import { erasureForm } from '../views/erasure.ts';
 import { html } from '../views/html.ts';
+import { liveStatus, messageView } from '../views/message.ts';
+import { filterQuery, messagesView } from '../views/messages.ts';
 import { overviewView } from '../views/overview.ts';
 import type { Notice } from '../views/pages.ts';
 import { templatesView, templateView } from '../views/templates.ts';

@@ -1,9 +1,9 @@
 // Signing in and out. A sign-in is judged only when its form came from this site with its own token, and only while
 // the address and the account are under their limits; a success always starts a brand-new session.
 import { status } from '@grpc/grpc-js';
-import type { Middleware } from 'koa';
 import { RemoteError } from '@notify/platform';
-import { signedIn, type PanelContext, type PanelState } from '../context.ts';
+import type { Middleware } from 'koa';
+import { type PanelContext, type PanelState, signedIn } from '../context.ts';
 import type { PanelDeps } from '../dependencies.ts';
 import { readForm } from '../form.ts';
 import { redirect, renderPage } from '../render.ts';
@@ -27,7 +27,11 @@ function showForm(ctx: PanelContext, form: { email: string; next: string; notice
   const csrfToken = newToken();
   setSignInCookie(ctx, csrfToken);
   const { t } = ctx.state;
-  renderPage(ctx, { title: t('signIn.title'), main: signInView(t, { csrfToken, email: form.email, next: form.next, ...(form.notice ? { notice: form.notice } : {}) }), ...(form.status ? { status: form.status } : {}) });
+  renderPage(ctx, {
+    title: t('signIn.title'),
+    main: signInView(t, { csrfToken, email: form.email, next: form.next, ...(form.notice ? { notice: form.notice } : {}) }),
+    ...(form.status ? { status: form.status } : {}),
+  });
 }
 
 export function signInPage(): Middleware<PanelState> {

@@ -4,16 +4,24 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { UserError, type GrpcServer } from '@notify/platform';
-import { dispatchProto, type auth, type dispatch } from '@notify/proto';
+import { type GrpcServer, UserError } from '@notify/platform';
+import { type auth, type dispatch, dispatchProto } from '@notify/proto';
 import { panelClient, servePanelAccess } from '../../testing/panel-client.ts';
-import { gatewayCaller, serveApp, type ServedApp } from '../../testing/serve-app.ts';
+import { gatewayCaller, type ServedApp, serveApp } from '../../testing/serve-app.ts';
 import { standIn, standInServer } from '../../testing/stand-in.ts';
 
 const createdAt = '2026-01-31T09:00:00.000Z';
 const organization = { id: 3, name: 'alpha', planId: 1, createdAt, messageRetention: '' };
 const projects = [{ id: 21, organizationId: 3, name: 'web', createdAt }];
-const operator: auth.PanelUser__Output = { id: 5, organizationId: 3, email: 'op@alpha.example', role: 'operator', createdAt, passwordChangedAt: createdAt, disabledAt: '' };
+const operator: auth.PanelUser__Output = {
+  id: 5,
+  organizationId: 3,
+  email: 'op@alpha.example',
+  role: 'operator',
+  createdAt,
+  passwordChangedAt: createdAt,
+  disabledAt: '',
+};
 const viewer: auth.PanelUser__Output = { ...operator, id: 6, email: 'viewer@alpha.example', role: 'viewer' };
 
 let listed: dispatch.Suppression__Output[] = [];
@@ -85,22 +93,51 @@ describe('the suppression page', () => {
 
   test('an operator removes an address and is told so; an address not listed is said to be so', async () => {
     const who = await signIn(operator);
-    const response = await post(`${base}/remove`, who, [['_csrf', who.csrf], ['address', 'quiet@example.com']]);
+    const response = await post(`${base}/remove`, who, [
+      ['_csrf', who.csrf],
+      ['address', 'quiet@example.com'],
+    ]);
     assert.equal(response.status, 303);
     assert.equal(response.headers.get('location'), `${base}?removed=removed&address=quiet%40example.com`);
-    assert.deepEqual(calls.findLast((call) => call.method === 'RemoveProjectSuppression')?.request, { organizationId: 3, projectId: 21, address: 'quiet@example.com' });
+    assert.deepEqual(calls.findLast((call) => call.method === 'RemoveProjectSuppression')?.request, {
+      organizationId: 3,
+      projectId: 21,
+      address: 'quiet@example.com',
+    });
     const after = await (await get(`${base}?removed=removed&address=quiet%40example.com`, who)).text();
     assert.match(after, /quiet@example\.com was removed/);
     assert.doesNotMatch(after, /<code>quiet@example\.com<\/code>/);
-    const again = await post(`${base}/remove`, who, [['_csrf', who.csrf], ['address', 'quiet@example.com']]);
+    const again = await post(`${base}/remove`, who, [
+      ['_csrf', who.csrf],
+      ['address', 'quiet@example.com'],
+    ]);
     assert.equal(again.headers.get('location'), `${base}?removed=not-listed&address=quiet%40example.com`);
   });
 
-  test('a viewer may not remove, nor may a post without the session\'s token', async () => {
+  test("a viewer may not remove, nor may a post without the session's token", async () => {
     const seer = await signIn(viewer);
-    assert.equal((await post(`${base}/remove`, seer, [['_csrf', seer.csrf], ['address', 'gone@example.com']])).status, 403);
+    assert.equal(
+      (
+        await post(`${base}/remove`, seer, [
+          ['_csrf', seer.csrf],
+          ['address', 'gone@example.com'],
+        ])
+      ).status,
+      403,
+    );
     const who = await signIn(operator);
-    assert.equal((await post(`${base}/remove`, who, [['_csrf', 'x'.repeat(43)], ['address', 'gone@example.com']])).status, 403);
-    assert.ok(listed.some((entry) => entry.address === 'gone@example.com'), 'nothing was removed');
+    assert.equal(
+      (
+        await post(`${base}/remove`, who, [
+          ['_csrf', 'x'.repeat(43)],
+          ['address', 'gone@example.com'],
+        ])
+      ).status,
+      403,
+    );
+    assert.ok(
+      listed.some((entry) => entry.address === 'gone@example.com'),
+      'nothing was removed',
+    );
   });
 });

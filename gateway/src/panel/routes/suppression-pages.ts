@@ -2,13 +2,13 @@
 // names the user's organization; another organization's project is "not found".
 import { status } from '@grpc/grpc-js';
 import { RemoteError } from '@notify/platform';
-import { currentProject, PanelError, signedIn, type PanelContext } from '../context.ts';
+import { currentProject, type PanelContext, PanelError, signedIn } from '../context.ts';
 import { readForm } from '../form.ts';
 import { redirect, renderPage } from '../render.ts';
 import type { Notice } from '../views/pages.ts';
 import { suppressionsView } from '../views/suppressions.ts';
 import { isOperator, verifyCsrf } from './guards.ts';
-import { found, scope, type Handler } from './project-pages.ts';
+import { found, type Handler, scope } from './project-pages.ts';
 
 const outcomes = ['removed', 'not-listed'] as const;
 
@@ -18,7 +18,9 @@ function removalNotice(ctx: PanelContext): Notice | undefined {
   const address = ctx.query['address'];
   if (typeof outcome !== 'string' || !(outcomes as readonly string[]).includes(outcome) || typeof address !== 'string') return undefined;
   const { t } = ctx.state;
-  return outcome === 'removed' ? { kind: 'info', text: t('suppressions.removed', { address }) } : { kind: 'error', text: t('suppressions.notListed', { address }) };
+  return outcome === 'removed'
+    ? { kind: 'info', text: t('suppressions.removed', { address }) }
+    : { kind: 'error', text: t('suppressions.notListed', { address }) };
 }
 
 export const suppressionsPage: Handler = (deps) => async (ctx) => {
@@ -32,7 +34,14 @@ export const suppressionsPage: Handler = (deps) => async (ctx) => {
   renderPage(panel, {
     title: t('suppressions.title', { project: project.name }),
     section: 'suppressions',
-    main: suppressionsView(t, { project, search, suppressions, canRemove: isOperator(panel), csrfToken: signedIn(panel).session.csrfToken, ...(notice ? { notice } : {}) }),
+    main: suppressionsView(t, {
+      project,
+      search,
+      suppressions,
+      canRemove: isOperator(panel),
+      csrfToken: signedIn(panel).session.csrfToken,
+      ...(notice ? { notice } : {}),
+    }),
   });
 };
 

@@ -4,16 +4,24 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { UserError, type GrpcServer } from '@notify/platform';
-import { dispatchProto, type auth, type dispatch } from '@notify/proto';
+import { type GrpcServer, UserError } from '@notify/platform';
+import { type auth, type dispatch, dispatchProto } from '@notify/proto';
 import { panelClient, servePanelAccess } from '../../testing/panel-client.ts';
-import { gatewayCaller, serveApp, type ServedApp } from '../../testing/serve-app.ts';
+import { gatewayCaller, type ServedApp, serveApp } from '../../testing/serve-app.ts';
 import { standIn, standInServer } from '../../testing/stand-in.ts';
 
 const createdAt = '2026-01-31T09:00:00.000Z';
 const organization = { id: 3, name: 'alpha', planId: 1, createdAt, messageRetention: '' };
 const projects = [{ id: 21, organizationId: 3, name: 'web', createdAt }];
-const operator: auth.PanelUser__Output = { id: 5, organizationId: 3, email: 'op@alpha.example', role: 'operator', createdAt, passwordChangedAt: createdAt, disabledAt: '' };
+const operator: auth.PanelUser__Output = {
+  id: 5,
+  organizationId: 3,
+  email: 'op@alpha.example',
+  role: 'operator',
+  createdAt,
+  passwordChangedAt: createdAt,
+  disabledAt: '',
+};
 const viewer: auth.PanelUser__Output = { ...operator, id: 6, email: 'viewer@alpha.example', role: 'viewer' };
 
 let template: dispatch.Template__Output;
@@ -23,7 +31,19 @@ let gateway: ServedApp;
 const { signIn, get, post } = panelClient(() => gateway);
 
 before(async () => {
-  template = { id: 1, projectId: 21, slug: 'news', version: 4, active: true, subject: 'News', html: '<p>News</p>', text: 'News', variablesSchemaJson: '', updatedAt: createdAt, unsubscribe: false };
+  template = {
+    id: 1,
+    projectId: 21,
+    slug: 'news',
+    version: 4,
+    active: true,
+    subject: 'News',
+    html: '<p>News</p>',
+    text: 'News',
+    variablesSchemaJson: '',
+    updatedAt: createdAt,
+    unsubscribe: false,
+  };
   services = standInServer();
   servePanelAccess(services, { users: [operator, viewer], organization, projects });
   services.add(
@@ -38,7 +58,8 @@ before(async () => {
       },
       async SetProjectTemplateUnsubscribe(request) {
         toggles.push({ ...request });
-        if (request.organizationId !== 3 || request.projectId !== 21 || request.slug !== template.slug) throw new UserError(status.NOT_FOUND, 'template_not_found', 'no such template');
+        if (request.organizationId !== 3 || request.projectId !== 21 || request.slug !== template.slug)
+          throw new UserError(status.NOT_FOUND, 'template_not_found', 'no such template');
         template = { ...template, unsubscribe: request.unsubscribe };
         return template;
       },
@@ -70,7 +91,10 @@ describe('one-click unsubscribe on the templates pages', () => {
 
   test('an operator switches it on with the CSRF token, within the organization, and sees it saved', async () => {
     const who = await signIn(operator);
-    const switched = await post(`${page}/unsubscribe`, who, [['_csrf', who.csrf], ['unsubscribe', 'true']]);
+    const switched = await post(`${page}/unsubscribe`, who, [
+      ['_csrf', who.csrf],
+      ['unsubscribe', 'true'],
+    ]);
     assert.equal(switched.status, 303);
     assert.equal(switched.headers.get('location'), `${page}?changed=unsubscribe`);
     assert.deepEqual(toggles.at(-1), { projectId: 21, organizationId: 3, slug: 'news', unsubscribe: true });
@@ -84,8 +108,24 @@ describe('one-click unsubscribe on the templates pages', () => {
     const who = await signIn(operator);
     assert.equal((await post(`${page}/unsubscribe`, who, [['unsubscribe', 'false']])).status, 403);
     const viewing = await signIn(viewer);
-    assert.equal((await post(`${page}/unsubscribe`, viewing, [['_csrf', viewing.csrf], ['unsubscribe', 'false']])).status, 403);
+    assert.equal(
+      (
+        await post(`${page}/unsubscribe`, viewing, [
+          ['_csrf', viewing.csrf],
+          ['unsubscribe', 'false'],
+        ])
+      ).status,
+      403,
+    );
     assert.equal(toggles.length, count);
-    assert.equal((await post('/panel/projects/21/templates/missing/unsubscribe', who, [['_csrf', who.csrf], ['unsubscribe', 'false']])).status, 404);
+    assert.equal(
+      (
+        await post('/panel/projects/21/templates/missing/unsubscribe', who, [
+          ['_csrf', who.csrf],
+          ['unsubscribe', 'false'],
+        ])
+      ).status,
+      404,
+    );
   });
 });

@@ -4,16 +4,24 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { UserError, type GrpcServer } from '@notify/platform';
-import { dispatchProto, type auth, type dispatch } from '@notify/proto';
+import { type GrpcServer, UserError } from '@notify/platform';
+import { type auth, type dispatch, dispatchProto } from '@notify/proto';
 import { panelClient, servePanelAccess } from '../../testing/panel-client.ts';
-import { gatewayCaller, serveApp, type ServedApp } from '../../testing/serve-app.ts';
+import { gatewayCaller, type ServedApp, serveApp } from '../../testing/serve-app.ts';
 import { standIn, standInServer } from '../../testing/stand-in.ts';
 
 const createdAt = '2026-01-31T09:00:00.000Z';
 const organization = { id: 3, name: 'alpha', planId: 1, createdAt, messageRetention: '' };
 const projects = [{ id: 21, organizationId: 3, name: 'web', createdAt }];
-const operator: auth.PanelUser__Output = { id: 5, organizationId: 3, email: 'op@alpha.example', role: 'operator', createdAt, passwordChangedAt: createdAt, disabledAt: '' };
+const operator: auth.PanelUser__Output = {
+  id: 5,
+  organizationId: 3,
+  email: 'op@alpha.example',
+  role: 'operator',
+  createdAt,
+  passwordChangedAt: createdAt,
+  disabledAt: '',
+};
 const viewer: auth.PanelUser__Output = { ...operator, id: 6, email: 'viewer@alpha.example', role: 'viewer' };
 const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
@@ -70,9 +78,12 @@ before(async () => {
       async CreateProjectWebhook(request) {
         calls.push({ method: 'CreateProjectWebhook', request: { ...request } });
         inScope(request);
-        if (request.url === 'https://one-too-many.example/') throw new UserError(status.FAILED_PRECONDITION, 'webhook_limit_reached', 'project 21 has 20 webhook endpoints');
+        if (request.url === 'https://one-too-many.example/')
+          throw new UserError(status.FAILED_PRECONDITION, 'webhook_limit_reached', 'project 21 has 20 webhook endpoints');
         if (!request.url.startsWith('https://')) {
-          throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', 'invalid request', { fields: ['url: must use https (plain http is allowed only with NOTIFY_WEBHOOK_ALLOW_PRIVATE=true)'] });
+          throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', 'invalid request', {
+            fields: ['url: must use https (plain http is allowed only with NOTIFY_WEBHOOK_ALLOW_PRIVATE=true)'],
+          });
         }
         return { webhook: { ...endpoint, id: 8, url: request.url }, secret };
       },
@@ -123,7 +134,12 @@ describe('the webhooks page', () => {
 
   test('adding an endpoint answers with its secret once; a later visit does not show it', async () => {
     const who = await signIn(operator);
-    const response = await post(base, who, [['_csrf', who.csrf], ['url', ' https://new.alpha.example/hook '], ['events', 'message.failed'], ['events', 'message.sent']]);
+    const response = await post(base, who, [
+      ['_csrf', who.csrf],
+      ['url', ' https://new.alpha.example/hook '],
+      ['events', 'message.failed'],
+      ['events', 'message.sent'],
+    ]);
     const page = await response.text();
     assert.equal(response.status, 200, page);
     assert.match(page, new RegExp(`readonly value="${secret.replaceAll('+', '\\+').replaceAll('/', '\\/')}"`));
@@ -137,9 +153,18 @@ describe('the webhooks page', () => {
     assert.doesNotMatch(await (await get(base, who)).text(), /whsec_/);
   });
 
-  test('a refused URL comes back as the form with the fault in the user\'s language', async () => {
+  test("a refused URL comes back as the form with the fault in the user's language", async () => {
     const who = await signIn(operator);
-    const response = await post(base, who, [['_csrf', who.csrf], ['url', 'http://plain.example/'], ['events', 'message.sent']], { 'accept-language': 'es' });
+    const response = await post(
+      base,
+      who,
+      [
+        ['_csrf', who.csrf],
+        ['url', 'http://plain.example/'],
+        ['events', 'message.sent'],
+      ],
+      { 'accept-language': 'es' },
+    );
     const page = await response.text();
     assert.equal(response.status, 400);
     assert.match(page, /Escriba una URL https:\/\/ absoluta/);
@@ -147,32 +172,89 @@ describe('the webhooks page', () => {
     assert.match(page, /value="message\.sent" checked/);
   });
 
-  test('an endpoint past the project\'s limit comes back as the form, saying so', async () => {
+  test("an endpoint past the project's limit comes back as the form, saying so", async () => {
     const who = await signIn(operator);
-    const response = await post(base, who, [['_csrf', who.csrf], ['url', 'https://one-too-many.example/'], ['events', 'message.sent']]);
+    const response = await post(base, who, [
+      ['_csrf', who.csrf],
+      ['url', 'https://one-too-many.example/'],
+      ['events', 'message.sent'],
+    ]);
     const page = await response.text();
     assert.equal(response.status, 409);
     assert.match(page, /This project has as many endpoints as it may have/);
     assert.match(page, /value="https:\/\/one-too-many\.example\/"/);
   });
 
-  test('a viewer may not add, and a post without the session\'s token is refused', async () => {
+  test("a viewer may not add, and a post without the session's token is refused", async () => {
     const seer = await signIn(viewer);
-    assert.equal((await post(base, seer, [['_csrf', seer.csrf], ['url', 'https://x.example/']])).status, 403);
+    assert.equal(
+      (
+        await post(base, seer, [
+          ['_csrf', seer.csrf],
+          ['url', 'https://x.example/'],
+        ])
+      ).status,
+      403,
+    );
     const who = await signIn(operator);
-    assert.equal((await post(base, who, [['_csrf', 'x'.repeat(43)], ['url', 'https://x.example/']])).status, 403);
-    assert.equal((await post(base, who, [['_csrf', who.csrf], ['url', 'https://x.example/']], { 'sec-fetch-site': 'cross-site' })).status, 403);
-    assert.equal((await post(`${base}/7/enabled`, seer, [['_csrf', seer.csrf], ['enabled', 'false']])).status, 403);
+    assert.equal(
+      (
+        await post(base, who, [
+          ['_csrf', 'x'.repeat(43)],
+          ['url', 'https://x.example/'],
+        ])
+      ).status,
+      403,
+    );
+    assert.equal(
+      (
+        await post(
+          base,
+          who,
+          [
+            ['_csrf', who.csrf],
+            ['url', 'https://x.example/'],
+          ],
+          { 'sec-fetch-site': 'cross-site' },
+        )
+      ).status,
+      403,
+    );
+    assert.equal(
+      (
+        await post(`${base}/7/enabled`, seer, [
+          ['_csrf', seer.csrf],
+          ['enabled', 'false'],
+        ])
+      ).status,
+      403,
+    );
   });
 
   test('disabling redirects to the list with a notice', async () => {
     const who = await signIn(operator);
-    const response = await post(`${base}/7/enabled`, who, [['_csrf', who.csrf], ['enabled', 'false']]);
+    const response = await post(`${base}/7/enabled`, who, [
+      ['_csrf', who.csrf],
+      ['enabled', 'false'],
+    ]);
     assert.equal(response.status, 303);
     assert.equal(response.headers.get('location'), `${base}?changed=disabled&webhook=7`);
-    assert.deepEqual(calls.findLast((call) => call.method === 'SetProjectWebhookEnabled')?.request, { projectId: 21, organizationId: 3, webhookId: 7, enabled: false });
+    assert.deepEqual(calls.findLast((call) => call.method === 'SetProjectWebhookEnabled')?.request, {
+      projectId: 21,
+      organizationId: 3,
+      webhookId: 7,
+      enabled: false,
+    });
     assert.match(await (await get(`${base}?changed=disabled&webhook=7`, who)).text(), /Endpoint 7 was disabled\./);
-    assert.equal((await post(`${base}/99/enabled`, who, [['_csrf', who.csrf], ['enabled', 'true']])).status, 404);
+    assert.equal(
+      (
+        await post(`${base}/99/enabled`, who, [
+          ['_csrf', who.csrf],
+          ['enabled', 'true'],
+        ])
+      ).status,
+      404,
+    );
   });
 });
 
@@ -192,7 +274,12 @@ describe('the attempts log', () => {
     const replayed = await post(`${base}/7/events/42/replay`, who, [['_csrf', who.csrf]]);
     assert.equal(replayed.status, 303);
     assert.equal(replayed.headers.get('location'), `${base}/7?replay=done&event=42`);
-    assert.deepEqual(calls.findLast((call) => call.method === 'ReplayProjectWebhookEvent')?.request, { projectId: 21, organizationId: 3, webhookId: 7, eventId: 42 });
+    assert.deepEqual(calls.findLast((call) => call.method === 'ReplayProjectWebhookEvent')?.request, {
+      projectId: 21,
+      organizationId: 3,
+      webhookId: 7,
+      eventId: 42,
+    });
     assert.match(await (await get(`${base}/7?replay=done&event=42`, who)).text(), /Event evt_42 goes out again, with the same webhook-id\./);
     const undelivered = await post(`${base}/7/events/43/replay`, who, [['_csrf', who.csrf]]);
     assert.equal(undelivered.headers.get('location'), `${base}/7?replay=undelivered&event=43`);

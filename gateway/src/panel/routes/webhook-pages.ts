@@ -3,14 +3,14 @@
 // user's organization; an endpoint or event of any other is "not found".
 import { status } from '@grpc/grpc-js';
 import { RemoteError } from '@notify/platform';
-import { currentProject, notFound, PanelError, signedIn, type PanelContext } from '../context.ts';
+import { currentProject, notFound, type PanelContext, PanelError, signedIn } from '../context.ts';
 import type { PanelDeps } from '../dependencies.ts';
 import { readForm } from '../form.ts';
 import { redirect, renderPage } from '../render.ts';
 import type { Notice } from '../views/pages.ts';
-import { attemptsView, webhooksView, type WebhookForm } from '../views/webhooks.ts';
+import { attemptsView, type WebhookForm, webhooksView } from '../views/webhooks.ts';
 import { idParam, isOperator, verifyCsrf } from './guards.ts';
-import { found, scope, type Handler } from './project-pages.ts';
+import { found, type Handler, scope } from './project-pages.ts';
 
 function requireOperator(ctx: PanelContext): void {
   if (!isOperator(ctx)) throw new PanelError(403, 'error.forbidden', 'error.forbiddenText');
@@ -108,7 +108,9 @@ function replayNotice(ctx: PanelContext): Notice | undefined {
   const event = Number(ctx.query['event']);
   if (typeof outcome !== 'string' || !(replayOutcomes as readonly string[]).includes(outcome) || !Number.isSafeInteger(event)) return undefined;
   const { t } = ctx.state;
-  return outcome === 'done' ? { kind: 'info', text: t('attempts.replayed', { event: `evt_${event}` }) } : { kind: 'error', text: t('attempts.undelivered', { event: `evt_${event}` }) };
+  return outcome === 'done'
+    ? { kind: 'info', text: t('attempts.replayed', { event: `evt_${event}` }) }
+    : { kind: 'error', text: t('attempts.undelivered', { event: `evt_${event}` }) };
 }
 
 const cursorPattern = /^[1-9][0-9]{0,15}$/;

@@ -19,7 +19,15 @@ const pagePolicy = [
  * The rendered HTML of a tenant's template, shown inside the preview frame: a sandboxed document (unique origin, no
  * scripts, no forms), which may use inline styles (mail HTML does) but load nothing from anywhere.
  */
-const previewPolicy = ["sandbox", "default-src 'none'", "style-src 'unsafe-inline'", "img-src data:", "frame-ancestors 'self'", "base-uri 'none'", "form-action 'none'"].join('; ');
+const previewPolicy = [
+  'sandbox',
+  "default-src 'none'",
+  "style-src 'unsafe-inline'",
+  'img-src data:',
+  "frame-ancestors 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+].join('; ');
 
 const common = {
   'X-Content-Type-Options': 'nosniff',

@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { Redis } from 'ioredis';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
+import { Redis } from 'ioredis';
 import { SignInLimiter } from './sign-in-limiter.ts';
 
 const redisUrl = testEnvironment.redisUrl;
@@ -58,7 +58,8 @@ test('an attempt that could not be judged gives its account point back', async (
 
 test('IPv6 clients are counted by their /64', async () => {
   const signIns = limiter(redis);
-  for (const address of ['2001:db8:5:6::1', '2001:db8:5:6:a:b:c:d', '2001:0db8:0005:0006:ffff::1']) assert.equal((await signIns.attempt(address, `${address}@example.com`)).allowed, true);
+  for (const address of ['2001:db8:5:6::1', '2001:db8:5:6:a:b:c:d', '2001:0db8:0005:0006:ffff::1'])
+    assert.equal((await signIns.attempt(address, `${address}@example.com`)).allowed, true);
   assert.equal((await signIns.attempt('2001:db8:5:6:9::9', 'v6-last@example.com')).allowed, false, 'the fourth address of the same /64');
   assert.equal((await signIns.attempt('2001:db8:5:7::1', 'v6-last@example.com')).allowed, true, 'the next /64 is another client');
 });

@@ -3,10 +3,10 @@
 // checked, a success starts again: many addresses guessing one password). Counters are shared by the
 // replicas in Redis; when Redis cannot answer, each replica keeps limiting in memory.
 import { createHash } from 'node:crypto';
+import type { Rate } from '@notify/platform';
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { limitedAddress } from '../../auth/client-address.ts';
-import type { Rate } from '@notify/platform';
 import { sharedLimiter } from '../../rate-limit/redis.ts';
 
 export type SignInDecision = { readonly allowed: true } | { readonly allowed: false; readonly retryAfterSeconds: number };
@@ -19,7 +19,8 @@ export interface SignInLimiterOptions {
   readonly accountRate: Rate;
 }
 
-const limiter = (options: SignInLimiterOptions, scope: string, rate: Rate): RateLimiterRedis => sharedLimiter(options.redis, `${options.keyPrefix}panel-sign-in:${scope}`, rate);
+const limiter = (options: SignInLimiterOptions, scope: string, rate: Rate): RateLimiterRedis =>
+  sharedLimiter(options.redis, `${options.keyPrefix}panel-sign-in:${scope}`, rate);
 
 /** Accounts are counted by a hash of the normalized email, so Redis holds no address book. */
 const accountKey = (email: string): string => createHash('sha256').update(email.trim().toLowerCase()).digest('base64url');

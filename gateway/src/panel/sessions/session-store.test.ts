@@ -2,9 +2,9 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { Redis } from 'ioredis';
 import { OperationalError } from '@notify/platform';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
+import { Redis } from 'ioredis';
 import { SessionStore } from './session-store.ts';
 
 const redisUrl = testEnvironment.redisUrl;

@@ -2,8 +2,8 @@
 // cookie holds. Server-side state makes sign-out and expiry immediate and needs no signing secret to distribute and
 // rotate; the key is a hash of the id, so reading Redis yields no cookie that would work.
 import { createHash, randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { OperationalError } from '@notify/platform';
+import type { Redis } from 'ioredis';
 
 export interface PanelSession {
   readonly userId: number;

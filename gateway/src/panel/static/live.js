@@ -50,7 +50,13 @@
     field('timeline').replaceChildren(
       ...status.events.map(function row(event) {
         const tr = document.createElement('tr');
-        tr.append(cell(badge(event.state, event.stateText)), cell(event.attempt), cell(time(event.timeIso, event.time)), cell(event.smtpReply), cell(event.reason));
+        tr.append(
+          cell(badge(event.state, event.stateText)),
+          cell(event.attempt),
+          cell(time(event.timeIso, event.time)),
+          cell(event.smtpReply),
+          cell(event.reason),
+        );
         return tr;
       }),
     );

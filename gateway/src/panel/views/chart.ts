@@ -2,7 +2,7 @@
 // classes (the page's CSP allows no inline style); every bar has a tooltip, and the numbers are also given as a table.
 import type { dispatch } from '@notify/proto';
 import type { Translate } from '../i18n/texts.ts';
-import { html, type Html } from './html.ts';
+import { type Html, html } from './html.ts';
 
 export const counts = ['accepted', 'sent', 'deferred', 'failed'] as const;
 export type CountName = (typeof counts)[number];
@@ -42,12 +42,16 @@ export function barChart(options: { id: string; t: Translate; series: dispatch.O
   // A middle line only where it falls on a whole number of messages.
   const lines = Number.isInteger(top / 2) ? [0, top / 2, top] : [0, top];
   const grid = lines.map(
-    (value) => html`<line class="grid" x1="${size.left}" x2="${size.width - size.right}" y1="${y(value).toFixed(1)}" y2="${y(value).toFixed(1)}"></line><text class="axis" x="${size.left - 6}" y="${(y(value) + 4).toFixed(1)}" text-anchor="end">${value}</text>`,
+    (value) =>
+      html`<line class="grid" x1="${size.left}" x2="${size.width - size.right}" y1="${y(value).toFixed(1)}" y2="${y(value).toFixed(1)}"></line><text class="axis" x="${size.left - 6}" y="${(y(value) + 4).toFixed(1)}" text-anchor="end">${value}</text>`,
   );
   const labels = buckets
     .map((bucket, index) => ({ bucket, index }))
     .filter(({ index }) => index % options.labelEvery === 0)
-    .map(({ bucket, index }) => html`<text class="axis" x="${(size.left + index * groupWidth + groupWidth / 2).toFixed(1)}" y="${size.height - 8}" text-anchor="middle">${clock(bucket.start)}</text>`);
+    .map(
+      ({ bucket, index }) =>
+        html`<text class="axis" x="${(size.left + index * groupWidth + groupWidth / 2).toFixed(1)}" y="${size.height - 8}" text-anchor="middle">${clock(bucket.start)}</text>`,
+    );
   const first = buckets[0]?.start ?? '';
   const lastStart = Date.parse(buckets.at(-1)?.start ?? '');
   const end = Number.isNaN(lastStart) ? '' : new Date(lastStart + series.bucketSeconds * 1000).toISOString();
@@ -69,7 +73,8 @@ export function totals(series: dispatch.OverviewSeries__Output): Record<CountNam
 export function legend(t: Translate, series: dispatch.OverviewSeries__Output): Html {
   const sum = totals(series);
   return html`<ul class="legend">${counts.map(
-    (count) => html`<li><span class="swatch swatch-${count}" aria-hidden="true"></span>${t(`count.${count}`)}: <strong data-count="${count}">${sum[count]}</strong></li>`,
+    (count) =>
+      html`<li><span class="swatch swatch-${count}" aria-hidden="true"></span>${t(`count.${count}`)}: <strong data-count="${count}">${sum[count]}</strong></li>`,
   )}</ul>`;
 }
 

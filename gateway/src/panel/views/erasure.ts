@@ -3,8 +3,8 @@
 import type { dispatch } from '@notify/proto';
 import type { PanelTextKey, Translate } from '../i18n/texts.ts';
 import { csrfField } from '../security/csrf.ts';
-import { html, type Html } from './html.ts';
-import { notice, type Notice } from './pages.ts';
+import { type Html, html } from './html.ts';
+import { type Notice, notice } from './pages.ts';
 
 export function erasureForm(t: Translate, options: { projectId: number; csrfToken: string }): Html {
   return html`<section class="erasure" aria-labelledby="erasure-heading">

@@ -1,7 +1,7 @@
 // How times, states and SMTP replies look in the panel. Times are UTC in one unambiguous form in every language, in a
 // <time> element carrying the exact instant.
 import type { Translate } from '../i18n/texts.ts';
-import { html, type Html } from './html.ts';
+import { type Html, html } from './html.ts';
 
 const states = ['scheduled', 'queued', 'sending', 'deferred', 'sent', 'failed', 'bounced', 'complained', 'canceled'] as const;
 export type StateName = (typeof states)[number];

@@ -37,4 +37,3 @@ export function html(strings: TemplateStringsArray, ...values: Renderable[]): Ht
   });
   return new Html(markup);
 }
-

@@ -3,8 +3,8 @@ import type { auth } from '@notify/proto';
 import type { Translate } from '../i18n/texts.ts';
 import { csrfField } from '../security/csrf.ts';
 import { timeElement } from './format.ts';
-import { html, type Html } from './html.ts';
-import { notice, type Notice } from './pages.ts';
+import { type Html, html } from './html.ts';
+import { type Notice, notice } from './pages.ts';
 
 export interface KeysViewOptions {
   readonly projectId: number;

@@ -4,7 +4,7 @@ import type { PanelAccess } from '../context.ts';
 import type { Translate } from '../i18n/texts.ts';
 import { csrfField } from '../security/csrf.ts';
 import { assetUrl } from '../static.ts';
-import { html, type Html } from './html.ts';
+import { type Html, html } from './html.ts';
 
 export type Section = 'overview' | 'messages' | 'templates' | 'keys' | 'webhooks' | 'suppressions';
 
@@ -20,7 +20,11 @@ export interface PageFrame {
   readonly live?: boolean;
 }
 
-const sections: readonly { section: Section; path: string; label: 'nav.overview' | 'nav.messages' | 'nav.templates' | 'nav.keys' | 'nav.webhooks' | 'nav.suppressions' }[] = [
+const sections: readonly {
+  section: Section;
+  path: string;
+  label: 'nav.overview' | 'nav.messages' | 'nav.templates' | 'nav.keys' | 'nav.webhooks' | 'nav.suppressions';
+}[] = [
   { section: 'overview', path: '', label: 'nav.overview' },
   { section: 'messages', path: '/messages', label: 'nav.messages' },
   { section: 'templates', path: '/templates', label: 'nav.templates' },

@@ -5,8 +5,8 @@ import type { dispatch } from '@notify/proto';
 import type { Translate } from '../i18n/texts.ts';
 import { csrfField } from '../security/csrf.ts';
 import { smtpReply, stateBadge, stateLabel, timeElement, timeText } from './format.ts';
-import { html, type Html } from './html.ts';
-import { notice, type Notice } from './pages.ts';
+import { type Html, html } from './html.ts';
+import { type Notice, notice } from './pages.ts';
 
 /** What live.js receives from the status endpoint: everything already formatted and translated. */
 export interface LiveStatus {
@@ -106,7 +106,9 @@ export function messageView(
 ): Html {
   const { message, view, projectId } = options;
   const statusUrl = `/panel/projects/${projectId}/messages/${message.id}/status`;
-  const subject = view.subjectError ? html`<span class="unavailable">${t('message.subjectUnavailable', { reason: view.subjectError })}</span>` : view.renderedSubject;
+  const subject = view.subjectError
+    ? html`<span class="unavailable">${t('message.subjectUnavailable', { reason: view.subjectError })}</span>`
+    : view.renderedSubject;
   return html`<h1>${t('message.title', { id: message.id })}</h1>
 ${notice(options.notice)}
 ${message.test ? html`<p class="notice notice-info"><span class="test-mark">${t('message.test')}</span> ${t('message.testNote')}</p>` : undefined}

@@ -3,7 +3,7 @@ import type { dispatch } from '@notify/proto';
 import { maxTagLength } from '../../send/labels.ts';
 import type { Translate } from '../i18n/texts.ts';
 import { messageStates, stateBadge, stateLabel, timeElement } from './format.ts';
-import { html, type Html } from './html.ts';
+import { type Html, html } from './html.ts';
 
 /** The filters as typed in the form (kept as typed, so a mistake can be corrected), and what was wrong with them. */
 export interface MessageFilters {
@@ -51,7 +51,10 @@ function described(id: string, fault: string | undefined, hint: boolean): Html {
 function filterForm(t: Translate, projectId: number, filters: MessageFilters, faults: FilterFaults, templates: readonly string[]): Html {
   const option = (value: string, label: string, selected: boolean): Html =>
     selected ? html`<option value="${value}" selected>${label}</option>` : html`<option value="${value}">${label}</option>`;
-  const states = [option('', t('messages.anyState'), filters.state === ''), ...messageStates.map((state) => option(state, stateLabel(t, state), filters.state === state))];
+  const states = [
+    option('', t('messages.anyState'), filters.state === ''),
+    ...messageStates.map((state) => option(state, stateLabel(t, state), filters.state === state)),
+  ];
   const slugs = [option('', t('messages.anyTemplate'), filters.template === ''), ...templates.map((slug) => option(slug, slug, filters.template === slug))];
   return html`<form method="get" action="/panel/projects/${projectId}/messages" class="filters" role="search" aria-label="${t('messages.filters')}">
 ${field('state', t('messages.state'), html`<select id="state" name="state"${described('state', faults.state, false)}>${states}</select>`, faults.state)}

@@ -3,9 +3,9 @@ import type { dispatch } from '@notify/proto';
 import type { Translate } from '../i18n/texts.ts';
 import { barChart, dataTable, legend } from './chart.ts';
 import { timeElement, timeText } from './format.ts';
-import { html, type Html } from './html.ts';
+import { type Html, html } from './html.ts';
 import { requeueButton } from './message.ts';
-import { notice, type Notice } from './pages.ts';
+import { type Notice, notice } from './pages.ts';
 
 function timeWindow(t: Translate, id: string, heading: string, series: dispatch.OverviewSeries__Output | null, labelEvery: number): Html | undefined {
   if (!series) return undefined;

@@ -3,7 +3,7 @@ import type { auth } from '@notify/proto';
 import type { Translate } from '../i18n/texts.ts';
 import { csrfField } from '../security/csrf.ts';
 import { timeElement } from './format.ts';
-import { html, type Html } from './html.ts';
+import { type Html, html } from './html.ts';
 
 export interface Notice {
   readonly kind: 'error' | 'info';
@@ -13,7 +13,9 @@ export interface Notice {
 /** role=alert for errors (announced at once), role=status for information. */
 export function notice(value: Notice | undefined): Html | undefined {
   if (!value) return undefined;
-  return value.kind === 'error' ? html`<p class="notice notice-error" role="alert">${value.text}</p>` : html`<p class="notice notice-info" role="status">${value.text}</p>`;
+  return value.kind === 'error'
+    ? html`<p class="notice notice-error" role="alert">${value.text}</p>`
+    : html`<p class="notice notice-info" role="status">${value.text}</p>`;
 }
 
 export function signInView(t: Translate, form: { csrfToken: string; email: string; next: string; notice?: Notice }): Html {
@@ -33,10 +35,12 @@ ${notice(form.notice)}
 
 export function projectsView(t: Translate, organization: auth.Organization__Output, projects: readonly auth.Project__Output[]): Html {
   const rows = projects.map(
-    (project) => html`<tr><td><a href="/panel/projects/${project.id}">${project.name}</a></td><td>${project.id}</td><td>${timeElement(project.createdAt)}</td></tr>`,
+    (project) =>
+      html`<tr><td><a href="/panel/projects/${project.id}">${project.name}</a></td><td>${project.id}</td><td>${timeElement(project.createdAt)}</td></tr>`,
   );
   // Read-only here: an operator changes it with notifyctl org update --retention.
-  const retention = organization.messageRetention === '' ? t('projects.retentionDefault') : t('projects.retention', { retention: organization.messageRetention });
+  const retention =
+    organization.messageRetention === '' ? t('projects.retentionDefault') : t('projects.retention', { retention: organization.messageRetention });
   return html`<h1>${t('projects.title', { organization: organization.name })}</h1>
 <p class="retention">${retention}</p>
 ${

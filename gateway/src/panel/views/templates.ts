@@ -4,7 +4,7 @@ import type { dispatch } from '@notify/proto';
 import type { Translate } from '../i18n/texts.ts';
 import { csrfField } from '../security/csrf.ts';
 import { timeElement, timeText } from './format.ts';
-import { html, type Html } from './html.ts';
+import { type Html, html } from './html.ts';
 
 export function templatesView(t: Translate, project: { id: number; name: string }, templates: readonly dispatch.Template__Output[]): Html {
   const rows = templates.map(

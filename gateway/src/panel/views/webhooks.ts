@@ -5,11 +5,18 @@ import type { dispatch } from '@notify/proto';
 import type { Translate } from '../i18n/texts.ts';
 import { csrfField } from '../security/csrf.ts';
 import { timeElement } from './format.ts';
-import { html, type Html } from './html.ts';
-import { notice, type Notice } from './pages.ts';
+import { type Html, html } from './html.ts';
+import { type Notice, notice } from './pages.ts';
 
 /** The contract's event types, in its order. */
-export const webhookEventTypes = ['message.sent', 'message.deferred', 'message.failed', 'message.bounced', 'message.complained', 'message.unsubscribed'] as const;
+export const webhookEventTypes = [
+  'message.sent',
+  'message.deferred',
+  'message.failed',
+  'message.bounced',
+  'message.complained',
+  'message.unsubscribed',
+] as const;
 
 /** What the add form shows again after a mistake, and its faults. */
 export interface WebhookForm {
@@ -22,7 +29,8 @@ const emptyForm: WebhookForm = { url: '', eventTypes: [], faults: {} };
 
 function statusText(t: Translate, webhook: dispatch.Webhook__Output): string {
   if (webhook.enabled) return t('webhooks.enabled');
-  if (webhook.disabledReason === 'operator' || webhook.disabledReason === 'gone' || webhook.disabledReason === 'failing') return t(`webhooks.reason.${webhook.disabledReason}`);
+  if (webhook.disabledReason === 'operator' || webhook.disabledReason === 'gone' || webhook.disabledReason === 'failing')
+    return t(`webhooks.reason.${webhook.disabledReason}`);
   return t('webhooks.disabled');
 }
 
