@@ -12,6 +12,7 @@ interface Phase {
 const soak = { CHAOS_DURATION: '30s' };
 
 const phases: readonly Phase[] = [
+  { script: 'lint' },
   { script: 'typecheck' },
   { script: 'test:unit' },
   { script: 'test:ops' },

@@ -165,7 +165,9 @@ test('concurrent lookups of one prefix share a single database query', async () 
   const { key } = await tenant();
   const pool = createPool(database.url, { max: 4, applicationName: 'auth-svc-test', logger });
   let queries = 0;
-  pool.on('acquire', () => void (queries += 1));
+  pool.on('acquire', () => {
+    queries += 1;
+  });
   const resolver = new KeyResolver({
     pool,
     cache: new ExpiringCache<KeyRecord | null>({ ttlMs: 60_000, maxEntries: 10 }),

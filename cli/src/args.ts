@@ -74,11 +74,11 @@ export class Flags {
   }
 
   get help(): boolean {
-    return this.#values['help'] === true;
+    return this.#values.help === true;
   }
 
   get json(): boolean {
-    return this.#values['json'] === true;
+    return this.#values.json === true;
   }
 
   has(name: string): boolean {

@@ -35,7 +35,7 @@ export class Connections {
   }
 
   #token(purpose: string): string {
-    const token = this.#env['ADMIN_TOKEN'];
+    const token = this.#env.ADMIN_TOKEN;
     if (!token) throw new UsageError(`ADMIN_TOKEN is not set: ${purpose}`);
     return token;
   }
@@ -54,7 +54,7 @@ export class Connections {
       | dispatch.RetentionAdminServiceDefinition,
   >(definition: D, target: Target, token: string): GrpcClient<D> {
     // GRPC_TLS_CA_FILE, as the services read it: set when the servers present certificates (the chart's grpcTls).
-    const credentials = channelCredentials({ grpcTlsCaFile: this.#env['GRPC_TLS_CA_FILE'] ?? '' });
+    const credentials = channelCredentials({ grpcTlsCaFile: this.#env.GRPC_TLS_CA_FILE ?? '' });
     const client = new GrpcClient(definition, this.address(target), { token, deadlineMs, credentials });
     this.#open.push(client);
     return client;

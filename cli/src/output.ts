@@ -27,16 +27,14 @@ export function cell(value: string | number | boolean, maxWidth = 60): string {
 export function renderTable<T>(columns: readonly Column<T>[], rows: readonly T[]): string {
   const cells = [columns.map((column) => column.header), ...rows.map((row) => columns.map((column) => cell(column.value(row), column.maxWidth)))];
   const widths = columns.map((_, index) => Math.max(...cells.map((line) => (line[index] ?? '').length)));
-  return (
-    cells
-      .map((line) =>
-        line
-          .map((text, index) => (index === line.length - 1 ? text : text.padEnd(widths[index] ?? 0)))
-          .join('  ')
-          .trimEnd(),
-      )
-      .join('\n') + '\n'
-  );
+  return `${cells
+    .map((line) =>
+      line
+        .map((text, index) => (index === line.length - 1 ? text : text.padEnd(widths[index] ?? 0)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')}\n`;
 }
 
 /** Prints `response` as JSON when asked, else `rows` as a table. */

@@ -40,7 +40,7 @@ after(async () => {
 async function value(registry: Registry, metric: string, consumer: string): Promise<number | undefined> {
   const gauge = registry.getSingleMetric(metric);
   assert.ok(gauge, `${metric} is registered`);
-  return (await gauge.get()).values.find((sample) => sample.labels['consumer'] === consumer)?.value;
+  return (await gauge.get()).values.find((sample) => sample.labels.consumer === consumer)?.value;
 }
 
 test('the gauges follow the mailer consumer: pending, held unacknowledged, and received again', async () => {
@@ -100,10 +100,10 @@ test('a consumer that cannot be read keeps its last values and is logged at debu
 
     await jsm.consumers.delete(names.jobsStream, names.mailerConsumer);
     const failures = (): number =>
-      logLines.filter((line) => line['consumer'] === names.mailerConsumer && line['msg']?.toString().includes('consumer info unavailable')).length;
+      logLines.filter((line) => line.consumer === names.mailerConsumer && line.msg?.toString().includes('consumer info unavailable')).length;
     await waitFor(async () => failures() >= 2, { timeoutMs: 3_000, intervalMs: 25, what: 'polls of the deleted consumer to fail' });
     assert.equal(await value(registry, 'notify_jetstream_consumer_ack_pending_messages', names.mailerConsumer), before);
-    const levels = new Set(logLines.filter((line) => line['msg']?.toString().includes('consumer info unavailable')).map((line) => line['level']));
+    const levels = new Set(logLines.filter((line) => line.msg?.toString().includes('consumer info unavailable')).map((line) => line.level));
     assert.deepEqual([...levels], ['debug'], 'debug, not warn or error');
   } finally {
     await metrics.stop();

@@ -12,7 +12,7 @@ import { type AuthClient, callAuthorize } from './auth/authorize.ts';
 import { BruteForceGuard, createBruteForceMetrics } from './auth/brute-force-guard.ts';
 import { CachedAuthorizer } from './auth/cached-authorizer.ts';
 import { KeyDirectory } from './auth/key-directory.ts';
-import { configSpec, maxPublicBodyBytes } from './config.ts';
+import { type configSpec, maxPublicBodyBytes } from './config.ts';
 import { createPanelDeps } from './panel/dependencies.ts';
 import { SendRateLimiter } from './rate-limit/limiter.ts';
 import { connectRedis } from './rate-limit/redis.ts';

@@ -1,5 +1,5 @@
 // The three kinds of failure every service distinguishes. Only the gateway maps them to HTTP; gRPC services to gRPC status.
-import { status } from '@grpc/grpc-js';
+import type { status } from '@grpc/grpc-js';
 
 /** Thrown when the caller can fix the request (bad input, unknown resource, refused permission); mapped to a 4xx / non-retryable status. */
 export class UserError extends Error {

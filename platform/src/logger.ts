@@ -49,7 +49,7 @@ function copyWith(value: object, replaced: ReadonlyMap<string, unknown>): object
   const descriptors: PropertyDescriptorMap = Object.getOwnPropertyDescriptors(value);
   for (const [key, inner] of replaced) descriptors[key] = { value: inner, writable: true, enumerable: true, configurable: true };
   // V8 keeps an error's stack behind an accessor of the original object: the copy gets its text.
-  if (value instanceof Error) descriptors['stack'] = { value: value.stack, writable: true, enumerable: false, configurable: true };
+  if (value instanceof Error) descriptors.stack = { value: value.stack, writable: true, enumerable: false, configurable: true };
   return Object.create(Object.getPrototypeOf(value), descriptors) as object;
 }
 
@@ -66,7 +66,10 @@ function censored(value: object, depth: number): object {
     let outcome: unknown = inner;
     if (secret.has(key)) outcome = censor;
     else if (depth > 0 && walkable(inner)) outcome = censored(inner, depth - 1);
-    if (outcome !== inner) (replaced ??= new Map()).set(key, outcome);
+    if (outcome !== inner) {
+      replaced ??= new Map();
+      replaced.set(key, outcome);
+    }
   }
   return replaced ? copyWith(value, replaced) : value;
 }

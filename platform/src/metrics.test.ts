@@ -40,7 +40,7 @@ test('the ops listener answers /readyz with the same verdict, 200 while degraded
     const degraded = await fetch(`http://127.0.0.1:${ops.port}/readyz`);
     assert.equal(degraded.status, 200);
     assert.deepEqual(await degraded.json(), { status: 'degraded', checks: { database: 'ok', redis: 'degraded' } });
-    checks['nats'] = broken;
+    checks.nats = broken;
     const unavailable = await fetch(`http://127.0.0.1:${ops.port}/readyz`);
     assert.equal(unavailable.status, 503);
     const text = await unavailable.text();

@@ -32,7 +32,7 @@ test('/readyz is 503 (started: failing) while start is still running, and 200 on
   child.on('exit', wakeAll);
   const logged = async (message: string): Promise<Record<string, unknown>> => {
     for (;;) {
-      const found = lines.find((line) => line['msg'] === message);
+      const found = lines.find((line) => line.msg === message);
       if (found) return found;
       if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the service exited before logging "${message}"`);
       await new Promise<void>((resolve) => waiters.push(resolve));

@@ -78,7 +78,9 @@ export function runService<S extends Record<string, Field<unknown>>>(
       logger,
       registry,
       lifecycle,
-      addReadinessCheck: (check, fn) => void (checks[check] = fn),
+      addReadinessCheck: (check, fn) => {
+        checks[check] = fn;
+      },
       crash: () => process.kill(process.pid, 'SIGKILL'),
     });
     started = true;

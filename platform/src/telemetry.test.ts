@@ -32,8 +32,8 @@ async function withTracedServer(env: Record<string, string>, run: (port: number,
   const ready = new Promise<void>((resolve) => {
     createInterface({ input: child.stdout }).on('line', (line) => {
       const parsed = JSON.parse(line) as Record<string, unknown>;
-      if (typeof parsed['port'] === 'number') {
-        port = parsed['port'];
+      if (typeof parsed.port === 'number') {
+        port = parsed.port;
         resolve();
       } else logs.push(parsed);
     });
@@ -70,7 +70,7 @@ async function serverLogsTraces(env: Record<string, string>): Promise<void> {
     await fetch(`http://127.0.0.1:${port}/fresh-2`);
     await waitForLog(logs, 6);
     const traceOf = (path: string): unknown => {
-      const [handled, answered] = ['handled', 'answered'].map((when) => logs.find((line) => line['path'] === path && line['when'] === when)?.['trace_id']);
+      const [handled, answered] = ['handled', 'answered'].map((when) => logs.find((line) => line.path === path && line.when === when)?.trace_id);
       assert.equal(answered, handled, `${path}: the lines of one request carry one trace`);
       return handled;
     };

@@ -60,7 +60,7 @@ export function serviceResource(env: Readonly<Record<string, string | undefined>
     resourceFromAttributes({
       ...(name ? { 'service.name': name } : {}),
       ...(pkg.version ? { 'service.version': pkg.version } : {}),
-      'service.instance.id': env['POD_NAME'] || `${hostname()}:${pid}`,
+      'service.instance.id': env.POD_NAME || `${hostname()}:${pid}`,
     }),
   );
 }
@@ -75,9 +75,9 @@ type Environment = Readonly<Record<string, string | undefined>>;
  * exporter, the instrumentations of spans inside a service) is loaded only when a collector is named.
  */
 export async function startTelemetry(env: Environment, entry: string | undefined, pid: number): Promise<void> {
-  if (provider || env['OTEL_SDK_DISABLED'] === 'true') return;
-  const exporting = Boolean(env['OTEL_EXPORTER_OTLP_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']);
-  const logLevel = env['OTEL_LOG_LEVEL'];
+  if (provider || env.OTEL_SDK_DISABLED === 'true') return;
+  const exporting = Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  const logLevel = env.OTEL_LOG_LEVEL;
   if (logLevel) diag.setLogger(new DiagConsoleLogger(), { logLevel: diagLogLevelFromString(logLevel) });
   const instrumentations: Instrumentation[] = [
     // SendMany and GetMessages carry many Send and GetMessage calls, each traced as its own call (grpc/batched-calls.ts):
@@ -136,10 +136,10 @@ async function otlpExporter(): Promise<SpanExporter> {
 
 /** OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, as the specification names them; the provider's default (parent-based, always on) otherwise. */
 export function samplerFromEnvironment(env: Environment): { sampler?: Sampler } {
-  const name = env['OTEL_TRACES_SAMPLER']?.trim();
+  const name = env.OTEL_TRACES_SAMPLER?.trim();
   if (!name) return {};
-  const argument = Number(env['OTEL_TRACES_SAMPLER_ARG']);
-  const ratio = env['OTEL_TRACES_SAMPLER_ARG']?.trim() && argument >= 0 && argument <= 1 ? argument : 1;
+  const argument = Number(env.OTEL_TRACES_SAMPLER_ARG);
+  const ratio = env.OTEL_TRACES_SAMPLER_ARG?.trim() && argument >= 0 && argument <= 1 ? argument : 1;
   const samplers: Record<string, () => Sampler> = {
     always_on: () => new AlwaysOnSampler(),
     always_off: () => new AlwaysOffSampler(),
@@ -157,7 +157,7 @@ export function samplerFromEnvironment(env: Environment): { sampler?: Sampler } 
 export function propagatorFromEnvironment(env: Environment): TextMapPropagator | undefined {
   const names = [
     ...new Set(
-      (env['OTEL_PROPAGATORS'] ?? '')
+      (env.OTEL_PROPAGATORS ?? '')
         .split(',')
         .map((name) => name.trim())
         .filter(Boolean),

@@ -3,7 +3,18 @@
 // spans are non-recording (telemetry.ts) but the trace ids still travel, so logs and the panel can name a message's trace.
 import { randomFillSync } from 'node:crypto';
 import type { RequestListener } from 'node:http';
-import { type Attributes, type Context, context, type Link, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, TraceFlags, trace } from '@opentelemetry/api';
+import {
+  type Attributes,
+  type Context,
+  context,
+  type Link,
+  ROOT_CONTEXT,
+  type Span,
+  type SpanKind,
+  SpanStatusCode,
+  TraceFlags,
+  trace,
+} from '@opentelemetry/api';
 import { getRPCMetadata, parseTraceParent, TRACE_PARENT_HEADER } from '@opentelemetry/core';
 
 export { type Attributes, type Context, type Link, type Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';

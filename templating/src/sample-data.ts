@@ -27,19 +27,19 @@ const formats: Readonly<Record<string, string>> = {
 };
 
 function typeOf(schema: Schema): string | undefined {
-  const type = schema['type'];
+  const type = schema.type;
   if (typeof type === 'string') return type;
   if (Array.isArray(type)) return type.find((candidate): candidate is string => typeof candidate === 'string' && candidate !== 'null');
-  if (isSchema(schema['properties'])) return 'object';
-  if (schema['items'] !== undefined) return 'array';
+  if (isSchema(schema.properties)) return 'object';
+  if (schema.items !== undefined) return 'array';
   return undefined;
 }
 
 function stringSample(schema: Schema, name: string): string {
-  const format = typeof schema['format'] === 'string' ? formats[schema['format']] : undefined;
+  const format = typeof schema.format === 'string' ? formats[schema.format] : undefined;
   let text = format ?? label(name);
-  const min = typeof schema['minLength'] === 'number' ? schema['minLength'] : 0;
-  const max = typeof schema['maxLength'] === 'number' ? schema['maxLength'] : Infinity;
+  const min = typeof schema.minLength === 'number' ? schema.minLength : 0;
+  const max = typeof schema.maxLength === 'number' ? schema.maxLength : Infinity;
   if (text.length < min) text = text.padEnd(min, 'x');
   return text.slice(0, max);
 }
@@ -49,23 +49,23 @@ function numberSample(schema: Schema, integer: boolean): number {
     const value = schema[bound];
     if (typeof value === 'number') return bound === 'minimum' ? value : integer ? Math.floor(value) + 1 : value + 1;
   }
-  const maximum = schema['maximum'];
+  const maximum = schema.maximum;
   if (typeof maximum === 'number' && maximum < 1) return maximum;
   return integer ? 1 : 1.5;
 }
 
 export function sampleValue(schema: unknown, name = '', depth = 0): unknown {
   if (!isSchema(schema) || depth > 8) return null;
-  const examples = schema['examples'];
+  const examples = schema.examples;
   if (Array.isArray(examples) && examples.length > 0) return examples[0];
   for (const keyword of ['default', 'const'] as const) if (keyword in schema) return schema[keyword];
-  const choices = schema['enum'];
+  const choices = schema.enum;
   if (Array.isArray(choices) && choices.length > 0) return choices[0];
   for (const keyword of ['anyOf', 'oneOf'] as const) {
     const options = schema[keyword];
     if (Array.isArray(options) && options.length > 0) return sampleValue(options[0], name, depth + 1);
   }
-  const allOf = schema['allOf'];
+  const allOf = schema.allOf;
   if (Array.isArray(allOf) && allOf.length > 0) {
     // Properties declared across the parts are merged into one object.
     const parts = allOf.map((part) => sampleValue(part, name, depth + 1));
@@ -82,11 +82,11 @@ export function sampleValue(schema: unknown, name = '', depth = 0): unknown {
     case 'boolean':
       return true;
     case 'array': {
-      const count = Math.max(1, typeof schema['minItems'] === 'number' ? schema['minItems'] : 1);
-      return Array.from({ length: Math.min(count, 3) }, () => sampleValue(schema['items'], name, depth + 1));
+      const count = Math.max(1, typeof schema.minItems === 'number' ? schema.minItems : 1);
+      return Array.from({ length: Math.min(count, 3) }, () => sampleValue(schema.items, name, depth + 1));
     }
     case 'object': {
-      const properties = isSchema(schema['properties']) ? schema['properties'] : {};
+      const properties = isSchema(schema.properties) ? schema.properties : {};
       // fromEntries defines properties: a variable named `__proto__` stays a variable, never a prototype.
       return Object.fromEntries(Object.entries(properties).map(([property, propertySchema]) => [property, sampleValue(propertySchema, property, depth + 1)]));
     }

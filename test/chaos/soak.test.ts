@@ -24,9 +24,9 @@ import { gatewayReachesServices } from '../harness/service-waits.ts';
 import type { System, Tenant } from '../harness/system.ts';
 import { waitFor } from '../harness/wait.ts';
 
-const durationMs = parseDuration(process.env['CHAOS_DURATION'] ?? '2m');
+const durationMs = parseDuration(process.env.CHAOS_DURATION ?? '2m');
 /** CHAOS_NATS=cluster: a three-node JetStream cluster instead of one nats-server (single). */
-const natsForm = process.env['CHAOS_NATS'] ?? 'single';
+const natsForm = process.env.CHAOS_NATS ?? 'single';
 if (!['single', 'cluster'].includes(natsForm)) throw new Error(`CHAOS_NATS must be single or cluster, got ${natsForm}`);
 const clustered = natsForm === 'cluster';
 /** Senders working at once; each waits for its answer before the next send. */
@@ -91,7 +91,7 @@ async function client(index: number, stop: AbortSignal, tally: Tally): Promise<v
     for (;;) {
       const response = await system.send(tenant, payload, { 'idempotency-key': key }).catch(() => undefined);
       if (response?.status === 202) {
-        tally.accepted.push(response.body['message_id'] as number);
+        tally.accepted.push(response.body.message_id as number);
         break;
       }
       // 503 while a dependency is down, 409 while the first try with this key is still in dispatch-svc: retry later.

@@ -76,8 +76,11 @@ async function flood(gateways: readonly string[], target: Tenant, addressOf: (cl
   return { guesses: guesses ?? [], secrets: secrets ?? [], valid };
 }
 
-const tally = (statuses: readonly number[]): Record<number, number> =>
-  statuses.reduce<Record<number, number>>((counts, status) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }), {});
+const tally = (statuses: readonly number[]): Record<number, number> => {
+  const counts: Record<number, number> = {};
+  for (const status of statuses) counts[status] = (counts[status] ?? 0) + 1;
+  return counts;
+};
 
 /** What auth-svc was asked about made-up keys, and how many of its key lookups missed its cache (a database query). */
 async function authSvcWork(): Promise<{ unknown: number; lookups: number }> {

@@ -49,7 +49,7 @@ const bounceDomain = () => system.stack.env.BOUNCE_DOMAIN;
 async function sentMessage(to: string): Promise<{ id: number; returnPath: string }> {
   const response = await system.send(tenant, validBody('welcome', { to }));
   assert.equal(response.status, 202, response.text);
-  const id = response.body['message_id'] as number;
+  const id = response.body.message_id as number;
   await waitFor(async () => ((await stateOf(id)) === 'sent' ? true : undefined), { timeoutMs: 15_000, what: `message ${id} sent` });
   const returnPath = returnPaths.get(to);
   assert.ok(returnPath, `the relay saw the envelope of ${to}`);
@@ -119,14 +119,14 @@ test('a hard-bounce DSN at the return path moves sent → bounced, suppresses th
 
   assert.deepEqual(await suppression('gone@example.com'), { reason: 'hard_bounce', message_id: id });
   const bounced = await webhookReceived('message.bounced', id);
-  assert.deepEqual([bounced['status'], bounced['to']], ['bounced', 'gone@example.com']);
+  assert.deepEqual([bounced.status, bounced.to], ['bounced', 'gone@example.com']);
   const read = await system.request(`/api/v1/messages/${id}/`, {
     method: 'GET',
     headers: { authorization: `Api-Key ${tenant.apiKey}`, 'x-organization-id': String(tenant.organizationId) },
   });
   assert.equal(read.status, 200, read.text);
-  assert.equal(read.body['status'], 'bounced');
-  const events = read.body['events'] as { status: string; reason: string | null }[];
+  assert.equal(read.body.status, 'bounced');
+  const events = read.body.events as { status: string; reason: string | null }[];
   assert.equal(events.at(-1)?.status, 'bounced');
   assert.match(events.at(-1)?.reason ?? '', /5\.1\.1/);
   assert.equal((await system.send(tenant, validBody('welcome', { to: 'gone@example.com' }))).status, 422, 'the address is suppressed');
@@ -154,7 +154,7 @@ test('an ARF complaint at the feedback-loop address moves sent → complained, s
   assert.ok(reply.ok, JSON.stringify(reply));
   assert.equal(await stateOf(id), 'complained');
   assert.deepEqual(await suppression('angry@example.com'), { reason: 'complaint', message_id: id });
-  assert.equal((await webhookReceived('message.complained', id))['status'], 'complained');
+  assert.equal((await webhookReceived('message.complained', id)).status, 'complained');
 });
 
 test('forged or foreign return paths, mail that is no report and a report about nothing of ours are refused and change nothing', async () => {
@@ -188,7 +188,7 @@ test('the DSN a real MTA (Postfix) generates for a recipient refused after it ac
     await system.stack.restart('mailer-svc', 0, { SMTP_URL: `smtp://127.0.0.1:${postfix.port}` });
     const response = await system.send(tenant, validBody('welcome', { to: 'nobody@example.test' }));
     assert.equal(response.status, 202, response.text);
-    const id = response.body['message_id'] as number;
+    const id = response.body.message_id as number;
     await waitFor(async () => ((await stateOf(id)) === 'bounced' ? true : undefined), {
       timeoutMs: 30_000,
       what: `message ${id} bounced by Postfix's DSN`,

@@ -76,5 +76,5 @@ test('with each component on its own token the system still sends, and notifyctl
   const response = await system.send(tenant, validBody('welcome', { to: 'tokens@example.com' }));
   assert.equal(response.status, 202, response.text);
   const listed = JSON.parse(await system.notifyctlOk('messages', 'list', '--project', String(tenant.projectId), '--json')) as { messages: { id: string }[] };
-  assert.ok(listed.messages.some((message) => Number(message.id) === response.body['message_id']));
+  assert.ok(listed.messages.some((message) => Number(message.id) === response.body.message_id));
 });

@@ -45,7 +45,7 @@ after(async () => {
 async function readiness(gatewayUrl: string): Promise<{ status: number; nats: unknown }> {
   const response = await fetch(`${gatewayUrl}/readyz`);
   const answer = (await response.json()) as { checks?: Record<string, unknown> };
-  return { status: response.status, nats: answer.checks?.['nats'] };
+  return { status: response.status, nats: answer.checks?.nats };
 }
 
 /** A gateway's notify_gateway_auth_cache_total, by result. */

@@ -222,7 +222,7 @@ test('failed attempts from one client address are limited (brute force) while a 
   assertEveryResponseHeaders(throttled);
   const seconds = Number(throttled.headers.get('retry-after'));
   assert.ok(Number.isInteger(seconds) && seconds >= 1 && seconds <= 60, 'the throttled attempt says when to retry');
-  assert.equal(throttled.body['detail'], `Request was throttled. Expected available in ${seconds} seconds.`);
+  assert.equal(throttled.body.detail, `Request was throttled. Expected available in ${seconds} seconds.`);
   assertNotCounted(throttled);
 
   // Once blocked, guesses with new keys cost auth-svc no lookup at all.

@@ -51,14 +51,14 @@ async function sendBatch(
   const response = await system.request(path, { method: 'POST', headers: headersOf(key, extra), body: typeof body === 'string' ? body : JSON.stringify(body) });
   assert.deepEqual(checkResponse('POST', '/api/v1/send/batch', response), [], `${response.status} ${response.text}`);
   assertEveryResponseHeaders(response);
-  if (response.status === 200) assert.equal(batchResultsProblem(response.body['results']), undefined, response.text);
+  if (response.status === 200) assert.equal(batchResultsProblem(response.body.results), undefined, response.text);
   return response;
 }
 
 type Entry = Record<string, unknown> & { index: number; status: number };
-const entries = (response: HttpResult): Entry[] => response.body['results'] as Entry[];
+const entries = (response: HttpResult): Entry[] => response.body.results as Entry[];
 const statuses = (response: HttpResult): number[] => entries(response).map((entry) => entry.status);
-const acceptedIds = (response: HttpResult): number[] => entries(response).flatMap((entry) => (entry.status === 202 ? [entry['message_id'] as number] : []));
+const acceptedIds = (response: HttpResult): number[] => entries(response).flatMap((entry) => (entry.status === 202 ? [entry.message_id as number] : []));
 const to = (n: number): Record<string, unknown> => validBody('welcome', { to: `batch${n}-${randomUUID().slice(0, 8)}@example.com` });
 
 /**
@@ -106,8 +106,8 @@ test("each item is judged like a send: 202 entries carry a send 202, refusals th
   const [first, missing, retired, fields, notObject, last] = entries(response);
   assert.deepEqual(statuses(response), [202, 404, 422, 422, 422, 202]);
   assert.deepEqual(Object.keys(first ?? {}).sort(), ['celery_task_id', 'idempotent_replay', 'index', 'message_id', 'message_status', 'status']);
-  assert.equal(first?.['message_status'], 'queued');
-  assert.equal(first?.['idempotent_replay'], false);
+  assert.equal(first?.message_status, 'queued');
+  assert.equal(first?.idempotent_replay, false);
   assert.deepEqual(missing, {
     index: 1,
     status: 404,
@@ -115,7 +115,7 @@ test("each item is judged like a send: 202 entries carry a send 202, refusals th
     errors: { template: ['No existe ninguna plantilla con este identificador en el proyecto de esta clave de API.'] },
   });
   assert.deepEqual(retired, { index: 2, status: 422, errors: { template: ['Esta plantilla está inactiva.'] } });
-  assert.deepEqual(Object.keys(fields?.['errors'] as object).sort(), ['channel', 'to']);
+  assert.deepEqual(Object.keys(fields?.errors as object).sort(), ['channel', 'to']);
   assert.deepEqual(notObject, { index: 4, status: 422, errors: { non_field_errors: ['Se esperaba un objeto JSON.'] } });
   assert.equal(last?.index, 5);
 
@@ -125,8 +125,8 @@ test("each item is judged like a send: 202 entries carry a send 202, refusals th
   assert.deepEqual(await acceptanceTransactions(ids), { transactions: 1, queued: 2 });
   // Each item counts as a send in notify_send_outcomes_total.
   const outcomesAfter = await sendOutcomes();
-  assert.equal((outcomesAfter['accepted'] ?? 0) - (outcomesBefore['accepted'] ?? 0), 2);
-  assert.equal((outcomesAfter['refused'] ?? 0) - (outcomesBefore['refused'] ?? 0), 4);
+  assert.equal((outcomesAfter.accepted ?? 0) - (outcomesBefore.accepted ?? 0), 2);
+  assert.equal((outcomesAfter.refused ?? 0) - (outcomesBefore.refused ?? 0), 4);
   for (const id of ids) {
     const read = await system.request(`/api/v1/messages/${id}/`, { method: 'GET', headers: headersOf(tenant) });
     assert.equal(read.status, 200, read.text);
@@ -216,9 +216,9 @@ test('an item whose job could not fit in a NATS message is a 413 payload_too_lar
   const response = await sendBatch(tenant, { messages: [to(0), oversized, to(2)] }, { 'accept-language': 'es' });
   assert.deepEqual(statuses(response), [202, 413, 202]);
   const refused: Record<string, unknown> = entries(response)[1] ?? {};
-  assert.equal(refused['code'], 'payload_too_large');
+  assert.equal(refused.code, 'payload_too_large');
   assert.match(
-    String((refused['errors'] as Record<string, string[]>)['non_field_errors']?.[0]),
+    String((refused.errors as Record<string, string[]>).non_field_errors?.[0]),
     /^El mensaje es demasiado grande para ponerlo en cola: sus datos y su plantilla superan los \d+ bytes\.$/,
   );
   const after = await writtenRows(system.db);
@@ -244,11 +244,11 @@ test('the per-key rate covers the first items: the rest are 429 entries, refused
   });
   assert.deepEqual(statuses(over), [202, 202, 202, 202, 202, 422, 202, 202, 202, 429, 429, 429]);
   const throttled: Record<string, unknown> = entries(over)[11] ?? {};
-  assert.equal(throttled['code'], 'throttled');
-  assert.ok(Number(throttled['retry_after']) >= 1 && Number(throttled['retry_after']) <= 3600);
+  assert.equal(throttled.code, 'throttled');
+  assert.ok(Number(throttled.retry_after) >= 1 && Number(throttled.retry_after) <= 3600);
   assert.match(
-    String((throttled['errors'] as Record<string, string[]>)['non_field_errors']?.[0]),
-    new RegExp(`Expected available in ${String(throttled['retry_after'])} seconds`),
+    String((throttled.errors as Record<string, string[]>).non_field_errors?.[0]),
+    new RegExp(`Expected available in ${String(throttled.retry_after)} seconds`),
   );
   assert.match(over.headers.get('ratelimit') ?? '', /^"send";r=0;t=\d+$/);
   // Nothing left: the request is throttled as a whole, like a send.
@@ -310,15 +310,15 @@ test("an item's send_at, tags and metadata apply as on a send: the entry is sche
   });
   assert.equal(response.status, 200, response.text);
   const [later, now, past] = entries(response);
-  assert.deepEqual([later?.['message_status'], later?.['send_at']], ['scheduled', sendAt.toISOString()]);
-  assert.deepEqual([now?.['message_status'], 'send_at' in (now ?? {})], ['queued', false]);
-  assert.deepEqual([past?.status, Object.keys((past?.['errors'] ?? {}) as object)], [422, ['send_at']]);
+  assert.deepEqual([later?.message_status, later?.send_at], ['scheduled', sendAt.toISOString()]);
+  assert.deepEqual([now?.message_status, 'send_at' in (now ?? {})], ['queued', false]);
+  assert.deepEqual([past?.status, Object.keys((past?.errors ?? {}) as object)], [422, ['send_at']]);
   const read = async (id: unknown): Promise<HttpResult> => system.request(`/api/v1/messages/${String(id)}/`, { method: 'GET', headers: headersOf(tenant) });
-  const scheduled = await read(later?.['message_id']);
+  const scheduled = await read(later?.message_id);
   assert.deepEqual(
-    [scheduled.body['status'], scheduled.body['send_at'], scheduled.body['tags'], scheduled.body['metadata']],
+    [scheduled.body.status, scheduled.body.send_at, scheduled.body.tags, scheduled.body.metadata],
     ['scheduled', sendAt.toISOString(), ['batch-later'], { order_id: 'B-40' }],
     scheduled.text,
   );
-  assert.deepEqual((await read(now?.['message_id'])).body['tags'], ['batch-now']);
+  assert.deepEqual((await read(now?.message_id)).body.tags, ['batch-now']);
 });

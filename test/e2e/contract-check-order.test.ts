@@ -73,7 +73,7 @@ test('row 2: a missing, foreign-scheme, unknown or revoked credential is 401 bef
     `Api-Key ${revoked.apiKey}`,
   ]) {
     const headers: Record<string, string> = { 'x-organization-id': 'abc', ...badFromRow7.headers };
-    if (authorization !== undefined) headers['authorization'] = authorization;
+    if (authorization !== undefined) headers.authorization = authorization;
     const response = await system.request('/api/v1/send/', { method: 'POST', headers, body: badFromRow7.body });
     assertUnauthenticated(response);
   }

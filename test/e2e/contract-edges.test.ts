@@ -163,7 +163,7 @@ test('400 parse_error for a body that is not well-formed UTF-8 JSON holding an o
 
 async function assertUnavailable(response: HttpResult, requestId: string): Promise<void> {
   assertCoded(response, 503, 'service_unavailable');
-  assert.equal(response.body['request_id'], requestId);
+  assert.equal(response.body.request_id, requestId);
   assertEveryResponseHeaders(response, requestId);
   assert.match(response.headers.get('retry-after') ?? '', /^[1-9]\d*$/, 'Retry-After in whole seconds');
   assertNoInternals(response);

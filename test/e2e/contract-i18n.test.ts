@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { assertAccepted } from '../harness/contract-shapes.ts';
 import { rawRequest } from '../harness/raw-http.ts';
-import { type HttpResult, type System, startSystem, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { anotherKey, validBody } from '../harness/tenants.ts';
 import { assertTranslated, languageHeader, type Situation } from '../harness/translation.ts';
 
@@ -73,7 +73,7 @@ test('Accept-Language chooses Spanish or English with q-values honoured, and Con
   for (const [header, language] of Object.entries(cases)) {
     const response = await refusal(header);
     assert.equal(response.headers.get('content-language'), language, `Accept-Language: ${header}`);
-    assert.equal(response.body['detail'], (language === 'es' ? spanish : english).body['detail'], `Accept-Language: ${header}`);
+    assert.equal(response.body.detail, (language === 'es' ? spanish : english).body.detail, `Accept-Language: ${header}`);
   }
 });
 
@@ -156,7 +156,7 @@ test('422 field messages are translated for every rule, field names unchanged', 
 test("422 messages about a template's declared variables are translated too, naming the variables in both languages", async () => {
   const { en, es } = await assertTranslated('422 data variables', await freshSend(validBody('invoice', { data: { amount: 'x' } })));
   for (const response of [en, es]) {
-    const messages = (response.body['data'] as string[]).join(' | ');
+    const messages = (response.body.data as string[]).join(' | ');
     for (const variable of ['name', 'amount']) assert.match(messages, new RegExp(`\\b${variable}\\b`), messages);
   }
 });
@@ -177,7 +177,7 @@ test('429 is translated and names, in both languages, the seconds of Retry-After
   assert.equal(en.status, 429);
   assert.deepEqual(Object.keys(es.body), ['detail']);
   for (const response of [en, es]) {
-    const seconds = /(\d+)/.exec(String(response.body['detail']))?.[1];
+    const seconds = /(\d+)/.exec(String(response.body.detail))?.[1];
     assert.equal(seconds, response.headers.get('retry-after'), `${response.headers.get('content-language')}: ${response.text}`);
   }
 });

@@ -49,7 +49,7 @@ async function read(tenant: Pick<Tenant, 'apiKey' | 'organizationId'>, path: str
 async function sendOne(tenant: Tenant, to = 'someone@example.com'): Promise<number> {
   const response = await system.send(tenant, validBody('welcome', { to }));
   assert.equal(response.status, 202, response.text);
-  return response.body['message_id'] as number;
+  return response.body.message_id as number;
 }
 
 test("without a collector, a send's access log line names the trace its message keeps: the caller's when it sent one", async () => {
@@ -63,17 +63,17 @@ test("without a collector, a send's access log line names the trace its message 
   for (const { requestId, headers } of sends) {
     const response = await system.send(tenant, validBody('welcome'), { 'x-request-id': requestId, ...headers });
     assert.equal(response.status, 202, response.text);
-    const kept = (await read(tenant, `/api/v1/messages/${response.body['message_id'] as number}/`)).body['trace_id'];
+    const kept = (await read(tenant, `/api/v1/messages/${response.body.message_id as number}/`)).body.trace_id;
     assert.match(String(kept), /^(?!0{32})[0-9a-f]{32}$/);
     const accessLine = await waitFor(
       async () =>
         system.stack.logs
           .lines('gateway')
           .map((line) => (line.text.startsWith('{') ? (JSON.parse(line.text) as Record<string, unknown>) : {}))
-          .find((line) => line['requestId'] === requestId && line['msg'] === 'request'),
+          .find((line) => line.requestId === requestId && line.msg === 'request'),
       { timeoutMs: 5_000, what: `the access log line of ${requestId}` },
     );
-    assert.equal(accessLine['trace_id'], kept, 'the access log line and the message name one trace');
+    assert.equal(accessLine.trace_id, kept, 'the access log line and the message name one trace');
     traces.push(kept);
   }
   assert.notEqual(traces[0], callerTrace);
@@ -86,7 +86,7 @@ test('a sent message reads back with its status, its fields and its transitions 
   const sent = await waitFor(
     async () => {
       const response = await read(tenant, `/api/v1/messages/${id}/`);
-      return response.body['status'] === 'sent' && response;
+      return response.body.status === 'sent' && response;
     },
     { timeoutMs: 20_000, what: 'the message to be read as sent' },
   );
@@ -96,26 +96,26 @@ test('a sent message reads back with its status, its fields and its transitions 
   assert.match(sent.headers.get('ratelimit-policy') ?? '', new RegExp(`^"read";q=${readRate};w=60$`));
   assert.match(sent.headers.get('ratelimit') ?? '', /^"read";r=\d+;t=\d+$/);
   const body = sent.body;
-  assert.equal(body['message_id'], id);
-  assert.equal(body['to'], 'ada@example.com');
-  assert.equal(body['template'], 'welcome');
-  assert.equal(body['template_version'], 1);
-  assert.equal(body['attempts'], 1);
-  assert.equal(body['failure_reason'], null);
-  assert.match(String(body['trace_id']), /^[0-9a-f]{32}$/, 'the trace of the accepting request');
-  assert.match(String(body['last_smtp_reply']), /^250/);
-  const events = body['events'] as Array<Record<string, unknown>>;
+  assert.equal(body.message_id, id);
+  assert.equal(body.to, 'ada@example.com');
+  assert.equal(body.template, 'welcome');
+  assert.equal(body.template_version, 1);
+  assert.equal(body.attempts, 1);
+  assert.equal(body.failure_reason, null);
+  assert.match(String(body.trace_id), /^[0-9a-f]{32}$/, 'the trace of the accepting request');
+  assert.match(String(body.last_smtp_reply), /^250/);
+  const events = body.events as Array<Record<string, unknown>>;
   assert.deepEqual(
-    events.map((event) => event['status']),
+    events.map((event) => event.status),
     ['queued', 'sending', 'sent'],
   );
-  const times = events.map((event) => Date.parse(String(event['at'])));
+  const times = events.map((event) => Date.parse(String(event.at)));
   assert.deepEqual(
     [...times].sort((a, b) => a - b),
     times,
     'oldest first',
   );
-  assert.match(String(body['created_at']), /Z$/, 'RFC 3339 UTC');
+  assert.match(String(body.created_at), /Z$/, 'RFC 3339 UTC');
   // Without the trailing slash too, and in Spanish when asked (the body does not change, the language header does).
   const again = await read(tenant, `/api/v1/messages/${id}`, { 'accept-language': 'es' });
   assert.equal(again.status, 200);
@@ -150,7 +150,7 @@ test("another organization's or another project's message is 404 both ways, exac
     assert.deepEqual(foreign.body, missing.body, 'indistinguishable from an id that does not exist');
     const listed = await read(caller, '/api/v1/messages/');
     assert.deepEqual(
-      (listed.body['results'] as Array<Record<string, unknown>>).map((message) => message['message_id']),
+      (listed.body.results as Array<Record<string, unknown>>).map((message) => message.message_id),
       [ids.get(caller)],
     );
   }
@@ -177,7 +177,7 @@ test('reads have their own bucket: running out of it answers 429 and never uses 
   assertDetailOnly(refused, 429);
   const seconds = Number(refused.headers.get('retry-after'));
   assert.ok(seconds >= 1 && seconds <= 60);
-  assert.equal(refused.body['detail'], `Request was throttled. Expected available in ${seconds} seconds.`);
+  assert.equal(refused.body.detail, `Request was throttled. Expected available in ${seconds} seconds.`);
   // The send bucket of the same key is untouched: its first counted request sees all of its quota but one.
   const send = await system.send(tenant, validBody('welcome'));
   assert.equal(send.status, 202, send.text);
@@ -199,10 +199,10 @@ test('keyset pages neither skip nor repeat a message while sends are being accep
     const [page, ...accepted] = await Promise.all([read(tenant, `/api/v1/messages/${query}`), sendOne(tenant), sendOne(tenant)]);
     sentMeanwhile.push(...accepted);
     assert.equal(page.status, 200, page.text);
-    const results = page.body['results'] as Array<Record<string, unknown>>;
+    const results = page.body.results as Array<Record<string, unknown>>;
     assert.ok(results.length <= 5);
-    seen.push(...results.map((message) => message['message_id'] as number));
-    cursor = page.body['next'] as string | null;
+    seen.push(...results.map((message) => message.message_id as number));
+    cursor = page.body.next as string | null;
     if (cursor !== null) assert.doesNotMatch(cursor, /^\d+$/, 'the cursor is opaque');
     pages += 1;
   } while (cursor !== null && pages < 50);
@@ -218,9 +218,9 @@ test('filters narrow the listing, and a bad one is 422 naming every parameter at
   await system.putTemplate(tenant.projectId, 'receipt');
   const first = await sendOne(tenant, 'Grace@Example.com');
   const receipt = await system.send(tenant, validBody('receipt', { to: 'linus@example.com' }));
-  const ids = (response: HttpResult) => (response.body['results'] as Array<Record<string, unknown>>).map((message) => message['message_id']);
+  const ids = (response: HttpResult) => (response.body.results as Array<Record<string, unknown>>).map((message) => message.message_id);
   assert.deepEqual(ids(await read(tenant, '/api/v1/messages/?to=grace@example.com')), [first]);
-  assert.deepEqual(ids(await read(tenant, '/api/v1/messages/?template=receipt')), [receipt.body['message_id']]);
+  assert.deepEqual(ids(await read(tenant, '/api/v1/messages/?template=receipt')), [receipt.body.message_id]);
   assert.deepEqual(ids(await read(tenant, '/api/v1/messages/?created_before=2000-01-01T00:00:00Z')), []);
   assert.equal(
     ids(await read(tenant, `/api/v1/messages/?created_after=${encodeURIComponent(new Date(Date.now() - 3_600_000).toISOString())}&limit=100`)).length,

@@ -92,7 +92,7 @@ async function sendUntil(tenant: Tenant, status: number): Promise<HttpResult> {
 
 function assertPlanBlocked(response: HttpResult): void {
   assert.equal(response.status, 403, response.text);
-  assert.equal(response.body['code'], 'plan_blocked');
+  assert.equal(response.body.code, 'plan_blocked');
   assert.deepEqual(Object.keys(response.body).sort(), ['code', 'detail']);
 }
 
@@ -139,7 +139,7 @@ test('check 5: 50 concurrent sends against a monthly quota of 10 are exactly 10 
   // dispatch-svc counts each acceptance under the organization's usage row lock and refuses past the quota.
   assert.equal(accepted.length, 10, answers.map((answer) => answer.status).join(','));
   for (const answer of answers.filter((answer) => answer.status !== 202)) assertPlanBlocked(answer);
-  assert.equal(new Set(accepted.map((answer) => answer.body['message_id'])).size, 10);
+  assert.equal(new Set(accepted.map((answer) => answer.body.message_id)).size, 10);
   assert.equal(await count('messages WHERE organization_id = $1', [tenant.organizationId]), 10);
   assert.equal(await usage(tenant), 10);
   assert.equal((await jobsStored()) - jobsBefore, 10);
@@ -185,7 +185,7 @@ test('replays use no quota; once the quota is used up even a replay is plan_bloc
   const key = randomUUID();
   const first = await sendWithKey(tenant, key, body());
   assert.equal(first.status, 202, first.text);
-  for (let i = 0; i < 3; i += 1) assert.equal((await sendWithKey(tenant, key, body())).body['idempotent_replay'], true);
+  for (let i = 0; i < 3; i += 1) assert.equal((await sendWithKey(tenant, key, body())).body.idempotent_replay, true);
   assert.equal(await usage(tenant), 1);
   // The second message fits because the replays took nothing.
   assert.equal((await send(tenant, body({ to: 'grace@example.com' }))).status, 202);
@@ -202,7 +202,7 @@ test('a replay of the same JSON in another key order and spacing is the first 20
     '{\n  "data": { "order": { "items": [ 1, 2 ], "id": 7 }, "name": "Ada" },\n  "channel" : "email",\t"to": "ada@example.com",\n  "template": "welcome"\n}';
   const first = await sendWithKey(tenant, key, compact);
   assert.equal(first.status, 202, first.text);
-  assert.equal(first.body['idempotent_replay'], false);
+  assert.equal(first.body.idempotent_replay, false);
   assert.equal(first.headers.get('idempotent-replayed'), null);
   const [messages, jobs, used] = [await count('messages WHERE organization_id = $1', [tenant.organizationId]), await jobsStored(), await usage(tenant)];
 
@@ -217,7 +217,7 @@ test('a replay of the same JSON in another key order and spacing is the first 20
   }
   assert.equal(await count('messages WHERE organization_id = $1', [tenant.organizationId]), messages);
   // The first send's row goes once its job is published, after its answer; no replay writes one again.
-  await waitFor(async () => (await count('outbox WHERE message_id = $1', [first.body['message_id']])) === 0, {
+  await waitFor(async () => (await count('outbox WHERE message_id = $1', [first.body.message_id])) === 0, {
     timeoutMs: 5_000,
     what: "the first send's outbox row to be deleted",
   });
@@ -268,7 +268,7 @@ test('while the first request is in flight the same key is 409 idempotency_key_i
       const busy = await sendWithKey(tenant, key, payload);
       assert.equal(busy.status, 409, busy.text);
       assert.equal(busy.headers.get('retry-after'), '1');
-      assert.equal(busy.body['code'], 'idempotency_key_in_use');
+      assert.equal(busy.body.code, 'idempotency_key_in_use');
       assert.deepEqual(Object.keys(busy.body).sort(), ['code', 'detail']);
     }
     await holder.query('COMMIT');
@@ -278,7 +278,7 @@ test('while the first request is in flight the same key is 409 idempotency_key_i
   }
   const accepted = await first;
   assert.equal(accepted.status, 202, accepted.text);
-  assert.equal(accepted.body['idempotent_replay'], false);
+  assert.equal(accepted.body.idempotent_replay, false);
   const replay = await sendWithKey(tenant, key, body());
   assert.deepEqual(replay.body, { ...accepted.body, idempotent_replay: true });
 });
@@ -288,7 +288,7 @@ test('an Idempotency-Key that is not a UUID is 400 invalid_header', async () => 
   for (const key of ['order-42', '123', `${randomUUID()}x`, '{0f8fad5b-d9cb-469f-a165-70867728950e}']) {
     const response = await sendWithKey(tenant, key, body());
     assert.equal(response.status, 400, key);
-    assert.equal(response.body['code'], 'invalid_header', key);
+    assert.equal(response.body.code, 'invalid_header', key);
   }
   assert.equal(await count('messages WHERE organization_id = $1', [tenant.organizationId]), 0);
 });
@@ -303,8 +303,8 @@ test('a request refused with 4xx stores nothing: corrected and retried under the
   assert.equal(await count('idempotency_keys WHERE idempotency_key = $1', [key]), 0);
   const corrected = await sendWithKey(tenant, key, body());
   assert.equal(corrected.status, 202, corrected.text);
-  assert.equal(corrected.body['idempotent_replay'], false);
-  assert.equal((await sendWithKey(tenant, key, body())).body['idempotent_replay'], true);
+  assert.equal(corrected.body.idempotent_replay, false);
+  assert.equal((await sendWithKey(tenant, key, body())).body.idempotent_replay, true);
 });
 
 test('50 concurrent identical requests with one key make exactly one message and one job; every answer is a 202 sharing its id, or a 409', async (t) => {
@@ -319,9 +319,9 @@ test('50 concurrent identical requests with one key make exactly one message and
   const busy = answers.filter((answer) => answer.status === 409);
   assert.equal(accepted.length + busy.length, 50, answers.map((answer) => answer.status).join(','));
   assert.ok(accepted.length >= 1);
-  assert.equal(new Set(accepted.map((answer) => answer.body['message_id'])).size, 1);
-  assert.equal(new Set(accepted.map((answer) => answer.body['celery_task_id'])).size, 1);
-  assert.equal(accepted.filter((answer) => answer.body['idempotent_replay'] === false).length, 1);
+  assert.equal(new Set(accepted.map((answer) => answer.body.message_id)).size, 1);
+  assert.equal(new Set(accepted.map((answer) => answer.body.celery_task_id)).size, 1);
+  assert.equal(accepted.filter((answer) => answer.body.idempotent_replay === false).length, 1);
   for (const answer of busy) assert.equal(answer.headers.get('retry-after'), '1');
   t.diagnostic(`${accepted.length} answers 202 (one first, the rest replays), ${busy.length} answers 409`);
   assert.equal(await count('messages WHERE idempotency_key = $1', [key]), 1);
@@ -339,8 +339,8 @@ test('after NOTIFY_IDEMPOTENCY_TTL the key can be used again, for another body t
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, acceptedAt + idempotencyTtlMs + 200 - Date.now())));
   const again = await sendWithKey(tenant, key, body({ to: 'grace@example.com' }));
   assert.equal(again.status, 202, again.text);
-  assert.equal(again.body['idempotent_replay'], false);
-  assert.notEqual(again.body['message_id'], first.body['message_id']);
+  assert.equal(again.body.idempotent_replay, false);
+  assert.notEqual(again.body.message_id, first.body.message_id);
   const replay = await sendWithKey(tenant, key, body({ to: 'grace@example.com' }));
   assert.deepEqual(replay.body, { ...again.body, idempotent_replay: true });
 });
@@ -365,7 +365,7 @@ test('a replay the gateway answers from memory, without dispatch-svc, ends with 
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, acceptedAt + idempotencyTtlMs + 200 - Date.now())));
   const again = await sendWithKey(tenant, key, body());
   assert.equal(again.status, 202, again.text);
-  assert.equal(again.body['idempotent_replay'], false);
-  assert.notEqual(again.body['message_id'], first.body['message_id']);
+  assert.equal(again.body.idempotent_replay, false);
+  assert.notEqual(again.body.message_id, first.body.message_id);
   assert.equal(await count('messages WHERE idempotency_key = $1', [key]), 2);
 });

@@ -9,7 +9,7 @@ import { type GatewayExit, runGatewayExpectingExit } from '../harness/gateway-pr
 /** What a gateway needs to get past its configuration; ports 0 so that a gateway that wrongly starts binds nothing in use. */
 function gatewayEnvironment(overrides: Record<string, string>): Record<string, string> {
   return {
-    PATH: process.env['PATH'] ?? '',
+    PATH: process.env.PATH ?? '',
     LOG_LEVEL: 'warn',
     HTTP_PORT: '0',
     METRICS_PORT: '0',

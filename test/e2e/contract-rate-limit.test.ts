@@ -51,7 +51,7 @@ function assertNotCounted(response: HttpResult): void {
 function assertThrottled(response: HttpResult, windowSeconds = 60): number {
   assertDetailOnly(response, 429);
   assertEveryResponseHeaders(response);
-  const match = /^Request was throttled\. Expected available in (\d+) seconds\.$/.exec(String(response.body['detail']));
+  const match = /^Request was throttled\. Expected available in (\d+) seconds\.$/.exec(String(response.body.detail));
   assert.ok(match, `429 text: ${response.text}`);
   const seconds = Number(match[1]);
   assert.equal(response.headers.get('retry-after'), String(seconds), 'Retry-After names the same seconds as the text');
@@ -73,7 +73,9 @@ test('every counted response carries RateLimit-Policy and RateLimit, 4xx after t
   assertFieldErrors(answers[2] as HttpResult, ['channel']);
   assertCoded(answers[3] as HttpResult, 400, 'parse_error');
   assertAccepted(answers[4] as HttpResult);
-  answers.forEach((response, index) => assertCounted(response, 4 - index));
+  answers.forEach((response, index) => {
+    assertCounted(response, 4 - index);
+  });
   const resets = answers.map((response) => rateLimit(response).reset);
   assert.ok(
     resets.every((reset, index) => index === 0 || reset <= (resets[index - 1] as number)),

@@ -44,7 +44,7 @@ function url(index: number): string {
 /** 429 `{detail}` whose text names the whole seconds of Retry-After. */
 function assertThrottled(response: TimedResult): void {
   assertDetailOnly(response, 429);
-  const seconds = /in (\d+) seconds\.$/.exec(String(response.body['detail']))?.[1];
+  const seconds = /in (\d+) seconds\.$/.exec(String(response.body.detail))?.[1];
   assert.equal(response.headers.get('retry-after'), seconds, response.text);
   assert.ok(Number(seconds) >= 1);
 }
@@ -53,7 +53,7 @@ function assertThrottled(response: TimedResult): void {
 async function redisReadiness(gatewayUrl: string): Promise<{ status: number; redis: unknown }> {
   const response = await fetch(`${gatewayUrl}/readyz`);
   const body = (await response.json()) as { checks?: Record<string, unknown> };
-  return { status: response.status, redis: body.checks?.['redis'] };
+  return { status: response.status, redis: body.checks?.redis };
 }
 
 /** The rate-limit counters of this run that are in the private Redis (by API key id). */

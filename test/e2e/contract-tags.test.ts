@@ -51,7 +51,7 @@ async function read(path: string, headers: Record<string, string> = {}): Promise
 async function sendLabelled(labels: Record<string, unknown>, headers: Record<string, string> = {}): Promise<number> {
   const response = await system.send(tenant, validBody('welcome', labels), headers);
   assertAccepted(response);
-  return response.body['message_id'] as number;
+  return response.body.message_id as number;
 }
 
 const messageCount = async (): Promise<number> =>
@@ -62,12 +62,12 @@ test('tags and metadata are stored and read back by GET one and the list; a send
   const labelled = await sendLabelled({ tags: ['receipt', 'spring-2026'], metadata });
   const plain = await sendLabelled({});
   const one = await read(`/api/v1/messages/${labelled}/`);
-  assert.deepEqual([one.body['tags'], one.body['metadata']], [['receipt', 'spring-2026'], metadata]);
+  assert.deepEqual([one.body.tags, one.body.metadata], [['receipt', 'spring-2026'], metadata]);
   const none = await read(`/api/v1/messages/${plain}/`);
-  assert.deepEqual([none.body['tags'], none.body['metadata']], [[], {}]);
-  const listed = (await read('/api/v1/messages/?limit=2')).body['results'] as Array<Record<string, unknown>>;
+  assert.deepEqual([none.body.tags, none.body.metadata], [[], {}]);
+  const listed = (await read('/api/v1/messages/?limit=2')).body.results as Array<Record<string, unknown>>;
   assert.deepEqual(
-    listed.map((message) => [message['message_id'], message['tags'], message['metadata']]),
+    listed.map((message) => [message.message_id, message.tags, message.metadata]),
     [
       [plain, [], {}],
       [labelled, ['receipt', 'spring-2026'], metadata],
@@ -82,18 +82,18 @@ test('?tag= lists exactly the messages sent with that tag, case-sensitively, a p
   const second = await sendLabelled({ tags: ['other', tag] });
   const page = await read(`/api/v1/messages/?tag=${tag}&limit=1`);
   assert.equal(page.status, 200);
-  const ids = [(page.body['results'] as Array<Record<string, unknown>>)[0]?.['message_id']];
-  const next = await read(`/api/v1/messages/?tag=${tag}&limit=1&cursor=${String(page.body['next'])}`);
-  ids.push((next.body['results'] as Array<Record<string, unknown>>)[0]?.['message_id']);
+  const ids = [(page.body.results as Array<Record<string, unknown>>)[0]?.message_id];
+  const next = await read(`/api/v1/messages/?tag=${tag}&limit=1&cursor=${String(page.body.next)}`);
+  ids.push((next.body.results as Array<Record<string, unknown>>)[0]?.message_id);
   assert.deepEqual(ids, [second, first]);
-  assert.equal(next.body['next'], null);
-  assert.deepEqual((await read(`/api/v1/messages/?tag=${tag.slice(0, -1)}`)).body['results'], [], 'exact match, not a prefix');
+  assert.equal(next.body.next, null);
+  assert.deepEqual((await read(`/api/v1/messages/?tag=${tag.slice(0, -1)}`)).body.results, [], 'exact match, not a prefix');
 });
 
 test("a malformed ?tag= is 422 on tag, in the caller's language", async () => {
   const english = await read('/api/v1/messages/?tag=a%20b');
   assertFieldErrors(english, ['tag']);
-  assert.deepEqual(english.body['tag'], ['A tag is 1 to 64 letters, digits, underscores or hyphens.']);
+  assert.deepEqual(english.body.tag, ['A tag is 1 to 64 letters, digits, underscores or hyphens.']);
   const spanish = await read(`/api/v1/messages/?tag=${'x'.repeat(65)}`, { 'accept-language': 'es' });
   assert.deepEqual(spanish.body, { tag: ['Una etiqueta tiene de 1 a 64 letras, dígitos, guiones bajos o guiones.'] });
 });
@@ -122,7 +122,7 @@ test('labels are part of the idempotency fingerprint: the same ones replay, othe
   const first = await sendLabelled(labels, { 'Idempotency-Key': key });
   const replay = await system.send(tenant, validBody('welcome', { metadata: labels.metadata, tags: labels.tags }), { 'Idempotency-Key': key });
   assertAccepted(replay);
-  assert.deepEqual([replay.body['message_id'], replay.body['idempotent_replay']], [first, true]);
+  assert.deepEqual([replay.body.message_id, replay.body.idempotent_replay], [first, true]);
   const other = await system.send(tenant, validBody('welcome', { ...labels, metadata: { attempt: 'second' } }), { 'Idempotency-Key': key });
   assertFieldErrors(other, ['Idempotency-Key']);
 });
@@ -138,8 +138,8 @@ test('the message.sent webhook carries data.tags and data.metadata; a message wi
     },
     { timeoutMs: 20_000, what: 'the message.sent webhooks' },
   );
-  assert.deepEqual([labelledHook?.body.data['tags'], labelledHook?.body.data['metadata']], [['hooked'], metadata]);
-  assert.deepEqual([plainHook?.body.data['tags'], plainHook?.body.data['metadata']], [[], {}]);
+  assert.deepEqual([labelledHook?.body.data.tags, labelledHook?.body.data.metadata], [['hooked'], metadata]);
+  assert.deepEqual([plainHook?.body.data.tags, plainHook?.body.data.metadata], [[], {}]);
 });
 
 test("the panel shows a message's tags and metadata, escaped, and its message search filters by tag", async () => {

@@ -169,7 +169,7 @@ test('data: required, a JSON object at most 32 levels deep, without __proto__, c
     // Valid JSON that PostgreSQL's jsonb cannot hold: refused when the send is written, never a 500.
     'U+0000 in a value': [{ ...base, data: { name: 'a\u0000b' } }, { data: 'The data holds a value that cannot be stored, such as the character U+0000.' }],
     'U+0000 in a nested key': [
-      { ...base, data: { order: { ['line\u0000']: 1 } } },
+      { ...base, data: { order: { 'line\u0000': 1 } } },
       { data: 'The data holds a value that cannot be stored, such as the character U+0000.' },
     ],
   });
@@ -256,7 +256,7 @@ test("data must satisfy the template's declared variables: 422 {data: [...]} nam
   for (const [label, data, variables] of cases) {
     const response = await system.send(key, validBody('invoice', { data }));
     assertFieldErrors(response, ['data']);
-    const messages = (response.body['data'] as string[]).join(' | ');
+    const messages = (response.body.data as string[]).join(' | ');
     for (const variable of variables) assert.match(messages, new RegExp(`\\b${variable}\\b`), `${label}: ${messages}`);
   }
   assert.deepEqual(await writtenRows(system.db), before);

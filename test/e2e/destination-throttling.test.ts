@@ -31,7 +31,7 @@ after(async () => {
 async function send(to: string): Promise<number> {
   const response = await system.send(tenant, { template: 'welcome', to, channel: 'email', data: { name: 'Ada' } });
   assert.equal(response.status, 202, response.text);
-  return response.body['message_id'] as number;
+  return response.body.message_id as number;
 }
 
 /** When each message was accepted and sent, and how many of its attempts were deferred. */
@@ -50,10 +50,7 @@ test('a domain answering 421 to every third message is slowed for both replicas 
   const slow = Array.from({ length: 20 }, (_, n) => `slow-${n}@slow.example`);
   const fast = Array.from({ length: 30 }, (_, n) => `fast-${n}@fast.example`);
   // Interleaved, so both domains' jobs reach the mailers together.
-  const addresses = fast
-    .map((address, n) => [address, slow[n]])
-    .flat()
-    .filter((address) => address !== undefined);
+  const addresses = fast.flatMap((address, n) => [address, slow[n]]).filter((address) => address !== undefined);
   const ids = new Map<string, number>();
   // Ten sends at a time: the whole run is accepted within about a second, so both domains start together.
   for (let start = 0; start < addresses.length; start += 10) {

@@ -39,7 +39,7 @@ const notifyctl = (...args: string[]): Promise<string> => system.notifyctlOk(...
 async function sendAndReceive(to: string): Promise<Buffer> {
   const response = await system.send(tenant, validBody('welcome', { to }));
   assertAccepted(response);
-  const messageId = String(response.body['message_id']);
+  const messageId = String(response.body.message_id);
   return waitFor(
     async () => {
       for (const name of mailFiles(system.resources.mailDir)) {

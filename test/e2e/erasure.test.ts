@@ -39,7 +39,7 @@ before(async () => {
   const accept = async (as: Tenant, body: Record<string, unknown>): Promise<number> => {
     const response = await system.send(as, validBody('welcome', body));
     assert.equal(response.status, 202, response.text);
-    return response.body['message_id'] as number;
+    return response.body.message_id as number;
   };
   ids.sent.push(await accept(tenant, { to: address, data: { name: 'Erin', contact: address } }));
   ids.sent.push(await accept(tenant, { to: address.toUpperCase(), tags: ['erasure'], metadata: { customer: address } }));
@@ -82,10 +82,10 @@ async function rowsHoldingAddress(): Promise<Found[]> {
 /** Whether a row is the neighbour's: its project, its message, or its message's webhook event. */
 async function neighbourRow(found: Found): Promise<boolean> {
   const { row } = found;
-  if (row['project_id'] !== undefined) return row['project_id'] === neighbour.projectId;
-  if (row['message_id'] !== undefined) return row['message_id'] === neighbourId;
-  if (row['event_id'] !== undefined) {
-    const { rows } = await system.db.query('SELECT 1 FROM webhook_events WHERE id = $1 AND message_id = $2', [row['event_id'], neighbourId]);
+  if (row.project_id !== undefined) return row.project_id === neighbour.projectId;
+  if (row.message_id !== undefined) return row.message_id === neighbourId;
+  if (row.event_id !== undefined) {
+    const { rows } = await system.db.query('SELECT 1 FROM webhook_events WHERE id = $1 AND message_id = $2', [row.event_id, neighbourId]);
     return rows.length === 1;
   }
   return false;
@@ -104,14 +104,14 @@ test("notifyctl messages erase leaves no row holding the address but the other p
   for (const table of ['messages', 'message_events', 'suppressions', 'webhook_events'])
     assert.ok(tables.has(table), `the address is in ${table} before the erasure`);
   const failedBefore = (await read(ids.failed)).body;
-  assert.match(String(failedBefore['last_smtp_reply']), /Erase\.Me@EXAMPLE\.com/, 'the relay quoted the address');
+  assert.match(String(failedBefore.last_smtp_reply), /Erase\.Me@EXAMPLE\.com/, 'the relay quoted the address');
 
   const printed = JSON.parse(
     await system.notifyctlOk('messages', 'erase', '--project', String(tenant.projectId), '--address', 'ERASE.me@example.com', '--json'),
   ) as Record<string, number>;
-  assert.equal(printed['erased'], 4, JSON.stringify(printed));
-  assert.equal(printed['canceled'], 1);
-  assert.equal(printed['suppressions'], 2, "the operator's entry and the hard bounce's");
+  assert.equal(printed.erased, 4, JSON.stringify(printed));
+  assert.equal(printed.canceled, 1);
+  assert.equal(printed.suppressions, 2, "the operator's entry and the hard bounce's");
 
   const left = await rowsHoldingAddress();
   const strays = [];
@@ -126,12 +126,12 @@ test("notifyctl messages erase leaves no row holding the address but the other p
   for (const [id, state] of expected) {
     const response = await read(id);
     assert.equal(response.status, 200, response.text);
-    assert.equal(response.body['status'], state, `message ${id}`);
-    assert.equal(response.body['to'], marker);
-    assert.ok((response.body['events'] as unknown[]).length > 0, 'the timeline stays');
+    assert.equal(response.body.status, state, `message ${id}`);
+    assert.equal(response.body.to, marker);
+    assert.ok((response.body.events as unknown[]).length > 0, 'the timeline stays');
     assert.doesNotMatch(response.text, /erase\.me@example\.com/i);
   }
-  assert.match(String((await read(ids.failed)).body['last_smtp_reply']), /^550 .*<erased@erased\.invalid>/);
+  assert.match(String((await read(ids.failed)).body.last_smtp_reply), /^550 .*<erased@erased\.invalid>/);
   const { rows: erased } = await system.db.query<{ data: unknown; metadata: unknown; attempts: number }>(
     'SELECT data, metadata, attempts FROM messages WHERE id = ANY($1::bigint[]) ORDER BY id',
     [ids.sent],
@@ -152,7 +152,7 @@ test("notifyctl messages erase leaves no row holding the address but the other p
 test('the erased address stays suppressed in its project until its hash is removed, a second erase changes nothing, and the other project still sends to it', async () => {
   const again = await system.send(tenant, validBody('welcome', { to: address }));
   assert.equal(again.status, 422, again.text);
-  assert.match(String((again.body['to'] as string[])[0]), /suppressed/);
+  assert.match(String((again.body.to as string[])[0]), /suppressed/);
   const listed = JSON.parse(await system.notifyctlOk('suppression', 'list', '--project', String(tenant.projectId), '--json')) as {
     suppressions: { address: string }[];
   };

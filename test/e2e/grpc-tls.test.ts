@@ -31,17 +31,17 @@ after(async () => {
 test('every service is given the certificate or the CA it needs', () => {
   for (const server of ['auth-svc', 'dispatch-svc'] as const) {
     const env = system.stack.serviceEnv(server);
-    assert.equal(env['GRPC_TLS_CERT_FILE'], certificates.cert, server);
-    assert.equal(env['GRPC_TLS_KEY_FILE'], certificates.key, server);
+    assert.equal(env.GRPC_TLS_CERT_FILE, certificates.cert, server);
+    assert.equal(env.GRPC_TLS_KEY_FILE, certificates.key, server);
   }
   for (const client of ['gateway', 'mailer-svc', 'bounce-svc'] as const)
-    assert.equal(system.stack.serviceEnv(client)['GRPC_TLS_CA_FILE'], certificates.ca, client);
+    assert.equal(system.stack.serviceEnv(client).GRPC_TLS_CA_FILE, certificates.ca, client);
 });
 
 test('a message sent through the gateway over TLS reaches the relay and notifyctl follows it over TLS', async () => {
   const response = await system.send(tenant, validBody('welcome', { to: 'tls@example.com' }));
   assert.equal(response.status, 202, response.text);
-  const id = response.body['message_id'] as number;
+  const id = response.body.message_id as number;
   await waitFor(async () => ((await readMails(system.resources.mailDir)).some((mail) => notifyMessageId(mail) === id) ? true : undefined), {
     timeoutMs: 15_000,
     what: 'the email',

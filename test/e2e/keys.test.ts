@@ -59,7 +59,7 @@ before(async () => {
     await waitFor(
       async () => {
         const answer = (await (await fetch(`${gateway.url}/readyz`)).json()) as { checks?: Record<string, unknown> };
-        return answer.checks?.['nats'] === 'ok' ? true : undefined;
+        return answer.checks?.nats === 'ok' ? true : undefined;
       },
       { timeoutMs: 10_000, what: `${gateway.name} to subscribe to key announcements` },
     );
@@ -95,7 +95,7 @@ async function readOnceSent(key: Pick<Tenant, 'apiKey' | 'organizationId'>, id: 
   return waitFor(
     async () => {
       const response = await read(key, `/api/v1/messages/${id}/`);
-      return response.body['status'] === 'sent' ? response : undefined;
+      return response.body.status === 'sent' ? response : undefined;
     },
     { timeoutMs: 20_000, what: `message ${id} to be sent` },
   );
@@ -112,14 +112,14 @@ test('a test key sends through every step but the relay: the message ends sent w
   assert.deepEqual(Object.keys(accepted.body).sort(), ['celery_task_id', 'idempotent_replay', 'message_id', 'status'], "the seed's 202, nothing added");
   const live = await system.send(tenant, validBody('welcome', { to: 'mailed@example.com' }));
   assertAccepted(live);
-  const testId = accepted.body['message_id'] as number;
-  const liveId = live.body['message_id'] as number;
+  const testId = accepted.body.message_id as number;
+  const liveId = live.body.message_id as number;
 
   const testMessage = await readOnceSent(testKey, testId);
-  assert.equal(testMessage.body['test'], true);
-  assert.equal(testMessage.body['last_smtp_reply'], '250 test mode: not delivered');
+  assert.equal(testMessage.body.test, true);
+  assert.equal(testMessage.body.last_smtp_reply, '250 test mode: not delivered');
   assert.deepEqual(
-    (testMessage.body['events'] as Array<Record<string, unknown>>).map((event) => [event['status'], event['smtp_reply']]),
+    (testMessage.body.events as Array<Record<string, unknown>>).map((event) => [event.status, event.smtp_reply]),
     [
       ['queued', null],
       ['sending', null],
@@ -127,9 +127,9 @@ test('a test key sends through every step but the relay: the message ends sent w
     ],
   );
   const liveMessage = await readOnceSent(tenant, liveId);
-  assert.equal(liveMessage.body['test'], false);
-  assert.match(String(liveMessage.body['last_smtp_reply']), /^250 /);
-  assert.notEqual(liveMessage.body['last_smtp_reply'], '250 test mode: not delivered');
+  assert.equal(liveMessage.body.test, false);
+  assert.match(String(liveMessage.body.last_smtp_reply), /^250 /);
+  assert.notEqual(liveMessage.body.last_smtp_reply, '250 test mode: not delivered');
 
   // The live one was offered to the relay and stored; the test one was never offered at all.
   assert.ok(offered.includes('mailed@example.com'), JSON.stringify(offered));
@@ -143,13 +143,11 @@ test('a test key sends through every step but the relay: the message ends sent w
     },
     { timeoutMs: 20_000, what: "the test message's message.sent webhook" },
   );
-  assert.equal(webhook?.body.data['smtp_reply'], '250 test mode: not delivered');
+  assert.equal(webhook?.body.data.smtp_reply, '250 test mode: not delivered');
   const listed = await read(testKey, '/api/v1/messages/?limit=10');
-  const results = listed.body['results'] as Array<Record<string, unknown>>;
+  const results = listed.body.results as Array<Record<string, unknown>>;
   assert.deepEqual(
-    results
-      .filter((message) => message['message_id'] === testId || message['message_id'] === liveId)
-      .map((message) => [message['message_id'], message['test']]),
+    results.filter((message) => message.message_id === testId || message.message_id === liveId).map((message) => [message.message_id, message.test]),
     [
       [liveId, false],
       [testId, true],
@@ -269,7 +267,7 @@ test('the panel marks a test message in the list and on its page', async () => {
   const created = await system.authAdmin.call('CreateApiKey', { projectId: tenant.projectId, name: 'panel-test', test: true });
   const accepted = await system.send({ ...tenant, apiKey: created.apiKey }, validBody('welcome', { to: 'panel-test@example.com' }));
   assertAccepted(accepted);
-  const id = accepted.body['message_id'] as number;
+  const id = accepted.body.message_id as number;
   const visitor = new PanelVisitor(system.gatewayUrl);
   assert.equal((await visitor.signIn(viewer, password)).status, 303);
   const list = await visitor.get(`/panel/projects/${tenant.projectId}/messages?recipient=panel-test%40example.com`);

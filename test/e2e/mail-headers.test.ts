@@ -50,7 +50,7 @@ after(async () => {
 async function sendAndReceive(template: string, to: string): Promise<{ messageId: number; raw: Buffer; mailFrom: string }> {
   const response = await system.send(tenant, validBody(template, { to }));
   assertAccepted(response);
-  const messageId = Number(response.body['message_id']);
+  const messageId = Number(response.body.message_id);
   const raw = await waitFor(
     async () => {
       for (const name of mailFiles(system.resources.mailDir)) {

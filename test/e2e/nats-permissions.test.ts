@@ -34,7 +34,7 @@ async function documentedConfig(): Promise<string> {
   const block = /```conf\n([\s\S]*?)```/.exec(section)?.[1];
   assert.ok(block, 'docs/operations.md shows the NATS authorization block');
   const nkeyUser = `{ nkey: ${mailerNkey.getPublicKey()}, permissions: { publish: { deny: ["notify.jobs.>"] } } }`;
-  return block.replace(/\n  \]\n\}/, `\n    ${nkeyUser}\n  ]\n}`);
+  return block.replace(/\n {2}\]\n\}/, `\n    ${nkeyUser}\n  ]\n}`);
 }
 
 async function as(user: string, password: string): Promise<NatsConnection> {
@@ -48,7 +48,7 @@ before(async () => {
   const config = join(dir, 'nats.conf');
   await writeFile(config, await documentedConfig());
   server = await startPrivateNats({ config, env: passwords });
-  const dispatch = await as('dispatch-svc', passwords['NATS_DISPATCH_PASSWORD'] ?? '');
+  const dispatch = await as('dispatch-svc', passwords.NATS_DISPATCH_PASSWORD ?? '');
   await ensureStream(await jetstreamManager(dispatch), streamDeclarations(names).jobs, 1);
 });
 
@@ -63,18 +63,18 @@ async function jobsStored(connection: NatsConnection): Promise<number> {
 }
 
 test('dispatch-svc publishes delivery jobs; the mailer, by password or NKey, and the gateway are refused', async () => {
-  const dispatch = await as('dispatch-svc', passwords['NATS_DISPATCH_PASSWORD'] ?? '');
+  const dispatch = await as('dispatch-svc', passwords.NATS_DISPATCH_PASSWORD ?? '');
   await jetstream(dispatch).publish(names.jobsSubject, 'job');
   const before = await jobsStored(dispatch);
 
-  const mailer = await as('mailer-svc', passwords['NATS_MAILER_PASSWORD'] ?? '');
+  const mailer = await as('mailer-svc', passwords.NATS_MAILER_PASSWORD ?? '');
   const mailerByNkey = await connectNats(server.url, 'mailer-svc', logger, {
     natsUser: '',
     natsPassword: '',
     natsNkeySeed: new TextDecoder().decode(mailerNkey.getSeed()),
   });
   open.push(mailerByNkey);
-  const gateway = await as('gateway', passwords['NATS_GATEWAY_PASSWORD'] ?? '');
+  const gateway = await as('gateway', passwords.NATS_GATEWAY_PASSWORD ?? '');
   for (const [who, connection] of [
     ['mailer-svc', mailer],
     ['mailer-svc by NKey', mailerByNkey],

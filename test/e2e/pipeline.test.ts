@@ -32,12 +32,12 @@ test('an accepted send becomes exactly one email with the rendered subject and t
   const response = await system.send(tenant, { template: 'welcome', to: 'ada@example.com', channel: 'email', data: { name } });
   assert.equal(response.status, 202, response.text);
   assert.deepEqual(Object.keys(response.body).sort(), ['celery_task_id', 'idempotent_replay', 'message_id', 'status']);
-  assert.equal(response.body['status'], 'queued');
-  assert.equal(response.body['idempotent_replay'], false);
-  assert.ok(Number.isInteger(response.body['message_id']));
-  assert.match(String(response.body['celery_task_id']), /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+  assert.equal(response.body.status, 'queued');
+  assert.equal(response.body.idempotent_replay, false);
+  assert.ok(Number.isInteger(response.body.message_id));
+  assert.match(String(response.body.celery_task_id), /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
 
-  const id = response.body['message_id'] as number;
+  const id = response.body.message_id as number;
   const [mail] = await waitFor(
     async () => {
       const mails = await mailsFor(new Set([id]));
@@ -67,7 +67,7 @@ test('an accepted send becomes exactly one email with the rendered subject and t
 test('the message reaches sent in the database with its events in order', async () => {
   const response = await system.send(tenant, { template: 'welcome', to: 'grace@example.com', channel: 'email', data: { name: 'Grace' } });
   assert.equal(response.status, 202, response.text);
-  const id = response.body['message_id'] as number;
+  const id = response.body.message_id as number;
   const message = await waitFor(
     async () => {
       const { rows } = await system.db.query<{ state: string; attempts: number; last_smtp_code: number | null; template_version: number }>(
@@ -104,7 +104,7 @@ test('two mailer replicas deliver 200 messages, none lost and none twice', async
         const n = next++;
         const response = await system.send(tenant, { template: 'welcome', to: `user${n}@example.com`, channel: 'email', data: { name: `User ${n}` } });
         assert.equal(response.status, 202, response.text);
-        ids.add(response.body['message_id'] as number);
+        ids.add(response.body.message_id as number);
       }
     }),
   );

@@ -123,7 +123,7 @@ describe('a private Postfix as the relay', () => {
     assert.equal(contentType.value, 'multipart/report');
     assert.equal(contentType.params['report-type'], 'delivery-status');
     // mailparser folds a message/delivery-status part into `text`; the part itself is cut out along the boundary.
-    const fields = mimePart(dsn.raw.toString('utf8'), contentType.params['boundary'] ?? '', 'message/delivery-status');
+    const fields = mimePart(dsn.raw.toString('utf8'), contentType.params.boundary ?? '', 'message/delivery-status');
     assert.ok(fields, `no message/delivery-status part in:\n${dsn.raw.toString('utf8')}`);
     assert.match(fields, /^Action: failed$/im);
     assert.match(fields, /^Status: 5\.1\.1$/im);

@@ -119,9 +119,9 @@ test('the primary crashes mid-load and the standby is promoted behind the moved 
   const retries = await Promise.all(refused.map(retried));
   for (const response of retries) assertAccepted(response);
   console.log(
-    `${retries.filter((response) => response.body['idempotent_replay'] === true).length} of the ${retries.length} retries were replays of a send committed before its connection broke`,
+    `${retries.filter((response) => response.body.idempotent_replay === true).length} of the ${retries.length} retries were replays of a send committed before its connection broke`,
   );
-  const ids = [...accepted, ...refused.map((a, n) => ({ ...a, response: retries[n] as HttpResult }))].map((a) => a.response.body['message_id'] as number);
+  const ids = [...accepted, ...refused.map((a, n) => ({ ...a, response: retries[n] as HttpResult }))].map((a) => a.response.body.message_id as number);
   assert.equal(new Set(ids).size, ids.length, 'one message per key');
 
   // On the promoted server (system.db goes through the forwarder, now in front of it): every accepted message, and one

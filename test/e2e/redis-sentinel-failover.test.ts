@@ -77,7 +77,7 @@ function assertThrottled(response: TimedResult): void {
 /** The state of a replica's Redis readiness check (`ok`, or `degraded` while it has no Redis). */
 async function redisCheck(gatewayUrl: string): Promise<unknown> {
   const response = await fetch(`${gatewayUrl}/readyz`);
-  return ((await response.json()) as { checks?: Record<string, unknown> }).checks?.['redis'];
+  return ((await response.json()) as { checks?: Record<string, unknown> }).checks?.redis;
 }
 
 /** The full shared budget through replica 0 alone (its memory share would refuse the 4th), then 429 on replica 1. */
@@ -171,5 +171,6 @@ test('through the sentinels the replicas share one budget in the master; when it
     `every answer under load was 202 or 429: ${JSON.stringify([...counts])}`,
   );
   assert.ok((counts.get(202) ?? 0) > 0 && answers.length >= 30, `a steady load: ${JSON.stringify([...counts])}`);
-  for (const replica of replicas) assert.match(replica.output(), /Redis unreachable: rate limits fall back[^]*Redis reachable again: rate limits are shared/);
+  for (const replica of replicas)
+    assert.match(replica.output(), /Redis unreachable: rate limits fall back[\s\S]*Redis reachable again: rate limits are shared/);
 });

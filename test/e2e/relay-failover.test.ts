@@ -57,7 +57,7 @@ after(async () => {
 async function send(from: Tenant, to: string): Promise<number> {
   const response = await system.send(from, { template: 'welcome', to, channel: 'email', data: { name: 'Ada' } });
   assert.equal(response.status, 202, response.text);
-  return response.body['message_id'] as number;
+  return response.body.message_id as number;
 }
 
 const sendMany = (from: Tenant, prefix: string, count: number): Promise<number[]> =>

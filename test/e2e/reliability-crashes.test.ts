@@ -50,7 +50,7 @@ async function metric(port: number, pattern: RegExp): Promise<number> {
 describe('dispatch-svc killed in the middle of a send', () => {
   after(async () => {
     // Only when a test failed half-way: the others leave dispatch-svc running without a fault.
-    if (system.stack.serviceEnv('dispatch-svc')['NOTIFY_TEST_FAULT'] === 'none' && system.stack.pid('dispatch-svc')) return;
+    if (system.stack.serviceEnv('dispatch-svc').NOTIFY_TEST_FAULT === 'none' && system.stack.pid('dispatch-svc')) return;
     await system.stack.restart('dispatch-svc', 0, { NOTIFY_TEST_FAULT: 'none' });
     await reachable();
   });
@@ -79,8 +79,8 @@ describe('dispatch-svc killed in the middle of a send', () => {
       // The caller retries with the same Idempotency-Key and gets the message that was accepted.
       const retry = await system.send(tenant, body(to), { 'idempotency-key': key });
       assert.equal(retry.status, 202, retry.text);
-      assert.equal(retry.body['message_id'], id);
-      assert.equal(retry.body['idempotent_replay'], true);
+      assert.equal(retry.body.message_id, id);
+      assert.equal(retry.body.idempotent_replay, true);
 
       await waitForStates(system.db, [id], { timeoutMs: 20_000, states: ['sent'] });
       await waitFor(async () => ((await system.db.query('SELECT 1 FROM outbox WHERE message_id = $1', [id])).rowCount === 0 ? true : undefined), {
@@ -108,7 +108,7 @@ describe('a mailer killed while it holds jobs', () => {
     for (let n = 0; n < 10; n++) {
       const response = await system.send(tenant, body(`held-${n}@example.com`));
       assert.equal(response.status, 202, response.text);
-      ids.push(response.body['message_id'] as number);
+      ids.push(response.body.message_id as number);
     }
     // Its SMTP pool (5 connections) sits on 5 answers; the other 5 jobs wait for a connection, held all the same.
     // A job counts as held as soon as it is pulled; its SMTP session reaches the relay only after `sending` is confirmed.
@@ -153,7 +153,7 @@ describe('a mailer killed while it holds jobs', () => {
     await system.stack.restart('mailer-svc', 0, { NOTIFY_TEST_FAULT: 'exit-after-send' });
     const response = await system.send(tenant, body('once@example.com'));
     assert.equal(response.status, 202, response.text);
-    const id = response.body['message_id'] as number;
+    const id = response.body.message_id as number;
 
     assert.equal((await exitOf(system.stack, 'mailer-svc', 0)).signal, 'SIGKILL');
     assert.equal(mailCounts(system.resources.mailDir).get(id), 1, 'the relay has the mail');

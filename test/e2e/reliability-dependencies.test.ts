@@ -40,7 +40,7 @@ async function acceptMany(count: number): Promise<number[]> {
   for (let n = 0; n < count; n++) {
     const response = await send();
     assert.equal(response.status, 202, response.text);
-    ids.push(response.body['message_id'] as number);
+    ids.push(response.body.message_id as number);
   }
   return ids;
 }
@@ -58,7 +58,7 @@ describe('PostgreSQL restarted', () => {
     const refused = await Promise.all(Array.from({ length: 5 }, () => send()));
     for (const response of refused) {
       assert.equal(response.status, 503, response.text);
-      assert.equal(response.body['code'], 'service_unavailable');
+      assert.equal(response.body.code, 'service_unavailable');
       assert.ok(Number(response.headers.get('retry-after')) >= 1, 'Retry-After names whole seconds');
       assert.doesNotMatch(response.text, /127\.0\.0\.1|ECONNREFUSED|stack/i);
     }
@@ -76,7 +76,7 @@ describe('PostgreSQL restarted', () => {
     }
     assert.equal(resumed.status, 202, resumed.text);
     console.log(`sending resumed ${Math.round(performance.now() - resumedAt)} ms after PostgreSQL was back`);
-    const after = [resumed.body['message_id'] as number, ...(await acceptMany(4))];
+    const after = [resumed.body.message_id as number, ...(await acceptMany(4))];
 
     const ids = [...delivered, ...inFlight, ...after];
     await waitForStates(system.db, ids, { timeoutMs: 30_000 });

@@ -46,7 +46,7 @@ async function jobsStored(): Promise<number> {
 test('with NATS down, 120 sends are accepted at once from the outbox, and each is delivered exactly once when NATS returns', async () => {
   const warmup = await system.send(tenant, body(0));
   assert.equal(warmup.status, 202, warmup.text);
-  await waitForStates(system.db, [warmup.body['message_id'] as number], { timeoutMs: 15_000 });
+  await waitForStates(system.db, [warmup.body.message_id as number], { timeoutMs: 15_000 });
   const jobsBefore = await jobsStored();
   const pids = (['auth-svc', 'dispatch-svc', 'mailer-svc', 'gateway'] as const).map((service) => system.stack.pid(service));
 
@@ -63,7 +63,7 @@ test('with NATS down, 120 sends are accepted at once from the outbox, and each i
         const response = await system.send(tenant, body(n), { 'idempotency-key': randomUUID() });
         latencies.push(performance.now() - started);
         assert.equal(response.status, 202, response.text);
-        ids.push(response.body['message_id'] as number);
+        ids.push(response.body.message_id as number);
       }
     }),
   );

@@ -70,7 +70,7 @@ function probe(url: string): Probes {
 async function accepted(body: Record<string, unknown>): Promise<number> {
   const response = await system.send(tenant, { channel: 'email', ...body });
   assert.equal(response.status, 202, response.text);
-  return response.body['message_id'] as number;
+  return response.body.message_id as number;
 }
 
 interface Event {
@@ -109,7 +109,7 @@ test('the list of the report (3,000 items) and data of more than 10,000 values a
     data: { items: Array.from({ length: 3_000 }, (_, index) => index) },
   });
   assertFieldErrors(long, ['data']);
-  assert.deepEqual(long.body['data'], ['A list in the data may hold at most 1000 items.']);
+  assert.deepEqual(long.body.data, ['A list in the data may hold at most 1000 items.']);
   const many = await system.send(tenant, {
     template: 'hostile',
     to: 'victim@example.com',
@@ -117,7 +117,7 @@ test('the list of the report (3,000 items) and data of more than 10,000 values a
     data: { a: items, b: items, c: items, d: items, e: items, f: items, g: items, h: items, i: items, j: items, k: items },
   });
   assertFieldErrors(many, ['data']);
-  assert.deepEqual(many.body['data'], ['The data may hold at most 10000 values in all, counting those nested in objects and lists.']);
+  assert.deepEqual(many.body.data, ['The data may hold at most 10000 values in all, counting those nested in objects and lists.']);
   assert.deepEqual(await writtenRows(system.db), before);
 });
 

@@ -35,7 +35,7 @@ const reachable = () => gatewayReachesServices(() => system.send(tenant, { ...bo
 /** Every response 202; returns the message ids, and checks each one ends as exactly one email. */
 async function assertAllDelivered(responses: readonly HttpResult[]): Promise<void> {
   for (const response of responses) assert.equal(response.status, 202, response.text);
-  const ids = responses.map((response) => response.body['message_id'] as number);
+  const ids = responses.map((response) => response.body.message_id as number);
   await waitForStates(system.db, ids, { timeoutMs: 30_000 });
   const result = await audit(system.db, system.resources.mailDir, ids);
   assert.deepEqual(result.broken, []);
@@ -153,7 +153,7 @@ describe('SIGTERM under load', () => {
     const states = async (): Promise<unknown[][]> =>
       (
         await system.db.query<{ state: string; attempts: number }>('SELECT state, attempts FROM messages WHERE id = ANY($1::bigint[])', [
-          held.map((response) => response.body['message_id'] as number),
+          held.map((response) => response.body.message_id as number),
         ])
       ).rows.map((row) => [row.state, row.attempts]);
     const finished = await waitFor(async () => ((await states()).every(([state]) => state === 'sent') ? states() : undefined), {
@@ -161,7 +161,7 @@ describe('SIGTERM under load', () => {
       what: 'the held jobs recorded sent',
     }).catch(() => states());
     assert.deepEqual(finished, Array(4).fill(['sent', 1]), 'finished by the stopping replica');
-    const { rows: queued } = await system.db.query<{ state: string }>('SELECT state FROM messages WHERE id = $1', [later.body['message_id']]);
+    const { rows: queued } = await system.db.query<{ state: string }>('SELECT state FROM messages WHERE id = $1', [later.body.message_id]);
     assert.equal(queued[0]?.state, 'queued', 'a stopping replica takes no new job');
     await system.stack.restart('mailer-svc', 1);
     await assertAllDelivered([...held, later]);

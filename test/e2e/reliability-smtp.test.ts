@@ -37,7 +37,7 @@ after(async () => {
 async function send(to: string): Promise<number> {
   const response = await system.send(tenant, { template: 'welcome', to, channel: 'email', data: { name: 'Ada' } });
   assert.equal(response.status, 202, response.text);
-  return response.body['message_id'] as number;
+  return response.body.message_id as number;
 }
 
 interface Row {
@@ -129,7 +129,7 @@ describe('final failures and dead letters', () => {
     );
     const again = await system.send(tenant, { template: 'welcome', to: 'unknown-user@EXAMPLE.com', channel: 'email', data: { name: 'Ada' } });
     assert.equal(again.status, 422, again.text);
-    assert.match(String((again.body['to'] as string[])[0]), /^This address is suppressed \(hard_bounce, since \d{4}-\d{2}-\d{2}\)\.$/);
+    assert.match(String((again.body.to as string[])[0]), /^This address is suppressed \(hard_bounce, since \d{4}-\d{2}-\d{2}\)\.$/);
   });
 
   test('a message still refused at its last attempt fails, with why', async () => {

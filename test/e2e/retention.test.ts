@@ -60,7 +60,7 @@ async function notifyctlJson(...args: string[]): Promise<Record<string, unknown>
 async function sendOne(tenant: Tenant, headers: Record<string, string> = {}): Promise<number> {
   const response = await system.send(tenant, validBody('welcome', { to: `${randomUUID()}@example.com` }), headers);
   assertAccepted(response);
-  return response.body['message_id'] as number;
+  return response.body.message_id as number;
 }
 
 /** Makes messages look `days` old: their last change, and the events that made them. */
@@ -125,7 +125,7 @@ async function panelOperator(tenant: Tenant): Promise<PanelVisitor> {
 }
 
 test("notifyctl org update --retention sets an organization's own retention, listed and shown in the panel", async () => {
-  assert.equal((await notifyctlJson('org', 'update', '--id', String(short.organizationId), '--retention', '48h'))['messageRetention'], '2d');
+  assert.equal((await notifyctlJson('org', 'update', '--id', String(short.organizationId), '--retention', '48h')).messageRetention, '2d');
   const listed = await system.notifyctlOk('org', 'list');
   assert.match(listed, /RETENTION/);
   assert.match(listed.split('\n').find((line) => line.includes('retention-short')) ?? '', /\s2d$/);
@@ -140,7 +140,7 @@ test("notifyctl messages purge deletes the final messages past their organizatio
   const shortIds = [await sendOne(short), await sendOne(short), await sendOne(short)];
   const delivered = [...longIds, ...shortIds];
   await waitForStates(system.db, delivered, { timeoutMs: 20_000, states: ['sent'] });
-  await waitFor(async () => (await rowsOf(delivered))['webhook_attempts']! >= delivered.length || undefined, {
+  await waitFor(async () => (await rowsOf(delivered)).webhook_attempts! >= delivered.length || undefined, {
     timeoutMs: 20_000,
     what: 'a webhook attempt for every message',
   });
@@ -153,7 +153,7 @@ test("notifyctl messages purge deletes the final messages past their organizatio
     "UPDATE messages SET state = CASE WHEN id = $1 THEN 'queued'::message_state ELSE 'deferred'::message_state END WHERE id = ANY($2::bigint[])",
     [stuckQueued, [stuckQueued, stuckDeferred]],
   );
-  const onTheirWay = [scheduled.body['message_id'] as number, stuckQueued as number, stuckDeferred as number];
+  const onTheirWay = [scheduled.body.message_id as number, stuckQueued as number, stuckDeferred as number];
 
   const [longOld, longOld2, longYoung] = longIds as [number, number, number];
   const [shortOld, shortOld2, shortYoung] = shortIds as [number, number, number];
@@ -168,8 +168,8 @@ test("notifyctl messages purge deletes the final messages past their organizatio
   const doomed = [longOld, longOld2, shortOld, shortOld2];
   const kept = [longYoung, shortYoung, ...onTheirWay];
   const before = await rowsOf(doomed);
-  assert.deepEqual([before['outbox'], before['idempotency_keys'], before['webhook_events'], before['webhook_deliveries']], [1, 1, 4, 4]);
-  assert.ok(before['message_events']! >= 4 * 3 && before['webhook_attempts']! >= 4, JSON.stringify(before));
+  assert.deepEqual([before.outbox, before.idempotency_keys, before.webhook_events, before.webhook_deliveries], [1, 1, 4, 4]);
+  assert.ok(before.message_events! >= 4 * 3 && before.webhook_attempts! >= 4, JSON.stringify(before));
   const keptBefore = await rowsOf(kept);
   const purgedBefore = sample(await metrics(), 'notify_retention_purged_rows_total', 'table="messages"') ?? 0;
 
@@ -204,8 +204,8 @@ test("notifyctl messages purge deletes the final messages past their organizatio
 
   const text = await metrics();
   assert.equal(sample(text, 'notify_retention_purged_rows_total', 'table="messages"'), purgedBefore + 4);
-  assert.equal(sample(text, 'notify_retention_purged_rows_total', 'table="webhook_events"'), before['webhook_events']);
-  assert.equal(sample(text, 'notify_retention_purged_rows_total', 'table="message_events"'), before['message_events']);
+  assert.equal(sample(text, 'notify_retention_purged_rows_total', 'table="webhook_events"'), before.webhook_events);
+  assert.equal(sample(text, 'notify_retention_purged_rows_total', 'table="message_events"'), before.message_events);
   // What the alert compares: the oldest kept final message (10 days, 1 day) beside each organization's retention.
   const longAge = sample(text, 'notify_retention_oldest_final_message_age_seconds', `organization_id="${long.organizationId}"`) ?? 0;
   assert.ok(Math.abs(longAge - 10 * 86_400) < 600, String(longAge));
@@ -224,6 +224,6 @@ test("an organization's override applies at the next purge, and clearing it goes
   // 3 days of its own: the long organization's 5-day-old message goes, and its 10-day-old one of the previous test.
   await system.notifyctlOk('org', 'update', '--id', String(long.organizationId), '--retention', '3d');
   assert.deepEqual(await notifyctlJson('messages', 'purge'), { deleted: 2 });
-  assert.equal((await rowsOf([young]))['messages'], 0);
-  assert.equal((await rowsOf([middle]))['messages'], 1);
+  assert.equal((await rowsOf([young])).messages, 0);
+  assert.equal((await rowsOf([middle])).messages, 1);
 });

@@ -57,40 +57,40 @@ async function call(as: Tenant, method: 'GET' | 'DELETE', path: string, headers:
 async function schedule(sendAt: string, to = 'later@example.com', as = tenant): Promise<number> {
   const response = await send(as, validBody('welcome', { to, send_at: sendAt }));
   assertScheduled(response);
-  return response.body['message_id'] as number;
+  return response.body.message_id as number;
 }
 
-const statuses = (body: Record<string, unknown>): unknown[] => (body['events'] as Array<Record<string, unknown>>).map((event) => event['status']);
+const statuses = (body: Record<string, unknown>): unknown[] => (body.events as Array<Record<string, unknown>>).map((event) => event.status);
 
 test('a scheduled send is 202 scheduled with send_at, reads back and lists as scheduled, is queued within 1 s of its time, and is delivered', async () => {
   const sendAt = inSeconds(2);
   const accepted = await send(tenant, validBody('welcome', { to: 'on-time@example.com', send_at: sendAt.replace('Z', '+00:00') }));
   assertScheduled(accepted);
-  assert.equal(accepted.body['send_at'], sendAt);
-  const id = accepted.body['message_id'] as number;
+  assert.equal(accepted.body.send_at, sendAt);
+  const id = accepted.body.message_id as number;
 
   const read = await call(tenant, 'GET', `/api/v1/messages/${id}/`);
-  assert.equal(read.body['status'], 'scheduled');
-  assert.equal(read.body['send_at'], sendAt);
+  assert.equal(read.body.status, 'scheduled');
+  assert.equal(read.body.send_at, sendAt);
   assert.deepEqual(statuses(read.body), ['scheduled']);
   const listed = await call(tenant, 'GET', '/api/v1/messages?status=scheduled');
   assert.ok(
-    (listed.body['results'] as Array<Record<string, unknown>>).some((message) => message['message_id'] === id),
+    (listed.body.results as Array<Record<string, unknown>>).some((message) => message.message_id === id),
     listed.text,
   );
 
   const sent = await waitFor(
     async () => {
       const response = await call(tenant, 'GET', `/api/v1/messages/${id}/`);
-      return response.body['status'] === 'sent' && response;
+      return response.body.status === 'sent' && response;
     },
     { timeoutMs: 20_000, what: 'the scheduled message to be sent' },
   );
   assert.deepEqual(statuses(sent.body), ['scheduled', 'queued', 'sending', 'sent']);
-  const queuedAt = Date.parse(String((sent.body['events'] as Array<Record<string, unknown>>)[1]?.['at']));
+  const queuedAt = Date.parse(String((sent.body.events as Array<Record<string, unknown>>)[1]?.at));
   const late = queuedAt - Date.parse(sendAt);
   assert.ok(late >= 0 && late < 1_000, `queued ${late} ms after its send_at`);
-  assert.equal(sent.body['send_at'], sendAt, 'send_at stays readable after the release');
+  assert.equal(sent.body.send_at, sendAt, 'send_at stays readable after the release');
   assert.equal((await audit(system.db, system.resources.mailDir, [id])).delivered, 1);
 });
 
@@ -112,9 +112,9 @@ test('send_at in the past, malformed or more than 30 days ahead is 422 on send_a
   for (const [sendAt, english, spanish] of cases) {
     const refused = await send(tenant, validBody('welcome', { send_at: sendAt }));
     assertFieldErrors(refused, ['send_at']);
-    assert.deepEqual(refused.body['send_at'], [english]);
+    assert.deepEqual(refused.body.send_at, [english]);
     const enSpanish = await send(tenant, validBody('welcome', { send_at: sendAt }), { 'accept-language': 'es' });
-    assert.deepEqual(enSpanish.body['send_at'], [spanish]);
+    assert.deepEqual(enSpanish.body.send_at, [spanish]);
     assert.equal(enSpanish.headers.get('content-language'), 'es');
   }
   assert.deepEqual(await writtenRows(system.db), before);
@@ -124,8 +124,8 @@ test('DELETE cancels a scheduled message: 200 canceled with the transition, its 
   const id = await schedule(inSeconds(3_600));
   const canceled = await call(tenant, 'DELETE', `/api/v1/messages/${id}/`);
   assert.equal(canceled.status, 200, canceled.text);
-  assert.equal(canceled.body['message_id'], id);
-  assert.equal(canceled.body['status'], 'canceled');
+  assert.equal(canceled.body.message_id, id);
+  assert.equal(canceled.body.status, 'canceled');
   assert.deepEqual(statuses(canceled.body), ['scheduled', 'canceled']);
   assert.match(canceled.headers.get('ratelimit-policy') ?? '', /^"read";q=\d+;w=60$/);
   const { rows } = await system.db.query<{ pending: number }>(
@@ -136,20 +136,20 @@ test('DELETE cancels a scheduled message: 200 canceled with the transition, its 
 
   const again = await call(tenant, 'DELETE', `/api/v1/messages/${id}`, { 'accept-language': 'es' });
   assertCoded(again, 409, 'not_cancelable');
-  assert.match(String(again.body['detail']), /ya no se puede cancelar/);
-  assert.equal((await call(tenant, 'GET', `/api/v1/messages/${id}/`)).body['status'], 'canceled');
+  assert.match(String(again.body.detail), /ya no se puede cancelar/);
+  assert.equal((await call(tenant, 'GET', `/api/v1/messages/${id}/`)).body.status, 'canceled');
 });
 
 test("a message sent at once, or already queued, is 409 not_cancelable; another tenant's scheduled message is 404 and stays scheduled", async () => {
   const queued = await send(tenant, validBody('welcome'));
-  assertCoded(await call(tenant, 'DELETE', `/api/v1/messages/${String(queued.body['message_id'])}/`), 409, 'not_cancelable');
+  assertCoded(await call(tenant, 'DELETE', `/api/v1/messages/${String(queued.body.message_id)}/`), 409, 'not_cancelable');
 
   const other = await system.createTenant('scheduled-other');
   await system.putTemplate(other.projectId, 'welcome');
   const theirs = await schedule(inSeconds(3_600), 'theirs@example.com', other);
   assertCoded(await call(tenant, 'DELETE', `/api/v1/messages/${theirs}/`), 404, 'message_not_found');
   assertCoded(await call(tenant, 'DELETE', '/api/v1/messages/0/'), 404, 'message_not_found');
-  assert.equal((await call(other, 'GET', `/api/v1/messages/${theirs}/`)).body['status'], 'scheduled');
+  assert.equal((await call(other, 'GET', `/api/v1/messages/${theirs}/`)).body.status, 'scheduled');
 });
 
 test('an idempotent replay of a scheduled send answers the first 202 with its send_at and creates nothing', async () => {
@@ -219,7 +219,7 @@ test('the panel shows a scheduled message with its time and, to an operator, a c
   const page = await operator.get(path);
   assert.match(page.text, new RegExp(`action="${path}/cancel"`));
   assert.equal((await operator.post(`${path}/cancel`, { _csrf: 'not the token' })).status, 403, 'a post without the session token is refused');
-  assert.equal((await call(tenant, 'GET', `/api/v1/messages/${id}/`)).body['status'], 'scheduled');
+  assert.equal((await call(tenant, 'GET', `/api/v1/messages/${id}/`)).body.status, 'scheduled');
   const canceled = await operator.post(`${path}/cancel`, { _csrf: csrfTokenOf(page.text) });
   assert.equal(canceled.status, 303);
   assert.equal(canceled.headers.get('location'), `${path}?cancel=done&message=${id}`);
@@ -227,8 +227,8 @@ test('the panel shows a scheduled message with its time and, to an operator, a c
   assert.match(after.text, new RegExp(`Message ${id} was canceled: it will not be sent\\.`));
   assert.match(after.text, /data-state="canceled"/);
   const read = await call(tenant, 'GET', `/api/v1/messages/${id}/`);
-  assert.equal(read.body['status'], 'canceled');
-  assert.equal((read.body['events'] as Array<Record<string, unknown>>).at(-1)?.['reason'], 'canceled in the web panel');
+  assert.equal(read.body.status, 'canceled');
+  assert.equal((read.body.events as Array<Record<string, unknown>>).at(-1)?.reason, 'canceled in the web panel');
   const again = await operator.post(`${path}/cancel`, { _csrf: csrfTokenOf(after.text) });
   assert.equal(again.headers.get('location'), `${path}?cancel=not_cancelable&message=${id}`);
   const canceledList = await operator.get(`/panel/projects/${tenant.projectId}/messages?state=canceled`);

@@ -28,7 +28,7 @@ test("a tenant's key cannot use another tenant's template, in either direction",
     const response = await system.send(caller, body(foreign));
     assert.equal(response.status, 404, response.text);
     assert.deepEqual(Object.keys(response.body).sort(), ['code', 'detail']);
-    assert.equal(response.body['code'], 'template_not_found');
+    assert.equal(response.body.code, 'template_not_found');
   }
   assert.equal((await system.send(alpha, body('alpha-only'))).status, 202);
   assert.equal((await system.send(beta, body('beta-only'))).status, 202);
@@ -41,8 +41,8 @@ test("a tenant's key cannot act on another tenant's organization, in either dire
   ] as const) {
     const response = await system.send({ apiKey: caller.apiKey, organizationId: other.organizationId }, body('alpha-only'));
     assert.equal(response.status, 403, response.text);
-    assert.deepEqual(response.body, { detail: response.body['detail'], code: 'permission_denied' });
-    assert.equal(typeof response.body['detail'], 'string');
+    assert.deepEqual(response.body, { detail: response.body.detail, code: 'permission_denied' });
+    assert.equal(typeof response.body.detail, 'string');
   }
   const { rows } = await system.db.query<{ count: number }>(
     'SELECT count(*)::int AS count FROM messages WHERE organization_id <> (SELECT organization_id FROM projects WHERE id = messages.project_id)',
@@ -78,7 +78,7 @@ test('requests without a valid Api-Key are refused with 401 and the Api-Key chal
   };
   for (const [label, authorization] of Object.entries(cases)) {
     const headers: Record<string, string> = { 'x-organization-id': String(alpha.organizationId), 'content-type': 'application/json' };
-    if (authorization !== undefined) headers['authorization'] = authorization;
+    if (authorization !== undefined) headers.authorization = authorization;
     const response = await system.request('/api/v1/send/', { method: 'POST', headers, body: JSON.stringify(body('alpha-only')) });
     assert.equal(response.status, 401, `${label}: ${response.text}`);
     assert.deepEqual(Object.keys(response.body), ['detail'], label);
@@ -94,7 +94,7 @@ test('invalid fields are all reported at once with 422 and nothing is written', 
   for (const messages of Object.values(response.body)) {
     assert.ok(Array.isArray(messages) && messages.length > 0 && messages.every((message) => typeof message === 'string'));
   }
-  assert.deepEqual(response.body['extra'], ['Unknown field.']);
+  assert.deepEqual(response.body.extra, ['Unknown field.']);
   const afterCount = await system.db.query<{ count: number }>('SELECT count(*)::int AS count FROM messages');
   assert.equal(afterCount.rows[0]?.count, before.rows[0]?.count);
 });

@@ -59,7 +59,7 @@ const one = (spans: readonly ReceivedSpan[], what: string, match: (span: Receive
 async function sendAndFollow(to: string, requestId: string): Promise<{ id: number; trace: ReceivedSpan[]; all: readonly ReceivedSpan[] }> {
   const response = await system.send(tenant, { template: 'welcome', to, channel: 'email', data: { name: 'Ada' } }, { 'x-request-id': requestId });
   assert.equal(response.status, 202, response.text);
-  const id = response.body['message_id'] as number;
+  const id = response.body.message_id as number;
   await waitForStates(system.db, [id], { timeoutMs: 30_000 });
   const applied = (span: ReceivedSpan) =>
     span.service === 'dispatch-svc' && span.name === `process ${names().events(id)}` && span.attributes['notify.delivery.state'] === 'sent';
@@ -181,7 +181,7 @@ test('a batch is one trace: the SendBatch call, under it one create span per mes
     }),
   });
   assert.equal(response.status, 200, response.text);
-  const ids = (response.body['results'] as Array<{ message_id: number }>).map((entry) => entry.message_id);
+  const ids = (response.body.results as Array<{ message_id: number }>).map((entry) => entry.message_id);
   await waitForStates(system.db, ids, { timeoutMs: 30_000 });
   const { jobs } = names();
   const sent = (id: number) => (span: ReceivedSpan) =>
@@ -245,7 +245,7 @@ test('a job published by the outbox relay after a NATS outage still joins the tr
     { 'x-request-id': 'trace-e2e-outage' },
   );
   assert.equal(response.status, 202, response.text);
-  const id = response.body['message_id'] as number;
+  const id = response.body.message_id as number;
   await nats.start();
   await waitForStates(system.db, [id], { timeoutMs: 45_000 });
   const { jobs } = names();

@@ -33,7 +33,7 @@ after(async () => {
 async function mailTo(to: string, template = 'digest'): Promise<{ id: number; mail: ParsedMail }> {
   const response = await system.send(tenant, validBody(template, { to }));
   assert.equal(response.status, 202, response.text);
-  const id = response.body['message_id'] as number;
+  const id = response.body.message_id as number;
   const mail = await waitFor(async () => (await readMails(system.resources.mailDir)).find((each) => notifyMessageId(each) === id), {
     timeoutMs: 15_000,
     what: `the mail of message ${id}`,

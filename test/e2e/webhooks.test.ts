@@ -70,7 +70,7 @@ async function sendMessages(count: number): Promise<number[]> {
   for (let index = 0; index < count; index += 1) {
     const response = await system.send(tenant, { template: 'welcome', to: `r${index}@example.com`, channel: 'email', data: { name: 'Ada' } });
     assert.equal(response.status, 202, response.text);
-    ids.push(response.body['message_id'] as number);
+    ids.push(response.body.message_id as number);
   }
   return ids;
 }
@@ -79,7 +79,7 @@ async function sendMessages(count: number): Promise<number[]> {
 async function receivedFor(receiver: WebhookReceiver, messageIds: readonly number[], timeoutMs = 20_000) {
   return waitFor(
     () => {
-      const got = messageIds.map((id) => receiver.received.find((webhook) => webhook.body.data['message_id'] === id));
+      const got = messageIds.map((id) => receiver.received.find((webhook) => webhook.body.data.message_id === id));
       return got.every((webhook) => webhook !== undefined) ? got.map((webhook) => webhook!) : undefined;
     },
     { timeoutMs, what: `webhooks for messages ${messageIds.join(', ')}` },
@@ -102,7 +102,7 @@ test('a sent message is one signed webhook that standardwebhooks verifies, with 
   assert.deepEqual(receiver.unverified, []);
   assert.match(webhook.id, /^evt_\d+$/);
   assert.equal(webhook.body.type, 'message.sent');
-  assert.match(String(webhook.body['timestamp']), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  assert.match(String(webhook.body.timestamp), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   assert.deepEqual(Object.keys(webhook.body.data).sort(), [
     'attempt',
     'celery_task_id',
@@ -116,10 +116,10 @@ test('a sent message is one signed webhook that standardwebhooks verifies, with 
     'template',
     'to',
   ]);
-  assert.deepEqual([webhook.body.data['tags'], webhook.body.data['metadata']], [[], {}], 'a message sent without labels has empty ones');
-  assert.equal(webhook.body.data['status'], 'sent');
-  assert.equal(webhook.body.data['to'], 'r0@example.com');
-  assert.equal(webhook.body.data['template'], 'welcome');
+  assert.deepEqual([webhook.body.data.tags, webhook.body.data.metadata], [[], {}], 'a message sent without labels has empty ones');
+  assert.equal(webhook.body.data.status, 'sent');
+  assert.equal(webhook.body.data.to, 'r0@example.com');
+  assert.equal(webhook.body.data.template, 'welcome');
   assert.ok(Math.abs(Number(webhook.timestamp) - Date.now() / 1000) < 30);
   // The sender records the attempt once the receiver's answer is in: just after the receiver saw the request.
   const attempts = await waitFor(
@@ -148,7 +148,7 @@ test('a receiver that never answers does not delay another: every event reaches 
       { template: 'welcome', to: `iso${index}@example.com`, channel: 'email', data: { name: 'Ada' } },
     );
     assert.equal(response.status, 202, response.text);
-    ids.push(response.body['message_id'] as number);
+    ids.push(response.body.message_id as number);
   }
   const got = await receivedFor(fast.receiver, ids);
   const { rows } = await system.db.query<{ id: string; created: Date }>(
@@ -305,8 +305,8 @@ test('SIGKILL of the sender in the middle of deliveries loses none of them', asy
   // A request repeated after the kill carries the event's webhook-id again, so the receiver can tell it is a repeat.
   const byMessage = new Map<unknown, Set<string>>();
   for (const webhook of receiver.received)
-    byMessage.set(webhook.body.data['message_id'], (byMessage.get(webhook.body.data['message_id']) ?? new Set()).add(webhook.id));
-  assert.ok(got.every((webhook) => byMessage.get(webhook.body.data['message_id'])?.size === 1));
+    byMessage.set(webhook.body.data.message_id, (byMessage.get(webhook.body.data.message_id) ?? new Set()).add(webhook.id));
+  assert.ok(got.every((webhook) => byMessage.get(webhook.body.data.message_id)?.size === 1));
   await system.db.query('UPDATE webhook_endpoints SET enabled = false WHERE id = $1', [id]);
 });
 

@@ -15,8 +15,8 @@ function show(response: HttpResult): string {
 export function assertDetailOnly(response: HttpResult, status: 401 | 429): void {
   assert.equal(response.status, status, show(response));
   assert.deepEqual(Object.keys(response.body), ['detail'], show(response));
-  assert.equal(typeof response.body['detail'], 'string', show(response));
-  assert.notEqual(response.body['detail'], '', show(response));
+  assert.equal(typeof response.body.detail, 'string', show(response));
+  assert.notEqual(response.body.detail, '', show(response));
 }
 
 /** 401 with the challenge naming the only scheme the API accepts. */
@@ -30,10 +30,10 @@ export function assertCoded(response: HttpResult, status: number, code: string):
   assert.equal(response.status, status, show(response));
   const keys = status >= 500 ? ['code', 'detail', 'request_id'] : ['code', 'detail'];
   assert.deepEqual(Object.keys(response.body).sort(), keys, show(response));
-  assert.equal(response.body['code'], code, show(response));
-  assert.equal(typeof response.body['detail'], 'string', show(response));
-  assert.notEqual(response.body['detail'], '', show(response));
-  if (status >= 500) assert.equal(response.body['request_id'], response.headers.get('x-request-id'), show(response));
+  assert.equal(response.body.code, code, show(response));
+  assert.equal(typeof response.body.detail, 'string', show(response));
+  assert.notEqual(response.body.detail, '', show(response));
+  if (status >= 500) assert.equal(response.body.request_id, response.headers.get('x-request-id'), show(response));
 }
 
 /** 422: exactly the given fields, each an array of at least one non-empty string. */
@@ -51,21 +51,21 @@ export function assertFieldErrors(response: HttpResult, fields: readonly string[
 export function assertAccepted(response: HttpResult): void {
   assert.equal(response.status, 202, show(response));
   assert.deepEqual(Object.keys(response.body).sort(), ['celery_task_id', 'idempotent_replay', 'message_id', 'status'], show(response));
-  assert.ok(Number.isInteger(response.body['message_id']), show(response));
-  assert.equal(response.body['status'], 'queued', show(response));
-  assert.match(String(response.body['celery_task_id']), uuidPattern);
-  assert.equal(typeof response.body['idempotent_replay'], 'boolean', show(response));
+  assert.ok(Number.isInteger(response.body.message_id), show(response));
+  assert.equal(response.body.status, 'queued', show(response));
+  assert.match(String(response.body.celery_task_id), uuidPattern);
+  assert.equal(typeof response.body.idempotent_replay, 'boolean', show(response));
 }
 
 /** 202 for a scheduled send: the seed's four fields, status `scheduled`, and `send_at` (RFC 3339, UTC). */
 export function assertScheduled(response: HttpResult): void {
   assert.equal(response.status, 202, show(response));
   assert.deepEqual(Object.keys(response.body).sort(), ['celery_task_id', 'idempotent_replay', 'message_id', 'send_at', 'status'], show(response));
-  assert.ok(Number.isInteger(response.body['message_id']), show(response));
-  assert.equal(response.body['status'], 'scheduled', show(response));
-  assert.match(String(response.body['celery_task_id']), uuidPattern);
-  assert.equal(typeof response.body['idempotent_replay'], 'boolean', show(response));
-  assert.match(String(response.body['send_at']), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/, show(response));
+  assert.ok(Number.isInteger(response.body.message_id), show(response));
+  assert.equal(response.body.status, 'scheduled', show(response));
+  assert.match(String(response.body.celery_task_id), uuidPattern);
+  assert.equal(typeof response.body.idempotent_replay, 'boolean', show(response));
+  assert.match(String(response.body.send_at), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/, show(response));
 }
 
 /** Headers every response carries: X-Request-ID (the caller's sane one, else a UUID) and Cache-Control: no-store. */
@@ -86,23 +86,20 @@ export function contractShapeProblem(status: number, body: unknown): string | un
   const record = body as Record<string, unknown>;
   const keys = Object.keys(record).sort().join(',');
   // A batch's answer (POST /api/v1/send/batch/).
-  if (status === 200 && keys === 'results') return batchResultsProblem(record['results']);
+  if (status === 200 && keys === 'results') return batchResultsProblem(record.results);
   if (status === 202) {
     // A scheduled send (send_at) adds its time to the seed's four fields, and says so in its status.
     const scheduled = keys === 'celery_task_id,idempotent_replay,message_id,send_at,status';
     if (keys !== 'celery_task_id,idempotent_replay,message_id,status' && !scheduled) return `202 with keys ${keys}`;
-    const state = scheduled ? record['status'] === 'scheduled' && !Number.isNaN(Date.parse(String(record['send_at']))) : record['status'] === 'queued';
-    return Number.isInteger(record['message_id']) &&
-      state &&
-      uuidPattern.test(String(record['celery_task_id'])) &&
-      typeof record['idempotent_replay'] === 'boolean'
+    const state = scheduled ? record.status === 'scheduled' && !Number.isNaN(Date.parse(String(record.send_at))) : record.status === 'queued';
+    return Number.isInteger(record.message_id) && state && uuidPattern.test(String(record.celery_task_id)) && typeof record.idempotent_replay === 'boolean'
       ? undefined
       : '202 with wrong field types';
   }
   // A message read (GET /api/v1/messages/{id}/), or canceled (DELETE: the message, now canceled).
   if (status === 200)
-    return Number.isInteger(record['message_id']) && typeof record['status'] === 'string' && Array.isArray(record['events']) ? undefined : `200 with ${keys}`;
-  if (status === 401 || status === 429) return keys === 'detail' && typeof record['detail'] === 'string' ? undefined : `${status} with keys ${keys}`;
+    return Number.isInteger(record.message_id) && typeof record.status === 'string' && Array.isArray(record.events) ? undefined : `200 with ${keys}`;
+  if (status === 401 || status === 429) return keys === 'detail' && typeof record.detail === 'string' ? undefined : `${status} with keys ${keys}`;
   if (status === 422) {
     if (keys === '') return '422 without fields';
     const fine = Object.values(record).every(
@@ -112,7 +109,7 @@ export function contractShapeProblem(status: number, body: unknown): string | un
   }
   if (status >= 400 && status < 500) {
     if (keys !== 'code,detail') return `${status} with keys ${keys}`;
-    return typeof record['detail'] === 'string' && typeof record['code'] === 'string' && snakeCase.test(record['code'])
+    return typeof record.detail === 'string' && typeof record.code === 'string' && snakeCase.test(record.code)
       ? undefined
       : `${status} with a malformed detail or code`;
   }
@@ -133,23 +130,18 @@ export function batchResultsProblem(results: unknown): string | undefined {
     if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) return `entry ${position} is not an object`;
     const record = entry as Record<string, unknown>;
     const keys = Object.keys(record).sort().join(',');
-    if (record['index'] !== position) return `entry ${position} has index ${String(record['index'])}`;
-    if (record['status'] === 202) {
+    if (record.index !== position) return `entry ${position} has index ${String(record.index)}`;
+    if (record.status === 202) {
       // An item with send_at is accepted `scheduled` and carries its time, as a scheduled send's 202 does.
       const scheduled = keys === 'celery_task_id,idempotent_replay,index,message_id,message_status,send_at,status';
       if (keys !== 'celery_task_id,idempotent_replay,index,message_id,message_status,status' && !scheduled) return `202 entry with keys ${keys}`;
-      const state = scheduled
-        ? record['message_status'] === 'scheduled' && !Number.isNaN(Date.parse(String(record['send_at'])))
-        : record['message_status'] === 'queued';
+      const state = scheduled ? record.message_status === 'scheduled' && !Number.isNaN(Date.parse(String(record.send_at))) : record.message_status === 'queued';
       const fine =
-        Number.isInteger(record['message_id']) &&
-        state &&
-        uuidPattern.test(String(record['celery_task_id'])) &&
-        typeof record['idempotent_replay'] === 'boolean';
+        Number.isInteger(record.message_id) && state && uuidPattern.test(String(record.celery_task_id)) && typeof record.idempotent_replay === 'boolean';
       if (!fine) return '202 entry with wrong field types';
       continue;
     }
-    const errors = record['errors'];
+    const errors = record.errors;
     if (
       errors === null ||
       typeof errors !== 'object' ||
@@ -157,14 +149,14 @@ export function batchResultsProblem(results: unknown): string | undefined {
       Object.keys(errors).length === 0 ||
       !Object.values(errors).every(isMessages)
     ) {
-      return `entry ${position} (${String(record['status'])}) without field errors`;
+      return `entry ${position} (${String(record.status)}) without field errors`;
     }
     const expected =
-      record['status'] === 422 ? 'errors,index,status' : record['status'] === 429 ? 'code,errors,index,retry_after,status' : 'code,errors,index,status';
-    if (![403, 404, 413, 422, 429].includes(record['status'] as number) || keys !== expected)
-      return `entry ${position}: status ${String(record['status'])} with keys ${keys}`;
-    if (record['code'] !== undefined && !snakeCase.test(String(record['code']))) return `entry ${position} with a malformed code`;
-    if (record['status'] === 429 && !(Number.isInteger(record['retry_after']) && (record['retry_after'] as number) >= 1))
+      record.status === 422 ? 'errors,index,status' : record.status === 429 ? 'code,errors,index,retry_after,status' : 'code,errors,index,status';
+    if (![403, 404, 413, 422, 429].includes(record.status as number) || keys !== expected)
+      return `entry ${position}: status ${String(record.status)} with keys ${keys}`;
+    if (record.code !== undefined && !snakeCase.test(String(record.code))) return `entry ${position} with a malformed code`;
+    if (record.status === 429 && !(Number.isInteger(record.retry_after) && (record.retry_after as number) >= 1))
       return `429 entry ${position} without retry_after`;
   }
   return undefined;

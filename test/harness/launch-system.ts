@@ -138,7 +138,7 @@ export async function launchSystem<S extends SystemSink>(options: LaunchOptions<
         {
           cwd: repoRoot,
           env: {
-            PATH: process.env['PATH'] ?? '',
+            PATH: process.env.PATH ?? '',
             AUTH_SVC_ADDR: stack.env.AUTH_SVC_ADDR,
             DISPATCH_SVC_ADDR: stack.env.DISPATCH_SVC_ADDR,
             ADMIN_TOKEN: adminToken,

@@ -50,12 +50,12 @@ export function openApiResponseCheck(document: Json): ResponseCheck {
       return [`the ${response.status} body is not JSON: ${response.text.slice(0, 80)}`];
     }
     const problems = validate(`${declaredPointer}/content/application~1json/schema`, body);
-    for (const [name, header] of Object.entries((declared['headers'] ?? {}) as Record<string, Json>)) {
-      const reference = header['$ref'];
+    for (const [name, header] of Object.entries((declared.headers ?? {}) as Record<string, Json>)) {
+      const reference = header.$ref;
       const headerPointer = typeof reference === 'string' ? reference.slice(1) : `${declaredPointer}/headers/${escapePointer(name)}`;
       const value = response.headers.get(name);
       if (value === null) {
-        if (at(document, headerPointer)?.['required'] === true) problems.push(`header ${name} is missing from the ${response.status}`);
+        if (at(document, headerPointer)?.required === true) problems.push(`header ${name} is missing from the ${response.status}`);
         continue;
       }
       problems.push(...validate(`${headerPointer}/schema`, value).map((problem) => `header ${name}: ${problem}`));

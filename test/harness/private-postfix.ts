@@ -44,7 +44,7 @@ export interface PrivatePostfix {
 const systemDirectories = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
 
 function findProgram(name: string): string | undefined {
-  const directories = [...(process.env['PATH'] ?? '').split(delimiter).filter(Boolean), ...systemDirectories];
+  const directories = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean), ...systemDirectories];
   return directories.map((directory) => join(directory, name)).find((path) => existsSync(path));
 }
 

@@ -1,7 +1,7 @@
 // HTTP requests that fetch() cannot make: header values fetch would refuse or rewrite (latin-1 bytes, no Content-Type at
 // all), raw body bytes, a request whose body is never sent (to see whether the answer comes before it), and bytes that
 // are not a well-formed request at all.
-import { Agent, request } from 'node:http';
+import { type Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import type { HttpResult } from './system.ts';
 
@@ -38,7 +38,7 @@ function headerList(url: URL, options: RawRequest): string[] {
   const added: Array<readonly [string, string]> = [];
   if (!has('host')) added.push(['Host', url.host]);
   if (!options.withholdBody && !has('content-length') && !has('transfer-encoding')) added.push(['Content-Length', String(options.body?.length ?? 0)]);
-  return [...added, ...given].flatMap(([name, value]) => [name, value]);
+  return [...added, ...given].flat();
 }
 
 export function rawRequest(baseUrl: string, options: RawRequest): Promise<RawResult> {

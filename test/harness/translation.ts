@@ -15,7 +15,11 @@ function texts(response: HttpResult): Map<string, string> {
   const found = new Map<string, string>();
   for (const [field, value] of Object.entries(response.body)) {
     if (field === 'detail' && typeof value === 'string') found.set('detail', value);
-    if (Array.isArray(value)) value.forEach((message, index) => found.set(`${field}[${index}]`, String(message)));
+    if (Array.isArray(value)) {
+      value.forEach((message, index) => {
+        found.set(`${field}[${index}]`, String(message));
+      });
+    }
   }
   return found;
 }
@@ -36,7 +40,7 @@ export async function assertTranslated(label: string, situation: Situation): Pro
   assert.equal(en.headers.get('content-language'), 'en', show);
   assert.equal(es.headers.get('content-language'), 'es', show);
   assert.deepEqual(Object.keys(es.body).sort(), Object.keys(en.body).sort(), `field names never change: ${show}`);
-  assert.equal(es.body['code'], en.body['code'], `codes never change: ${show}`);
+  assert.equal(es.body.code, en.body.code, `codes never change: ${show}`);
   const english = texts(en);
   const spanish = texts(es);
   assert.deepEqual([...spanish.keys()].sort(), [...english.keys()].sort(), show);

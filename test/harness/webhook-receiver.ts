@@ -128,5 +128,5 @@ export async function subscribedReceiver(
 
 /** The verified webhooks of `type` about one message received so far. */
 export function webhooksAbout(receiver: WebhookReceiver, type: string, messageId: number): ReceivedWebhook[] {
-  return receiver.received.filter((webhook) => webhook.body.type === type && webhook.body.data['message_id'] === messageId && webhook.verifiedWith.length > 0);
+  return receiver.received.filter((webhook) => webhook.body.type === type && webhook.body.data.message_id === messageId && webhook.verifiedWith.length > 0);
 }

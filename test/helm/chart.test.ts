@@ -38,8 +38,14 @@ let externalUrls: Rendered;
 
 before(async () => {
   const [helmTool, strictTool] = await Promise.all([ensureHelm(), ensureKubeStrict()]);
-  if ('skip' in helmTool) return void (skip = helmTool.skip);
-  if ('skip' in strictTool) return void (skip = strictTool.skip);
+  if ('skip' in helmTool) {
+    skip = helmTool.skip;
+    return;
+  }
+  if ('skip' in strictTool) {
+    skip = strictTool.skip;
+    return;
+  }
   helm = helmTool.path;
   kubeStrict = strictTool.path;
   [dev, production, externalUrls] = await Promise.all([
@@ -48,6 +54,12 @@ before(async () => {
     render(helm, { set: [...external, 'httpRoute.enabled=true', 'httpRoute.parentRefs[0].name=public', 'httpRoute.hostnames[0]=notify.example.com'] }),
   ]);
 });
+
+/** An object's spec, failing the test with the object's kind and name when it has none. */
+function specOf(object: K8sObject): Record<string, unknown> {
+  assert.ok(object.spec, `${object.kind}/${object.metadata.name} has no spec`);
+  return object.spec;
+}
 
 function containersOf(object: K8sObject): Container[] {
   const spec = podSpec(object);
@@ -60,7 +72,7 @@ function env(container: Container, name: string): { value?: string; valueFrom?: 
 
 /** The labels of a workload's pods. */
 function podSpecLabels(workload: K8sObject): Record<string, string> {
-  return (workload.spec?.['template'] as { metadata?: { labels?: Record<string, string> } } | undefined)?.metadata?.labels ?? {};
+  return (workload.spec?.template as { metadata?: { labels?: Record<string, string> } } | undefined)?.metadata?.labels ?? {};
 }
 
 function deployment(rendered: Rendered, component: string): K8sObject {
@@ -121,7 +133,7 @@ describe('helm/notify', () => {
     const misspelt = await validateStrictly(kubeStrict, production.manifest.replace('readOnlyRootFilesystem: true', 'readOnlyRootFilesytem: true'));
     assert.match(misspelt.problems.join('\n'), /unknown field .*readOnlyRootFilesytem/);
     const monitor = structuredClone(production.get('ServiceMonitor', 'notify'));
-    delete (monitor.spec as Record<string, unknown>)['selector'];
+    delete (monitor.spec as Record<string, unknown>).selector;
     assert.match((await validateWithModels([monitor])).join('\n'), /selector/);
   });
 
@@ -133,17 +145,17 @@ describe('helm/notify', () => {
       for (const workload of workloads) {
         const spec = podSpec(workload);
         const where = `${workload.kind}/${workload.metadata.name}`;
-        assert.equal(spec.securityContext?.['runAsNonRoot'], true, where);
-        assert.deepEqual(spec.securityContext?.['seccompProfile'], { type: 'RuntimeDefault' }, where);
+        assert.equal(spec.securityContext?.runAsNonRoot, true, where);
+        assert.deepEqual(spec.securityContext?.seccompProfile, { type: 'RuntimeDefault' }, where);
         assert.equal(spec.automountServiceAccountToken, false, where);
         for (const c of containersOf(workload)) {
           const context = c.securityContext ?? {};
-          assert.equal(context['runAsNonRoot'], true, `${where} ${c.name}`);
-          assert.equal(context['allowPrivilegeEscalation'], false, `${where} ${c.name}`);
-          assert.equal(context['readOnlyRootFilesystem'], true, `${where} ${c.name}`);
-          assert.deepEqual((context['capabilities'] as { drop?: string[] } | undefined)?.drop, ['ALL'], `${where} ${c.name}`);
-          assert.deepEqual(context['seccompProfile'], { type: 'RuntimeDefault' }, `${where} ${c.name}`);
-          assert.ok(c.resources?.requests && c.resources.limits?.['memory'], `${where} ${c.name}: resources`);
+          assert.equal(context.runAsNonRoot, true, `${where} ${c.name}`);
+          assert.equal(context.allowPrivilegeEscalation, false, `${where} ${c.name}`);
+          assert.equal(context.readOnlyRootFilesystem, true, `${where} ${c.name}`);
+          assert.deepEqual((context.capabilities as { drop?: string[] } | undefined)?.drop, ['ALL'], `${where} ${c.name}`);
+          assert.deepEqual(context.seccompProfile, { type: 'RuntimeDefault' }, `${where} ${c.name}`);
+          assert.ok(c.resources?.requests && c.resources.limits?.memory, `${where} ${c.name}: resources`);
         }
       }
       // Notify's own containers write only to an emptyDir at /tmp.
@@ -165,16 +177,16 @@ describe('helm/notify', () => {
     if (skip) return t.skip(skip);
     for (const component of ['gateway', 'mailer-svc', 'webhook-svc', 'bounce-svc']) {
       const c = container(production, component);
-      assert.deepEqual(c.readinessProbe?.['httpGet'], { path: '/readyz', port: 'metrics' }, component);
-      assert.deepEqual(c.livenessProbe?.['httpGet'], { path: '/healthz', port: 'metrics' }, component);
-      assert.ok(c.startupProbe?.['httpGet'], component);
+      assert.deepEqual(c.readinessProbe?.httpGet, { path: '/readyz', port: 'metrics' }, component);
+      assert.deepEqual(c.livenessProbe?.httpGet, { path: '/healthz', port: 'metrics' }, component);
+      assert.ok(c.startupProbe?.httpGet, component);
     }
     for (const [component, port] of [
       ['auth-svc', 50051],
       ['dispatch-svc', 50052],
     ] as const) {
       const c = container(externalUrls, component);
-      for (const probe of [c.readinessProbe, c.livenessProbe, c.startupProbe]) assert.deepEqual(probe?.['grpc'], { port }, component);
+      for (const probe of [c.readinessProbe, c.livenessProbe, c.startupProbe]) assert.deepEqual(probe?.grpc, { port }, component);
       assert.equal(env(c, 'GRPC_PORT')?.value, String(port));
     }
   });
@@ -187,19 +199,19 @@ describe('helm/notify', () => {
       ['dispatch-svc', 'DISPATCH_SVC_ADDR', 50052],
     ] as const) {
       const service = production.get('Service', `notify-${component}`);
-      assert.equal(service.spec?.['clusterIP'], 'None', component);
+      assert.equal(service.spec?.clusterIP, 'None', component);
       assert.equal(env(gateway, variable)?.value, `dns:///notify-${component}.notify.svc.cluster.local:${port}`);
-      assert.ok((service.spec?.['ports'] as { name: string; port: number }[]).some((p) => p.name === 'grpc' && p.port === port));
+      assert.ok((specOf(service).ports as { name: string; port: number }[]).some((p) => p.name === 'grpc' && p.port === port));
     }
-    assert.notEqual(production.get('Service', 'notify-gateway').spec?.['clusterIP'], 'None');
+    assert.notEqual(production.get('Service', 'notify-gateway').spec?.clusterIP, 'None');
   });
 
   test("the gateway reaches NATS for key invalidations and has its own AUTH_CACHE_TTL beside auth-svc's", async (t) => {
     if (skip) return t.skip(skip);
     const gateway = container(production, 'gateway');
     assert.equal(env(gateway, 'NATS_URL_FILE')?.value, '/var/run/secrets/notify/nats-url');
-    assert.equal(production.get('ConfigMap', 'notify').data?.['NOTIFY_NATS_PREFIX'], '', 'the same subject prefix as auth-svc');
-    assert.equal(production.get('ConfigMap', 'notify').data?.['AUTH_CACHE_TTL'], undefined, 'not shared: one name, two settings');
+    assert.equal(production.get('ConfigMap', 'notify').data?.NOTIFY_NATS_PREFIX, '', 'the same subject prefix as auth-svc');
+    assert.equal(production.get('ConfigMap', 'notify').data?.AUTH_CACHE_TTL, undefined, 'not shared: one name, two settings');
     assert.equal(env(gateway, 'AUTH_CACHE_TTL')?.value, '10s');
     assert.equal(env(container(production, 'auth-svc'), 'AUTH_CACHE_TTL')?.value, '10s');
     const tuned = await render(helm, { valuesFiles: [productionValues], set: ['config.gateway.authCacheTtl=0s', 'config.authSvc.cacheTtl=30s'] });
@@ -211,7 +223,7 @@ describe('helm/notify', () => {
     const gatewayLabels = podSpecLabels(deployment(dev, 'gateway'));
     const natsFrom =
       (
-        dev.get('NetworkPolicy', 'notify-nats').spec?.['ingress'] as {
+        specOf(dev.get('NetworkPolicy', 'notify-nats')).ingress as {
           ports: { port: number }[];
           from: { podSelector: { matchLabels: Record<string, string> } }[];
         }[]
@@ -224,10 +236,10 @@ describe('helm/notify', () => {
 
   test('dispatch-svc requires https webhook URLs unless config.dispatchSvc.webhookAllowPrivate is true', async (t) => {
     if (skip) return t.skip(skip);
-    assert.equal(production.get('ConfigMap', 'notify').data?.['NOTIFY_WEBHOOK_ALLOW_PRIVATE'], 'false');
+    assert.equal(production.get('ConfigMap', 'notify').data?.NOTIFY_WEBHOOK_ALLOW_PRIVATE, 'false');
     assert.ok(container(production, 'dispatch-svc').envFrom?.some((source) => source.configMapRef?.name === 'notify'));
     const allowed = await render(helm, { valuesFiles: [devValues], set: ['config.dispatchSvc.webhookAllowPrivate=true'] });
-    assert.equal(allowed.get('ConfigMap', 'notify').data?.['NOTIFY_WEBHOOK_ALLOW_PRIVATE'], 'true');
+    assert.equal(allowed.get('ConfigMap', 'notify').data?.NOTIFY_WEBHOOK_ALLOW_PRIVATE, 'true');
     const wrong = await template(helm, { valuesFiles: [devValues], set: ['config.dispatchSvc.webhookAllowPrivate=yes'] });
     assert.notEqual(wrong.code, 0);
     assert.match(wrong.stderr, /webhookAllowPrivate/);
@@ -243,7 +255,7 @@ describe('helm/notify', () => {
     assert.ok(container(production, 'dispatch-svc').envFrom?.some((source) => source.configMapRef?.name === 'notify'));
     const kept = await render(helm, { valuesFiles: [devValues], set: ['config.messageRetention=90d', 'config.dispatchSvc.retentionPurgeBatchSize=500'] });
     assert.deepEqual(
-      [kept.get('ConfigMap', 'notify').data?.['NOTIFY_MESSAGE_RETENTION'], kept.get('ConfigMap', 'notify').data?.['RETENTION_PURGE_BATCH_SIZE']],
+      [kept.get('ConfigMap', 'notify').data?.NOTIFY_MESSAGE_RETENTION, kept.get('ConfigMap', 'notify').data?.RETENTION_PURGE_BATCH_SIZE],
       ['90d', '500'],
     );
     for (const wrong of ['config.messageRetention=30', 'config.messageRetention=2w', 'config.dispatchSvc.retentionPurgeBatchSize=0']) {
@@ -257,13 +269,13 @@ describe('helm/notify', () => {
     if (skip) return t.skip(skip);
     const data = (rendered: Rendered) => rendered.get('ConfigMap', 'notify').data ?? {};
     assert.deepEqual(
-      [data(externalUrls)['REDIS_SENTINELS'], data(externalUrls)['REDIS_SENTINEL_NAME']],
+      [data(externalUrls).REDIS_SENTINELS, data(externalUrls).REDIS_SENTINEL_NAME],
       ['', 'mymaster'],
       'off by default: REDIS_URL names the Redis',
     );
     // The production-like values follow Bitnami's redis chart with sentinels (docs/operations.md, "The stores in production").
     assert.deepEqual(
-      [data(production)['REDIS_SENTINELS'], data(production)['REDIS_SENTINEL_NAME']],
+      [data(production).REDIS_SENTINELS, data(production).REDIS_SENTINEL_NAME],
       [[0, 1, 2].map((node) => `redis-node-${node}.redis-headless.cache:26379`).join(','), 'mymaster'],
     );
     assert.ok(container(production, 'gateway').envFrom?.some((source) => source.configMapRef?.name === 'notify'));
@@ -276,7 +288,7 @@ describe('helm/notify', () => {
         'networkPolicy.egress.redis.ports={6379,26379}',
       ],
     });
-    assert.deepEqual([data(sentinel)['REDIS_SENTINELS'], data(sentinel)['REDIS_SENTINEL_NAME']], [sentinels.join(','), 'notify']);
+    assert.deepEqual([data(sentinel).REDIS_SENTINELS, data(sentinel).REDIS_SENTINEL_NAME], [sentinels.join(','), 'notify']);
     assert.ok(JSON.stringify(sentinel.ofKind('NetworkPolicy')).includes('"port":26379'), 'the pods may reach the sentinels');
     // The master's password stays in the Secret's REDIS_URL, read from its file.
     assert.equal(env(container(sentinel, 'gateway'), 'REDIS_URL_FILE')?.value, '/var/run/secrets/notify/redis-url');
@@ -294,9 +306,9 @@ describe('helm/notify', () => {
   test('config.traceUrlTemplate reaches the gateway as written, and one that is no http(s) URL with {trace_id} is refused', async (t) => {
     if (skip) return t.skip(skip);
     const grafana = 'https://grafana.example.com/explore?left={"datasource":"tempo","queries":[{"query":"{trace_id}"}]}';
-    assert.equal(production.get('ConfigMap', 'notify').data?.['NOTIFY_TRACE_URL_TEMPLATE'], grafana);
+    assert.equal(production.get('ConfigMap', 'notify').data?.NOTIFY_TRACE_URL_TEMPLATE, grafana);
     assert.ok(container(production, 'gateway').envFrom?.some((source) => source.configMapRef?.name === 'notify'));
-    assert.equal(dev.get('ConfigMap', 'notify').data?.['NOTIFY_TRACE_URL_TEMPLATE'], undefined, 'unset by default: the panel shows trace ids as text');
+    assert.equal(dev.get('ConfigMap', 'notify').data?.NOTIFY_TRACE_URL_TEMPLATE, undefined, 'unset by default: the panel shows trace ids as text');
     for (const wrong of ['http://jaeger:16686/search', 'javascript:alert(1)//{trace_id}']) {
       const result = await template(helm, { valuesFiles: [devValues], set: [`config.traceUrlTemplate=${wrong}`] });
       assert.notEqual(result.code, 0, wrong);
@@ -308,12 +320,12 @@ describe('helm/notify', () => {
     if (skip) return t.skip(skip);
     const data = (rendered: Rendered) => rendered.get('ConfigMap', 'notify').data ?? {};
     assert.deepEqual(
-      [data(production)['MAILER_DESTINATION_CONCURRENCY'], data(production)['MAILER_DESTINATION_RATE'], data(production)['MAILER_DESTINATION_LIMITS']],
+      [data(production).MAILER_DESTINATION_CONCURRENCY, data(production).MAILER_DESTINATION_RATE, data(production).MAILER_DESTINATION_LIMITS],
       ['20', '10000/s', ''],
     );
     assert.ok(container(production, 'mailer-svc').envFrom?.some((source) => source.configMapRef?.name === 'notify'));
     // The give-up policy is the services' own (4 days, attempts only a backstop), not a chart's shorter one.
-    assert.deepEqual([data(production)['MAILER_MAX_AGE'], data(production)['MAILER_MAX_ATTEMPTS']], ['4d', '200']);
+    assert.deepEqual([data(production).MAILER_MAX_AGE, data(production).MAILER_MAX_ATTEMPTS], ['4d', '200']);
     const limited = await render(helm, {
       valuesFiles: [productionValues],
       set: [
@@ -324,7 +336,7 @@ describe('helm/notify', () => {
       ],
     });
     // In the order of the domains, as the mailer's MAILER_DESTINATION_LIMITS syntax writes them.
-    assert.equal(data(limited)['MAILER_DESTINATION_LIMITS'], 'bulk.example=50:600/min,slow.example=2:5/s');
+    assert.equal(data(limited).MAILER_DESTINATION_LIMITS, 'bulk.example=50:600/min,slow.example=2:5/s');
     for (const wrong of [
       ['config.mailer.destinationLimits.slow\\.example.concurrency=0', 'config.mailer.destinationLimits.slow\\.example.rate=5/s'],
       ['config.mailer.destinationLimits.slow\\.example.concurrency=2', 'config.mailer.destinationLimits.slow\\.example.rate=fast'],
@@ -343,24 +355,24 @@ describe('helm/notify', () => {
     if (skip) return t.skip(skip);
     const data = (rendered: Rendered) => rendered.get('ConfigMap', 'notify').data ?? {};
     const bare = await render(helm, { valuesFiles: [devValues] });
-    assert.equal(data(bare)['NOTIFY_AUTH_FAILURE_RATE'], '20/min');
-    assert.equal(data(bare)['TRUSTED_PROXY_HOPS'], '0', 'nothing in front: the TCP peer is the client');
-    assert.equal(data(production)['TRUSTED_PROXY_HOPS'], '1', 'the production values enable the Ingress');
+    assert.equal(data(bare).NOTIFY_AUTH_FAILURE_RATE, '20/min');
+    assert.equal(data(bare).TRUSTED_PROXY_HOPS, '0', 'nothing in front: the TCP peer is the client');
+    assert.equal(data(production).TRUSTED_PROXY_HOPS, '1', 'the production values enable the Ingress');
     const ingress = await render(helm, { valuesFiles: [devValues], set: ['ingress.enabled=true'] });
-    assert.equal(data(ingress)['TRUSTED_PROXY_HOPS'], '1', 'the ingress controller appends the client address');
+    assert.equal(data(ingress).TRUSTED_PROXY_HOPS, '1', 'the ingress controller appends the client address');
     const route = await render(helm, { valuesFiles: [devValues], set: ['httpRoute.enabled=true', 'httpRoute.parentRefs[0].name=edge'] });
-    assert.equal(data(route)['TRUSTED_PROXY_HOPS'], '1', 'so does the Gateway API proxy');
+    assert.equal(data(route).TRUSTED_PROXY_HOPS, '1', 'so does the Gateway API proxy');
     // HTTPS at the chart's own edge: the panel cookies are Secure, and the proxy's X-Forwarded-Proto (trusted above)
     // brings Strict-Transport-Security; without TLS there, neither.
-    assert.equal(data(production)['PANEL_COOKIE_SECURE'], 'true', 'the production Ingress terminates TLS');
-    assert.equal(data(route)['PANEL_COOKIE_SECURE'], 'true', 'a Gateway listener terminates TLS');
-    assert.equal(data(ingress)['PANEL_COOKIE_SECURE'], 'false', 'an Ingress without a TLS section serves plain http');
-    assert.equal(data(bare)['PANEL_COOKIE_SECURE'], 'false', 'port-forwarding over plain http');
+    assert.equal(data(production).PANEL_COOKIE_SECURE, 'true', 'the production Ingress terminates TLS');
+    assert.equal(data(route).PANEL_COOKIE_SECURE, 'true', 'a Gateway listener terminates TLS');
+    assert.equal(data(ingress).PANEL_COOKIE_SECURE, 'false', 'an Ingress without a TLS section serves plain http');
+    assert.equal(data(bare).PANEL_COOKIE_SECURE, 'false', 'port-forwarding over plain http');
     const cdn = await render(helm, {
       valuesFiles: [devValues],
       set: ['ingress.enabled=true', 'config.gateway.trustedProxyHops=2', 'config.gateway.authFailureRate=50/hour'],
     });
-    assert.deepEqual([data(cdn)['TRUSTED_PROXY_HOPS'], data(cdn)['NOTIFY_AUTH_FAILURE_RATE']], ['2', '50/hour'], 'a CDN in front of the ingress: set by hand');
+    assert.deepEqual([data(cdn).TRUSTED_PROXY_HOPS, data(cdn).NOTIFY_AUTH_FAILURE_RATE], ['2', '50/hour'], 'a CDN in front of the ingress: set by hand');
     for (const wrong of ['config.gateway.trustedProxyHops=-1', 'config.gateway.trustedProxyHops=11', 'config.gateway.authFailureRate=many']) {
       const result = await template(helm, { valuesFiles: [devValues], set: [wrong] });
       assert.notEqual(result.code, 0, wrong);
@@ -446,8 +458,8 @@ describe('helm/notify', () => {
     if (skip) return t.skip(skip);
     const secret = externalUrls.get('Secret', 'notify-secrets');
     const decoded = Object.fromEntries(Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64').toString()]));
-    assert.equal(decoded['DATABASE_URL'], 'postgres://notify:pw@db.example:5432/notify');
-    assert.equal(decoded['SMTP_URL'], 'smtp://relay.example:587');
+    assert.equal(decoded.DATABASE_URL, 'postgres://notify:pw@db.example:5432/notify');
+    assert.equal(decoded.SMTP_URL, 'smtp://relay.example:587');
     const tokens = ['GATEWAY_TOKEN', 'MAILER_TOKEN', 'BOUNCE_TOKEN', 'ADMIN_TOKEN'].map((key) => decoded[key] ?? '');
     for (const token of tokens) assert.match(token, /^[A-Za-z0-9]{48}$/);
     assert.equal(new Set(tokens).size, 4, 'one token per caller');
@@ -460,21 +472,21 @@ describe('helm/notify', () => {
     assert.match(both.stderr, /mailer\.keda\.enabled and mailer\.autoscaling\.enabled are mutually exclusive/);
 
     const scaled = production.get('ScaledObject', 'notify-mailer-svc');
-    const trigger = (scaled.spec?.['triggers'] as { type: string; metadata: Record<string, string> }[])[0];
+    const trigger = (specOf(scaled).triggers as { type: string; metadata: Record<string, string> }[])[0];
     assert.equal(trigger?.type, 'nats-jetstream');
-    assert.deepEqual([trigger?.metadata['stream'], trigger?.metadata['consumer']], ['NOTIFY_JOBS', 'mailer']);
-    assert.equal(trigger?.metadata['natsServerMonitoringEndpoint'], 'nats.messaging.svc.cluster.local:8222');
-    assert.equal(deployment(production, 'mailer-svc').spec?.['replicas'], undefined, 'KEDA owns the replica count');
+    assert.deepEqual([trigger?.metadata.stream, trigger?.metadata.consumer], ['NOTIFY_JOBS', 'mailer']);
+    assert.equal(trigger?.metadata.natsServerMonitoringEndpoint, 'nats.messaging.svc.cluster.local:8222');
+    assert.equal(deployment(production, 'mailer-svc').spec?.replicas, undefined, 'KEDA owns the replica count');
     assert.ok(!production.ofKind('HorizontalPodAutoscaler').some((hpa) => hpa.metadata.name === 'notify-mailer-svc'));
     assert.ok(production.ofKind('HorizontalPodAutoscaler').some((hpa) => hpa.metadata.name === 'notify-gateway'));
 
     // The stream and consumer names follow NOTIFY_NATS_PREFIX as the services derive them (platform/src/nats).
     const prefixed = await render(helm, { valuesFiles: [productionValues], set: ['config.natsPrefix=staging_'] });
-    const prefixedTrigger = (prefixed.get('ScaledObject', 'notify-mailer-svc').spec?.['triggers'] as { metadata: Record<string, string> }[])[0];
-    assert.deepEqual([prefixedTrigger?.metadata['stream'], prefixedTrigger?.metadata['consumer']], ['STAGING_NOTIFY_JOBS', 'STAGING_mailer']);
+    const prefixedTrigger = (specOf(prefixed.get('ScaledObject', 'notify-mailer-svc')).triggers as { metadata: Record<string, string> }[])[0];
+    assert.deepEqual([prefixedTrigger?.metadata.stream, prefixedTrigger?.metadata.consumer], ['STAGING_NOTIFY_JOBS', 'STAGING_mailer']);
 
     const hpa = await render(helm, { set: [...external, 'mailer.autoscaling.enabled=true'] });
-    assert.equal(hpa.get('HorizontalPodAutoscaler', 'notify-mailer-svc').spec?.['maxReplicas'], 10);
+    assert.equal(hpa.get('HorizontalPodAutoscaler', 'notify-mailer-svc').spec?.maxReplicas, 10);
     assert.equal(hpa.ofKind('ScaledObject').length, 0);
   });
 
@@ -496,7 +508,7 @@ describe('helm/notify', () => {
     assert.equal(env(migrate, 'DATABASE_URL'), undefined);
     const migrationSecrets = podSpec(job).volumes?.find((volume) => volume.name === 'secrets')?.secret;
     assert.deepEqual([migrationSecrets?.secretName, migrationSecrets?.items], ['notify-migration', [{ key: 'DATABASE_URL', path: 'database-url' }]]);
-    assert.equal(Buffer.from(secret.data?.['DATABASE_URL'] ?? '', 'base64').toString(), 'postgres://notify:pw@db.example:5432/notify');
+    assert.equal(Buffer.from(secret.data?.DATABASE_URL ?? '', 'base64').toString(), 'postgres://notify:pw@db.example:5432/notify');
 
     // With existingSecret the Secret exists before the release: no hook Secret.
     assert.equal(production.ofKind('Secret').length, 0);
@@ -511,7 +523,7 @@ describe('helm/notify', () => {
   test('NetworkPolicies leave only the gateway open and admit internal gRPC from the gateway and labelled clients', (t) => {
     if (skip) return t.skip(skip);
     type Rule = { ports: { port: string | number }[]; from?: Record<string, unknown>[] };
-    const rules = (component: string): Rule[] => production.get('NetworkPolicy', `notify-${component}`).spec?.['ingress'] as Rule[];
+    const rules = (component: string): Rule[] => production.get('NetworkPolicy', `notify-${component}`).spec?.ingress as Rule[];
     const ports = (component: string): (string | number)[] => rules(component).flatMap((rule) => rule.ports.map((port) => port.port));
     assert.equal(rules('gateway').find((rule) => rule.ports[0]?.port === 'http')?.from, undefined, 'anyone may reach the API');
     assert.deepEqual(ports('mailer-svc'), ['metrics']);
@@ -540,7 +552,7 @@ describe('helm/notify', () => {
     // Every workload of the dev install is covered by a policy.
     const selected = dev
       .ofKind('NetworkPolicy')
-      .map((policy) => (policy.spec?.['podSelector'] as { matchLabels: Record<string, string> }).matchLabels['app.kubernetes.io/component']);
+      .map((policy) => (specOf(policy).podSelector as { matchLabels: Record<string, string> }).matchLabels['app.kubernetes.io/component']);
     for (const workload of dev.objects.filter((object) => ['Deployment', 'StatefulSet'].includes(object.kind))) {
       assert.ok(selected.includes(workload.metadata.labels?.['app.kubernetes.io/component']), `${workload.metadata.name} has no NetworkPolicy`);
     }
@@ -550,9 +562,9 @@ describe('helm/notify', () => {
     if (skip) return t.skip(skip);
     type EgressRule = { ports?: { port: number; protocol: string }[]; to?: Record<string, { cidr?: string; except?: string[] } | Record<string, unknown>>[] };
     const policy = production.get('NetworkPolicy', 'notify-webhook-svc-egress');
-    assert.deepEqual(policy.spec?.['policyTypes'], ['Egress']);
-    assert.deepEqual((policy.spec?.['podSelector'] as { matchLabels: Record<string, string> }).matchLabels['app.kubernetes.io/component'], 'webhook-svc');
-    const egress = policy.spec?.['egress'] as EgressRule[];
+    assert.deepEqual(policy.spec?.policyTypes, ['Egress']);
+    assert.deepEqual((specOf(policy).podSelector as { matchLabels: Record<string, string> }).matchLabels['app.kubernetes.io/component'], 'webhook-svc');
+    const egress = policy.spec?.egress as EgressRule[];
     assert.deepEqual(egress[0], {
       ports: [
         { port: 53, protocol: 'UDP' },
@@ -562,7 +574,7 @@ describe('helm/notify', () => {
     assert.deepEqual(egress[1], { to: [{ podSelector: { matchLabels: { 'app.kubernetes.io/instance': 'notify' } } }] });
     const https = egress[2];
     assert.deepEqual(https?.ports, [{ port: 443, protocol: 'TCP' }]);
-    const blocks = (https?.to ?? []).map((peer) => peer['ipBlock'] as { cidr: string; except: string[] });
+    const blocks = (https?.to ?? []).map((peer) => peer.ipBlock as { cidr: string; except: string[] });
     assert.deepEqual(
       blocks.map((block) => block.cidr),
       ['0.0.0.0/0', '::/0'],
@@ -575,11 +587,7 @@ describe('helm/notify', () => {
       { to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'messaging' } } }], ports: [{ port: 4222, protocol: 'TCP' }] },
       { to: [{ ipBlock: { cidr: '10.0.0.0/8' } }], ports: [{ port: 5432, protocol: 'TCP' }] },
     ]);
-    assert.equal(
-      (dev.get('NetworkPolicy', 'notify-webhook-svc-egress').spec?.['egress'] as EgressRule[]).length,
-      3,
-      'nothing else unless the operator adds it',
-    );
+    assert.equal((specOf(dev.get('NetworkPolicy', 'notify-webhook-svc-egress')).egress as EgressRule[]).length, 3, 'nothing else unless the operator adds it');
   });
 
   test("every pod may connect only to DNS, the release's pods it calls, and the ports of its external services where the operator put them", async (t) => {
@@ -588,9 +596,9 @@ describe('helm/notify', () => {
     type EgressRule = { ports: { port: number | string; protocol: string }[]; to?: Peer[] };
     const egress = (rendered: Rendered, component: string): EgressRule[] => {
       const policy = rendered.get('NetworkPolicy', `notify-${component}-egress`);
-      assert.deepEqual(policy.spec?.['policyTypes'], ['Egress'], component);
-      assert.equal((policy.spec?.['podSelector'] as { matchLabels: Record<string, string> }).matchLabels['app.kubernetes.io/component'], component);
-      return policy.spec?.['egress'] as EgressRule[];
+      assert.deepEqual(policy.spec?.policyTypes, ['Egress'], component);
+      assert.equal((specOf(policy).podSelector as { matchLabels: Record<string, string> }).matchLabels['app.kubernetes.io/component'], component);
+      return policy.spec?.egress as EgressRule[];
     };
     const dns: EgressRule = {
       ports: [
@@ -646,8 +654,8 @@ describe('helm/notify', () => {
     ] as const) {
       const limited = rendered
         .ofKind('NetworkPolicy')
-        .filter((policy) => (policy.spec?.['policyTypes'] as string[]).includes('Egress'))
-        .map((policy) => (policy.spec?.['podSelector'] as { matchLabels: Record<string, string> }).matchLabels['app.kubernetes.io/component']);
+        .filter((policy) => (specOf(policy).policyTypes as string[]).includes('Egress'))
+        .map((policy) => (specOf(policy).podSelector as { matchLabels: Record<string, string> }).matchLabels['app.kubernetes.io/component']);
       for (const workload of rendered.objects.filter((object) => workloadKinds.has(object.kind))) {
         const component = (workload.kind === 'Pod' ? workload.metadata.labels : podSpecLabels(workload))?.['app.kubernetes.io/component'];
         assert.ok(limited.includes(component ?? ''), `${name}: ${workload.kind}/${workload.metadata.name} has no egress policy`);
@@ -660,10 +668,10 @@ describe('helm/notify', () => {
     type Rule = { ports: { port: string | number }[]; from?: Record<string, unknown>[] };
     const monitoring = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } };
     for (const component of notifyContainers) {
-      const rules = externalUrls.get('NetworkPolicy', `notify-${component}`).spec?.['ingress'] as Rule[];
+      const rules = externalUrls.get('NetworkPolicy', `notify-${component}`).spec?.ingress as Rule[];
       assert.deepEqual(rules.find((rule) => rule.ports[0]?.port === 'metrics')?.from, [monitoring], component);
     }
-    const natsMonitor = (dev.get('NetworkPolicy', 'notify-nats').spec?.['ingress'] as Rule[]).find((rule) => rule.ports[0]?.port === 8222);
+    const natsMonitor = (specOf(dev.get('NetworkPolicy', 'notify-nats')).ingress as Rule[]).find((rule) => rule.ports[0]?.port === 8222);
     assert.deepEqual(natsMonitor?.from, [monitoring, { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'keda' } } }]);
   });
 
@@ -684,23 +692,23 @@ describe('helm/notify', () => {
         assert.equal(env(c, variable) ?? env(c, `${variable}_FILE`), undefined, variable);
       }
       const smtp = rendered.get('Service', 'notify-bounce-svc');
-      assert.deepEqual(smtp.spec?.['ports'], [{ name: 'smtp', port: 25, targetPort: 'smtp', protocol: 'TCP', appProtocol: 'smtp' }]);
+      assert.deepEqual(smtp.spec?.ports, [{ name: 'smtp', port: 25, targetPort: 'smtp', protocol: 'TCP', appProtocol: 'smtp' }]);
       assert.equal(smtp.metadata.labels?.['notify.io/metrics'], undefined, 'the MX Service never publishes /metrics');
       const metrics = rendered.get('Service', 'notify-bounce-svc-metrics');
-      assert.equal(metrics.spec?.['clusterIP'], 'None');
+      assert.equal(metrics.spec?.clusterIP, 'None');
       assert.equal(metrics.metadata.labels?.['notify.io/metrics'], 'true');
     }
-    assert.equal(dev.get('ConfigMap', 'notify').data?.['BOUNCE_DOMAIN'], 'bounces.notify.localhost');
-    assert.equal(dev.get('ConfigMap', 'notify').data?.['BOUNCE_MAX_BYTES'], '10485760');
-    assert.equal(production.get('ConfigMap', 'notify').data?.['BOUNCE_DOMAIN'], 'bounces.mail.example.com');
-    assert.equal(dev.get('Service', 'notify-bounce-svc').spec?.['type'], 'ClusterIP', 'published only when the operator says so');
-    assert.equal(dev.get('Deployment', 'notify-bounce-svc').spec?.['replicas'], 1);
+    assert.equal(dev.get('ConfigMap', 'notify').data?.BOUNCE_DOMAIN, 'bounces.notify.localhost');
+    assert.equal(dev.get('ConfigMap', 'notify').data?.BOUNCE_MAX_BYTES, '10485760');
+    assert.equal(production.get('ConfigMap', 'notify').data?.BOUNCE_DOMAIN, 'bounces.mail.example.com');
+    assert.equal(dev.get('Service', 'notify-bounce-svc').spec?.type, 'ClusterIP', 'published only when the operator says so');
+    assert.equal(dev.get('Deployment', 'notify-bounce-svc').spec?.replicas, 1);
 
     // The production example makes the Service the MX target and scales bounce-svc on CPU like the mailers can.
     const mx = production.get('Service', 'notify-bounce-svc');
-    assert.deepEqual([mx.spec?.['type'], mx.spec?.['externalTrafficPolicy']], ['LoadBalancer', 'Local']);
-    assert.equal(deployment(production, 'bounce-svc').spec?.['replicas'], undefined, 'the HPA owns the replica count');
-    assert.deepEqual(production.get('HorizontalPodAutoscaler', 'notify-bounce-svc').spec?.['scaleTargetRef'], {
+    assert.deepEqual([mx.spec?.type, mx.spec?.externalTrafficPolicy], ['LoadBalancer', 'Local']);
+    assert.equal(deployment(production, 'bounce-svc').spec?.replicas, undefined, 'the HPA owns the replica count');
+    assert.deepEqual(production.get('HorizontalPodAutoscaler', 'notify-bounce-svc').spec?.scaleTargetRef, {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       name: 'notify-bounce-svc',
@@ -722,11 +730,11 @@ describe('helm/notify', () => {
         'config.bounce.maxBytes=2048',
       ],
     });
-    assert.equal(tuned.get('Service', 'notify-bounce-svc').spec?.['type'], 'NodePort');
-    assert.equal((tuned.get('Service', 'notify-bounce-svc').spec?.['ports'] as { port: number }[])[0]?.port, 2525);
+    assert.equal(tuned.get('Service', 'notify-bounce-svc').spec?.type, 'NodePort');
+    assert.equal((specOf(tuned.get('Service', 'notify-bounce-svc')).ports as { port: number }[])[0]?.port, 2525);
     assert.equal(env(container(tuned, 'bounce-svc'), 'BOUNCE_SMTP_PORT')?.value, '25250');
     assert.deepEqual(
-      [tuned.get('ConfigMap', 'notify').data?.['BOUNCE_DOMAIN'], tuned.get('ConfigMap', 'notify').data?.['BOUNCE_MAX_BYTES']],
+      [tuned.get('ConfigMap', 'notify').data?.BOUNCE_DOMAIN, tuned.get('ConfigMap', 'notify').data?.BOUNCE_MAX_BYTES],
       ['bounces.example.org', '2048'],
     );
     for (const wrong of [
@@ -780,7 +788,7 @@ describe('helm/notify', () => {
 
   test('without existingSecret the chart generates a data key of 32 random bytes, or writes the one it is given', async (t) => {
     if (skip) return t.skip(skip);
-    const dataKey = (rendered: Rendered) => Buffer.from(rendered.get('Secret', 'notify-secrets').data?.['NOTIFY_DATA_KEY'] ?? '', 'base64').toString();
+    const dataKey = (rendered: Rendered) => Buffer.from(rendered.get('Secret', 'notify-secrets').data?.NOTIFY_DATA_KEY ?? '', 'base64').toString();
     const generated = dataKey(externalUrls);
     // Base64, as NOTIFY_DATA_KEY takes it (platform/src/mail/data-key.ts), and never hex-looking.
     assert.match(generated, /^[A-Za-z0-9+/]{43}=$/);
@@ -799,10 +807,10 @@ describe('helm/notify', () => {
     assert.equal(env(mailer, 'DISPATCH_SVC_ADDR')?.value, 'dns:///notify-dispatch-svc.notify.svc.cluster.local:50052');
     assert.equal(env(mailer, 'MAILER_TOKEN_FILE')?.value, '/var/run/secrets/notify/mailer-token');
     assert.equal(env(mailer, 'GATEWAY_TOKEN_FILE'), undefined, 'the mailers cannot send');
-    const publicUrl = (rendered: Rendered) => rendered.get('ConfigMap', 'notify').data?.['NOTIFY_PUBLIC_URL'];
+    const publicUrl = (rendered: Rendered) => rendered.get('ConfigMap', 'notify').data?.NOTIFY_PUBLIC_URL;
     assert.equal(publicUrl(production), 'https://notify.example.com', 'config.publicUrl as written');
     assert.ok(
-      (production.get('Ingress', 'notify').spec?.['rules'] as { http: { paths: { path: string }[] } }[])[0]?.http.paths.some((path) => path.path === '/u/'),
+      (specOf(production.get('Ingress', 'notify')).rules as { http: { paths: { path: string }[] } }[])[0]?.http.paths.some((path) => path.path === '/u/'),
       'the production Ingress routes the unsubscribe links to the gateway',
     );
     // Empty: taken from the chart's own Ingress or HTTPRoute, else left to the mailers' default.
@@ -838,27 +846,27 @@ describe('helm/notify', () => {
 
   test('PodDisruptionBudgets keep every component available and the gateway scales with an HPA', (t) => {
     if (skip) return t.skip(skip);
-    for (const component of notifyContainers) assert.equal(production.get('PodDisruptionBudget', `notify-${component}`).spec?.['maxUnavailable'], 1);
+    for (const component of notifyContainers) assert.equal(production.get('PodDisruptionBudget', `notify-${component}`).spec?.maxUnavailable, 1);
     const hpa = production.get('HorizontalPodAutoscaler', 'notify-gateway');
-    assert.deepEqual([hpa.spec?.['minReplicas'], hpa.spec?.['maxReplicas']], [3, 20]);
+    assert.deepEqual([hpa.spec?.minReplicas, hpa.spec?.maxReplicas], [3, 20]);
     assert.equal(env(container(production, 'gateway'), 'NOTIFY_GATEWAY_REPLICAS')?.value, '3');
   });
 
   test('ServiceMonitor and PrometheusRule carry the kube-prometheus-stack release label, dashboards the sidecar label', async (t) => {
     if (skip) return t.skip(skip);
-    for (const kind of ['ServiceMonitor', 'PrometheusRule']) assert.equal(production.get(kind, 'notify').metadata.labels?.['release'], 'kube-prometheus-stack');
+    for (const kind of ['ServiceMonitor', 'PrometheusRule']) assert.equal(production.get(kind, 'notify').metadata.labels?.release, 'kube-prometheus-stack');
     const relabelled = await render(helm, {
       valuesFiles: [productionValues],
       set: ['metrics.serviceMonitor.labels.release=prom', 'metrics.prometheusRule.labels.release=prom'],
     });
-    for (const kind of ['ServiceMonitor', 'PrometheusRule']) assert.equal(relabelled.get(kind, 'notify').metadata.labels?.['release'], 'prom');
-    const endpoint = (production.get('ServiceMonitor', 'notify').spec?.['endpoints'] as Record<string, unknown>[])[0];
-    assert.equal(endpoint?.['port'], 'metrics');
-    assert.equal(endpoint?.['honorLabels'], true, "the services' own `service` label must survive the scrape");
+    for (const kind of ['ServiceMonitor', 'PrometheusRule']) assert.equal(relabelled.get(kind, 'notify').metadata.labels?.release, 'prom');
+    const endpoint = (specOf(production.get('ServiceMonitor', 'notify')).endpoints as Record<string, unknown>[])[0];
+    assert.equal(endpoint?.port, 'metrics');
+    assert.equal(endpoint?.honorLabels, true, "the services' own `service` label must survive the scrape");
     const monitored = production.ofKind('Service').filter((service) => service.metadata.labels?.['notify.io/metrics'] === 'true');
     assert.deepEqual(monitored.map((service) => service.metadata.labels?.['app.kubernetes.io/component']).sort(), [...notifyContainers].sort());
 
-    const dashboards = production.objects.filter((object) => object.kind === 'ConfigMap' && object.metadata.labels?.['grafana_dashboard'] === '1');
+    const dashboards = production.objects.filter((object) => object.kind === 'ConfigMap' && object.metadata.labels?.grafana_dashboard === '1');
     assert.deepEqual(dashboards.map((map) => Object.keys(map.data ?? {})[0]).sort(), ['notify-overview.json', 'notify-services.json']);
     for (const map of dashboards) {
       assert.equal(map.metadata.namespace, 'monitoring');
@@ -875,9 +883,11 @@ describe('helm/notify', () => {
         dashboard.templating.list.some((variable) => variable.name === 'datasource' && variable.type === 'datasource'),
         file,
       );
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: `${datasource}` is Grafana's own variable syntax, the literal text a dashboard must hold.
+      const datasourceVariable = '${datasource}';
       for (const panel of dashboard.panels.filter((candidate) => candidate.type !== 'row')) {
-        assert.equal(panel.datasource?.uid, '${datasource}', `${file}: ${JSON.stringify(panel).slice(0, 80)}`);
-        for (const target of panel.targets ?? []) assert.equal(target.datasource?.uid, '${datasource}');
+        assert.equal(panel.datasource?.uid, datasourceVariable, `${file}: ${JSON.stringify(panel).slice(0, 80)}`);
+        for (const target of panel.targets ?? []) assert.equal(target.datasource?.uid, datasourceVariable);
       }
     }
     assert.deepEqual(dashboards.map((map) => (JSON.parse(Object.values(map.data ?? {})[0] ?? '{}') as { title: string }).title).sort(), [
@@ -891,7 +901,7 @@ describe('helm/notify', () => {
     const runbooks = (rendered: Rendered) =>
       (rendered.get('PrometheusRule', 'notify').spec as { groups: { rules: { alert: string; annotations: Record<string, string> }[] }[] }).groups
         .flatMap((group) => group.rules)
-        .map((rule) => [rule.alert, rule.annotations['runbook_url']]);
+        .map((rule) => [rule.alert, rule.annotations.runbook_url]);
     const expected = (rendered: Rendered, base: string) => runbooks(rendered).map(([alert]) => [alert, `${base}#${alert?.toLowerCase()}`]);
     assert.ok(runbooks(dev).length >= 9);
     // By default: the file's path inside the repository, which exists and holds the runbooks.
@@ -976,12 +986,12 @@ describe('helm/notify', () => {
     // The documented default: a self-signed Issuer, the release's CA, and a certificate for the names the clients dial.
     assert.deepEqual(production.get('Issuer', 'notify-grpc-selfsigned').spec, { selfSigned: {} });
     const ca = production.get('Certificate', 'notify-grpc-ca').spec ?? {};
-    assert.deepEqual([ca['isCA'], ca['secretName'], (ca['issuerRef'] as { name: string }).name], [true, 'notify-grpc-ca', 'notify-grpc-selfsigned']);
+    assert.deepEqual([ca.isCA, ca.secretName, (ca.issuerRef as { name: string }).name], [true, 'notify-grpc-ca', 'notify-grpc-selfsigned']);
     assert.deepEqual(production.get('Issuer', 'notify-grpc-ca').spec, { ca: { secretName: 'notify-grpc-ca' } });
     const certificate = production.get('Certificate', 'notify-grpc-tls').spec ?? {};
-    assert.equal(certificate['secretName'], 'notify-grpc-tls');
-    assert.equal((certificate['issuerRef'] as { name: string }).name, 'notify-grpc-ca');
-    const dnsNames = certificate['dnsNames'] as string[];
+    assert.equal(certificate.secretName, 'notify-grpc-tls');
+    assert.equal((certificate.issuerRef as { name: string }).name, 'notify-grpc-ca');
+    const dnsNames = certificate.dnsNames as string[];
     const dialed = [env(container(production, 'gateway'), 'AUTH_SVC_ADDR')?.value, env(container(production, 'mailer-svc'), 'DISPATCH_SVC_ADDR')?.value];
     for (const address of dialed) {
       const host = /^dns:\/\/\/([^:]+):\d+$/.exec(address ?? '')?.[1];
@@ -1035,10 +1045,10 @@ describe('helm/notify', () => {
       if (!node || typeof node !== 'object') return;
       const record = node as Record<string, unknown>;
       if (
-        record['type'] === 'object' &&
-        record['additionalProperties'] !== false &&
-        !record['additionalProperties'] &&
-        !String(record['description'] ?? '').includes('passed through')
+        record.type === 'object' &&
+        record.additionalProperties !== false &&
+        !record.additionalProperties &&
+        !String(record.description ?? '').includes('passed through')
       )
         open.push(path);
       for (const [key, value] of Object.entries(record)) walk(value, `${path}/${key}`);

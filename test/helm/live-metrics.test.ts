@@ -59,7 +59,7 @@ function smokeTest(env: Record<string, string>): Promise<{ code: number; stdout:
         cwd: repoRoot,
         timeout: 60_000,
         env: {
-          PATH: process.env['PATH'] ?? '',
+          PATH: process.env.PATH ?? '',
           GATEWAY_URL: system.gatewayUrl,
           DISPATCH_SVC_ADDR: system.stack.env.DISPATCH_SVC_ADDR,
           ADMIN_TOKEN: system.stack.env.ADMIN_TOKEN,

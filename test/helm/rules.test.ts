@@ -24,8 +24,14 @@ const work = mkdtempSync(join(tmpdir(), 'notify-rules-'));
 
 before(async () => {
   const [helm, prom] = await Promise.all([ensureHelm(), ensurePromtool()]);
-  if ('skip' in helm) return void (skip = helm.skip);
-  if ('skip' in prom) return void (skip = prom.skip);
+  if ('skip' in helm) {
+    skip = helm.skip;
+    return;
+  }
+  if ('skip' in prom) {
+    skip = prom.skip;
+    return;
+  }
   promtool = prom.path;
   const rendered = await render(helm.path, { valuesFiles: [productionValues] });
   groups = (rendered.get('PrometheusRule', 'notify').spec as { groups: typeof groups }).groups;
@@ -322,8 +328,8 @@ describe('alert rules', () => {
     const alerts = groups.flatMap((group) => group.rules);
     assert.deepEqual(alerts.map((rule) => rule.alert).sort(), cases.map((c) => c.alert).sort());
     for (const rule of alerts) {
-      assert.ok(rule.annotations?.['summary'] && rule.annotations['description'], rule.alert);
-      const anchor = /#(.+)$/.exec(rule.annotations?.['runbook_url'] ?? '')?.[1] ?? '';
+      assert.ok(rule.annotations?.summary && rule.annotations.description, rule.alert);
+      const anchor = /#(.+)$/.exec(rule.annotations?.runbook_url ?? '')?.[1] ?? '';
       assert.equal(anchor, rule.alert.toLowerCase(), rule.alert);
       assert.ok(anchors.has(anchor), `docs/operations.md has no section for ${rule.alert}`);
     }

@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-export const toolsBin = join(process.env['XDG_CACHE_HOME'] || join(homedir(), '.cache'), 'notify', 'tools', 'bin');
+export const toolsBin = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'notify', 'tools', 'bin');
 
 /** Pinned: the newest v3.21 patch on the Go module proxy when this was written. */
 export const helmVersion = 'v3.21.4';

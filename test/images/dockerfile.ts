@@ -130,8 +130,8 @@ function copyStep(args: string, workdir: string, stage: string): CopyStep {
   }
   const destination = words.pop() ?? '';
   return {
-    ...(flags['from'] ? { from: flags['from'] } : {}),
-    ...(flags['chown'] ? { chown: flags['chown'] } : {}),
+    ...(flags.from ? { from: flags.from } : {}),
+    ...(flags.chown ? { chown: flags.chown } : {}),
     sources: words,
     destination: posix.resolve(workdir, destination) + (destination.endsWith('/') ? '/' : ''),
     stage,

@@ -65,7 +65,7 @@ function image(target: string): StagedImage {
 function containerEnv(config: ImageConfig, env: Record<string, string>): Record<string, string> {
   const redirect = (value: string): string => (value === '/tmp' ? scratch : value);
   const fromImage = Object.fromEntries(Object.entries(config.env).map(([name, value]) => [name, redirect(value)]));
-  return { PATH: `${join(repoRoot, 'node_modules', '.bin')}:${process.env['PATH'] ?? ''}`, ...fromImage, LOG_LEVEL: 'warn', ...env };
+  return { PATH: `${join(repoRoot, 'node_modules', '.bin')}:${process.env.PATH ?? ''}`, ...fromImage, LOG_LEVEL: 'warn', ...env };
 }
 
 /** Starts the target's command line as its image would: `node` is the one binary on the PATH, WORKDIR the cwd. */
@@ -117,20 +117,21 @@ async function ready(port: number): Promise<boolean> {
 
 describe('container images', () => {
   test('each service image runs node itself as PID 1 with its entry point, from /app, as a numeric non-root user', () => {
-    assert.match(dockerfile.args['NODE_IMAGE'] ?? '', /^node:24(\.\d+){0,2}-slim$/);
+    assert.match(dockerfile.args.NODE_IMAGE ?? '', /^node:24(\.\d+){0,2}-slim$/);
     for (const service of services) {
       const config = imageConfig(dockerfile, service);
       assert.deepEqual(config.shellForm, [], `${service}: a shell as PID 1 would not pass SIGTERM on`);
       assert.deepEqual(commandLine(config), ['node', '--import', '@notify/platform/telemetry-register', `${service}/src/main.ts`]);
       assert.equal(config.workdir, '/app');
-      assert.equal(config.chain[0]?.base, '${NODE_IMAGE}'.replace('${NODE_IMAGE}', dockerfile.args['NODE_IMAGE'] ?? ''));
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: `${NODE_IMAGE}` is the Dockerfile's own text (a build argument in FROM), not a template.
+      assert.equal(config.chain[0]?.base, '${NODE_IMAGE}'.replace('${NODE_IMAGE}', dockerfile.args.NODE_IMAGE ?? ''));
     }
     assert.deepEqual(commandLine(imageConfig(dockerfile, 'toolbox')), ['node', 'platform/src/database/migrate-cli.ts']);
     for (const target of targets) {
       const config = imageConfig(dockerfile, target);
       assert.match(config.user, /^[1-9]\d*(:\d+)?$/, `${target} runs as ${config.user}`);
-      assert.equal(config.env['NODE_ENV'], 'production', target);
-      assert.equal(config.env['TMPDIR'], '/tmp', target);
+      assert.equal(config.env.NODE_ENV, 'production', target);
+      assert.equal(config.env.TMPDIR, '/tmp', target);
     }
   });
 

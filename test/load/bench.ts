@@ -3,7 +3,7 @@
 // test/load/results/<timestamp>.json, and exits 1 if any request got a 5xx or no answer, or a message was lost;
 // a missed target is reported, not failed. See docs/benchmark.md.
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { LoadResult } from './generators/load-result.ts';

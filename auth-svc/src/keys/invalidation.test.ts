@@ -51,7 +51,9 @@ const record = (keyId: number): KeyRecord => ({
 });
 
 function fill(cache: ExpiringCache<KeyRecord | null>, ...prefixes: string[]): void {
-  prefixes.forEach((prefix, index) => cache.set(prefix, record(index + 1), cache.ticket()));
+  prefixes.forEach((prefix, index) => {
+    cache.set(prefix, record(index + 1), cache.ticket());
+  });
 }
 
 before(async () => {
@@ -103,5 +105,5 @@ test('with NATS down, revocation still takes effect locally and does not hang; a
   // Whatever was announced while this replica was away is lost to it: it must forget everything on reconnect.
   await privateNats.start();
   await waitFor(() => side.cache.size === 0, { timeoutMs: 3_000, intervalMs: 20, what: 'the cache to start over after the reconnect' });
-  assert.equal((await side.received.get()).values.find((value) => value.labels['scope'] === 'all')?.value, 1);
+  assert.equal((await side.received.get()).values.find((value) => value.labels.scope === 'all')?.value, 1);
 });

@@ -104,7 +104,7 @@ async function refusal(to: string, raw: string): Promise<{ responseCode: number;
 
 async function counted(kind: string, outcome: string): Promise<number> {
   const metric = await registry.getSingleMetric('notify_bounce_reports_total')!.get();
-  return metric.values.find((value) => value.labels['kind'] === kind && value.labels['outcome'] === outcome)?.value ?? 0;
+  return metric.values.find((value) => value.labels.kind === kind && value.labels.outcome === outcome)?.value ?? 0;
 }
 
 describe('bounce receiver', () => {
@@ -117,21 +117,21 @@ describe('bounce receiver', () => {
     assert.match(reply.response, /^250 /);
     assert.equal(calls.applied.length, 1);
     const applied = calls.applied[0]!;
-    assert.equal(applied['messageId'], 41);
-    assert.equal(applied['kind'], 'bounced');
-    assert.equal(applied['suppression'], 'hard_bounce');
-    assert.equal(applied['smtpCode'], 550);
-    assert.equal(applied['detail'], '5.1.1 550 5.1.1 <louisl@larry.slip.umd.edu>... User unknown');
-    assert.ok(!Number.isNaN(Date.parse(String(applied['receivedAt']))));
+    assert.equal(applied.messageId, 41);
+    assert.equal(applied.kind, 'bounced');
+    assert.equal(applied.suppression, 'hard_bounce');
+    assert.equal(applied.smtpCode, 550);
+    assert.equal(applied.detail, '5.1.1 550 5.1.1 <louisl@larry.slip.umd.edu>... User unknown');
+    assert.ok(!Number.isNaN(Date.parse(String(applied.receivedAt))));
     assert.equal(await counted('dsn', 'applied'), 1);
   });
 
   test('the return path is read case-insensitively, as relays may fold it', async () => {
     const returnPath = returnPathFor(dataKey, 42, bounceDomain).toUpperCase();
     await deliver(returnPath, dsn(returnPath, { action: 'failed', status: '5.1.2' }));
-    assert.equal(calls.applied[0]!['messageId'], 42);
-    assert.equal(calls.applied[0]!['suppression'], 'hard_bounce');
-    assert.equal(calls.applied[0]!['smtpCode'], 0);
+    assert.equal(calls.applied[0]!.messageId, 42);
+    assert.equal(calls.applied[0]!.suppression, 'hard_bounce');
+    assert.equal(calls.applied[0]!.smtpCode, 0);
   });
 
   test('the RFC 3464 simple DSN (5.0.0, not about the address) bounces without suppressing', async () => {
@@ -145,16 +145,16 @@ describe('bounce receiver', () => {
       }),
     );
     assert.match(reply.response, /^250 /);
-    assert.equal(calls.applied[0]!['kind'], 'bounced');
-    assert.equal(calls.applied[0]!['suppression'], '');
-    assert.equal(calls.applied[0]!['smtpCode'], 550);
-    assert.equal(calls.applied[0]!['detail'], "5.0.0 550 'arathib@vnet.IBM.COM' is not a registered gateway user");
+    assert.equal(calls.applied[0]!.kind, 'bounced');
+    assert.equal(calls.applied[0]!.suppression, '');
+    assert.equal(calls.applied[0]!.smtpCode, 550);
+    assert.equal(calls.applied[0]!.detail, "5.0.0 550 'arathib@vnet.IBM.COM' is not a registered gateway user");
   });
 
   test('a 5.1.8 failure (about our sender address) does not suppress the recipient', async () => {
     const returnPath = returnPathFor(dataKey, 44, bounceDomain);
     await deliver(returnPath, dsn(returnPath, { action: 'failed', status: '5.1.8', diagnostic: 'smtp; 553 5.1.8 sender domain does not exist' }));
-    assert.equal(calls.applied[0]!['suppression'], '');
+    assert.equal(calls.applied[0]!.suppression, '');
   });
 
   test('a delayed DSN is accepted and changes nothing', async () => {
@@ -170,10 +170,10 @@ describe('bounce receiver', () => {
     assert.match(reply.response, /^250 /);
     assert.deepEqual(
       {
-        messageId: calls.applied[0]!['messageId'],
-        kind: calls.applied[0]!['kind'],
-        suppression: calls.applied[0]!['suppression'],
-        detail: calls.applied[0]!['detail'],
+        messageId: calls.applied[0]!.messageId,
+        kind: calls.applied[0]!.kind,
+        suppression: calls.applied[0]!.suppression,
+        detail: calls.applied[0]!.detail,
       },
       { messageId: 46, kind: 'complained', suppression: 'complaint', detail: 'abuse (SomeGenerator/1.0)' },
     );

@@ -6,7 +6,7 @@ import { type DataKey, readReturnPath, readUnsubscribeToken } from '@notify/plat
 import type { dispatchProto } from '@notify/proto';
 import type { BounceMetrics, ReportKind, ReportOutcome } from './metrics.ts';
 import type { Recipient } from './recipient.ts';
-import { MalformedReportError, readReport, readUnsubscribeRequest } from './report.ts';
+import { MalformedReportError, type Report, readReport, readUnsubscribeRequest } from './report.ts';
 import type { Intake } from './report-memory.ts';
 
 /** gRPC status codes (grpc.status) this receiver tells apart; the rest mean "try again later". */
@@ -99,7 +99,7 @@ export class ReportHandler {
 
   async #report(recipient: Exclude<Recipient, { kind: 'unsubscribe' }>, raw: Buffer): Promise<Handled> {
     const { dataKey, bounceDomain, reports, logger } = this.#options;
-    let read;
+    let read: Report;
     try {
       read = readReport(raw);
     } catch (error) {

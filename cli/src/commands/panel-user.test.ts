@@ -43,7 +43,12 @@ test('a password is never accepted on the command line', async () => {
   let stderr = '';
   const code = await run(
     ['panel-user', 'create', '--org', '3', '--email', 'a@example.com', '--role', 'viewer', '--password', 'visible in ps'],
-    { stdout: () => undefined, stderr: (text) => void (stderr += text) },
+    {
+      stdout: () => undefined,
+      stderr: (text) => {
+        stderr += text;
+      },
+    },
     {},
   );
   assert.equal(code, 2);

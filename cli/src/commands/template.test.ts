@@ -29,14 +29,32 @@ describe('notifyctl template put --unsubscribe', () => {
 
   test('both flags at once are a usage error', async () => {
     let stderr = '';
-    const code = await run([...put, '--unsubscribe', '--no-unsubscribe'], { stdout: () => undefined, stderr: (written) => void (stderr += written) }, {});
+    const code = await run(
+      [...put, '--unsubscribe', '--no-unsubscribe'],
+      {
+        stdout: () => undefined,
+        stderr: (written) => {
+          stderr += written;
+        },
+      },
+      {},
+    );
     assert.equal(code, 2);
     assert.equal(stderr, "notifyctl: give either --unsubscribe or --no-unsubscribe, not both\nRun 'notifyctl template put --help' for usage.\n");
   });
 
   test('the help names both flags', async () => {
     let stdout = '';
-    await run(['template', 'put', '--help'], { stdout: (written) => void (stdout += written), stderr: () => undefined }, {});
+    await run(
+      ['template', 'put', '--help'],
+      {
+        stdout: (written) => {
+          stdout += written;
+        },
+        stderr: () => undefined,
+      },
+      {},
+    );
     assert.match(stdout, /--unsubscribe/);
     assert.match(stdout, /--no-unsubscribe/);
   });

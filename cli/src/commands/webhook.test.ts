@@ -161,7 +161,7 @@ describe('notifyctl webhook: against a WebhookAdminService', () => {
   test('attempts shows status, latency and the response without control characters, and the next page', async () => {
     const outcome = await notifyctl(['webhook', 'attempts', '--id', '7'], env);
     assert.equal(outcome.code, 0, outcome.stderr);
-    assert.match(outcome.stdout, /evt_42\s+message\.sent\s+41\s+2\s+503\s+87\s+upstream  \[31mdown\n/);
+    assert.match(outcome.stdout, /evt_42\s+message\.sent\s+41\s+2\s+503\s+87\s+upstream {2}\[31mdown\n/);
     assert.match(outcome.stderr, /more attempts: add --before 90/);
   });
 

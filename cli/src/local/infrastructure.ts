@@ -44,7 +44,7 @@ interface Kind {
 const systemDirectories = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
 
 function findProgram(name: string, extraDirectories: readonly string[] = []): string | undefined {
-  const directories = [...(process.env['PATH'] ?? '').split(delimiter).filter(Boolean), ...systemDirectories, ...extraDirectories];
+  const directories = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean), ...systemDirectories, ...extraDirectories];
   return directories.map((directory) => join(directory, name)).find((path) => existsSync(path));
 }
 
@@ -100,12 +100,12 @@ const kinds: Record<InfrastructureName, Kind> = {
       }
       if (!existsSync(join(directory, 'PG_VERSION'))) {
         logger.info(`PostgreSQL: creating a cluster in ${directory} (user postgres, trust authentication on loopback)`);
-        await runPostgresProgram(programs['initdb'] as string, ['-D', directory, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--no-locale']);
+        await runPostgresProgram(programs.initdb as string, ['-D', directory, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--no-locale']);
       }
       // TCP only: no Unix socket directory to create or clash with a system cluster's.
       const serverOptions = `-p ${endpoint.port} -c listen_addresses=${endpoint.host} -c unix_socket_directories=''`;
       logger.info(`PostgreSQL: starting on ${endpoint.host}:${endpoint.port} (log: ${join(directory, 'server.log')})`);
-      await runPostgresProgram(programs['pgCtl'] as string, [
+      await runPostgresProgram(programs.pgCtl as string, [
         'start',
         '-D',
         directory,
@@ -132,7 +132,7 @@ const kinds: Record<InfrastructureName, Kind> = {
       const directory = join(dataDir, 'redis');
       await mkdir(directory, { recursive: true });
       logger.info(`Redis: starting on ${endpoint.host}:${endpoint.port} with data in ${directory}`);
-      await run(programs['server'] as string, [
+      await run(programs.server as string, [
         '--port',
         String(endpoint.port),
         '--bind',
@@ -163,7 +163,7 @@ const kinds: Record<InfrastructureName, Kind> = {
       logger.info(`NATS: starting with JetStream on ${endpoint.host}:${endpoint.port} with data in ${directory}`);
       // nats-server has no daemon mode: a detached child that outlives the launcher, found again by its pid file.
       const child = spawn(
-        programs['server'] as string,
+        programs.server as string,
         ['-js', '-sd', directory, '-a', endpoint.host, '-p', String(endpoint.port), '-P', join(directory, 'nats.pid'), '-l', join(directory, 'nats.log')],
         { detached: true, stdio: 'ignore' },
       );
@@ -290,7 +290,7 @@ export async function stopLocalInfrastructure(options: { dataDir: string; logger
     const programs = await kinds.postgres.programs();
     if (programs) {
       options.logger.info('PostgreSQL: stopping');
-      await runPostgresProgram(programs['pgCtl'] as string, ['stop', '-D', postgresDirectory, '-m', 'fast', '-w']);
+      await runPostgresProgram(programs.pgCtl as string, ['stop', '-D', postgresDirectory, '-m', 'fast', '-w']);
       stopped.push('postgres');
     }
   }

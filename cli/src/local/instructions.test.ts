@@ -66,7 +66,7 @@ test('the ready message shows how to create a webhook endpoint for the demo proj
     REDIS_URL: 'redis://127.0.0.1:6379',
     REDIS_KEY_PREFIX: 'notify:',
     SMTP_URL: 'smtp://127.0.0.1:2525',
-    NOTIFY_DATA_KEY: 'a'.repeat(43) + '=',
+    NOTIFY_DATA_KEY: `${'a'.repeat(43)}=`,
     BOUNCE_DOMAIN: 'bounces.notify.localhost',
     BOUNCE_SMTP_PORT: '2526',
   };

@@ -37,7 +37,18 @@ async function cleanup(): Promise<void> {
 async function ctl(launched: Launched, argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
-  const code = await notifyctl(argv, { stdout: (text) => void (stdout += text), stderr: (text) => void (stderr += text) }, launched.stack.env);
+  const code = await notifyctl(
+    argv,
+    {
+      stdout: (text) => {
+        stdout += text;
+      },
+      stderr: (text) => {
+        stderr += text;
+      },
+    },
+    launched.stack.env,
+  );
   return { code, stdout, stderr };
 }
 
@@ -116,8 +127,8 @@ describe('local launcher on private resources', { timeout: 90_000 }, () => {
     const { stdout } = await promisify(execFile)('bash', ['-c', curlCommand(request)]);
     assert.match(stdout, /^HTTP\/1\.1 202 /, stdout);
     const body = JSON.parse(stdout.slice(stdout.indexOf('\r\n\r\n') + 4)) as Record<string, unknown>;
-    assert.equal(body['status'], 'queued');
-    assert.equal(body['idempotent_replay'], false);
+    assert.equal(body.status, 'queued');
+    assert.equal(body.idempotent_replay, false);
     await waitFor(() => launched.sink.received() >= 1, { timeoutMs: 20_000, what: 'the demo mail in the sink' }).catch(explain);
     const mails = readdirSync(launched.mailDir).filter((name) => name.endsWith('.eml'));
     assert.equal(mails.length, 1);
@@ -128,7 +139,7 @@ describe('local launcher on private resources', { timeout: 90_000 }, () => {
     const messages = (JSON.parse(listed.stdout) as { messages: { id: number; to: string }[] }).messages;
     assert.deepEqual(
       messages.map((message) => [message.id, message.to]),
-      [[body['message_id'], 'ada@example.com']],
+      [[body.message_id, 'ada@example.com']],
     );
   });
 
@@ -151,8 +162,8 @@ describe('local launcher on private resources', { timeout: 90_000 }, () => {
   test("the bounce receiver greets on its SMTP port with the stack's data key and bounce domain", async () => {
     const { env } = launched.stack;
     assert.equal(Buffer.from(env.NOTIFY_DATA_KEY, 'base64').length, 32);
-    assert.equal(launched.stack.serviceEnv('bounce-svc')['NOTIFY_DATA_KEY'], env.NOTIFY_DATA_KEY);
-    assert.equal(launched.stack.serviceEnv('mailer-svc')['BOUNCE_DOMAIN'], env.BOUNCE_DOMAIN);
+    assert.equal(launched.stack.serviceEnv('bounce-svc').NOTIFY_DATA_KEY, env.NOTIFY_DATA_KEY);
+    assert.equal(launched.stack.serviceEnv('mailer-svc').BOUNCE_DOMAIN, env.BOUNCE_DOMAIN);
     const greeting = await new Promise<string>((resolve, reject) => {
       const socket = connect(Number(env.BOUNCE_SMTP_PORT), '127.0.0.1');
       socket.once('data', (data) => {

@@ -29,7 +29,7 @@ export class PrefixedOutput {
   /** `width` pads names to line up; `keep` bounds the lines remembered. */
   constructor(options: { target: OutputTarget | null; width: number; keep?: number }) {
     this.#target = options.target;
-    this.#colour = options.target?.isTTY === true && process.env['NO_COLOR'] === undefined;
+    this.#colour = options.target?.isTTY === true && process.env.NO_COLOR === undefined;
     this.#width = options.width;
     this.#keep = options.keep ?? 20_000;
   }

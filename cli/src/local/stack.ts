@@ -144,8 +144,7 @@ const inherited = /^(PATH|HOME|LANG|LC_[A-Z]+|TZ|TMPDIR|OTEL_[A-Z0-9_]+)$/;
  * Where Node keeps the code it compiled, reused by every later start of a process on this machine (a quarter less CPU
  * per service start): the user's cache directory, outside any clone, unless NODE_COMPILE_CACHE names another.
  */
-export const nodeCompileCache =
-  process.env['NODE_COMPILE_CACHE'] || join(process.env['XDG_CACHE_HOME'] || join(homedir(), '.cache'), 'notify', 'node-compile-cache');
+export const nodeCompileCache = process.env.NODE_COMPILE_CACHE || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'notify', 'node-compile-cache');
 
 function pickInherited(env: NodeJS.ProcessEnv): Record<string, string> {
   const picked: Record<string, string> = {};
@@ -288,7 +287,9 @@ class LocalStack implements Stack {
   readonly #stages: ServiceProcess[][];
   #stopped: Promise<void> | undefined;
   /** If this process dies without stopping the stack, its children must not outlive it. */
-  readonly #killAll = (): void => this.#stages.flat().forEach((child) => child.killNow());
+  readonly #killAll = (): void => {
+    for (const child of this.#stages.flat()) child.killNow();
+  };
 
   constructor(options: StackOptions, ports: StackPorts, env: StackEnvironment) {
     this.ports = ports;

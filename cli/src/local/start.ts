@@ -43,7 +43,7 @@ try {
     // Tuning variables from the shell (NOTIFY_PUBLIC_SEND_RATE, MAILER_CONCURRENCY, LOG_LEVEL...) reach the services.
     // Webhooks may go to this machine over plain http (`notifyctl webhook listen`) unless the shell says otherwise.
     env: { NOTIFY_WEBHOOK_ALLOW_PRIVATE: 'true', ...process.env },
-    logLevel: process.env['LOG_LEVEL'] ?? 'info',
+    logLevel: process.env.LOG_LEVEL ?? 'info',
   });
 } catch (error) {
   process.stderr.write(`npm start: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -6,7 +6,18 @@ import { resolve, run } from '../cli.ts';
 export async function notifyctl(argv: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
-  const code = await run(argv, { stdout: (text) => void (stdout += text), stderr: (text) => void (stderr += text) }, env);
+  const code = await run(
+    argv,
+    {
+      stdout: (text) => {
+        stdout += text;
+      },
+      stderr: (text) => {
+        stderr += text;
+      },
+    },
+    env,
+  );
   return { code, stdout, stderr };
 }
 

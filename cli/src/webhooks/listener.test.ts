@@ -28,7 +28,12 @@ before(async () => {
     host: '127.0.0.1',
     port: 0,
     key,
-    io: { stdout: (text) => void (output += text), stderr: () => undefined },
+    io: {
+      stdout: (text) => {
+        output += text;
+      },
+      stderr: () => undefined,
+    },
     json: false,
     now: () => now,
   });
@@ -36,7 +41,12 @@ before(async () => {
     host: '127.0.0.1',
     port: 0,
     key: undefined,
-    io: { stdout: (text) => void (jsonOutput += text), stderr: () => undefined },
+    io: {
+      stdout: (text) => {
+        jsonOutput += text;
+      },
+      stderr: () => undefined,
+    },
     json: true,
     now: () => now,
   });

@@ -144,7 +144,7 @@ const eventRows = async (messageId: number): Promise<string[]> =>
 /** notify_delivery_events_total by outcome; the tests compare before and after, the counter being shared. */
 async function outcomeCounts(): Promise<Record<string, number>> {
   const { values } = await h.metrics.deliveryEvents.get();
-  return Object.fromEntries(values.map(({ labels, value }) => [String(labels['outcome']), value]));
+  return Object.fromEntries(values.map(({ labels, value }) => [String(labels.outcome), value]));
 }
 
 async function outcomesSince(before: Record<string, number>): Promise<Record<string, number>> {
@@ -310,13 +310,13 @@ test("a batch whose transaction fails is nak'd whole, and applied when it is off
   await publish(c, { messageId: c, state: 'sent', attempt: 1, occurredAt: at(2), smtpCode: 250, smtpResponse: '250 OK' });
   await inHand(4);
 
-  const notStored = () => logLines.filter((line) => line['msg'] === 'delivery event not stored; it will be redelivered');
+  const notStored = () => logLines.filter((line) => line.msg === 'delivery event not stored; it will be redelivered');
   const failuresBefore = notStored().length;
   await releaseHold();
   await waitFor(async () => notStored().length === failuresBefore + 3, { timeoutMs: 5_000, intervalMs: 25, what: 'the batch to fail' });
   const failures = notStored().slice(failuresBefore);
-  assert.deepEqual(failures.map((line) => line['messageId']).sort(), [b, c, c].sort(), 'every event of the batch is offered again');
-  assert.equal(new Set(failures.map((line) => line['streamSequence'])).size, 3);
+  assert.deepEqual(failures.map((line) => line.messageId).sort(), [b, c, c].sort(), 'every event of the batch is offered again');
+  assert.equal(new Set(failures.map((line) => line.streamSequence)).size, 3);
   assert.deepEqual(await eventRows(b), ['queued:0'], 'nothing of the failed batch was kept');
   assert.deepEqual(await eventRows(c), ['queued:0']);
   assert.equal(await stateOf(c), 'queued');

@@ -48,7 +48,9 @@ function newMessage({ request, input }: Pending, template: TemplateRow, creation
 async function insertTraced(client: PoolClient, messages: readonly NewMessage[], creations: readonly Span[]): Promise<InsertedMessage[]> {
   try {
     const inserted = await insertMessages(client, messages);
-    inserted.forEach((row, position) => creations[position]?.setAttributes({ [notifyAttributes.messageId]: row.id, 'messaging.message.id': String(row.id) }));
+    inserted.forEach((row, position) => {
+      creations[position]?.setAttributes({ [notifyAttributes.messageId]: row.id, 'messaging.message.id': String(row.id) });
+    });
     return inserted;
   } finally {
     for (const span of creations) span.end();

@@ -133,5 +133,5 @@ test('every webhook event of a message carries its tags and metadata: delivery, 
     rows.map((row) => row.type),
     ['message.sent', 'message.bounced', 'message.unsubscribed'],
   );
-  for (const row of rows) assert.deepEqual([row.payload.data['tags'], row.payload.data['metadata']], [['receipt'], metadata], row.type);
+  for (const row of rows) assert.deepEqual([row.payload.data.tags, row.payload.data.metadata], [['receipt'], metadata], row.type);
 });

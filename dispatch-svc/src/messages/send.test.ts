@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
-import { type DeliveryJob, type dispatch, dispatchProto } from '@notify/proto';
+import { type dispatch, dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { sweepExpiredIdempotencyRecords } from '../idempotency/expiry-sweeper.ts';
 import { idempotencyLockKey } from '../idempotency/idempotency-store.ts';

@@ -37,8 +37,10 @@ test('exit-after-commit crashes before the send path publishes, and exit-after-p
   const order: string[] = [];
   const recording = {
     subject: h.publisher.subject,
-    publish: async (...args: Parameters<typeof h.publisher.publish>) =>
-      void (await h.publisher.publish(...args), order.push(`stored ${args[0].job.messageId}`)),
+    publish: async (...args: Parameters<typeof h.publisher.publish>) => {
+      await h.publisher.publish(...args);
+      order.push(`stored ${args[0].job.messageId}`);
+    },
   };
   await withTestFault(recording, 'exit-after-commit', () => void order.push('crash')).publish(job(1), 'direct');
   await withTestFault(recording, 'exit-after-publish', () => void order.push('crash')).publish(job(2), 'direct');
@@ -48,7 +50,9 @@ test('exit-after-commit crashes before the send path publishes, and exit-after-p
 
 test('the relay path is never faulted, and no fault leaves the publisher as it was', async () => {
   let crashes = 0;
-  const faulted = withTestFault(h.publisher, 'exit-after-commit', () => void (crashes += 1));
+  const faulted = withTestFault(h.publisher, 'exit-after-commit', () => {
+    crashes += 1;
+  });
   await faulted.publish(job(3), 'relay');
   assert.equal(crashes, 0);
   assert.equal(

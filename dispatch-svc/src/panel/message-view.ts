@@ -1,7 +1,5 @@
 // PanelService.GetMessageView: a message with its timeline and its subject, rendered by the renderer mailers send with
 // (@notify/templating) from the template version the message was accepted with (template_versions) and its data.
-import { status } from '@grpc/grpc-js';
-import { UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 import type { Renderer } from '@notify/templating';

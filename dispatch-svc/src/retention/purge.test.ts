@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { withTransaction } from '@notify/platform/database';
 import { type Harness, startHarness } from '../testing/harness.ts';
@@ -106,7 +106,7 @@ async function rowsOf(ids: readonly number[]): Promise<Record<string, number>> {
 }
 
 const purgedCounter = async (table: string): Promise<number> =>
-  (await h.metrics.retentionPurgedRows.get()).values.find((value) => value.labels['table'] === table)?.value ?? 0;
+  (await h.metrics.retentionPurgedRows.get()).values.find((value) => value.labels.table === table)?.value ?? 0;
 
 test("final messages past their organization's retention go with every row that references them; young, non-final and overridden ones stay", async () => {
   const before = await purgedCounter('messages');
@@ -199,13 +199,13 @@ test("the leader reports each organization's oldest kept final message and reten
   await leader.purge('try');
   const ages = (await h.metrics.retentionOldestFinalAge.get()).values;
   const retentions = (await h.metrics.messageRetention.get()).values;
-  const own = ages.find((value) => value.labels['organization_id'] === String(h.ids.organizationId))?.value ?? 0;
+  const own = ages.find((value) => value.labels.organization_id === String(h.ids.organizationId))?.value ?? 0;
   // The oldest kept final one is 10 days old: the queued one, older still, is not final.
   assert.ok(own >= 10 * 86_400 && own < 10 * 86_400 + 600, String(own));
-  assert.equal(retentions.find((value) => value.labels['organization_id'] === String(h.ids.organizationId))?.value, 30 * 86_400);
-  assert.equal(retentions.find((value) => value.labels['organization_id'] === String(shortOrganizationId))?.value, 2 * 86_400);
+  assert.equal(retentions.find((value) => value.labels.organization_id === String(h.ids.organizationId))?.value, 30 * 86_400);
+  assert.equal(retentions.find((value) => value.labels.organization_id === String(shortOrganizationId))?.value, 2 * 86_400);
   const sizes = (await h.metrics.tableSize.get()).values;
-  assert.ok((sizes.find((value) => value.labels['table'] === 'messages')?.value ?? 0) > 0);
+  assert.ok((sizes.find((value) => value.labels.table === 'messages')?.value ?? 0) > 0);
 
   const holder = await h.pool.connect();
   try {

@@ -24,8 +24,8 @@ const join = (path: string, name: unknown): string => (path ? `${path}.${String(
 
 function describe(error: ErrorObject): string {
   const path = dottedPath(error.instancePath);
-  if (error.keyword === 'required') return `${join(path, error.params['missingProperty'])}: is required`;
-  if (error.keyword === 'additionalProperties') return `${join(path, error.params['additionalProperty'])}: is not allowed`;
+  if (error.keyword === 'required') return `${join(path, error.params.missingProperty)}: is required`;
+  if (error.keyword === 'additionalProperties') return `${join(path, error.params.additionalProperty)}: is not allowed`;
   const message = error.message ?? 'is invalid';
   return path ? `${path}: ${message}` : message;
 }
@@ -64,8 +64,8 @@ const sentParams: Readonly<Record<string, readonly string[]>> = {
 function violation(error: ErrorObject): Violation {
   const path = dottedPath(error.instancePath);
   // These two are reported on the object that holds the variable; the integrator thinks of the variable itself.
-  if (error.keyword === 'required') return { path: join(path, error.params['missingProperty']), keyword: 'required', params: {} };
-  if (error.keyword === 'additionalProperties') return { path: join(path, error.params['additionalProperty']), keyword: 'additionalProperties', params: {} };
+  if (error.keyword === 'required') return { path: join(path, error.params.missingProperty), keyword: 'required', params: {} };
+  if (error.keyword === 'additionalProperties') return { path: join(path, error.params.additionalProperty), keyword: 'additionalProperties', params: {} };
   const params: Record<string, string | number | readonly string[]> = {};
   for (const name of sentParams[error.keyword] ?? []) {
     const value: unknown = error.params[name];

@@ -41,7 +41,7 @@ function listen(target: InvalidationTarget, retryMs = 100) {
   const received = new Counter({ name: 'invalidations', help: 'test', labelNames: ['scope'], registers: [createRegistry('gateway-test')] });
   const listener = InvalidationListener.listen({ natsUrl: nats.url, subject, targets: [target], logger, received, retryMs });
   listeners.push(listener);
-  const count = async (scope: string) => (await received.get()).values.find((value) => value.labels['scope'] === scope)?.value ?? 0;
+  const count = async (scope: string) => (await received.get()).values.find((value) => value.labels.scope === scope)?.value ?? 0;
   return { listener, count };
 }
 

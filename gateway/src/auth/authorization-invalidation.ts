@@ -141,10 +141,18 @@ export class InvalidationListener {
 /** One target driving all of them. */
 function allOf(targets: readonly InvalidationTarget[]): InvalidationTarget {
   return {
-    invalidatePrefix: (prefix) => targets.forEach((each) => each.invalidatePrefix(prefix)),
-    invalidateAll: () => targets.forEach((each) => each.invalidateAll()),
-    pause: () => targets.forEach((each) => each.pause()),
-    resume: () => targets.forEach((each) => each.resume()),
+    invalidatePrefix: (prefix) => {
+      for (const each of targets) each.invalidatePrefix(prefix);
+    },
+    invalidateAll: () => {
+      for (const each of targets) each.invalidateAll();
+    },
+    pause: () => {
+      for (const each of targets) each.pause();
+    },
+    resume: () => {
+      for (const each of targets) each.resume();
+    },
   };
 }
 

@@ -17,7 +17,12 @@ const lines: Array<Record<string, unknown>> = [];
 const logger = createLogger(
   'test',
   'warn',
-  new Writable({ write: (chunk: Buffer, _encoding, done) => (lines.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>), done()) }),
+  new Writable({
+    write: (chunk: Buffer, _encoding, done) => {
+      lines.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>);
+      done();
+    },
+  }),
 );
 const redisUrl = testEnvironment.redisUrl;
 const prefix = `notify-t-${randomBytes(4).toString('hex')}:`;
@@ -110,7 +115,7 @@ test('guesses naming no key: up to the limit 401, and every later one 429 withou
   const seconds = Number(refusal.headers['Retry-After']);
   assert.ok(seconds >= 1 && seconds <= 60, `Retry-After ${seconds}`);
   assert.deepEqual(refusal.detail, text('throttled', { seconds }));
-  assert.equal(lines.filter((line) => line['address'] === '192.0.2.1').length, 1, 'one warning per blocked window');
+  assert.equal(lines.filter((line) => line.address === '192.0.2.1').length, 1, 'one warning per blocked window');
   assert.equal(await count(metrics.failures, 'unknown_key'), 3);
   assert.equal(await count(metrics.throttled, 'address'), 4);
 });
@@ -164,7 +169,7 @@ test('wrong secrets for a real key count against that key, not the address: past
   assert.equal(await count(metrics.failures, 'wrong_secret'), 5);
   assert.equal(await count(metrics.throttled, 'key'), 3);
   assert.ok(
-    lines.some((line) => line['key'] === prefixOf(owned) && line['reason'] === 'wrong_secret'),
+    lines.some((line) => line.key === prefixOf(owned) && line.reason === 'wrong_secret'),
     'one warning names the key prefix',
   );
 });

@@ -13,7 +13,7 @@
 
 import { Counter, type Logger, type Rate, type Registry } from '@notify/platform';
 import type { Redis } from 'ioredis';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { type RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { ApiError } from '../errors/api-error.ts';
 import { throttledFor } from '../rate-limit/headers.ts';
 import { fallbackShare } from '../rate-limit/limiter.ts';

@@ -31,7 +31,7 @@ function setup(options: { live?: boolean } = {}) {
   if (options.live ?? true) authorizer.resume();
   const counted = async () => {
     const values = (await lookups.get()).values;
-    const of = (result: string) => values.find((value) => value.labels['result'] === result)?.value ?? 0;
+    const of = (result: string) => values.find((value) => value.labels.result === result)?.value ?? 0;
     return { hit: of('hit'), miss: of('miss') };
   };
   /** Asks, answers the call it made (if any) with `answer`, and returns what the caller got. */

@@ -93,7 +93,7 @@ async function sendAsset(ctx: ParameterizedContext<GatewayState>, asset: Asset):
   ctx.set(securityHeaders);
   ctx.type = asset.type;
   // Only the current content's URL may be cached for good; an old or bare URL is revalidated.
-  ctx.set('Cache-Control', ctx.query['v'] === asset.version ? 'public, max-age=31536000, immutable' : 'no-cache');
+  ctx.set('Cache-Control', ctx.query.v === asset.version ? 'public, max-age=31536000, immutable' : 'no-cache');
   ctx.vary('Accept-Encoding');
   if (ctx.acceptsEncodings('gzip', 'identity') === 'gzip') {
     asset.gzipped ??= compress(asset.body, { level: 9 });
@@ -127,7 +127,7 @@ export function docsRoutes(): DocsRoutes {
       ctx.status = 301;
     },
     async asset(ctx) {
-      const name = ctx.params['file'] ?? '';
+      const name = ctx.params.file ?? '';
       const asset = Object.hasOwn(sources, name) ? assets.get(name) : undefined;
       if (!asset) throw new ApiError(404, 'not_found', text('not_found'));
       await sendAsset(ctx, asset);

@@ -42,7 +42,7 @@ function routes(deps: PanelDeps): Router<PanelState> {
   const page = requireSignIn(deps);
   const project = requireProject();
   router.get('panel.static', '/panel/static/:file', (ctx) => {
-    if (!serveAsset(ctx as PanelContext, ctx.params['file'] ?? '')) throw notFound();
+    if (!serveAsset(ctx as PanelContext, ctx.params.file ?? '')) throw notFound();
   });
   router.get('panel.root', '/panel', (ctx) => ctx.redirect('/panel/'));
   router.get('panel.sign-in', '/panel/sign-in', signInPage());

@@ -31,6 +31,6 @@ export function serveAsset(ctx: PanelContext, name: string): boolean {
   ctx.type = asset.type;
   ctx.body = asset.body;
   // Only the current content's URL is cacheable forever; an old or bare URL is revalidated.
-  ctx.set('Cache-Control', ctx.query['v'] === asset.version ? 'public, max-age=31536000, immutable' : 'no-cache');
+  ctx.set('Cache-Control', ctx.query.v === asset.version ? 'public, max-age=31536000, immutable' : 'no-cache');
   return true;
 }

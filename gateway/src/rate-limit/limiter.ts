@@ -4,7 +4,7 @@
 
 import { type Logger, parseRate, type Rate } from '@notify/platform';
 import type { Redis } from 'ioredis';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { type RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { sharedLimiter } from './redis.ts';
 
 /** The outcome of counting one request. */

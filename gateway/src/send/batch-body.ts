@@ -13,7 +13,7 @@ export function batchItems(input: Record<string, unknown>): readonly unknown[] {
   for (const field of Object.keys(input)) {
     if (field !== 'messages') fields.set(field, [text('field.unknown')]);
   }
-  const messages = input['messages'];
+  const messages = input.messages;
   if (!Object.hasOwn(input, 'messages')) fields.set('messages', [text('field.required')]);
   else if (!Array.isArray(messages)) fields.set('messages', [text('batch.type_list')]);
   else if (messages.length === 0) fields.set('messages', [text('batch.empty')]);

@@ -66,11 +66,11 @@ test('a __proto__ key is an own property and leaves the prototype alone', () => 
   const parsed = parseJsonObject(Buffer.from('{"__proto__": {"polluted": true}}'));
   assert.equal(Object.getPrototypeOf(parsed), Object.prototype);
   assert.deepEqual(Object.keys(parsed), ['__proto__']);
-  assert.equal(({} as Record<string, unknown>)['polluted'], undefined);
+  assert.equal(({} as Record<string, unknown>).polluted, undefined);
 });
 
 test('a body nested far deeper than the call stack is parsed without overflowing', () => {
   const depth = 100_000;
   const parsed = parseJsonObject(Buffer.from(`{"data":${'['.repeat(depth)}${']'.repeat(depth)}}`));
-  assert.ok(Array.isArray(parsed['data']));
+  assert.ok(Array.isArray(parsed.data));
 });

@@ -162,7 +162,7 @@ const valid = { template: 'welcome', to: 'ana@example.com', channel: 'email', da
 
 function send(options: { key?: string; organization?: string; headers?: Record<string, string>; body?: unknown; raw?: string } = {}): Promise<Response> {
   const headers: Record<string, string> = { 'Content-Type': 'application/json', 'X-Organization-ID': options.organization ?? '7' };
-  if (options.key !== '') headers['Authorization'] = `Api-Key ${options.key ?? 'good.key'}`;
+  if (options.key !== '') headers.Authorization = `Api-Key ${options.key ?? 'good.key'}`;
   return fetch(`${gateway.url}/api/v1/send/`, {
     method: 'POST',
     headers: { ...headers, ...options.headers },
@@ -407,8 +407,8 @@ test('an unexpected failure is 500 internal_error with the request id, logged wi
   const response = await send({ key: 'second.key', body: { ...valid, template: 'broken' }, headers: { 'X-Request-ID': 'bug-1', 'Accept-Language': 'es' } });
   assert.equal(response.status, 500);
   assert.deepEqual(await response.json(), { detail: 'Se produjo un error interno.', code: 'internal_error', request_id: 'bug-1' });
-  const logged = gateway.logs.find((line) => line['requestId'] === 'bug-1' && line['level'] === 'error');
-  assert.match(String((logged?.['err'] as { stack?: string } | undefined)?.stack), /RemoteError/);
+  const logged = gateway.logs.find((line) => line.requestId === 'bug-1' && line.level === 'error');
+  assert.match(String((logged?.err as { stack?: string } | undefined)?.stack), /RemoteError/);
 });
 
 test('a chunked body over the limit is 413 even with a valid key', { timeout: 5_000 }, async () => {
@@ -425,7 +425,7 @@ test('a chunked body over the limit is 413 even with a valid key', { timeout: 5_
 test('the access log names the key id, and send outcomes are counted', async () => {
   await send({ key: 'second.key', headers: { 'X-Request-ID': 'outcome-1' } });
   await new Promise((resolve) => setImmediate(resolve));
-  assert.equal(gateway.logs.find((line) => line['requestId'] === 'outcome-1' && line['msg'] === 'request')?.['keyId'], 12);
+  assert.equal(gateway.logs.find((line) => line.requestId === 'outcome-1' && line.msg === 'request')?.keyId, 12);
   const outcomes = await gateway.registry.getSingleMetricAsString('notify_send_outcomes_total');
   for (const outcome of ['accepted', 'replayed', 'throttled', 'refused'])
     assert.match(outcomes, new RegExp(`outcome="${outcome}",service="gateway-test"\\} [1-9]`), outcome);
@@ -687,8 +687,8 @@ test('a service refusing the gateway token is 503 service_unavailable, logged as
       code: 'service_unavailable',
       request_id: 'token-1',
     });
-    const logged = misconfigured.logs.find((line) => line['requestId'] === 'token-1' && line['level'] === 'error');
-    assert.match(String(logged?.['msg']), /GATEWAY_TOKEN/);
+    const logged = misconfigured.logs.find((line) => line.requestId === 'token-1' && line.level === 'error');
+    assert.match(String(logged?.msg), /GATEWAY_TOKEN/);
   } finally {
     await misconfigured.close();
   }

@@ -114,7 +114,7 @@ test('data nests at most 32 levels', () => {
   assert.deepEqual(refusal({ ...valid, data: nested(maxDataDepth + 1) }, 'es'), { data: ['El anidamiento está limitado a 32 niveles.'] });
   const parsed = JSON.parse(`{"data":{"a":${'['.repeat(50_000)}${']'.repeat(50_000)}}}`) as Record<string, unknown>;
   // 50,000 nested arrays are also 50,000 values.
-  assert.deepEqual(refusal({ ...valid, data: parsed['data'] }), {
+  assert.deepEqual(refusal({ ...valid, data: parsed.data }), {
     data: ['Nesting is limited to 32 levels.', 'The data may hold at most 10000 values in all, counting those nested in objects and lists.'],
   });
 });

@@ -178,9 +178,9 @@ const validate = ajv.compile<SendBody>({
 const keywordMessages: Record<string, (error: ErrorObject) => Text> = {
   required: () => text('field.required'),
   additionalProperties: () => text('field.unknown'),
-  type: (error) => text(error.params['type'] === 'object' ? 'field.type_object' : 'field.type_string'),
+  type: (error) => text(error.params.type === 'object' ? 'field.type_object' : 'field.type_string'),
   minLength: () => text('field.blank'),
-  maxLength: (error) => text('field.max_length', { max: Number(error.params['limit']) }),
+  maxLength: (error) => text('field.max_length', { max: Number(error.params.limit) }),
   pattern: () => text('template.slug'),
   noControlCharacters: () => text('to.control'),
   format: () => text('to.email'),
@@ -195,8 +195,8 @@ const keywordMessages: Record<string, (error: ErrorObject) => Text> = {
 };
 
 function fieldOf(error: ErrorObject): string {
-  if (error.keyword === 'required') return String(error.params['missingProperty']);
-  if (error.keyword === 'additionalProperties') return String(error.params['additionalProperty']);
+  if (error.keyword === 'required') return String(error.params.missingProperty);
+  if (error.keyword === 'additionalProperties') return String(error.params.additionalProperty);
   // Every other rule sits on a top-level property: `/template` names the field.
   return error.instancePath.split('/')[1]?.replace(/~1/g, '/').replace(/~0/g, '~') ?? '';
 }

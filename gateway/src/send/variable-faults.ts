@@ -57,15 +57,15 @@ function typeText(variable: string, type: unknown): Text | undefined {
 function render(variable: string, { keyword, params }: Violation): Text | undefined {
   if (keyword === 'required') return text('variables.required', { variable });
   if (keyword === 'additionalProperties') return text('variables.not_allowed', { variable });
-  if (keyword === 'type') return typeText(variable, params['type']);
+  if (keyword === 'type') return typeText(variable, params.type);
   if (Object.hasOwn(limitKeys, keyword)) {
-    const limit = params['limit'];
+    const limit = params.limit;
     return typeof limit === 'number' ? text(limitKeys[keyword as keyof typeof limitKeys], { variable, limit }) : undefined;
   }
   if (keyword === 'enum') return text('variables.enum', { variable });
   if (keyword === 'const') return text('variables.const', { variable });
-  if (keyword === 'pattern' && typeof params['pattern'] === 'string') return text('variables.pattern', { variable, pattern: params['pattern'] });
-  if (keyword === 'format' && typeof params['format'] === 'string') return text('variables.format', { variable, format: params['format'] });
+  if (keyword === 'pattern' && typeof params.pattern === 'string') return text('variables.pattern', { variable, pattern: params.pattern });
+  if (keyword === 'format' && typeof params.format === 'string') return text('variables.format', { variable, format: params.format });
   return undefined;
 }
 

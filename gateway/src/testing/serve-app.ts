@@ -7,7 +7,6 @@ import { Writable } from 'node:stream';
 import { createLogger, createRegistry, degradable, GrpcClient, loadConfig, type Rate, type Registry } from '@notify/platform';
 import { authProto, dispatchProto } from '@notify/proto';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
-import { Redis } from 'ioredis';
 import { createApp } from '../app.ts';
 import { configSpec } from '../config.ts';
 import { createPanelDeps, type PanelDeps } from '../panel/dependencies.ts';

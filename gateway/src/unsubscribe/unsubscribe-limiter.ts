@@ -4,7 +4,7 @@
 
 import type { Rate } from '@notify/platform';
 import type { Redis } from 'ioredis';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { type RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { sharedLimiter } from '../rate-limit/redis.ts';
 
 export type UnsubscribeDecision = { readonly allowed: true } | { readonly allowed: false; readonly retryAfterSeconds: number };

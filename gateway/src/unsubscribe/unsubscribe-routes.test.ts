@@ -192,11 +192,11 @@ test('the access log names the route of an unsubscribe link, never its token (wh
   await oneClick('/u/not-a-token');
   // The access line is written when the response has left: wait for the three.
   const deadline = Date.now() + 2_000;
-  const accessLines = () => gateway.logs.filter((line) => line['msg'] === 'request' && String(line['path']).startsWith('/u/'));
+  const accessLines = () => gateway.logs.filter((line) => line.msg === 'request' && String(line.path).startsWith('/u/'));
   while (accessLines().length < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
   const lines = accessLines();
   assert.ok(lines.length >= 3, `access lines: ${JSON.stringify(lines)}`);
-  for (const line of lines) assert.equal(line['path'], '/u/:token');
+  for (const line of lines) assert.equal(line.path, '/u/:token');
   const everything = JSON.stringify(gateway.logs);
   assert.ok(!everything.includes(link), 'the token appears nowhere in the logs');
   assert.ok(!everything.includes('logged@example.com'), 'nor does the address');

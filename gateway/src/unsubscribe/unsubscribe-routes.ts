@@ -99,11 +99,15 @@ async function readOneClickBody(ctx: Context): Promise<{ source: 'one_click' | '
 
 /** The page for a failed call: an invalid token is a 404, a dependency down a 503 to retry; anything else is a bug. */
 function failure(ctx: Context, deps: UnsubscribeDeps, error: unknown): void {
-  if (error instanceof RemoteError && error.status === status.INVALID_ARGUMENT && error.reason === 'invalid_token') return message(ctx, 404, 'invalid');
+  if (error instanceof RemoteError && error.status === status.INVALID_ARGUMENT && error.reason === 'invalid_token') {
+    message(ctx, 404, 'invalid');
+    return;
+  }
   if (isDependencyDown(error)) {
     deps.logger.warn({ requestId: ctx.state.requestId, err: error }, 'unsubscribe: dispatch-svc did not answer');
     ctx.set('Retry-After', String(unavailableRetryAfterSeconds));
-    return message(ctx, 503, 'unavailable');
+    message(ctx, 503, 'unavailable');
+    return;
   }
   deps.logger.error({ requestId: ctx.state.requestId, err: error }, 'unsubscribe request failed unexpectedly');
   message(ctx, 500, 'error');
@@ -118,7 +122,7 @@ async function admit(ctx: Context, deps: UnsubscribeDeps): Promise<string | unde
     page(ctx, 429, 'throttled.title', html`<p>${unsubscribeText(ctx.state.language, 'throttled.text', { seconds: decision.retryAfterSeconds })}</p>`);
     return undefined;
   }
-  const token = ctx.params['token'] ?? '';
+  const token = ctx.params.token ?? '';
   if (!tokenPattern.test(token)) {
     message(ctx, 404, 'invalid');
     return undefined;

@@ -38,9 +38,9 @@ function settings(): Settings {
     projectId: required('PROJECT_ID'),
     template: required('TEMPLATE'),
     to: required('TO'),
-    data: JSON.parse(process.env['DATA'] || '{}') as unknown,
-    timeoutMs: Number(process.env['TIMEOUT_SECONDS'] || '120') * 1000,
-    notifyctl: process.env['NOTIFYCTL'] || 'cli/src/main.ts',
+    data: JSON.parse(process.env.DATA || '{}') as unknown,
+    timeoutMs: Number(process.env.TIMEOUT_SECONDS || '120') * 1000,
+    notifyctl: process.env.NOTIFYCTL || 'cli/src/main.ts',
   };
 }
 

@@ -1,6 +1,6 @@
 // The durable pull consumer every mailer replica shares on the jobs stream.
 import { nanoseconds } from '@notify/platform/nats';
-import { type Topology } from '@notify/proto';
+import type { Topology } from '@notify/proto';
 
 export interface ConsumerSettings {
   maxAttempts: number;

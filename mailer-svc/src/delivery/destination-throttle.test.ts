@@ -178,8 +178,14 @@ describe('two replicas sharing a bucket', () => {
     const parkedJob = job();
     const inSlotJob = job();
     const order: string[] = [];
-    const parked = throttle.acquire('b@one.example', parkedJob).then((got) => (order.push('b'), got));
-    const inSlot = throttle.acquire('c@one.example', inSlotJob).then((got) => (order.push('c'), got));
+    const parked = throttle.acquire('b@one.example', parkedJob).then((got) => {
+      order.push('b');
+      return got;
+    });
+    const inSlot = throttle.acquire('c@one.example', inSlotJob).then((got) => {
+      order.push('c');
+      return got;
+    });
     await sleep(50);
     assert.deepEqual([parkedJob.waits, inSlotJob.waits], [1, 0], 'only the first leaves its slot');
     slot?.release(accepted);

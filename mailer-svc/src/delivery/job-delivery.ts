@@ -18,7 +18,7 @@
 import { inSpan, type Logger, notifyAttributes, recordFailure, type Span, SpanKind } from '@notify/platform';
 import { deadLetter, type JsMsg } from '@notify/platform/nats';
 import { type DeliveryEvent, type DeliveryJob, readDeliveryJob, schemaHeader } from '@notify/proto';
-import { TemplateRenderError } from '@notify/templating';
+import { type RenderedMail, TemplateRenderError } from '@notify/templating';
 import { type Decision, failureReason, judgeAttempt, type Settlement } from './decision.ts';
 import { createEventPublisher, type EventPublisher } from './events.ts';
 import { attemptBase, deliveryStart } from './job.ts';
@@ -213,7 +213,7 @@ export class JobDelivery {
 
   async #attempt(job: DeliveryJob, attempt: number): Promise<Attempted> {
     const about = { [notifyAttributes.messageId]: job.messageId, [notifyAttributes.attempt]: attempt };
-    let mail;
+    let mail: RenderedMail;
     try {
       mail = await inSpan(
         'render',

@@ -37,7 +37,10 @@ describe('refusals the SMTP pool retries', () => {
       dir,
       logger: silentLogger('smtp-sink'),
       // The second recipient offered is refused: by then the pool's one connection has delivered the first.
-      reply: () => ((offers += 1) === 2 ? { code: 421, message: '4.7.0 Too many connections, slow down' } : undefined),
+      reply: () => {
+        offers += 1;
+        return offers === 2 ? { code: 421, message: '4.7.0 Too many connections, slow down' } : undefined;
+      },
     });
     const retried: [string, DeliveryOutcome][] = [];
     const poolRefusals = new PoolRefusals((to, refusal) => retried.push([to, refusal]));

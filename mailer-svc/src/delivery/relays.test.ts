@@ -75,8 +75,7 @@ async function startDroppingRelay(): Promise<{ url: string; server: Server }> {
         if (buffered.includes('\r\n.\r\n')) socket.destroy();
         return;
       }
-      let newline;
-      while ((newline = buffered.indexOf('\r\n')) >= 0) {
+      for (let newline = buffered.indexOf('\r\n'); newline >= 0; newline = buffered.indexOf('\r\n')) {
         const line = buffered.slice(0, newline);
         buffered = buffered.slice(newline + 2);
         if (/^EHLO/i.test(line)) socket.write('250 dropping relay\r\n');
@@ -111,7 +110,11 @@ function relaysFor(defaultUrls: string[], overrides: Partial<RelayOptions> = {})
 }
 
 let sequence = 0;
-const send = (relays: Relays, to = `someone${(sequence += 1)}@example.com`, projectId = 1) =>
+function nextRecipient(): string {
+  sequence += 1;
+  return `someone${sequence}@example.com`;
+}
+const send = (relays: Relays, to = nextRecipient(), projectId = 1) =>
   relays.send(projectId, { from: 'no-reply@example.com', to, subject: 'hello', text: 'hello', envelope: { from: 'no-reply@example.com', to: [to] } });
 
 const count = async (

@@ -82,5 +82,5 @@ export function classifySendError(error: unknown): DeliveryOutcome {
 export function isHardBounce(outcome: DeliveryOutcome): boolean {
   if (outcome.kind !== 'permanent' || outcome.smtpCode === undefined || outcome.smtpCode < 500) return false;
   const status = enhancedStatus(outcome.smtpResponse);
-  return status !== undefined && status.startsWith('5.1.') && status !== '5.1.7' && status !== '5.1.8';
+  return status?.startsWith('5.1.') === true && status !== '5.1.7' && status !== '5.1.8';
 }

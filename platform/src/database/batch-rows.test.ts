@@ -54,7 +54,7 @@ test('a batch given a filler is padded with it to paddedBatchLength rows; a long
     columns,
     { filler },
   );
-  assert.equal(padded.values[0] instanceof Array && padded.values[0].length, paddedBatchLength);
+  assert.equal(Array.isArray(padded.values[0]) && padded.values[0].length, paddedBatchLength);
   assert.deepEqual(padded.values[0], [1, 2, ...Array<number>(paddedBatchLength - 2).fill(0)]);
   const long = Array.from({ length: paddedBatchLength + 1 }, (_, index) => ({ id: index + 1, label: null }));
   assert.deepEqual(

@@ -3,7 +3,7 @@ import { loadConfig, url } from '../config.ts';
 import { createLogger } from '../logger.ts';
 import { migrate } from './index.ts';
 
-const logger = createLogger('migrate', process.env['LOG_LEVEL'] ?? 'info');
+const logger = createLogger('migrate', process.env.LOG_LEVEL ?? 'info');
 try {
   // The URL carries the password: the chart's Job mounts it as a file (DATABASE_URL_FILE), as it does for the services.
   const config = loadConfig(

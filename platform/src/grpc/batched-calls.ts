@@ -44,7 +44,7 @@ export function endItemSpan(span: Span, code: status, message?: string): void {
 export function itemTraceContext(span: Span): ItemTraceContext {
   const carrier: Record<string, string> = {};
   propagation.inject(trace.setSpan(context.active(), span), carrier);
-  return { traceparent: carrier['traceparent'] ?? '', tracestate: carrier['tracestate'] ?? '' };
+  return { traceparent: carrier.traceparent ?? '', tracestate: carrier.tracestate ?? '' };
 }
 
 /** The parent an item's server span continues, from the trace context it carried (the root context without one). */

@@ -110,7 +110,7 @@ export class GrpcClient<D extends grpc.ServiceDefinition> {
 
   /** grpc.health.v1 Check of the whole server: true when it answers SERVING. Not in the metrics: readiness probes poll it. */
   async serving(deadlineMs = 1_000): Promise<boolean> {
-    const check = healthService['Check'];
+    const check = healthService.Check;
     if (!check) return false;
     const response = await new Promise<{ status?: unknown }>((resolve, reject) => {
       this.#client.makeUnaryRequest(

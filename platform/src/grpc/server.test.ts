@@ -91,9 +91,9 @@ test('a known caller is refused PERMISSION_DENIED on a method not granted to it,
     asAdmin.close();
     asGateway.close();
   }
-  const refusals = logs.filter((line) => line['msg'] === 'gRPC call refused: the caller may not call this method');
+  const refusals = logs.filter((line) => line.msg === 'gRPC call refused: the caller may not call this method');
   assert.deepEqual(
-    refusals.map((line) => [line['caller'], line['method']]),
+    refusals.map((line) => [line.caller, line.method]),
     [
       ['admin', '/notify.auth.v1.AuthService/Authorize'],
       ['gateway', '/notify.auth.v1.AuthAdminService/ListPlans'],

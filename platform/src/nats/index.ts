@@ -1,7 +1,7 @@
 // NATS JetStream: the connection, streams and consumers created from their declarations (proto/src/streams.ts), the
 // link's state and readiness, durable consumption, dead letters, and trace context carried in headers.
 
-import { AckPolicy, type ConsumerConfig, type JetStreamManager, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { AckPolicy, type ConsumerConfig, type JetStreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import { type Authenticator, connect, type NatsConnection, nkeyAuthenticator, usernamePasswordAuthenticator } from '@nats-io/transport-node';
 import type { StreamDeclaration } from '@notify/proto';
 import { ConfigError } from '../config.ts';

@@ -136,7 +136,10 @@ export function summarizeProfiles(
       const owner = frame.url === '' && frame.functionName.startsWith('(') ? frame.functionName : packageOf(frame.url, options.repoRoot);
       byPackage.set(owner, (byPackage.get(owner) ?? 0) + durationUs);
       let asker = askers.get(node.id);
-      if (!asker) askers.set(node.id, (asker = askerOf(node, parentOf, options.repoRoot)));
+      if (!asker) {
+        asker = askerOf(node, parentOf, options.repoRoot);
+        askers.set(node.id, asker);
+      }
       byAsker.set(asker.name, (byAsker.get(asker.name) ?? 0) + durationUs);
       split[asker.kind] += durationUs;
     }

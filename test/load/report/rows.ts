@@ -186,7 +186,7 @@ function pacedCeilingRows(ceiling: CeilingResult, paced: PacedCeiling, tracing: 
     row(`HTTP ceiling at ${at}, paced: CPU per request, bare Koa server`, cpu(server), beside(server, ceiling.cpuPerRequest[bareKoaLabel] ?? 0)),
     row(`HTTP ceiling at ${at}, paced: CPU per request, system`, cpu(system), beside(system, webhookTotals(ceiling.cpuPerRequest).system)),
   ];
-  const gateway = tracing?.rate === paced.rate ? tracing.off?.cpuPerMessage['gateway'] : undefined;
+  const gateway = tracing?.rate === paced.rate ? tracing.off?.cpuPerMessage.gateway : undefined;
   if (gateway !== undefined && server > 0) {
     rows.push(
       row(`CPU per message at ${at}, no OTLP endpoint: gateway / bare Koa server at ${at}`, twoPlaces(gateway / server), {

@@ -63,7 +63,7 @@ export async function startSystemUnderTest(options: SystemUnderTestOptions): Pro
     // The chart's default: a default install writes an access line per request and a line per delivery attempt, and
     // what they cost belongs in its CPU per message.
     logLevel: 'info',
-    output: process.env['BENCH_SERVICE_OUTPUT'] === 'stdout' ? undefined : null,
+    output: process.env.BENCH_SERVICE_OUTPUT === 'stdout' ? undefined : null,
     env: { ...options.env, NOTIFY_PUBLIC_SEND_RATE: unthrottledRate, NOTIFY_PUBLIC_READ_RATE: unthrottledRate },
     serviceEnv: {
       gateway: profiled('gateway'),

@@ -123,7 +123,7 @@ export async function claimDeliveries(pool: Pool, keys: readonly DeliveryKey[], 
     const claim = claims[index];
     if (claim) return claim;
     const row = why.get(keyOf(key));
-    if (!row || row.state !== 'pending') return { kind: 'settled' };
+    if (row?.state !== 'pending') return { kind: 'settled' };
     if (!row.enabled) return { kind: 'endpoint_disabled' };
     return { kind: 'later', inMs: Math.max(1, row.waitMs ?? 1) };
   });

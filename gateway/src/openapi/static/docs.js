@@ -1,6 +1,5 @@
 // Starts Swagger UI on the gateway's own OpenAPI document (the page names it in data-openapi-url). A file of its own,
 // not an inline script, so the page's Content-Security-Policy can allow scripts from the gateway's origin only.
-'use strict';
 
 const root = document.getElementById('swagger-ui');
 window.ui = window.SwaggerUIBundle({

@@ -32,7 +32,7 @@ export const keysPage: Handler = (deps) => async (ctx) => {
   const panel = ctx as PanelContext;
   const { t } = panel.state;
   // After a change (the redirect names the key, never text): which key, and the rate it has now.
-  const changed = Number(panel.query['rateChanged']);
+  const changed = Number(panel.query.rateChanged);
   let notice: Notice | undefined;
   if (Number.isSafeInteger(changed) && changed > 0) {
     const { keys } = await deps.auth.call('ListPanelApiKeys', scope(panel));

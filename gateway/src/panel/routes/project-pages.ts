@@ -3,6 +3,7 @@
 // key-pages.ts. Every call names the user's organization, and whatever is not found in it is "not found".
 import { status } from '@grpc/grpc-js';
 import { RemoteError } from '@notify/platform';
+import type { dispatch } from '@notify/proto';
 import type { Middleware } from 'koa';
 import { currentProject, notFound, type PanelContext, PanelError, type PanelState, signedIn } from '../context.ts';
 import type { PanelDeps } from '../dependencies.ts';
@@ -41,8 +42,8 @@ const requeueOutcomes = ['done', 'not_failed', 'template_inactive', 'recipient_s
 
 /** The notice after a re-queue (the redirect carries its outcome, never text). */
 function requeueNotice(ctx: PanelContext): Notice | undefined {
-  const outcome = ctx.query['requeue'];
-  const id = Number(ctx.query['message']);
+  const outcome = ctx.query.requeue;
+  const id = Number(ctx.query.message);
   if (typeof outcome !== 'string' || !(requeueOutcomes as readonly string[]).includes(outcome) || !Number.isSafeInteger(id)) return undefined;
   const { t } = ctx.state;
   if (outcome === 'done') return { kind: 'info', text: t('message.requeued', { id }) };
@@ -53,8 +54,8 @@ const cancelOutcomes = ['done', 'not_cancelable'] as const;
 
 /** The notice after a cancel, like requeueNotice's. */
 function cancelNotice(ctx: PanelContext): Notice | undefined {
-  const outcome = ctx.query['cancel'];
-  const id = Number(ctx.query['message']);
+  const outcome = ctx.query.cancel;
+  const id = Number(ctx.query.message);
   if (typeof outcome !== 'string' || !(cancelOutcomes as readonly string[]).includes(outcome) || !Number.isSafeInteger(id)) return undefined;
   const { t } = ctx.state;
   return outcome === 'done' ? { kind: 'info', text: t('message.canceled', { id }) } : { kind: 'error', text: t('message.notCanceled', { id }) };
@@ -181,9 +182,9 @@ export const templatesPage: Handler = (deps) => async (ctx) => {
 const slugPattern = /^[A-Za-z0-9_-]{1,100}$/;
 
 function previewRequest(ctx: PanelContext): { projectId: number; organizationId: number; slug: string; dataJson: string } {
-  const slug = ctx.params['slug'] ?? '';
+  const slug = ctx.params.slug ?? '';
   if (!slugPattern.test(slug)) throw notFound();
-  const data = ctx.query['data'];
+  const data = ctx.query.data;
   return { ...scope(ctx), slug, dataJson: typeof data === 'string' ? data : '' };
 }
 
@@ -191,7 +192,7 @@ export const templatePage: Handler = (deps) => async (ctx) => {
   const panel = ctx as PanelContext;
   const { t } = panel.state;
   const request = previewRequest(panel);
-  let preview;
+  let preview: dispatch.TemplatePreview__Output;
   let dataFault: string | undefined;
   try {
     preview = await found(deps.dispatch.call('PreviewTemplate', request));
@@ -210,7 +211,7 @@ export const templatePage: Handler = (deps) => async (ctx) => {
       preview,
       ...(dataFault ? { dataFault, typedData: request.dataJson } : {}),
       ...(isOperator(panel) ? { csrfToken: signedIn(panel).session.csrfToken } : {}),
-      unsubscribeChanged: panel.query['changed'] === 'unsubscribe',
+      unsubscribeChanged: panel.query.changed === 'unsubscribe',
     }),
   });
 };
@@ -221,7 +222,7 @@ export const setTemplateUnsubscribe: Handler = (deps) => async (ctx) => {
   const form = await readForm(panel);
   verifyCsrf(panel, form);
   if (!isOperator(panel)) throw new PanelError(403, 'error.forbidden', 'error.forbiddenText');
-  const slug = panel.params['slug'] ?? '';
+  const slug = panel.params.slug ?? '';
   if (!slugPattern.test(slug)) throw notFound();
   const unsubscribe = form.get('unsubscribe');
   if (unsubscribe !== 'true' && unsubscribe !== 'false') throw new PanelError(400, 'error.badRequest', 'error.badRequestText');

@@ -2,6 +2,7 @@
 // the address and the account are under their limits; a success always starts a brand-new session.
 import { status } from '@grpc/grpc-js';
 import { RemoteError } from '@notify/platform';
+import type { auth } from '@notify/proto';
 import type { Middleware } from 'koa';
 import { type PanelContext, type PanelState, signedIn } from '../context.ts';
 import type { PanelDeps } from '../dependencies.ts';
@@ -18,7 +19,7 @@ const verifyDeadlineMs = 10_000;
 
 /** Where to go after signing in: a panel path of this site, never another origin (`//evil.example`, `/\evil`). */
 export function safeNext(value: string | null | undefined): string {
-  if (!value || !value.startsWith('/panel/') || value.startsWith('/panel//') || /[\\\s]/.test(value)) return '/panel/';
+  if (!value?.startsWith('/panel/') || value.startsWith('/panel//') || /[\\\s]/.test(value)) return '/panel/';
   return value;
 }
 
@@ -39,12 +40,12 @@ export function signInPage(): Middleware<PanelState> {
     const panel = ctx as PanelContext;
     const { t } = panel.state;
     const notice: Notice | undefined =
-      ctx.query['signedOut'] !== undefined
+      ctx.query.signedOut !== undefined
         ? { kind: 'info', text: t('signIn.signedOut') }
-        : ctx.query['next'] !== undefined
+        : ctx.query.next !== undefined
           ? { kind: 'info', text: t('signIn.required') }
           : undefined;
-    const next = typeof ctx.query['next'] === 'string' ? ctx.query['next'] : undefined;
+    const next = typeof ctx.query.next === 'string' ? ctx.query.next : undefined;
     showForm(panel, { email: '', next: safeNext(next), ...(notice ? { notice } : {}) });
   };
 }
@@ -66,7 +67,7 @@ export function signIn(deps: PanelDeps): Middleware<PanelState> {
       showForm(panel, { email, next, status: 429, notice: { kind: 'error', text: t('signIn.throttled', { seconds: decision.retryAfterSeconds }) } });
       return;
     }
-    let user;
+    let user: auth.PanelUser__Output;
     try {
       // A memory-hard hash takes its time on purpose: more than the gateway's usual deadline allows under load.
       user = await deps.auth.call('VerifyPanelCredentials', { email, password: form.get('password') ?? '' }, { deadlineMs: verifyDeadlineMs });

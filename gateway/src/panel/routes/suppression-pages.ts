@@ -14,8 +14,8 @@ const outcomes = ['removed', 'not-listed'] as const;
 
 /** The notice after a removal: the redirect carries the outcome and the address, never text. */
 function removalNotice(ctx: PanelContext): Notice | undefined {
-  const outcome = ctx.query['removed'];
-  const address = ctx.query['address'];
+  const outcome = ctx.query.removed;
+  const address = ctx.query.address;
   if (typeof outcome !== 'string' || !(outcomes as readonly string[]).includes(outcome) || typeof address !== 'string') return undefined;
   const { t } = ctx.state;
   return outcome === 'removed'
@@ -28,7 +28,7 @@ export const suppressionsPage: Handler = (deps) => async (ctx) => {
   const { t } = panel.state;
   const project = currentProject(panel);
   // The removal notice names an address too; only a search fills the search box.
-  const search = typeof panel.query['address'] === 'string' && panel.query['removed'] === undefined ? panel.query['address'].slice(0, 254) : '';
+  const search = typeof panel.query.address === 'string' && panel.query.removed === undefined ? panel.query.address.slice(0, 254) : '';
   const { suppressions } = await found(deps.dispatch.call('ListProjectSuppressions', { ...scope(panel), search }));
   const notice = removalNotice(panel);
   renderPage(panel, {

@@ -18,11 +18,11 @@ function requireOperator(ctx: PanelContext): void {
 
 /** The notice after enabling or disabling (the redirect carries the outcome, never text). */
 function changeNotice(ctx: PanelContext): Notice | undefined {
-  const id = Number(ctx.query['webhook']);
+  const id = Number(ctx.query.webhook);
   if (!Number.isSafeInteger(id)) return undefined;
   const { t } = ctx.state;
-  if (ctx.query['changed'] === 'enabled') return { kind: 'info', text: t('webhooks.nowEnabled', { id }) };
-  if (ctx.query['changed'] === 'disabled') return { kind: 'info', text: t('webhooks.nowDisabled', { id }) };
+  if (ctx.query.changed === 'enabled') return { kind: 'info', text: t('webhooks.nowEnabled', { id }) };
+  if (ctx.query.changed === 'disabled') return { kind: 'info', text: t('webhooks.nowDisabled', { id }) };
   return undefined;
 }
 
@@ -104,8 +104,8 @@ export const setWebhookEnabled: Handler = (deps) => async (ctx) => {
 const replayOutcomes = ['done', 'undelivered'] as const;
 
 function replayNotice(ctx: PanelContext): Notice | undefined {
-  const outcome = ctx.query['replay'];
-  const event = Number(ctx.query['event']);
+  const outcome = ctx.query.replay;
+  const event = Number(ctx.query.event);
   if (typeof outcome !== 'string' || !(replayOutcomes as readonly string[]).includes(outcome) || !Number.isSafeInteger(event)) return undefined;
   const { t } = ctx.state;
   return outcome === 'done'
@@ -119,7 +119,7 @@ export const webhookAttemptsPage: Handler = (deps) => async (ctx) => {
   const panel = ctx as PanelContext;
   const { t } = panel.state;
   const webhookId = idParam(panel, 'webhookId');
-  const before = typeof panel.query['before'] === 'string' && cursorPattern.test(panel.query['before']) ? Number(panel.query['before']) : 0;
+  const before = typeof panel.query.before === 'string' && cursorPattern.test(panel.query.before) ? Number(panel.query.before) : 0;
   const [{ webhooks }, page] = await Promise.all([
     deps.dispatch.call('ListProjectWebhooks', scope(panel)),
     found(deps.dispatch.call('ListProjectWebhookAttempts', { ...scope(panel), webhookId, limit: 50, beforeId: before })),

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { Rate } from '@notify/platform';
 import type { Redis } from 'ioredis';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { type RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { limitedAddress } from '../../auth/client-address.ts';
 import { sharedLimiter } from '../../rate-limit/redis.ts';
 

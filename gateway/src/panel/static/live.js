@@ -1,7 +1,6 @@
 // Follows a message while its page is open: polls the page's small status document and updates the state, the
 // details that change and the timeline in place. Text only (textContent), never markup. Stops once the message is
 // sent or failed, pauses while the tab is hidden.
-'use strict';
 
 (function follow() {
   const region = document.querySelector('[data-live-status]');
@@ -13,12 +12,12 @@
   let lastState = '';
 
   function field(name) {
-    return document.querySelector('[data-field="' + name + '"]');
+    return document.querySelector(`[data-field="${name}"]`);
   }
 
   function badge(state, text) {
     const span = document.createElement('span');
-    span.className = 'state state-' + state;
+    span.className = `state state-${state}`;
     span.setAttribute('data-state', state);
     span.textContent = text;
     return span;
@@ -80,7 +79,7 @@
         return;
       }
       if (response.ok) done = show(await response.json());
-    } catch (error) {
+    } catch {
       // A network hiccup: try again at the next tick.
     }
     polling = false;
