@@ -1,6 +1,6 @@
 // docs/contract.md "Errors in general", language: Accept-Language (q-values honoured) chooses English (default) or Spanish,
 // Content-Language names the one used, and codes and field names never change. Every refusal the gateway can give is
-// produced twice, in English and in Spanish, and the two are compared text by text. (503: contract-edges.test.ts, which
+// produced twice, in English and in Spanish, and the two are compared text by text. (503: default-system/contract-edges.suite.ts, which
 // stops the services anyway.)
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';

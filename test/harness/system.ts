@@ -37,7 +37,32 @@ afterEach((t) => {
   for (const stack of running) console.log(`services' warnings and errors up to the failure of "${t.name}":\n${serviceTrouble(stack) || '(none)'}`);
 });
 
+/** While a group of suites shares one (shareDefaultSystem): the system startSystem() without options returns. */
+let sharedDefault: Promise<System> | undefined;
+let sharing = false;
+
+/**
+ * For a file that runs several suites in turn (test/e2e/default-system.test.ts): from now on, startSystem() without
+ * options returns one system, started at its first call, whose stop() leaves it running for the next suite. The
+ * function returned stops it.
+ */
+export function shareDefaultSystem(): () => Promise<void> {
+  sharing = true;
+  return async () => {
+    sharing = false;
+    const system = await sharedDefault;
+    sharedDefault = undefined;
+    await system?.stop();
+  };
+}
+
 export async function startSystem(options: SystemOptions = {}): Promise<System> {
+  if (!sharing || Object.keys(options).length > 0) return startOwnSystem(options);
+  sharedDefault ??= startOwnSystem(options);
+  return { ...(await sharedDefault), stop: async () => undefined };
+}
+
+async function startOwnSystem(options: SystemOptions): Promise<System> {
   const system = await launchSystem({
     startSink: (dir) =>
       startSmtpSink({ host: '127.0.0.1', port: 0, dir, logger: silentLogger('smtp-sink'), ...(options.smtpReply ? { reply: options.smtpReply } : {}) }),

@@ -3,10 +3,10 @@
 // and uses no quota, the list is the project's alone, and removing the address lets sends through again.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { assertAccepted, assertFieldErrors, writtenRows } from '../harness/contract-shapes.ts';
-import { type System, startSystem, type Tenant } from '../harness/system.ts';
-import { validBody } from '../harness/tenants.ts';
-import { assertTranslated, languageHeader } from '../harness/translation.ts';
+import { assertAccepted, assertFieldErrors, writtenRows } from '../../harness/contract-shapes.ts';
+import { type System, startSystem, type Tenant } from '../../harness/system.ts';
+import { validBody } from '../../harness/tenants.ts';
+import { assertTranslated, languageHeader } from '../../harness/translation.ts';
 
 let system: System;
 let tenant: Tenant;

@@ -3,9 +3,9 @@
 // and nothing written for any refusal.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { assertAccepted, assertCoded, assertFieldErrors, writtenRows } from '../harness/contract-shapes.ts';
-import { type HttpResult, type System, startSystem, type Tenant } from '../harness/system.ts';
-import { anotherKey, validBody } from '../harness/tenants.ts';
+import { assertAccepted, assertCoded, assertFieldErrors, writtenRows } from '../../harness/contract-shapes.ts';
+import { type HttpResult, type System, startSystem, type Tenant } from '../../harness/system.ts';
+import { anotherKey, validBody } from '../../harness/tenants.ts';
 
 const required = 'This field is required.';
 const unknown = 'Unknown field.';

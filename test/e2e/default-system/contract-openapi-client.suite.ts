@@ -11,10 +11,10 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
-import { type System, startSystem, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../../harness/system.ts';
 
 const run = promisify(execFile);
-const repoRoot = path.resolve(import.meta.dirname, '../..');
+const repoRoot = path.resolve(import.meta.dirname, '../../..');
 const require = createRequire(import.meta.url);
 // Inside the repository's ignored .data/, so that the client resolves openapi-fetch from the installed packages.
 const workDir = path.join(repoRoot, '.data', `openapi-client-${randomUUID().slice(0, 8)}`);

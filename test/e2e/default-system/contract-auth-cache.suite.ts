@@ -3,13 +3,13 @@
 // by auth-svc's announcements over NATS. A gateway that cannot reach NATS caches nothing and keeps serving.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { assertAccepted, assertCoded, assertUnauthenticated } from '../harness/contract-shapes.ts';
-import { freePort } from '../harness/free-port.ts';
-import { type GatewayReplica, startGatewayReplica } from '../harness/gateway-process.ts';
-import { sendVia, type TimedResult } from '../harness/send-via.ts';
-import { type System, startSystem, type Tenant } from '../harness/system.ts';
-import { anotherKey, validBody } from '../harness/tenants.ts';
-import { waitFor } from '../harness/wait.ts';
+import { assertAccepted, assertCoded, assertUnauthenticated } from '../../harness/contract-shapes.ts';
+import { freePort } from '../../harness/free-port.ts';
+import { type GatewayReplica, startGatewayReplica } from '../../harness/gateway-process.ts';
+import { sendVia, type TimedResult } from '../../harness/send-via.ts';
+import { type System, startSystem, type Tenant } from '../../harness/system.ts';
+import { anotherKey, validBody } from '../../harness/tenants.ts';
+import { waitFor } from '../../harness/wait.ts';
 
 let system: System;
 let tenant: Tenant;

@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { openBrowser } from '../harness/browser.ts';
-import { type System, startSystem, type Tenant } from '../harness/system.ts';
-import { anotherKey } from '../harness/tenants.ts';
+import { openBrowser } from '../../harness/browser.ts';
+import { type System, startSystem, type Tenant } from '../../harness/system.ts';
+import { anotherKey } from '../../harness/tenants.ts';
 
 let system: System;
 let tenant: Tenant;
@@ -156,10 +156,12 @@ test('in a browser the docs render the send and batch operations without an erro
   assert.equal(rows.length, 1, 'the message sent from the docs page exists');
 });
 
-/** The code block docs/integrators.md marks as `tested by test/e2e/contract-docs.test.ts: <name>`. */
+/** The code block docs/integrators.md marks as `tested by test/e2e/default-system/contract-docs.suite.ts: <name>`. */
 function recipe(name: string): string {
-  const guide = readFileSync(new URL('../../docs/integrators.md', import.meta.url), 'utf8');
-  const block = new RegExp(`<!-- tested by test/e2e/contract-docs\\.test\\.ts: ${name} -->\\n\`\`\`\\w+\\n([\\s\\S]*?)\\n\`\`\`\\n`).exec(guide)?.[1];
+  const guide = readFileSync(new URL('../../../docs/integrators.md', import.meta.url), 'utf8');
+  const block = new RegExp(`<!-- tested by test/e2e/default-system/contract-docs\\.suite\\.ts: ${name} -->\\n\`\`\`\\w+\\n([\\s\\S]*?)\\n\`\`\`\\n`).exec(
+    guide,
+  )?.[1];
   assert.ok(block, `docs/integrators.md has no ${name} block`);
   return block;
 }

@@ -6,10 +6,10 @@ import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
 import { authProto, dispatchProto } from '@notify/proto';
-import { refusal } from '../harness/refusal.ts';
-import { type System, startSystem, type Tenant } from '../harness/system.ts';
-import { validBody } from '../harness/tenants.ts';
-import { waitFor } from '../harness/wait.ts';
+import { refusal } from '../../harness/refusal.ts';
+import { type System, startSystem, type Tenant } from '../../harness/system.ts';
+import { validBody } from '../../harness/tenants.ts';
+import { waitFor } from '../../harness/wait.ts';
 
 let system: System;
 let tenant: Tenant;

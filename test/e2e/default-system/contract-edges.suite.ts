@@ -11,12 +11,12 @@ import {
   assertUnauthenticated,
   uuidPattern,
   writtenRows,
-} from '../harness/contract-shapes.ts';
-import { type RawResult, rawExchange, rawRequest } from '../harness/raw-http.ts';
-import { type HttpResult, type System, startSystem, type Tenant } from '../harness/system.ts';
-import { anotherKey, validBody } from '../harness/tenants.ts';
-import { assertTranslated, languageHeader } from '../harness/translation.ts';
-import { waitFor } from '../harness/wait.ts';
+} from '../../harness/contract-shapes.ts';
+import { type RawResult, rawExchange, rawRequest } from '../../harness/raw-http.ts';
+import { type HttpResult, type System, startSystem, type Tenant } from '../../harness/system.ts';
+import { anotherKey, validBody } from '../../harness/tenants.ts';
+import { assertTranslated, languageHeader } from '../../harness/translation.ts';
+import { waitFor } from '../../harness/wait.ts';
 
 /** NOTIFY_MAX_BODY_BYTES left at its default: the contract's 256 KiB. */
 const maxBodyBytes = 262_144;

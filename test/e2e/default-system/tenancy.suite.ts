@@ -1,7 +1,7 @@
 // Tenants are isolated both ways, and a revoked key stops working everywhere within seconds.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { type System, startSystem, type Tenant } from '../harness/system.ts';
+import { type System, startSystem, type Tenant } from '../../harness/system.ts';
 
 let system: System;
 let alpha: Tenant;
