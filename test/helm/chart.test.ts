@@ -582,6 +582,10 @@ describe('helm/notify', () => {
     for (const refused of ['10.0.0.0/8', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.168.0.0/16'])
       assert.ok(blocks[0]?.except.includes(refused), refused);
     for (const refused of ['::1/128', 'fc00::/7', 'fe80::/10']) assert.ok(blocks[1]?.except.includes(refused), refused);
+    // A real API server refuses an exception it does not read as a strict subset of the block's cidr: it reads an
+    // IPv4-mapped IPv6 block (::ffff:0:0/96) as IPv4, so none may stand under ::/0, and no IPv6 one under 0.0.0.0/0.
+    for (const except of blocks[0]?.except ?? []) assert.ok(!except.includes(':'), `${except} under 0.0.0.0/0`);
+    for (const except of blocks[1]?.except ?? []) assert.ok(except.includes(':') && !/^::ffff:/i.test(except), `${except} under ::/0`);
     // Then only what the operator lists: the production example's NATS and PostgreSQL.
     assert.deepEqual(egress.slice(3), [
       { to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'messaging' } } }], ports: [{ port: 4222, protocol: 'TCP' }] },
