@@ -35,6 +35,7 @@ install_packages() {
   local missing=()
   command -v etcd >/dev/null || missing+=(etcd-server)
   command -v openssl >/dev/null || missing+=(openssl)
+  command -v curl >/dev/null || missing+=(curl)
   if [ "${#missing[@]}" -gt 0 ]; then
     echo "cluster: installing ${missing[*]} from Debian's packages"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
