@@ -516,8 +516,54 @@ describe('helm/notify', () => {
       podSpec(production.get('Job', 'notify-migration')).volumes?.find((volume) => volume.name === 'secrets')?.secret?.secretName,
       'notify-connections',
     );
-    // In dev mode the database is part of the release: the Job runs once it exists.
-    assert.equal(dev.get('Job', 'notify-migration').metadata.annotations?.['helm.sh/hook'], 'post-install,pre-upgrade');
+    // In dev mode the database is part of the release, and `helm install --wait` would run a post-install hook only
+    // once the services are Ready, which they are not before the schema: a plain Job of the release, one per revision.
+    const devJob = dev.get('Job', 'notify-migration-1');
+    assert.equal(devJob.metadata.annotations?.['helm.sh/hook'], undefined);
+    assert.deepEqual((podSpec(devJob).containers[0] as Container).command, ['node', 'platform/src/database/migrate-cli.ts']);
+  });
+
+  test('every service that uses the database starts only once the schema is current, in dev mode and in production', (t) => {
+    if (skip) return t.skip(skip);
+    for (const rendered of [dev, production]) {
+      for (const deployment of rendered.ofKind('Deployment')) {
+        const usesDatabase = podSpec(deployment).containers.some((container) => env(container, 'DATABASE_URL') ?? env(container, 'DATABASE_URL_FILE'));
+        const waits = podSpec(deployment).initContainers?.find((container) => container.name === 'wait-for-schema');
+        assert.equal(Boolean(waits), Boolean(usesDatabase), `${deployment.metadata.name}: waits for the schema if and only if it uses the database`);
+        if (!waits) continue;
+        assert.deepEqual(waits.command, ['node', 'platform/src/database/migrate-cli.ts', '--wait']);
+        assert.equal(waits.image, (podSpec(deployment).containers[0] as Container).image, 'its own image: the migrations of its own release');
+        assert.ok(env(waits, 'DATABASE_URL') ?? env(waits, 'DATABASE_URL_FILE'), `${deployment.metadata.name}: the init container reads DATABASE_URL`);
+      }
+    }
+    assert.deepEqual(
+      production
+        .ofKind('Deployment')
+        .filter((deployment) => podSpec(deployment).initContainers?.length)
+        .map((deployment) => deployment.metadata.name)
+        .sort(),
+      ['notify-auth-svc', 'notify-dispatch-svc', 'notify-webhook-svc'],
+    );
+  });
+
+  test('numbers reach the services as integers, never in exponent form (Helm reads large YAML integers as floats)', (t) => {
+    if (skip) return t.skip(skip);
+    const exponent = /^-?\d+(\.\d+)?e[+-]?\d+$/i;
+    for (const rendered of [dev, production, externalUrls]) {
+      const values = [
+        ...rendered.ofKind('ConfigMap').flatMap((map) => Object.entries((map as { data?: Record<string, string> }).data ?? {})),
+        ...rendered.objects
+          .filter((object) => workloadKinds.has(object.kind))
+          .flatMap((object) =>
+            containersOf(object).flatMap((container) => (container.env ?? []).map((variable) => [variable.name, variable.value ?? ''] as const)),
+          ),
+      ];
+      assert.ok(values.some(([name]) => name === 'NOTIFY_MAX_BATCH_BODY_BYTES'));
+      assert.deepEqual(
+        values.filter(([, value]) => exponent.test(value)),
+        [],
+      );
+    }
   });
 
   test('NetworkPolicies leave only the gateway open and admit internal gRPC from the gateway and labelled clients', (t) => {

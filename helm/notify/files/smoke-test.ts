@@ -91,7 +91,16 @@ async function main(): Promise<void> {
   const deadline = Date.now() + s.timeoutMs;
   let last = '';
   for (;;) {
-    const message = await lookUp(s, messageId);
+    let message: ListedMessage | undefined;
+    try {
+      message = await lookUp(s, messageId);
+    } catch (error) {
+      // A NetworkPolicy enforcer admits this new pod's address a moment after it starts, so dispatch-svc may refuse
+      // the first calls; anything else, or refusals until the deadline, fail the test.
+      if (!/cannot reach/.test((error as Error).message) || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      continue;
+    }
     const state = message?.state ?? 'not listed yet';
     if (state !== last) log(`message ${messageId}: ${state}`);
     last = state;

@@ -456,3 +456,29 @@ Call with (dict "root" $ "component" "dispatch-svc").
       - { key: {{ .component }}, path: {{ ternary "password" "nkey-seed" (eq .root.Values.natsAuth.mode "userPassword") }} }
 {{- end }}
 {{- end }}
+
+{{/*
+The init container of every service that uses the database: it reads the recorded migrations and ends once the
+schema is the one this release's code expects (migrate-cli.ts --wait), so that a service never starts on an older
+schema, whatever starts first (dev mode's Job, or a Deployment applied without the hooks). Call with
+(dict "root" $ "image" .Values.authSvc.image "settings" $settings).
+*/}}
+{{- define "notify.waitForSchema" -}}
+{{- $database := dict "root" .root "settings" (list "databaseUrl") }}
+- name: wait-for-schema
+  image: {{ include "notify.image" (dict "root" .root "image" .image) }}
+  imagePullPolicy: {{ .root.Values.image.pullPolicy }}
+  command: ["node", "platform/src/database/migrate-cli.ts", "--wait"]
+  securityContext:
+    {{- include "notify.containerSecurityContext" .root | nindent 4 }}
+  env:
+    - name: LOG_LEVEL
+      value: {{ .root.Values.config.logLevel | quote }}
+    {{- include "notify.secretEnv" $database | trim | nindent 4 }}
+  resources:
+    requests: { cpu: 10m, memory: 64Mi }
+    limits: { memory: 128Mi }
+  volumeMounts:
+    {{- include "notify.tmpVolumeMount" .root | nindent 4 }}
+    {{- include "notify.secretVolumeMount" $database | trim | nindent 4 }}
+{{- end }}

@@ -1,4 +1,6 @@
 // PostgreSQL: pooled connections (pg, instrumented by OpenTelemetry), transactions, and the schema migrations.
+import { readdirSync } from 'node:fs';
+import { parse } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runner } from 'node-pg-migrate';
 import pg from 'pg';
@@ -59,13 +61,35 @@ export async function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolCl
   }
 }
 
+const migrationsTable = 'pgmigrations';
+
+/**
+ * The migrations of this release that the database has not recorded (all of them when it has no record at all): what
+ * a service must not start on. It only reads, so any role that can connect may ask.
+ */
+export async function pendingMigrations(url: string): Promise<string[]> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  await client.connect();
+  try {
+    const table = await client.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [migrationsTable]);
+    const recorded = table.rows[0]?.present ? (await client.query<{ name: string }>(`SELECT name FROM ${migrationsTable}`)).rows : [];
+    const applied = new Set(recorded.map((row) => row.name));
+    return readdirSync(migrationsDir)
+      .map((file) => parse(file).name)
+      .filter((name) => !applied.has(name))
+      .sort();
+  } finally {
+    await client.end();
+  }
+}
+
 /** Applies pending migrations in order, under node-pg-migrate's advisory lock, recording each in `pgmigrations`. */
 export async function migrate(url: string, logger: Logger): Promise<string[]> {
   const applied = await runner({
     databaseUrl: url,
     dir: migrationsDir,
     direction: 'up',
-    migrationsTable: 'pgmigrations',
+    migrationsTable,
     checkOrder: true,
     log: (message) => logger.debug(message),
     logger: { debug: () => undefined, info: (m) => logger.debug(m), warn: (m) => logger.warn(m), error: (m) => logger.error(m) },
