@@ -190,7 +190,7 @@ EOF
   run kube-apiserver "$bin/kube-apiserver" --bind-address="$node_ip" --advertise-address="$node_ip" \
     --secure-port="$api_port" --etcd-servers="http://127.0.0.1:$etcd_port" \
     --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" --client-ca-file="$pki/ca.crt" \
-    --kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" --kubelet-client-key="$pki/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types=InternalIP --kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" --kubelet-client-key="$pki/apiserver-kubelet-client.key" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$pki/service-accounts.pub" --service-account-signing-key-file="$pki/service-accounts.key" \
     --service-cluster-ip-range="$service_cidr" --authorization-mode=Node,RBAC --allow-privileged=false \
@@ -269,7 +269,7 @@ node_images() {
 }
 
 kubelet_up() {
-  mkdir -p "$root/kubelet"
+  mkdir -p "$root/kubelet" "$root/pod-logs"
   : >"$root/resolv.conf"
   cat >"$root/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -290,6 +290,7 @@ authorization: { mode: Webhook }
 clusterDNS: [10.96.0.10]
 clusterDomain: cluster.local
 resolvConf: $root/resolv.conf
+podLogsDir: $root/pod-logs
 failSwapOn: false
 serializeImagePulls: false
 evictionHard: { memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1% }
@@ -338,15 +339,27 @@ stop() {
 down() {
   if [ -f "$root/kubelet.pid" ] && "${kubectl[@]}" get --raw /readyz >/dev/null 2>&1; then
     # Through the kubelet, so that each pod's network and volumes are torn down as in any cluster.
+    # Controllers first, or they would start each deleted pod again.
     "${kubectl[@]}" delete namespaces --all --wait=false >/dev/null 2>&1 || true
-    "${kubectl[@]}" delete pods --all --all-namespaces --grace-period=1 --timeout=60s >/dev/null 2>&1 || true
-    wait_for "an empty node" 60 test -z "$(ctr --address "$containerd_socket" -n k8s.io containers ls -q 2>/dev/null)" || true
+    "${kubectl[@]}" delete deployments,statefulsets,daemonsets,replicasets,jobs --all --all-namespaces --wait=false >/dev/null 2>&1 || true
+    "${kubectl[@]}" delete pods --all --all-namespaces --grace-period=1 --wait=false >/dev/null 2>&1 || true
+    wait_for "every pod to end" 30 test -z "$("${kubectl[@]}" get pods --all-namespaces -o name 2>/dev/null)" ||
+      "${kubectl[@]}" get pods --all-namespaces -o wide >&2 || true
   fi
-  for name in kube-router kube-proxy kubelet containerd kube-scheduler kube-controller-manager kube-apiserver etcd; do
-    stop "$name"
-  done
+  for name in kube-router kube-proxy kubelet; do stop "$name"; done
+  # The containers the kubelet had not yet collected, and any it could not stop.
+  if [ -f "$root/containerd.pid" ]; then
+    local ctr=(ctr --address "$containerd_socket" -n k8s.io)
+    for task in $("${ctr[@]}" tasks ls -q 2>/dev/null); do "${ctr[@]}" tasks kill -s SIGKILL "$task" >/dev/null 2>&1 || true; done
+    sleep 1
+    for task in $("${ctr[@]}" tasks ls -q 2>/dev/null); do "${ctr[@]}" tasks delete -f "$task" >/dev/null 2>&1 || true; done
+    for container in $("${ctr[@]}" containers ls -q 2>/dev/null); do "${ctr[@]}" containers delete "$container" >/dev/null 2>&1 || true; done
+  fi
+  for name in containerd kube-scheduler kube-controller-manager kube-apiserver etcd; do stop "$name"; done
+  # Network namespaces of sandboxes torn down without CNI (containerd names them cni-<id>; nothing else here does).
+  for netns in $(ip netns list 2>/dev/null | awk '/^cni-/ { print $1 }'); do ip netns delete "$netns" 2>/dev/null || true; done
   # Whatever the kubelet could not tear down: mounts below its directory, kube-proxy's and kube-router's rules.
-  findmnt -rn -o TARGET | grep "^$root/" | sort -r | xargs -r -n1 umount -l
+  findmnt -rn -o TARGET | { grep "^$root/" || true; } | sort -r | xargs -r -n1 umount -l
   iptables-save | grep -q KUBE- && "$bin/kube-proxy" --cleanup >/dev/null 2>&1 || true
   "$root/bin/kube-router-$kube_router_version/kube-router" --cleanup-config >/dev/null 2>&1 || true
   iptables -t raw -D PREROUTING -s "$pod_cidr" -j NOTIFY-CLUSTER 2>/dev/null || true

@@ -1,0 +1,110 @@
+// What `npm run test:k8s` drives: the images (`npm run images`), the local cluster (`npm run cluster`), kubectl and helm
+// against it, and pods that run a command inside the release's network (notifyctl, a request to the mail sink).
+import { execFile, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { ensureHelm, repoRoot } from '../helm/tools.ts';
+
+export const clusterRoot = join(repoRoot, '.data', 'cluster');
+const kubeconfig = join(clusterRoot, 'kubeconfig');
+export const namespace = 'notify';
+export const release = 'notify';
+/** The tag `npm run images` gives every image it builds. */
+export const imageTag = process.env.NOTIFY_IMAGE_TAG ?? 'dev';
+export const serviceImages = ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc', 'bounce-svc', 'toolbox'];
+export const devImages = { postgresql: 'postgresql', redis: 'redis', nats: 'nats', mailSink: 'mail-sink' } as const;
+
+export interface Output {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs a command to its end, its output kept; `check` throws on a non-zero exit with the command's stderr. */
+export function command(file: string, args: readonly string[], options: { input?: string; check?: boolean; timeoutMs?: number } = {}): Promise<Output> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      file,
+      args,
+      { cwd: repoRoot, maxBuffer: 64 * 1024 * 1024, timeout: options.timeoutMs ?? 10 * 60_000, env: { ...process.env, KUBECONFIG: kubeconfig } },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        if (code !== 0 && options.check !== false) {
+          return reject(new Error(`${file} ${args.join(' ')} exited ${code}:\n${stderr || stdout}`));
+        }
+        resolve({ code, stdout, stderr });
+      },
+    );
+    if (options.input !== undefined) child.stdin?.end(options.input);
+  });
+}
+
+/** A long step whose output is shown as it comes (image builds, the cluster coming up). */
+export function step(file: string, args: readonly string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { cwd: repoRoot, stdio: ['ignore', 'inherit', 'inherit'] });
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${file} ${args.join(' ')} exited ${code}`))));
+  });
+}
+
+export const kubectl = (args: readonly string[], options?: { input?: string; check?: boolean; timeoutMs?: number }) =>
+  command(join(clusterRoot, 'kubectl'), args, options);
+
+export async function helm(args: readonly string[], options?: { check?: boolean; timeoutMs?: number }): Promise<Output> {
+  const tool = await ensureHelm();
+  if ('skip' in tool) throw new Error(tool.skip);
+  return command(tool.path, args, options);
+}
+
+export async function json<T>(args: readonly string[]): Promise<T> {
+  return JSON.parse((await kubectl([...args, '-o', 'json'])).stdout) as T;
+}
+
+interface PodSpecOptions {
+  readonly name: string;
+  readonly image: string;
+  readonly args: readonly string[];
+  readonly env?: Record<string, string>;
+  readonly labels?: Record<string, string>;
+}
+
+/**
+ * Runs one command in a pod of the namespace, as the `restricted` Pod Security level admits it, and returns its
+ * output once it ends. The labels decide what the NetworkPolicies let it reach.
+ */
+export async function runPod(options: PodSpecOptions): Promise<Output> {
+  const pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: options.name, namespace, labels: options.labels ?? {} },
+    spec: {
+      restartPolicy: 'Never',
+      automountServiceAccountToken: false,
+      securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } },
+      containers: [
+        {
+          name: 'run',
+          image: options.image,
+          imagePullPolicy: 'IfNotPresent',
+          workingDir: '/app',
+          // A NetworkPolicy enforcer admits a new pod's address a moment after the pod starts (kube-router: about a
+          // second): a connection made at once may be refused, which no test here is about.
+          command: ['sh', '-c', 'sleep 3 && exec "$@"', 'run'],
+          args: options.args,
+          env: Object.entries(options.env ?? {}).map(([name, value]) => ({ name, value })),
+          securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+          volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
+        },
+      ],
+      volumes: [{ name: 'tmp', emptyDir: {} }],
+    },
+  };
+  await kubectl(['-n', namespace, 'delete', 'pod', options.name, '--ignore-not-found', '--wait']);
+  await kubectl(['apply', '-f', '-'], { input: JSON.stringify(pod) });
+  const ended = await kubectl(['-n', namespace, 'wait', `pod/${options.name}`, '--for=jsonpath={.status.phase}=Succeeded', '--timeout=120s'], { check: false });
+  const logs = await kubectl(['-n', namespace, 'logs', options.name], { check: false });
+  await kubectl(['-n', namespace, 'delete', 'pod', options.name, '--wait=false']);
+  return { code: ended.code, stdout: logs.stdout, stderr: logs.stderr || ended.stderr };
+}
+
+export const image = (name: string): string => `localhost/notify-${name}:${imageTag}`;
