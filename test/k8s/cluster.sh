@@ -365,7 +365,7 @@ down() {
   iptables -t raw -D PREROUTING -s "$pod_cidr" -j NOTIFY-CLUSTER 2>/dev/null || true
   iptables -t raw -F NOTIFY-CLUSTER 2>/dev/null && iptables -t raw -X NOTIFY-CLUSTER 2>/dev/null || true
   ip link delete "$bridge" 2>/dev/null || true
-  find "$root" -mindepth 1 -maxdepth 1 ! -name bin -exec rm -rf {} +
+  [ ! -d "$root" ] || find "$root" -mindepth 1 -maxdepth 1 ! -name bin -exec rm -rf {} +
   echo "cluster: down"
 }
 
