@@ -220,6 +220,55 @@ describe('the chart on a real cluster', { timeout: 60 * 60_000 }, () => {
     );
   });
 
+  test('deleting the mailer pod and the dispatch-svc pod while sending loses no message and sends none twice', async () => {
+    const gateway = await serviceUrl('gateway', 'http');
+    const sink = await serviceUrl('mail-sink', 'http');
+    const run = randomUUID().slice(0, 8);
+    const headers = { authorization: `Api-Key ${tenant.apiKey}`, 'x-organization-id': tenant.organizationId, 'content-type': 'application/json' };
+    /** One send, retried with its Idempotency-Key while dispatch-svc is away (503 with Retry-After, or no answer). */
+    const send = async (index: number): Promise<number> => {
+      const key = randomUUID();
+      const name = `day2-${run}-${index}`;
+      const body = JSON.stringify({ template: 'welcome', to: `${name}@example.com`, channel: 'email', data: { name } });
+      for (let attempt = 0; attempt < 60; attempt++) {
+        const response = await fetch(`${gateway}/api/v1/send/`, { method: 'POST', headers: { ...headers, 'idempotency-key': key }, body }).catch(
+          () => undefined,
+        );
+        if (response?.status === 202) return ((await response.json()) as { message_id: number }).message_id;
+        assert.ok(!response || response.status === 503, `send ${index}: ${response?.status} ${await response?.text()}`);
+        if (response) assert.ok(response.headers.get('retry-after'), 'a 503 says when to retry');
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+      }
+      throw new Error(`send ${index} was not accepted within a minute`);
+    };
+    const total = 40;
+    const ids: number[] = [];
+    for (let index = 0; index < total; index++) {
+      if (index === 10) await kubectl(['-n', namespace, 'delete', 'pod', '-l', 'app.kubernetes.io/component=mailer-svc', '--wait=false']);
+      if (index === 20) await kubectl(['-n', namespace, 'delete', 'pod', '-l', 'app.kubernetes.io/component=dispatch-svc', '--wait=false']);
+      ids.push(await send(index));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const states = new Map<number, string>();
+    for (let attempt = 0; attempt < 120 && [...states.values()].filter((state) => state === 'sent').length < total; attempt++) {
+      for (const id of ids.filter((id) => states.get(id) !== 'sent')) {
+        const status = await fetch(`${gateway}/api/v1/messages/${id}/`, { headers }).catch(() => undefined);
+        if (status?.ok) states.set(id, ((await status.json()) as { status: string }).status);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+    assert.deepEqual(
+      ids.filter((id) => states.get(id) !== 'sent').map((id) => [id, states.get(id)]),
+      [],
+    );
+    const found = JSON.parse(await fetchInside(`${sink}/api/v1/search?query=${encodeURIComponent(`day2-${run}`)}&limit=500`)) as {
+      messages: { Subject: string }[];
+    };
+    const subjects = found.messages.map((message) => message.Subject).sort();
+    assert.deepEqual(subjects, [...new Set(subjects)], 'no mail twice');
+    assert.equal(subjects.length, total);
+  });
+
   test('the NetworkPolicies refuse a pod without the right labels: PostgreSQL to a stranger, gRPC to a non-client', async () => {
     const reach = async (name: string, host: string, port: number, labels: Record<string, string>): Promise<string> => {
       const script = `const s = require("node:net").connect(${port}, ${JSON.stringify(host)}); s.setTimeout(5000);
