@@ -42,7 +42,7 @@ pause_image=localhost/notify-pause:3.10.1
 kubectl=("$bin/kubectl" --kubeconfig "$root/kubeconfig")
 components=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
 
-# Each Go command built once into its own directory: (module directory, package, output directory).
+# Builds Go commands of the module in directory $1 into directory $2: go_build <module dir> <out dir> <package>...
 go_build() {
   local module=$1 out=$2
   shift 2
@@ -101,14 +101,13 @@ make_pki() {
 extendedKeyUsage=serverAuth"
   certificate kubelet-serving "/CN=$node_name" "subjectAltName=IP:$node_ip,DNS:$node_name
 extendedKeyUsage=serverAuth"
-  local client=clientAuth
-  certificate admin "/O=system:masters/CN=notify-test-admin" "extendedKeyUsage=$client"
-  certificate apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "extendedKeyUsage=$client"
-  certificate controller-manager "/CN=system:kube-controller-manager" "extendedKeyUsage=$client"
-  certificate scheduler "/CN=system:kube-scheduler" "extendedKeyUsage=$client"
-  certificate kubelet "/O=system:nodes/CN=system:node:$node_name" "extendedKeyUsage=$client"
-  certificate kube-proxy "/CN=system:kube-proxy" "extendedKeyUsage=$client"
-  certificate kube-router "/CN=kube-router" "extendedKeyUsage=$client"
+  certificate admin "/O=system:masters/CN=notify-test-admin" "extendedKeyUsage=clientAuth"
+  certificate apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "extendedKeyUsage=clientAuth"
+  certificate controller-manager "/CN=system:kube-controller-manager" "extendedKeyUsage=clientAuth"
+  certificate scheduler "/CN=system:kube-scheduler" "extendedKeyUsage=clientAuth"
+  certificate kubelet "/O=system:nodes/CN=system:node:$node_name" "extendedKeyUsage=clientAuth"
+  certificate kube-proxy "/CN=system:kube-proxy" "extendedKeyUsage=clientAuth"
+  certificate kube-router "/CN=kube-router" "extendedKeyUsage=clientAuth"
   openssl genrsa -out "$pki/service-accounts.key" 2048 2>/dev/null
   openssl rsa -in "$pki/service-accounts.key" -pubout -out "$pki/service-accounts.pub" 2>/dev/null
 }
@@ -139,7 +138,7 @@ wait_for() {
     if "$@" >/dev/null 2>&1; then return; fi
     sleep 0.25
   done
-  echo "cluster: $what did not come up within $seconds s; see $logs/" >&2
+  echo "cluster: gave up waiting $seconds s for $what; see $logs/" >&2
   return 1
 }
 

@@ -101,10 +101,16 @@ export async function runPod(options: PodSpecOptions): Promise<Output> {
   };
   await kubectl(['-n', namespace, 'delete', 'pod', options.name, '--ignore-not-found', '--wait']);
   await kubectl(['apply', '-f', '-'], { input: JSON.stringify(pod) });
-  const ended = await kubectl(['-n', namespace, 'wait', `pod/${options.name}`, '--for=jsonpath={.status.phase}=Succeeded', '--timeout=120s'], { check: false });
+  // Until the pod has ended either way: a failed command is reported at once, with its output.
+  let phase = '';
+  for (const started = Date.now(); Date.now() - started < 120_000; ) {
+    phase = (await kubectl(['-n', namespace, 'get', 'pod', options.name, '-o', 'jsonpath={.status.phase}'])).stdout;
+    if (phase === 'Succeeded' || phase === 'Failed') break;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
   const logs = await kubectl(['-n', namespace, 'logs', options.name], { check: false });
   await kubectl(['-n', namespace, 'delete', 'pod', options.name, '--wait=false']);
-  return { code: ended.code, stdout: logs.stdout, stderr: logs.stderr || ended.stderr };
+  return { code: phase === 'Succeeded' ? 0 : 1, stdout: logs.stdout, stderr: logs.stderr || `the pod ended ${phase || 'not at all'}` };
 }
 
 export const image = (name: string): string => `localhost/notify-${name}:${imageTag}`;
