@@ -105,6 +105,12 @@ export const configSpec = {
     default: 1,
     min: 1,
   }),
+  keepAliveTimeoutMs: duration('HTTP_KEEP_ALIVE_TIMEOUT', {
+    description:
+      'how long an idle client connection is kept open for its next request (announced in Keep-Alive: timeout=); keep it above the idle timeout of every load balancer and client pool in front of the gateway (60 s is common), so that the gateway never closes a connection a client is sending on',
+    default: '75s',
+    minMs: 1_000,
+  }),
   maxBodyBytes: integer('NOTIFY_MAX_BODY_BYTES', {
     description: 'largest request body accepted, in bytes (413 beyond)',
     default: 262_144,

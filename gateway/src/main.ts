@@ -7,7 +7,7 @@ import { listen } from './http/listener.ts';
 runService('gateway', configSpec, async ({ config, logger, registry, lifecycle, addReadinessCheck }) => {
   const gateway = buildGateway(config, { logger, registry });
   for (const [name, check] of Object.entries(gateway.readiness)) addReadinessCheck(name, check);
-  const listener = await listen(gateway.app.callback(), config.httpPort);
+  const listener = await listen(gateway.app.callback(), config.httpPort, { keepAliveTimeoutMs: config.keepAliveTimeoutMs });
   logger.info({ port: listener.port }, 'HTTP listener ready');
 
   lifecycle.onShutdown('stop accepting HTTP connections', ShutdownPriority.stopIntake, async () => listener.stopAccepting());

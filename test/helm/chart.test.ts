@@ -245,6 +245,17 @@ describe('helm/notify', () => {
     assert.match(wrong.stderr, /webhookAllowPrivate/);
   });
 
+  test('config.gateway.keepAliveTimeout reaches the gateway (HTTP_KEEP_ALIVE_TIMEOUT), 75s by default; a non-duration is refused', async (t) => {
+    if (skip) return t.skip(skip);
+    assert.equal(production.get('ConfigMap', 'notify').data?.HTTP_KEEP_ALIVE_TIMEOUT, '75s');
+    assert.ok(container(production, 'gateway').envFrom?.some((source) => source.configMapRef?.name === 'notify'));
+    const longer = await render(helm, { valuesFiles: [devValues], set: ['config.gateway.keepAliveTimeout=350s'] });
+    assert.equal(longer.get('ConfigMap', 'notify').data?.HTTP_KEEP_ALIVE_TIMEOUT, '350s');
+    const wrong = await template(helm, { valuesFiles: [devValues], set: ['config.gateway.keepAliveTimeout=forever'] });
+    assert.notEqual(wrong.code, 0);
+    assert.match(wrong.stderr, /keepAliveTimeout/);
+  });
+
   test("config.messageRetention and the purge's settings reach dispatch-svc; a retention not in days or hours is refused", async (t) => {
     if (skip) return t.skip(skip);
     const data = production.get('ConfigMap', 'notify').data ?? {};

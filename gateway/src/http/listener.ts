@@ -46,15 +46,27 @@ function requireHost(handler: RequestListener): RequestListener {
   };
 }
 
-export async function listen(handler: RequestListener, port: number, host = '0.0.0.0'): Promise<HttpListener> {
+export interface ListenOptions {
+  readonly host?: string;
+  /** HTTP_KEEP_ALIVE_TIMEOUT: how long an idle connection waits for its next request. */
+  readonly keepAliveTimeoutMs?: number;
+}
+
+export async function listen(handler: RequestListener, port: number, options: ListenOptions = {}): Promise<HttpListener> {
   // Node's own check would answer a request without Host with a bare 400; requireHost answers it in the contract's shape.
   // Each request is served in its trace, whose ids its log lines and its gRPC calls carry.
   const server: Server = createServer({ requireHostHeader: false }, tracedRequests(requireHost(handler)));
   server.on('clientError', answerUnparsable);
-  // A client that trickles its headers or body does not hold a connection forever.
+  // An idle connection stays open longer than the load balancers and client pools in front of the gateway keep theirs,
+  // so that the gateway is never the side that closes a connection while a request is on its way (a client cannot
+  // tell whether a POST it sent on a reset connection was accepted).
+  server.keepAliveTimeout = options.keepAliveTimeoutMs ?? 75_000;
+  // A client that trickles its headers or body does not hold a connection forever. Node counts headersTimeout from a
+  // request's first byte, not from the previous response, so it may stay below keepAliveTimeout: a connection idle
+  // for longer is still served (listener.test.ts).
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
-  const boundPort = await listenOn(server, port, host);
+  const boundPort = await listenOn(server, port, options.host ?? '0.0.0.0');
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> => (closed ??= new Promise((resolve) => server.close(() => resolve())));
   return {
