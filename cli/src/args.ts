@@ -4,6 +4,12 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { parseRate, parseRetention } from '@notify/platform';
 
+export async function readStream(stream: NodeJS.ReadableStream): Promise<string> {
+  let text = '';
+  for await (const chunk of stream) text += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+  return text;
+}
+
 /** Thrown when the command line (or the environment notifyctl reads) is wrong; printed as one line, exit status 2. */
 export class UsageError extends Error {
   override name = 'UsageError';
@@ -186,6 +192,27 @@ export class Flags {
 
   async optionalFile(name: string): Promise<string | undefined> {
     return this.has(name) ? this.file(name) : undefined;
+  }
+
+  /**
+   * A secret (a password, a signing secret, a URL with credentials) from the file a flag names, or from standard input
+   * when it names `-`: its first line, without the line break. Never from the command line itself, where shell history
+   * and `ps` would keep it.
+   */
+  async secretFile(name: string, stdin: NodeJS.ReadableStream = process.stdin): Promise<string> {
+    const text = this.string(name) === '-' ? await readStream(stdin) : await this.file(name);
+    const secret = text.split(/\r?\n/)[0] ?? '';
+    if (secret.trim() === '') this.#fail(`--${name} holds nothing: the secret is its first line`);
+    return secret;
+  }
+
+  /** Refuses a secret given on the command line, saying how to pass it instead. */
+  refuseSecret(name: string, instead: string): void {
+    if (this.has(name)) {
+      this.#fail(
+        `--${name} would leave the secret in shell history and in ps; pass it with --${instead} FILE, or --${instead} - to read it from standard input`,
+      );
+    }
   }
 
   /** Exactly one of two flags, e.g. `--subject` or `--subject-file`; returns the text or the file's content. */

@@ -121,7 +121,7 @@ export const mailerConfig = {
   }),
   relayRoutesRefreshMs: duration('RELAY_ROUTES_REFRESH', {
     description:
-      "pause between two fetches of the projects' own relays from dispatch-svc: a `notifyctl project update --smtp-url` takes effect within it; the last lists are kept while dispatch-svc cannot answer",
+      "pause between two fetches of the projects' own relays from dispatch-svc: a `notifyctl project update` takes effect within it; the last lists are kept while dispatch-svc cannot answer",
     default: '15s',
     minMs: 100,
   }),

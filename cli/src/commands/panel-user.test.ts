@@ -1,21 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { parseFlags, UsageError } from '../args.ts';
 import { resolve, run } from '../cli.ts';
+import { fileWriter } from '../testing/files.ts';
 import { readPassword } from './panel-user.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'notifyctl-panel-user-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
-
-function passwordFile(content: string): string {
-  const path = join(dir, `password-${Math.random().toString(36).slice(2)}`);
-  writeFileSync(path, content);
-  return path;
-}
+const passwordFile = fileWriter('password');
 
 test('create reads the password from the first line of --password-file, without its line break', async () => {
   const invocation = await resolve([

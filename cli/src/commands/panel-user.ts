@@ -2,7 +2,7 @@
 // re-queues failed messages). A password is never taken from the command line, where shell history and `ps` would
 // keep it: it comes from --password-file, from standard input, or from a prompt that does not echo.
 import type { auth } from '@notify/proto';
-import { type Flags, type OptionSpecs, UsageError } from '../args.ts';
+import { type Flags, type OptionSpecs, readStream, UsageError } from '../args.ts';
 import { type Column, print } from '../output.ts';
 import type { CommandGroup } from './command.ts';
 
@@ -28,12 +28,6 @@ const passwordFile = {
 
 /** One trailing line break is the file's or the pipe's, not the password's. */
 const withoutLineBreak = (text: string): string => text.replace(/\r?\n$/, '');
-
-async function readStream(stream: NodeJS.ReadableStream): Promise<string> {
-  let text = '';
-  for await (const chunk of stream) text += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
-  return text;
-}
 
 /** Asks on the terminal without echoing what is typed. */
 function prompt(question: string): Promise<string> {

@@ -1,7 +1,8 @@
-// notifyctl project: projects own templates and API keys. Talks to AuthAdminService; `update --smtp-url` to dispatch-svc's
-// ProjectRelayAdminService, which keeps a project's own relays sealed (the URLs hold credentials: only `host:port` is
-// ever printed).
+// notifyctl project: projects own templates and API keys. Talks to AuthAdminService; `update` to dispatch-svc's
+// ProjectRelayAdminService, which keeps a project's own relays sealed (the URLs hold credentials: they are read from a
+// file or standard input, and only `host:port` is ever printed).
 import type { auth, dispatch } from '@notify/proto';
+import { UsageError } from '../args.ts';
 import { type Column, print } from '../output.ts';
 import type { CommandGroup } from './command.ts';
 
@@ -16,6 +17,17 @@ const relayColumns: readonly Column<dispatch.ProjectRelay__Output>[] = [
   { header: 'ID', value: (relay) => relay.projectId },
   { header: 'RELAYS', value: (relay) => (relay.relays.length === 0 ? 'default (SMTP_URL)' : relay.relays.join(', ')), maxWidth: 200 },
 ];
+
+/** Whether any of the comma-separated relay URLs carries a password (`smtps://user:password@host`). */
+function carriesPassword(urls: string): boolean {
+  return urls.split(',').some((url) => {
+    try {
+      return new URL(url.trim()).password !== '';
+    } catch {
+      return /\/\/[^/@]*:[^/@]*@/.test(url);
+    }
+  });
+}
 
 export const projectCommands: CommandGroup = {
   name: 'project',
@@ -46,15 +58,22 @@ export const projectCommands: CommandGroup = {
       target: 'dispatch',
       options: {
         id: { type: 'string', value: 'ID', required: true, description: 'project id' },
+        'smtp-url-file': {
+          type: 'string',
+          value: 'FILE',
+          description:
+            'smtp:// or smtps:// relays, comma-separated, tried in order, on the first line of FILE (- reads standard input): their passwords stay out of shell history and ps; stored sealed',
+        },
         'smtp-url': {
           type: 'string',
           value: 'URL',
-          required: true,
-          description: 'smtp:// or smtps:// relays, comma-separated, tried in order (credentials in the URL, stored sealed); `default` clears them',
+          description: '`default` clears the relays (the mailers use SMTP_URL again); relays without a password may be given here too',
         },
       },
-      prepare(flags) {
-        const smtpUrl = flags.string('smtp-url');
+      async prepare(flags) {
+        if (flags.has('smtp-url') === flags.has('smtp-url-file')) throw new UsageError('give either --smtp-url-file or --smtp-url', flags.command);
+        const smtpUrl = flags.has('smtp-url') ? flags.string('smtp-url') : await flags.secretFile('smtp-url-file');
+        if (flags.has('smtp-url') && carriesPassword(smtpUrl)) flags.refuseSecret('smtp-url', 'smtp-url-file');
         const request = { projectId: flags.id('id'), smtpUrl: smtpUrl === 'default' ? '' : smtpUrl };
         return {
           request,

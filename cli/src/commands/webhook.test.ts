@@ -3,7 +3,10 @@ import { after, before, describe, test } from 'node:test';
 import { createRegistry, GrpcServer } from '@notify/platform';
 import { type dispatch, dispatchProto } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
+import { fileWriter } from '../testing/files.ts';
 import { notifyctl, requestOf } from '../testing/notifyctl.ts';
+
+const secretFile = fileWriter('secret');
 
 describe('notifyctl webhook: command lines', () => {
   test('create takes a project, a URL and optional comma-separated event types', async () => {
@@ -38,9 +41,9 @@ describe('notifyctl webhook: command lines', () => {
     assert.deepEqual(await requestOf(['webhook', 'replay', '--event', '42', '--endpoint', '7']), { eventId: 42, endpointId: 7 });
   });
 
-  test('listen defaults to 127.0.0.1:9000 and checks the secret is a whsec_ secret', async () => {
+  test('listen defaults to 127.0.0.1:9000 and reads the secret from --secret-file, a whsec_ secret', async () => {
     assert.deepEqual(await requestOf(['webhook', 'listen']), { port: 9000, host: '127.0.0.1', verifying: false });
-    assert.deepEqual(await requestOf(['webhook', 'listen', '--port', '0', '--secret', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw']), {
+    assert.deepEqual(await requestOf(['webhook', 'listen', '--port', '0', '--secret-file', secretFile('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n')]), {
       port: 0,
       host: '127.0.0.1',
       verifying: true,
@@ -56,7 +59,11 @@ describe('notifyctl webhook: command lines', () => {
       ],
       [['webhook', 'replay', '--event', 'msg_4'], /--event must be an event id such as evt_42 \(or 42\), got 'msg_4'/],
       [['webhook', 'disable', '--id', 'x'], /--id must be a positive integer, got 'x'/],
-      [['webhook', 'listen', '--secret', 'hunter2'], /--secret must be a signing secret such as whsec_/],
+      [['webhook', 'listen', '--secret-file', secretFile('hunter2')], /--secret-file must hold a signing secret such as whsec_/],
+      [
+        ['webhook', 'listen', '--secret', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
+        /--secret would leave the secret in shell history and in ps; pass it with --secret-file FILE, or --secret-file - to read it from standard input/,
+      ],
     ];
     for (const [argv, message] of cases) {
       const outcome = await notifyctl(argv, { ADMIN_TOKEN: 'admin-token-present' });

@@ -213,24 +213,27 @@ export const webhookCommands: CommandGroup = {
       options: {
         port: { type: 'string', value: 'N', description: 'port to listen on (default 9000; 0 for a free one)' },
         host: { type: 'string', value: 'ADDRESS', description: 'address to listen on (default 127.0.0.1)' },
-        secret: {
+        'secret-file': {
           type: 'string',
-          value: 'whsec_...',
-          description: "the endpoint's signing secret: verify each request (and answer 401 when it does not verify)",
+          value: 'FILE',
+          description:
+            "the endpoint's signing secret (whsec_...) on the first line of FILE, or - for standard input: verify each request (and answer 401 when it does not verify)",
         },
+        secret: { type: 'string', value: 'whsec_...', description: 'refused: a secret on the command line stays in shell history; use --secret-file' },
       },
-      prepare(flags) {
-        const secret = flags.optionalString('secret');
+      async prepare(flags) {
+        flags.refuseSecret('secret', 'secret-file');
+        const secret = flags.has('secret-file') ? await flags.secretFile('secret-file') : undefined;
         const key = secret === undefined ? undefined : secretKey(secret);
         if (secret !== undefined && key === undefined)
-          throw new UsageError('--secret must be a signing secret such as whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', flags.command);
+          throw new UsageError('--secret-file must hold a signing secret such as whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', flags.command);
         const options = { port: flags.optionalInteger('port', { min: 0, max: 65_535 }) ?? 9_000, host: flags.optionalString('host') ?? '127.0.0.1' };
         return {
           request: { ...options, verifying: key !== undefined },
           async execute({ io, json }) {
             const listener = await listen({ ...options, key, io, json });
             io.stderr(
-              `notifyctl: listening for webhooks on http://${options.host}:${listener.port}/ (${key ? 'verifying signatures' : 'not verifying: add --secret whsec_...'}); Ctrl-C stops\n`,
+              `notifyctl: listening for webhooks on http://${options.host}:${listener.port}/ (${key ? 'verifying signatures' : 'not verifying: add --secret-file'}); Ctrl-C stops\n`,
             );
             await listener.closed;
           },

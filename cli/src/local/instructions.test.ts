@@ -72,5 +72,5 @@ test('the ready message shows how to create a webhook endpoint for the demo proj
   };
   const message = readyMessage({ request: demoSendRequest(env.GATEWAY_URL, { apiKey: 'k', organizationId: 1 }), env, mailDir: '.data/mail', projectId: 4 });
   assert.match(message, /npm run notifyctl -- webhook create --project 4 --url http:\/\/127\.0\.0\.1:9000\//);
-  assert.match(message, /npm run notifyctl -- webhook listen --port 9000 --secret whsec_/);
+  assert.match(message, /npm run notifyctl -- webhook listen --port 9000 --secret-file -/);
 });

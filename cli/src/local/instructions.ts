@@ -61,7 +61,7 @@ Watch the webhooks of the demo project (plain http to this machine is allowed he
 its signing secret once, then, in another shell with the same exports, receive and verify what is sent to it:
 
 npm run notifyctl -- webhook create --project ${options.projectId} --url http://127.0.0.1:${demoWebhookPort}/
-npm run notifyctl -- webhook listen --port ${demoWebhookPort} --secret whsec_...   # the secret create printed
+npm run notifyctl -- webhook listen --port ${demoWebhookPort} --secret-file -   # paste the secret create printed, Enter, Ctrl-D
 npm run notifyctl -- webhook attempts --id ID   # ID as create printed it: each attempt, its status and latency
 
 Ctrl-C stops everything.

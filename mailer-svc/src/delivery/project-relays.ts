@@ -1,4 +1,4 @@
-// The relays projects name for themselves (notifyctl project update --smtp-url), as the mailer routes by them: fetched
+// The relays projects name for themselves (notifyctl project update --smtp-url-file), as the mailer routes by them: fetched
 // sealed from dispatch-svc (RelayRouteService), opened with NOTIFY_DATA_KEY, held in memory and fetched again every
 // RELAY_ROUTES_REFRESH, so a change takes effect without a restart and no relay URL ever travels in a job. While
 // dispatch-svc cannot answer, the last lists are kept; before its first answer nothing says which projects have lists
