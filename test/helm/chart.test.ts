@@ -403,6 +403,7 @@ describe('helm/notify', () => {
     referenced.delete('notify-smoke-test'); // the helm test's own key, provided by the operator too
     referenced.delete('notify-bounce-tls'); // bounce-svc's STARTTLS certificate (bounce.tls.secretName), e.g. cert-manager's
     referenced.delete('notify-grpc-tls'); // the services' gRPC certificate, written by the chart's cert-manager Certificate
+    referenced.delete('notify-nats'); // each service's NATS password (natsAuth.secretName), the operator's too
     assert.deepEqual([...referenced], ['notify-connections']);
 
     const auth = container(production, 'auth-svc');
@@ -1069,11 +1070,28 @@ describe('helm/notify', () => {
     for (const component of ['auth-svc', 'gateway']) assert.equal(tlsVolume(deployment(own, component))?.secretName, 'my-grpc-certs', component);
   });
 
+  test('values-production.yaml turns on every protection the docs describe: NATS credentials, gRPC TLS, egress policies', async (t) => {
+    if (skip) return t.skip(skip);
+    for (const component of ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc']) {
+      assert.equal(env(container(production, component), 'NATS_USER')?.value, component, `${component} has its own NATS user`);
+    }
+    for (const server of ['auth-svc', 'dispatch-svc']) assert.ok(env(container(production, server), 'GRPC_TLS_CERT_FILE'), `${server} serves TLS`);
+    for (const client of ['gateway', 'mailer-svc', 'bounce-svc']) assert.ok(env(container(production, client), 'GRPC_TLS_CA_FILE'), `${client} verifies TLS`);
+    const egress = production
+      .ofKind('NetworkPolicy')
+      .filter((policy) => (policy.spec?.policyTypes as string[] | undefined)?.includes('Egress'))
+      .map((policy) => policy.metadata.name);
+    for (const component of ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc', 'bounce-svc', 'migration']) {
+      assert.ok(egress.includes(`notify-${component}-egress`), `${component} has an egress policy: ${egress.join(', ')}`);
+    }
+  });
+
   test('with natsAuth each NATS client connects as itself, mounting only its own password or NKey seed', async (t) => {
     if (skip) return t.skip(skip);
     const mountPath = '/var/run/secrets/notify-nats';
     const natsVolume = (workload: K8sObject) => podSpec(workload).volumes?.find((volume) => volume.name === 'nats-auth')?.secret;
-    const passwords = await render(helm, { valuesFiles: [productionValues], set: ['natsAuth.mode=userPassword', 'natsAuth.secretName=notify-nats'] });
+    // The production values turn it on: a password per component from the Secret notify-nats.
+    const passwords = production;
     for (const component of ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc']) {
       const c = container(passwords, component);
       assert.equal(env(c, 'NATS_USER')?.value, component, 'the user named in docs/operations.md');
@@ -1087,8 +1105,8 @@ describe('helm/notify', () => {
     assert.equal(env(dispatch, 'NATS_USER'), undefined);
     assert.deepEqual(natsVolume(deployment(seeds, 'dispatch-svc'))?.items, [{ key: 'dispatch-svc', path: 'nkey-seed' }]);
     // Off by default; a mode without its Secret, or an unknown mode, stops the install.
-    assert.equal(env(container(production, 'dispatch-svc'), 'NATS_USER'), undefined);
-    const missing = await template(helm, { valuesFiles: [productionValues], set: ['natsAuth.mode=nkey'] });
+    assert.equal(env(container(dev, 'dispatch-svc'), 'NATS_USER'), undefined);
+    const missing = await template(helm, { valuesFiles: [productionValues], set: ['natsAuth.mode=nkey', 'natsAuth.secretName='] });
     assert.notEqual(missing.code, 0);
     assert.match(missing.stderr, /natsAuth\.mode needs natsAuth\.secretName/);
     const unknown = await template(helm, { valuesFiles: [productionValues], set: ['natsAuth.mode=token', 'natsAuth.secretName=notify-nats'] });
