@@ -12,6 +12,8 @@
 #     (iptables), the CNI bridge plugin from Debian's containernetworking-plugins, and kube-router enforcing
 #     NetworkPolicies (its firewall only: it neither routes nor proxies, the parts its reported flaws concern);
 #   - CoreDNS as a pod behind kube-dns (10.96.0.10), answering for cluster.local and nothing else;
+#   - metrics-server on the node, serving the resource metrics API through the aggregation layer (for CPU
+#     HorizontalPodAutoscalers);
 #   - pod traffic stays inside the cluster: the raw table drops any packet from a pod to an address that is neither a
 #     pod's nor a Service's, before it could be routed out of the machine;
 #   - the images the kubelet runs come from buildah's storage (`npm run images`), imported into containerd, with a
@@ -27,6 +29,7 @@ root="$PWD/.data/cluster"
 version="$(sed -n 's/^require k8s.io\/kubernetes \(v[0-9.]*\)$/\1/p' test/k8s/kube/go.mod)"
 coredns_version="$(sed -n 's/^\tgithub.com\/coredns\/coredns \(v[0-9.]*\).*$/\1/p' test/k8s/coredns/go.mod)"
 kube_router_version="$(sed -n 's/^require github.com\/cloudnativelabs\/kube-router\/v2 \(v[0-9.]*\).*$/\1/p' test/k8s/kube-router/go.mod)"
+metrics_server_version="$(sed -n 's/^require sigs.k8s.io\/metrics-server \(v[0-9.]*\).*$/\1/p' test/k8s/metrics-server/go.mod)"
 bin="$root/bin/$version"
 pki="$root/pki"
 logs="$root/logs"
@@ -65,6 +68,10 @@ build() {
     echo "cluster: building kube-router $kube_router_version"
     go_build test/k8s/kube-router "$root/bin/kube-router-$kube_router_version" \
       github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+  fi
+  if [ ! -x "$root/bin/metrics-server-$metrics_server_version/metrics-server" ]; then
+    echo "cluster: building metrics-server $metrics_server_version"
+    go_build test/k8s/metrics-server "$root/bin/metrics-server-$metrics_server_version" sigs.k8s.io/metrics-server/cmd/metrics-server
   fi
 }
 
@@ -108,6 +115,10 @@ extendedKeyUsage=serverAuth"
   certificate kubelet "/O=system:nodes/CN=system:node:$node_name" "extendedKeyUsage=clientAuth"
   certificate kube-proxy "/CN=system:kube-proxy" "extendedKeyUsage=clientAuth"
   certificate kube-router "/CN=kube-router" "extendedKeyUsage=clientAuth"
+  # The API server's client certificate towards aggregated APIs (metrics-server), which vouches for the user in headers.
+  certificate front-proxy-client "/CN=front-proxy-client" "extendedKeyUsage=clientAuth"
+  certificate metrics-server "/CN=metrics-server" "subjectAltName=DNS:metrics-server.kube-system.svc,IP:$node_ip
+extendedKeyUsage=serverAuth,clientAuth"
   openssl genrsa -out "$pki/service-accounts.key" 2048 2>/dev/null
   openssl rsa -in "$pki/service-accounts.key" -pubout -out "$pki/service-accounts.pub" 2>/dev/null
 }
@@ -193,7 +204,11 @@ EOF
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$pki/service-accounts.pub" --service-account-signing-key-file="$pki/service-accounts.key" \
     --service-cluster-ip-range="$service_cidr" --authorization-mode=Node,RBAC --allow-privileged=false \
-    --enable-admission-plugins=NodeRestriction --admission-control-config-file="$root/admission.yaml"
+    --enable-admission-plugins=NodeRestriction --admission-control-config-file="$root/admission.yaml" \
+    --requestheader-client-ca-file="$pki/ca.crt" --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- --proxy-client-cert-file="$pki/front-proxy-client.crt" \
+    --proxy-client-key-file="$pki/front-proxy-client.key" --enable-aggregator-routing=true
   wait_for kube-apiserver 60 "${kubectl[@]}" get --raw /readyz
   run kube-controller-manager "$bin/kube-controller-manager" --kubeconfig="$root/controller-manager.kubeconfig" \
     --authentication-kubeconfig="$root/controller-manager.kubeconfig" --authorization-kubeconfig="$root/controller-manager.kubeconfig" \
@@ -308,6 +323,20 @@ EOF
     --health-port=20244 --metrics-port=0
   sed "s/COREDNS_VERSION/$coredns_version/" test/k8s/addons/coredns.yaml | "${kubectl[@]}" apply -f - >/dev/null
   wait_for CoreDNS 120 "${kubectl[@]}" -n kube-system rollout status deployment/coredns --timeout=1s
+  metrics_server_up
+}
+
+# metrics-server on the node, behind the aggregation layer: HorizontalPodAutoscalers on CPU read it.
+metrics_server_up() {
+  sed -e "s/NODE_IP/$node_ip/" -e "s/CA_BUNDLE/$(base64 -w0 "$pki/ca.crt")/" test/k8s/addons/metrics-server.yaml |
+    "${kubectl[@]}" apply -f - >/dev/null
+  local kubeconfig="$root/metrics-server.kubeconfig"
+  run metrics-server "$root/bin/metrics-server-$metrics_server_version/metrics-server" --kubeconfig="$kubeconfig" \
+    --authentication-kubeconfig="$kubeconfig" --authorization-kubeconfig="$kubeconfig" \
+    --bind-address="$node_ip" --secure-port=4443 \
+    --tls-cert-file="$pki/metrics-server.crt" --tls-private-key-file="$pki/metrics-server.key" \
+    --kubelet-preferred-address-types=InternalIP --kubelet-certificate-authority="$pki/ca.crt" --metric-resolution=15s
+  wait_for metrics-server 60 "${kubectl[@]}" get --raw /apis/metrics.k8s.io/v1beta1/nodes
 }
 
 up() {
@@ -315,7 +344,7 @@ up() {
   build
   make_pki
   mkdir -p "$logs" "$root/etcd"
-  for name in admin controller-manager scheduler kubelet kube-proxy kube-router; do kubeconfig "$name"; done
+  for name in admin controller-manager scheduler kubelet kube-proxy kube-router metrics-server; do kubeconfig "$name"; done
   network
   control_plane
   containerd_up
@@ -345,7 +374,7 @@ down() {
     wait_for "every pod to end" 30 test -z "$("${kubectl[@]}" get pods --all-namespaces -o name 2>/dev/null)" ||
       "${kubectl[@]}" get pods --all-namespaces -o wide >&2 || true
   fi
-  for name in kube-router kube-proxy kubelet; do stop "$name"; done
+  for name in metrics-server kube-router kube-proxy kubelet; do stop "$name"; done
   # The containers the kubelet had not yet collected, and any it could not stop.
   if [ -f "$root/containerd.pid" ]; then
     local ctr=(ctr --address "$containerd_socket" -n k8s.io)

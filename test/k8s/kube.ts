@@ -11,7 +11,38 @@ export const release = 'notify';
 /** The tag `npm run images` gives every image it builds. */
 export const imageTag = process.env.NOTIFY_IMAGE_TAG ?? 'dev';
 export const serviceImages = ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc', 'bounce-svc', 'toolbox'];
+/** Notify's own services, each a Deployment with a metrics port. */
+export const services = ['gateway', 'auth-svc', 'dispatch-svc', 'mailer-svc', 'webhook-svc', 'bounce-svc'];
+export const isService = (pod: Pod): boolean => services.includes(pod.metadata.labels?.['app.kubernetes.io/component'] ?? '');
 export const devImages = { postgresql: 'postgresql', redis: 'redis', nats: 'nats', mailSink: 'mail-sink' } as const;
+
+/** The parts of Kubernetes objects the tests read. */
+export interface Condition {
+  readonly type: string;
+  readonly status: string;
+  readonly lastTransitionTime: string;
+}
+export interface Pod {
+  readonly metadata: { readonly name: string; readonly labels?: Record<string, string> };
+  readonly spec: {
+    readonly containers?: readonly {
+      readonly image: string;
+      readonly ports?: readonly { readonly name?: string; readonly containerPort: number }[];
+    }[];
+    readonly initContainers?: readonly { readonly name: string }[];
+  };
+  readonly status: { readonly phase: string; readonly podIP?: string; readonly conditions?: readonly Condition[] };
+}
+export interface Job {
+  readonly metadata: { readonly name: string };
+  readonly status: { readonly succeeded?: number; readonly completionTime?: string };
+}
+
+export interface Deployment {
+  readonly metadata: { readonly name: string; readonly labels?: Record<string, string> };
+  readonly spec: { readonly replicas?: number; readonly template: { readonly spec: { readonly containers: readonly { readonly image: string }[] } } };
+  readonly status: { readonly replicas?: number; readonly updatedReplicas?: number; readonly readyReplicas?: number };
+}
 
 export interface Output {
   readonly code: number;
@@ -66,6 +97,8 @@ interface PodSpecOptions {
   readonly args: readonly string[];
   readonly env?: Record<string, string>;
   readonly labels?: Record<string, string>;
+  /** Where the pod runs; the dev release's namespace unless given. */
+  readonly namespace?: string;
 }
 
 /**
@@ -73,10 +106,11 @@ interface PodSpecOptions {
  * output once it ends. The labels decide what the NetworkPolicies let it reach.
  */
 export async function runPod(options: PodSpecOptions): Promise<Output> {
+  const where = options.namespace ?? namespace;
   const pod = {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name: options.name, namespace, labels: options.labels ?? {} },
+    metadata: { name: options.name, namespace: where, labels: options.labels ?? {} },
     spec: {
       restartPolicy: 'Never',
       automountServiceAccountToken: false,
@@ -99,18 +133,27 @@ export async function runPod(options: PodSpecOptions): Promise<Output> {
       volumes: [{ name: 'tmp', emptyDir: {} }],
     },
   };
-  await kubectl(['-n', namespace, 'delete', 'pod', options.name, '--ignore-not-found', '--wait']);
+  await kubectl(['-n', where, 'delete', 'pod', options.name, '--ignore-not-found', '--wait']);
   await kubectl(['apply', '-f', '-'], { input: JSON.stringify(pod) });
   // Until the pod has ended either way: a failed command is reported at once, with its output.
   let phase = '';
   for (const started = Date.now(); Date.now() - started < 120_000; ) {
-    phase = (await kubectl(['-n', namespace, 'get', 'pod', options.name, '-o', 'jsonpath={.status.phase}'])).stdout;
+    phase = (await kubectl(['-n', where, 'get', 'pod', options.name, '-o', 'jsonpath={.status.phase}'])).stdout;
     if (phase === 'Succeeded' || phase === 'Failed') break;
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
-  const logs = await kubectl(['-n', namespace, 'logs', options.name], { check: false });
-  await kubectl(['-n', namespace, 'delete', 'pod', options.name, '--wait=false']);
+  const logs = await kubectl(['-n', where, 'logs', options.name], { check: false });
+  await kubectl(['-n', where, 'delete', 'pod', options.name, '--wait=false']);
   return { code: phase === 'Succeeded' ? 0 : 1, stdout: logs.stdout, stderr: logs.stderr || `the pod ended ${phase || 'not at all'}` };
 }
 
 export const image = (name: string): string => `localhost/notify-${name}:${imageTag}`;
+
+/** Builds the images (cached ones are kept), starts the cluster anew and loads every image into its node. */
+export async function freshCluster(): Promise<void> {
+  await step('bash', ['cli/bin/images.sh']);
+  await step('bash', ['test/k8s/cluster.sh', 'down']);
+  await step('bash', ['test/k8s/cluster.sh', 'up']);
+  const images = [...serviceImages, ...Object.values(devImages).map((name) => `dev-${name}`)].map(image);
+  await step('bash', ['test/k8s/cluster.sh', 'load', ...images]);
+}
