@@ -73,7 +73,8 @@ COPY package.json ./
 COPY proto/ proto/
 COPY platform/ platform/
 LABEL org.opencontainers.image.title="Notify" \
-      org.opencontainers.image.description="Template-based email notifications over one HTTP endpoint"
+      org.opencontainers.image.description="Template-based email notifications over one HTTP endpoint" \
+      org.opencontainers.image.licenses="Apache-2.0"
 # Numeric, so the kubelet can verify runAsNonRoot without a passwd lookup.
 USER 1000:1000
 

@@ -216,7 +216,7 @@ export const openApiDocument = {
     title: 'Notify',
     version: '1.0.0',
     summary: 'Template-based email notifications over one HTTP endpoint.',
-    license: { name: 'Proprietary: use under your Notify service agreement', identifier: 'LicenseRef-Notify-Service-Agreement' },
+    license: { name: 'Apache License 2.0', identifier: 'Apache-2.0' },
     description:
       'Texts (`detail` and field messages) are in English or Spanish, chosen by `Accept-Language`; clients must not parse them. Codes and field names never change with the language.',
   },
