@@ -3,8 +3,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
-import { resolve } from './cli.ts';
+import { after, before, describe, test } from 'node:test';
+import { type ServiceDefinition, status } from '@grpc/grpc-js';
+import { createRegistry, GrpcServer, UserError } from '@notify/platform';
+import { authProto, dispatchProto } from '@notify/proto';
+import { silentLogger } from '@notify/test/harness/logger.ts';
+import { groups, resolve } from './cli.ts';
 import { notifyctl, requestOf } from './testing/notifyctl.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'notifyctl-test-'));
@@ -355,4 +359,53 @@ describe('remote failures', () => {
     assert.equal(outcome.stdout, '');
     assert.match(outcome.stderr, new RegExp(`^notifyctl: cannot reach dispatch-svc at 127\\.0\\.0\\.1:${port} \\(DISPATCH_SVC_ADDR\\): .*ECONNREFUSED.*\n$`));
   });
+});
+
+describe('every command family exits 1 with the refusal of its service as one line on stderr, nothing on stdout', () => {
+  // Every admin service of auth-svc and dispatch-svc, each method refusing as a real one refuses an unknown id.
+  const token = 'family-admin-token';
+  let server: GrpcServer;
+  let env: Record<string, string>;
+  before(async () => {
+    server = new GrpcServer({ logger: silentLogger(), registry: createRegistry('notifyctl-families') });
+    const refuse = new Proxy({}, { get: () => async () => Promise.reject(new UserError(status.NOT_FOUND, 'not_found', 'no such thing')) });
+    const services = [authProto.AuthAdminService, ...Object.values(dispatchProto).filter((service) => typeof service === 'function')];
+    for (const service of services) server.add((service as { service: ServiceDefinition }).service, refuse, [{ name: 'admin', token }]);
+    const port = await server.listen(0, '127.0.0.1');
+    env = { ADMIN_TOKEN: token, AUTH_SVC_ADDR: `127.0.0.1:${port}`, DISPATCH_SVC_ADDR: `127.0.0.1:${port}` };
+  });
+  after(() => server?.close(1_000));
+
+  const families: Record<string, string[][]> = {
+    plan: [['plan', 'list']],
+    org: [['org', 'update', '--id', '9', '--retention', '30d']],
+    project: [['project', 'list', '--org', '9']],
+    key: [['key', 'revoke', '--id', '9']],
+    template: [['template', 'deactivate', '--project', '9', '--slug', 'welcome']],
+    messages: [
+      ['messages', 'list', '--project', '9'],
+      ['messages', 'erase', '--project', '9', '--address', 'a@example.com'],
+      ['messages', 'purge'],
+    ],
+    'dead-letters': [['dead-letters', 'list', '--project', '9']],
+    suppression: [['suppression', 'remove', '--project', '9', '--address', 'a@example.com']],
+    webhook: [['webhook', 'delete', '--id', '9']],
+    domain: [['domain', 'remove', '--org', '9', '--domain', 'mail.example.com']],
+    'panel-user': [['panel-user', 'disable', '--id', '9']],
+  };
+
+  test('the table names every command family', () => {
+    assert.deepEqual(Object.keys(families).sort(), groups.map((group) => group.name).sort());
+  });
+
+  for (const [family, commands] of Object.entries(families)) {
+    test(family, async () => {
+      for (const argv of commands) {
+        const outcome = await notifyctl(argv, env);
+        assert.equal(outcome.code, 1, `${argv.join(' ')}: ${outcome.stderr}`);
+        assert.equal(outcome.stdout, '', argv.join(' '));
+        assert.match(outcome.stderr, /^notifyctl: not_found: no such thing\n$/, argv.join(' '));
+      }
+    });
+  }
 });

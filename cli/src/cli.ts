@@ -1,9 +1,11 @@
 // notifyctl's dispatcher: finds the command, validates its flags into a request, executes it, and turns every failure
-// into one line on stderr with a stable exit status (0 done, 1 the service said no, 2 the command line is wrong).
+// into one line on stderr with a stable exit status: 0 done, 1 failed (the service said no or could not be reached, or a
+// check such as `domain check` found something wrong), 2 the command line is wrong. Nothing goes to stdout on failure
+// but a check's --json report.
 import { status } from '@grpc/grpc-js';
 import { RemoteError } from '@notify/platform';
 import { parseFlags, UsageError } from './args.ts';
-import type { Command, CommandGroup, Prepared } from './commands/command.ts';
+import { CheckFailed, type Command, type CommandGroup, type Prepared } from './commands/command.ts';
 import { deadLettersCommands } from './commands/dead-letters.ts';
 import { domainCommands } from './commands/domain.ts';
 import { keyCommands } from './commands/key.ts';
@@ -33,7 +35,7 @@ export const groups: readonly CommandGroup[] = [
   panelUserCommands,
 ];
 
-export const exitCodes = { ok: 0, remote: 1, usage: 2 } as const;
+export const exitCodes = { ok: 0, failed: 1, usage: 2 } as const;
 
 const helpWords = new Set(['help', '--help', '-h']);
 
@@ -108,11 +110,15 @@ export async function run(argv: readonly string[], io: Io, env: Readonly<Record<
     }
     if (error instanceof RemoteError && invocation?.kind === 'call') {
       io.stderr(`notifyctl: ${remoteFailure(error, invocation.group, invocation.command, connections)}\n`);
-      return exitCodes.remote;
+      return exitCodes.failed;
+    }
+    if (error instanceof CheckFailed) {
+      io.stderr(`notifyctl: ${error.message}\n`);
+      return exitCodes.failed;
     }
     // A bug or a local failure: its message, never a stack trace.
     io.stderr(`notifyctl: unexpected error: ${error instanceof Error ? error.message : String(error)}\n`);
-    return exitCodes.remote;
+    return exitCodes.failed;
   } finally {
     connections.close();
   }

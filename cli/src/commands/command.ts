@@ -4,6 +4,14 @@ import type { Flags, OptionSpecs } from '../args.ts';
 import type { Connections, Target } from '../connections.ts';
 import type { Io } from '../output.ts';
 
+/**
+ * A command that ran and found what it checks for wrong (a DNS record missing): its verdict goes to stderr and
+ * notifyctl exits 1, so that a script can trust the exit status alone.
+ */
+export class CheckFailed extends Error {
+  override name = 'CheckFailed';
+}
+
 export interface Context {
   readonly connections: Connections;
   readonly io: Io;

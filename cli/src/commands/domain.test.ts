@@ -190,18 +190,24 @@ describe('notifyctl domain: against a DomainAdminService and DNS', () => {
     assert.deepEqual(JSON.parse(removed.stdout), { removed: 'mail.example.com' });
   });
 
-  test('check asks DNS for the record and says published, different or missing', async () => {
+  test('check asks DNS for the record and says published (exit 0), different or missing (exit 1, on stderr)', async () => {
     const check = (...extra: string[]) =>
       notifyctl(['domain', 'check', '--org', '3', '--domain', 'Mail.Example.com', '--dns-server', dns.address, ...extra], env);
 
     records.delete('notify._domainkey.mail.example.com');
     const missing = await check();
-    assert.equal(missing.code, 0, missing.stderr);
-    assert.match(missing.stdout, /^missing: notify\._domainkey\.mail\.example\.com has no DKIM record yet/);
+    assert.equal(missing.code, 1);
+    assert.equal(missing.stdout, '');
+    assert.match(missing.stderr, /^notifyctl: missing: notify\._domainkey\.mail\.example\.com has no DKIM record yet/);
+    const missingJson = await check('--json');
+    assert.equal(missingJson.code, 1);
+    assert.equal((JSON.parse(missingJson.stdout) as { status: string }).status, 'missing', 'the report still goes to stdout');
+    assert.match(missingJson.stderr, /^notifyctl: missing: /);
     assert.ok(dns.asked.includes('notify._domainkey.mail.example.com'), 'the DNS server was asked');
 
     records.set('notify._domainkey.mail.example.com', [txtStrings(record)]);
     const published = await check('--json');
+    assert.equal(published.code, 0, published.stderr);
     assert.deepEqual(JSON.parse(published.stdout), {
       domain: 'mail.example.com',
       dnsName: 'notify._domainkey.mail.example.com',
@@ -209,10 +215,15 @@ describe('notifyctl domain: against a DomainAdminService and DNS', () => {
       found: [record],
       status: 'published',
     });
-    assert.match((await check()).stdout, /^published: notify\._domainkey\.mail\.example\.com has the expected DKIM key/);
+    const publishedText = await check();
+    assert.equal(publishedText.code, 0, publishedText.stderr);
+    assert.match(publishedText.stdout, /^published: notify\._domainkey\.mail\.example\.com has the expected DKIM key/);
 
     records.set('notify._domainkey.mail.example.com', [[`v=DKIM1; k=rsa; p=${otherKey.slice(0, 200)}`, otherKey.slice(200)]]);
-    assert.match((await check()).stdout, /^different: notify\._domainkey\.mail\.example\.com has a DKIM record with another key/);
+    const different = await check();
+    assert.equal(different.code, 1);
+    assert.equal(different.stdout, '');
+    assert.match(different.stderr, /^notifyctl: different: notify\._domainkey\.mail\.example\.com has a DKIM record with another key/);
   });
 
   test('check of a domain the organization does not have says so', async () => {

@@ -6,7 +6,7 @@ import { isIP } from 'node:net';
 import type { dispatch } from '@notify/proto';
 import { UsageError } from '../args.ts';
 import { type Column, type Io, print } from '../output.ts';
-import type { CommandGroup } from './command.ts';
+import { CheckFailed, type CommandGroup } from './command.ts';
 
 const columns: readonly Column<dispatch.SendingDomain__Output>[] = [
   { header: 'DOMAIN', value: (entry) => entry.domain, maxWidth: 80 },
@@ -170,7 +170,7 @@ export const domainCommands: CommandGroup = {
     },
     {
       name: 'check',
-      summary: "look the domain's DKIM record up in DNS and say whether it is the one to publish",
+      summary: "look the domain's DKIM record up in DNS and say whether it is the one to publish (exit 1 when it is not)",
       options: {
         org: { type: 'string', value: 'ID', required: true, description: 'organization id' },
         domain: { type: 'string', value: 'DOMAIN', required: true, description: 'the domain' },
@@ -195,14 +195,14 @@ export const domainCommands: CommandGroup = {
               io.stdout(
                 `${JSON.stringify({ domain: entry.domain, dnsName: entry.dnsName, expected: entry.dnsValue, found: result.found, status: result.status }, null, 2)}\n`,
               );
-              return;
             }
             const verdict: Record<CheckStatus, string> = {
               published: `published: ${entry.dnsName} has the expected DKIM key; mail From ${entry.domain} will verify`,
               different: `different: ${entry.dnsName} has a DKIM record with another key; publish the value from \`notifyctl domain list --org ${entry.organizationId} --json\``,
               missing: `missing: ${entry.dnsName} has no DKIM record yet (DNS changes can take a while to be seen); publish:\n  ${zoneLine(entry)}`,
             };
-            io.stdout(`${verdict[result.status]}\n`);
+            if (result.status !== 'published') throw new CheckFailed(verdict[result.status]);
+            if (!json) io.stdout(`${verdict.published}\n`);
           },
         };
       },
