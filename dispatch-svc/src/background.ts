@@ -6,6 +6,7 @@ import type { Pool } from '@notify/platform/database';
 import type { JetStreamClient, JetStreamManager, NatsLink } from '@notify/platform/nats';
 import type { Topology } from '@notify/proto';
 import type { configSpec } from './config.ts';
+import { startDataKeyUpkeep } from './data-key-upkeep.ts';
 import { startDeliveryLimitConsumer } from './dead-letters/delivery-limit.ts';
 import { startEventConsumer } from './events/event-consumer.ts';
 import { startWebhookRelay } from './events/webhook-relay.ts';
@@ -17,7 +18,6 @@ import { relayOutbox } from './outbox/outbox-relay.ts';
 import { updateDeliverabilityGauges } from './reports/deliverability.ts';
 import type { RetentionPurge } from './retention/purge.ts';
 import { releaseScheduled, updateScheduledBacklog } from './scheduled/releaser.ts';
-import { startSecretSealing } from './webhooks/secret-sealing.ts';
 
 export type BackgroundSettings = Pick<
   ConfigOf<typeof configSpec>,
@@ -67,7 +67,7 @@ export function startBackground(settings: BackgroundSettings, parts: BackgroundP
   const purgeAbort = new AbortController();
   const purge = runPeriodically('retention purge', settings.retentionPurgeIntervalMs, () => retention.purge('try', purgeAbort.signal), logger);
   const retentionGauges = runPeriodically('retention gauges', retentionGaugesIntervalMs, () => retention.updateGauges(), logger);
-  const secretSealing = startSecretSealing({ pool, dataKey: settings.dataKey, logger });
+  const dataKeyUpkeep = startDataKeyUpkeep({ pool, dataKey: settings.dataKey, logger });
   const webhookRelay = startWebhookRelay({ pool, publisher: js, names, logger, connected: parts.link.connected }, settings.outboxRelayIntervalMs);
   const consumer = startEventConsumer({ js, names, pool, metrics, logger, maxBatchSize: 128, afterCommit: webhookRelay.wake });
   const deliveryLimits = startDeliveryLimitConsumer({ js, jsm, pool, names, metrics, logger });
@@ -79,7 +79,7 @@ export function startBackground(settings: BackgroundSettings, parts: BackgroundP
       await Promise.all([
         purge.stop(),
         retentionGauges.stop(),
-        secretSealing.stop(),
+        dataKeyUpkeep.stop(),
         relay.stop(),
         releaser.stop(),
         backlog.stop(),

@@ -156,7 +156,7 @@ test('the erased address stays suppressed in its project until its hash is remov
   const listed = JSON.parse(await system.notifyctlOk('suppression', 'list', '--project', String(tenant.projectId), '--json')) as {
     suppressions: { address: string }[];
   };
-  assert.ok(listed.suppressions.length === 2 && listed.suppressions.every((entry) => /^sha256:[0-9a-f]{64}$/.test(entry.address)), JSON.stringify(listed));
+  assert.ok(listed.suppressions.length === 2 && listed.suppressions.every((entry) => /^hmac-sha256:[0-9a-f]{64}$/.test(entry.address)), JSON.stringify(listed));
 
   const text = await system.notifyctlOk('messages', 'erase', '--project', String(tenant.projectId), '--address', address);
   assert.match(text, new RegExp(`^erased 0 messages of project ${tenant.projectId}\\n`));

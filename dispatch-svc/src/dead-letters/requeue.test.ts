@@ -162,8 +162,12 @@ describe('re-queueing dead letters', () => {
     };
     const [bounced, erased, fine] = [await failedTo('Gone@Example.com'), await failedTo('forgotten@example.com'), await failedTo('fine@example.com')];
     // The domain is compared case-insensitively, as the send path does.
-    await addSuppression(h.pool, { projectId: h.ids.projectId, address: 'Gone@example.COM', reason: 'hard_bounce' });
-    await addSuppression(h.pool, { projectId: h.ids.projectId, address: erasedAddress(h.ids.projectId, 'forgotten@example.com'), reason: 'complaint' });
+    await addSuppression(h.pool, h.deps.dataKey, { projectId: h.ids.projectId, address: 'Gone@example.COM', reason: 'hard_bounce' });
+    await addSuppression(h.pool, h.deps.dataKey, {
+      projectId: h.ids.projectId,
+      address: erasedAddress(h.deps.dataKey, h.ids.projectId, 'forgotten@example.com'),
+      reason: 'complaint',
+    });
     const named = await deadLetters.call('RequeueDeadLetters', { projectId: h.ids.projectId, messageIds: [bounced, erased, fine] });
     assert.deepEqual(named.requeued, [fine]);
     assert.deepEqual(named.skipped, [

@@ -8,6 +8,7 @@
 // must not mail the addresses that asked, or proved, not to be mailed.
 import { activeContext, contextFromTraceparent, type Logger, linkTo, notifyAttributes, traceparentOf } from '@notify/platform';
 import { type Pool, type PoolClient, withTransaction } from '@notify/platform/database';
+import type { DataKey } from '@notify/platform/mail';
 import { startCreateSpan } from '@notify/platform/nats';
 import { type DeliveryJob, deliveryJobId } from '@notify/proto';
 import { type MessageProgress, reopen } from '../events/state-machine.ts';
@@ -22,6 +23,8 @@ export interface RequeueDeps {
   readonly publisher: JobPublisher;
   readonly logger: Logger;
   readonly metrics: DispatchMetrics;
+  /** NOTIFY_DATA_KEY: finds erased recipients' suppressions. */
+  readonly dataKey: DataKey;
 }
 
 export type SkipReason = 'message_not_found' | 'not_failed' | 'template_inactive' | 'recipient_suppressed';
@@ -139,6 +142,7 @@ async function requeueBatch(deps: RequeueDeps, projectId: number, ids: readonly 
     const candidates = await lockCandidates(client, projectId, ids);
     const suppressed = await findSuppressions(
       client,
+      deps.dataKey,
       [...candidates.values()].map((candidate) => ({ projectId, address: candidate.recipient })),
     );
     const at = new Date();

@@ -2,6 +2,7 @@
 // address in the project's rows is replaced by a marker, the recipient's `data` is emptied, and what billing and
 // statistics count (the messages, their states, attempts and times) stays. One transaction: an erasure is all or nothing.
 import { type Pool, type PoolClient, withTransaction } from '@notify/platform/database';
+import type { DataKey } from '@notify/platform/mail';
 import type { DeliveryEvent } from '@notify/proto';
 import { erasedAddress } from '../suppressions/suppression-store.ts';
 
@@ -52,7 +53,7 @@ export function scrubbedEvent(event: DeliveryEvent): DeliveryEvent {
 /** Every copy of the address in `expression` (text), case-insensitively, replaced by the marker. */
 const scrubbed = (expression: string): string => `regexp_replace(${expression}, $2, '${erasedRecipient}', 'gi')`;
 
-export async function eraseRecipient(pool: Pool, projectId: number, address: string): Promise<Erasure> {
+export async function eraseRecipient(pool: Pool, dataKey: DataKey, projectId: number, address: string): Promise<Erasure> {
   return withTransaction(pool, async (client) => {
     const canceled = await cancelScheduled(client, projectId, address);
     // Locked before they change, so a delivery event recorded meanwhile waits for the erasure (and finds the marker).
@@ -108,7 +109,7 @@ export async function eraseRecipient(pool: Pool, projectId: number, address: str
       byIds,
       `UPDATE idempotency_keys SET response = ${scrubbed('response::text')}::jsonb WHERE message_id = ANY($1::bigint[]) AND response::text ~* $2`,
     );
-    const suppressions = await hashSuppressions(client, projectId, address);
+    const suppressions = await hashSuppressions(client, dataKey, projectId, address);
     return { messages, canceled, events, outbox, webhookEvents, webhookAttempts, idempotencyRecords, suppressions };
   });
 }
@@ -139,7 +140,7 @@ async function cancelScheduled(client: PoolClient, projectId: number, address: s
  * The project's entries for the address (any case) are replaced by their hash with the same reason, time and cause,
  * so the address stays refused; an entry whose hash is already there (suppressed again after an erasure) just goes.
  */
-async function hashSuppressions(client: PoolClient, projectId: number, address: string): Promise<number> {
+async function hashSuppressions(client: PoolClient, dataKey: DataKey, projectId: number, address: string): Promise<number> {
   const entries = await client.query<{ address: string }>({
     name: 'erasure-suppressions',
     text: 'SELECT address FROM suppressions WHERE project_id = $1 AND lower(address) = lower($2) FOR UPDATE',
@@ -153,7 +154,7 @@ async function hashSuppressions(client: PoolClient, projectId: number, address: 
                SELECT project_id, $3, reason, message_id, created_at FROM suppressions WHERE project_id = $1 AND address = $2
                ON CONFLICT (project_id, address) DO NOTHING)
              DELETE FROM suppressions WHERE project_id = $1 AND address = $2`,
-      values: [projectId, entry.address, erasedAddress(projectId, entry.address)],
+      values: [projectId, entry.address, erasedAddress(dataKey, projectId, entry.address)],
     });
   }
   return entries.rowCount ?? 0;

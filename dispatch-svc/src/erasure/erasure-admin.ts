@@ -3,6 +3,7 @@
 import { status } from '@grpc/grpc-js';
 import { type AsyncHandlers, type Logger, UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
+import type { DataKey } from '@notify/platform/mail';
 import type { dispatch } from '@notify/proto';
 import type { DispatchMetrics } from '../metrics.ts';
 import { ensureOwned, isAddress } from '../suppressions/suppression-admin.ts';
@@ -10,6 +11,8 @@ import { type Erasure, eraseRecipient } from './erase-recipient.ts';
 
 export interface ErasureDeps {
   readonly pool: Pool;
+  /** NOTIFY_DATA_KEY: keys the hash an erased suppression keeps. */
+  readonly dataKey: DataKey;
   readonly logger: Logger;
   readonly metrics: Pick<DispatchMetrics, 'erasures' | 'erasedMessages' | 'scheduledCanceled'>;
 }
@@ -23,7 +26,7 @@ function check(projectId: number, address: string): void {
 }
 
 async function erase(deps: ErasureDeps, projectId: number, address: string, origin: 'notifyctl' | 'panel'): Promise<dispatch.EraseRecipientResponse__Output> {
-  const erasure: Erasure = await eraseRecipient(deps.pool, projectId, address);
+  const erasure: Erasure = await eraseRecipient(deps.pool, deps.dataKey, projectId, address);
   deps.metrics.erasures.inc({ origin });
   deps.metrics.erasedMessages.inc({ origin }, erasure.messages);
   deps.metrics.scheduledCanceled.inc({ origin: 'erasure' }, erasure.canceled);

@@ -2,14 +2,16 @@
 // (its dots and plus are no pattern) and in any case, only in the project named, and refused when it is no address;
 // counted by origin; and a delivery that ends, or a bounce reported, after it records no address and suppresses nothing.
 import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
+import { createDataKey } from '@notify/platform/mail';
 import { dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { applyDeliveryEvents } from '../events/event-store.ts';
 import { applyRecipientReport, applyUnsubscribe } from '../reports/report-store.ts';
-import { erasedAddress } from '../suppressions/suppression-store.ts';
+import { erasedAddress, keyUnkeyedErasedAddresses } from '../suppressions/suppression-store.ts';
 import { type Harness, startHarness } from '../testing/harness.ts';
 
 let h: Harness;
@@ -146,7 +148,7 @@ test('a bounce reported after the erasure records no address and suppresses noth
     { event: { messageId: id, state: 'sent', attempt: 1, occurredAt, smtpCode: 250, smtpResponse: '250 2.0.0 OK' } },
   ]);
   await erasure.call('EraseRecipient', { projectId: h.ids.projectId, address: 'bounced@example.com' });
-  const outcome = await applyRecipientReport(h.pool, {
+  const outcome = await applyRecipientReport(h.pool, h.deps.dataKey, {
     messageId: id,
     kind: 'bounced',
     suppression: 'hard_bounce',
@@ -164,7 +166,7 @@ test('a bounce reported after the erasure records no address and suppresses noth
 async function suppressionsAndUnsubscribedEvents(address: string, messageId: number): Promise<{ entries: string[]; events: number }> {
   const entries = await h.pool.query<{ address: string }>(
     'SELECT address FROM suppressions WHERE project_id = $1 AND (lower(address) = lower($2) OR address = $3) ORDER BY address',
-    [h.ids.projectId, address, erasedAddress(h.ids.projectId, address)],
+    [h.ids.projectId, address, erasedAddress(h.deps.dataKey, h.ids.projectId, address)],
   );
   const events = await h.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_events WHERE message_id = $1 AND type = 'message.unsubscribed'", [
     messageId,
@@ -176,12 +178,15 @@ test('an unsubscribe link used after the erasure matches the hashed entry: nothi
   const address = 'Unsub.After@Example.com';
   const id = await accept(address);
   const claim = { projectId: h.ids.projectId, messageId: id, address, source: 'one_click' };
-  assert.deepEqual(await applyUnsubscribe(h.pool, claim), { suppressed: true, changed: true });
+  assert.deepEqual(await applyUnsubscribe(h.pool, h.deps.dataKey, claim), { suppressed: true, changed: true });
   const first = await suppressionsAndUnsubscribedEvents(address, id);
   assert.equal(first.events, 1);
   await erasure.call('EraseRecipient', { projectId: h.ids.projectId, address });
-  assert.deepEqual(await applyUnsubscribe(h.pool, claim), { suppressed: true, changed: false });
-  assert.deepEqual(await suppressionsAndUnsubscribedEvents(address, id), { entries: [erasedAddress(h.ids.projectId, address)], events: first.events });
+  assert.deepEqual(await applyUnsubscribe(h.pool, h.deps.dataKey, claim), { suppressed: true, changed: false });
+  assert.deepEqual(await suppressionsAndUnsubscribedEvents(address, id), {
+    entries: [erasedAddress(h.deps.dataKey, h.ids.projectId, address)],
+    events: first.events,
+  });
   // An operator adding the address again is answered with the entry the erasure kept, still nothing in clear.
   const suppressions = new GrpcClient(dispatchProto.SuppressionAdminService.service, h.address, { token: h.callers.admin.token, deadlineMs: 5_000 });
   try {
@@ -189,19 +194,59 @@ test('an unsubscribe link used after the erasure matches the hashed entry: nothi
   } finally {
     suppressions.close();
   }
-  assert.deepEqual((await suppressionsAndUnsubscribedEvents(address, id)).entries, [erasedAddress(h.ids.projectId, address)]);
+  assert.deepEqual((await suppressionsAndUnsubscribedEvents(address, id)).entries, [erasedAddress(h.deps.dataKey, h.ids.projectId, address)]);
 });
 
 test('the first unsubscribe of a recipient erased before it is listed as a hash only, with one message.unsubscribed that names no address', async () => {
   const address = 'never.suppressed@example.com';
   const id = await accept(address);
   await erasure.call('EraseRecipient', { projectId: h.ids.projectId, address });
-  assert.deepEqual(await applyUnsubscribe(h.pool, { projectId: h.ids.projectId, messageId: id, address, source: 'mailto' }), {
+  assert.deepEqual(await applyUnsubscribe(h.pool, h.deps.dataKey, { projectId: h.ids.projectId, messageId: id, address, source: 'mailto' }), {
     suppressed: true,
     changed: true,
   });
-  assert.deepEqual(await suppressionsAndUnsubscribedEvents(address, id), { entries: [erasedAddress(h.ids.projectId, address)], events: 1 });
+  assert.deepEqual(await suppressionsAndUnsubscribedEvents(address, id), { entries: [erasedAddress(h.deps.dataKey, h.ids.projectId, address)], events: 1 });
   assert.equal(await holdsAddress(id, address), false);
   // Still refused: a send to the address finds the hashed entry.
   await assertRefused(h.dispatch.call('Send', h.sendRequest({ to: address })), status.FAILED_PRECONDITION, 'recipient_suppressed');
+});
+
+test('an erased entry is a keyed hash: the bare SHA-256 of a guess does not find it, another data key gives another hash', async () => {
+  const address = 'Keyed@Example.com';
+  const id = await accept(address);
+  assert.deepEqual(await applyUnsubscribe(h.pool, h.deps.dataKey, { projectId: h.ids.projectId, messageId: id, address, source: 'one_click' }), {
+    suppressed: true,
+    changed: true,
+  });
+  await erasure.call('EraseRecipient', { projectId: h.ids.projectId, address });
+  const { rows } = await h.pool.query<{ address: string }>('SELECT address FROM suppressions WHERE project_id = $1 AND address LIKE $2', [
+    h.ids.projectId,
+    'hmac-sha256:%',
+  ]);
+  const kept = erasedAddress(h.deps.dataKey, h.ids.projectId, address);
+  assert.ok(rows.some((row) => row.address === kept));
+  // What someone with the database alone could compute from a guess, in every spelling the list would match.
+  for (const guess of [address, 'Keyed@example.com']) {
+    const bare = createHash('sha256').update(`${h.ids.projectId}:${guess}`).digest('hex');
+    assert.ok(!rows.some((row) => row.address.includes(bare)), guess);
+  }
+  assert.notEqual(erasedAddress(createDataKey(randomBytes(32)), h.ids.projectId, address), kept);
+  await assertRefused(h.dispatch.call('Send', h.sendRequest({ to: 'Keyed@EXAMPLE.com' })), status.FAILED_PRECONDITION, 'recipient_suppressed');
+});
+
+test('an entry erased before hashes were keyed is honoured, then replaced by its keyed hash with its reason and date', async () => {
+  const address = 'unkeyed@example.com';
+  const unkeyed = `sha256:${createHash('sha256').update(`${h.ids.projectId}:${address}`).digest('hex')}`;
+  const since = new Date('2026-01-02T03:04:05.000Z');
+  await h.pool.query("INSERT INTO suppressions (project_id, address, reason, created_at) VALUES ($1, $2, 'complaint', $3)", [h.ids.projectId, unkeyed, since]);
+  await assertRefused(h.dispatch.call('Send', h.sendRequest({ to: address })), status.FAILED_PRECONDITION, 'recipient_suppressed');
+
+  assert.ok((await keyUnkeyedErasedAddresses(h.pool, h.deps.dataKey)) >= 1);
+  const { rows } = await h.pool.query<{ address: string; reason: string; createdAt: Date }>(
+    'SELECT address, reason, created_at AS "createdAt" FROM suppressions WHERE project_id = $1 AND address IN ($2, $3)',
+    [h.ids.projectId, unkeyed, erasedAddress(h.deps.dataKey, h.ids.projectId, address)],
+  );
+  assert.deepEqual(rows, [{ address: erasedAddress(h.deps.dataKey, h.ids.projectId, address), reason: 'complaint', createdAt: since }]);
+  await assertRefused(h.dispatch.call('Send', h.sendRequest({ to: address })), status.FAILED_PRECONDITION, 'recipient_suppressed');
+  assert.equal(await keyUnkeyedErasedAddresses(h.pool, h.deps.dataKey), 0, 'nothing left to replace');
 });

@@ -123,8 +123,15 @@ test('every webhook event of a message carries its tags and metadata: delivery, 
     { event: { messageId, state: 'sending', attempt: 1, occurredAt: at } },
     { event: { messageId, state: 'sent', attempt: 1, occurredAt: at, smtpCode: 250, smtpResponse: 'OK' } },
   ]);
-  await applyRecipientReport(h.pool, { messageId, kind: 'bounced', suppression: undefined, detail: 'mailbox full', smtpCode: 552, receivedAt: at });
-  await applyUnsubscribe(h.pool, { projectId: h.ids.projectId, messageId, address: 'ada@example.com', source: 'one_click' });
+  await applyRecipientReport(h.pool, h.deps.dataKey, {
+    messageId,
+    kind: 'bounced',
+    suppression: undefined,
+    detail: 'mailbox full',
+    smtpCode: 552,
+    receivedAt: at,
+  });
+  await applyUnsubscribe(h.pool, h.deps.dataKey, { projectId: h.ids.projectId, messageId, address: 'ada@example.com', source: 'one_click' });
   const { rows } = await h.pool.query<{ type: string; payload: { data: Record<string, unknown> } }>(
     'SELECT type, payload FROM webhook_events WHERE message_id = $1 ORDER BY sequence',
     [messageId],

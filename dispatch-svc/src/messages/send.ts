@@ -8,6 +8,7 @@
 import { status } from '@grpc/grpc-js';
 import { activeContext, annotateRequestSpan, Batcher, type Logger, notifyAttributes, UserError } from '@notify/platform';
 import { type Pool, type PoolClient, withTransaction } from '@notify/platform/database';
+import type { DataKey } from '@notify/platform/mail';
 import type { AcceptedBody, dispatch } from '@notify/proto';
 import { judgeIdempotencyKeys } from '../idempotency/key-check.ts';
 import type { DispatchMetrics } from '../metrics.ts';
@@ -30,6 +31,8 @@ export interface SendDeps {
   readonly idempotencyTtlMs: number;
   /** Largest data and template texts one job may carry (jobContentLimit of the NATS server's max_payload). */
   readonly maxJobContentBytes: number;
+  /** NOTIFY_DATA_KEY: finds erased recipients' suppressions. */
+  readonly dataKey: DataKey;
 }
 
 /**
@@ -74,7 +77,7 @@ export async function acceptBatch(client: PoolClient, deps: SendDeps, sends: rea
   await judgeIdempotencyKeys(client, batch);
   refuseInvalidFields(batch);
   const templates = await judgeTemplates(client, batch, deps);
-  await refuseSuppressedRecipients(client, batch);
+  await refuseSuppressedRecipients(client, deps.dataKey, batch);
   const written = await writeAcceptedRows(client, batch, templates, deps);
   await countMonthlyUsage(client, batch, written);
   return batch.results();

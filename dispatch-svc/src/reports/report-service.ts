@@ -65,7 +65,7 @@ export function reportServiceHandlers(deps: ReportDeps): AsyncHandlers<dispatch.
   return {
     async ApplyReport(request) {
       const report = readReport(request);
-      const outcome = await applyRecipientReport(deps.pool, report);
+      const outcome = await applyRecipientReport(deps.pool, deps.dataKey, report);
       if (!outcome.found) throw new UserError(status.NOT_FOUND, 'message_not_found', `no message ${report.messageId}`);
       if (outcome.early) {
         throw new UserError(status.ABORTED, 'report_early', `message ${report.messageId} is ${outcome.state}, not sent yet: report it again later`);
@@ -80,9 +80,9 @@ export function reportServiceHandlers(deps: ReportDeps): AsyncHandlers<dispatch.
       const claim = readUnsubscribeToken(deps.dataKey, request.token);
       if (!claim) throw new UserError(status.INVALID_ARGUMENT, 'invalid_token', 'the unsubscribe link is not valid');
       const maskedAddress = maskAddress(claim.address);
-      if (request.dryRun) return { maskedAddress, suppressed: await isSuppressed(deps.pool, claim.projectId, claim.address), changed: false };
+      if (request.dryRun) return { maskedAddress, suppressed: await isSuppressed(deps.pool, deps.dataKey, claim.projectId, claim.address), changed: false };
       try {
-        const outcome = await applyUnsubscribe(deps.pool, { ...claim, source: request.source });
+        const outcome = await applyUnsubscribe(deps.pool, deps.dataKey, { ...claim, source: request.source });
         if (outcome.changed) deps.metrics.suppressions.inc({ reason: 'unsubscribed' });
         return { maskedAddress, ...outcome };
       } catch (error) {

@@ -2,6 +2,7 @@
 // unsubscribe (the gateway's one-click link, bounce-svc's mailto) suppresses an address. Each is one transaction that
 // also writes the webhook event reporting it, so neither is ever recorded without the other.
 import { type Pool, type PoolClient, withTransaction } from '@notify/platform/database';
+import type { DataKey } from '@notify/platform/mail';
 import { erasedRecipient, withoutAddresses } from '../erasure/erase-recipient.ts';
 import { type MessageState, type ReportState, reportEffect } from '../events/state-machine.ts';
 import { recordMessageWebhookEvents } from '../events/webhook-events.ts';
@@ -49,7 +50,7 @@ async function lockMessage(client: PoolClient, messageId: number, projectId?: nu
  * delivered it (so a repeated report hits the event's unique key), the state moved, the address suppressed when the
  * report says so (an address already listed keeps its entry), and the webhook event written, all or nothing.
  */
-export async function applyRecipientReport(pool: Pool, report: RecipientReport): Promise<ReportOutcome> {
+export async function applyRecipientReport(pool: Pool, dataKey: DataKey, report: RecipientReport): Promise<ReportOutcome> {
   return withTransaction(pool, async (client) => {
     const message = await lockMessage(client, report.messageId);
     if (!message) return { found: false };
@@ -75,7 +76,14 @@ export async function applyRecipientReport(pool: Pool, report: RecipientReport):
     });
     const suppressed =
       report.suppression && !erased
-        ? (await addSuppression(client, { projectId: message.projectId, address: message.recipient, reason: report.suppression, messageId: message.id })).added
+        ? (
+            await addSuppression(client, dataKey, {
+              projectId: message.projectId,
+              address: message.recipient,
+              reason: report.suppression,
+              messageId: message.id,
+            })
+          ).added
         : false;
     await recordMessageWebhookEvents(client, [
       {
@@ -107,10 +115,10 @@ export interface UnsubscribeOutcome {
 }
 
 /** Whether the address is on the project's list already, for the confirmation page (nothing is written). */
-export async function isSuppressed(pool: Pool, projectId: number, address: string): Promise<boolean> {
+export async function isSuppressed(pool: Pool, dataKey: DataKey, projectId: number, address: string): Promise<boolean> {
   const client = await pool.connect();
   try {
-    return (await findSuppressions(client, [{ projectId, address }])).has(suppressionKey(projectId, address));
+    return (await findSuppressions(client, dataKey, [{ projectId, address }])).has(suppressionKey(projectId, address));
   } finally {
     client.release();
   }
@@ -122,13 +130,19 @@ export async function isSuppressed(pool: Pool, projectId: number, address: strin
  * an unsubscribe does not change). A purged message no longer has a row for the event to reference, nor anything an
  * integrator could look up: the address is suppressed all the same, with no cause and no event.
  */
-export async function applyUnsubscribe(pool: Pool, claim: UnsubscribeClaimInput): Promise<UnsubscribeOutcome> {
+export async function applyUnsubscribe(pool: Pool, dataKey: DataKey, claim: UnsubscribeClaimInput): Promise<UnsubscribeOutcome> {
   return withTransaction(pool, async (client) => {
     // Locked first, as a report about the same message would, so the event's sequence is taken without a race.
     const message = await lockMessage(client, claim.messageId, claim.projectId);
     // The link of a message erased since still unsubscribes its recipient, whose address is then listed as a hash only.
     const erased = message?.recipient === erasedRecipient;
-    const entry = await addSuppression(client, { projectId: claim.projectId, address: claim.address, reason: 'unsubscribed', messageId: message?.id, erased });
+    const entry = await addSuppression(client, dataKey, {
+      projectId: claim.projectId,
+      address: claim.address,
+      reason: 'unsubscribed',
+      messageId: message?.id,
+      erased,
+    });
     if (entry.added && message) {
       await recordMessageWebhookEvents(client, [
         {

@@ -3,9 +3,18 @@
 import { status } from '@grpc/grpc-js';
 import { type AsyncHandlers, UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
+import type { DataKey } from '@notify/platform/mail';
 import type { dispatch } from '@notify/proto';
 import type { DispatchMetrics } from '../metrics.ts';
-import { addSuppression, listSuppressions, removeSuppression, type Suppression, type SuppressionReason, suppressionReasons } from './suppression-store.ts';
+import {
+  addSuppression,
+  erasedEntryPattern,
+  listSuppressions,
+  removeSuppression,
+  type Suppression,
+  type SuppressionReason,
+  suppressionReasons,
+} from './suppression-store.ts';
 
 const defaultLimit = 100;
 /** The panel shows one page: the newest entries, or those matching its search. */
@@ -34,6 +43,7 @@ const toProto = (entry: Suppression): dispatch.Suppression__Output => ({
 
 export function suppressionAdminHandlers(deps: {
   pool: Pool;
+  dataKey: DataKey;
   metrics: Pick<DispatchMetrics, 'suppressions'>;
 }): AsyncHandlers<dispatch.SuppressionAdminServiceDefinition> {
   return {
@@ -54,7 +64,11 @@ export function suppressionAdminHandlers(deps: {
         !isReason(reason) && `reason: must be one of ${suppressionReasons.join(', ')}`,
       ]);
       try {
-        const entry = await addSuppression(deps.pool, { projectId: request.projectId, address: request.address, reason: reason as SuppressionReason });
+        const entry = await addSuppression(deps.pool, deps.dataKey, {
+          projectId: request.projectId,
+          address: request.address,
+          reason: reason as SuppressionReason,
+        });
         if (entry.added) deps.metrics.suppressions.inc({ reason: entry.reason });
         return toProto(entry);
       } catch (error) {
@@ -66,10 +80,10 @@ export function suppressionAdminHandlers(deps: {
     },
     async RemoveSuppression(request) {
       // An erased entry is named by its hash (erasedAddress).
-      const named = isAddress(request.address) || /^sha256:[0-9a-f]{64}$/.test(request.address);
+      const named = isAddress(request.address) || erasedEntryPattern.test(request.address);
       check([
         !isPositiveId(request.projectId) && 'project_id: must be a positive integer',
-        !named && 'address: must be one email address or an erased entry (sha256:<hex>)',
+        !named && 'address: must be one email address or an erased entry (hmac-sha256:<hex>)',
       ]);
       await remove(deps.pool, request.projectId, request.address);
       return {};

@@ -3,14 +3,15 @@
 import { status } from '@grpc/grpc-js';
 import { UserError } from '@notify/platform';
 import type { PoolClient } from '@notify/platform/database';
+import type { DataKey } from '@notify/platform/mail';
 import type { BatchVerdicts } from '../messages/batch-verdicts.ts';
 import { findSuppressions, type Suppression, suppressionKey } from './suppression-store.ts';
 
 /** One lookup of the list's primary key for the whole batch. */
-export async function refuseSuppressedRecipients(client: PoolClient, batch: BatchVerdicts): Promise<void> {
+export async function refuseSuppressedRecipients(client: PoolClient, dataKey: DataKey, batch: BatchVerdicts): Promise<void> {
   const open = batch.open();
   const wanted = open.map((index) => ({ projectId: batch.send(index).request.projectId, address: batch.send(index).request.to }));
-  const suppressed = await findSuppressions(client, wanted);
+  const suppressed = await findSuppressions(client, dataKey, wanted);
   if (suppressed.size === 0) return;
   for (const [position, index] of open.entries()) {
     const { projectId, address } = wanted[position] as { projectId: number; address: string };

@@ -2,7 +2,8 @@
 // mailed, with why, since when and the message that caused it. The send path looks its recipients up inside the
 // transaction that accepts them; operators list, add and remove entries.
 import { createHash } from 'node:crypto';
-import type { Pool, PoolClient } from '@notify/platform/database';
+import { type Pool, type PoolClient, withTransaction } from '@notify/platform/database';
+import type { DataKey } from '@notify/platform/mail';
 
 export const suppressionReasons = ['hard_bounce', 'complaint', 'unsubscribed', 'manual'] as const;
 export type SuppressionReason = (typeof suppressionReasons)[number];
@@ -27,34 +28,60 @@ export function normalizeAddress(address: string): string {
 
 const columns = `project_id AS "projectId", address, reason, message_id AS "messageId", created_at AS "createdAt"`;
 
-/**
- * What an erasure keeps of a suppressed address (docs/operations.md, "Erasure"): a SHA-256 of the project and the
- * normalized address, so the address stays refused without being stored. It confirms a guessed address; it does not
- * reveal one.
- */
-export function erasedAddress(projectId: number, address: string): string {
-  return `sha256:${createHash('sha256')
+/** SHA-256 of the project and the normalized address: what an erased entry's keyed hash is taken of. */
+function addressDigest(projectId: number, address: string): Buffer {
+  return createHash('sha256')
     .update(`${projectId}:${normalizeAddress(address)}`)
-    .digest('hex')}`;
+    .digest();
+}
+
+const keyedPrefix = 'hmac-sha256:';
+const unkeyedPrefix = 'sha256:';
+
+/** An erased entry as the admin API and the panel name it: its keyed hash, or an unkeyed one not yet rekeyed. */
+export const erasedEntryPattern = /^(?:hmac-sha256|sha256):[0-9a-f]{64}$/;
+
+/**
+ * What an erasure keeps of a suppressed address (docs/operations.md, "Erasure"): an HMAC-SHA256, under
+ * NOTIFY_DATA_KEY's erasure key, of the SHA-256 of the project and the normalized address, so the address stays
+ * refused without being stored, and whoever reads the database without the key cannot confirm a guess by hashing it.
+ */
+export function erasedAddress(dataKey: DataKey, projectId: number, address: string): string {
+  return keyedPrefix + dataKey.sign('erasure', addressDigest(projectId, address)).toString('hex');
 }
 
 /**
- * The suppressions of these (project, address) pairs, keyed by `suppressionKey`: one primary-key lookup per pair, and
- * one more for its erased form (an entry in clear wins over its hash).
+ * The form erasures kept before they were keyed (`sha256:` and the digest alone), still looked up until
+ * keyUnkeyedErasedAddresses replaces it: a replica of the previous release may write one during a rolling upgrade.
  */
-export async function findSuppressions(client: PoolClient, wanted: readonly { projectId: number; address: string }[]): Promise<Map<string, Suppression>> {
+function unkeyedErasedAddress(projectId: number, address: string): string {
+  return unkeyedPrefix + addressDigest(projectId, address).toString('hex');
+}
+
+/** The forms an address may be listed under: in clear, as its keyed hash, as its unkeyed hash. */
+function listedForms(dataKey: DataKey, projectId: number, address: string): [string, string, string] {
+  return [normalizeAddress(address), erasedAddress(dataKey, projectId, address), unkeyedErasedAddress(projectId, address)];
+}
+
+/**
+ * The suppressions of these (project, address) pairs, keyed by `suppressionKey`: one primary-key lookup per form of
+ * each pair (an entry in clear wins over its hashes).
+ */
+export async function findSuppressions(
+  client: PoolClient,
+  dataKey: DataKey,
+  wanted: readonly { projectId: number; address: string }[],
+): Promise<Map<string, Suppression>> {
   if (wanted.length === 0) return new Map();
+  const forms = wanted.map((each) => ({ ...each, forms: listedForms(dataKey, each.projectId, each.address) }));
   const clearKeyOfErased = new Map(
-    wanted.map((each) => [suppressionKey(each.projectId, erasedAddress(each.projectId, each.address)), suppressionKey(each.projectId, each.address)]),
+    forms.flatMap((each) => each.forms.slice(1).map((hash) => [suppressionKey(each.projectId, hash), suppressionKey(each.projectId, each.address)] as const)),
   );
   const result = await client.query<Suppression>({
     name: 'suppression-find-many',
     text: `SELECT ${columns} FROM suppressions
             WHERE (project_id, address) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))`,
-    values: [
-      wanted.flatMap((each) => [each.projectId, each.projectId]),
-      wanted.flatMap((each) => [normalizeAddress(each.address), erasedAddress(each.projectId, each.address)]),
-    ],
+    values: [forms.flatMap((each) => each.forms.map(() => each.projectId)), forms.flatMap((each) => each.forms)],
   });
   const found = new Map<string, Suppression>();
   for (const row of result.rows) {
@@ -75,23 +102,62 @@ export const suppressionKey = (projectId: number, address: string): string => `$
  */
 export async function addSuppression(
   client: Pool | PoolClient,
+  dataKey: DataKey,
   entry: { projectId: number; address: string; reason: SuppressionReason; messageId?: number | undefined; erased?: boolean },
 ): Promise<Suppression & { added: boolean }> {
-  const hashed = erasedAddress(entry.projectId, entry.address);
+  const [clear, keyed, unkeyed] = listedForms(dataKey, entry.projectId, entry.address);
   const result = await client.query<Suppression & { added: boolean }>({
     name: 'suppression-add',
-    text: `WITH listed AS (SELECT ${columns} FROM suppressions WHERE project_id = $1 AND address IN ($2, $5) ORDER BY address = $5 LIMIT 1),
+    text: `WITH listed AS (SELECT ${columns} FROM suppressions WHERE project_id = $1 AND address IN ($2, $5, $7) ORDER BY address <> $2 LIMIT 1),
            added AS (
              INSERT INTO suppressions (project_id, address, reason, message_id)
              SELECT $1, CASE WHEN $6 THEN $5 ELSE $2 END, $3, $4 WHERE NOT EXISTS (SELECT 1 FROM listed)
              ON CONFLICT (project_id, address) DO NOTHING RETURNING ${columns})
            SELECT *, true AS added FROM added
            UNION ALL SELECT *, false FROM listed`,
-    values: [entry.projectId, normalizeAddress(entry.address), entry.reason, entry.messageId ?? null, hashed, entry.erased ?? false],
+    values: [entry.projectId, clear, entry.reason, entry.messageId ?? null, keyed, entry.erased ?? false, unkeyed],
   });
   const [row] = result.rows;
   if (!row) throw new Error('the suppression was neither added nor found');
   return row;
+}
+
+/** Entries rekeyed per transaction. */
+const rekeyBatch = 1_000;
+
+/**
+ * Replaces every unkeyed erased entry (`sha256:`, written before erasures were keyed) with its keyed form, keeping its
+ * reason, cause and date; returns how many it replaced. The keyed form is the HMAC of the digest the unkeyed one
+ * shows, so no address is needed. Replicas may run it at once: rows are locked, and one already replaced is skipped.
+ */
+export async function keyUnkeyedErasedAddresses(pool: Pool, dataKey: DataKey): Promise<number> {
+  let replaced = 0;
+  for (;;) {
+    const count = await withTransaction(pool, async (client) => {
+      const { rows } = await client.query<{ projectId: number; address: string }>({
+        name: 'suppression-unkeyed',
+        text: `SELECT project_id AS "projectId", address FROM suppressions WHERE address ~ '^sha256:[0-9a-f]{64}$'
+                ORDER BY project_id, address LIMIT $1 FOR UPDATE SKIP LOCKED`,
+        values: [rekeyBatch],
+      });
+      if (rows.length === 0) return 0;
+      const keyed = rows.map((row) => keyedPrefix + dataKey.sign('erasure', Buffer.from(row.address.slice(unkeyedPrefix.length), 'hex')).toString('hex'));
+      await client.query({
+        name: 'suppression-rekey',
+        text: `WITH pairs AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[]) AS p (project_id, unkeyed, keyed)),
+               kept AS (
+                 INSERT INTO suppressions (project_id, address, reason, message_id, created_at)
+                 SELECT s.project_id, p.keyed, s.reason, s.message_id, s.created_at
+                   FROM suppressions s JOIN pairs p ON s.project_id = p.project_id AND s.address = p.unkeyed
+                 ON CONFLICT (project_id, address) DO NOTHING)
+               DELETE FROM suppressions s USING pairs p WHERE s.project_id = p.project_id AND s.address = p.unkeyed`,
+        values: [rows.map((row) => row.projectId), rows.map((row) => row.address), keyed],
+      });
+      return rows.length;
+    });
+    replaced += count;
+    if (count < rekeyBatch) return replaced;
+  }
 }
 
 /** Removes an entry; false when the address was not suppressed. */

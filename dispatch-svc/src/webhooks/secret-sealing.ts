@@ -2,7 +2,6 @@
 // cannot sign webhooks integrators trust; only webhook-svc opens them. Rows written before secrets were sealed (or, in
 // a rolling upgrade, by a replica of the previous release) hold them in clear: dispatch-svc seals those at start and
 // periodically after, and webhook-svc signs with a clear one until then.
-import { type Logger, type PeriodicTask, runPeriodically } from '@notify/platform';
 import { type Pool, withTransaction } from '@notify/platform/database';
 import { type DataKey, webhookSecretSealContext } from '@notify/platform/mail';
 
@@ -40,22 +39,4 @@ export async function sealClearSecrets(pool: Pool, dataKey: DataKey): Promise<nu
     });
     return rows.length;
   });
-}
-
-/** How often secrets written in clear after start (by a replica of the previous release) are looked for. */
-const sealIntervalMs = 10 * 60_000;
-
-/** Seals the clear secrets now, then every ten minutes; a failed pass is logged and the next one tries again. */
-export function startSecretSealing(deps: { readonly pool: Pool; readonly dataKey: DataKey; readonly logger: Logger }): PeriodicTask {
-  const pass = async (): Promise<void> => {
-    const sealed = await sealClearSecrets(deps.pool, deps.dataKey);
-    if (sealed > 0) deps.logger.info({ endpoints: sealed }, 'webhook secrets stored in clear sealed');
-  };
-  const first = pass().catch((error: unknown) => deps.logger.warn({ err: error, task: 'webhook secret sealing' }, 'background pass failed'));
-  const periodic = runPeriodically('webhook secret sealing', sealIntervalMs, pass, deps.logger);
-  return {
-    async stop() {
-      await Promise.all([first, periodic.stop()]);
-    },
-  };
 }

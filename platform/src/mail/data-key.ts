@@ -1,12 +1,12 @@
 // NOTIFY_DATA_KEY: the one secret behind everything Notify seals or signs for itself. Each use gets its own key,
 // derived with HKDF-SHA256 under a purpose label, so a value made for one use never verifies or opens as another:
 // DKIM private keys, projects' relay lists and webhook signing secrets are sealed with AES-256-GCM (what they belong
-// to as associated data), VERP return paths and unsubscribe links are signed with HMAC-SHA256. The secret comes from
-// the environment or a mounted file and is never printed.
+// to as associated data), VERP return paths, unsubscribe links and erased recipients' addresses are signed with
+// HMAC-SHA256. The secret comes from the environment or a mounted file and is never printed.
 import { createCipheriv, createDecipheriv, createHmac, createSecretKey, hkdfSync, randomBytes } from 'node:crypto';
 import { custom, text } from '../config.ts';
 
-export type DataKeyPurpose = 'seal' | 'verp' | 'unsubscribe';
+export type DataKeyPurpose = 'seal' | 'verp' | 'unsubscribe' | 'erasure';
 
 export interface DataKey {
   /** AES-256-GCM: `v1.<iv>.<ciphertext and tag>` (base64url); `context` must be given again to open it. */
@@ -30,7 +30,7 @@ export function createDataKey(material: Buffer): DataKey {
   // KeyObjects, made once: given raw bytes, Node 24 builds a KeyObject inside every createHmac/createCipheriv, which
   // made signing a return path cost more than five times the HMAC itself (once per mail in the mailer).
   const derived = (purpose: DataKeyPurpose) => createSecretKey(Buffer.from(hkdfSync('sha256', material, Buffer.alloc(0), `notify ${purpose} v1`, 32)));
-  const keys = { seal: derived('seal'), verp: derived('verp'), unsubscribe: derived('unsubscribe') };
+  const keys = { seal: derived('seal'), verp: derived('verp'), unsubscribe: derived('unsubscribe'), erasure: derived('erasure') };
   return {
     seal(plaintext, context) {
       const iv = randomBytes(12);
@@ -64,7 +64,7 @@ export const dataKeySetting = {
     'NOTIFY_DATA_KEY',
     {
       description:
-        'at least 32 random bytes, base64 or hex: seals DKIM private keys, relay lists and webhook secrets, and signs return paths and unsubscribe links (`openssl rand -base64 32`)',
+        'at least 32 random bytes, base64 or hex: seals DKIM private keys, relay lists and webhook secrets, and signs return paths, unsubscribe links and erased addresses (`openssl rand -base64 32`)',
       secret: true,
     },
     parseDataKey,
