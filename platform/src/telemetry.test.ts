@@ -6,6 +6,8 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
+import { startOtlpReceiver } from '@notify/test/harness/otlp-receiver.ts';
+import { otlpProtocolFromEnvironment } from './telemetry.ts';
 
 // An HTTP server that logs one line per request, inside the request's handler, then answers.
 const server = `
@@ -225,4 +227,53 @@ test('OTEL_LOG_LEVEL writes the SDK diagnostics of that level and above; OTEL_SD
     written: [],
     grpcPatched: false,
   });
+});
+
+// One span, ended and flushed: the exporter has delivered it (or failed) when the script prints.
+const exportOneSpan = `
+  import { trace } from '@opentelemetry/api';
+  trace.getTracer('probe').startSpan('exported probe').end();
+  await trace.getTracerProvider().getDelegate().forceFlush();
+  console.log(JSON.stringify({ flushed: true }));
+`;
+
+for (const [protocol, transport, contentType, env] of [
+  ['http/protobuf (the default)', 'http', 'application/x-protobuf', { OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-tenant=notify-test' }],
+  // gRPC's content type stays in the transport: reaching TraceService/Export at all is the proof.
+  ['grpc', 'grpc', undefined, { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-tenant=notify-test' }],
+  [
+    'http/json, the per-signal variables winning over the general ones',
+    'http',
+    'application/json',
+    {
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+      OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-tenant=general',
+      OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x-collector-tenant=notify-test',
+    },
+  ],
+] as const) {
+  test(`spans reach a collector over OTLP ${protocol}, with the headers the environment names`, async () => {
+    const receiver = await startOtlpReceiver(transport);
+    try {
+      assert.deepEqual(await outputUnderTelemetry(exportOneSpan, { ...env, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.tracesUrl }), { flushed: true });
+      assert.deepEqual(
+        receiver.spans.map((span) => span.name),
+        ['exported probe'],
+      );
+      assert.equal(receiver.undecodable, 0);
+      const [headers] = receiver.requestHeaders;
+      assert.equal(headers?.['x-collector-tenant'], 'notify-test');
+      if (contentType) assert.match(headers?.['content-type'] ?? '', new RegExp(`^${contentType}`));
+    } finally {
+      await receiver.close();
+    }
+  });
+}
+
+test('an unknown OTLP protocol falls back to http/protobuf, as does none', () => {
+  assert.equal(otlpProtocolFromEnvironment({}), 'http/protobuf');
+  assert.equal(otlpProtocolFromEnvironment({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), 'grpc');
+  assert.equal(otlpProtocolFromEnvironment({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json' }), 'http/json');
+  assert.equal(otlpProtocolFromEnvironment({ OTEL_EXPORTER_OTLP_PROTOCOL: 'thrift' }), 'http/protobuf');
 });

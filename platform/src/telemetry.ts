@@ -96,7 +96,7 @@ export async function startTelemetry(env: Environment, entry: string | undefined
     // Without a collector OTEL_TRACES_SAMPLER is moot: nothing would receive what it samples. Spans are still made,
     // not recording, so that trace ids are.
     ...(exporting
-      ? { spanProcessors: [new BatchSpanProcessor({ exporter: await otlpExporter(), ...batchSettings(env) })], ...samplerFromEnvironment(env) }
+      ? { spanProcessors: [new BatchSpanProcessor({ exporter: await otlpExporter(env), ...batchSettings(env) })], ...samplerFromEnvironment(env) }
       : { sampler: new AlwaysOffSampler() }),
   });
   trace.setGlobalTracerProvider(provider);
@@ -128,10 +128,34 @@ async function exportingInstrumentations(): Promise<Instrumentation[]> {
   ];
 }
 
-/** OTLP over HTTP with protobuf bodies, to OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT), as the exporter reads them. */
-async function otlpExporter(): Promise<SpanExporter> {
-  const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-proto');
-  return new OTLPTraceExporter();
+/** The OTLP transports of the specification, as OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL names them. */
+export const otlpProtocols = ['grpc', 'http/protobuf', 'http/json'] as const;
+export type OtlpProtocol = (typeof otlpProtocols)[number];
+
+/**
+ * OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf (the specification's
+ * default); an unknown value is reported through diag and the default used.
+ */
+export function otlpProtocolFromEnvironment(env: Environment): OtlpProtocol {
+  const named = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL)?.trim();
+  if (!named) return 'http/protobuf';
+  if ((otlpProtocols as readonly string[]).includes(named)) return named as OtlpProtocol;
+  diag.error(`unknown OTLP protocol "${named}" (one of ${otlpProtocols.join(', ')}), using http/protobuf`);
+  return 'http/protobuf';
+}
+
+/**
+ * The OTLP exporter of the protocol the environment names. Each exporter reads the rest of the standard variables
+ * itself, the per-signal form first: OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, _HEADERS, _TIMEOUT, _COMPRESSION, and
+ * for gRPC _INSECURE and the _CERTIFICATE files. Only the chosen one is loaded.
+ */
+async function otlpExporter(env: Environment): Promise<SpanExporter> {
+  const exporters: Record<OtlpProtocol, () => Promise<SpanExporter>> = {
+    grpc: async () => new (await import('@opentelemetry/exporter-trace-otlp-grpc')).OTLPTraceExporter(),
+    'http/protobuf': async () => new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter(),
+    'http/json': async () => new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter(),
+  };
+  return exporters[otlpProtocolFromEnvironment(env)]();
 }
 
 /** OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, as the specification names them; the provider's default (parent-based, always on) otherwise. */

@@ -1,9 +1,12 @@
-// An OTLP/HTTP trace receiver for tests and the benchmark: what a collector would receive from the services. Requests
-// are decoded with OpenTelemetry's own protobuf definitions (the generated root of @opentelemetry/otlp-transformer
-// 0.203, the last release that ships it), JSON ones with JSON.parse; every span is kept in a flat form.
+// An OTLP trace receiver for tests and the benchmark: what a collector would receive from the services, over HTTP
+// (protobuf or JSON bodies, as the request's content type says) or over gRPC (TraceService/Export). Protobuf is
+// decoded with OpenTelemetry's own definitions (the generated root of @opentelemetry/otlp-transformer 0.203, the last
+// release that ships it), JSON with JSON.parse; every span is kept in a flat form, and each request's headers.
+
 import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
 
 interface AnyValue {
   stringValue?: string | null;
@@ -58,9 +61,11 @@ export interface ReceivedSpan {
 export const otlpSpanKind = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
 
 export interface OtlpReceiver {
-  /** The URL for OTEL_EXPORTER_OTLP_TRACES_ENDPOINT. */
+  /** The URL for OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: http://host:port/v1/traces over HTTP, http://host:port over gRPC. */
   readonly tracesUrl: string;
   readonly spans: readonly ReceivedSpan[];
+  /** The headers (gRPC: metadata) of each export request, names in lower case. */
+  readonly requestHeaders: readonly Readonly<Record<string, string>>[];
   /** Export requests received, and those that could not be decoded. */
   readonly requests: number;
   readonly undecodable: number;
@@ -103,37 +108,94 @@ function flatten(request: ExportTraceServiceRequest): ReceivedSpan[] {
   });
 }
 
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
-  const spans: ReceivedSpan[] = [];
-  let requests = 0;
-  let undecodable = 0;
+/** What a receiver keeps of the export requests, whichever transport brought them. */
+class Received {
+  readonly spans: ReceivedSpan[] = [];
+  readonly requestHeaders: Record<string, string>[] = [];
+  requests = 0;
+  undecodable = 0;
+
+  /** Keeps the spans of one request; false when it could not be decoded. */
+  add(headers: Record<string, string>, decode: () => ExportTraceServiceRequest): boolean {
+    this.requests += 1;
+    this.requestHeaders.push(headers);
+    try {
+      this.spans.push(...flatten(decode()));
+      return true;
+    } catch {
+      this.undecodable += 1;
+      return false;
+    }
+  }
+
+  receiver(tracesUrl: string, close: () => Promise<void>): OtlpReceiver {
+    const received = this;
+    return {
+      tracesUrl,
+      spans: this.spans,
+      requestHeaders: this.requestHeaders,
+      get requests() {
+        return received.requests;
+      },
+      get undecodable() {
+        return received.undecodable;
+      },
+      close,
+    };
+  }
+}
+
+/** Over HTTP (the default), or over gRPC. */
+export async function startOtlpReceiver(transport: 'http' | 'grpc' = 'http'): Promise<OtlpReceiver> {
+  return transport === 'grpc' ? startGrpcReceiver() : startHttpReceiver();
+}
+
+async function startHttpReceiver(): Promise<OtlpReceiver> {
+  const received = new Received();
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      requests += 1;
       const body = Buffer.concat(chunks);
-      try {
-        const json = (req.headers['content-type'] ?? '').includes('json');
-        spans.push(...flatten(json ? (JSON.parse(body.toString('utf8')) as ExportTraceServiceRequest) : requestType.decode(body)));
+      const json = (req.headers['content-type'] ?? '').includes('json');
+      const headers = Object.fromEntries(Object.entries(req.headers).map(([name, value]) => [name, String(value)]));
+      if (received.add(headers, () => (json ? (JSON.parse(body.toString('utf8')) as ExportTraceServiceRequest) : requestType.decode(body)))) {
         res.writeHead(200, { 'content-type': json ? 'application/json' : 'application/x-protobuf' }).end(json ? '{}' : undefined);
-      } catch {
-        undecodable += 1;
+      } else {
         res.writeHead(400).end();
       }
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return {
-    tracesUrl: `http://127.0.0.1:${port}/v1/traces`,
-    spans,
-    get requests() {
-      return requests;
+  return received.receiver(`http://127.0.0.1:${port}/v1/traces`, () => new Promise<void>((resolve) => server.close(() => resolve())));
+}
+
+/** OTLP/gRPC's one method; its response (ExportTraceServiceResponse, all fields unset) encodes to no bytes. */
+const traceService: grpc.ServiceDefinition = {
+  Export: {
+    path: '/opentelemetry.proto.collector.trace.v1.TraceService/Export',
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (bytes: Buffer) => bytes,
+    requestDeserialize: (bytes: Buffer) => bytes,
+    responseSerialize: () => Buffer.alloc(0),
+    responseDeserialize: (bytes: Buffer) => bytes,
+  },
+};
+
+async function startGrpcReceiver(): Promise<OtlpReceiver> {
+  const received = new Received();
+  const server = new grpc.Server();
+  server.addService(traceService, {
+    Export: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
+      const headers = Object.fromEntries(Object.entries(call.metadata.getMap()).map(([name, value]) => [name, String(value)]));
+      if (received.add(headers, () => requestType.decode(call.request))) callback(null, Buffer.alloc(0));
+      else callback({ code: grpc.status.INVALID_ARGUMENT, details: 'not an ExportTraceServiceRequest' });
     },
-    get undecodable() {
-      return undecodable;
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+  );
+  return received.receiver(`http://127.0.0.1:${port}`, () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())));
 }

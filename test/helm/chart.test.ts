@@ -245,6 +245,18 @@ describe('helm/notify', () => {
     assert.match(wrong.stderr, /webhookAllowPrivate/);
   });
 
+  test('config.otlpProtocol goes with config.otlpEndpoint (OTEL_EXPORTER_OTLP_PROTOCOL), http/protobuf by default; an unknown one is refused', async (t) => {
+    if (skip) return t.skip(skip);
+    assert.equal(dev.get('ConfigMap', 'notify').data?.OTEL_EXPORTER_OTLP_PROTOCOL, undefined, 'nothing without an endpoint');
+    const grpc = await render(helm, { valuesFiles: [devValues], set: ['config.otlpEndpoint=http://collector.observability:4317', 'config.otlpProtocol=grpc'] });
+    assert.equal(grpc.get('ConfigMap', 'notify').data?.OTEL_EXPORTER_OTLP_PROTOCOL, 'grpc');
+    const byDefault = await render(helm, { valuesFiles: [devValues], set: ['config.otlpEndpoint=http://collector.observability:4318'] });
+    assert.equal(byDefault.get('ConfigMap', 'notify').data?.OTEL_EXPORTER_OTLP_PROTOCOL, 'http/protobuf');
+    const wrong = await template(helm, { valuesFiles: [devValues], set: ['config.otlpEndpoint=http://collector:4318', 'config.otlpProtocol=thrift'] });
+    assert.notEqual(wrong.code, 0);
+    assert.match(wrong.stderr, /otlpProtocol/);
+  });
+
   test('config.gateway.keepAliveTimeout reaches the gateway (HTTP_KEEP_ALIVE_TIMEOUT), 75s by default; a non-duration is refused', async (t) => {
     if (skip) return t.skip(skip);
     assert.equal(production.get('ConfigMap', 'notify').data?.HTTP_KEEP_ALIVE_TIMEOUT, '75s');
