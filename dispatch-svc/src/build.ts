@@ -13,7 +13,7 @@ import {
   watchNatsLink,
 } from '@notify/platform/nats';
 import { streamDeclarations, type Topology, topology } from '@notify/proto';
-import { LiquidSyntax, type RenderPool, startRenderPool } from '@notify/templating';
+import { type RenderPool, startRenderPool } from '@notify/templating';
 import { type Background, startBackground } from './background.ts';
 import type { configSpec } from './config.ts';
 import { ensureDeliveryLimitStream } from './dead-letters/delivery-limit.ts';
@@ -105,7 +105,6 @@ function serviceDeps(
     pool: clients.pool,
     logger: clients.logger,
     schemas: new VariablesSchemas(),
-    liquid: new LiquidSyntax(),
     idempotencyTtlMs: settings.idempotencyTtlMs,
     maxJobContentBytes: jobContentLimit(clients.nats.info?.max_payload ?? defaultNatsMaxPayload),
     callers: {

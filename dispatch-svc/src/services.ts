@@ -7,7 +7,7 @@ import type { status } from '@grpc/grpc-js';
 import type { Caller, GrpcServer } from '@notify/platform';
 import type { DataKey } from '@notify/platform/mail';
 import { dispatchProto } from '@notify/proto';
-import type { LiquidSyntax, Renderer } from '@notify/templating';
+import type { Renderer } from '@notify/templating';
 import { deadLetterAdminHandlers } from './dead-letters/dead-letter-admin.ts';
 import { domainAdminHandlers, signingKeyHandlers } from './domains/domain-admin.ts';
 import { erasureAdminHandlers } from './erasure/erasure-admin.ts';
@@ -30,10 +30,9 @@ import { webhookAdminHandlers } from './webhooks/webhook-admin.ts';
 import type { WebhookDeps } from './webhooks/webhook-operations.ts';
 
 export interface ServiceDeps extends SendDeps, WebhookDeps {
-  readonly liquid: LiquidSyntax;
   /** The components that call dispatch-svc, each with its own token. */
   readonly callers: DispatchCallers;
-  /** Renders the panel's previews and subjects (the render pool of build.ts). */
+  /** Renders the panel's previews and subjects and checks a saved template's syntax (the render pool of build.ts). */
   readonly renderer: Renderer;
   /** NOTIFY_DATA_KEY: verifies unsubscribe tokens. */
   readonly dataKey: DataKey;

@@ -12,4 +12,3 @@ export {
   toHeaderText,
 } from './renderer.ts';
 export { sampleData } from './sample-data.ts';
-export { LiquidSyntax } from './syntax.ts';

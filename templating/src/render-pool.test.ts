@@ -93,6 +93,25 @@ describe('render pool', () => {
     assert.ok(stallMs < 250, `the event loop was held for ${stallMs} ms`);
   });
 
+  it("checks a saved template's syntax in a worker, as the in-process renderer would, without holding the caller", async () => {
+    const { pool: workers } = await pool();
+    const texts = { subject: 'Hi {{ name }}', html: '<p>\n{% if %}</p>', text: 'fine {{ name | upcase }}' };
+    const problems = await workers.checkSyntax(texts);
+    assert.deepEqual(problems, await createRenderer().checkSyntax(texts));
+    assert.deepEqual(Object.keys(problems), ['html']);
+    assert.match(problems.html ?? '', /line:2, col:\d+/);
+    // About a second of parsing: on the caller's thread it would hold every call and health check meanwhile.
+    const huge = `${'{% if a %}{{ b | upcase }}{% endif %}'.repeat(10_000)}{% endfor %}`;
+    const { result, stallMs } = await longestStall(() => workers.checkSyntax({ subject: 'Hi', html: huge, text: '' }));
+    assert.match(result.html ?? '', /endfor/);
+    assert.ok(stallMs < 250, `the event loop was held for ${stallMs} ms`);
+    // A parse past the pool's deadline ends its worker like a render does.
+    const { pool: hurried } = await pool({ deadlineMs: 50 });
+    const stopped = await hurried.checkSyntax({ subject: 'Hi', html: huge, text: '' }).catch((error: unknown) => error);
+    assert.ok(stopped instanceof TemplateRenderError, String(stopped));
+    assert.match(stopped.message, /a template syntax check: rendering was stopped after 50 ms/);
+  });
+
   it('terminates a worker still rendering at the deadline, rejects with TemplateRenderError and keeps serving', async () => {
     // A render limit far away: only the pool's deadline can stop this render.
     const { pool: workers, replaced } = await pool({ renderer: { renderLimit: 60_000 }, deadlineMs: 300 });

@@ -8,7 +8,16 @@
 // live in the workers.
 import { Worker } from 'node:worker_threads';
 import type { RenderReply, RenderRequest } from './render-protocol.ts';
-import { defaultRendererOptions, type RenderedMail, type Renderer, type RendererOptions, TemplateRenderError, type TemplateSource } from './renderer.ts';
+import {
+  defaultRendererOptions,
+  type RenderedMail,
+  type Renderer,
+  type RendererOptions,
+  type SyntaxProblems,
+  TemplateRenderError,
+  type TemplateSource,
+  type TemplateTexts,
+} from './renderer.ts';
 
 /** Time a render may take beyond the render limit before its worker is terminated. */
 export const deadlineMarginMs = 1_000;
@@ -50,9 +59,9 @@ export interface RenderPool extends Renderer {
 }
 
 interface Task {
-  readonly id: number;
-  readonly source: TemplateSource;
-  readonly resolve: (mail: RenderedMail) => void;
+  readonly request: RenderRequest;
+  /** With the mail of a render, or the problems of a check. */
+  readonly resolve: (result: RenderedMail | SyntaxProblems) => void;
   readonly reject: (error: Error) => void;
   /** Workers that died while rendering it. */
   crashes: number;
@@ -67,7 +76,12 @@ interface Slot {
   timer: NodeJS.Timeout | undefined;
 }
 
-const describe = (source: TemplateSource): string => `template "${source.template.slug}" version ${source.template.version}`;
+const describe = (request: RenderRequest): string =>
+  request.kind === 'render' ? `template "${request.source.template.slug}" version ${request.source.template.version}` : 'a template syntax check';
+
+/** What a worker held, for the log: the template and its project. */
+const owner = (request: RenderRequest): string =>
+  request.kind === 'render' ? `${describe(request)} (project ${request.source.projectId})` : describe(request);
 
 /** Only what a render reads, so the job's other fields (and anything that does not clone) never cross threads. */
 function plainSource(source: TemplateSource): TemplateSource {
@@ -112,9 +126,20 @@ class WorkerPool implements RenderPool {
   }
 
   render(source: TemplateSource): Promise<RenderedMail> {
+    return this.#submit({ id: this.#nextId++, kind: 'render', source: plainSource(source) });
+  }
+
+  /** Parsing too runs in a worker: a huge or pathological template holds a worker, never the service's thread. */
+  checkSyntax(texts: TemplateTexts): Promise<SyntaxProblems> {
+    const { subject, html, text } = texts;
+    return this.#submit({ id: this.#nextId++, kind: 'check', texts: { subject, html, text } });
+  }
+
+  /** `T`: what the request's reply carries (a render's mail, a check's problems). */
+  #submit<T extends RenderedMail | SyntaxProblems>(request: RenderRequest): Promise<T> {
     if (this.#closed) return Promise.reject(new Error('the render pool is closed'));
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ id: this.#nextId++, source: plainSource(source), resolve, reject, crashes: 0 });
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push({ request, resolve: resolve as (result: RenderedMail | SyntaxProblems) => void, reject, crashes: 0 });
       this.#dispatch();
     });
   }
@@ -170,12 +195,12 @@ class WorkerPool implements RenderPool {
       // The deadline runs from when a worker takes the render: time waiting in the queue is not the template's.
       slot.timer = setTimeout(() => this.#expire(slot, task), this.#deadlineMs);
       try {
-        slot.worker.postMessage({ id: task.id, source: task.source } satisfies RenderRequest);
+        slot.worker.postMessage(task.request);
       } catch (error) {
         // Data that cannot cross threads (never JSON's): this render fails, the worker stays free for the next.
         clearTimeout(slot.timer);
         slot.task = undefined;
-        task.reject(new Error(`${describe(task.source)}: its data cannot be handed to a render worker: ${(error as Error).message}`));
+        task.reject(new Error(`${describe(task.request)}: its data cannot be handed to a render worker: ${(error as Error).message}`));
       }
     }
   }
@@ -189,12 +214,13 @@ class WorkerPool implements RenderPool {
       return;
     }
     const task = slot.task;
-    if (!task || task.id !== reply.id) return;
+    if (!task || task.request.id !== reply.id) return;
     clearTimeout(slot.timer);
     slot.task = undefined;
     if (reply.kind === 'rendered') task.resolve(reply.mail);
+    else if (reply.kind === 'checked') task.resolve(reply.problems);
     else if (reply.template) task.reject(new TemplateRenderError(reply.part, reply.message));
-    else task.reject(new Error(`${describe(task.source)}: the renderer failed: ${reply.message}`));
+    else task.reject(new Error(`${describe(task.request)}: the renderer failed: ${reply.message}`));
     this.#dispatch();
   }
 
@@ -202,12 +228,11 @@ class WorkerPool implements RenderPool {
     if (slot.gone || slot.task !== task) return;
     this.#retire(slot);
     void slot.worker.terminate();
-    const template = `${describe(task.source)} (project ${task.source.projectId})`;
-    this.#onWorkerReplaced({ reason: 'deadline', template, detail: `still rendering after ${this.#deadlineMs} ms; worker terminated` });
+    this.#onWorkerReplaced({ reason: 'deadline', template: owner(task.request), detail: `still rendering after ${this.#deadlineMs} ms; worker terminated` });
     task.reject(
       new TemplateRenderError(
         undefined,
-        `${describe(task.source)}: rendering was stopped after ${this.#deadlineMs} ms (render limit ${this.#rendererOptions.renderLimit} ms)`,
+        `${describe(task.request)}: rendering was stopped after ${this.#deadlineMs} ms (render limit ${this.#rendererOptions.renderLimit} ms)`,
       ),
     );
     this.#spawn();
@@ -223,11 +248,11 @@ class WorkerPool implements RenderPool {
       this.#starting.reject(new Error(`a render worker did not start: ${detail}`));
       return;
     }
-    this.#onWorkerReplaced({ reason: 'crashed', template: task ? `${describe(task.source)} (project ${task.source.projectId})` : undefined, detail });
+    this.#onWorkerReplaced({ reason: 'crashed', template: task ? owner(task.request) : undefined, detail });
     if (task) {
       task.crashes += 1;
       // Once may be the worker's own state (its cache filling its heap); twice on fresh workers is the template.
-      if (task.crashes >= 2) task.reject(new TemplateRenderError(undefined, `${describe(task.source)}: rendering ended its worker twice (${detail})`));
+      if (task.crashes >= 2) task.reject(new TemplateRenderError(undefined, `${describe(task.request)}: rendering ended its worker twice (${detail})`));
       else this.#queue.unshift(task);
     }
     if (wasReady) this.#spawn();

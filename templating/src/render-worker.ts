@@ -31,6 +31,10 @@ yieldCpuToService();
 const renderer = createRenderer(workerData as RendererOptions);
 
 port.on('message', (request: RenderRequest) => {
+  if (request.kind === 'check') {
+    void renderer.checkSyntax(request.texts).then((problems) => port.postMessage({ kind: 'checked', id: request.id, problems } satisfies RenderReply));
+    return;
+  }
   renderer.render(request.source).then(
     (mail) => port.postMessage({ kind: 'rendered', id: request.id, mail } satisfies RenderReply),
     (error: unknown) => {

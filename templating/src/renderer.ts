@@ -55,8 +55,16 @@ export interface TemplateSource {
   readonly data: Record<string, unknown>;
 }
 
+/** A template's texts, as saved. */
+export type TemplateTexts = Pick<TemplateSource['template'], Part>;
+
+/** What the parser says of each text that does not parse (with line and column); empty when all three do. */
+export type SyntaxProblems = Partial<Record<Part, string>>;
+
 export interface Renderer {
   render(source: TemplateSource): Promise<RenderedMail>;
+  /** Parses the texts without rendering them: a template's check when it is saved. */
+  checkSyntax(texts: TemplateTexts): Promise<SyntaxProblems>;
 }
 
 /** Removes line breaks (and other control characters) so data can never end the Subject header and start another. */
@@ -105,6 +113,17 @@ export function createRenderer(overrides: Partial<RendererOptions> = {}): Render
   return {
     async render(job) {
       return { subject: toHeaderText(renderPart(job, 'subject')), html: renderPart(job, 'html'), text: renderPart(job, 'text') };
+    },
+    async checkSyntax(texts) {
+      const problems: SyntaxProblems = {};
+      for (const part of ['subject', 'html', 'text'] as const) {
+        try {
+          (part === 'html' ? html : plain).parse(texts[part]);
+        } catch (error) {
+          problems[part] = error instanceof Error ? error.message : String(error);
+        }
+      }
+      return problems;
     },
   };
 }

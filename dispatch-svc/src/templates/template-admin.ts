@@ -3,14 +3,15 @@ import { status } from '@grpc/grpc-js';
 import { type AsyncHandlers, UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
-import type { LiquidSyntax } from '@notify/templating';
+import type { Renderer } from '@notify/templating';
 import { findTemplate, listTemplates, putTemplate, setTemplateActive, slugPattern, type TemplateContent, toTemplateMessage } from './template-store.ts';
 import type { VariablesSchemas } from './variables-schema.ts';
 
 export interface TemplateAdminDeps {
   readonly pool: Pool;
   readonly schemas: VariablesSchemas;
-  readonly liquid: LiquidSyntax;
+  /** The render pool: a template's syntax is checked in its workers, like its renders. */
+  readonly renderer: Renderer;
 }
 
 const invalid = (faults: string[]): UserError =>
@@ -24,19 +25,13 @@ function checkProjectAndSlug(projectId: number, slug: string, faults: string[]):
 }
 
 /** Every fault of a PutTemplate request at once, and the content to store when there is none. */
-function validatePut(request: dispatch.PutTemplateRequest__Output, deps: TemplateAdminDeps): TemplateContent {
+async function validatePut(request: dispatch.PutTemplateRequest__Output, deps: TemplateAdminDeps): Promise<TemplateContent> {
   const faults: string[] = [];
   checkProjectAndSlug(request.projectId, request.slug, faults);
   if (request.subject.trim() === '') faults.push('subject: is required');
   if (request.html.trim() === '' && request.text.trim() === '') faults.push('html: html or text is required');
-  for (const [name, source] of [
-    ['subject', request.subject],
-    ['html', request.html],
-    ['text', request.text],
-  ] as const) {
-    const problem = deps.liquid.problem(source);
-    if (problem) faults.push(`${name}: ${problem}`);
-  }
+  const problems = await deps.renderer.checkSyntax({ subject: request.subject, html: request.html, text: request.text });
+  for (const [part, problem] of Object.entries(problems)) faults.push(`${part}: ${problem}`);
   let variablesSchemaJson: string | null = null;
   if (request.variablesSchemaJson.trim() !== '') {
     let schema: unknown;
@@ -60,7 +55,7 @@ const isForeignKeyViolation = (error: unknown): boolean => (error as { code?: un
 export function templateAdminHandlers(deps: TemplateAdminDeps): AsyncHandlers<dispatch.TemplateAdminServiceDefinition> {
   return {
     async PutTemplate(request) {
-      const content = validatePut(request, deps);
+      const content = await validatePut(request, deps);
       try {
         return toTemplateMessage(
           await putTemplate(deps.pool, request.projectId, request.slug, content, { active: request.active, unsubscribe: request.unsubscribe }),

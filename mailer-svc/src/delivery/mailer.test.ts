@@ -226,6 +226,7 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
   // A job of the template `unrenderable` meets a renderer that is not there, as when the pool closes at shutdown.
   const readyRenderer: Renderer = {
     render: (source) => (source.template.slug === 'unrenderable' ? Promise.reject(new Error('the render pool is closed')) : pool.render(source)),
+    checkSyntax: (texts) => pool.checkSyntax(texts),
   };
   return {
     jsm: readyJsm,
