@@ -19,7 +19,7 @@ runService('auth-svc', configSpec, async ({ config, logger, registry, lifecycle,
     registry,
   });
 
-  const server = new GrpcServer({ logger, registry, credentials: serverCredentials(config) });
+  const server = new GrpcServer({ logger, registry, credentials: serverCredentials(config, { logger }) });
   const gateway = { name: 'gateway', token: config.gatewayToken };
   server.add(authProto.AuthService.service, service.authorize, [gateway]);
   server.add(authProto.AuthAdminService.service, service.admin, [{ name: 'admin', token: config.adminToken }]);

@@ -14,7 +14,7 @@ runService('dispatch-svc', configSpec, async ({ config, logger, registry, lifecy
   const nats = await connectNats(config.natsUrl, 'dispatch-svc', logger, config);
   const dispatch = await buildDispatch(config, { pool, nats, logger, registry, crash });
 
-  const server = new GrpcServer({ logger, registry, credentials: serverCredentials(config) });
+  const server = new GrpcServer({ logger, registry, credentials: serverCredentials(config, { logger }) });
   dispatch.serve(server);
   await server.listen(config.grpcPort);
   const background = dispatch.startBackground();

@@ -15,6 +15,8 @@ export interface GrpcCertificates {
   readonly key: string;
   /** A second CA, unrelated to the server's certificate. */
   readonly otherCa: string;
+  /** Another certificate and key for the same names from the same CA, as a renewal brings (new files). */
+  renew(): Promise<{ cert: string; key: string }>;
   remove(): Promise<void>;
 }
 
@@ -45,14 +47,12 @@ async function selfSignedCa(dir: string, name: string): Promise<{ cert: string; 
   return { cert, key };
 }
 
-export async function createGrpcCertificates(): Promise<GrpcCertificates> {
-  const dir = await mkdtemp(join(tmpdir(), 'notify-grpc-tls-'));
-  const ca = await selfSignedCa(dir, 'notify-test-ca');
-  const otherCa = await selfSignedCa(dir, 'other-ca');
-  const key = join(dir, 'tls.key');
-  const request = join(dir, 'tls.csr');
-  const cert = join(dir, 'tls.crt');
-  const extensions = join(dir, 'tls.ext');
+/** A server certificate for the names the clients dial, signed by `ca`; `name` tells its files apart. */
+async function serverCertificate(dir: string, ca: { cert: string; key: string }, name: string): Promise<{ cert: string; key: string }> {
+  const key = join(dir, `${name}.key`);
+  const request = join(dir, `${name}.csr`);
+  const cert = join(dir, `${name}.crt`);
+  const extensions = join(dir, `${name}.ext`);
   await writeFile(extensions, 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
   await run('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-subj', '/CN=notify-grpc', '-keyout', key, '-out', request]);
   await run('openssl', [
@@ -72,5 +72,21 @@ export async function createGrpcCertificates(): Promise<GrpcCertificates> {
     '-out',
     cert,
   ]);
-  return { ca: ca.cert, cert, key, otherCa: otherCa.cert, remove: () => rm(dir, { recursive: true, force: true }) };
+  return { cert, key };
+}
+
+export async function createGrpcCertificates(): Promise<GrpcCertificates> {
+  const dir = await mkdtemp(join(tmpdir(), 'notify-grpc-tls-'));
+  const ca = await selfSignedCa(dir, 'notify-test-ca');
+  const otherCa = await selfSignedCa(dir, 'other-ca');
+  const { cert, key } = await serverCertificate(dir, ca, 'tls');
+  let renewals = 0;
+  return {
+    ca: ca.cert,
+    cert,
+    key,
+    otherCa: otherCa.cert,
+    renew: () => serverCertificate(dir, ca, `renewed-${++renewals}`),
+    remove: () => rm(dir, { recursive: true, force: true }),
+  };
 }

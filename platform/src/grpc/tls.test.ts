@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
+import { copyFile, mkdtemp, readFile, rename, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { connect } from 'node:tls';
 import { status } from '@grpc/grpc-js';
 import { authProto } from '@notify/proto';
 import { createGrpcCertificates, type GrpcCertificates } from '@notify/test/harness/grpc-certificates.ts';
@@ -21,7 +25,7 @@ before(async () => {
   server = new GrpcServer({
     logger: silentLogger(),
     registry: createRegistry('tls-test'),
-    credentials: serverCredentials({ grpcTlsCertFile: certificates.cert, grpcTlsKeyFile: certificates.key }),
+    credentials: serverCredentials({ grpcTlsCertFile: certificates.cert, grpcTlsKeyFile: certificates.key }, { logger: silentLogger() }),
   });
   server.add(
     authProto.AuthService.service,
@@ -68,11 +72,85 @@ test('a plaintext client is refused by a TLS server, and so is a client trusting
 
 test('a certificate without its key, or an unreadable file, is a configuration error naming the variable', () => {
   assert.throws(
-    () => serverCredentials({ grpcTlsCertFile: certificates.cert, grpcTlsKeyFile: '' }),
+    () => serverCredentials({ grpcTlsCertFile: certificates.cert, grpcTlsKeyFile: '' }, { logger: silentLogger() }),
     (error: unknown) => error instanceof ConfigError && /GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE go together/.test(error.message),
   );
   assert.throws(
     () => channelCredentials({ grpcTlsCaFile: '/nonexistent/ca.crt' }),
     (error: unknown) => error instanceof ConfigError && /GRPC_TLS_CA_FILE: cannot read \/nonexistent\/ca.crt/.test(error.message),
   );
+});
+
+/** The serial number of the certificate a new TLS connection to `port` is shown (verified against `ca`). */
+async function servedSerial(port: number, ca: Buffer): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port, ca, servername: 'localhost', ALPNProtocols: ['h2'] }, () => {
+      resolve(socket.getPeerCertificate().serialNumber);
+      socket.destroy();
+    });
+    socket.on('error', reject);
+  });
+}
+
+const serialOf = async (path: string): Promise<string> => {
+  const { X509Certificate } = await import('node:crypto');
+  return new X509Certificate(await readFile(path)).serialNumber;
+};
+
+test('a renewed certificate written over the mounted files is served to new connections without a restart; a mismatched pair is not', async () => {
+  // The files as a Secret volume holds them, replaced the way the kubelet does: a new file renamed over the old.
+  const mounted = await mkdtemp(join(tmpdir(), 'notify-grpc-mounted-'));
+  const certFile = join(mounted, 'tls.crt');
+  const keyFile = join(mounted, 'tls.key');
+  const replace = async (cert: string, key: string): Promise<void> => {
+    await copyFile(cert, `${certFile}.new`);
+    await copyFile(key, `${keyFile}.new`);
+    await rename(`${keyFile}.new`, keyFile);
+    await rename(`${certFile}.new`, certFile);
+  };
+  await replace(certificates.cert, certificates.key);
+  const warnings: string[] = [];
+  const logger = silentLogger();
+  logger.warn = ((_object: unknown, message: string) => void warnings.push(message)) as typeof logger.warn;
+  const renewing = new GrpcServer({
+    logger: silentLogger(),
+    registry: createRegistry('tls-renewal-test'),
+    credentials: serverCredentials({ grpcTlsCertFile: certFile, grpcTlsKeyFile: keyFile }, { logger, reloadIntervalMs: 50 }),
+  });
+  renewing.add(
+    authProto.AuthService.service,
+    {
+      Authorize: async (request) => ({ keyId: 1, projectId: 2, organizationId: request.organizationId, plan: null, sendRate: '', test: false }),
+      ListKeyPrefixes: async () => ({ prefixes: [] }),
+    },
+    [caller],
+  );
+  const renewingPort = await renewing.listen(0, '127.0.0.1');
+  const ca = await readFile(certificates.ca);
+  const waitForSerial = async (serial: string): Promise<void> => {
+    for (let tries = 0; tries < 100 && (await servedSerial(renewingPort, ca)) !== serial; tries += 1) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(await servedSerial(renewingPort, ca), serial);
+  };
+  try {
+    await waitForSerial(await serialOf(certificates.cert));
+    const renewed = await certificates.renew();
+    await replace(renewed.cert, renewed.key);
+    await waitForSerial(await serialOf(renewed.cert));
+    const tls = client(`127.0.0.1:${renewingPort}`, certificates.ca);
+    try {
+      assert.equal((await tls.call('Authorize', { apiKey: 'k', organizationId: 4 })).organizationId, 4, 'calls go on over the renewed certificate');
+    } finally {
+      tls.close();
+    }
+
+    // A certificate with another's key: refused, logged, and the renewed pair still served.
+    const unrelated = await certificates.renew();
+    await replace(unrelated.cert, renewed.key);
+    for (let tries = 0; tries < 100 && warnings.length === 0; tries += 1) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.match(warnings[0] ?? '', /do not make a key pair; serving the previous one/);
+    assert.equal(await servedSerial(renewingPort, ca), await serialOf(renewed.cert));
+  } finally {
+    await renewing.close(1_000);
+    await rm(mounted, { recursive: true, force: true });
+  }
 });
