@@ -9,7 +9,7 @@ import type { configSpec } from './config.ts';
 import { startDataKeyUpkeep } from './data-key-upkeep.ts';
 import { startDeliveryLimitConsumer } from './dead-letters/delivery-limit.ts';
 import { startEventConsumer } from './events/event-consumer.ts';
-import { startWebhookRelay } from './events/webhook-relay.ts';
+import { startWebhookRelay, updateUnpublishedWebhookAge } from './events/webhook-relay.ts';
 import { sweepExpiredIdempotencyRecords } from './idempotency/expiry-sweeper.ts';
 import { startConsumerMetrics, watchedConsumers } from './jetstream-metrics.ts';
 import type { DispatchMetrics } from './metrics.ts';
@@ -44,6 +44,7 @@ export interface Background {
 
 const idempotencySweepIntervalMs = 60_000;
 const scheduledBacklogIntervalMs = 5_000;
+const webhookGaugeIntervalMs = 15_000;
 const retentionGaugesIntervalMs = 60_000;
 
 export function startBackground(settings: BackgroundSettings, parts: BackgroundParts): Background {
@@ -61,6 +62,7 @@ export function startBackground(settings: BackgroundSettings, parts: BackgroundP
     logger,
   );
   const backlog = runPeriodically('scheduled backlog gauge', scheduledBacklogIntervalMs, () => updateScheduledBacklog(pool, metrics), logger);
+  const unpublished = runPeriodically('webhook relay gauge', webhookGaugeIntervalMs, () => updateUnpublishedWebhookAge(pool, metrics), logger);
   const sweeper = runPeriodically('idempotency sweep', idempotencySweepIntervalMs, () => sweepExpiredIdempotencyRecords(pool), logger);
   const deliverability = runPeriodically('deliverability gauges', settings.deliverabilityIntervalMs, () => updateDeliverabilityGauges(pool, metrics), logger);
   // A purge of a large backlog runs for minutes: shutdown ends it after its batch in progress instead of waiting.
@@ -83,6 +85,7 @@ export function startBackground(settings: BackgroundSettings, parts: BackgroundP
         relay.stop(),
         releaser.stop(),
         backlog.stop(),
+        unpublished.stop(),
         webhookRelay.stop(),
         sweeper.stop(),
         deliverability.stop(),

@@ -14,6 +14,8 @@ export type EventOutcome = 'applied' | 'recorded' | 'duplicate' | 'unknown_messa
 export interface DispatchMetrics {
   readonly jobsPublished: Counter<'path'>;
   readonly outboxBacklog: Gauge;
+  /** Age of the oldest webhook event not yet published to NOTIFY_WEBHOOKS (events/webhook-relay.ts). */
+  readonly webhookUnpublishedAge: Gauge;
   readonly messagesAccepted: Counter;
   readonly messagesReplayed: Counter;
   readonly deliveryEvents: Counter<'outcome'>;
@@ -71,7 +73,7 @@ function acceptanceMetrics(
   registry: Registry,
 ): Pick<
   DispatchMetrics,
-  'jobsPublished' | 'outboxBacklog' | 'messagesAccepted' | 'messagesReplayed' | 'scheduledBacklog' | 'scheduledReleased' | 'scheduledCanceled'
+  'jobsPublished' | 'outboxBacklog' | 'webhookUnpublishedAge' | 'messagesAccepted' | 'messagesReplayed' | 'scheduledBacklog' | 'scheduledReleased' | 'scheduledCanceled'
 > {
   return {
     jobsPublished: counter(
@@ -81,6 +83,11 @@ function acceptanceMetrics(
       ['path'],
     ),
     outboxBacklog: gauge(registry, 'notify_outbox_backlog', "Outbox rows whose job JetStream has not confirmed yet, as of the relay's last pass"),
+    webhookUnpublishedAge: gauge(
+      registry,
+      'notify_webhook_events_unpublished_age_seconds',
+      'Age of the oldest webhook event recorded but not yet published to NOTIFY_WEBHOOKS (0 when none), measured every 15 seconds',
+    ),
     messagesAccepted: counter(registry, 'notify_messages_accepted_total', 'Messages accepted and queued'),
     messagesReplayed: counter(
       registry,

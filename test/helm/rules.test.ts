@@ -141,6 +141,13 @@ const cases: { alert: string; series: Record<string, string>; at: string; firing
     firing: [{}],
     severity: 'critical',
   },
+  {
+    alert: 'NotifyWebhookEventsUnpublished',
+    series: { [`notify_webhook_events_unpublished_age_seconds{${dispatch}, pod="notify-dispatch-svc-a"}`]: '0+60x30' },
+    at: '15m',
+    firing: [{}],
+    severity: 'warning',
+  },
   // Nothing scraped from any mailer: absent() keeps the equality matchers as labels.
   // Two replicas report the same shared pace; the domain is named once. One that left its floor after 10 minutes does not fire.
   {
@@ -277,6 +284,8 @@ const healthy: Record<string, string> = {
   [`notify_delivery_latency_seconds_bucket{${mailer}, le="10"}`]: '0+100x40',
   [`notify_delivery_latency_seconds_bucket{${mailer}, le="+Inf"}`]: '0+100x40',
   [`notify_outbox_backlog{${dispatch}}`]: '3x40',
+  // Webhook events published within seconds: the oldest unpublished one is never a minute old.
+  [`notify_webhook_events_unpublished_age_seconds{${dispatch}}`]: '0x20 4x1 0x19',
   // A long but steady mailer queue, and another consumer's growing one, are not the mailers falling behind.
   [`notify_jetstream_consumer_pending_messages{${dispatch}, consumer="mailer"}`]: '5000x40',
   [`notify_jetstream_consumer_pending_messages{${dispatch}, consumer="dispatch-events"}`]: '0+50x40',

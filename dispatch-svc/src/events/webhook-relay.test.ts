@@ -8,7 +8,7 @@ import { plannedAfterWarmUp } from '@notify/test/harness/prepared-plans.ts';
 import { type Harness, startHarness } from '../testing/harness.ts';
 import { applyDeliveryEvents } from './event-store.ts';
 import { recordMessageWebhookEvents } from './webhook-events.ts';
-import { relayWebhookEvents } from './webhook-relay.ts';
+import { relayWebhookEvents, updateUnpublishedWebhookAge } from './webhook-relay.ts';
 
 let h: Harness;
 /** Publishes as dispatch-svc does (build.ts). */
@@ -189,4 +189,22 @@ test('webhook events recorded alone or a few together are recorded by statements
     [messageIds],
   );
   assert.equal(deliveries.rows[0]?.count, 40);
+});
+
+test('the unpublished-age gauge reads the oldest event the relay has still to publish, 0 once all are published', async () => {
+  const age = async (): Promise<number> => {
+    await updateUnpublishedWebhookAge(h.pool, h.metrics);
+    return Number((await h.metrics.webhookUnpublishedAge.get()).values[0]?.value);
+  };
+  await relay();
+  assert.equal(await age(), 0);
+  const messageId = await h.acceptMessage();
+  await apply([{ messageId, state: 'sent', attempt: 1, occurredAt: at(9), smtpCode: 250, smtpResponse: '2.0.0 OK' }]);
+  const [event] = await eventsOf(messageId);
+  // Recorded ten minutes ago and still unpublished, as when NATS refused every publish since.
+  await h.pool.query("UPDATE webhook_events SET created_at = now() - interval '10 minutes' WHERE id = $1", [event?.id]);
+  const stuck = await age();
+  assert.ok(stuck >= 600 && stuck < 660, `${stuck} s`);
+  assert.ok((await relay()) >= 1);
+  assert.equal(await age(), 0);
 });

@@ -7,6 +7,7 @@ import type { Logger } from '@notify/platform';
 import { type Pool, withTransaction } from '@notify/platform/database';
 import { type JetStreamPublisher, schemaHeaders } from '@notify/platform/nats';
 import { encodeWebhookDelivery, type Topology, webhookDeliveryId } from '@notify/proto';
+import type { DispatchMetrics } from '../metrics.ts';
 
 /** A PubAck not received in this time leaves the event to the next pass. */
 const publishTimeoutMs = 2_000;
@@ -82,6 +83,19 @@ export async function relayWebhookEvents(deps: WebhookRelayDeps): Promise<number
     if (batch.failed > 0 || batch.claimed < batchSize) break;
   }
   return published;
+}
+
+/**
+ * Sets the age of the oldest event the relay has still to publish (0 when none): what tells an event stuck between its
+ * commit and NOTIFY_WEBHOOKS (NATS refusing publishes, the relay failing) from a few in flight. Read through the
+ * partial index of unpublished events, whether or not NATS is reachable.
+ */
+export async function updateUnpublishedWebhookAge(pool: Pool, metrics: Pick<DispatchMetrics, 'webhookUnpublishedAge'>): Promise<void> {
+  const { rows } = await pool.query<{ seconds: number | null }>({
+    name: 'webhook-relay-oldest',
+    text: 'SELECT extract(epoch FROM now() - min(created_at))::float8 AS seconds FROM webhook_events WHERE published_at IS NULL',
+  });
+  metrics.webhookUnpublishedAge.set(Math.max(0, rows[0]?.seconds ?? 0));
 }
 
 export interface WebhookRelay {
