@@ -73,7 +73,14 @@ function acceptanceMetrics(
   registry: Registry,
 ): Pick<
   DispatchMetrics,
-  'jobsPublished' | 'outboxBacklog' | 'webhookUnpublishedAge' | 'messagesAccepted' | 'messagesReplayed' | 'scheduledBacklog' | 'scheduledReleased' | 'scheduledCanceled'
+  | 'jobsPublished'
+  | 'outboxBacklog'
+  | 'webhookUnpublishedAge'
+  | 'messagesAccepted'
+  | 'messagesReplayed'
+  | 'scheduledBacklog'
+  | 'scheduledReleased'
+  | 'scheduledCanceled'
 > {
   return {
     jobsPublished: counter(
