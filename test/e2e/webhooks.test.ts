@@ -352,6 +352,31 @@ test('secrets stored in clear sign until dispatch-svc seals them at start, and s
   await system.db.query('UPDATE webhook_endpoints SET enabled = false WHERE id = $1', [id]);
 });
 
+test('a replay of an event whose retries are used up gets the whole schedule again', async () => {
+  const { receiver, id } = await endpoint();
+  receiver.answer = () => ({ status: 500 });
+  await sendMessages(1);
+  // The first attempt and the schedule's 7 retries, all refused: the delivery fails for good.
+  const delivery = async () =>
+    (await system.db.query<{ event_id: string; state: string }>('SELECT event_id, state FROM webhook_deliveries WHERE endpoint_id = $1', [id])).rows[0];
+  const failed = await waitFor(async () => ((await delivery())?.state === 'failed' ? delivery() : undefined), {
+    timeoutMs: 30_000,
+    what: 'the delivery failed',
+  });
+  assert.equal((await attemptsOf(id)).length, 8);
+
+  // The integrator fixed their endpoint, but it still stumbles twice: a replay with one attempt left would fail again.
+  let answered = 0;
+  receiver.answer = () => (++answered <= 2 ? { status: 500 } : { status: 204 });
+  await system.notifyctlOk('webhook', 'replay', '--event', `evt_${failed?.event_id}`);
+  await waitFor(async () => ((await delivery())?.state === 'succeeded' ? true : undefined), { timeoutMs: 20_000, what: 'the replay delivered' });
+  assert.deepEqual(
+    (await attemptsOf(id)).map((attempt) => [attempt.attempt, attempt.status_code]),
+    [...Array.from({ length: 10 }, (_, index) => [index + 1, 500]), [11, 204]],
+  );
+  await system.db.query('UPDATE webhook_endpoints SET enabled = false WHERE id = $1', [id]);
+});
+
 test('a 410 disables the endpoint at once, and 5 days of failures disable it too', async () => {
   const gone = await endpoint();
   gone.receiver.answer = () => ({ status: 410 });

@@ -2,7 +2,8 @@
 //
 // Contract with the webhook relay and sender (dispatch-svc/src/events/, webhook-svc/), which own the sending:
 //   - a replay sets the event's webhook_deliveries rows (all of them, or the one endpoint's) back to
-//     state 'pending' with next_attempt_at = now(), keeping `attempts` (the next attempt is numbered after them), and
+//     state 'pending' with next_attempt_at = now(), keeping `attempts` (the next attempt is numbered after them) and
+//     noting them in `replayed_after` (the retry schedule starts again from there: a replay gets all its retries), and
 //   - clears webhook_events.published_at in the same transaction,
 // so the relay, which publishes every event whose published_at is NULL, publishes it again, and the sender delivers
 // it to the deliveries that are pending (and whose endpoint is enabled), signing with the event's `evt_<id>`.
@@ -28,7 +29,7 @@ export async function replayEvent(pool: Pool, eventId: number, endpointId: numbe
     if (event.rowCount !== 1) return { kind: 'event_not_found' };
     const reset = await client.query<{ endpointId: number }>({
       name: 'webhook-replay-deliveries',
-      text: `UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = now(), updated_at = now()
+      text: `UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = now(), replayed_after = attempts, updated_at = now()
               WHERE event_id = $1 AND ($2::bigint = 0 OR endpoint_id = $2)
               RETURNING endpoint_id AS "endpointId"`,
       values: [eventId, endpointId],

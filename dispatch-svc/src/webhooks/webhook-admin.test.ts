@@ -224,10 +224,13 @@ describe('attempts and replays', () => {
     const eventId = await deliveredEvent([a, b], 'failed', 8);
     const replayed = await webhooks.call('ReplayWebhookEvent', { eventId });
     assert.deepEqual(replayed, { eventId, endpointIds: [a, b] });
-    const deliveries = await h.pool.query(`SELECT state, attempts, next_attempt_at <= now() AS due FROM webhook_deliveries WHERE event_id = $1`, [eventId]);
+    const deliveries = await h.pool.query(
+      `SELECT state, attempts, replayed_after, next_attempt_at <= now() AS due FROM webhook_deliveries WHERE event_id = $1`,
+      [eventId],
+    );
     assert.deepEqual(deliveries.rows, [
-      { state: 'pending', attempts: 8, due: true },
-      { state: 'pending', attempts: 8, due: true },
+      { state: 'pending', attempts: 8, replayed_after: 8, due: true },
+      { state: 'pending', attempts: 8, replayed_after: 8, due: true },
     ]);
     const event = await h.pool.query('SELECT published_at FROM webhook_events WHERE id = $1', [eventId]);
     assert.equal(event.rows[0].published_at, null);

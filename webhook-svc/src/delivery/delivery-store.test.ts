@@ -101,7 +101,13 @@ test('one statement claims every due delivery named, and says for each of the ot
   );
   const first = claims[0];
   assert.ok(first?.kind === 'claimed');
-  assert.deepEqual(first.delivery, { attempts: 0, url: 'https://hooks.example.com/', secrets: ['whsec_AAAA'], body: '{"type": "message.sent"}' });
+  assert.deepEqual(first.delivery, {
+    attempts: 0,
+    replayedAfter: 0,
+    url: 'https://hooks.example.com/',
+    secrets: ['whsec_AAAA'],
+    body: '{"type": "message.sent"}',
+  });
   const waiting = claims[2];
   assert.ok(waiting?.kind === 'later' && waiting.inMs > 25_000 && waiting.inMs <= 30_000);
   // Claimed means leased: named again, both now wait out the lease.
@@ -226,7 +232,7 @@ test("a record claims its slot's next delivery in the same statement if its endp
     settings,
   );
   assert.deepEqual(recorded, [
-    { change: 'none', next: { attempts: 0, url: 'https://hooks.example.com/', secrets: ['whsec_AAAA'], body: '{"type": "message.sent"}' } },
+    { change: 'none', next: { attempts: 0, replayedAfter: 0, url: 'https://hooks.example.com/', secrets: ['whsec_AAAA'], body: '{"type": "message.sent"}' } },
     { change: 'none' },
     { change: 'disabled_gone' },
     { change: 'none' },

@@ -7,6 +7,8 @@ import { batchRows, type Pool, type RowColumn } from '@notify/platform/database'
 
 export interface ClaimedDelivery {
   readonly attempts: number;
+  /** Attempts made before the delivery's latest replay: its retry schedule counts from there. */
+  readonly replayedAfter: number;
   readonly url: string;
   /** The current secret first, then the previous one while it still signs, as stored: opened by stored-secrets.ts. */
   readonly secrets: string[];
@@ -59,6 +61,7 @@ interface ClaimedRow {
   readonly eventId: string;
   readonly endpointId: string;
   readonly attempts: number;
+  readonly replayedAfter: number;
   readonly url: string;
   readonly secret: string;
   readonly previousSecret: string | null;
@@ -75,11 +78,12 @@ const claimStatement = (keys: string, lease: string, unless = '') =>
     WHERE d.event_id = k.event_id AND d.endpoint_id = k.endpoint_id
       AND d.state = 'pending' AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= now())
       AND w.id = d.endpoint_id AND w.enabled AND e.id = d.event_id${unless}
-RETURNING d.event_id AS "eventId", d.endpoint_id AS "endpointId", d.attempts, w.url, coalesce(w.sealed_secret, w.secret) AS secret,
+RETURNING d.event_id AS "eventId", d.endpoint_id AS "endpointId", d.attempts, d.replayed_after AS "replayedAfter", w.url, coalesce(w.sealed_secret, w.secret) AS secret,
           CASE WHEN w.previous_secret_expires_at > now() THEN coalesce(w.sealed_previous_secret, w.previous_secret) END AS "previousSecret", e.payload::text AS body`;
 
 const claimedDelivery = (row: ClaimedRow): ClaimedDelivery => ({
   attempts: row.attempts,
+  replayedAfter: row.replayedAfter,
   url: row.url,
   secrets: row.previousSecret ? [row.secret, row.previousSecret] : [row.secret],
   body: row.body,
@@ -231,9 +235,9 @@ export async function recordAttempts(
       AND NOT EXISTS (SELECT 1 FROM r WHERE r.event_id = d.event_id AND r.endpoint_id = d.endpoint_id)
       AND EXISTS (SELECT 1 FROM outcome o WHERE o.endpoint_id = d.endpoint_id AND o.healthy)`,
         )})
-           SELECT "endpointId", change, NULL::bigint AS "eventId", NULL::integer AS attempts, NULL::text AS url, NULL::text AS secret, NULL::text AS "previousSecret", NULL::text AS body FROM endpoint
+           SELECT "endpointId", change, NULL::bigint AS "eventId", NULL::integer AS attempts, NULL::integer AS "replayedAfter", NULL::text AS url, NULL::text AS secret, NULL::text AS "previousSecret", NULL::text AS body FROM endpoint
            UNION ALL
-           SELECT "endpointId", NULL, "eventId", attempts, url, secret, "previousSecret", body FROM claimed`,
+           SELECT "endpointId", NULL, "eventId", attempts, "replayedAfter", url, secret, "previousSecret", body FROM claimed`,
         values: [...batch.values, settings.disableAfterMs, settings.leaseMs, ...claiming.values],
       }
     : { name: batch.name, text: `${text} ${endpointUpdate}`, values: [...batch.values, settings.disableAfterMs] };

@@ -313,7 +313,8 @@ export class Sender {
     const response = await this.#outbound.post(claimed.url, headers, claimed.body).finally(() => this.#deps.metrics.inFlight.dec());
     const latencyMs = Math.round(performance.now() - started);
     const status = response.kind === 'response' ? response.status : undefined;
-    const outcome = outcomeOf(this.#settings.schedule, number, response);
+    // A replayed delivery has the whole schedule again: its retries count from the replay.
+    const outcome = outcomeOf(this.#settings.schedule, number - claimed.replayedAfter, response);
     const next = requestEnded(response);
     const record: AttemptRecord = {
       eventId: delivery.eventId,
