@@ -67,8 +67,9 @@ test('the gauges follow the mailer consumer: pending, held unacknowledged, and r
       async () =>
         (await value(registry, 'notify_jetstream_consumer_pending_messages', names.mailerConsumer)) === 3 &&
         (await value(registry, 'notify_jetstream_consumer_ack_pending_messages', names.mailerConsumer)) === 2 &&
-        (await value(registry, 'notify_jetstream_consumer_redelivered_messages', names.mailerConsumer)) === 1,
-      { timeoutMs: 3_000, intervalMs: 25, what: 'three pending, two held, one redelivered' },
+        (await value(registry, 'notify_jetstream_consumer_redelivered_messages', names.mailerConsumer)) === 1 &&
+        (await value(registry, 'notify_jetstream_consumer_delivered_messages', names.mailerConsumer)) === 3,
+      { timeoutMs: 3_000, intervalMs: 25, what: 'three pending, two held, one redelivered, three deliveries made' },
     ).catch(async (error: unknown) => {
       const seen = await Promise.all(
         ['pending', 'ack_pending', 'redelivered'].map((kind) => value(registry, `notify_jetstream_consumer_${kind}_messages`, names.mailerConsumer)),

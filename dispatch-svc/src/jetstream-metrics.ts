@@ -40,6 +40,10 @@ export function startConsumerMetrics(options: ConsumerMetricsOptions): PeriodicT
     'Messages delivered to the consumer and not yet acknowledged, retries waiting their backoff included',
   );
   const redelivered = gauge('notify_jetstream_consumer_redelivered_messages', 'Unacknowledged messages the consumer has received more than once');
+  const delivered = gauge(
+    'notify_jetstream_consumer_delivered_messages',
+    "Deliveries JetStream has made to the consumer (its consumer sequence, redeliveries included): it stands still while the consumer's subscribers receive nothing",
+  );
 
   const poll = async (): Promise<void> => {
     await Promise.all(
@@ -49,6 +53,7 @@ export function startConsumerMetrics(options: ConsumerMetricsOptions): PeriodicT
           pending.set({ consumer }, info.num_pending);
           ackPending.set({ consumer }, info.num_ack_pending);
           redelivered.set({ consumer }, info.num_redelivered);
+          delivered.set({ consumer }, info.delivered.consumer_seq);
         } catch (error) {
           // NATS down or the consumer not created yet (the mailers create theirs): other alerts say so; the gauges keep
           // their last values rather than dropping to a zero that would read as "no lag".

@@ -134,6 +134,19 @@ const cases: { alert: string; series: Record<string, string>; at: string; firing
     firing: [{}],
     severity: 'warning',
   },
+  // The events consumer has 40 waiting and JetStream delivers it nothing; the mailers' consumer is busy and moving.
+  {
+    alert: 'NotifyConsumerStalled',
+    series: {
+      [`notify_jetstream_consumer_pending_messages{${dispatch}, consumer="dispatch-events"}`]: '40x30',
+      [`notify_jetstream_consumer_delivered_messages{${dispatch}, consumer="dispatch-events"}`]: '500x30',
+      [`notify_jetstream_consumer_pending_messages{${dispatch}, consumer="mailer"}`]: '900x30',
+      [`notify_jetstream_consumer_delivered_messages{${dispatch}, consumer="mailer"}`]: '0+100x30',
+    },
+    at: '15m',
+    firing: [{ consumer: 'dispatch-events' }],
+    severity: 'critical',
+  },
   {
     alert: 'NotifyOutboxBacklog',
     series: { [`notify_outbox_backlog{${dispatch}, pod="notify-dispatch-svc-a"}`]: '500x30' },
@@ -289,6 +302,11 @@ const healthy: Record<string, string> = {
   // A long but steady mailer queue, and another consumer's growing one, are not the mailers falling behind.
   [`notify_jetstream_consumer_pending_messages{${dispatch}, consumer="mailer"}`]: '5000x40',
   [`notify_jetstream_consumer_pending_messages{${dispatch}, consumer="dispatch-events"}`]: '0+50x40',
+  // Both receive all along; an idle consumer (nothing waiting, nothing delivered) is not a stalled one.
+  [`notify_jetstream_consumer_delivered_messages{${dispatch}, consumer="mailer"}`]: '0+100x40',
+  [`notify_jetstream_consumer_delivered_messages{${dispatch}, consumer="dispatch-events"}`]: '0+50x40',
+  [`notify_jetstream_consumer_pending_messages{${dispatch}, consumer="webhook-sender"}`]: '0x40',
+  [`notify_jetstream_consumer_delivered_messages{${dispatch}, consumer="webhook-sender"}`]: '7x40',
   [`notify_mailer_in_flight{${mailer}}`]: '4x40',
   // A domain slowed for a few minutes, then back above its floor: the throttle doing its work, nothing to act on.
   [`notify_destination_at_floor{${mailer}, domain="busy.example"}`]: '0x20 1x10 0x10',
