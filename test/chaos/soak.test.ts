@@ -12,15 +12,15 @@
 // quorum (two nodes) holds every acknowledged write, so no duplicate may come from a node kill: only the mailer kill's
 // window is tolerated. `npm test` runs both forms for 30 s.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { parseDuration } from '@notify/platform';
 import { topology } from '@notify/proto';
 import { attemptsAcrossOutages, attemptsWithoutOutcome, audit, statesOf, whereInFlight } from '../harness/delivery-audit.ts';
 import { type PrivateNats, startPrivateNats } from '../harness/private-nats.ts';
 import { type PrivateNatsCluster, startPrivateNatsCluster } from '../harness/private-nats-cluster.ts';
-import { startReliableSystem } from '../harness/reliable-system.ts';
+import { startReliableSystem, underFaults } from '../harness/reliable-system.ts';
 import { gatewayReachesServices } from '../harness/service-waits.ts';
+import { sendSteadily, type Tally } from '../harness/steady-senders.ts';
 import type { System, Tenant } from '../harness/system.ts';
 import { waitFor } from '../harness/wait.ts';
 
@@ -47,14 +47,7 @@ before(async () => {
     mailerReplicas: 2,
     env: {
       NOTIFY_PUBLIC_SEND_RATE: '1000000/min',
-      OUTBOX_RELAY_INTERVAL: '200ms',
-      OUTBOX_RELAY_MIN_AGE: '1s',
-      // Well above a NATS restart (about 3 s): a shorter ack wait would have JetStream redeliver jobs whose outcome a
-      // mailer is still waiting to record, the duplicate window docs/delivery-guarantees.md describes (case 3).
-      MAILER_ACK_WAIT: '15s',
-      MAILER_RETRY_BASE: '200ms',
-      MAILER_RETRY_MAX: '1s',
-      LOG_LEVEL: 'warn',
+      ...underFaults,
       ...(clustered ? { NATS_STREAM_REPLICAS: '3' } : {}),
     },
   });
@@ -71,40 +64,6 @@ after(async () => {
 });
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-interface Tally {
-  accepted: number[];
-  /** Sends given up after giveUpMs of 503s or no answer: never promised, so not audited. */
-  abandoned: number;
-  /** 503s and unanswered requests that a retry then settled. */
-  retried: number;
-}
-
-/** One client: sends until `stop`, retrying each send with its Idempotency-Key until it is accepted. */
-async function client(index: number, stop: AbortSignal, tally: Tally): Promise<void> {
-  let n = 0;
-  while (!stop.aborted) {
-    n += 1;
-    const key = randomUUID();
-    const payload = { template: 'welcome', to: `c${index}-${n}@example.com`, channel: 'email', data: { name: `Client ${index}` } };
-    const started = Date.now();
-    for (;;) {
-      const response = await system.send(tenant, payload, { 'idempotency-key': key }).catch(() => undefined);
-      if (response?.status === 202) {
-        tally.accepted.push(response.body.message_id as number);
-        break;
-      }
-      // 503 while a dependency is down, 409 while the first try with this key is still in dispatch-svc: retry later.
-      if (response && response.status !== 503 && response.status !== 409) assert.fail(`unexpected ${response.status}: ${response.text}`);
-      if (Date.now() - started > giveUpMs) {
-        tally.abandoned += 1;
-        break;
-      }
-      tally.retried += 1;
-      await pause(250);
-    }
-  }
-}
 
 /** When NATS was down: from just before its kill to just after it answered again. */
 const natsOutages: { from: Date; to: Date }[] = [];
@@ -181,7 +140,7 @@ test(`a ${Math.round(durationMs / 1_000)} s soak with a mailer, dispatch-svc and
   const tally: Tally = { accepted: [], abandoned: 0, retried: 0 };
   const stop = new AbortController();
   const started = Date.now();
-  const clients = Array.from({ length: senders }, (_, index) => client(index, stop.signal, tally));
+  const clients = sendSteadily(system, tenant, { count: senders, stop: stop.signal, tally, giveUpMs });
 
   // With a cluster, a fault at least every 20 s: a long run kills many nodes, leaders and followers, not two or three.
   const interval = Math.max(5_000, clustered ? Math.min(20_000, Math.floor(durationMs / 8)) : Math.floor(durationMs / 8));
@@ -199,7 +158,7 @@ test(`a ${Math.round(durationMs / 1_000)} s soak with a mailer, dispatch-svc and
   }
   await pause(Math.max(0, durationMs - (Date.now() - started)));
   stop.abort();
-  await Promise.all(clients);
+  await clients;
   const sendingEnded = Date.now();
 
   await gatewayReachesServices(() => system.send(tenant, { template: 'no-such-template', to: 'x@example.com', channel: 'email', data: {} }), 30_000);
