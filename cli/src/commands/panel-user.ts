@@ -22,7 +22,7 @@ const passwordFile = {
   'password-file': {
     type: 'string',
     value: 'FILE',
-    description: 'read the password from the first line of FILE (default: standard input, or a prompt on a terminal)',
+    description: 'read the password from the first line of FILE, - for standard input (default: standard input, or a prompt on a terminal)',
   },
 } as const satisfies OptionSpecs;
 
@@ -67,7 +67,7 @@ function prompt(question: string): Promise<string> {
 export async function readPassword(flags: Flags, stdin: NodeJS.ReadableStream & { isTTY?: boolean } = process.stdin): Promise<string> {
   let password: string;
   if (flags.has('password-file')) {
-    password = withoutLineBreak((await flags.file('password-file')).split('\n')[0] ?? '');
+    password = await flags.secretFile('password-file', stdin);
   } else if (stdin.isTTY) {
     password = await prompt('Password: ');
     if ((await prompt('Password again: ')) !== password) throw new UsageError('the two passwords differ', flags.command);
