@@ -94,7 +94,8 @@ describe('render pool', () => {
   });
 
   it("checks a saved template's syntax in a worker, as the in-process renderer would, without holding the caller", async () => {
-    const { pool: workers } = await pool();
+    // A deadline far away: a loaded machine may take more than the default's 3 s over the huge parse below.
+    const { pool: workers } = await pool({ deadlineMs: 30_000 });
     const texts = { subject: 'Hi {{ name }}', html: '<p>\n{% if %}</p>', text: 'fine {{ name | upcase }}' };
     const problems = await workers.checkSyntax(texts);
     assert.deepEqual(problems, await createRenderer().checkSyntax(texts));
