@@ -90,7 +90,7 @@ function declareStreams(nats: NatsConnection, names: Topology, replicas: number,
       await ensureDeliveryLimitStream(jsm, names, replicas);
       return jsm;
     },
-    { logger },
+    { logger, redeclareOn: nats },
   );
 }
 

@@ -7,18 +7,18 @@ import {
   declareJetStream,
   ensureConsumer,
   ensureStream,
-  type JetStreamClient,
-  type JetStreamManager,
   jetstream,
   jetstreamManager,
+  type KV,
   type NatsConnection,
   natsReachable,
+  openBucket,
 } from '@notify/platform/nats';
 import { dispatchProto, streamDeclarations, topology } from '@notify/proto';
 import { type RenderPool, startRenderPool } from '@notify/templating';
 import type { mailerConfig } from './config.ts';
 import { mailerConsumerConfig } from './delivery/consumer-config.ts';
-import { createThrottleMetrics, DestinationThrottle } from './delivery/destination-throttle.ts';
+import { createThrottleMetrics, DestinationThrottle, paceTtlMs } from './delivery/destination-throttle.ts';
 import { createMailSender, type MailSender } from './delivery/mail-sender.ts';
 import type { MailerDependencies, MailerSettings } from './delivery/mailer.ts';
 import { createMailerMetrics, type MailerMetrics } from './delivery/metrics.ts';
@@ -65,14 +65,12 @@ const ledgerTimeoutMs = 2_000;
  */
 export async function buildMailer(config: MailerConfig, clients: MailerClients): Promise<MailerParts> {
   const { nats, crash } = clients;
-  const { names, js, jsm, ledger } = await openJetStream(config, clients);
+  const { names, js, ledger, throttleBucket } = await openJetStream(config, clients);
   const dkim = await followDkimKey(config, clients);
   const routes = await followProjectRelays(config, clients);
   const metrics = createMailerMetrics(clients.registry);
   const { renderer, throttle, sender, relayRefresh } = await openDelivery(config, clients, {
-    js,
-    jsm,
-    bucket: names.throttleBucket,
+    throttleBucket,
     metrics,
     dkimKeys: dkim.keys,
     projectRelays: routes.relays,
@@ -110,12 +108,12 @@ export async function buildMailer(config: MailerConfig, clients: MailerClients):
   };
 }
 
-/** The streams, the jobs consumer and the outcome ledger, declared. */
+/** The streams, the jobs consumer, the outcome ledger and the throttle's bucket, declared (again after each reconnect). */
 async function openJetStream(config: MailerConfig, { nats, logger, addReadinessCheck }: MailerClients) {
   const names = topology(config.natsPrefix);
   const js = jetstream(nats);
-  const { jsm, ledger } = await declareJetStream(
-    'streams, jobs consumer and outcome ledger',
+  const { ledger, throttleBucket } = await declareJetStream(
+    'streams, jobs consumer, outcome ledger and throttle bucket',
     async () => {
       const jsm = await jetstreamManager(nats);
       const streams = streamDeclarations(names);
@@ -125,12 +123,13 @@ async function openJetStream(config: MailerConfig, { nats, logger, addReadinessC
       // is tried again as soon as the connection is back, not after the default 5 s, which may exceed what is left of
       // the job's ack wait. Its bucket is created with the default timeout (a replicated stream elects a leader first).
       const ledger = await openOutcomeLedger(js, jsm, { names, replicas: config.natsStreamReplicas, requests: jetstream(nats, { timeout: ledgerTimeoutMs }) });
-      return { jsm, ledger };
+      const throttleBucket = await openBucket(js, jsm, names.throttleBucket, { ttlMs: paceTtlMs, replicas: config.natsStreamReplicas });
+      return { ledger, throttleBucket };
     },
-    { logger },
+    { logger, redeclareOn: nats },
   );
   addReadinessCheck('nats', () => natsReachable(nats));
-  return { names, js, jsm, ledger };
+  return { names, js, ledger, throttleBucket };
 }
 
 function dispatchClient<S extends typeof dispatchProto.SigningKeyService.service | typeof dispatchProto.RelayRouteService.service>(
@@ -180,11 +179,9 @@ async function followProjectRelays(config: MailerConfig, { registry, logger, add
   return { client, relays };
 }
 
-/** What the delivery is built on: JetStream (the throttle's bucket), the DKIM key and the projects' relays. */
+/** What the delivery is built on: the throttle's bucket, the DKIM key and the projects' relays. */
 interface DeliveryParts {
-  readonly js: JetStreamClient;
-  readonly jsm: JetStreamManager;
-  readonly bucket: string;
+  readonly throttleBucket: KV;
   readonly metrics: MailerMetrics;
   readonly dkimKeys: DkimKeys;
   readonly projectRelays: ProjectRelays;
@@ -199,7 +196,7 @@ async function openDelivery(config: MailerConfig, { registry, logger }: MailerCl
     onWorkerReplaced: (event) => logger.warn({ reason: event.reason, template: event.template, detail: event.detail }, 'render worker replaced'),
   });
   const throttle = await DestinationThrottle.open(
-    { js: parts.js, jsm: parts.jsm, bucket: parts.bucket, replicas: config.natsStreamReplicas, metrics: createThrottleMetrics(registry), logger },
+    { kv: parts.throttleBucket, metrics: createThrottleMetrics(registry), logger },
     // A replica keeps up to four times its concurrency waiting for their destinations outside its delivery slots.
     {
       defaults: { concurrency: config.destinationConcurrency, perSecond: config.destinationRate },

@@ -30,6 +30,8 @@ export interface Topology {
   readonly outcomesBucket: string;
   /** The mailers' shared per-destination throttle state: live replicas and slowed domains (a key-value bucket). */
   readonly throttleBucket: string;
+  /** The live webhook-svc replicas, among which each endpoint's concurrency is shared (a key-value bucket). */
+  readonly webhookReplicasBucket: string;
 }
 
 export function topology(prefix: string): Topology {
@@ -58,6 +60,7 @@ export function topology(prefix: string): Topology {
     webhooksSubjects: `${subjectPrefix}notify.webhooks.>`,
     webhookConsumer: `${streamPrefix}webhook-sender`,
     throttleBucket: `${streamPrefix}NOTIFY_THROTTLE`,
+    webhookReplicasBucket: `${streamPrefix}NOTIFY_WEBHOOK_REPLICAS`,
   };
 }
 

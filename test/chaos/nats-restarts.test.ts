@@ -7,7 +7,9 @@
 //   - the key invalidations (a core subscription in the gateway): a key the gateway holds in its cache (for 5 minutes
 //     here, so only the invalidation can end it) is refused once revoked;
 //   - the throttle's key-value watch (the mailers): a pace written to the bucket shows in both mailers' metrics.
-// And nothing accepted is lost: once the clients stop, every 202 is sent with its email, or failed.
+// And nothing accepted is lost: once the clients stop, every 202 is sent with its email, or failed. Last, NATS comes
+// back without its store (a new volume): the services declare their streams, consumers and buckets again, and every
+// consumer receives again within the same 10 s.
 // `npm run test:chaos` restarts NATS 10 times; `npm test` (CHAOS_DURATION=30s) 3 times. With CHAOS_NATS=cluster the
 // drill is skipped: the cluster soak stops nodes of a three-node cluster instead.
 import assert from 'node:assert/strict';
@@ -184,4 +186,15 @@ test(`NATS stopped and started ${restarts} times while sending: every consumer r
   console.log(
     `# ${restarts} restarts, ${ids.length} messages accepted (${tally.retried} retried sends), ${result.duplicates} duplicate emails\n# ${rounds.join('\n# ')}`,
   );
+});
+
+test('NATS back without its store: the services declare their streams, consumers and buckets again, and every consumer receives', {
+  skip: clustered && 'the drill restarts one nats-server; the cluster soak (CHAOS_NATS=cluster) stops nodes of a cluster instead',
+}, async () => {
+  await nats.kill('SIGTERM');
+  nats.emptyStore();
+  await nats.start();
+  const since = Date.now();
+  const [delivery, revocation, watch] = await Promise.all([probeDelivery(restarts, since), probeRevocation(since), probeThrottleWatch(restarts, since)]);
+  console.log(`# an empty store: sent ${delivery.sent} ms, webhook ${delivery.webhook} ms, revocation ${revocation} ms, throttle watch ${watch} ms`);
 });

@@ -2,7 +2,7 @@
 // shared NATS must never be touched that way). A restart reuses the port and the store directory, so streams,
 // consumers and stored messages survive it, as they survive a restart of a real NATS node.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +18,8 @@ export interface PrivateNats {
   kill(signal?: NodeJS.Signals): Promise<void>;
   /** Starts it again on the same port and store (after kill), and waits until JetStream answers. */
   start(): Promise<void>;
+  /** Empties its store while it is stopped, as a node that comes back on a new volume: no stream, consumer or bucket. */
+  emptyStore(): void;
   /** Kills it for good and removes its store. */
   stop(): Promise<void>;
 }
@@ -135,6 +137,11 @@ export async function startPrivateNats(options: { config?: string; env?: Record<
     },
     kill: (signal) => server.kill(signal),
     start: () => server.start(),
+    emptyStore() {
+      if (server.running) throw new Error('the store of a running nats-server is not emptied');
+      rmSync(storeDir, { recursive: true, force: true });
+      mkdirSync(storeDir);
+    },
     async stop() {
       await server.stop();
       rmSync(storeDir, { recursive: true, force: true });

@@ -15,7 +15,7 @@ export const webhookConfig = {
   }),
   concurrency: integer('WEBHOOK_CONCURRENCY', { description: 'webhook requests one replica makes at once', default: 64, min: 1, max: 1_000 }),
   endpointConcurrency: integer('WEBHOOK_ENDPOINT_CONCURRENCY', {
-    description: 'of those, the most one endpoint may hold (a dead endpoint cannot take the others)',
+    description: 'the most requests one endpoint may have open, all replicas together (a dead endpoint cannot take the others)',
     default: 4,
     min: 1,
     max: 1_000,

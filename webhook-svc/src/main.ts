@@ -2,11 +2,11 @@
 // each request per Standard Webhooks, posts it safely, records every attempt and retries on the contract's schedule.
 import { runService, ShutdownPriority } from '@notify/platform';
 import { createPool, databaseReachable } from '@notify/platform/database';
-import { connectNats, declareJetStream, ensureConsumer, ensureStream, jetstream, jetstreamManager, natsReachable } from '@notify/platform/nats';
-import { streamDeclarations, topology } from '@notify/proto';
+import { connectNats, declareJetStream, jetstream, jetstreamManager, natsReachable, ReplicaPresence } from '@notify/platform/nats';
+import { topology } from '@notify/proto';
 import { webhookConfig } from './config.ts';
 import { createWebhookMetrics } from './delivery/metrics.ts';
-import { Sender, senderConsumerConfig } from './delivery/sender.ts';
+import { declareSenderJetStream, Sender } from './delivery/sender.ts';
 
 /** The most of a response body kept in the attempts log. */
 const maxBodyBytes = 1_024;
@@ -18,20 +18,19 @@ runService('webhook-svc', webhookConfig, async ({ config, logger, registry, life
   const names = topology(config.natsPrefix);
   const pool = createPool(config.databaseUrl, { max: config.databasePoolSize, applicationName: 'webhook-svc', logger });
   const nc = await connectNats(config.natsUrl, 'webhook-svc', logger, config);
-  await declareJetStream(
-    'webhooks stream and consumer',
-    async () => {
-      const jsm = await jetstreamManager(nc);
-      await ensureStream(jsm, streamDeclarations(names).webhooks, config.natsStreamReplicas);
-      await ensureConsumer(jsm, names.webhooksStream, senderConsumerConfig(names, config.ackWaitMs));
-    },
-    { logger },
+  const js = jetstream(nc);
+  const replicasBucket = await declareJetStream(
+    'webhooks stream, consumer and replicas bucket',
+    async () => declareSenderJetStream(js, await jetstreamManager(nc), names, { ackWaitMs: config.ackWaitMs, replicas: config.natsStreamReplicas }),
+    { logger, redeclareOn: nc },
   );
+  // Each endpoint's requests are shared among the live replicas: this one's part is known before the first delivery.
+  const presence = await ReplicaPresence.open(replicasBucket, { logger });
   addReadinessCheck('database', () => databaseReachable(pool));
   addReadinessCheck('nats', () => natsReachable(nc));
 
   const sender = Sender.start(
-    { js: jetstream(nc), names, pool, metrics: createWebhookMetrics(registry), logger, dataKey: config.dataKey },
+    { js, names, pool, metrics: createWebhookMetrics(registry), logger, dataKey: config.dataKey, replicas: () => presence.replicas },
     {
       concurrency: config.concurrency,
       endpointConcurrency: config.endpointConcurrency,
@@ -44,7 +43,10 @@ runService('webhook-svc', webhookConfig, async ({ config, logger, registry, life
   );
   if (config.allowPrivate) logger.warn('NOTIFY_WEBHOOK_ALLOW_PRIVATE=true: webhooks may reach plain http and private addresses');
 
-  lifecycle.onShutdown('stop pulling and finish open requests', ShutdownPriority.drain, () => sender.stop());
+  lifecycle.onShutdown('stop pulling and finish open requests, then leave the replicas', ShutdownPriority.drain, async () => {
+    await sender.stop();
+    await presence.close();
+  });
   lifecycle.onShutdown('NATS', ShutdownPriority.closeClients, () => nc.drain());
   lifecycle.onShutdown('database pool', ShutdownPriority.closeClients, () => pool.end());
 });

@@ -2,6 +2,7 @@
 // A pushback (421, or a 4.7.x enhanced status, not greylisting) halves a domain's concurrency and rate, down to the
 // floor of one delivery at once and one message a second (or the configured rate when lower); each step of accepted
 // mail adds one delivery and a twentieth of the configured rate, back to the configured limit.
+import { evenShare } from '@notify/platform/nats';
 import type { DestinationLimit } from './destination-limits.ts';
 import { type DeliveryOutcome, enhancedStatus } from './smtp-outcome.ts';
 
@@ -54,6 +55,5 @@ export function atLimit(pace: Pick<Pace, 'concurrency' | 'perSecond'>, limit: De
 
 /** This replica's part of a domain's pace: its deliveries at once and messages per second. */
 export function shareOf(pace: Pick<Pace, 'concurrency' | 'perSecond'>, replicas: number, rank: number): { concurrency: number; perSecond: number } {
-  const even = Math.floor(pace.concurrency / replicas) + (rank < pace.concurrency % replicas ? 1 : 0);
-  return { concurrency: Math.max(1, even), perSecond: pace.perSecond / replicas };
+  return { concurrency: Math.max(1, evenShare(pace.concurrency, replicas, rank)), perSecond: pace.perSecond / replicas };
 }

@@ -5,13 +5,20 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError, createLogger, createRegistry, loadConfig } from '@notify/platform';
-import { connectNats, type JetStreamManager, jetstream, jetstreamManager, type NatsConnection } from '@notify/platform/nats';
+import { connectNats, type JetStreamManager, jetstream, jetstreamManager, type NatsConnection, openBucket } from '@notify/platform/nats';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { waitFor } from '@notify/test/harness/wait.ts';
 import { mailerConfig } from '../config.ts';
 import { type DestinationLimit, destinationOf, parseDestinationLimits } from './destination-limits.ts';
 import { adjustEveryMs, fasterPace, isPushback, shareOf, slowerPace } from './destination-pace.ts';
-import { createThrottleMetrics, type DestinationSlot, DestinationThrottle, type ThrottleMetrics, type ThrottleSettings } from './destination-throttle.ts';
+import {
+  createThrottleMetrics,
+  type DestinationSlot,
+  DestinationThrottle,
+  paceTtlMs,
+  type ThrottleMetrics,
+  type ThrottleSettings,
+} from './destination-throttle.ts';
 import type { DeliveryOutcome } from './smtp-outcome.ts';
 
 const logger = createLogger('throttle-test', 'warn');
@@ -131,8 +138,9 @@ describe('two replicas sharing a bucket', () => {
     bucket = newBucket(),
   ): Promise<{ throttle: DestinationThrottle; metrics: ThrottleMetrics; bucket: string }> => {
     const metrics = createThrottleMetrics(createRegistry('mailer-svc'));
+    const kv = await openBucket(jetstream(nc), jsm, bucket, { ttlMs: paceTtlMs, replicas: 1 });
     const throttle = await DestinationThrottle.open(
-      { js: jetstream(nc), jsm, bucket, replicas: 1, metrics, logger },
+      { kv, metrics, logger },
       { defaults: { concurrency: 20, perSecond: 1_000 }, domains: new Map(), parkLimit: 100, ...settings },
     );
     opened.push(throttle);

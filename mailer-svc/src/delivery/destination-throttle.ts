@@ -2,7 +2,7 @@
 // counted across every mailer replica, slowed when the domain pushes back and sped up again as it accepts.
 //
 // Shared without a round trip per mail. The replicas agree through a JetStream key-value bucket that holds two kinds
-// of keys: `p.<replica>`, each replica's presence (rewritten every few seconds), and `d.<domain>`, a domain's pace
+// of keys: `p.<replica>`, each replica's presence (platform's ReplicaPresence), and `d.<domain>`, a domain's pace
 // when it is below its configured limit (absent: the domain runs at its limit). Every replica watches the bucket, so
 // it knows the live replicas and each slowed domain's pace from pushed updates, and takes its share locally: of n
 // live replicas, the one ranked i by id may run floor(c/n) deliveries (one more for the first c mod n) and start r/n
@@ -26,14 +26,10 @@
 // it waits). At most `parkLimit` jobs wait so per replica; beyond that a job waits in its slot, and the replica pulls
 // no more until its jobs move. Never handed back: a nak would count as a delivery in JetStream, and a replica handing
 // back what it pulled would spin through a domain's backlog (docs/operations.md, "Per-destination throttling").
-import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { KV, KvEntry } from '@nats-io/kv';
 import { Counter, Gauge, Histogram, type Logger, type Registry } from '@notify/platform';
-import { declareJetStream, type JetStreamClient, type JetStreamManager } from '@notify/platform/nats';
+import { type BucketFollower, followBucket, type KV, type KvEntry, ReplicaPresence } from '@notify/platform/nats';
 import { type DestinationLimit, destinationOf } from './destination-limits.ts';
 import { adjustEveryMs, atLimit, fasterPace, floorOf, isPushback, type Pace, shareOf, slowerPace } from './destination-pace.ts';
-import { openBucket } from './kv-bucket.ts';
 import type { DeliveryOutcome } from './smtp-outcome.ts';
 
 export interface ThrottleSettings {
@@ -79,13 +75,8 @@ interface Destination {
 
 /** A pace nobody changed for this long is dropped from the bucket (its TTL) and forgotten by the replicas. */
 export const paceTtlMs = 3_600_000;
-/** How often a replica rewrites its presence, and how long one that stopped doing so still counts. */
-const presenceEveryMs = 5_000;
-const presenceExpiryMs = 3 * presenceEveryMs;
 /** Domains named in the metrics beyond those configured: the first ones slowed; any further one is `other`. */
 export const maxLabelledDomains = 50;
-/** Pause before watching the bucket again after the watch ended. */
-const rewatchDelayMs = 1_000;
 
 /** A bucket key for the domain: itself when it is a plain host name, its hex spelling otherwise. */
 function destinationKey(name: string): string {
@@ -157,17 +148,12 @@ function refill(destination: Destination, share: { perSecond: number }): boolean
   return destination.tokens >= capacity;
 }
 
-/** What a throttle works with: the bucket it shares (created if missing, with `replicas`), its metrics and its log. */
+/** What a throttle works with: the bucket it shares (opened with a TTL of `paceTtlMs`), its metrics and its log. */
 export interface ThrottleDeps {
-  readonly js: JetStreamClient;
-  readonly jsm: JetStreamManager;
-  readonly bucket: string;
-  readonly replicas: number;
+  readonly kv: KV;
   readonly metrics: ThrottleMetrics;
   readonly logger: Logger;
 }
-
-type KvWatch = Awaited<ReturnType<KV['watch']>>;
 
 /** One delivery under way: ends once, whoever calls release again. */
 class Slot implements DestinationSlot {
@@ -192,21 +178,16 @@ export class DestinationThrottle {
   readonly #settings: ThrottleSettings;
   readonly #metrics: ThrottleMetrics;
   readonly #logger: Logger;
-  readonly #self = randomUUID();
-  /** Live replicas (this one included), by id, with when each last said so (server time). */
-  readonly #presence = new Map<string, number>([[this.#self, Date.now()]]);
   readonly #shared = new Map<string, SharedPace>();
   /** The domain each pace key in the bucket is for, so a deletion (which carries no value) can be placed. */
   readonly #domainsByKey = new Map<string, string>();
   readonly #destinations = new Map<string, Destination>();
   readonly #labelled = new Set<string>();
-  /** This replica's place among the live ones, counted again when the presence changes (and every few seconds). */
-  #replicas = { count: 1, rank: 0 };
   #parked = 0;
   #closed = false;
-  #watcher: KvWatch;
-  readonly #watching: Promise<void>;
-  #presenceTimer: NodeJS.Timeout | undefined;
+  /** The live replicas, set once open. */
+  #presence: ReplicaPresence | undefined;
+  #paces: BucketFollower | undefined;
   /** Ends a slot: one function for every slot, so a slot is one small object. */
   readonly #slotEnded = (destination: Destination, outcome: DeliveryOutcome | undefined): void => {
     destination.active -= 1;
@@ -214,17 +195,20 @@ export class DestinationThrottle {
     this.#pump(destination);
   };
 
-  /** Opens the shared bucket, follows it, and says this replica is present before the first job asks for a slot. */
+  /** Follows the shared bucket, and says this replica is present before the first job asks for a slot. */
   static async open(deps: ThrottleDeps, settings: ThrottleSettings): Promise<DestinationThrottle> {
-    const { js, jsm, bucket, replicas, logger } = deps;
-    const kv = await declareJetStream('destination throttle bucket', () => openBucket(js, jsm, bucket, { ttlMs: paceTtlMs, replicas }), { logger });
-    const throttle = new DestinationThrottle(kv, await kv.watch({ key: '>' }), deps, settings);
-    await throttle.#sayPresent();
-    throttle.#presenceTimer = setInterval(() => void throttle.#sayPresent(), presenceEveryMs);
+    const { kv, logger } = deps;
+    const throttle = new DestinationThrottle(kv, deps, settings);
+    throttle.#paces = await followBucket(kv, 'd.>', (entry) => throttle.#applyPace(entry), {
+      logger,
+      what: 'destination throttle',
+      restarted: () => throttle.#forgetPaces(),
+    });
+    throttle.#presence = await ReplicaPresence.open(kv, { logger, onChange: () => throttle.#pumpAll(), every: () => throttle.#forgetIdle() });
     return throttle;
   }
 
-  private constructor(kv: KV, watcher: KvWatch, deps: ThrottleDeps, settings: ThrottleSettings) {
+  private constructor(kv: KV, deps: ThrottleDeps, settings: ThrottleSettings) {
     this.#kv = kv;
     this.#settings = settings;
     this.#metrics = deps.metrics;
@@ -235,8 +219,6 @@ export class DestinationThrottle {
       for (const where of ['parked', 'in_slot']) this.#metrics.waits.inc({ domain: name, where }, 0);
       this.#showPace(name);
     }
-    this.#watcher = watcher;
-    this.#watching = this.#follow();
   }
 
   /** A slot for mail to `address`, once its domain has room; undefined when the job was given back meanwhile. */
@@ -274,10 +256,8 @@ export class DestinationThrottle {
   async close(): Promise<void> {
     this.#closed = true;
     // Jobs still waiting keep their turns while the mailer drains: only the sharing stops.
-    clearInterval(this.#presenceTimer);
-    this.#watcher.stop();
-    await this.#watching;
-    await this.#kv.delete(`p.${this.#self}`).catch((error: unknown) => this.#logger.warn({ err: error }, 'destination throttle presence not removed'));
+    await this.#paces?.stop();
+    await this.#presence?.close();
   }
 
   #limitOf(name: string): DestinationLimit {
@@ -295,7 +275,8 @@ export class DestinationThrottle {
   }
 
   #shareFor(name: string): { concurrency: number; perSecond: number } {
-    return shareOf(this.#paceOf(name), this.#replicas.count, this.#replicas.rank);
+    const { count, rank } = this.#presence?.replicas ?? { count: 1, rank: 0 };
+    return shareOf(this.#paceOf(name), count, rank);
   }
 
   #labelOf(name: string): string {
@@ -320,13 +301,6 @@ export class DestinationThrottle {
     concurrencyLimit.set({ domain: label }, pace.concurrency);
     rateLimit.set({ domain: label }, pace.perSecond);
     atFloor.set({ domain: label }, pace.concurrency <= 1 && pace.perSecond <= floorOf(limit) ? 1 : 0);
-  }
-
-  #countReplicas(): void {
-    const now = Date.now();
-    for (const [id, seenAt] of this.#presence) if (id !== this.#self && now - seenAt >= presenceExpiryMs) this.#presence.delete(id);
-    const live = [...this.#presence.keys()].sort();
-    this.#replicas = { count: live.length, rank: live.indexOf(this.#self) };
   }
 
   #destinationFor(name: string): Destination {
@@ -415,32 +389,6 @@ export class DestinationThrottle {
       .finally(() => (destination.writing = false));
   }
 
-  /** Follows the bucket until closed; a watch that ends (NATS lost for good) is started again, from the last values. */
-  async #follow(): Promise<void> {
-    for (;;) {
-      try {
-        for await (const entry of this.#watcher) {
-          if (entry.key.startsWith('p.')) this.#applyPresence(entry);
-          else this.#applyPace(entry);
-        }
-      } catch (error) {
-        if (!this.#closed) this.#logger.warn({ err: error }, 'destination throttle watch failed; watching again');
-      }
-      if (this.#closed) return;
-      await sleep(rewatchDelayMs);
-      if (this.#closed) return;
-      this.#watcher = await this.#kv.watch({ key: '>' }).catch(() => this.#watcher);
-    }
-  }
-
-  #applyPresence(entry: KvEntry): void {
-    const id = entry.key.slice(2);
-    if (entry.operation === 'PUT') this.#presence.set(id, entry.created.getTime());
-    else if (id !== this.#self) this.#presence.delete(id);
-    this.#countReplicas();
-    for (const destination of this.#destinations.values()) this.#pump(destination);
-  }
-
   #applyPace(entry: KvEntry): void {
     const pace = entry.operation === 'PUT' ? readPace(entry) : undefined;
     const name = pace?.domain ?? this.#domainsByKey.get(entry.key);
@@ -455,12 +403,21 @@ export class DestinationThrottle {
     if (destination !== undefined) this.#pump(destination);
   }
 
-  async #sayPresent(): Promise<void> {
-    await this.#kv
-      .put(`p.${this.#self}`, String(Date.now()))
-      .catch((error: unknown) => this.#logger.warn({ err: error }, 'destination throttle presence not written'));
-    this.#countReplicas();
-    // Idle domains whose bucket is full again hold nothing worth keeping.
+  /** The bucket was made again: the paces and revisions known are no longer its, and its last values come anew. */
+  #forgetPaces(): void {
+    const slowed = [...this.#shared.keys()];
+    this.#shared.clear();
+    this.#domainsByKey.clear();
+    for (const name of slowed) this.#showPace(name);
+  }
+
+  /** A replica joined or left: every domain's share changed. */
+  #pumpAll(): void {
+    for (const destination of this.#destinations.values()) this.#pump(destination);
+  }
+
+  /** Idle domains whose bucket is full again hold nothing worth keeping. */
+  #forgetIdle(): void {
     for (const [name, destination] of this.#destinations) {
       if (destination.active === 0 && destination.queue.length === 0 && refill(destination, this.#shareFor(name))) {
         this.#destinations.delete(name);

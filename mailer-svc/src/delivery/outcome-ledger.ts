@@ -6,9 +6,8 @@
 // docs/delivery-guarantees.md says which duplicates remain.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kvm } from '@nats-io/kv';
-import type { JetStreamClient, JetStreamManager } from '@notify/platform/nats';
+import { type JetStreamClient, type JetStreamManager, openBucket } from '@notify/platform/nats';
 import { type DeliveryEvent, type DeliveryJob, outcomeTtlMs, type Topology } from '@notify/proto';
-import { openBucket } from './kv-bucket.ts';
 
 /** How one delivery ended, as its final event recorded it. */
 export type FinishedDelivery = Pick<DeliveryEvent, 'attempt' | 'occurredAt' | 'smtpCode' | 'smtpResponse' | 'reason' | 'suppression'> & {

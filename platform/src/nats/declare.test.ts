@@ -1,6 +1,7 @@
 // Declarations at start against a real JetStream: on a three-node cluster that has lost its quorum (no meta leader,
 // as while a release's services all start on a cluster just formed) a declaration waits until the cluster answers
 // again; a configuration JetStream refuses fails at once; a declaration that never gets an answer fails at its deadline.
+// And a declaration kept on a connection is made again when NATS comes back without its store.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
@@ -8,7 +9,9 @@ import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
+import { startPrivateNats } from '@notify/test/harness/private-nats.ts';
 import { type PrivateNatsCluster, startPrivateNatsCluster } from '@notify/test/harness/private-nats-cluster.ts';
+import { waitFor } from '@notify/test/harness/wait.ts';
 import { createLogger } from '../logger.ts';
 import { connectNats, declareJetStream, ensureStream, isPassingJetStreamFailure, jetstreamManager, type NatsConnection } from './index.ts';
 
@@ -115,5 +118,23 @@ test('on a cluster without a quorum a replicated stream is declared once two nod
     assert.equal(declaredStream?.replicas, 3);
   } finally {
     await client.close();
+  }
+});
+
+test('a declaration kept on a connection is made again when NATS comes back without its store', async () => {
+  const server = await startPrivateNats();
+  const connection = await connectNats(server.url, 'declare-test', logger);
+  try {
+    const declaration = { name: `${prefix}KEPT`, subjects: [`${prefix.toLowerCase()}kept`], retention: 'workqueue' } as const;
+    const declare = async () => ensureStream(await jetstreamManager(connection), declaration, 1);
+    await declareJetStream('a kept stream', declare, { logger, redeclareOn: connection, pauseMs: 100 });
+    await server.kill('SIGTERM');
+    server.emptyStore();
+    await server.start();
+    const found = async () => (await jetstreamManager(connection)).streams.info(declaration.name).then(() => true);
+    await waitFor(found, { timeoutMs: 15_000, what: 'the stream declared again' });
+  } finally {
+    await connection.close();
+    await server.stop();
   }
 });

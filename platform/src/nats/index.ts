@@ -89,7 +89,9 @@ export const nanoseconds = ns;
 export { deadLetter } from './dead-letters.ts';
 export { type DeclareOptions, declareJetStream, isPassingJetStreamFailure } from './declare.ts';
 export { consumeDurably, type DurableConsumer, type DurableConsumerOptions } from './durable-consumer.ts';
+export { type BucketFollower, followBucket, type KV, type KvEntry, openBucket } from './kv-bucket.ts';
 export { type NatsLink, natsReachable, watchNatsLink } from './link.ts';
+export { evenShare, presenceExpiryMs, type ReplicaCount, ReplicaPresence } from './replica-presence.ts';
 export {
   carriedContext,
   type JetStreamPublisher,

@@ -1,8 +1,12 @@
 // How one replica shares its request slots so that no tenant stalls another's webhooks. An endpoint may hold at most
-// `endpointConcurrency` of them and a project, all its endpoints together, at most `projectConcurrency`: a project
-// whose many endpoints hang leaves the rest of the slots to the other projects. An endpoint whose latest requests
-// timed out, one after another, may hold only one slot until a request to it ends otherwise: a host that accepts and
-// never answers then keeps one slot for each of its endpoints, not the share a healthy one gets.
+// `endpointConcurrency` requests, all replicas together: each live replica takes its part (platform's evenShare, the
+// remainder going to different replicas for different endpoints), so with more replicas than that some hold none of
+// an endpoint's requests and hand its deliveries back for another replica. A project, all its endpoints together, may
+// hold at most `projectConcurrency` of a replica's slots: a project whose many endpoints hang leaves the rest of the
+// slots to the other projects. An endpoint whose latest requests timed out, one after another, may hold only one slot
+// of a replica until a request to it ends otherwise: a host that accepts and never answers then keeps one slot for
+// each of its endpoints, not the share a healthy one gets.
+import { evenShare, type ReplicaCount } from '@notify/platform/nats';
 
 export interface FairShareSettings {
   readonly endpointConcurrency: number;
@@ -17,18 +21,23 @@ const maxRunsKept = 10_000;
 
 export class FairShare {
   readonly #settings: FairShareSettings;
+  readonly #replicas: () => ReplicaCount;
   /** Slots each project holds now (a project holding none is absent). */
   readonly #openByProject = new Map<number, number>();
   /** Requests that timed out in a row, of each endpoint whose latest request timed out. */
   readonly #timeoutRuns = new Map<number, number>();
 
-  constructor(settings: FairShareSettings) {
+  /** `replicas`: the live replicas of webhook-svc and this one's rank (ReplicaPresence); one alone by default. */
+  constructor(settings: FairShareSettings, replicas: () => ReplicaCount = () => ({ count: 1, rank: 0 })) {
     this.#settings = settings;
+    this.#replicas = replicas;
   }
 
-  /** The slots the endpoint may hold now. */
+  /** The slots of this replica the endpoint may hold now: its part of the endpoint's limit, one while it is slowed. */
   endpointLimit(endpointId: number): number {
-    return this.#isSlowed(endpointId) ? 1 : this.#settings.endpointConcurrency;
+    const { count, rank } = this.#replicas();
+    const part = evenShare(this.#settings.endpointConcurrency, count, rank, endpointId);
+    return this.#isSlowed(endpointId) ? Math.min(1, part) : part;
   }
 
   /** Whether one of the project's endpoints may take another slot. */

@@ -34,7 +34,7 @@ export function createWebhookMetrics(registry: Registry) {
   for (const reason of ['gone', 'failing']) endpointsDisabled.inc({ reason }, 0);
   const endpointBusy = new Counter({
     name: 'notify_webhook_endpoint_busy_total',
-    help: 'Deliveries that found their endpoint at its share of open requests, by action: parked (wait for one in the replica) or put_back (offered again in a few seconds)',
+    help: "Deliveries that found their endpoint at its share of the replica's open requests (none, when its requests are the other replicas' part), by action: parked (wait for one in the replica) or put_back (offered again in a few seconds)",
     labelNames: ['action'] as const,
     registers: [registry],
   });

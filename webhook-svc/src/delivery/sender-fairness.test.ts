@@ -1,31 +1,23 @@
 // No tenant stalls another's webhooks: the sender against a real PostgreSQL, JetStream and HTTP receivers, with small
 // settings so a test takes seconds. One project's endpoints, more than enough of them to hold every request a replica
 // may have open, all point at a receiver that accepts and never answers; another organization's webhooks must keep
-// their usual latency while the first keeps sending. And an endpoint that times out in a row is slowed down to one request.
+// their usual latency while the first keeps sending. An endpoint that times out in a row is slowed down to one request.
+// And an endpoint's limit holds across replicas: five of them share its four requests.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { createRegistry } from '@notify/platform';
 import { createPool, type Pool } from '@notify/platform/database';
 import { createDataKey } from '@notify/platform/mail';
-import {
-  connectNats,
-  ensureConsumer,
-  ensureStream,
-  type JetStreamClient,
-  jetstream,
-  jetstreamManager,
-  type NatsConnection,
-  schemaHeaders,
-} from '@notify/platform/nats';
-import { encodeWebhookDelivery, streamDeclarations, topology } from '@notify/proto';
+import { connectNats, type JetStreamClient, jetstream, jetstreamManager, type NatsConnection, ReplicaPresence, schemaHeaders } from '@notify/platform/nats';
+import { encodeWebhookDelivery, topology } from '@notify/proto';
 import { createTestDatabase, type TestDatabase } from '@notify/test/harness/database.ts';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { waitFor } from '@notify/test/harness/wait.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '@notify/test/harness/webhook-receiver.ts';
 import { createWebhookMetrics, type WebhookMetrics } from './metrics.ts';
-import { Sender, type SenderSettings, senderConsumerConfig } from './sender.ts';
+import { declareSenderJetStream, Sender, type SenderSettings } from './sender.ts';
 
 /** A replica of 8 requests, each given 2 s; a timed-out attempt is made again a second later, so a stalled project keeps sending. */
 const replica = {
@@ -42,6 +34,7 @@ let pool: Pool;
 let nc: NatsConnection;
 let js: JetStreamClient;
 const senders: Sender[] = [];
+const presences: ReplicaPresence[] = [];
 const streams: string[] = [];
 const receivers: WebhookReceiver[] = [];
 
@@ -79,16 +72,21 @@ const endpoint = (owner: Tenant, to: WebhookReceiver): Promise<number> =>
     to.secrets[0],
   ]);
 
-/** A sender on a stream of its own, as one replica runs it. */
-async function startRun(settings: SenderSettings) {
+/** Senders on a stream of their own, as `replicas` replicas run them, once each counts the others. */
+async function startRun(settings: SenderSettings, replicas = 1) {
   const names = topology(`t${randomBytes(4).toString('hex')}_`);
   const jsm = await jetstreamManager(nc);
-  await ensureStream(jsm, streamDeclarations(names).webhooks, 1);
-  streams.push(names.webhooksStream);
-  await ensureConsumer(jsm, names.webhooksStream, senderConsumerConfig(names, settings.leaseMs));
+  const bucket = await declareSenderJetStream(js, jsm, names, { ackWaitMs: settings.leaseMs, replicas: 1 });
+  streams.push(names.webhooksStream, `KV_${names.webhookReplicasBucket}`);
   const metrics = createWebhookMetrics(createRegistry('webhook-svc'));
-  // The secrets are stored in clear, as before sealing: they sign as they are.
-  senders.push(Sender.start({ js, names, pool, metrics, logger, dataKey: createDataKey(randomBytes(32)) }, settings));
+  const started = await Promise.all(Array.from({ length: replicas }, () => ReplicaPresence.open(bucket, { logger })));
+  presences.push(...started);
+  await waitFor(() => started.every((presence) => presence.replicas.count === replicas), { timeoutMs: 5_000, what: `${replicas} replicas counted` });
+  for (const presence of started) {
+    // The secrets are stored in clear, as before sealing: they sign as they are.
+    const deps = { js, names, pool, metrics, logger, dataKey: createDataKey(randomBytes(32)), replicas: () => presence.replicas };
+    senders.push(Sender.start(deps, settings));
+  }
   /** A message.sent event of a new message of `owner` for `endpointId`, as dispatch-svc's relay hands it over: rows, then a message on the stream. */
   async function publishEvent(owner: Tenant, endpointId: number): Promise<string> {
     const messageId = await id(
@@ -133,6 +131,7 @@ after(async () => {
   // The receivers first: the requests still open then fail at once instead of waiting out their timeout.
   for (const started of receivers) await started.stop();
   for (const sender of senders) await sender.stop();
+  for (const presence of presences) await presence.close();
   const jsm = await jetstreamManager(nc);
   for (const stream of streams) await jsm.streams.delete(stream).catch(() => false);
   await nc?.close();
@@ -204,4 +203,22 @@ test('an endpoint whose requests time out three times in a row holds one request
 
   dead.answer = () => ({ status: 204, delayMs: 200 });
   await waitFor(() => dead.open() > 1, { timeoutMs: 5_000, what: 'more than one request open once it answers' });
+});
+
+test("an endpoint's limit holds across replicas: five share its four requests, and every delivery arrives", async (t) => {
+  const settings: SenderSettings = { ...replica, endpointConcurrency: 4, projectConcurrency: 6 };
+  const { metrics, publishEvent } = await startRun(settings, 5);
+  const owner = await tenant('replicated');
+  const slow = await receiver();
+  slow.answer = () => ({ status: 204, delayMs: 300 });
+  const endpointId = await endpoint(owner, slow);
+  const published = new Map<string, number>();
+  for (const webhookId of await Promise.all(Array.from({ length: 40 }, () => publishEvent(owner, endpointId)))) published.set(webhookId, Date.now());
+  await latencies(slow, published);
+  const handedBack = (await metrics.endpointBusy.get()).values.find((value) => value.labels.action === 'put_back')?.value ?? 0;
+  t.diagnostic(`most requests open at once at the endpoint: ${slow.maxOpen()}; deliveries handed back: ${handedBack}`);
+  // Each replica alone may hold 4: together, unshared, they would hold up to 20.
+  assert.ok(slow.maxOpen() > 1 && slow.maxOpen() <= settings.endpointConcurrency, `most requests open at once: ${slow.maxOpen()}`);
+  // The replica without a part of this endpoint handed its deliveries back rather than send them.
+  assert.ok(handedBack > 0, `${handedBack} deliveries handed back`);
 });

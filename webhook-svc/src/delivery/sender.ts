@@ -1,13 +1,27 @@
 // The webhook sender: a durable pull consumer on NOTIFY_WEBHOOKS shared by every replica. Each message names one
 // delivery (an event for an endpoint); the sender claims it in PostgreSQL, signs and posts the event's body, records the
 // attempt, and then acks (delivered, or failed for good) or naks with the retry's delay (with jitter, or Retry-After).
-// Each endpoint may hold only `endpointConcurrency` of a replica's requests and each project `projectConcurrency`
-// (fair-share.ts, Sender), so a slow or dead endpoint, or a project with many, cannot take every slot from the others.
+// Each endpoint may hold only `endpointConcurrency` requests, all replicas together, and each project
+// `projectConcurrency` of a replica's (fair-share.ts, Sender), so a slow or dead endpoint, or a project with many,
+// cannot take every slot from the others.
 import type { Logger } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { DataKey } from '@notify/platform/mail';
-import { consumeDurably, type DurableConsumer, type JetStreamClient, type JsMsg, nanoseconds } from '@notify/platform/nats';
-import { readWebhookDelivery, schemaHeader, type Topology, type WebhookDelivery } from '@notify/proto';
+import {
+  consumeDurably,
+  type DurableConsumer,
+  ensureConsumer,
+  ensureStream,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  type KV,
+  nanoseconds,
+  openBucket,
+  presenceExpiryMs,
+  type ReplicaCount,
+} from '@notify/platform/nats';
+import { readWebhookDelivery, schemaHeader, streamDeclarations, type Topology, type WebhookDelivery } from '@notify/proto';
 import {
   type AttemptRecord,
   batchedStore,
@@ -39,6 +53,18 @@ export function senderConsumerConfig(names: Topology, ackWaitMs: number) {
   };
 }
 
+/** Declares the webhooks stream and the senders' consumer, and opens the bucket of the live replicas (`replicas`: NATS_STREAM_REPLICAS). */
+export async function declareSenderJetStream(
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  names: Topology,
+  options: { ackWaitMs: number; replicas: number },
+): Promise<KV> {
+  await ensureStream(jsm, streamDeclarations(names).webhooks, options.replicas);
+  await ensureConsumer(jsm, names.webhooksStream, senderConsumerConfig(names, options.ackWaitMs));
+  return openBucket(js, jsm, names.webhookReplicasBucket, { ttlMs: 4 * presenceExpiryMs, replicas: options.replicas });
+}
+
 export interface SenderDeps {
   readonly js: JetStreamClient;
   readonly names: Topology;
@@ -47,12 +73,14 @@ export interface SenderDeps {
   readonly logger: Logger;
   /** Opens the endpoints' sealed signing secrets. */
   readonly dataKey: DataKey;
+  /** The live replicas and this one's rank, among which each endpoint's requests are shared (ReplicaPresence). */
+  readonly replicas?: () => ReplicaCount;
 }
 
 export interface SenderSettings {
   /** Requests one replica makes at once. */
   readonly concurrency: number;
-  /** Of those, the most one endpoint may hold. */
+  /** The most requests one endpoint may have open, all replicas together. */
   readonly endpointConcurrency: number;
   /** Of those, the most one project's endpoints may hold together (fewer than `concurrency`). */
   readonly projectConcurrency: number;
@@ -173,7 +201,7 @@ export class Sender {
     // Most deliveries one statement claims or records: the requests one replica may have open at once.
     this.#store = batchedStore(deps.pool, { maxBatch: settings.concurrency, leaseMs: settings.leaseMs, disableAfterMs: settings.disableAfterMs });
     this.#projects = new EndpointProjects(deps.pool, { maxBatch: settings.concurrency });
-    this.#fairShare = new FairShare(settings);
+    this.#fairShare = new FairShare(settings, deps.replicas);
     this.#consumer = consumeDurably({
       js: deps.js,
       stream: deps.names.webhooksStream,
@@ -219,7 +247,10 @@ export class Sender {
     }
     const share = this.#shares.get(delivery.endpointId);
     const arrived: Parked = { message, delivery, since: Date.now() };
-    if (share && share.open >= this.#fairShare.endpointLimit(delivery.endpointId)) this.#parkOrPutBack(share, arrived);
+    const limit = this.#fairShare.endpointLimit(delivery.endpointId);
+    // The endpoint's requests are the other replicas' to make: one of them takes it when it comes again.
+    if (limit === 0) this.#putBack(message);
+    else if (share && share.open >= limit) this.#parkOrPutBack(share, arrived);
     else if (!this.#fairShare.projectHasRoom(projectId)) {
       this.#deps.metrics.projectBusy.inc();
       message.nak(busyDelayMs());
@@ -251,7 +282,13 @@ export class Sender {
     } finally {
       share.open -= 1;
       this.#fairShare.release(projectId);
-      if (share.open === 0 && share.parked.length === 0) this.#shares.delete(first.delivery.endpointId);
+      // Its last slot ended with deliveries parked: the endpoint's part of this replica went to 0 (a replica joined).
+      if (share.open === 0) {
+        const handedBack = share.parked.splice(0);
+        this.#parkedInAll -= handedBack.length;
+        for (const parked of handedBack) this.#putBack(parked.message);
+        this.#shares.delete(first.delivery.endpointId);
+      }
     }
   }
 
