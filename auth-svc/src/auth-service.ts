@@ -9,6 +9,7 @@ import { createAuthorizeHandlers } from './authorize.ts';
 import { openInvalidationChannel } from './keys/invalidation.ts';
 import type { KeyRecord } from './keys/key-lookup.ts';
 import { KeyResolver } from './keys/key-resolver.ts';
+import { createProjectKeyHandlers } from './keys/project-keys.ts';
 import { startUsageFlusher, UsageTracker } from './keys/usage-recorder.ts';
 import { createAuthMetrics } from './metrics.ts';
 import { createPanelAccessHandlers } from './panel-users/panel-access.ts';
@@ -55,7 +56,10 @@ export async function createAuthService(options: AuthServiceOptions): Promise<Au
   const flusher = startUsageFlusher({ tracker: usage, pool, flushIntervalMs: options.usageFlushIntervalMs ?? 5_000, logger });
 
   return {
-    authorize: createAuthorizeHandlers({ pool, resolver, usage, outcomes: metrics.authorizations }),
+    authorize: {
+      ...createAuthorizeHandlers({ pool, resolver, usage, outcomes: metrics.authorizations }),
+      ...createProjectKeyHandlers({ pool, invalidation }),
+    },
     panel: createPanelAccessHandlers({ pool, logger, invalidation }),
     admin: createAdminHandlers({ pool, invalidation }),
     async close() {

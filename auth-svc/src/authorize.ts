@@ -28,7 +28,7 @@ export const refusalReasons = {
 
 const maxPrefixesPerPage = 10_000;
 
-export function createAuthorizeHandlers(deps: AuthorizeDependencies): AsyncHandlers<auth.AuthServiceDefinition> {
+export function createAuthorizeHandlers(deps: AuthorizeDependencies): Pick<AsyncHandlers<auth.AuthServiceDefinition>, 'Authorize' | 'ListKeyPrefixes'> {
   const refuse = (outcome: Exclude<AuthorizeOutcome, 'ok' | 'wrong_organization'>): never => {
     deps.outcomes.inc({ outcome });
     throw new UserError(status.UNAUTHENTICATED, refusalReasons[outcome], 'the API key is invalid or has been revoked');
@@ -56,6 +56,7 @@ export function createAuthorizeHandlers(deps: AuthorizeDependencies): AsyncHandl
         plan: { ...key.plan },
         sendRate: key.sendRate,
         test: key.test,
+        scopes: [...key.scopes],
       };
     },
 

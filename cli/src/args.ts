@@ -3,6 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { parseRate, parseRetention } from '@notify/platform';
+import { expandScopes, type Scope } from '@notify/proto';
 
 export async function readStream(stream: NodeJS.ReadableStream): Promise<string> {
   let text = '';
@@ -177,6 +178,19 @@ export class Flags {
     if (value === undefined) return undefined;
     if (!(choices as readonly string[]).includes(value)) this.#fail(`--${name} must be one of ${choices.join(', ')}, got '${value}'`);
     return value as T;
+  }
+
+  /** API key scopes and presets, comma-separated (proto/src/scopes.ts), expanded; `sending` when the flag is absent. */
+  scopes(name: string): Scope[] {
+    const words = (this.optionalString(name) ?? '')
+      .split(',')
+      .map((word) => word.trim())
+      .filter((word) => word !== '');
+    try {
+      return expandScopes(words);
+    } catch (error) {
+      this.#fail(`--${name}: ${(error as Error).message}`);
+    }
   }
 
   /** The UTF-8 content of the file a flag names. */

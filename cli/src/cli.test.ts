@@ -242,13 +242,24 @@ describe('requests built from flags', () => {
   test('org, project and key commands carry their ids as numbers', async () => {
     assert.deepEqual(await requestOf(['org', 'create', '--name', 'Acme', '--plan', '2']), { name: 'Acme', planId: 2 });
     assert.deepEqual(await requestOf(['project', 'create', '--org', '7', '--name', 'web']), { organizationId: 7, name: 'web' });
-    assert.deepEqual(await requestOf(['key', 'create', '--project', '9', '--name', 'ci']), { projectId: 9, name: 'ci', test: false, sendRate: '' });
-    assert.deepEqual(await requestOf(['key', 'create', '--project', '9', '--name', 'ci', '--test', '--rate', ' 600/min ']), {
+    assert.deepEqual(await requestOf(['key', 'create', '--project', '9', '--name', 'ci']), {
       projectId: 9,
       name: 'ci',
-      test: true,
-      sendRate: '600/min',
+      test: false,
+      sendRate: '',
+      scopes: ['send', 'messages:read'],
     });
+    assert.deepEqual(
+      await requestOf(['key', 'create', '--project', '9', '--name', 'ci', '--test', '--rate', ' 600/min ', '--scopes', 'keys:manage, sending']),
+      {
+        projectId: 9,
+        name: 'ci',
+        test: true,
+        sendRate: '600/min',
+        scopes: ['send', 'messages:read', 'keys:manage'],
+      },
+    );
+    await assert.rejects(requestOf(['key', 'create', '--project', '9', '--name', 'ci', '--scopes', 'send,admin']), /--scopes: unknown scope "admin"/);
     assert.deepEqual(await requestOf(['key', 'update', '--id', '12', '--rate', '10/s']), { id: 12, sendRate: '10/s' });
     assert.deepEqual(await requestOf(['key', 'update', '--id', '12', '--rate', 'default']), { id: 12, sendRate: '' });
     assert.deepEqual(await requestOf(['key', 'revoke', '--id', '12', '--json']), { id: 12 });

@@ -2,6 +2,7 @@
 import Router from '@koa/router';
 import type { Logger, Registry } from '@notify/platform';
 import Koa from 'koa';
+import { createApiKeyRoute, listApiKeysRoute, revokeApiKeyRoute } from './api-keys/routes.ts';
 import type { AuthClient } from './auth/authorize.ts';
 import type { BruteForceGuard } from './auth/brute-force-guard.ts';
 import type { CachedAuthorizer } from './auth/cached-authorizer.ts';
@@ -89,6 +90,13 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   const cancel = cancelMessageRoute(deps);
   router.delete('/api/v1/messages/{message_id}/', '/api/v1/messages/:messageId/', cancel);
   router.delete('/api/v1/messages/{message_id}/', '/api/v1/messages/:messageId', cancel);
+  const keys = { list: listApiKeysRoute(deps), create: createApiKeyRoute(deps), revoke: revokeApiKeyRoute(deps) };
+  for (const path of ['/api/v1/api-keys/', '/api/v1/api-keys']) {
+    router.get('/api/v1/api-keys/', path, keys.list);
+    router.post('/api/v1/api-keys/', path, keys.create);
+  }
+  router.delete('/api/v1/api-keys/{id}/', '/api/v1/api-keys/:keyId/', keys.revoke);
+  router.delete('/api/v1/api-keys/{id}/', '/api/v1/api-keys/:keyId', keys.revoke);
   router.get('/healthz', '/healthz', healthz());
   router.get('/readyz', '/readyz', readyz(deps.readiness));
   router.get(openApiPath, openApiPath, openApiRoute());

@@ -53,4 +53,5 @@ export {
   schemaHeader,
   webhookDeliveryId,
 } from './messaging.ts';
+export { expandScopes, isScope, missingScope, type Scope, type ScopePreset, scopePresets, scopes } from './scopes.ts';
 export { duplicateWindowMs, outcomeTtlMs, type StreamDeclaration, streamDeclarations, type Topology, topology } from './streams.ts';

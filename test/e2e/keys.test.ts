@@ -198,7 +198,7 @@ async function untilPolicy(
 test('notifyctl key update --rate is enforced by both gateways within a second, cached keys included, and --rate default goes back', async () => {
   const key = await createKey('bulk', '--rate', '600/min');
   const listed = await system.notifyctlOk('key', 'list', '--project', String(tenant.projectId));
-  assert.match(listed, /bulk\s+nk_[0-9a-f]{16}\s+no\s+600\/min/);
+  assert.match(listed, /bulk\s+nk_[0-9a-f]{16}\s+no\s+send,messages:read\s+600\/min/);
   // Each gateway holds the key (and its rate) in its authorization cache.
   for (const gateway of gateways) {
     for (let sent = 0; sent < 2; sent += 1)
@@ -261,6 +261,43 @@ test("the panel's keys page shows each key's kind and rate; an operator sets a r
   assert.equal(elsewhere.status, 404);
   const strangerKeys = await system.authAdmin.call('ListApiKeys', { projectId: stranger.projectId });
   assert.equal(strangerKeys.keys[0]?.sendRate, '');
+});
+
+test('an operator creates a key with the scopes ticked in the panel, shown once; it works at once, and a viewer cannot create one', async () => {
+  const keysPath = `/panel/projects/${tenant.projectId}/keys`;
+  const viewing = new PanelVisitor(system.gatewayUrl);
+  assert.equal((await viewing.signIn(viewer, password)).status, 303);
+  const viewed = await viewing.get(keysPath);
+  assert.doesNotMatch(viewed.text, /name="scopes"/, 'a viewer gets no form');
+  const refused = await viewing.post(keysPath, [
+    ['_csrf', csrfTokenOf(viewed.text)],
+    ['name', 'viewer key'],
+  ]);
+  assert.equal(refused.status, 403);
+
+  const operating = new PanelVisitor(system.gatewayUrl);
+  assert.equal((await operating.signIn(operator, password)).status, 303);
+  const page = await operating.get(keysPath);
+  assert.match(page.text, /<input type="checkbox" id="scope-send" name="scopes" value="send" checked>/, 'sending is ticked to begin with');
+  const form = (scopes: string[]): [string, string][] => [
+    ['_csrf', csrfTokenOf(page.text)],
+    ['name', 'panel deploy'],
+    ...scopes.map((scope): [string, string] => ['scopes', scope]),
+  ];
+  const invalid = await operating.post(keysPath, form(['send', 'root']));
+  assert.equal(invalid.status, 400);
+  assert.match(invalid.text, /known scopes only/);
+  const created = await operating.post(keysPath, form(['keys:manage', 'messages:read']));
+  assert.equal(created.status, 200, 'the answer is the page with the key, not a redirect');
+  const apiKey = /id="secret" class="secret" type="text" readonly value="(nk_[0-9a-f]{16}\.[A-Za-z0-9_-]{43})"/.exec(created.text)?.[1];
+  assert.ok(apiKey, 'the key is on the page');
+  assert.match(created.text, /<code>messages:read<\/code>, <code>keys:manage<\/code>/);
+  assert.ok(!(await operating.get(keysPath)).text.includes(apiKey), 'shown once: the page does not show it again');
+
+  const headers = { authorization: `Api-Key ${apiKey}`, 'x-organization-id': String(tenant.organizationId) };
+  assert.equal((await system.request('/api/v1/api-keys/', { method: 'GET', headers })).status, 200, 'keys:manage works at once');
+  const send = await system.send({ apiKey, organizationId: tenant.organizationId }, validBody('welcome'));
+  assertCoded(send, 403, 'insufficient_scope');
 });
 
 test('the panel marks a test message in the list and on its page', async () => {

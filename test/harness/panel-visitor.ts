@@ -45,7 +45,8 @@ export class PanelVisitor {
     return this.#request(path, { method: 'GET', headers });
   }
 
-  post(path: string, form: Record<string, string>, headers: Record<string, string> = {}): Promise<PanelResponse> {
+  /** `form` as fields, or as pairs when a field repeats (checkboxes). */
+  post(path: string, form: Record<string, string> | [string, string][], headers: Record<string, string> = {}): Promise<PanelResponse> {
     return this.#request(path, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },

@@ -3,7 +3,7 @@
 // (keys/invalidation.ts): every replica of auth-svc and of the gateway drops what it cached about the key.
 import type { AsyncHandlers } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
-import type { auth } from '@notify/proto';
+import type { auth, Scope } from '@notify/proto';
 import { generateApiKey } from '../keys/api-key.ts';
 import type { InvalidationChannel } from '../keys/invalidation.ts';
 import { translateConstraints } from './constraint-errors.ts';
@@ -36,6 +36,47 @@ export async function setKeyRate(
   return toApiKey(row);
 }
 
+/** A new key of `projectId`, announced; the answer is the only one that ever carries its secret. */
+export async function issueApiKey(
+  deps: { pool: Pool; invalidation: InvalidationChannel },
+  key: { projectId: number; name: string; sendRate: string | null; scopes: readonly Scope[]; test: boolean },
+): Promise<auth.CreatedApiKey__Output> {
+  const generated = generateApiKey({ test: key.test });
+  const row = await translateConstraints(
+    async () => {
+      const { rows } = await deps.pool.query<ApiKeyRow>(
+        `INSERT INTO api_keys (project_id, name, prefix, secret_hash, send_rate, scopes) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${apiKeyColumns}`,
+        [key.projectId, key.name, generated.prefix, generated.secretHash, key.sendRate, key.scopes],
+      );
+      return rows[0] as ApiKeyRow;
+    },
+    // 64 random bits make a prefix collision practically impossible; if it happens, asking again succeeds.
+    { duplicate: 'the generated key collided with an existing one; try again', missing: `project ${key.projectId} does not exist` },
+  );
+  // Every replica forgets any earlier "no such key" for the prefix, and the gateways learn that it names a key.
+  await deps.invalidation.invalidateKey(row.prefix);
+  return { key: toApiKey(row), apiKey: generated.apiKey };
+}
+
+/**
+ * Revokes key `keyId` (of project `projectId` only, when given) and announces it; undefined when there is no such key.
+ * Revoking twice is harmless and answers the same record: the first revocation's time is kept.
+ */
+export async function revokeApiKey(
+  deps: { pool: Pool; invalidation: InvalidationChannel },
+  keyId: number,
+  projectId?: number,
+): Promise<auth.ApiKey__Output | undefined> {
+  const { rows } = await deps.pool.query<ApiKeyRow>(
+    `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 AND ($2::bigint IS NULL OR project_id = $2) RETURNING ${apiKeyColumns}`,
+    [keyId, projectId ?? null],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  await deps.invalidation.invalidateKey(row.prefix);
+  return toApiKey(row);
+}
+
 export function createApiKeyHandlers({ pool, invalidation }: AdminDependencies): ApiKeyHandlers {
   return {
     async CreateApiKey(request) {
@@ -43,36 +84,18 @@ export function createApiKeyHandlers({ pool, invalidation }: AdminDependencies):
       const projectId = checks.id('project_id', request.projectId);
       const name = checks.name('name', request.name, 200);
       const sendRate = checks.sendRate('send_rate', request.sendRate);
+      const scopes = checks.scopes('scopes', request.scopes);
       checks.done();
-      const key = generateApiKey({ test: request.test });
-      const row = await translateConstraints(
-        async () => {
-          const { rows } = await pool.query<ApiKeyRow>(
-            `INSERT INTO api_keys (project_id, name, prefix, secret_hash, send_rate) VALUES ($1, $2, $3, $4, $5) RETURNING ${apiKeyColumns}`,
-            [projectId, name, key.prefix, key.secretHash, sendRate],
-          );
-          return rows[0] as ApiKeyRow;
-        },
-        // 64 random bits make a prefix collision practically impossible; if it happens, asking again succeeds.
-        { duplicate: 'the generated key collided with an existing one; try again', missing: `project ${projectId} does not exist` },
-      );
-      // Every replica forgets any earlier "no such key" for the prefix, and the gateways learn that it names a key.
-      await invalidation.invalidateKey(row.prefix);
-      return { key: toApiKey(row), apiKey: key.apiKey };
+      return issueApiKey({ pool, invalidation }, { projectId, name, sendRate, scopes, test: request.test });
     },
 
     async RevokeApiKey(request) {
       const checks = new Checks();
       const id = checks.id('id', request.id);
       checks.done();
-      // COALESCE keeps the first revocation time: revoking twice is harmless and returns the same record.
-      const { rows } = await pool.query<ApiKeyRow>(`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 RETURNING ${apiKeyColumns}`, [
-        id,
-      ]);
-      const row = rows[0];
-      if (!row) throw notFound('API key', id);
-      await invalidation.invalidateKey(row.prefix);
-      return toApiKey(row);
+      const key = await revokeApiKey({ pool, invalidation }, id);
+      if (!key) throw notFound('API key', id);
+      return key;
     },
 
     async UpdateApiKey(request) {

@@ -68,9 +68,10 @@ export interface ApiKeyRow {
   revoked_at: Date | null;
   last_used_at: Date | null;
   send_rate: string | null;
+  scopes: string[];
 }
 // secret_hash is deliberately absent: it is read only by the Authorize lookup.
-export const apiKeyColumns = 'id, project_id, name, prefix, created_at, revoked_at, last_used_at, send_rate';
+export const apiKeyColumns = 'id, project_id, name, prefix, created_at, revoked_at, last_used_at, send_rate, scopes';
 export const toApiKey = (row: ApiKeyRow): auth.ApiKey__Output => ({
   id: row.id,
   projectId: row.project_id,
@@ -81,4 +82,5 @@ export const toApiKey = (row: ApiKeyRow): auth.ApiKey__Output => ({
   lastUsedAt: isoTimestamp(row.last_used_at),
   test: isTestPrefix(row.prefix),
   sendRate: row.send_rate ?? '',
+  scopes: row.scopes,
 });

@@ -1,6 +1,7 @@
 // Input checks for the admin surface: every fault of a request is collected and reported at once as INVALID_ARGUMENT.
 import { status } from '@grpc/grpc-js';
 import { parseRate, parseRetention, UserError } from '@notify/platform';
+import { expandScopes, type Scope } from '@notify/proto';
 
 // C0/C1 controls, line and paragraph separators, and bidirectional overrides make a name print differently from what it is.
 const unprintable = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
@@ -42,6 +43,16 @@ export class Checks {
       this.#faults.push(`${field}: ${(error as Error).message}`);
     }
     return trimmed;
+  }
+
+  /** A key's scopes, named in full or by preset (proto/src/scopes.ts): expanded, `sending` when none is named. */
+  scopes(field: string, value: readonly string[]): Scope[] {
+    try {
+      return expandScopes(value.map((word) => word.trim()));
+    } catch (error) {
+      this.#faults.push(`${field}: ${(error as Error).message}`);
+      return [];
+    }
   }
 
   /**

@@ -47,6 +47,7 @@ const record = (keyId: number): KeyRecord => ({
   revoked: false,
   sendRate: '',
   test: false,
+  scopes: ['send', 'messages:read'],
   plan: { planId: 1, name: 'free', suspended: false, monthlyQuota: 0 },
 });
 

@@ -21,6 +21,8 @@ export interface KeyRecord {
   readonly sendRate: string;
   /** A test key (`nk_test_`): its messages are never mailed nor counted against the quota. */
   readonly test: boolean;
+  /** What the key may do (proto/src/scopes.ts). */
+  readonly scopes: readonly string[];
   readonly plan: PlanState;
 }
 
@@ -31,6 +33,7 @@ interface Row {
   secret_hash: Buffer;
   revoked: boolean;
   send_rate: string | null;
+  scopes: string[];
   plan_id: number;
   plan_name: string;
   suspended: boolean;
@@ -38,7 +41,7 @@ interface Row {
 }
 
 const byPrefix = `
-  SELECT k.id, k.project_id, p.organization_id, k.secret_hash, k.revoked_at IS NOT NULL AS revoked, k.send_rate,
+  SELECT k.id, k.project_id, p.organization_id, k.secret_hash, k.revoked_at IS NOT NULL AS revoked, k.send_rate, k.scopes,
          pl.id AS plan_id, pl.name AS plan_name, pl.suspended, pl.monthly_quota
     FROM api_keys k
     JOIN projects p ON p.id = k.project_id
@@ -58,6 +61,7 @@ export async function findKeyByPrefix(pool: Pool, prefix: string): Promise<KeyRe
     revoked: row.revoked,
     sendRate: row.send_rate ?? '',
     test: isTestPrefix(prefix),
+    scopes: row.scopes,
     plan: { planId: row.plan_id, name: row.plan_name, suspended: row.suspended, monthlyQuota: row.monthly_quota },
   };
 }

@@ -1,10 +1,11 @@
 // PanelAuthService (gateway token, called by the gateway): verify a sign-in, say what a signed-in user
-// may see, list a project's keys and set one's send rate. A refused sign-in never tells whether the email exists.
+// may see, list a project's keys, make one with its scopes and set one's send rate. A refused sign-in never tells
+// whether the email exists.
 import { status } from '@grpc/grpc-js';
 import { type AsyncHandlers, type Logger, UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { auth } from '@notify/proto';
-import { setKeyRate } from '../admin/api-keys.ts';
+import { issueApiKey, setKeyRate } from '../admin/api-keys.ts';
 import { type ApiKeyRow, apiKeyColumns, toApiKey, toOrganization, toProject } from '../admin/records.ts';
 import { Checks } from '../admin/validation.ts';
 import type { InvalidationChannel } from '../keys/invalidation.ts';
@@ -26,6 +27,7 @@ export function createPanelAccessHandlers({
   // Hashed against when the email is unknown or disabled, so that such a refusal takes as long as a wrong password.
   // Made at once, so the first such refusal does not also pay for making it.
   const decoy: Promise<PasswordHash> = hashPassword('decoy password that no user has');
+  const projectNotFound = (): UserError => new UserError(status.NOT_FOUND, 'project_not_found', 'no such project in this organization');
 
   return {
     async VerifyPanelCredentials(request) {
@@ -54,15 +56,22 @@ export function createPanelAccessHandlers({
     },
 
     async ListPanelApiKeys(request) {
-      if (!(await projectBelongs(pool, request.organizationId, request.projectId))) {
-        throw new UserError(status.NOT_FOUND, 'project_not_found', 'no such project in this organization');
-      }
+      if (!(await projectBelongs(pool, request.organizationId, request.projectId))) throw projectNotFound();
       const { rows } = await pool.query<ApiKeyRow>({
         name: 'panel-api-keys',
         text: `SELECT ${apiKeyColumns} FROM api_keys WHERE project_id = $1 ORDER BY id`,
         values: [request.projectId],
       });
       return { keys: rows.map(toApiKey) };
+    },
+
+    async CreatePanelApiKey(request) {
+      const checks = new Checks();
+      const name = checks.name('name', request.name, 200);
+      const scopes = checks.scopes('scopes', request.scopes);
+      checks.done();
+      if (!(await projectBelongs(pool, request.organizationId, request.projectId))) throw projectNotFound();
+      return issueApiKey({ pool, invalidation }, { projectId: request.projectId, name, sendRate: null, scopes, test: request.test });
     },
 
     async SetPanelApiKeyRate(request) {

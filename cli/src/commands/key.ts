@@ -1,5 +1,6 @@
 // notifyctl key: API keys of a project. The full key is shown once, at creation; only its hash is stored. A test key
-// (`--test`, prefix `nk_test_`) never mails; `--rate` gives a key its own send rate, applied by every gateway within a second.
+// (`--test`, prefix `nk_test_`) never mails; `--rate` gives a key its own send rate, applied by every gateway within a second;
+// `--scopes` says what it may do (`sending` unless told otherwise: send and read its messages).
 import type { auth } from '@notify/proto';
 import { type Column, print } from '../output.ts';
 import type { CommandGroup } from './command.ts';
@@ -10,6 +11,7 @@ const columns: readonly Column<auth.ApiKey__Output>[] = [
   { header: 'NAME', value: (key) => key.name },
   { header: 'PREFIX', value: (key) => key.prefix },
   { header: 'TEST', value: (key) => key.test },
+  { header: 'SCOPES', value: (key) => key.scopes.join(',') },
   { header: 'RATE', value: (key) => key.sendRate || 'default' },
   { header: 'CREATED', value: (key) => key.createdAt },
   { header: 'LAST USED', value: (key) => key.lastUsedAt },
@@ -36,9 +38,21 @@ export const keyCommands: CommandGroup = {
           value: 'N/UNIT',
           description: 'its own send rate, e.g. 600/min (units s, m, h, d and their long forms); default: NOTIFY_PUBLIC_SEND_RATE',
         },
+        scopes: {
+          type: 'string',
+          value: 'LIST',
+          description:
+            'what it may do, comma-separated: send, messages:read, templates:read, templates:write, suppressions:read, suppressions:write, suppressions:reactivate, webhooks:write, domains:write, stats:read, keys:manage, or the presets sending (the default) and full',
+        },
       },
       prepare(flags) {
-        const request = { projectId: flags.id('project'), name: flags.string('name'), test: flags.flag('test'), sendRate: flags.optionalRate('rate') ?? '' };
+        const request = {
+          projectId: flags.id('project'),
+          name: flags.string('name'),
+          test: flags.flag('test'),
+          sendRate: flags.optionalRate('rate') ?? '',
+          scopes: flags.scopes('scopes'),
+        };
         return {
           request,
           async execute({ connections, io, json }) {

@@ -3,7 +3,11 @@
 // it names none (brute-force-guard.ts). No credential, or another scheme,
 // is refused at once and not counted: no key was tried, so nothing was guessed (and a misconfigured client that sends
 // none does not lock out the valid callers behind its address). A key answered from the authorization cache is a key
-// auth-svc accepted: the guard sees the same success it would have seen from the call.
+// auth-svc accepted: the guard sees the same success it would have seen from the call. Last, the key must hold the
+// scope the route needs (403 insufficient_scope, not a failed authentication: the key is real and was not guessed).
+import type { Scope } from '@notify/proto';
+import { ApiError } from '../errors/api-error.ts';
+import { text } from '../i18n/messages.ts';
 import type { ParsedAuthorization } from './authorization-header.ts';
 import { type Access, type AuthClient, type AuthorizeCall, authorize, callAuthorize, KeyRefused, notAuthenticated } from './authorize.ts';
 import type { BruteForceGuard } from './brute-force-guard.ts';
@@ -18,7 +22,19 @@ export interface AuthenticateDeps {
   readonly bruteForce?: BruteForceGuard;
 }
 
-export async function authenticate(deps: AuthenticateDeps, ip: string, credential: ParsedAuthorization, organization: ParsedOrganization): Promise<Access> {
+export async function authenticate(
+  deps: AuthenticateDeps,
+  ip: string,
+  credential: ParsedAuthorization,
+  organization: ParsedOrganization,
+  scope: Scope,
+): Promise<Access> {
+  const access = await authenticateKey(deps, ip, credential, organization);
+  if (!access.scopes.includes(scope)) throw new ApiError(403, 'insufficient_scope', text('insufficient_scope', { scope }));
+  return access;
+}
+
+async function authenticateKey(deps: AuthenticateDeps, ip: string, credential: ParsedAuthorization, organization: ParsedOrganization): Promise<Access> {
   if (!credential.ok && credential.reason !== 'auth.invalid') throw notAuthenticated(credential.reason);
   const cache = deps.authorizations;
   const call: AuthorizeCall = cache ? (apiKey, organizationId) => cache.authorize(apiKey, organizationId) : callAuthorize(deps.auth);

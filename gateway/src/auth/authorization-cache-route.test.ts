@@ -52,7 +52,15 @@ before(async () => {
           throw new UserError(status.UNAUTHENTICATED, reason, 'unknown key or wrong secret');
         }
         if (request.organizationId !== 7) throw new UserError(status.PERMISSION_DENIED, 'permission_denied', 'not this organization');
-        return { keyId: 1, projectId: 2, organizationId: 7, plan: { planId: 1, name: 'free', suspended: false, monthlyQuota: 0 }, sendRate: '', test: false };
+        return {
+          keyId: 1,
+          projectId: 2,
+          organizationId: 7,
+          plan: { planId: 1, name: 'free', suspended: false, monthlyQuota: 0 },
+          sendRate: '',
+          test: false,
+          scopes: ['send'],
+        };
       },
     }),
     [gatewayCaller],

@@ -20,6 +20,8 @@ export interface Access {
   readonly sendRate: string;
   /** A test key (`nk_test_`): its messages are never mailed nor counted against the quota. */
   readonly test: boolean;
+  /** What the key may do (proto/src/scopes.ts). */
+  readonly scopes: readonly string[];
 }
 
 /**
@@ -85,5 +87,6 @@ export async function authorize(call: AuthorizeCall, apiKey: string, organizatio
     plan: response.plan,
     sendRate: response.sendRate,
     test: response.test,
+    scopes: response.scopes,
   };
 }

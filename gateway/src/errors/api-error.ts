@@ -6,6 +6,8 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'invalid_header'
   | 'permission_denied'
+  | 'insufficient_scope'
+  | 'api_key_not_found'
   | 'plan_blocked'
   | 'unsupported_media_type'
   | 'parse_error'

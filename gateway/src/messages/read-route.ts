@@ -6,29 +6,17 @@ import { status } from '@grpc/grpc-js';
 import { RemoteError } from '@notify/platform';
 import type { dispatch } from '@notify/proto';
 import type { Middleware, ParameterizedContext } from 'koa';
-import { authenticate } from '../auth/authenticate.ts';
-import { parseAuthorization } from '../auth/authorization-header.ts';
-import type { Access, AuthClient } from '../auth/authorize.ts';
-import type { BruteForceGuard } from '../auth/brute-force-guard.ts';
-import type { CachedAuthorizer } from '../auth/cached-authorizer.ts';
-import { parseOrganizationId } from '../auth/organization-header.ts';
+import { type AdmitDeps, admit } from '../auth/admit.ts';
 import { ApiError, FieldErrors } from '../errors/api-error.ts';
 import { unexpectedRemoteFailure } from '../errors/dependency.ts';
 import type { GatewayState } from '../http/state.ts';
 import { text } from '../i18n/messages.ts';
-import { rateLimitHeaders, throttled } from '../rate-limit/headers.ts';
-import type { SendRateLimiter } from '../rate-limit/limiter.ts';
 import type { DispatchClient } from '../send/dispatch.ts';
 import type { MessageReader } from './get-many.ts';
 import { parseListQuery } from './read-query.ts';
 
-export interface ReadRouteDeps {
-  readonly auth: AuthClient;
-  readonly authorizations?: CachedAuthorizer;
+export interface ReadRouteDeps extends AdmitDeps {
   readonly dispatch: DispatchClient;
-  /** NOTIFY_PUBLIC_READ_RATE, policy `read`. */
-  readonly readRateLimiter: SendRateLimiter;
-  readonly bruteForce?: BruteForceGuard;
 }
 
 export interface MessageEventBody {
@@ -104,19 +92,6 @@ export function messageBody(message: dispatch.Message__Output, withEvents: boole
 
 const messageNotFound = (cause?: unknown): ApiError => new ApiError(404, 'message_not_found', text('message_not_found'), { cause });
 
-/** Checks 2-4 as for a send, then the read bucket; the headers go on every counted response. */
-async function admit(deps: ReadRouteDeps, ctx: ParameterizedContext<GatewayState>): Promise<Access> {
-  const credential = parseAuthorization(ctx.get('Authorization') || undefined);
-  const organization = parseOrganizationId(ctx.get('X-Organization-ID') || undefined);
-  const access = await authenticate(deps, ctx.ip, credential, organization);
-  ctx.state.keyId = access.keyId;
-  // A key's own rate is a send rate: reads always use NOTIFY_PUBLIC_READ_RATE.
-  const decision = await deps.readRateLimiter.consume(access.keyId, '');
-  ctx.set(rateLimitHeaders(decision));
-  if (!decision.allowed) throw throttled(decision);
-  return access;
-}
-
 /** The path's message id; anything but an id this API could have given is a message that does not exist. */
 function messageIdOf(ctx: ParameterizedContext<GatewayState>): number {
   const raw = String((ctx as unknown as { params: Record<string, string> }).params.messageId ?? '');
@@ -128,7 +103,7 @@ function messageIdOf(ctx: ParameterizedContext<GatewayState>): number {
 /** Reads through `reader`: the GetMessage calls of reads that arrive together travel in one GetMessages call. */
 export function getMessageRoute(deps: ReadRouteDeps, reader: MessageReader): Middleware<GatewayState> {
   return async (ctx) => {
-    const access = await admit(deps, ctx);
+    const access = await admit(deps, ctx, 'messages:read');
     const messageId = messageIdOf(ctx);
     try {
       const message = await reader.call({ projectId: access.projectId, organizationId: access.organizationId, messageId });
@@ -147,7 +122,7 @@ export function getMessageRoute(deps: ReadRouteDeps, reader: MessageReader): Mid
  */
 export function cancelMessageRoute(deps: ReadRouteDeps): Middleware<GatewayState> {
   return async (ctx) => {
-    const access = await admit(deps, ctx);
+    const access = await admit(deps, ctx, 'send');
     const messageId = messageIdOf(ctx);
     try {
       const message = await deps.dispatch.call('CancelMessage', { projectId: access.projectId, organizationId: access.organizationId, messageId });
@@ -164,7 +139,7 @@ export function cancelMessageRoute(deps: ReadRouteDeps): Middleware<GatewayState
 
 export function listMessagesRoute(deps: ReadRouteDeps): Middleware<GatewayState> {
   return async (ctx) => {
-    const access = await admit(deps, ctx);
+    const access = await admit(deps, ctx, 'messages:read');
     const query = parseListQuery(ctx.query);
     try {
       const page = await deps.dispatch.call('SearchProjectMessages', { projectId: access.projectId, organizationId: access.organizationId, ...query });

@@ -1,5 +1,6 @@
 // The OpenAPI 3.1 document of the public API, served at GET /api/v1/openapi.json. Written from docs/contract.md and the
 // gateway's own limits, so the rules it states are the ones the gateway applies; tests check live responses against it.
+import { scopePresets, scopes } from '@notify/proto';
 import type { ErrorCode } from '../errors/api-error.ts';
 import { listLimits, messageStatuses, rfc3339Pattern } from '../messages/read-query.ts';
 import { maxBatchItems } from '../send/batch-body.ts';
@@ -80,7 +81,10 @@ function readResponses(): Record<string, Schema> {
     '401': response('Missing `Authorization`, another scheme, or an unknown or revoked key.', ref('schemas/Detail'), {
       'WWW-Authenticate': ref('headers/WWW-Authenticate'),
     }),
-    '403': response('The key may not act on this organization (permission_denied).', errorBody(['permission_denied'])),
+    '403': response(
+      'The key may not act on this organization (permission_denied), or lacks the scope this operation needs (insufficient_scope; the detail names it).',
+      errorBody(['permission_denied', 'insufficient_scope']),
+    ),
     '429': response(
       'Over the per-key read rate (with the read rate-limit headers), or too many API keys refused for this client address (without them).',
       ref('schemas/Detail'),
@@ -95,6 +99,22 @@ const readDescription = `Same authentication, \`X-Organization-ID\`, languages a
 project's messages: any other id, another project's or another organization's included, is 404 message_not_found (never 403).
 Reads count against their own per-key bucket (\`NOTIFY_PUBLIC_READ_RATE\`, 600 a minute by default, policy \`"read"\`), never
 against sends.`;
+
+const apiKeysDescription = `Needs the scope \`keys:manage\`. Same authentication, \`X-Organization-ID\`, languages and error shapes as the
+send endpoint; counted against the read bucket. A key manages only its own project's keys: another project's key is 404
+api_key_not_found, exactly like a missing one.`;
+
+const apiKeyProperties: Record<string, Schema> = {
+  id: { type: 'integer', minimum: 1 },
+  name: { type: 'string' },
+  prefix: { type: 'string', description: 'The public part of the key, safe to show and log.' },
+  scopes: { type: 'array', items: ref('schemas/Scope') },
+  test: { type: 'boolean' },
+  send_rate: { type: ['string', 'null'], description: "The key's own send rate (`<count>/<unit>`), null for the deployment's." },
+  created_at: { type: 'string', format: 'date-time' },
+  revoked_at: { type: ['string', 'null'], format: 'date-time' },
+  last_used_at: { type: ['string', 'null'], format: 'date-time', description: 'To the minute.' },
+};
 
 const messageProperties: Record<string, Schema> = {
   message_id: { type: 'integer', minimum: 1 },
@@ -149,8 +169,8 @@ function sendRefusals(): Record<string, Schema> {
       'WWW-Authenticate': ref('headers/WWW-Authenticate'),
     }),
     '403': response(
-      "The key may not act on this organization (permission_denied), or the organization's plan blocks more sends (plan_blocked).",
-      errorBody(['permission_denied', 'plan_blocked']),
+      "The key may not act on this organization (permission_denied), lacks the scope `send` (insufficient_scope), or the organization's plan blocks more sends (plan_blocked).",
+      errorBody(['permission_denied', 'insufficient_scope', 'plan_blocked']),
     ),
     '409': response('A request with this Idempotency-Key is still being processed; retry after Retry-After.', errorBody(['idempotency_key_in_use']), {
       ...rateHeaders,
@@ -421,6 +441,58 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
         },
       },
     },
+    '/api/v1/api-keys': {
+      get: {
+        operationId: 'listApiKeys',
+        summary: "List the key's project's API keys, revoked ones included (also served with a trailing slash)",
+        description: apiKeysDescription,
+        security: [{ ApiKey: [] }],
+        parameters: [...requestHeaders],
+        responses: {
+          '200': response('Every key of the project, oldest first; never a secret.', ref('schemas/ApiKeyList'), readRateHeaders),
+          ...readResponses(),
+        },
+      },
+      post: {
+        operationId: 'createApiKey',
+        summary: "Issue an API key whose scopes are all among the caller's (also served with a trailing slash)",
+        description: `${apiKeysDescription}
+
+The answer is the only one that ever carries the key itself (\`key\`): store it at once. A test key issues only test keys.`,
+        security: [{ ApiKey: [] }],
+        parameters: [...requestHeaders],
+        requestBody: { required: true, content: json(ref('schemas/ApiKeyRequest')) },
+        responses: {
+          ...readResponses(),
+          '201': response('The key, with its secret, shown once.', ref('schemas/CreatedApiKey'), readRateHeaders),
+          '400': response('Malformed body (parse_error) or X-Organization-ID (invalid_header).', errorBody(['parse_error', 'invalid_header'])),
+          '413': response('The body is larger than NOTIFY_MAX_BODY_BYTES.', errorBody(['payload_too_large'])),
+          '415': response('The body is not declared as uncompressed JSON.', errorBody(['unsupported_media_type']), readRateHeaders),
+          '422': response(
+            'Fields refused, each with its messages: a missing or blank name, an unknown scope, an unknown field.',
+            ref('schemas/FieldErrors'),
+            readRateHeaders,
+          ),
+        },
+      },
+    },
+    '/api/v1/api-keys/{id}': {
+      delete: {
+        operationId: 'revokeApiKey',
+        summary: 'Revoke an API key of the project (also served with a trailing slash)',
+        description: `${apiKeysDescription}
+
+Revoking a key whose scopes are not all among the caller's is 403 insufficient_scope. Revoking twice answers the same
+record. Every gateway refuses the key within about a second; a key may revoke itself.`,
+        security: [{ ApiKey: [] }],
+        parameters: [{ name: 'id', in: 'path', required: true, description: "The key's `id`.", schema: { type: 'integer', minimum: 1 } }, ...requestHeaders],
+        responses: {
+          '200': response('The key, now revoked.', ref('schemas/ApiKey'), readRateHeaders),
+          '404': response("No key with this id in the key's project.", errorBody(['api_key_not_found']), readRateHeaders),
+          ...readResponses(),
+        },
+      },
+    },
   },
   components: {
     securitySchemes: {
@@ -595,6 +667,44 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
           results: { type: 'array', maxItems: listLimits.max, items: ref('schemas/MessageSummary') },
           next: { type: ['string', 'null'], description: 'The cursor of the next page; null on the last page.' },
         },
+      },
+      Scope: {
+        enum: [...scopes],
+        description:
+          'What a key may do: send (POST /api/v1/send/ and /batch/, cancel a scheduled message), messages:read (read messages), keys:manage (these key routes); the others name the management API as it grows.',
+      },
+      ApiKeyRequest: {
+        type: 'object',
+        required: ['name'],
+        additionalProperties: false,
+        properties: {
+          name: { type: 'string', minLength: 1, maxLength: 200, description: 'Who uses the key.' },
+          scopes: {
+            type: 'array',
+            items: { enum: [...scopes, ...Object.keys(scopePresets)] },
+            description:
+              "Scopes, or the presets `sending` (send, messages:read) and `full` (every scope). Omitted or empty: `sending`. Each must be among the caller's.",
+          },
+          test: { type: 'boolean', description: 'Issue a test key (`nk_test_...`): it never mails. Omitted: false.' },
+        },
+      },
+      ApiKey: {
+        type: 'object',
+        required: Object.keys(apiKeyProperties),
+        additionalProperties: false,
+        properties: apiKeyProperties,
+      },
+      CreatedApiKey: {
+        type: 'object',
+        required: [...Object.keys(apiKeyProperties), 'key'],
+        additionalProperties: false,
+        properties: { ...apiKeyProperties, key: { type: 'string', description: 'The key itself, `prefix.secret`: shown only here.' } },
+      },
+      ApiKeyList: {
+        type: 'object',
+        required: ['results'],
+        additionalProperties: false,
+        properties: { results: { type: 'array', items: ref('schemas/ApiKey') } },
       },
       Detail: {
         type: 'object',

@@ -14,7 +14,7 @@ import { translator } from './i18n/texts.ts';
 import { renderPage } from './render.ts';
 import { eraseRecipient } from './routes/erasure-pages.ts';
 import { requireProject, requireSignIn } from './routes/guards.ts';
-import { keysPage, setKeyRate } from './routes/key-pages.ts';
+import { createKey, keysPage, setKeyRate } from './routes/key-pages.ts';
 import {
   cancelMessage,
   messagePage,
@@ -67,6 +67,7 @@ function routes(deps: PanelDeps): Router<PanelState> {
   router.post('panel.template-unsubscribe', `${projectPath}/templates/:slug/unsubscribe`, page, project, setTemplateUnsubscribe(deps));
   router.get('panel.keys', `${projectPath}/keys`, page, project, keysPage(deps));
   router.post('panel.key-rate', `${projectPath}/keys/:keyId/rate`, page, project, setKeyRate(deps));
+  router.post('panel.key-create', `${projectPath}/keys`, page, project, createKey(deps));
   router.get('panel.webhooks', `${projectPath}/webhooks`, page, project, webhooksPage(deps));
   router.post('panel.webhook-create', `${projectPath}/webhooks`, page, project, createWebhook(deps));
   router.get('panel.webhook-attempts', `${projectPath}/webhooks/:webhookId`, page, project, webhookAttemptsPage(deps));

@@ -34,7 +34,7 @@ export async function admitSend(
   // contract's order. Failed attempts are limited per client address.
   const credential = parseAuthorization(ctx.get('Authorization') || undefined);
   const organization = parseOrganizationId(ctx.get('X-Organization-ID') || undefined);
-  const access = await authenticate(deps, ctx.ip, credential, organization);
+  const access = await authenticate(deps, ctx.ip, credential, organization, 'send');
   ctx.state.keyId = access.keyId;
 
   // 5. Plan: suspension, and the month's usage when the plan has a quota (remembered from dispatch-svc's answers).

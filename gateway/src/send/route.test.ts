@@ -70,6 +70,7 @@ before(async () => {
           plan: { planId: 1, name: 'basic', suspended: key.suspended ?? false, monthlyQuota: key.monthlyQuota ?? 0 },
           sendRate: key.sendRate ?? '',
           test: key.test ?? false,
+          scopes: ['send', 'messages:read'],
         };
       },
     }),

@@ -1,21 +1,11 @@
 // Test support: stand-ins of auth-svc or dispatch-svc and the quiet server they run on. Only the methods the gateway
 // calls are written; every other method of the service answers UNIMPLEMENTED, so the stand-ins need no change when the
 // services grow.
-import type { ServiceDefinition } from '@grpc/grpc-js';
-import { status } from '@grpc/grpc-js';
-import { type AsyncHandlers, createRegistry, GrpcServer, itemRefusal, toGrpcFailure, UserError } from '@notify/platform';
+import { createRegistry, GrpcServer, itemRefusal, toGrpcFailure } from '@notify/platform';
 import type { dispatch } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 
-export function standIn<D extends ServiceDefinition>(definition: D, handlers: Partial<AsyncHandlers<D>>): AsyncHandlers<D> {
-  const complete: Record<string, unknown> = { ...handlers };
-  for (const method of Object.keys(definition)) {
-    complete[method] ??= async () => {
-      throw new UserError(status.UNIMPLEMENTED, 'not_used', `${method} is not used by the gateway`);
-    };
-  }
-  return complete as AsyncHandlers<D>;
-}
+export { standIn } from '@notify/test/harness/grpc-stand-in.ts';
 
 /** The platform's GrpcServer to serve stand-ins on, logging nothing: the tests look at the gateway, not at them. */
 export function standInServer(): GrpcServer {

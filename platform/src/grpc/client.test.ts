@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import type { auth } from '@notify/proto';
 import { authProto } from '@notify/proto';
+import { standIn } from '@notify/test/harness/grpc-stand-in.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { UserError } from '../errors.ts';
 import { createRegistry, type Registry } from '../metrics.ts';
@@ -19,16 +20,16 @@ before(async () => {
   server = new GrpcServer({ logger, registry: createRegistry('server') });
   server.add(
     authProto.AuthService.service,
-    {
+    standIn(authProto.AuthService.service, {
       async ListKeyPrefixes(): Promise<auth.KeyPrefixes__Output> {
         return { prefixes: [] };
       },
       async Authorize(request: auth.AuthorizeRequest__Output): Promise<auth.AuthorizeResponse__Output> {
         if (request.apiKey === 'slow') await new Promise((resolve) => setTimeout(resolve, 300));
         if (request.apiKey !== 'good') throw new UserError(status.PERMISSION_DENIED, 'permission_denied', 'no');
-        return { keyId: 1, projectId: 2, organizationId: request.organizationId, plan: null, sendRate: '', test: false };
+        return { keyId: 1, projectId: 2, organizationId: request.organizationId, plan: null, sendRate: '', test: false, scopes: ['send'] };
       },
-    },
+    }),
     [{ name: 'test', token }],
   );
   address = `127.0.0.1:${await server.listen(0, '127.0.0.1')}`;

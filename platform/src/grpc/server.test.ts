@@ -4,6 +4,7 @@ import { after, before, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import type { auth } from '@notify/proto';
 import { authProto } from '@notify/proto';
+import { standIn } from '@notify/test/harness/grpc-stand-in.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { UserError } from '../errors.ts';
 import { createLogger } from '../logger.ts';
@@ -35,17 +36,17 @@ before(async () => {
   server = new GrpcServer({ logger: createLogger('grpc-server-test', 'debug', sink), registry });
   server.add(
     authProto.AuthService.service,
-    {
+    standIn(authProto.AuthService.service, {
       async ListKeyPrefixes(): Promise<auth.KeyPrefixes__Output> {
         return { prefixes: [] };
       },
       async Authorize(request: auth.AuthorizeRequest__Output): Promise<auth.AuthorizeResponse__Output> {
         if (request.apiKey !== 'good') throw new UserError(status.UNAUTHENTICATED, 'invalid_key', 'unknown key');
-        return { keyId: 1, projectId: 2, organizationId: request.organizationId, plan: null, sendRate: '', test: false };
+        return { keyId: 1, projectId: 2, organizationId: request.organizationId, plan: null, sendRate: '', test: false, scopes: ['send'] };
       },
-    },
+    }),
     // Least privilege inside one service: the admin may list key prefixes, only the gateway authorizes.
-    { Authorize: [gateway], ListKeyPrefixes: [gateway, admin] },
+    { Authorize: [gateway], ListKeyPrefixes: [gateway, admin], ListProjectApiKeys: [], CreateProjectApiKey: [], RevokeProjectApiKey: [] },
   );
   server.add(authProto.AuthAdminService.service, adminHandlers, [admin]);
   address = `127.0.0.1:${await server.listen(0, '127.0.0.1')}`;

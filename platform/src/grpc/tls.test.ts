@@ -7,6 +7,7 @@ import { connect } from 'node:tls';
 import { status } from '@grpc/grpc-js';
 import { authProto } from '@notify/proto';
 import { createGrpcCertificates, type GrpcCertificates } from '@notify/test/harness/grpc-certificates.ts';
+import { standIn } from '@notify/test/harness/grpc-stand-in.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { refusal } from '@notify/test/harness/refusal.ts';
 import { ConfigError } from '../config.ts';
@@ -20,6 +21,13 @@ let certificates: GrpcCertificates;
 let server: GrpcServer;
 let port: number;
 
+/** An AuthService that accepts any key, to call over TLS. */
+const authorizesAnyKey = () =>
+  standIn(authProto.AuthService.service, {
+    Authorize: async (request) => ({ keyId: 1, projectId: 2, organizationId: request.organizationId, plan: null, sendRate: '', test: false, scopes: ['send'] }),
+    ListKeyPrefixes: async () => ({ prefixes: [] }),
+  });
+
 before(async () => {
   certificates = await createGrpcCertificates();
   server = new GrpcServer({
@@ -27,14 +35,7 @@ before(async () => {
     registry: createRegistry('tls-test'),
     credentials: serverCredentials({ grpcTlsCertFile: certificates.cert, grpcTlsKeyFile: certificates.key }, { logger: silentLogger() }),
   });
-  server.add(
-    authProto.AuthService.service,
-    {
-      Authorize: async (request) => ({ keyId: 1, projectId: 2, organizationId: request.organizationId, plan: null, sendRate: '', test: false }),
-      ListKeyPrefixes: async () => ({ prefixes: [] }),
-    },
-    [caller],
-  );
+  server.add(authProto.AuthService.service, authorizesAnyKey(), [caller]);
   port = await server.listen(0, '127.0.0.1');
 });
 
@@ -117,14 +118,7 @@ test('a renewed certificate written over the mounted files is served to new conn
     registry: createRegistry('tls-renewal-test'),
     credentials: serverCredentials({ grpcTlsCertFile: certFile, grpcTlsKeyFile: keyFile }, { logger, reloadIntervalMs: 50 }),
   });
-  renewing.add(
-    authProto.AuthService.service,
-    {
-      Authorize: async (request) => ({ keyId: 1, projectId: 2, organizationId: request.organizationId, plan: null, sendRate: '', test: false }),
-      ListKeyPrefixes: async () => ({ prefixes: [] }),
-    },
-    [caller],
-  );
+  renewing.add(authProto.AuthService.service, authorizesAnyKey(), [caller]);
   const renewingPort = await renewing.listen(0, '127.0.0.1');
   const ca = await readFile(certificates.ca);
   const waitForSerial = async (serial: string): Promise<void> => {

@@ -12,6 +12,7 @@ import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
 import { type System, startSystem, type Tenant } from '../../harness/system.ts';
+import { anotherKey } from '../../harness/tenants.ts';
 
 const run = promisify(execFile);
 const repoRoot = path.resolve(import.meta.dirname, '../../..');
@@ -100,18 +101,32 @@ const batch = await client.POST('/api/v1/send/batch', {
 if (!batch.data) throw new Error(\`batch refused: \${batch.response.status}\`);
 const batchStatuses: number[] = batch.data.results.map((entry) => entry.status);
 
+const issued = await client.POST('/api/v1/api-keys', { params: { header }, body: { name: 'from the client', scopes: ['sending'] } });
+if (!issued.data) throw new Error(\`key refused: \${issued.response.status}\`);
+const issuedScopes: string[] = issued.data.scopes;
+const keys = await client.GET('/api/v1/api-keys', { params: { header } });
+if (!keys.data) throw new Error(\`key list refused: \${keys.response.status}\`);
+const revoked = await client.DELETE('/api/v1/api-keys/{id}', { params: { path: { id: issued.data.id }, header } });
+if (!revoked.data) throw new Error(\`revocation refused: \${revoked.response.status}\`);
+const keysListed: number = keys.data.results.length;
+const revokedAt: string | null = revoked.data.revoked_at;
+
 /** Never called: proves the generated types refuse what the API refuses. */
 export function refusedByTheTypes(): void {
   // @ts-expect-error: not a lifecycle state
   void client.GET('/api/v1/messages', { params: { query: { status: 'delivered' }, header } });
   // @ts-expect-error: the organization header is required
   void client.GET('/api/v1/messages/{message_id}', { params: { path: { message_id: 1 } } });
+  // @ts-expect-error: not a scope
+  void client.POST('/api/v1/api-keys', { params: { header }, body: { name: 'x', scopes: ['admin'] } });
 }
 
-console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus, batchStatuses }));
+console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus, batchStatuses, issuedScopes, keysListed, revoked: revokedAt !== null }));
 `;
 
-test('a client generated with openapi-typescript and openapi-fetch type-checks, sends a message and reads its status', async () => {
+test('a client generated with openapi-typescript and openapi-fetch type-checks, sends a message, reads its status and manages keys', async () => {
+  // A key of every scope: the client sends, reads and manages keys with it.
+  const client = await anotherKey(system, tenant, 'generated client', ['full']);
   const types = astToString(await openapiTS(document as unknown as OpenAPI3));
   await writeFile(path.join(workDir, 'schema.ts'), types);
   await writeFile(path.join(workDir, 'client.ts'), clientSource);
@@ -126,7 +141,7 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
 
   const { stdout } = await run(process.execPath, [path.join(workDir, 'client.ts')], {
     cwd: workDir,
-    env: { ...process.env, NOTIFY_URL: system.gatewayUrl, NOTIFY_API_KEY: tenant.apiKey, NOTIFY_ORG_ID: String(tenant.organizationId) },
+    env: { ...process.env, NOTIFY_URL: system.gatewayUrl, NOTIFY_API_KEY: client.apiKey, NOTIFY_ORG_ID: String(client.organizationId) },
   });
   const result = JSON.parse(stdout) as {
     messageId: number;
@@ -137,6 +152,9 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
     scheduled: string;
     canceledStatus: string;
     batchStatuses: number[];
+    issuedScopes: string[];
+    keysListed: number;
+    revoked: boolean;
   };
   assert.ok(Number.isInteger(result.messageId) && result.messageId > 0);
   assert.ok(['queued', 'sending', 'sent'].includes(result.status), result.status);
@@ -146,4 +164,7 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
   assert.equal(result.scheduled, 'scheduled');
   assert.equal(result.canceledStatus, 'canceled');
   assert.deepEqual(result.batchStatuses, [202, 404]);
+  assert.deepEqual(result.issuedScopes, ['send', 'messages:read']);
+  assert.equal(result.keysListed, 3, "the tenant's key, the client's and the one it issued");
+  assert.equal(result.revoked, true);
 });

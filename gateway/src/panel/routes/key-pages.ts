@@ -1,5 +1,6 @@
-// A project's API keys, and an operator's change of one key's send rate: auth-svc stores it and announces the key, so
-// every gateway replica applies the new rate within a second. A key of another project or organization is "not found".
+// A project's API keys, an operator's new key (with the scopes chosen; its secret shown on the answer, once) and an
+// operator's change of one key's send rate: auth-svc stores it and announces the key, so every gateway replica applies
+// the new rate within a second. A key of another project or organization is "not found".
 import { status } from '@grpc/grpc-js';
 import { RemoteError } from '@notify/platform';
 import { currentProject, type PanelContext, PanelError, signedIn } from '../context.ts';
@@ -10,7 +11,11 @@ import type { Notice } from '../views/pages.ts';
 import { idParam, isOperator, verifyCsrf } from './guards.ts';
 import { found, type Handler, scope } from './project-pages.ts';
 
-async function renderKeys(deps: Parameters<Handler>[0], panel: PanelContext, options: { notice?: Notice; status?: number } = {}): Promise<void> {
+async function renderKeys(
+  deps: Parameters<Handler>[0],
+  panel: PanelContext,
+  options: { notice?: Notice; status?: number; created?: { prefix: string; secret: string } } = {},
+): Promise<void> {
   const { t } = panel.state;
   const project = currentProject(panel);
   const { keys } = await deps.auth.call('ListPanelApiKeys', scope(panel));
@@ -24,9 +29,34 @@ async function renderKeys(deps: Parameters<Handler>[0], panel: PanelContext, opt
       keys,
       ...(isOperator(panel) ? { csrfToken: signedIn(panel).session.csrfToken } : {}),
       ...(options.notice ? { notice: options.notice } : {}),
+      ...(options.created ? { created: options.created } : {}),
     }),
   });
 }
+
+/**
+ * An operator makes a key with the scopes ticked (none: `sending`) and gets the page with the key on it: the answer is
+ * the page itself, not a redirect, so the secret is never in a URL or kept anywhere to show it again.
+ */
+export const createKey: Handler = (deps) => async (ctx) => {
+  const panel = ctx as PanelContext;
+  const form = await readForm(panel);
+  verifyCsrf(panel, form);
+  if (!isOperator(panel)) throw new PanelError(403, 'error.forbidden', 'error.forbiddenText');
+  const request = { ...scope(panel), name: (form.get('name') ?? '').trim(), scopes: form.getAll('scopes'), test: form.get('test') === 'true' };
+  try {
+    const created = await found(deps.auth.call('CreatePanelApiKey', request));
+    const keyId = created.key?.id ?? 0;
+    deps.logger.info(
+      { panelUserId: signedIn(panel).access.user.id, keyId, scopes: created.key?.scopes, requestId: panel.state.requestId },
+      'panel key created',
+    );
+    await renderKeys(deps, panel, { created: { prefix: created.key?.prefix ?? '', secret: created.apiKey } });
+  } catch (error) {
+    if (!(error instanceof RemoteError && error.status === status.INVALID_ARGUMENT)) throw error;
+    await renderKeys(deps, panel, { status: 400, notice: { kind: 'error', text: panel.state.t('keys.createInvalid') } });
+  }
+};
 
 export const keysPage: Handler = (deps) => async (ctx) => {
   const panel = ctx as PanelContext;

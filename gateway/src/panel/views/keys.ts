@@ -1,5 +1,6 @@
-// A project's API keys: prefix, kind (live or test), send rate, use and state; operators set a key's send rate here.
-import type { auth } from '@notify/proto';
+// A project's API keys: prefix, kind (live or test), scopes, send rate, use and state; operators make a key with the
+// scopes they choose (its secret shown on the answer, once) and set a key's send rate here.
+import { type auth, scopes } from '@notify/proto';
 import type { Translate } from '../i18n/texts.ts';
 import { csrfField } from '../security/csrf.ts';
 import { timeElement } from './format.ts';
@@ -13,6 +14,29 @@ export interface KeysViewOptions {
   /** Present for operators: each live key's rate is then a form. */
   readonly csrfToken?: string;
   readonly notice?: Notice;
+  /** Just created: the one time its secret is shown. */
+  readonly created?: { readonly prefix: string; readonly secret: string };
+}
+
+/** An operator's form for a new key: a name, its scopes (`sending` ticked), live or test. */
+function createForm(t: Translate, projectId: number, csrfToken: string): Html {
+  const boxes = scopes.map((scope) => {
+    const id = `scope-${scope.replace(':', '-')}`;
+    const ticked = scope === 'send' || scope === 'messages:read';
+    return html`<li><input type="checkbox" id="${id}" name="scopes" value="${scope}"${ticked ? html` checked` : undefined}> <label for="${id}"><code>${scope}</code></label></li>`;
+  });
+  return html`<h2>${t('keys.create')}</h2>
+<form method="post" action="/panel/projects/${projectId}/keys" class="key-create">
+  <input type="hidden" name="${csrfField}" value="${csrfToken}">
+  <p class="field"><label for="key-name">${t('keys.name')}</label> <input id="key-name" name="name" required maxlength="200"></p>
+  <fieldset>
+  <legend>${t('keys.scopes')}</legend>
+  <span class="hint">${t('keys.scopesHint')}</span>
+  <ul class="scopes">${boxes}</ul>
+  </fieldset>
+  <p class="field"><input type="checkbox" id="key-test" name="test" value="true"> <label for="key-test">${t('keys.testHint')}</label></p>
+  <button type="submit">${t('keys.createButton')}</button>
+</form>`;
 }
 
 /** The rate as set, or "default"; for operators, a form to change it (revoked keys send nothing, so they get none). */
@@ -33,22 +57,33 @@ export function keysView(t: Translate, options: KeysViewOptions): Html {
   <td>${key.name}</td>
   <td><code>${key.prefix}</code></td>
   <td>${key.test ? html`<span class="test-mark">${t('keys.test')}</span>` : t('keys.live')}</td>
+  <td>${key.scopes.map((scope, index) => html`${index > 0 ? ', ' : undefined}<code>${scope}</code>`)}</td>
   <td>${rateCell(t, options, key)}</td>
   <td>${timeElement(key.createdAt)}</td>
   <td>${timeElement(key.lastUsedAt, t('keys.never'))}</td>
   <td>${key.revokedAt ? html`<span class="revoked">${t('keys.revoked')} ${timeElement(key.revokedAt)}</span>` : t('keys.active')}</td>
 </tr>`,
   );
+  const created = options.created;
   return html`<h1>${t('keys.title', { project: options.project })}</h1>
 ${notice(options.notice)}
+${
+  created
+    ? html`<div class="notice notice-info" role="status">
+  <p>${t('keys.added', { prefix: created.prefix })}</p>
+  <p><label for="secret">${t('keys.secret')}</label> <input id="secret" class="secret" type="text" readonly value="${created.secret}" size="70"></p>
+</div>`
+    : undefined
+}
 <p>${t('keys.note')}</p>
 ${
   options.keys.length === 0
     ? html`<p>${t('keys.none')}</p>`
     : html`<table>
   <caption>${t('keys.caption')}</caption>
-  <thead><tr><th scope="col">${t('keys.name')}</th><th scope="col">${t('keys.prefix')}</th><th scope="col">${t('keys.kind')}</th><th scope="col">${t('keys.rate')}</th><th scope="col">${t('keys.created')}</th><th scope="col">${t('keys.lastUsed')}</th><th scope="col">${t('keys.status')}</th></tr></thead>
+  <thead><tr><th scope="col">${t('keys.name')}</th><th scope="col">${t('keys.prefix')}</th><th scope="col">${t('keys.kind')}</th><th scope="col">${t('keys.scopes')}</th><th scope="col">${t('keys.rate')}</th><th scope="col">${t('keys.created')}</th><th scope="col">${t('keys.lastUsed')}</th><th scope="col">${t('keys.status')}</th></tr></thead>
   <tbody>${rows}</tbody>
 </table>`
-}`;
+}
+${options.csrfToken === undefined ? undefined : createForm(t, options.projectId, options.csrfToken)}`;
 }

@@ -1,0 +1,76 @@
+// The public API's key management (`keys:manage`, GET/POST /api/v1/api-keys/, DELETE /api/v1/api-keys/{id}/): the
+// gateway passes the caller's key id, which it has just authorized, and the caller is read again here, so a key
+// revoked or changed since cannot act on what the gateway cached. A caller may issue and revoke only keys of its own
+// project whose scopes are all among its own: no key hands out, or takes away, more than it has. A test key issues
+// only test keys.
+import { status } from '@grpc/grpc-js';
+import { type AsyncHandlers, UserError } from '@notify/platform';
+import type { Pool } from '@notify/platform/database';
+import { type auth, missingScope } from '@notify/proto';
+import { issueApiKey, revokeApiKey } from '../admin/api-keys.ts';
+import { type ApiKeyRow, apiKeyColumns, toApiKey } from '../admin/records.ts';
+import { Checks } from '../admin/validation.ts';
+import { isTestPrefix } from './api-key.ts';
+import type { InvalidationChannel } from './invalidation.ts';
+
+type ProjectKeyHandlers = Pick<AsyncHandlers<auth.AuthServiceDefinition>, 'ListProjectApiKeys' | 'CreateProjectApiKey' | 'RevokeProjectApiKey'>;
+
+/** The key acting, as the database has it now. */
+interface Caller {
+  readonly projectId: number;
+  readonly scopes: readonly string[];
+  readonly test: boolean;
+}
+
+function insufficientScope(scope: string): UserError {
+  return new UserError(status.PERMISSION_DENIED, 'insufficient_scope', `the API key lacks the scope ${scope}`);
+}
+
+const keyNotFound = (): UserError => new UserError(status.NOT_FOUND, 'api_key_not_found', 'no such API key in this project');
+
+export function createProjectKeyHandlers(deps: { pool: Pool; invalidation: InvalidationChannel }): ProjectKeyHandlers {
+  const { pool } = deps;
+
+  /** The caller, refused unless it is a live key with keys:manage. */
+  async function callerOf(keyId: number): Promise<Caller> {
+    const { rows } = await pool.query<{ project_id: number; scopes: string[]; prefix: string }>(
+      'SELECT project_id, scopes, prefix FROM api_keys WHERE id = $1 AND revoked_at IS NULL',
+      [keyId],
+    );
+    const row = rows[0];
+    // The gateway authorized it a moment ago: gone or revoked since, it is refused as a key without the scope.
+    if (!row?.scopes.includes('keys:manage')) throw insufficientScope('keys:manage');
+    return { projectId: row.project_id, scopes: row.scopes, test: isTestPrefix(row.prefix) };
+  }
+
+  return {
+    async ListProjectApiKeys(request) {
+      const caller = await callerOf(request.callerKeyId);
+      const { rows } = await pool.query<ApiKeyRow>(`SELECT ${apiKeyColumns} FROM api_keys WHERE project_id = $1 ORDER BY id`, [caller.projectId]);
+      return { keys: rows.map(toApiKey) };
+    },
+
+    async CreateProjectApiKey(request) {
+      const caller = await callerOf(request.callerKeyId);
+      const checks = new Checks();
+      const name = checks.name('name', request.name, 200);
+      const scopes = checks.scopes('scopes', request.scopes);
+      checks.done();
+      const missing = missingScope(caller.scopes, scopes);
+      if (missing) throw insufficientScope(missing);
+      return issueApiKey(deps, { projectId: caller.projectId, name, sendRate: null, scopes, test: caller.test || request.test });
+    },
+
+    async RevokeProjectApiKey(request) {
+      const caller = await callerOf(request.callerKeyId);
+      const { rows } = await pool.query<{ scopes: string[] }>('SELECT scopes FROM api_keys WHERE id = $1 AND project_id = $2', [request.id, caller.projectId]);
+      const target = rows[0];
+      if (!target) throw keyNotFound();
+      const missing = missingScope(caller.scopes, target.scopes);
+      if (missing) throw insufficientScope(missing);
+      const revoked = await revokeApiKey(deps, request.id, caller.projectId);
+      if (!revoked) throw keyNotFound();
+      return revoked;
+    },
+  };
+}

@@ -1,0 +1,148 @@
+// The keys:manage routes (docs/contract.md, "API keys and scopes"): GET /api/v1/api-keys/ lists the project's keys,
+// POST /api/v1/api-keys/ issues one whose scopes are all among the caller's (201; the only answer that ever carries its
+// secret), DELETE /api/v1/api-keys/{id}/ revokes one. Admitted like the reads (key, organization, scope, read bucket);
+// auth-svc reads the caller again and judges the scopes itself, so a key changed since the gateway cached it cannot
+// act. Another project's key answers exactly like one that does not exist.
+import { status } from '@grpc/grpc-js';
+import { RemoteError } from '@notify/platform';
+import { type auth, isScope, missingScope, type Scope, scopePresets } from '@notify/proto';
+import type { Middleware, ParameterizedContext } from 'koa';
+import { type AdmitDeps, admit } from '../auth/admit.ts';
+import type { AuthClient } from '../auth/authorize.ts';
+import { ApiError, FieldErrors, type FieldMessage } from '../errors/api-error.ts';
+import { unexpectedRemoteFailure } from '../errors/dependency.ts';
+import type { GatewayState } from '../http/state.ts';
+import { text } from '../i18n/messages.ts';
+import { ensureJsonBody, parseJsonObject, readBody } from '../send/body.ts';
+
+export interface ApiKeyRouteDeps extends AdmitDeps {
+  readonly auth: AuthClient;
+  /** NOTIFY_MAX_BODY_BYTES. */
+  readonly maxBodyBytes: number;
+}
+
+export interface ApiKeyBody {
+  id: number;
+  name: string;
+  prefix: string;
+  scopes: string[];
+  test: boolean;
+  send_rate: string | null;
+  created_at: string;
+  revoked_at: string | null;
+  last_used_at: string | null;
+}
+
+const orNull = (value: string): string | null => (value === '' ? null : value);
+
+function keyBody(key: auth.ApiKey__Output): ApiKeyBody {
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    scopes: key.scopes,
+    test: key.test,
+    send_rate: orNull(key.sendRate),
+    created_at: key.createdAt,
+    revoked_at: orNull(key.revokedAt),
+    last_used_at: orNull(key.lastUsedAt),
+  };
+}
+
+const insufficientScope = (scope: string): ApiError => new ApiError(403, 'insufficient_scope', text('insufficient_scope', { scope }));
+const keyNotFound = (cause?: unknown): ApiError => new ApiError(404, 'api_key_not_found', text('api_key_not_found'), { cause });
+
+/** auth-svc's refusals as the contract's: its insufficient_scope message ends with the scope missing. */
+function refusalOf(error: unknown): unknown {
+  if (error instanceof RemoteError && error.status === status.PERMISSION_DENIED && error.reason === 'insufficient_scope') {
+    // Not kept as the cause: a PERMISSION_DENIED cause reads as a refused gateway token in the error log.
+    return insufficientScope(/(\S+)$/.exec(error.message)?.[1] ?? 'keys:manage');
+  }
+  if (error instanceof RemoteError && error.status === status.NOT_FOUND) return keyNotFound(error);
+  return unexpectedRemoteFailure(error);
+}
+
+/** A key to issue, as the body asks: every fault of it at once, as 422. */
+interface NewKey {
+  readonly name: string;
+  readonly scopes: readonly Scope[];
+  readonly test: boolean;
+}
+
+const maxNameLength = 200;
+const fields = new Set(['name', 'scopes', 'test']);
+
+function newKeyOf(body: Record<string, unknown>): NewKey {
+  const faults = new Map<string, FieldMessage[]>();
+  for (const field of Object.keys(body)) if (!fields.has(field)) faults.set(field, [text('field.unknown')]);
+  const { name, scopes = [], test = false } = body;
+  if (name === undefined) faults.set('name', [text('field.required')]);
+  else if (typeof name !== 'string') faults.set('name', [text('field.type_string')]);
+  else if (name.trim() === '') faults.set('name', [text('field.blank')]);
+  else if ([...name.trim()].length > maxNameLength) faults.set('name', [text('field.max_length', { max: maxNameLength })]);
+  const chosen = new Set<Scope>();
+  if (!Array.isArray(scopes) || !scopes.every((scope) => typeof scope === 'string')) faults.set('scopes', [text('field.type_string_list')]);
+  else {
+    const unknown = scopes.filter((word: string) => !isScope(word) && !Object.hasOwn(scopePresets, word));
+    if (unknown.length > 0)
+      faults.set(
+        'scopes',
+        unknown.map((scope: string) => text('scopes.unknown', { scope })),
+      );
+    for (const word of scopes as string[]) {
+      if (isScope(word)) chosen.add(word);
+      else if (Object.hasOwn(scopePresets, word)) for (const scope of scopePresets[word as keyof typeof scopePresets]) chosen.add(scope);
+    }
+  }
+  if (typeof test !== 'boolean') faults.set('test', [text('field.type_boolean')]);
+  if (faults.size > 0) throw new FieldErrors(faults);
+  const expanded = chosen.size === 0 ? [...scopePresets.sending] : [...chosen];
+  return { name: (name as string).trim(), scopes: expanded, test: test as boolean };
+}
+
+/** The path's key id; anything but an id this API could have given is a key that does not exist. */
+function keyIdOf(ctx: ParameterizedContext<GatewayState>): number {
+  const raw = String((ctx as unknown as { params: Record<string, string> }).params.keyId ?? '');
+  const keyId = /^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : 0;
+  if (!Number.isSafeInteger(keyId) || keyId === 0) throw keyNotFound();
+  return keyId;
+}
+
+export function listApiKeysRoute(deps: ApiKeyRouteDeps): Middleware<GatewayState> {
+  return async (ctx) => {
+    const access = await admit(deps, ctx, 'keys:manage');
+    const listed = await deps.auth.call('ListProjectApiKeys', { callerKeyId: access.keyId }).catch((error: unknown) => {
+      throw refusalOf(error);
+    });
+    ctx.body = { results: listed.keys.map(keyBody) };
+  };
+}
+
+export function createApiKeyRoute(deps: ApiKeyRouteDeps): Middleware<GatewayState> {
+  return async (ctx) => {
+    const bytes = await readBody(ctx.req, deps.maxBodyBytes);
+    const access = await admit(deps, ctx, 'keys:manage');
+    ensureJsonBody(ctx.get('Content-Type') || undefined, ctx.get('Content-Encoding') || undefined);
+    const wanted = newKeyOf(parseJsonObject(bytes));
+    const missing = missingScope(access.scopes, wanted.scopes);
+    if (missing) throw insufficientScope(missing);
+    const created = await deps.auth
+      .call('CreateProjectApiKey', { callerKeyId: access.keyId, name: wanted.name, scopes: [...wanted.scopes], test: wanted.test })
+      .catch((error: unknown) => {
+        throw refusalOf(error);
+      });
+    ctx.status = 201;
+    ctx.body = { ...keyBody(created.key as auth.ApiKey__Output), key: created.apiKey };
+  };
+}
+
+export function revokeApiKeyRoute(deps: ApiKeyRouteDeps): Middleware<GatewayState> {
+  return async (ctx) => {
+    const access = await admit(deps, ctx, 'keys:manage');
+    const id = keyIdOf(ctx);
+    const revoked = await deps.auth.call('RevokeProjectApiKey', { callerKeyId: access.keyId, id }).catch((error: unknown) => {
+      throw refusalOf(error);
+    });
+    ctx.body = keyBody(revoked);
+  };
+}
