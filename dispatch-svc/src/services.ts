@@ -23,7 +23,7 @@ import { reportServiceHandlers } from './reports/report-service.ts';
 import type { RetentionPurge } from './retention/purge.ts';
 import { retentionAdminHandlers } from './retention/retention-admin.ts';
 import { cancelMessage } from './scheduled/cancel.ts';
-import { suppressionAdminHandlers } from './suppressions/suppression-admin.ts';
+import { apiSuppressionHandlers, suppressionAdminHandlers } from './suppressions/suppression-admin.ts';
 import { templateAdminHandlers } from './templates/template-admin.ts';
 import { getUsage } from './usage/get-usage.ts';
 import { webhookAdminHandlers } from './webhooks/webhook-admin.ts';
@@ -65,6 +65,7 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       CancelMessage: (request) => cancelMessage(deps, request, 'api'),
       SendBatch: createSendBatchHandler(deps, publish),
       SendMany: createSendManyHandler(send, deps.logger, recordItem),
+      ...apiSuppressionHandlers(deps),
     },
     // ListMessages is notifyctl's `messages list`; the gateway lists through SearchProjectMessages. Only the gateway sends.
     {
@@ -77,6 +78,9 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       GetUsage: [gateway],
       SendBatch: [gateway],
       CancelMessage: [gateway],
+      ListApiSuppressions: [gateway],
+      AddApiSuppressions: [gateway],
+      RemoveApiSuppression: [gateway],
     },
   );
   server.add(dispatchProto.TemplateAdminService.service, templateAdminHandlers(deps), [admin]);

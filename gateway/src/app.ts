@@ -23,6 +23,7 @@ import type { DispatchClient } from './send/dispatch.ts';
 import { countSendOutcomes, sendOutcomesCounter } from './send/outcomes.ts';
 import { monthlyUsageMemory, sendRoute } from './send/route.ts';
 import { type SendManyOptions, sendDispatcher, sendManyDefaults } from './send/send-many.ts';
+import { addSuppressionsRoute, listSuppressionsRoute, removeSuppressionRoute } from './suppressions/routes.ts';
 import { type UnsubscribeDeps, unsubscribeOneClick, unsubscribePage, unsubscribePath } from './unsubscribe/unsubscribe-routes.ts';
 
 export interface GatewayDeps {
@@ -97,6 +98,13 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   }
   router.delete('/api/v1/api-keys/{id}/', '/api/v1/api-keys/:keyId/', keys.revoke);
   router.delete('/api/v1/api-keys/{id}/', '/api/v1/api-keys/:keyId', keys.revoke);
+  const suppressions = { list: listSuppressionsRoute(deps), add: addSuppressionsRoute(deps), remove: removeSuppressionRoute(deps) };
+  for (const path of ['/api/v1/suppressions/', '/api/v1/suppressions']) {
+    router.get('/api/v1/suppressions/', path, suppressions.list);
+    router.post('/api/v1/suppressions/', path, suppressions.add);
+  }
+  router.delete('/api/v1/suppressions/{address}/', '/api/v1/suppressions/:address/', suppressions.remove);
+  router.delete('/api/v1/suppressions/{address}/', '/api/v1/suppressions/:address', suppressions.remove);
   router.get('/healthz', '/healthz', healthz());
   router.get('/readyz', '/readyz', readyz(deps.readiness));
   router.get(openApiPath, openApiPath, openApiRoute());

@@ -1,15 +1,20 @@
 // A project's suppression list, listed, added to and removed from: SuppressionAdminService for notifyctl (admin
-// token), and the panel's two calls (PanelService, gateway token), which name the user's organization too.
+// token), the panel's two calls (PanelService, gateway token) and the public API's three (DispatchService, gateway
+// token), which name the caller's organization too.
 import { status } from '@grpc/grpc-js';
 import { type AsyncHandlers, UserError } from '@notify/platform';
-import type { Pool } from '@notify/platform/database';
+import { type Pool, withTransaction } from '@notify/platform/database';
 import type { DataKey } from '@notify/platform/mail';
 import type { dispatch } from '@notify/proto';
 import type { DispatchMetrics } from '../metrics.ts';
 import {
   addSuppression,
+  decodeSuppressionCursor,
+  encodeSuppressionCursor,
   erasedEntryPattern,
   listSuppressions,
+  normalizeAddress,
+  readSuppressionPage,
   removeSuppression,
   type Suppression,
   type SuppressionReason,
@@ -120,6 +125,83 @@ export function panelSuppressionHandlers(deps: {
       await ensureOwned(deps.pool, request.organizationId, request.projectId);
       await remove(deps.pool, request.projectId, request.address);
       return {};
+    },
+  };
+}
+
+/** The public API's page sizes (docs/contract.md, "Suppressions"), as the messages listing's. */
+export const apiSuppressionLimits = { default: 50, max: 100 } as const;
+/** Addresses one call may add. */
+export const maxAddedAtOnce = 1_000;
+
+/** DispatchService's suppression calls for the public API (gateway token), each scoped to the caller's project. */
+export function apiSuppressionHandlers(deps: {
+  pool: Pool;
+  dataKey: DataKey;
+  metrics: Pick<DispatchMetrics, 'suppressions'>;
+}): Pick<AsyncHandlers<dispatch.DispatchServiceDefinition>, 'ListApiSuppressions' | 'AddApiSuppressions' | 'RemoveApiSuppression'> {
+  return {
+    async ListApiSuppressions(request) {
+      const cursor = request.cursor === '' ? undefined : decodeSuppressionCursor(request.cursor);
+      check([
+        request.reason !== '' && !isReason(request.reason) && `reason: must be one of ${suppressionReasons.join(', ')}`,
+        (request.limit < 0 || request.limit > apiSuppressionLimits.max) && `limit: must be between 1 and ${apiSuppressionLimits.max}`,
+        request.cursor !== '' && cursor === undefined && 'cursor: not a cursor this API gave',
+        request.address.length > 254 && 'address: at most 254 characters',
+      ]);
+      await ensureOwned(deps.pool, request.organizationId, request.projectId);
+      const page = await readSuppressionPage(deps.pool, {
+        projectId: request.projectId,
+        reason: request.reason,
+        address: request.address,
+        limit: request.limit || apiSuppressionLimits.default,
+        cursor,
+      });
+      return { suppressions: page.entries.map(toProto), nextCursor: page.next ? encodeSuppressionCursor(page.next) : '' };
+    },
+
+    async AddApiSuppressions(request) {
+      const { addresses } = request;
+      check([
+        (addresses.length === 0 || addresses.length > maxAddedAtOnce) && `addresses: from 1 to ${maxAddedAtOnce}`,
+        ...addresses.map((address, index) => !isAddress(address) && `addresses[${index}]: must be one email address`),
+      ]);
+      await ensureOwned(deps.pool, request.organizationId, request.projectId);
+      const results = await withTransaction(deps.pool, async (client) => {
+        const entries: dispatch.AddedSuppression__Output[] = [];
+        for (const address of addresses) {
+          const entry = await addSuppression(client, deps.dataKey, { projectId: request.projectId, address, reason: 'manual' });
+          entries.push({ suppression: toProto(entry), added: entry.added });
+        }
+        return entries;
+      });
+      for (const result of results) if (result.added) deps.metrics.suppressions.inc({ reason: 'manual' });
+      return { results };
+    },
+
+    async RemoveApiSuppression(request) {
+      const named = isAddress(request.address) || erasedEntryPattern.test(request.address);
+      check([!named && 'address: must be one email address or an erased entry (hmac-sha256:<hex>)']);
+      await ensureOwned(deps.pool, request.organizationId, request.projectId);
+      return withTransaction(deps.pool, async (client) => {
+        const { rows } = await client.query<Suppression>({
+          name: 'suppression-remove-api',
+          text: `DELETE FROM suppressions WHERE project_id = $1 AND address = $2
+                  AND ($3 OR reason NOT IN ('hard_bounce', 'complaint')) RETURNING project_id AS "projectId", address, reason, message_id AS "messageId", created_at AS "createdAt"`,
+          values: [request.projectId, normalizeAddress(request.address), request.mayReactivate],
+        });
+        const removed = rows[0];
+        if (removed) return toProto(removed);
+        const listed = await client.query({
+          name: 'suppression-listed',
+          text: 'SELECT 1 FROM suppressions WHERE project_id = $1 AND address = $2',
+          values: [request.projectId, normalizeAddress(request.address)],
+        });
+        if (listed.rowCount === 1) {
+          throw new UserError(status.PERMISSION_DENIED, 'reactivate_required', 'an entry made by a hard bounce or a complaint needs suppressions:reactivate');
+        }
+        throw new UserError(status.NOT_FOUND, 'suppression_not_found', 'the address is not on the suppression list');
+      });
     },
   };
 }

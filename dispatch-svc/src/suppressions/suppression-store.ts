@@ -201,3 +201,51 @@ export async function suppressHardBounces(client: PoolClient, messageIds: readon
   });
   return new Set(added.rows.map((row) => Number(row.messageId)));
 }
+
+/** Where a page of the public listing ends: the last entry's exact created_at (microseconds) and address. */
+export interface SuppressionCursor {
+  readonly createdMicros: bigint;
+  readonly address: string;
+}
+
+const suppressionCursorVersion = 's1';
+
+export function encodeSuppressionCursor(cursor: SuppressionCursor): string {
+  return Buffer.from(`${suppressionCursorVersion}.${cursor.createdMicros}.${cursor.address}`, 'utf8').toString('base64url');
+}
+
+/** undefined for anything this service did not give out. */
+export function decodeSuppressionCursor(text: string): SuppressionCursor | undefined {
+  if (!/^[A-Za-z0-9_-]{1,400}$/.test(text)) return undefined;
+  const match = /^s1\.(-?\d{1,19})\.(.{1,254})$/su.exec(Buffer.from(text, 'base64url').toString('utf8'));
+  return match?.[1] && match[2] ? { createdMicros: BigInt(match[1]), address: match[2] } : undefined;
+}
+
+/**
+ * A page of a project's entries for the public API, newest first by (created_at, address), filtered by reason and by
+ * one address (listed in clear; its domain compared in any case, as normalizeAddress keeps it). Read in order through
+ * suppressions_project_created_idx; one row more than `limit` says whether a next page exists.
+ */
+export async function readSuppressionPage(
+  pool: Pool,
+  query: { projectId: number; reason: string; address: string; limit: number; cursor?: SuppressionCursor | undefined },
+): Promise<{ entries: Suppression[]; next?: SuppressionCursor }> {
+  const { rows } = await pool.query<Suppression & { createdMicros: string }>({
+    name: 'suppression-page',
+    text: `SELECT ${columns}, (extract(epoch FROM created_at) * 1000000)::bigint::text AS "createdMicros" FROM suppressions
+            WHERE project_id = $1 AND ($2 = '' OR reason = $2) AND ($3 = '' OR address = $3)
+              AND ($4::bigint IS NULL OR (created_at, address) < ('epoch'::timestamptz + $4::bigint * interval '1 microsecond', $5))
+            ORDER BY created_at DESC, address DESC LIMIT $6`,
+    values: [
+      query.projectId,
+      query.reason,
+      query.address === '' ? '' : normalizeAddress(query.address),
+      query.cursor?.createdMicros.toString() ?? null,
+      query.cursor?.address ?? '',
+      query.limit + 1,
+    ],
+  });
+  const entries = rows.slice(0, query.limit).map(({ createdMicros: _, ...entry }) => entry);
+  const last = rows.length > query.limit ? rows[query.limit - 1] : undefined;
+  return last ? { entries, next: { createdMicros: BigInt(last.createdMicros), address: last.address } } : { entries };
+}

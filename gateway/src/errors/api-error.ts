@@ -8,6 +8,7 @@ export type ErrorCode =
   | 'permission_denied'
   | 'insufficient_scope'
   | 'api_key_not_found'
+  | 'suppression_not_found'
   | 'plan_blocked'
   | 'unsupported_media_type'
   | 'parse_error'

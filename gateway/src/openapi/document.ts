@@ -6,6 +6,7 @@ import { listLimits, messageStatuses, rfc3339Pattern } from '../messages/read-qu
 import { maxBatchItems } from '../send/batch-body.ts';
 import { maxMetadataKeyLength, maxMetadataKeys, maxMetadataValueLength, maxTagLength, maxTags, tagPattern, tagSchema, tagsSchema } from '../send/labels.ts';
 import { maxDataArrayItems, maxDataDepth, maxDataElements, maxRecipientLength, maxSendAheadDays, maxTemplateLength } from '../send/validation.ts';
+import { maxAddedAtOnce, suppressionReasons } from '../suppressions/routes.ts';
 
 type Schema = Record<string, unknown>;
 
@@ -95,6 +96,36 @@ function readResponses(): Record<string, Schema> {
   };
 }
 
+/** A keyset listing's `limit` and `cursor` query parameters. */
+function pageParameters(items: string, maxCursorLength: number): Schema[] {
+  return [
+    {
+      name: 'limit',
+      in: 'query',
+      required: false,
+      description: `${items} per page.`,
+      schema: { type: 'integer', minimum: 1, maximum: listLimits.max, default: listLimits.default },
+    },
+    {
+      name: 'cursor',
+      in: 'query',
+      required: false,
+      description: '`next` of the previous page; opaque.',
+      schema: { type: 'string', maxLength: maxCursorLength },
+    },
+  ];
+}
+
+/** The refusals of a management route that takes a JSON body: the reads' and the body's. */
+function managedWriteResponses(): Record<string, Schema> {
+  return {
+    ...readResponses(),
+    '400': response('Malformed body (parse_error) or X-Organization-ID (invalid_header).', errorBody(['parse_error', 'invalid_header'])),
+    '413': response('The body is larger than NOTIFY_MAX_BODY_BYTES.', errorBody(['payload_too_large'])),
+    '415': response('The body is not declared as uncompressed JSON.', errorBody(['unsupported_media_type']), readRateHeaders),
+  };
+}
+
 const readDescription = `Same authentication, \`X-Organization-ID\`, languages and error shapes as the send endpoint. A key sees only its own
 project's messages: any other id, another project's or another organization's included, is 404 message_not_found (never 403).
 Reads count against their own per-key bucket (\`NOTIFY_PUBLIC_READ_RATE\`, 600 a minute by default, policy \`"read"\`), never
@@ -103,6 +134,10 @@ against sends.`;
 const apiKeysDescription = `Needs the scope \`keys:manage\`. Same authentication, \`X-Organization-ID\`, languages and error shapes as the
 send endpoint; counted against the read bucket. A key manages only its own project's keys: another project's key is 404
 api_key_not_found, exactly like a missing one.`;
+
+const suppressionsDescription = `The addresses the key's project never mails: listed by a hard bounce, a complaint, an unsubscribe or by hand.
+Same authentication, \`X-Organization-ID\`, languages and error shapes as the send endpoint; counted against the read
+bucket.`;
 
 const apiKeyProperties: Record<string, Schema> = {
   id: { type: 'integer', minimum: 1 },
@@ -381,14 +416,7 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
             description: 'Accepted before this time (RFC 3339).',
             schema: { type: 'string', format: 'date-time', pattern: rfc3339Pattern },
           },
-          {
-            name: 'limit',
-            in: 'query',
-            required: false,
-            description: 'Messages per page.',
-            schema: { type: 'integer', minimum: 1, maximum: listLimits.max, default: listLimits.default },
-          },
-          { name: 'cursor', in: 'query', required: false, description: '`next` of the previous page; opaque.', schema: { type: 'string', maxLength: 200 } },
+          ...pageParameters('Messages', 200),
           { name: 'tag', in: 'query', required: false, description: 'Only messages sent with this tag (exact match, case-sensitive).', schema: tagSchema },
         ],
         responses: {
@@ -463,11 +491,8 @@ The answer is the only one that ever carries the key itself (\`key\`): store it 
         parameters: [...requestHeaders],
         requestBody: { required: true, content: json(ref('schemas/ApiKeyRequest')) },
         responses: {
-          ...readResponses(),
+          ...managedWriteResponses(),
           '201': response('The key, with its secret, shown once.', ref('schemas/CreatedApiKey'), readRateHeaders),
-          '400': response('Malformed body (parse_error) or X-Organization-ID (invalid_header).', errorBody(['parse_error', 'invalid_header'])),
-          '413': response('The body is larger than NOTIFY_MAX_BODY_BYTES.', errorBody(['payload_too_large'])),
-          '415': response('The body is not declared as uncompressed JSON.', errorBody(['unsupported_media_type']), readRateHeaders),
           '422': response(
             'Fields refused, each with its messages: a missing or blank name, an unknown scope, an unknown field.',
             ref('schemas/FieldErrors'),
@@ -490,6 +515,79 @@ record. Every gateway refuses the key within about a second; a key may revoke it
           '200': response('The key, now revoked.', ref('schemas/ApiKey'), readRateHeaders),
           '404': response("No key with this id in the key's project.", errorBody(['api_key_not_found']), readRateHeaders),
           ...readResponses(),
+        },
+      },
+    },
+    '/api/v1/suppressions': {
+      get: {
+        operationId: 'listSuppressions',
+        summary: "List the key's project's suppressed addresses, newest first (also served with a trailing slash)",
+        description: `${suppressionsDescription}
+
+Needs \`suppressions:read\`. Keyset pagination as the messages listing: pass \`next\` back as \`cursor\`.`,
+        security: [{ ApiKey: [] }],
+        parameters: [
+          ...requestHeaders,
+          { name: 'reason', in: 'query', required: false, description: 'Only entries with this reason.', schema: ref('schemas/SuppressionReason') },
+          {
+            name: 'address',
+            in: 'query',
+            required: false,
+            description: 'Only this address (its domain in any case).',
+            schema: { type: 'string', maxLength: maxRecipientLength },
+          },
+          ...pageParameters('Entries', 400),
+        ],
+        responses: {
+          ...readResponses(),
+          '200': response('A page of entries.', ref('schemas/SuppressionPage'), readRateHeaders),
+          '422': response('Query parameters refused, each with its messages.', ref('schemas/FieldErrors'), readRateHeaders),
+        },
+      },
+      post: {
+        operationId: 'addSuppressions',
+        summary: 'Suppress up to 1,000 addresses (also served with a trailing slash)',
+        description: `${suppressionsDescription}
+
+Needs \`suppressions:write\`. Each address is added as \`manual\`, all in one transaction; an address already listed keeps
+its entry (\`added: false\`). Sends to a listed address are refused (422 on \`to\`).`,
+        security: [{ ApiKey: [] }],
+        parameters: [...requestHeaders],
+        requestBody: { required: true, content: json(ref('schemas/SuppressionsRequest')) },
+        responses: {
+          ...managedWriteResponses(),
+          '200': response('Each address with its entry, in order.', ref('schemas/AddedSuppressions'), readRateHeaders),
+          '422': response(
+            'Fields refused: `addresses` missing, not a list of 1 to 1,000, or `addresses[i]` not one address; an unknown field.',
+            ref('schemas/FieldErrors'),
+            readRateHeaders,
+          ),
+        },
+      },
+    },
+    '/api/v1/suppressions/{address}': {
+      delete: {
+        operationId: 'removeSuppression',
+        summary: 'Mail an address again: remove its entry (also served with a trailing slash)',
+        description: `${suppressionsDescription}
+
+Needs \`suppressions:write\`, and \`suppressions:reactivate\` too for an entry made by a hard bounce or a complaint (else 403
+insufficient_scope naming it): mailing such an address again risks the sender's reputation.`,
+        security: [{ ApiKey: [] }],
+        parameters: [
+          {
+            name: 'address',
+            in: 'path',
+            required: true,
+            description: 'The address, URL-encoded, or an erased entry as listed (`hmac-sha256:<hex>`).',
+            schema: { type: 'string', maxLength: maxRecipientLength },
+          },
+          ...requestHeaders,
+        ],
+        responses: {
+          ...readResponses(),
+          '200': response('The entry removed.', ref('schemas/Suppression'), readRateHeaders),
+          '404': response("The address is not on the key's project's list.", errorBody(['suppression_not_found']), readRateHeaders),
         },
       },
     },
@@ -705,6 +803,57 @@ record. Every gateway refuses the key within about a second; a key may revoke it
         required: ['results'],
         additionalProperties: false,
         properties: { results: { type: 'array', items: ref('schemas/ApiKey') } },
+      },
+      SuppressionReason: { enum: [...suppressionReasons] },
+      Suppression: {
+        type: 'object',
+        required: ['address', 'reason', 'message_id', 'created_at'],
+        additionalProperties: false,
+        properties: {
+          address: { type: 'string', description: "The address, or an erased recipient's keyed hash (`hmac-sha256:<hex>`)." },
+          reason: ref('schemas/SuppressionReason'),
+          message_id: { type: ['integer', 'null'], description: 'The message whose bounce, complaint or unsubscribe listed it; null for one added by hand.' },
+          created_at: { type: 'string', format: 'date-time' },
+        },
+      },
+      SuppressionPage: {
+        type: 'object',
+        required: ['results', 'next'],
+        additionalProperties: false,
+        properties: {
+          results: { type: 'array', maxItems: listLimits.max, items: ref('schemas/Suppression') },
+          next: { type: ['string', 'null'], description: 'The cursor of the next page; null on the last page.' },
+        },
+      },
+      SuppressionsRequest: {
+        type: 'object',
+        required: ['addresses'],
+        additionalProperties: false,
+        properties: {
+          addresses: { type: 'array', minItems: 1, maxItems: maxAddedAtOnce, items: { type: 'string', format: 'email', maxLength: maxRecipientLength } },
+        },
+      },
+      AddedSuppressions: {
+        type: 'object',
+        required: ['results'],
+        additionalProperties: false,
+        properties: {
+          results: {
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['address', 'reason', 'message_id', 'created_at', 'added'],
+              additionalProperties: false,
+              properties: {
+                address: { type: 'string' },
+                reason: ref('schemas/SuppressionReason'),
+                message_id: { type: ['integer', 'null'] },
+                created_at: { type: 'string', format: 'date-time' },
+                added: { type: 'boolean', description: 'False when the address was already listed: the entry shown is the earlier one.' },
+              },
+            },
+          },
+        },
       },
       Detail: {
         type: 'object',

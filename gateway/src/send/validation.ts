@@ -125,12 +125,11 @@ function dataWithinLimits(_: boolean, value: object): boolean {
 }
 dataWithinLimits.errors = [] as Partial<ErrorObject>[];
 
+/** One addr-spec: no display name, no list, a real domain with a TLD, RFC 5321 part lengths. */
+export const isEmailAddress = (value: string): boolean => validator.isEmail(value, { allow_display_name: false, require_tld: true, allow_ip_domain: false });
+
 const ajv = new Ajv({ allErrors: true, strict: true });
-// addr-spec only: no display name, no list, a real domain with a TLD, RFC 5321 part lengths.
-ajv.addFormat('email', {
-  type: 'string',
-  validate: (value: string) => validator.isEmail(value, { allow_display_name: false, require_tld: true, allow_ip_domain: false }),
-});
+ajv.addFormat('email', { type: 'string', validate: isEmailAddress });
 ajv.addKeyword({
   keyword: 'noControlCharacters',
   type: 'string',

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { assertCoded } from '../../harness/contract-shapes.ts';
+import { documentedCall } from '../../harness/documented-call.ts';
 import { openApiResponseCheck, type ResponseCheck } from '../../harness/openapi.ts';
 import { type HttpResult, type System, startSystem, type Tenant } from '../../harness/system.ts';
 import { anotherKey, validBody } from '../../harness/tenants.ts';
@@ -28,23 +29,15 @@ after(async () => {
   await system?.stop();
 });
 
-/** A call of the keys routes as `caller`, checked against the OpenAPI document under `documented`. */
-async function call(caller: Tenant, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
-  const response = await system.request(path, {
+/** A call of the keys routes as `caller`, checked against the OpenAPI document. */
+const call = (caller: Tenant, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> =>
+  documentedCall(system, checkResponse, caller, {
     method,
-    headers: {
-      authorization: `Api-Key ${caller.apiKey}`,
-      'x-organization-id': String(caller.organizationId),
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      ...headers,
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    path,
+    documented: path.replace(/^\/api\/v1\/api-keys\/[^/]+\/$/, '/api/v1/api-keys/{id}').replace(/\/$/, ''),
+    body,
+    headers,
   });
-  const documented = path.replace(/^\/api\/v1\/api-keys\/[^/]+\/$/, '/api/v1/api-keys/{id}').replace(/\/$/, '');
-  const problems = checkResponse(method, documented, response);
-  assert.deepEqual(problems, [], `${method} ${path}: ${response.status} ${response.text}: ${problems.join('; ')}`);
-  return response;
-}
 
 const fullKey = (tenant: Tenant, name = 'deploy'): Promise<Tenant> => anotherKey(system, tenant, name, ['full']);
 

@@ -111,6 +111,12 @@ if (!revoked.data) throw new Error(\`revocation refused: \${revoked.response.sta
 const keysListed: number = keys.data.results.length;
 const revokedAt: string | null = revoked.data.revoked_at;
 
+const suppressed = await client.POST('/api/v1/suppressions', { params: { header }, body: { addresses: ['gone@example.com'] } });
+if (!suppressed.data) throw new Error(\`suppression refused: \${suppressed.response.status}\`);
+const listedSuppressions = await client.GET('/api/v1/suppressions', { params: { query: { reason: 'manual' }, header } });
+if (!listedSuppressions.data) throw new Error(\`suppression list refused: \${listedSuppressions.response.status}\`);
+const suppressedAddresses: string[] = listedSuppressions.data.results.map((entry) => entry.address);
+
 /** Never called: proves the generated types refuse what the API refuses. */
 export function refusedByTheTypes(): void {
   // @ts-expect-error: not a lifecycle state
@@ -119,9 +125,11 @@ export function refusedByTheTypes(): void {
   void client.GET('/api/v1/messages/{message_id}', { params: { path: { message_id: 1 } } });
   // @ts-expect-error: not a scope
   void client.POST('/api/v1/api-keys', { params: { header }, body: { name: 'x', scopes: ['admin'] } });
+  // @ts-expect-error: not a reason
+  void client.GET('/api/v1/suppressions', { params: { query: { reason: 'bounced' }, header } });
 }
 
-console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus, batchStatuses, issuedScopes, keysListed, revoked: revokedAt !== null }));
+console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus, batchStatuses, issuedScopes, keysListed, revoked: revokedAt !== null, suppressedAddresses }));
 `;
 
 test('a client generated with openapi-typescript and openapi-fetch type-checks, sends a message, reads its status and manages keys', async () => {
@@ -155,6 +163,7 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
     issuedScopes: string[];
     keysListed: number;
     revoked: boolean;
+    suppressedAddresses: string[];
   };
   assert.ok(Number.isInteger(result.messageId) && result.messageId > 0);
   assert.ok(['queued', 'sending', 'sent'].includes(result.status), result.status);
@@ -167,4 +176,5 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
   assert.deepEqual(result.issuedScopes, ['send', 'messages:read']);
   assert.equal(result.keysListed, 3, "the tenant's key, the client's and the one it issued");
   assert.equal(result.revoked, true);
+  assert.deepEqual(result.suppressedAddresses, ['gone@example.com']);
 });
