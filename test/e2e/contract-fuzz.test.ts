@@ -2,12 +2,15 @@
 // shapes, never a 5xx (every dependency is up), and never crashes. At least 2,000 generated requests per run, eight at a
 // time, through real keys, foreign organizations, a revoked key and random header values, with bodies ranging from valid
 // sends through mutated ones (`send_at` included) to random JSON and random bytes, and cancels (DELETE) of message ids.
-// The same again for the batch endpoint, whose bodies hold such sends as items (and whose 200 entries are checked one by one).
+// The same again for the batch endpoint, whose bodies hold such sends as items (and whose 200 entries are checked one by one),
+// and for the management routes (API keys, suppressions), whose successful answers are checked against the OpenAPI
+// document, with a key of every scope among the keys.
 import assert from 'node:assert/strict';
 import { Agent } from 'node:http';
 import { after, before, type TestContext, test } from 'node:test';
 import fc from 'fast-check';
 import { contractShapeProblem, uuidPattern } from '../harness/contract-shapes.ts';
+import { openApiResponseCheck, type ResponseCheck } from '../harness/openapi.ts';
 import { type RawRequest, type RawResult, rawRequest } from '../harness/raw-http.ts';
 import { type System, startSystem, type Tenant } from '../harness/system.ts';
 import { anotherKey, validBody } from '../harness/tenants.ts';
@@ -19,6 +22,9 @@ let alpha: Tenant;
 let alphaSecond: Tenant;
 let beta: Tenant;
 let revoked: Tenant;
+/** A key of every scope (`full`) of alpha's project, for the management routes. */
+let alphaFull: Tenant;
+let checkDocumented: ResponseCheck;
 const agent = new Agent({ keepAlive: true, maxSockets: batchSize });
 
 before(async () => {
@@ -28,6 +34,8 @@ before(async () => {
   beta = await system.createTenant('fuzz-beta');
   revoked = await anotherKey(system, beta, 'fuzz-revoked');
   await system.authAdmin.call('RevokeApiKey', { id: revoked.keyId });
+  alphaFull = await anotherKey(system, alpha, 'fuzz-full', ['full']);
+  checkDocumented = openApiResponseCheck((await system.request('/api/v1/openapi.json', { method: 'GET' })).body);
   for (const tenant of [alpha, beta]) {
     await system.putTemplate(tenant.projectId, 'welcome');
     await system.putTemplate(tenant.projectId, 'retired', { active: false });
@@ -51,7 +59,7 @@ const headerText = (maxLength: number): fc.Arbitrary<string> =>
 interface Generated {
   method: string;
   path: string;
-  key: 'alpha' | 'alphaSecond' | 'beta' | 'revoked';
+  key: 'alpha' | 'alphaSecond' | 'beta' | 'revoked' | 'alphaFull';
   authorization: { kind: 'valid' } | { kind: 'absent' } | { kind: 'raw'; value: string } | { kind: 'scheme'; scheme: string };
   organization: { kind: 'own' } | { kind: 'other' } | { kind: 'absent' } | { kind: 'raw'; value: string };
   contentType: string | undefined;
@@ -198,7 +206,7 @@ const requests: fc.Arbitrary<Generated> = fc.record({
 });
 
 function toRawRequest(generated: Generated): RawRequest {
-  const keys = { alpha, alphaSecond, beta, revoked };
+  const keys = { alpha, alphaSecond, beta, revoked, alphaFull };
   const key = keys[generated.key];
   const headers: Array<[string, string]> = [];
   const { authorization, organization } = generated;
@@ -237,6 +245,13 @@ function problem(sent: RawRequest, response: RawResult, requestId: string | unde
     parsed = JSON.parse(response.text);
   } catch {
     return 'the body is not JSON';
+  }
+  // A management route's success: the shape its OpenAPI operation documents.
+  const managed = /^\/api\/v1\/(api-keys|suppressions)(\/[^/?]+)?\/?(\?.*)?$/.exec(sent.path);
+  if (managed && response.status < 300) {
+    const documented = `/api/v1/${managed[1]}${managed[2] ? (managed[1] === 'api-keys' ? '/{id}' : '/{address}') : ''}`;
+    const problems = checkDocumented(sent.method ?? 'GET', documented, response);
+    return problems.length > 0 ? problems.join('; ') : undefined;
   }
   return contractShapeProblem(response.status, parsed);
 }
@@ -343,4 +358,66 @@ test('at least 2,000 generated batch requests: every answer and every entry has 
   for (const status of [200, 400, 401, 403, 415, 422])
     assert.ok((statuses.get(status) ?? 0) > 0, `no ${status} among ${JSON.stringify(Object.fromEntries(statuses))}`);
   for (const status of [202, 404, 422]) assert.ok((entries.get(status) ?? 0) > 0, `no ${status} entry among ${JSON.stringify(Object.fromEntries(entries))}`);
+});
+
+// Last in the file: its keys and suppressions change alpha's project.
+
+const collections = fc.constantFrom('/api/v1/api-keys/', '/api/v1/api-keys', '/api/v1/suppressions/', '/api/v1/suppressions');
+// Ids from 100 on: the fuzz's own keys and none, never the keys the other tests of this file send with.
+const keyItems = fc
+  .oneof(
+    fc.integer({ min: 100, max: 2_000 }).map(String),
+    headerText(20)
+      .filter((id) => !/^\s*\d+\s*$/.test(id))
+      .map(encodeURIComponent),
+  )
+  .map((id) => `/api/v1/api-keys/${id}/`);
+const suppressionItems = fc.oneof(
+  fc.oneof(emailish, fc.constantFrom(`hmac-sha256:${'0'.repeat(64)}`, '..')).map((address) => `/api/v1/suppressions/${encodeURIComponent(address)}/`),
+  fc.constantFrom('/api/v1/suppressions/%/', '/api/v1/suppressions/%E0%A4%A/'),
+);
+const suppressionQueries = fc
+  .record({
+    reason: fc.option(fc.constantFrom('hard_bounce', 'complaint', 'unsubscribed', 'manual', 'bounced', ''), { nil: undefined }),
+    address: fc.option(emailish, { nil: undefined }),
+    limit: fc.option(fc.oneof(fc.integer({ min: -1, max: 101 }).map(String), headerText(6)), { nil: undefined }),
+    cursor: fc.option(fc.oneof(fc.base64String({ maxLength: 40 }), headerText(20)), { nil: undefined }),
+    other: fc.option(fc.constantFrom('x', 'reason'), { nil: undefined }),
+  })
+  .map(({ other, ...query }) => {
+    const pairs = Object.entries(query).filter((pair): pair is [string, string] => pair[1] !== undefined);
+    if (other) pairs.push([other, '1']);
+    return `/api/v1/suppressions/?${new URLSearchParams(pairs).toString()}`;
+  });
+
+/** A method and a path of the management routes: mostly one they serve, sometimes any other pairing. */
+const managementTargets = fc.oneof(
+  { weight: 3, arbitrary: fc.tuple(fc.constant('GET'), fc.oneof(collections, suppressionQueries)) },
+  { weight: 3, arbitrary: fc.tuple(fc.constant('POST'), collections) },
+  { weight: 3, arbitrary: fc.tuple(fc.constant('DELETE'), fc.oneof(keyItems, suppressionItems)) },
+  { weight: 1, arbitrary: fc.tuple(fc.constantFrom('GET', 'POST', 'DELETE', 'PATCH', 'PUT'), fc.oneof(collections, keyItems, suppressionItems)) },
+);
+
+/** Bodies near each route's rules: a key to issue, addresses to suppress, or the single sends' bodies. */
+const managementBodies = fc.oneof(
+  fc
+    .record({
+      name: field(fc.string({ maxLength: 210 })),
+      scopes: optionalField(fc.array(fc.constantFrom('send', 'sending', 'full', 'keys:manage', 'suppressions:read', 'admin', ''), { maxLength: 4 })),
+      test: optionalField(fc.boolean()),
+    })
+    .map((body) => Buffer.from(JSON.stringify(body))),
+  fc.record({ addresses: field(fc.array(emailish, { maxLength: 12 })) }).map((body) => Buffer.from(JSON.stringify(body))),
+  bodies,
+);
+
+/** The single sends' requests aimed at the management routes, mostly with the key of every scope. */
+const managementRequests: fc.Arbitrary<Generated> = fc
+  .tuple(requests, managementTargets, managementBodies, fc.boolean())
+  .map(([generated, [method, path], body, full]) => ({ ...generated, method, path, body, key: full ? ('alphaFull' as const) : generated.key }));
+
+test('at least 2,000 generated requests to the management routes: every answer as documented, none is a 5xx', { timeout: 240_000 }, async (t) => {
+  const statuses = await fuzz(t, managementRequests);
+  for (const status of [200, 201, 400, 401, 403, 404, 422])
+    assert.ok((statuses.get(status) ?? 0) > 0, `no ${status} among ${JSON.stringify(Object.fromEntries(statuses))}`);
 });
