@@ -1,9 +1,11 @@
 // `npm test`: every suite, stopping after the first step in which one fails, then how long each took and the total (the
 // durations README.md quotes come from this summary). The suites of one step run at the same time: the two soaks each
 // leave a third of the CPU idle (both at once take 67 s, one after the other 105 s). The first one's output is shown
-// as it comes, the others' when they end.
+// as it comes, the others' when they end. A stream of its own is held in the shared NATS meanwhile (jetstream-anchor.ts).
 import { spawn } from 'node:child_process';
 import { nodeCompileCache } from '@notify/cli/local';
+import { testEnvironment } from './harness/environment.ts';
+import { holdJetStreamAccount } from './harness/jetstream-anchor.ts';
 
 interface Phase {
   readonly script: string;
@@ -52,6 +54,7 @@ const seconds = (ms: number): string => `${(ms / 1000).toFixed(0)} s`;
 const started = performance.now();
 const took: string[] = [];
 const failed: string[] = [];
+const releaseAccount = await holdJetStreamAccount(testEnvironment.natsUrl);
 for (const step of steps) {
   const outcomes = await Promise.all(step.map((phase, index) => run(phase, index === 0)));
   for (const { phase, code, ms, output } of outcomes) {
@@ -62,6 +65,7 @@ for (const step of steps) {
   }
   if (failed.length > 0) break;
 }
+await releaseAccount();
 console.log(
   `\nnpm test: ${failed.length > 0 ? `${failed.join(', ')} failed` : 'every suite passed'} in ${seconds(performance.now() - started)}\n${took.join('\n')}`,
 );
