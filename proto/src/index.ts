@@ -53,5 +53,6 @@ export {
   schemaHeader,
   webhookDeliveryId,
 } from './messaging.ts';
-export { expandScopes, isScope, missingScope, type Scope, type ScopePreset, scopePresets, scopes } from './scopes.ts';
+export { expandScopes, isScope, missingScope, type Scope, type ScopePreset, scopePresets, scopes, unknownScopeWords } from './scopes.ts';
 export { duplicateWindowMs, outcomeTtlMs, type StreamDeclaration, streamDeclarations, type Topology, topology } from './streams.ts';
+export { erasedEntryPattern, maxSuppressionsAdded, type SuppressionReason, suppressionReasons } from './suppressions.ts';

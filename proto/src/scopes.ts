@@ -32,23 +32,23 @@ export function isScope(value: string): value is Scope {
   return known.has(value);
 }
 
+/** The words of `requested` that are neither a scope nor a preset, in order. */
+export function unknownScopeWords(requested: readonly string[]): string[] {
+  return requested.filter((word) => !isScope(word) && !Object.hasOwn(scopePresets, word));
+}
+
 /**
  * The scopes named by `requested` (scopes and presets, in any order, repeated or not), in the order of `scopes`; the
  * `sending` preset when nothing is named. Throws a RangeError naming every word that is neither.
  */
 export function expandScopes(requested: readonly string[]): Scope[] {
   if (requested.length === 0) return [...scopePresets.sending];
-  const chosen = new Set<string>();
-  const unknown: string[] = [];
-  for (const word of requested) {
-    if (Object.hasOwn(scopePresets, word)) for (const scope of scopePresets[word as ScopePreset]) chosen.add(scope);
-    else if (isScope(word)) chosen.add(word);
-    else unknown.push(word);
-  }
+  const unknown = unknownScopeWords(requested);
   if (unknown.length > 0)
     throw new RangeError(
       `unknown scope ${unknown.map((word) => JSON.stringify(word)).join(', ')}; scopes are ${scopes.join(', ')}, or the presets sending and full`,
     );
+  const chosen = new Set(requested.flatMap((word): readonly string[] => (isScope(word) ? [word] : scopePresets[word as ScopePreset])));
   return scopes.filter((scope) => chosen.has(scope));
 }
 

@@ -5,7 +5,7 @@ import { status } from '@grpc/grpc-js';
 import { type AsyncHandlers, UserError } from '@notify/platform';
 import { type Pool, withTransaction } from '@notify/platform/database';
 import type { DataKey } from '@notify/platform/mail';
-import type { dispatch } from '@notify/proto';
+import { type dispatch, maxSuppressionsAdded } from '@notify/proto';
 import type { DispatchMetrics } from '../metrics.ts';
 import {
   addSuppression,
@@ -131,8 +131,6 @@ export function panelSuppressionHandlers(deps: {
 
 /** The public API's page sizes (docs/contract.md, "Suppressions"), as the messages listing's. */
 export const apiSuppressionLimits = { default: 50, max: 100 } as const;
-/** Addresses one call may add. */
-export const maxAddedAtOnce = 1_000;
 
 /** DispatchService's suppression calls for the public API (gateway token), each scoped to the caller's project. */
 export function apiSuppressionHandlers(deps: {
@@ -163,7 +161,7 @@ export function apiSuppressionHandlers(deps: {
     async AddApiSuppressions(request) {
       const { addresses } = request;
       check([
-        (addresses.length === 0 || addresses.length > maxAddedAtOnce) && `addresses: from 1 to ${maxAddedAtOnce}`,
+        (addresses.length === 0 || addresses.length > maxSuppressionsAdded) && `addresses: from 1 to ${maxSuppressionsAdded}`,
         ...addresses.map((address, index) => !isAddress(address) && `addresses[${index}]: must be one email address`),
       ]);
       await ensureOwned(deps.pool, request.organizationId, request.projectId);

@@ -4,9 +4,9 @@
 import { createHash } from 'node:crypto';
 import { type Pool, type PoolClient, withTransaction } from '@notify/platform/database';
 import type { DataKey } from '@notify/platform/mail';
+import { erasedEntryPattern, type SuppressionReason, suppressionReasons } from '@notify/proto';
 
-export const suppressionReasons = ['hard_bounce', 'complaint', 'unsubscribed', 'manual'] as const;
-export type SuppressionReason = (typeof suppressionReasons)[number];
+export { erasedEntryPattern, type SuppressionReason, suppressionReasons };
 
 export interface Suppression {
   readonly projectId: number;
@@ -37,9 +37,6 @@ function addressDigest(projectId: number, address: string): Buffer {
 
 const keyedPrefix = 'hmac-sha256:';
 const unkeyedPrefix = 'sha256:';
-
-/** An erased entry as the admin API and the panel name it: its keyed hash, or an unkeyed one not yet rekeyed. */
-export const erasedEntryPattern = /^(?:hmac-sha256|sha256):[0-9a-f]{64}$/;
 
 /**
  * What an erasure keeps of a suppressed address (docs/operations.md, "Erasure"): an HMAC-SHA256, under

@@ -5,7 +5,7 @@
 // act. Another project's key answers exactly like one that does not exist.
 import { status } from '@grpc/grpc-js';
 import { RemoteError } from '@notify/platform';
-import { type auth, isScope, missingScope, type Scope, scopePresets } from '@notify/proto';
+import { type auth, expandScopes, missingScope, type Scope, unknownScopeWords } from '@notify/proto';
 import type { Middleware, ParameterizedContext } from 'koa';
 import { type AdmitDeps, admit } from '../auth/admit.ts';
 import type { AuthClient } from '../auth/authorize.ts';
@@ -80,24 +80,18 @@ function newKeyOf(body: Record<string, unknown>): NewKey {
   else if (typeof name !== 'string') faults.set('name', [text('field.type_string')]);
   else if (name.trim() === '') faults.set('name', [text('field.blank')]);
   else if ([...name.trim()].length > maxNameLength) faults.set('name', [text('field.max_length', { max: maxNameLength })]);
-  const chosen = new Set<Scope>();
   if (!Array.isArray(scopes) || !scopes.every((scope) => typeof scope === 'string')) faults.set('scopes', [text('field.type_string_list')]);
   else {
-    const unknown = scopes.filter((word: string) => !isScope(word) && !Object.hasOwn(scopePresets, word));
+    const unknown = unknownScopeWords(scopes);
     if (unknown.length > 0)
       faults.set(
         'scopes',
-        unknown.map((scope: string) => text('scopes.unknown', { scope })),
+        unknown.map((scope) => text('scopes.unknown', { scope })),
       );
-    for (const word of scopes as string[]) {
-      if (isScope(word)) chosen.add(word);
-      else if (Object.hasOwn(scopePresets, word)) for (const scope of scopePresets[word as keyof typeof scopePresets]) chosen.add(scope);
-    }
   }
   if (typeof test !== 'boolean') faults.set('test', [text('field.type_boolean')]);
   if (faults.size > 0) throw new FieldErrors(faults);
-  const expanded = chosen.size === 0 ? [...scopePresets.sending] : [...chosen];
-  return { name: (name as string).trim(), scopes: expanded, test: test as boolean };
+  return { name: (name as string).trim(), scopes: expandScopes(scopes as string[]), test: test as boolean };
 }
 
 /** The path's key id; anything but an id this API could have given is a key that does not exist. */

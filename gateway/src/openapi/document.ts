@@ -1,12 +1,11 @@
 // The OpenAPI 3.1 document of the public API, served at GET /api/v1/openapi.json. Written from docs/contract.md and the
 // gateway's own limits, so the rules it states are the ones the gateway applies; tests check live responses against it.
-import { scopePresets, scopes } from '@notify/proto';
+import { maxSuppressionsAdded, scopePresets, scopes, suppressionReasons } from '@notify/proto';
 import type { ErrorCode } from '../errors/api-error.ts';
 import { listLimits, messageStatuses, rfc3339Pattern } from '../messages/read-query.ts';
 import { maxBatchItems } from '../send/batch-body.ts';
 import { maxMetadataKeyLength, maxMetadataKeys, maxMetadataValueLength, maxTagLength, maxTags, tagPattern, tagSchema, tagsSchema } from '../send/labels.ts';
 import { maxDataArrayItems, maxDataDepth, maxDataElements, maxRecipientLength, maxSendAheadDays, maxTemplateLength } from '../send/validation.ts';
-import { maxAddedAtOnce, suppressionReasons } from '../suppressions/routes.ts';
 
 type Schema = Record<string, unknown>;
 
@@ -830,7 +829,7 @@ insufficient_scope naming it): mailing such an address again risks the sender's 
         required: ['addresses'],
         additionalProperties: false,
         properties: {
-          addresses: { type: 'array', minItems: 1, maxItems: maxAddedAtOnce, items: { type: 'string', format: 'email', maxLength: maxRecipientLength } },
+          addresses: { type: 'array', minItems: 1, maxItems: maxSuppressionsAdded, items: { type: 'string', format: 'email', maxLength: maxRecipientLength } },
         },
       },
       AddedSuppressions: {

@@ -6,7 +6,7 @@
 // reads; dispatch-svc matches every call on project and organization.
 import { status } from '@grpc/grpc-js';
 import { RemoteError } from '@notify/platform';
-import type { dispatch } from '@notify/proto';
+import { type dispatch, erasedEntryPattern, maxSuppressionsAdded, suppressionReasons } from '@notify/proto';
 import type { Middleware, ParameterizedContext } from 'koa';
 import { type AdmitDeps, admit } from '../auth/admit.ts';
 import { ApiError, FieldErrors, type FieldMessage } from '../errors/api-error.ts';
@@ -17,12 +17,6 @@ import { listLimits } from '../messages/read-query.ts';
 import { ensureJsonBody, parseJsonObject, readBody } from '../send/body.ts';
 import type { DispatchClient } from '../send/dispatch.ts';
 import { isEmailAddress, maxRecipientLength } from '../send/validation.ts';
-
-export const suppressionReasons = ['hard_bounce', 'complaint', 'unsubscribed', 'manual'] as const;
-/** Addresses one POST may add. */
-export const maxAddedAtOnce = 1_000;
-/** An erased recipient's entry, listed by its keyed hash (docs/operations.md, "Erasure"). */
-const erasedEntry = /^(?:hmac-sha256|sha256):[0-9a-f]{64}$/;
 
 export interface SuppressionRouteDeps extends AdmitDeps {
   readonly dispatch: DispatchClient;
@@ -79,7 +73,8 @@ function addressesOf(body: Record<string, unknown>): string[] {
   const { addresses } = body;
   if (addresses === undefined) faults.set('addresses', [text('field.required')]);
   else if (!Array.isArray(addresses) || !addresses.every((address) => typeof address === 'string')) faults.set('addresses', [text('field.type_string_list')]);
-  else if (addresses.length === 0 || addresses.length > maxAddedAtOnce) faults.set('addresses', [text('suppressions.count', { max: maxAddedAtOnce })]);
+  else if (addresses.length === 0 || addresses.length > maxSuppressionsAdded)
+    faults.set('addresses', [text('suppressions.count', { max: maxSuppressionsAdded })]);
   else
     addresses.forEach((address: string, index) => {
       if (address.length > maxRecipientLength || /\p{Cc}/u.test(address) || !isEmailAddress(address)) faults.set(`addresses[${index}]`, [text('to.email')]);
@@ -130,7 +125,7 @@ function addressOf(ctx: ParameterizedContext<GatewayState>): string {
   } catch {
     throw suppressionNotFound();
   }
-  if (!erasedEntry.test(address) && (address.length > maxRecipientLength || !isEmailAddress(address))) throw suppressionNotFound();
+  if (!erasedEntryPattern.test(address) && (address.length > maxRecipientLength || !isEmailAddress(address))) throw suppressionNotFound();
   return address;
 }
 
