@@ -159,3 +159,5 @@ export function batchRows<T>(
     values: columns.map((column) => rows.map(column.value)),
   };
 }
+
+export { type AuditEntry, type AuditEvent, readAuditEvents, recordAudit } from './audit-log.ts';
