@@ -403,6 +403,7 @@ describe('every command family exits 1 with the refusal of its service as one li
     webhook: [['webhook', 'delete', '--id', '9']],
     domain: [['domain', 'remove', '--org', '9', '--domain', 'mail.example.com']],
     'panel-user': [['panel-user', 'disable', '--id', '9']],
+    audit: [['audit', 'list', '--organization', '9']],
   };
 
   test('the table names every command family', () => {

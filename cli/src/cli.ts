@@ -5,6 +5,7 @@
 import { status } from '@grpc/grpc-js';
 import { RemoteError } from '@notify/platform';
 import { parseFlags, UsageError } from './args.ts';
+import { auditCommands } from './commands/audit.ts';
 import { CheckFailed, type Command, type CommandGroup, type Prepared } from './commands/command.ts';
 import { deadLettersCommands } from './commands/dead-letters.ts';
 import { domainCommands } from './commands/domain.ts';
@@ -33,6 +34,7 @@ export const groups: readonly CommandGroup[] = [
   webhookCommands,
   domainCommands,
   panelUserCommands,
+  auditCommands,
 ];
 
 export const exitCodes = { ok: 0, failed: 1, usage: 2 } as const;

@@ -51,7 +51,8 @@ export class Connections {
       | dispatch.DomainAdminServiceDefinition
       | dispatch.ErasureAdminServiceDefinition
       | dispatch.ProjectRelayAdminServiceDefinition
-      | dispatch.RetentionAdminServiceDefinition,
+      | dispatch.RetentionAdminServiceDefinition
+      | dispatch.AuditAdminServiceDefinition,
   >(definition: D, target: Target, token: string): GrpcClient<D> {
     // GRPC_TLS_CA_FILE, as the services read it: set when the servers present certificates (the chart's grpcTls).
     const credentials = channelCredentials({ grpcTlsCaFile: this.#env.GRPC_TLS_CA_FILE ?? '' });
@@ -103,6 +104,11 @@ export class Connections {
   retentionAdmin(): GrpcClient<dispatch.RetentionAdminServiceDefinition> {
     const token = this.#token('the retention purge needs the admin token of dispatch-svc');
     return this.#connect(dispatchProto.RetentionAdminService.service as dispatch.RetentionAdminServiceDefinition, 'dispatch', token);
+  }
+
+  auditAdmin(): GrpcClient<dispatch.AuditAdminServiceDefinition> {
+    const token = this.#token('the audit log needs the admin token of dispatch-svc');
+    return this.#connect(dispatchProto.AuditAdminService.service as dispatch.AuditAdminServiceDefinition, 'dispatch', token);
   }
 
   dispatch(): GrpcClient<dispatch.DispatchServiceDefinition> {

@@ -1,6 +1,6 @@
 // The gRPC services dispatch-svc serves, bound to their handlers and callers: DispatchService for the gateway (but
 // ListMessages for notifyctl), TemplateAdminService, DeadLetterAdminService, SuppressionAdminService, WebhookAdminService,
-// DomainAdminService, ErasureAdminService, ProjectRelayAdminService and RetentionAdminService for operators (admin
+// DomainAdminService, ErasureAdminService, ProjectRelayAdminService, RetentionAdminService and AuditAdminService for operators (admin
 // token), SigningKeyService and RelayRouteService for the mailers, PanelService for the gateway's web panel and
 // ReportService for bounce-svc (and Unsubscribe for the gateway's page). main.ts and the tests both serve them from here.
 import type { status } from '@grpc/grpc-js';
@@ -8,6 +8,7 @@ import type { Caller, GrpcServer } from '@notify/platform';
 import type { DataKey } from '@notify/platform/mail';
 import { dispatchProto } from '@notify/proto';
 import type { Renderer } from '@notify/templating';
+import { auditAdminHandlers } from './audit/audit-admin.ts';
 import { deadLetterAdminHandlers } from './dead-letters/dead-letter-admin.ts';
 import { domainAdminHandlers, signingKeyHandlers } from './domains/domain-admin.ts';
 import { erasureAdminHandlers } from './erasure/erasure-admin.ts';
@@ -90,6 +91,7 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
   server.add(dispatchProto.DomainAdminService.service, domainAdminHandlers(deps), [admin]);
   server.add(dispatchProto.ErasureAdminService.service, erasureAdminHandlers(deps), [admin]);
   server.add(dispatchProto.RetentionAdminService.service, retentionAdminHandlers(deps), [admin]);
+  server.add(dispatchProto.AuditAdminService.service, auditAdminHandlers(deps), [admin]);
   server.add(dispatchProto.SigningKeyService.service, signingKeyHandlers(deps), [mailer]);
   server.add(dispatchProto.ProjectRelayAdminService.service, projectRelayAdminHandlers(deps), [admin]);
   server.add(dispatchProto.RelayRouteService.service, relayRouteHandlers(deps), [mailer]);

@@ -2,7 +2,7 @@
 // within a second. Creation, revocation and a change of rate are all announced with the key's prefix
 // (keys/invalidation.ts): every replica of auth-svc and of the gateway drops what it cached about the key.
 import type { AsyncHandlers } from '@notify/platform';
-import type { Pool } from '@notify/platform/database';
+import { type AuditEntry, type Pool, type PoolClient, recordAudit, withTransaction } from '@notify/platform/database';
 import type { auth, Scope } from '@notify/proto';
 import { generateApiKey } from '../keys/api-key.ts';
 import type { InvalidationChannel } from '../keys/invalidation.ts';
@@ -36,20 +36,50 @@ export async function setKeyRate(
   return toApiKey(row);
 }
 
+/** Who changes a key over the management API: the change is recorded in the audit log, in its transaction. */
+export type KeyChangeActor = Pick<AuditEntry, 'organizationId' | 'apiKeyId'>;
+
+/** Runs `write` alone, or with the audit entry it makes (when an actor is given) in one transaction. */
+async function audited(
+  pool: Pool,
+  actor: KeyChangeActor | undefined,
+  write: (db: Pool | PoolClient) => Promise<ApiKeyRow | undefined>,
+  entry: (row: ApiKeyRow) => Omit<AuditEntry, 'organizationId' | 'apiKeyId'>,
+) {
+  if (!actor) return write(pool);
+  return withTransaction(pool, async (client) => {
+    const row = await write(client);
+    if (row) await recordAudit(client, { ...actor, ...entry(row) });
+    return row;
+  });
+}
+
 /** A new key of `projectId`, announced; the answer is the only one that ever carries its secret. */
 export async function issueApiKey(
   deps: { pool: Pool; invalidation: InvalidationChannel },
   key: { projectId: number; name: string; sendRate: string | null; scopes: readonly Scope[]; test: boolean },
+  actor?: KeyChangeActor,
 ): Promise<auth.CreatedApiKey__Output> {
   const generated = generateApiKey({ test: key.test });
   const row = await translateConstraints(
-    async () => {
-      const { rows } = await deps.pool.query<ApiKeyRow>(
-        `INSERT INTO api_keys (project_id, name, prefix, secret_hash, send_rate, scopes) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${apiKeyColumns}`,
-        [key.projectId, key.name, generated.prefix, generated.secretHash, key.sendRate, key.scopes],
-      );
-      return rows[0] as ApiKeyRow;
-    },
+    async () =>
+      (await audited(
+        deps.pool,
+        actor,
+        async (db) =>
+          (
+            await db.query<ApiKeyRow>(
+              `INSERT INTO api_keys (project_id, name, prefix, secret_hash, send_rate, scopes) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${apiKeyColumns}`,
+              [key.projectId, key.name, generated.prefix, generated.secretHash, key.sendRate, key.scopes],
+            )
+          ).rows[0],
+        (created) => ({
+          projectId: key.projectId,
+          action: 'api_key.create',
+          target: String(created.id),
+          detail: { name: key.name, scopes: key.scopes, test: key.test },
+        }),
+      )) as ApiKeyRow,
     // 64 random bits make a prefix collision practically impossible; if it happens, asking again succeeds.
     { duplicate: 'the generated key collided with an existing one; try again', missing: `project ${key.projectId} does not exist` },
   );
@@ -66,12 +96,20 @@ export async function revokeApiKey(
   deps: { pool: Pool; invalidation: InvalidationChannel },
   keyId: number,
   projectId?: number,
+  actor?: KeyChangeActor,
 ): Promise<auth.ApiKey__Output | undefined> {
-  const { rows } = await deps.pool.query<ApiKeyRow>(
-    `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 AND ($2::bigint IS NULL OR project_id = $2) RETURNING ${apiKeyColumns}`,
-    [keyId, projectId ?? null],
+  const row = await audited(
+    deps.pool,
+    actor,
+    async (db) =>
+      (
+        await db.query<ApiKeyRow>(
+          `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 AND ($2::bigint IS NULL OR project_id = $2) RETURNING ${apiKeyColumns}`,
+          [keyId, projectId ?? null],
+        )
+      ).rows[0],
+    (revoked) => ({ projectId: revoked.project_id, action: 'api_key.revoke', target: String(revoked.id) }),
   );
-  const row = rows[0];
   if (!row) return undefined;
   await deps.invalidation.invalidateKey(row.prefix);
   return toApiKey(row);

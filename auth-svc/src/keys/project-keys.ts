@@ -2,12 +2,12 @@
 // gateway passes the caller's key id, which it has just authorized, and the caller is read again here, so a key
 // revoked or changed since cannot act on what the gateway cached. A caller may issue and revoke only keys of its own
 // project whose scopes are all among its own: no key hands out, or takes away, more than it has. A test key issues
-// only test keys.
+// only test keys. Each issue and revocation is recorded in the audit log with the caller's key, in its transaction.
 import { status } from '@grpc/grpc-js';
 import { type AsyncHandlers, UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import { type auth, missingScope } from '@notify/proto';
-import { issueApiKey, revokeApiKey } from '../admin/api-keys.ts';
+import { issueApiKey, type KeyChangeActor, revokeApiKey } from '../admin/api-keys.ts';
 import { type ApiKeyRow, apiKeyColumns, toApiKey } from '../admin/records.ts';
 import { Checks } from '../admin/validation.ts';
 import { isTestPrefix } from './api-key.ts';
@@ -17,6 +17,8 @@ type ProjectKeyHandlers = Pick<AsyncHandlers<auth.AuthServiceDefinition>, 'ListP
 
 /** The key acting, as the database has it now. */
 interface Caller {
+  readonly id: number;
+  readonly organizationId: number;
   readonly projectId: number;
   readonly scopes: readonly string[];
   readonly test: boolean;
@@ -28,19 +30,22 @@ function insufficientScope(scope: string): UserError {
 
 const keyNotFound = (): UserError => new UserError(status.NOT_FOUND, 'api_key_not_found', 'no such API key in this project');
 
+const actorOf = (caller: Caller): KeyChangeActor => ({ organizationId: caller.organizationId, apiKeyId: caller.id });
+
 export function createProjectKeyHandlers(deps: { pool: Pool; invalidation: InvalidationChannel }): ProjectKeyHandlers {
   const { pool } = deps;
 
   /** The caller, refused unless it is a live key with keys:manage. */
   async function callerOf(keyId: number): Promise<Caller> {
-    const { rows } = await pool.query<{ project_id: number; scopes: string[]; prefix: string }>(
-      'SELECT project_id, scopes, prefix FROM api_keys WHERE id = $1 AND revoked_at IS NULL',
+    const { rows } = await pool.query<{ project_id: number; organization_id: number; scopes: string[]; prefix: string }>(
+      `SELECT k.project_id, p.organization_id, k.scopes, k.prefix
+         FROM api_keys k JOIN projects p ON p.id = k.project_id WHERE k.id = $1 AND k.revoked_at IS NULL`,
       [keyId],
     );
     const row = rows[0];
     // The gateway authorized it a moment ago: gone or revoked since, it is refused as a key without the scope.
     if (!row?.scopes.includes('keys:manage')) throw insufficientScope('keys:manage');
-    return { projectId: row.project_id, scopes: row.scopes, test: isTestPrefix(row.prefix) };
+    return { id: keyId, organizationId: row.organization_id, projectId: row.project_id, scopes: row.scopes, test: isTestPrefix(row.prefix) };
   }
 
   return {
@@ -58,7 +63,7 @@ export function createProjectKeyHandlers(deps: { pool: Pool; invalidation: Inval
       checks.done();
       const missing = missingScope(caller.scopes, scopes);
       if (missing) throw insufficientScope(missing);
-      return issueApiKey(deps, { projectId: caller.projectId, name, sendRate: null, scopes, test: caller.test || request.test });
+      return issueApiKey(deps, { projectId: caller.projectId, name, sendRate: null, scopes, test: caller.test || request.test }, actorOf(caller));
     },
 
     async RevokeProjectApiKey(request) {
@@ -68,7 +73,7 @@ export function createProjectKeyHandlers(deps: { pool: Pool; invalidation: Inval
       if (!target) throw keyNotFound();
       const missing = missingScope(caller.scopes, target.scopes);
       if (missing) throw insufficientScope(missing);
-      const revoked = await revokeApiKey(deps, request.id, caller.projectId);
+      const revoked = await revokeApiKey(deps, request.id, caller.projectId, actorOf(caller));
       if (!revoked) throw keyNotFound();
       return revoked;
     },

@@ -3,7 +3,7 @@
 // token), which name the caller's organization too.
 import { status } from '@grpc/grpc-js';
 import { type AsyncHandlers, UserError } from '@notify/platform';
-import { type Pool, withTransaction } from '@notify/platform/database';
+import { type Pool, recordAudit, withTransaction } from '@notify/platform/database';
 import type { DataKey } from '@notify/platform/mail';
 import { type dispatch, maxSuppressionsAdded } from '@notify/proto';
 import type { DispatchMetrics } from '../metrics.ts';
@@ -129,6 +129,12 @@ export function panelSuppressionHandlers(deps: {
   };
 }
 
+const actorOf = (request: { organizationId: number; projectId: number; apiKeyId: number }) => ({
+  organizationId: request.organizationId,
+  projectId: request.projectId,
+  apiKeyId: request.apiKeyId,
+});
+
 /** The public API's page sizes (docs/contract.md, "Suppressions"), as the messages listing's. */
 export const apiSuppressionLimits = { default: 50, max: 100 } as const;
 
@@ -171,6 +177,14 @@ export function apiSuppressionHandlers(deps: {
           const entry = await addSuppression(client, deps.dataKey, { projectId: request.projectId, address, reason: 'manual' });
           entries.push({ suppression: toProto(entry), added: entry.added });
         }
+        const added = entries.filter((entry) => entry.added).map((entry) => entry.suppression?.address);
+        if (added.length > 0)
+          await recordAudit(client, {
+            ...actorOf(request),
+            action: 'suppression.add',
+            target: added.length === 1 ? String(added[0]) : `${added.length} addresses`,
+            detail: { addresses: added },
+          });
         return entries;
       });
       for (const result of results) if (result.added) deps.metrics.suppressions.inc({ reason: 'manual' });
@@ -189,7 +203,10 @@ export function apiSuppressionHandlers(deps: {
           values: [request.projectId, normalizeAddress(request.address), request.mayReactivate],
         });
         const removed = rows[0];
-        if (removed) return toProto(removed);
+        if (removed) {
+          await recordAudit(client, { ...actorOf(request), action: 'suppression.remove', target: removed.address, detail: { reason: removed.reason } });
+          return toProto(removed);
+        }
         const listed = await client.query({
           name: 'suppression-listed',
           text: 'SELECT 1 FROM suppressions WHERE project_id = $1 AND address = $2',

@@ -83,8 +83,9 @@ function addressesOf(body: Record<string, unknown>): string[] {
   return addresses as string[];
 }
 
-function scopeOf(access: { projectId: number; organizationId: number }) {
-  return { projectId: access.projectId, organizationId: access.organizationId };
+/** The caller's project, and its key, which dispatch-svc records in the audit log with each change. */
+function scopeOf(access: { projectId: number; organizationId: number; keyId: number }) {
+  return { projectId: access.projectId, organizationId: access.organizationId, apiKeyId: access.keyId };
 }
 
 export function listSuppressionsRoute(deps: SuppressionRouteDeps): Middleware<GatewayState> {
