@@ -12,7 +12,7 @@ import { after, before, test } from 'node:test';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { simpleParser } from 'mailparser';
 import { assertAccepted, assertCoded } from '../harness/contract-shapes.ts';
-import { DnsServer, txtRecord } from '../harness/dns-server.ts';
+import { DnsServer } from '../harness/dns-server.ts';
 import { documentedCall } from '../harness/documented-call.ts';
 import { mailFiles } from '../harness/mailbox.ts';
 import { openApiResponseCheck, type ResponseCheck } from '../harness/openapi.ts';
