@@ -1,6 +1,6 @@
 // dispatch-svc's background work, started once its gRPC server listens: the outbox and webhook relays, the releaser of
-// scheduled messages, the idempotency sweep, the retention purge, the sealing of webhook secrets stored in clear, the
-// event and delivery-limit consumers, the queue, deliverability and retention gauges.
+// scheduled messages, the idempotency sweep, the retention purge, the verifier of sending domains, the sealing of
+// webhook secrets stored in clear, the event and delivery-limit consumers, the queue, deliverability and retention gauges.
 import { type ConfigOf, type Logger, type Registry, runPeriodically } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import type { JetStreamClient, JetStreamManager, NatsLink } from '@notify/platform/nats';
@@ -8,6 +8,7 @@ import type { Topology } from '@notify/proto';
 import type { configSpec } from './config.ts';
 import { startDataKeyUpkeep } from './data-key-upkeep.ts';
 import { startDeliveryLimitConsumer } from './dead-letters/delivery-limit.ts';
+import { verifyRequestedDomains } from './domains/domain-verifier.ts';
 import { startEventConsumer } from './events/event-consumer.ts';
 import { startWebhookRelay, updateUnpublishedWebhookAge } from './events/webhook-relay.ts';
 import { sweepExpiredIdempotencyRecords } from './idempotency/expiry-sweeper.ts';
@@ -21,7 +22,14 @@ import { releaseScheduled, updateScheduledBacklog } from './scheduled/releaser.t
 
 export type BackgroundSettings = Pick<
   ConfigOf<typeof configSpec>,
-  'outboxRelayIntervalMs' | 'outboxRelayMinAgeMs' | 'scheduleReleaseIntervalMs' | 'deliverabilityIntervalMs' | 'retentionPurgeIntervalMs' | 'dataKey'
+  | 'outboxRelayIntervalMs'
+  | 'outboxRelayMinAgeMs'
+  | 'scheduleReleaseIntervalMs'
+  | 'deliverabilityIntervalMs'
+  | 'retentionPurgeIntervalMs'
+  | 'dataKey'
+  | 'dnsServers'
+  | 'domainVerifyIntervalMs'
 >;
 
 /** The parts of dispatch-svc (build.ts) the background work runs with. */
@@ -69,6 +77,12 @@ export function startBackground(settings: BackgroundSettings, parts: BackgroundP
   const purgeAbort = new AbortController();
   const purge = runPeriodically('retention purge', settings.retentionPurgeIntervalMs, () => retention.purge('try', purgeAbort.signal), logger);
   const retentionGauges = runPeriodically('retention gauges', retentionGaugesIntervalMs, () => retention.updateGauges(), logger);
+  const domainVerifier = runPeriodically(
+    'domain verification',
+    settings.domainVerifyIntervalMs,
+    () => verifyRequestedDomains({ pool, servers: settings.dnsServers, logger }),
+    logger,
+  );
   const dataKeyUpkeep = startDataKeyUpkeep({ pool, dataKey: settings.dataKey, logger });
   const webhookRelay = startWebhookRelay({ pool, publisher: js, names, logger, connected: parts.link.connected }, settings.outboxRelayIntervalMs);
   const consumer = startEventConsumer({ js, names, pool, metrics, logger, maxBatchSize: 128, afterCommit: webhookRelay.wake });
@@ -81,6 +95,7 @@ export function startBackground(settings: BackgroundSettings, parts: BackgroundP
       await Promise.all([
         purge.stop(),
         retentionGauges.stop(),
+        domainVerifier.stop(),
         dataKeyUpkeep.stop(),
         relay.stop(),
         releaser.stop(),

@@ -48,6 +48,8 @@ export type DispatchSettings = Pick<
   | 'retentionPurgeIntervalMs'
   | 'retentionPurgeBatchSize'
   | 'retentionPurgePauseMs'
+  | 'dnsServers'
+  | 'domainVerifyIntervalMs'
 >;
 
 export interface DispatchClients {

@@ -16,7 +16,7 @@ import {
   parseRetention,
   testFaultSettings,
 } from '@notify/platform';
-import { dataKeySetting } from '@notify/platform/mail';
+import { dataKeySetting, parseDnsServers } from '@notify/platform/mail';
 import { dispatchTestFaults } from './outbox/test-fault.ts';
 
 export const configSpec = {
@@ -70,6 +70,20 @@ export const configSpec = {
     default: 20,
     min: 1,
     max: 1_000,
+  }),
+  dnsServers: custom(
+    'DNS_RESOLVER',
+    {
+      description:
+        'DNS servers the verification of sending domains asks (`POST /api/v1/domains/{id}/verify`), comma-separated IP addresses with optional ports (`1.1.1.1`, `10.0.0.2:53`, `[::1]:5353`); empty for the resolvers of the host (/etc/resolv.conf)',
+      default: '',
+    },
+    (raw) => (raw.trim() === '' ? undefined : parseDnsServers(raw)),
+  ),
+  domainVerifyIntervalMs: duration('DOMAIN_VERIFY_INTERVAL', {
+    description: 'pause between two passes of the verifier of sending domains: a verification asked for runs within about this long',
+    default: '1s',
+    minMs: 50,
   }),
   messageRetentionHours: custom(
     'NOTIFY_MESSAGE_RETENTION',

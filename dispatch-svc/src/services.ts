@@ -11,6 +11,7 @@ import type { Renderer } from '@notify/templating';
 import { auditAdminHandlers } from './audit/audit-admin.ts';
 import { deadLetterAdminHandlers } from './dead-letters/dead-letter-admin.ts';
 import { domainAdminHandlers, signingKeyHandlers } from './domains/domain-admin.ts';
+import { apiDomainHandlers } from './domains/domain-api.ts';
 import { erasureAdminHandlers } from './erasure/erasure-admin.ts';
 import { messageReadHandlers } from './messages/get-many.ts';
 import { listMessages, searchProjectMessages } from './messages/message-list.ts';
@@ -67,6 +68,7 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       SendBatch: createSendBatchHandler(deps, publish),
       SendMany: createSendManyHandler(send, deps.logger, recordItem),
       ...apiSuppressionHandlers(deps),
+      ...apiDomainHandlers(deps),
     },
     // ListMessages is notifyctl's `messages list`; the gateway lists through SearchProjectMessages. Only the gateway sends.
     {
@@ -82,6 +84,12 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       ListApiSuppressions: [gateway],
       AddApiSuppressions: [gateway],
       RemoveApiSuppression: [gateway],
+      ListApiDomains: [gateway],
+      AddApiDomain: [gateway],
+      GetApiDomain: [gateway],
+      VerifyApiDomain: [gateway],
+      RotateApiDomainDkim: [gateway],
+      RemoveApiDomain: [gateway],
     },
   );
   server.add(dispatchProto.TemplateAdminService.service, templateAdminHandlers(deps), [admin]);

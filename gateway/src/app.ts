@@ -6,6 +6,7 @@ import { createApiKeyRoute, listApiKeysRoute, revokeApiKeyRoute } from './api-ke
 import type { AuthClient } from './auth/authorize.ts';
 import type { BruteForceGuard } from './auth/brute-force-guard.ts';
 import type { CachedAuthorizer } from './auth/cached-authorizer.ts';
+import { registerDomainRoutes } from './domains/routes.ts';
 import { handleErrors } from './errors/error-handler.ts';
 import { healthz, type ReadinessChecks, readyz } from './http/health.ts';
 import { observe } from './http/observe.ts';
@@ -105,6 +106,7 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   }
   router.delete('/api/v1/suppressions/{address}/', '/api/v1/suppressions/:address/', suppressions.remove);
   router.delete('/api/v1/suppressions/{address}/', '/api/v1/suppressions/:address', suppressions.remove);
+  registerDomainRoutes(router, deps);
   router.get('/healthz', '/healthz', healthz());
   router.get('/readyz', '/readyz', readyz(deps.readiness));
   router.get(openApiPath, openApiPath, openApiRoute());

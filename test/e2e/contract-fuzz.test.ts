@@ -3,13 +3,14 @@
 // time, through real keys, foreign organizations, a revoked key and random header values, with bodies ranging from valid
 // sends through mutated ones (`send_at` included) to random JSON and random bytes, and cancels (DELETE) of message ids.
 // The same again for the batch endpoint, whose bodies hold such sends as items (and whose 200 entries are checked one by one),
-// and for the management routes (API keys, suppressions), whose successful answers are checked against the OpenAPI
-// document, with a key of every scope among the keys.
+// and for the management routes (API keys, suppressions, domains), whose successful answers are checked against the
+// OpenAPI document, with a key of every scope among the keys. The domain verifier asks a local DNS server, never the host's.
 import assert from 'node:assert/strict';
 import { Agent } from 'node:http';
 import { after, before, type TestContext, test } from 'node:test';
 import fc from 'fast-check';
 import { contractShapeProblem, uuidPattern } from '../harness/contract-shapes.ts';
+import { DnsServer } from '../harness/dns-server.ts';
 import { openApiResponseCheck, type ResponseCheck } from '../harness/openapi.ts';
 import { type RawRequest, type RawResult, rawRequest } from '../harness/raw-http.ts';
 import { type System, startSystem, type Tenant } from '../harness/system.ts';
@@ -25,10 +26,12 @@ let revoked: Tenant;
 /** A key of every scope (`full`) of alpha's project, for the management routes. */
 let alphaFull: Tenant;
 let checkDocumented: ResponseCheck;
+let dns: DnsServer;
 const agent = new Agent({ keepAlive: true, maxSockets: batchSize });
 
 before(async () => {
-  system = await startSystem({ env: { NOTIFY_PUBLIC_SEND_RATE: '1000000/min' } });
+  dns = await DnsServer.start();
+  system = await startSystem({ env: { NOTIFY_PUBLIC_SEND_RATE: '1000000/min', DNS_RESOLVER: dns.address } });
   alpha = await system.createTenant('fuzz-alpha');
   alphaSecond = await anotherKey(system, alpha, 'fuzz-second');
   beta = await system.createTenant('fuzz-beta');
@@ -46,6 +49,7 @@ before(async () => {
 after(async () => {
   agent.destroy();
   await system?.stop();
+  await dns?.close();
 });
 
 /** Header values Node can put on the wire: tab, printable ASCII and latin-1 (CR, LF and NUL cannot be sent at all). */
@@ -247,9 +251,10 @@ function problem(sent: RawRequest, response: RawResult, requestId: string | unde
     return 'the body is not JSON';
   }
   // A management route's success: the shape its OpenAPI operation documents.
-  const managed = /^\/api\/v1\/(api-keys|suppressions)(\/[^/?]+)?\/?(\?.*)?$/.exec(sent.path);
+  const managed = /^\/api\/v1\/(api-keys|suppressions|domains)(\/[^/?]+)?(\/verify|\/rotate-dkim)?\/?(\?.*)?$/.exec(sent.path);
   if (managed && response.status < 300) {
-    const documented = `/api/v1/${managed[1]}${managed[2] ? (managed[1] === 'api-keys' ? '/{id}' : '/{address}') : ''}`;
+    const item = managed[1] === 'suppressions' ? '/{address}' : '/{id}';
+    const documented = `/api/v1/${managed[1]}${managed[2] ? item : ''}${managed[3] ?? ''}`;
     const problems = checkDocumented(sent.method ?? 'GET', documented, response);
     return problems.length > 0 ? problems.join('; ') : undefined;
   }
@@ -360,9 +365,16 @@ test('at least 2,000 generated batch requests: every answer and every entry has 
   for (const status of [202, 404, 422]) assert.ok((entries.get(status) ?? 0) > 0, `no ${status} entry among ${JSON.stringify(Object.fromEntries(entries))}`);
 });
 
-// Last in the file: its keys and suppressions change alpha's project.
+// Last in the file: its keys, suppressions and domains change alpha's project and organization.
 
-const collections = fc.constantFrom('/api/v1/api-keys/', '/api/v1/api-keys', '/api/v1/suppressions/', '/api/v1/suppressions');
+const collections = fc.constantFrom(
+  '/api/v1/api-keys/',
+  '/api/v1/api-keys',
+  '/api/v1/suppressions/',
+  '/api/v1/suppressions',
+  '/api/v1/domains/',
+  '/api/v1/domains',
+);
 // Ids from 100 on: the fuzz's own keys and none, never the keys the other tests of this file send with.
 const keyItems = fc
   .oneof(
@@ -390,15 +402,24 @@ const suppressionQueries = fc
     return `/api/v1/suppressions/?${new URLSearchParams(pairs).toString()}`;
   });
 
+// Domain ids: the fuzz's own (it adds domains) and none; with the verify and rotate actions.
+const domainItems = fc
+  .tuple(
+    fc.oneof(fc.integer({ min: 0, max: 60 }).map(String), headerText(20).map(encodeURIComponent)),
+    fc.constantFrom('/', '', '/verify', '/rotate-dkim', '/verify/', '/rotate-dkim/', '/nope'),
+  )
+  .map(([id, action]) => `/api/v1/domains/${id}${action}`);
+
 /** A method and a path of the management routes: mostly one they serve, sometimes any other pairing. */
 const managementTargets = fc.oneof(
   { weight: 3, arbitrary: fc.tuple(fc.constant('GET'), fc.oneof(collections, suppressionQueries)) },
   { weight: 3, arbitrary: fc.tuple(fc.constant('POST'), collections) },
-  { weight: 3, arbitrary: fc.tuple(fc.constant('DELETE'), fc.oneof(keyItems, suppressionItems)) },
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom('GET', 'POST', 'DELETE', 'PATCH', 'PUT'), fc.oneof(collections, keyItems, suppressionItems)) },
+  { weight: 3, arbitrary: fc.tuple(fc.constant('DELETE'), fc.oneof(keyItems, suppressionItems, domainItems)) },
+  { weight: 2, arbitrary: fc.tuple(fc.constantFrom('GET', 'POST'), domainItems) },
+  { weight: 1, arbitrary: fc.tuple(fc.constantFrom('GET', 'POST', 'DELETE', 'PATCH', 'PUT'), fc.oneof(collections, keyItems, suppressionItems, domainItems)) },
 );
 
-/** Bodies near each route's rules: a key to issue, addresses to suppress, or the single sends' bodies. */
+/** Bodies near each route's rules: a key to issue, addresses to suppress, a domain to add, or the single sends' bodies. */
 const managementBodies = fc.oneof(
   fc
     .record({
@@ -408,6 +429,9 @@ const managementBodies = fc.oneof(
     })
     .map((body) => Buffer.from(JSON.stringify(body))),
   fc.record({ addresses: field(fc.array(emailish, { maxLength: 12 })) }).map((body) => Buffer.from(JSON.stringify(body))),
+  fc
+    .record({ domain: field(fc.oneof(fc.domain(), fc.constantFrom('notify.localhost', 'not a domain', '-x-.example', 'a.b.', ''), headerText(30))) })
+    .map((body) => Buffer.from(JSON.stringify(body))),
   bodies,
 );
 

@@ -1,65 +1,16 @@
 // notifyctl domain against a DomainAdminService served in-process and, for `domain check`, a real DNS server on UDP
-// (a minimal TXT responder below) that node:dns asks.
+// (test/harness/dns-server.ts) that node:dns asks.
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
-import { createSocket, type Socket } from 'node:dgram';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { createRegistry, GrpcServer, UserError } from '@notify/platform';
+import { compareDkimRecords } from '@notify/platform/mail';
 import { type dispatch, dispatchProto } from '@notify/proto';
+import { DnsServer } from '@notify/test/harness/dns-server.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
 import { notifyctl, requestOf } from '../testing/notifyctl.ts';
-import { compareRecords, txtStrings } from './domain.ts';
-
-// ---- A DNS server that answers TXT questions from a table (RFC 1035 4.1), enough for node:dns (c-ares) ------------
-
-/** The question's name (lower case) and where the question section ends. */
-function readQuestion(query: Buffer): { name: string; end: number } {
-  const labels: string[] = [];
-  let offset = 12;
-  while (query[offset]! > 0) {
-    const length = query[offset]!;
-    labels.push(query.subarray(offset + 1, offset + 1 + length).toString('ascii'));
-    offset += 1 + length;
-  }
-  return { name: labels.join('.').toLowerCase(), end: offset + 1 + 4 };
-}
-
-/** The answer to `query`: each record a TXT RR of its strings, or NXDOMAIN when the name has none. */
-function answer(query: Buffer, records: ReadonlyMap<string, readonly (readonly string[])[]>): Buffer {
-  const { name, end } = readQuestion(query);
-  const found = records.get(name);
-  const header = Buffer.alloc(12);
-  query.copy(header, 0, 0, 2); // id
-  header.writeUInt16BE(0x8180 | (query.readUInt16BE(2) & 0x0100) | (found ? 0 : 3), 2); // response, RD copied, RA, NXDOMAIN
-  header.writeUInt16BE(1, 4);
-  header.writeUInt16BE(found?.length ?? 0, 6);
-  const answers = (found ?? []).map((strings) => {
-    const rdata = Buffer.concat(strings.map((text) => Buffer.concat([Buffer.from([Buffer.byteLength(text)]), Buffer.from(text, 'ascii')])));
-    const fixed = Buffer.alloc(12);
-    fixed.writeUInt16BE(0xc00c, 0); // the question's name
-    fixed.writeUInt16BE(16, 2); // TXT
-    fixed.writeUInt16BE(1, 4); // IN
-    fixed.writeUInt32BE(60, 6);
-    fixed.writeUInt16BE(rdata.length, 10);
-    return Buffer.concat([fixed, rdata]);
-  });
-  return Buffer.concat([header, query.subarray(12, end), ...answers]);
-}
-
-async function startDnsServer(records: Map<string, (readonly string[])[]>): Promise<{ address: string; asked: string[]; close(): Promise<void> }> {
-  const socket: Socket = createSocket('udp4');
-  const asked: string[] = [];
-  socket.on('message', (query, peer) => {
-    asked.push(readQuestion(query).name);
-    socket.send(answer(query, records), peer.port, peer.address);
-  });
-  await new Promise<void>((ready) => socket.bind(0, '127.0.0.1', ready));
-  return { address: `127.0.0.1:${(socket.address() as AddressInfo).port}`, asked, close: () => new Promise<void>((done) => socket.close(() => done())) };
-}
-
-// ---- The tests ---------------------------------------------------------------------------------------------------
+import { txtStrings } from './domain.ts';
 
 const publicKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
 const otherKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
@@ -107,11 +58,11 @@ describe('notifyctl domain: command lines', () => {
   test('a DKIM record matches on its key, whatever the splitting into strings and the spacing', () => {
     const split = txtStrings(record);
     assert.ok(split.length === 2 && split.every((part) => part.length <= 255) && split.join('') === record);
-    assert.equal(compareRecords(record, [split]).status, 'published');
-    assert.equal(compareRecords(record, [['v=spf1 -all'], [`v=DKIM1;k=rsa;  p=${publicKey.slice(0, 100)} ${publicKey.slice(100)}`]]).status, 'published');
-    assert.equal(compareRecords(record, [[`v=DKIM1; k=rsa; p=${otherKey}`]]).status, 'different');
-    assert.equal(compareRecords(record, [['v=spf1 -all']]).status, 'missing');
-    assert.equal(compareRecords(record, []).status, 'missing');
+    assert.equal(compareDkimRecords(record, [split]).status, 'published');
+    assert.equal(compareDkimRecords(record, [['v=spf1 -all'], [`v=DKIM1;k=rsa;  p=${publicKey.slice(0, 100)} ${publicKey.slice(100)}`]]).status, 'published');
+    assert.equal(compareDkimRecords(record, [[`v=DKIM1; k=rsa; p=${otherKey}`]]).status, 'different');
+    assert.equal(compareDkimRecords(record, [['v=spf1 -all']]).status, 'missing');
+    assert.equal(compareDkimRecords(record, []).status, 'missing');
   });
 });
 
@@ -129,7 +80,7 @@ describe('notifyctl domain: against a DomainAdminService and DNS', () => {
   const received: object[] = [];
   const records = new Map<string, (readonly string[])[]>();
   let server: GrpcServer;
-  let dns: Awaited<ReturnType<typeof startDnsServer>>;
+  let dns: DnsServer;
   let env: Record<string, string>;
 
   before(async () => {
@@ -155,7 +106,7 @@ describe('notifyctl domain: against a DomainAdminService and DNS', () => {
       [{ name: 'admin', token }],
     );
     const port = await server.listen(0, '127.0.0.1');
-    dns = await startDnsServer(records);
+    dns = await DnsServer.start(records);
     env = { ADMIN_TOKEN: token, DISPATCH_SVC_ADDR: `127.0.0.1:${port}` };
   });
 

@@ -1,8 +1,7 @@
 // notifyctl domain: the domains an organization sends from and their DKIM keys. Talks to dispatch-svc's
 // DomainAdminService (admin token). `add` generates the key pair there and prints the DNS TXT record to publish (the
 // private key never leaves dispatch-svc unsealed); `check` looks the record up in DNS and says whether it matches.
-import { Resolver } from 'node:dns/promises';
-import { isIP } from 'node:net';
+import { compareDkimRecords, type DkimRecordStatus, lookUpTxt, parseDnsServers } from '@notify/platform/mail';
 import type { dispatch } from '@notify/proto';
 import { UsageError } from '../args.ts';
 import { type Column, type Io, print } from '../output.ts';
@@ -32,59 +31,16 @@ export function zoneLine(entry: Pick<dispatch.SendingDomain__Output, 'dnsName' |
     .join(' ')} )`;
 }
 
-/** The tags of a DKIM key record (RFC 6376 3.6.1), whitespace removed from values as the RFC lets verifiers do. */
-function dkimTags(record: string): Map<string, string> {
-  const tags = new Map<string, string>();
-  for (const part of record.split(';')) {
-    const equals = part.indexOf('=');
-    if (equals < 0) continue;
-    tags.set(part.slice(0, equals).trim(), part.slice(equals + 1).replace(/\s+/g, ''));
-  }
-  return tags;
-}
-
-export type CheckStatus = 'published' | 'different' | 'missing';
-
-/** Compares what DNS answered (each record's strings) with the record `add` printed: the key (`p=`) decides. */
-export function compareRecords(expected: string, found: readonly (readonly string[])[]): { status: CheckStatus; found: string[] } {
-  const records = found.map((strings) => strings.join(''));
-  const dkim = records.filter((record) => dkimTags(record).has('p'));
-  const wanted = dkimTags(expected).get('p');
-  if (dkim.length === 0) return { status: 'missing', found: records };
-  return {
-    status: dkim.some((record) => dkimTags(record).get('p') === wanted && (dkimTags(record).get('k') ?? 'rsa') === 'rsa') ? 'published' : 'different',
-    found: records,
-  };
-}
-
 /** `--dns-server` values: comma-separated IP addresses, each with an optional port (`127.0.0.1:5353`, `[::1]:53`). */
 function dnsServers(raw: string | undefined): string[] | undefined {
   if (raw === undefined) return undefined;
-  const servers = raw.split(',').map((part) => part.trim());
-  for (const server of servers) {
-    const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(server) ?? /^([^:]+)(?::(\d{1,5}))?$/.exec(server);
-    const host = bracketed ? (bracketed[1] ?? '') : server;
-    const port = bracketed?.[2] === undefined ? 53 : Number(bracketed[2]);
-    if (isIP(host) === 0 || port < 1 || port > 65535) {
-      throw new UsageError(
-        `--dns-server must be IP addresses with optional ports separated by commas (1.1.1.1, 127.0.0.1:5353, [::1]:53), got '${server}'`,
-        'domain check',
-      );
-    }
-  }
-  return servers;
-}
-
-/** Looks the TXT records of `name` up; no record (or no such name) is an empty list. */
-async function lookUpTxt(name: string, servers: string[] | undefined): Promise<string[][]> {
-  const resolver = new Resolver({ timeout: 3_000, tries: 2 });
-  if (servers) resolver.setServers(servers);
   try {
-    return await resolver.resolveTxt(name);
+    return parseDnsServers(raw);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOTFOUND' || code === 'ENODATA') return [];
-    throw new Error(`looking up the TXT record of ${name} failed: ${code ?? (error as Error).message}`, { cause: error });
+    throw new UsageError(
+      `--dns-server must be IP addresses with optional ports separated by commas (1.1.1.1, 127.0.0.1:5353, [::1]:53): ${(error as Error).message}`,
+      'domain check',
+    );
   }
 }
 
@@ -190,13 +146,13 @@ export const domainCommands: CommandGroup = {
                 `organization ${request.organizationId} has no sending domain ${wanted} (notifyctl domain list --org ${request.organizationId})`,
                 'domain check',
               );
-            const result = compareRecords(entry.dnsValue, await lookUpTxt(entry.dnsName, servers));
+            const result = compareDkimRecords(entry.dnsValue, await lookUpTxt(entry.dnsName, servers));
             if (json) {
               io.stdout(
                 `${JSON.stringify({ domain: entry.domain, dnsName: entry.dnsName, expected: entry.dnsValue, found: result.found, status: result.status }, null, 2)}\n`,
               );
             }
-            const verdict: Record<CheckStatus, string> = {
+            const verdict: Record<DkimRecordStatus, string> = {
               published: `published: ${entry.dnsName} has the expected DKIM key; mail From ${entry.domain} will verify`,
               different: `different: ${entry.dnsName} has a DKIM record with another key; publish the value from \`notifyctl domain list --org ${entry.organizationId} --json\``,
               missing: `missing: ${entry.dnsName} has no DKIM record yet (DNS changes can take a while to be seen); publish:\n  ${zoneLine(entry)}`,

@@ -3,7 +3,7 @@
 // A private key is generated here, sealed at once, and never returned, answered or logged by either service.
 import { status } from '@grpc/grpc-js';
 import { type AsyncHandlers, UserError } from '@notify/platform';
-import type { Pool } from '@notify/platform/database';
+import { type Pool, type PoolClient, withTransaction } from '@notify/platform/database';
 import type { DataKey } from '@notify/platform/mail';
 import type { dispatch } from '@notify/proto';
 import { defaultSelector, dnsRecord, generateDkimKeyPair, isDomain, isSelector, normalizeDomain } from './dkim-keys.ts';
@@ -16,12 +16,12 @@ export interface DomainDeps {
 
 const isPositiveId = (value: number): boolean => Number.isSafeInteger(value) && value > 0;
 
-function check(faults: (string | false)[]): void {
+export function check(faults: (string | false)[]): void {
   const found = faults.filter((fault): fault is string => fault !== false);
   if (found.length > 0) throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', `invalid request: ${found.join('; ')}`, { fields: found });
 }
 
-const domainFault = (domain: string): string | false => !isDomain(domain) && 'domain: must be a domain name such as mail.example.com';
+export const domainFault = (domain: string): string | false => !isDomain(domain) && 'domain: must be a domain name such as mail.example.com';
 
 /** The context a domain's private key is sealed under: a key sealed for one domain never opens as another's. */
 export const sealContext = (domain: string): string => `dkim:${domain}`;
@@ -41,33 +41,48 @@ function toProto(row: SendingDomainRow): dispatch.SendingDomain__Output {
 
 const pgCode = (error: unknown): string | undefined => (error as { code?: string }).code;
 
+/**
+ * Judges a new domain, generates its key and stores it, as notifyctl's AddDomain and the public API's AddApiDomain
+ * both do; `alongside` runs in the insert's transaction (the API's audit row).
+ */
+export async function createDomain(
+  deps: DomainDeps,
+  request: { organizationId: number; domain: string; selector: string },
+  alongside: (client: PoolClient, row: SendingDomainRow) => Promise<void> = async () => undefined,
+): Promise<SendingDomainRow> {
+  const domain = normalizeDomain(request.domain);
+  const selector = request.selector || defaultSelector;
+  check([
+    domainFault(domain),
+    !isSelector(selector) && 'selector: 1 to 63 lowercase letters, digits or hyphens',
+    `${selector}._domainkey.${domain}`.length > 253 && 'domain: too long for its DKIM record name (253 characters with the selector)',
+  ]);
+  const keys = await generateDkimKeyPair();
+  try {
+    return await withTransaction(deps.pool, async (client) => {
+      const row = await insertDomain(client, {
+        organizationId: request.organizationId,
+        domain,
+        selector,
+        publicKey: keys.publicKey,
+        sealedPrivateKey: deps.dataKey.seal(keys.privateKeyPem, sealContext(domain)),
+      });
+      await alongside(client, row);
+      return row;
+    });
+  } catch (error) {
+    if (pgCode(error) === '23505') throw new UserError(status.ALREADY_EXISTS, 'domain_exists', `${domain} is already a sending domain`, { cause: error });
+    if (pgCode(error) === '23503')
+      throw new UserError(status.NOT_FOUND, 'organization_not_found', `no organization ${request.organizationId}`, { cause: error });
+    throw error;
+  }
+}
+
 export function domainAdminHandlers(deps: DomainDeps): AsyncHandlers<dispatch.DomainAdminServiceDefinition> {
   return {
     async AddDomain(request) {
-      const domain = normalizeDomain(request.domain);
-      const selector = request.selector || defaultSelector;
-      check([
-        !isPositiveId(request.organizationId) && 'organization_id: must be a positive integer',
-        domainFault(domain),
-        !isSelector(selector) && 'selector: 1 to 63 lowercase letters, digits or hyphens',
-        `${selector}._domainkey.${domain}`.length > 253 && 'domain: too long for its DKIM record name (253 characters with the selector)',
-      ]);
-      const keys = await generateDkimKeyPair();
-      try {
-        const row = await insertDomain(deps.pool, {
-          organizationId: request.organizationId,
-          domain,
-          selector,
-          publicKey: keys.publicKey,
-          sealedPrivateKey: deps.dataKey.seal(keys.privateKeyPem, sealContext(domain)),
-        });
-        return toProto(row);
-      } catch (error) {
-        if (pgCode(error) === '23505') throw new UserError(status.ALREADY_EXISTS, 'domain_exists', `${domain} is already a sending domain`, { cause: error });
-        if (pgCode(error) === '23503')
-          throw new UserError(status.NOT_FOUND, 'organization_not_found', `no organization ${request.organizationId}`, { cause: error });
-        throw error;
-      }
+      check([!isPositiveId(request.organizationId) && 'organization_id: must be a positive integer']);
+      return toProto(await createDomain(deps, request));
     },
     async ListDomains(request) {
       check([

@@ -1,6 +1,6 @@
 // Sending domains and their DKIM keys in PostgreSQL (table sending_domains). The private key is only ever held here
 // sealed; this module neither opens nor logs it.
-import type { Pool } from '@notify/platform/database';
+import type { Pool, PoolClient } from '@notify/platform/database';
 
 export interface SendingDomainRow {
   readonly id: number;
@@ -15,7 +15,7 @@ export interface SendingDomainRow {
 const columns = `id, organization_id AS "organizationId", domain, selector, public_key AS "publicKey", created_at AS "createdAt"`;
 
 export async function insertDomain(
-  pool: Pool,
+  pool: Pool | PoolClient,
   entry: { organizationId: number; domain: string; selector: string; publicKey: string; sealedPrivateKey: string },
 ): Promise<SendingDomainRow> {
   const result = await pool.query<SendingDomainRow>({

@@ -81,7 +81,7 @@ async function seed(pool: Pool): Promise<Harness['ids']> {
   return { organizationId, projectId, otherProjectId, apiKeyId };
 }
 
-export async function startHarness(options: { idempotencyTtlMs?: number; webhookAllowPrivate?: boolean } = {}): Promise<Harness> {
+export async function startHarness(options: { idempotencyTtlMs?: number; webhookAllowPrivate?: boolean; dnsServers?: string[] } = {}): Promise<Harness> {
   const runId = randomBytes(4).toString('hex');
   // Undone in reverse order by close(), or at once if starting fails half-way, so no run leaves anything behind.
   const undo: (() => Promise<unknown>)[] = [];
@@ -121,6 +121,8 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
         retentionPurgeIntervalMs: 600_000,
         retentionPurgeBatchSize: 1_000,
         retentionPurgePauseMs: 0,
+        dnsServers: options.dnsServers,
+        domainVerifyIntervalMs: 100,
       },
       {
         pool,

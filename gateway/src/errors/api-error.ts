@@ -9,6 +9,8 @@ export type ErrorCode =
   | 'insufficient_scope'
   | 'api_key_not_found'
   | 'suppression_not_found'
+  | 'domain_not_found'
+  | 'domain_exists'
   | 'plan_blocked'
   | 'unsupported_media_type'
   | 'parse_error'

@@ -117,6 +117,18 @@ const listedSuppressions = await client.GET('/api/v1/suppressions', { params: { 
 if (!listedSuppressions.data) throw new Error(\`suppression list refused: \${listedSuppressions.response.status}\`);
 const suppressedAddresses: string[] = listedSuppressions.data.results.map((entry) => entry.address);
 
+const added = await client.POST('/api/v1/domains', { params: { header }, body: { domain: 'openapi-client.example' } });
+if (!added.data) throw new Error(\`domain refused: \${added.response.status}\`);
+const domainPath = { path: { id: added.data.id }, header };
+const rotated = await client.POST('/api/v1/domains/{id}/rotate-dkim', { params: domainPath });
+if (!rotated.data) throw new Error(\`rotation refused: \${rotated.response.status}\`);
+const domainRecords = rotated.data.records.map((record): [string, 'pending' | 'verified' | 'failed'] => [record.purpose, record.status]);
+const removedDomain = await client.DELETE('/api/v1/domains/{id}', { params: domainPath });
+if (!removedDomain.data) throw new Error(\`domain removal refused: \${removedDomain.response.status}\`);
+const domainsLeft = await client.GET('/api/v1/domains', { params: { header } });
+if (!domainsLeft.data) throw new Error(\`domain list refused: \${domainsLeft.response.status}\`);
+const domainsListed: number = domainsLeft.data.results.length;
+
 /** Never called: proves the generated types refuse what the API refuses. */
 export function refusedByTheTypes(): void {
   // @ts-expect-error: not a lifecycle state
@@ -127,9 +139,11 @@ export function refusedByTheTypes(): void {
   void client.POST('/api/v1/api-keys', { params: { header }, body: { name: 'x', scopes: ['admin'] } });
   // @ts-expect-error: not a reason
   void client.GET('/api/v1/suppressions', { params: { query: { reason: 'bounced' }, header } });
+  // @ts-expect-error: a domain is required
+  void client.POST('/api/v1/domains', { params: { header }, body: {} });
 }
 
-console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus, batchStatuses, issuedScopes, keysListed, revoked: revokedAt !== null, suppressedAddresses }));
+console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus, batchStatuses, issuedScopes, keysListed, revoked: revokedAt !== null, suppressedAddresses, domainRecords, domainsListed }));
 `;
 
 test('a client generated with openapi-typescript and openapi-fetch type-checks, sends a message, reads its status and manages keys', async () => {
@@ -164,6 +178,8 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
     keysListed: number;
     revoked: boolean;
     suppressedAddresses: string[];
+    domainRecords: [string, string][];
+    domainsListed: number;
   };
   assert.ok(Number.isInteger(result.messageId) && result.messageId > 0);
   assert.ok(['queued', 'sending', 'sent'].includes(result.status), result.status);
@@ -177,4 +193,9 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
   assert.equal(result.keysListed, 3, "the tenant's key, the client's and the one it issued");
   assert.equal(result.revoked, true);
   assert.deepEqual(result.suppressedAddresses, ['gone@example.com']);
+  assert.deepEqual(result.domainRecords, [
+    ['dkim', 'pending'],
+    ['dkim_rotation', 'pending'],
+  ]);
+  assert.equal(result.domainsListed, 0);
 });
