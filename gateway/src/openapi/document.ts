@@ -6,13 +6,14 @@ import { listLimits, messageStatuses, rfc3339Pattern } from '../messages/read-qu
 import { maxBatchItems } from '../send/batch-body.ts';
 import { maxMetadataKeyLength, maxMetadataKeys, maxMetadataValueLength, maxTagLength, maxTags, tagPattern, tagSchema, tagsSchema } from '../send/labels.ts';
 import { maxDataArrayItems, maxDataDepth, maxDataElements, maxRecipientLength, maxSendAheadDays, maxTemplateLength } from '../send/validation.ts';
+import { webhookPaths, webhookSchemas } from './webhooks-paths.ts';
 
-type Schema = Record<string, unknown>;
+export type Schema = Record<string, unknown>;
 
-const ref = (name: string): Schema => ({ $ref: `#/components/${name}` });
+export const ref = (name: string): Schema => ({ $ref: `#/components/${name}` });
 
 /** `{detail, code}` with the codes a status can carry. */
-function errorBody(codes: readonly ErrorCode[]): Schema {
+export function errorBody(codes: readonly ErrorCode[]): Schema {
   return {
     type: 'object',
     required: ['detail', 'code'],
@@ -35,7 +36,7 @@ function serverErrorBody(codes: readonly ErrorCode[]): Schema {
   };
 }
 
-const json = (schema: Schema): Schema => ({ 'application/json': { schema } });
+export const json = (schema: Schema): Schema => ({ 'application/json': { schema } });
 
 /** Headers on every response of the send endpoint. */
 const commonHeaders = {
@@ -46,10 +47,10 @@ const commonHeaders = {
 /** Headers on every response that counted against the rate limit (checks 2-5 passed). */
 const rateHeaders = { RateLimit: ref('headers/RateLimit'), 'RateLimit-Policy': ref('headers/RateLimit-Policy') };
 /** The reads' own bucket (NOTIFY_PUBLIC_READ_RATE), on every read response counted against it. */
-const readRateHeaders = { RateLimit: ref('headers/ReadRateLimit'), 'RateLimit-Policy': ref('headers/ReadRateLimit-Policy') };
+export const readRateHeaders = { RateLimit: ref('headers/ReadRateLimit'), 'RateLimit-Policy': ref('headers/ReadRateLimit-Policy') };
 
 /** Request headers every operation reads besides Authorization. */
-const requestHeaders = [
+export const requestHeaders = [
   {
     name: 'X-Organization-ID',
     in: 'header',
@@ -75,7 +76,7 @@ const requestHeaders = [
 ];
 
 /** The statuses both read operations share: the send endpoint's checks 2-4, then the read bucket. */
-function readResponses(): Record<string, Schema> {
+export function readResponses(): Record<string, Schema> {
   return {
     '400': response('`X-Organization-ID` missing or malformed (invalid_header).', errorBody(['invalid_header'])),
     '401': response('Missing `Authorization`, another scheme, or an unknown or revoked key.', ref('schemas/Detail'), {
@@ -96,7 +97,7 @@ function readResponses(): Record<string, Schema> {
 }
 
 /** A keyset listing's `limit` and `cursor` query parameters. */
-function pageParameters(items: string, maxCursorLength: number): Schema[] {
+export function pageParameters(items: string, maxCursorLength: number): Schema[] {
   return [
     {
       name: 'limit',
@@ -116,7 +117,7 @@ function pageParameters(items: string, maxCursorLength: number): Schema[] {
 }
 
 /** The refusals of a management route that takes a JSON body: the reads' and the body's. */
-function managedWriteResponses(): Record<string, Schema> {
+export function managedWriteResponses(): Record<string, Schema> {
   return {
     ...readResponses(),
     '400': response('Malformed body (parse_error) or X-Organization-ID (invalid_header).', errorBody(['parse_error', 'invalid_header'])),
@@ -187,7 +188,7 @@ recorded, and it is never sent. Once the message is \`queued\` or further on (it
 languages and error shapes as the reads; another project's or organization's id is 404 message_not_found. Counts against
 the read bucket (\`NOTIFY_PUBLIC_READ_RATE\`, policy \`"read"\`), never against sends.`;
 
-function response(description: string, schema: Schema, headers: Record<string, Schema> = {}): Schema {
+export function response(description: string, schema: Schema, headers: Record<string, Schema> = {}): Schema {
   return { description, headers: { ...commonHeaders, ...headers }, content: json(schema) };
 }
 
@@ -590,6 +591,7 @@ insufficient_scope naming it): mailing such an address again risks the sender's 
         },
       },
     },
+    ...webhookPaths(),
   },
   components: {
     securitySchemes: {
@@ -854,6 +856,7 @@ insufficient_scope naming it): mailing such an address again risks the sender's 
           },
         },
       },
+      ...webhookSchemas(),
       Detail: {
         type: 'object',
         required: ['detail'],
