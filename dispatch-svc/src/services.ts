@@ -29,6 +29,7 @@ import { apiSuppressionHandlers, suppressionAdminHandlers } from './suppressions
 import { templateAdminHandlers } from './templates/template-admin.ts';
 import { getUsage } from './usage/get-usage.ts';
 import { webhookAdminHandlers } from './webhooks/webhook-admin.ts';
+import { apiWebhookHandlers } from './webhooks/webhook-api.ts';
 import type { WebhookDeps } from './webhooks/webhook-operations.ts';
 
 export interface ServiceDeps extends SendDeps, WebhookDeps {
@@ -69,6 +70,7 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       SendMany: createSendManyHandler(send, deps.logger, recordItem),
       ...apiSuppressionHandlers(deps),
       ...apiDomainHandlers(deps),
+      ...apiWebhookHandlers(deps),
     },
     // ListMessages is notifyctl's `messages list`; the gateway lists through SearchProjectMessages. Only the gateway sends.
     {
@@ -90,6 +92,14 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       VerifyApiDomain: [gateway],
       RotateApiDomainDkim: [gateway],
       RemoveApiDomain: [gateway],
+      ListApiWebhooks: [gateway],
+      CreateApiWebhook: [gateway],
+      GetApiWebhook: [gateway],
+      UpdateApiWebhook: [gateway],
+      DeleteApiWebhook: [gateway],
+      RotateApiWebhookSecret: [gateway],
+      TestApiWebhook: [gateway],
+      ListApiWebhookAttempts: [gateway],
     },
   );
   server.add(dispatchProto.TemplateAdminService.service, templateAdminHandlers(deps), [admin]);

@@ -26,6 +26,7 @@ import { monthlyUsageMemory, sendRoute } from './send/route.ts';
 import { type SendManyOptions, sendDispatcher, sendManyDefaults } from './send/send-many.ts';
 import { addSuppressionsRoute, listSuppressionsRoute, removeSuppressionRoute } from './suppressions/routes.ts';
 import { type UnsubscribeDeps, unsubscribeOneClick, unsubscribePage, unsubscribePath } from './unsubscribe/unsubscribe-routes.ts';
+import { registerWebhookRoutes } from './webhooks/routes.ts';
 
 export interface GatewayDeps {
   readonly auth: AuthClient;
@@ -107,6 +108,7 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   router.delete('/api/v1/suppressions/{address}/', '/api/v1/suppressions/:address/', suppressions.remove);
   router.delete('/api/v1/suppressions/{address}/', '/api/v1/suppressions/:address', suppressions.remove);
   registerDomainRoutes(router, deps);
+  registerWebhookRoutes(router, deps);
   router.get('/healthz', '/healthz', healthz());
   router.get('/readyz', '/readyz', readyz(deps.readiness));
   router.get(openApiPath, openApiPath, openApiRoute());

@@ -56,3 +56,11 @@ export {
 export { expandScopes, isScope, missingScope, type Scope, type ScopePreset, scopePresets, scopes, unknownScopeWords } from './scopes.ts';
 export { duplicateWindowMs, outcomeTtlMs, type StreamDeclaration, streamDeclarations, type Topology, topology } from './streams.ts';
 export { erasedEntryPattern, maxSuppressionsAdded, type SuppressionReason, suppressionReasons } from './suppressions.ts';
+export {
+  maxWebhookUrlLength,
+  type WebhookEventType,
+  type WebhookUrlRefusal,
+  webhookEventTypes,
+  webhookTestEventType,
+  webhookUrlRefusal,
+} from './webhooks.ts';

@@ -3,8 +3,9 @@
 // time, through real keys, foreign organizations, a revoked key and random header values, with bodies ranging from valid
 // sends through mutated ones (`send_at` included) to random JSON and random bytes, and cancels (DELETE) of message ids.
 // The same again for the batch endpoint, whose bodies hold such sends as items (and whose 200 entries are checked one by one),
-// and for the management routes (API keys, suppressions, domains), whose successful answers are checked against the
-// OpenAPI document, with a key of every scope among the keys. The domain verifier asks a local DNS server, never the host's.
+// and for the management routes (API keys, suppressions, domains, webhook endpoints), whose successful answers are
+// checked against the OpenAPI document, with a key of every scope among the keys. The domain verifier asks a local DNS
+// server, never the host's.
 import assert from 'node:assert/strict';
 import { Agent } from 'node:http';
 import { after, before, type TestContext, test } from 'node:test';
@@ -228,6 +229,17 @@ function toRawRequest(generated: Generated): RawRequest {
   return { method: generated.method, path: generated.path, headers, body: bodyless ? Buffer.alloc(0) : generated.body, agent, timeoutMs: 15_000 };
 }
 
+/** The path the OpenAPI document names for a management route's URL; undefined for any other route. */
+function documentedManagementPath(path: string): string | undefined {
+  const managed = /^\/api\/v1\/(api-keys|suppressions)(\/[^/?]+)?\/?(\?.*)?$/.exec(path);
+  if (managed) return `/api/v1/${managed[1]}${managed[2] ? (managed[1] === 'api-keys' ? '/{id}' : '/{address}') : ''}`;
+  if (!/^\/api\/v1\/(webhooks|domains)(\/|\?|$)/.test(path)) return undefined;
+  return path
+    .replace(/\?.*$/, '')
+    .replace(/^(\/api\/v1\/(webhooks|domains)\/)[^/]+/, '$1{id}')
+    .replace(/\/$/, '');
+}
+
 /** Why a response breaks the contract, or undefined. */
 function problem(sent: RawRequest, response: RawResult, requestId: string | undefined): string | undefined {
   if (response.status >= 500) return `answered ${response.status}`;
@@ -251,10 +263,8 @@ function problem(sent: RawRequest, response: RawResult, requestId: string | unde
     return 'the body is not JSON';
   }
   // A management route's success: the shape its OpenAPI operation documents.
-  const managed = /^\/api\/v1\/(api-keys|suppressions|domains)(\/[^/?]+)?(\/verify|\/rotate-dkim)?\/?(\?.*)?$/.exec(sent.path);
-  if (managed && response.status < 300) {
-    const item = managed[1] === 'suppressions' ? '/{address}' : '/{id}';
-    const documented = `/api/v1/${managed[1]}${managed[2] ? item : ''}${managed[3] ?? ''}`;
+  const documented = documentedManagementPath(sent.path);
+  if (documented && response.status < 300) {
     const problems = checkDocumented(sent.method ?? 'GET', documented, response);
     return problems.length > 0 ? problems.join('; ') : undefined;
   }
@@ -365,7 +375,7 @@ test('at least 2,000 generated batch requests: every answer and every entry has 
   for (const status of [202, 404, 422]) assert.ok((entries.get(status) ?? 0) > 0, `no ${status} entry among ${JSON.stringify(Object.fromEntries(entries))}`);
 });
 
-// Last in the file: its keys, suppressions and domains change alpha's project and organization.
+// Last in the file: its keys, suppressions, domains and webhook endpoints change alpha's project and organization.
 
 const collections = fc.constantFrom(
   '/api/v1/api-keys/',
@@ -374,6 +384,8 @@ const collections = fc.constantFrom(
   '/api/v1/suppressions',
   '/api/v1/domains/',
   '/api/v1/domains',
+  '/api/v1/webhooks/',
+  '/api/v1/webhooks',
 );
 // Ids from 100 on: the fuzz's own keys and none, never the keys the other tests of this file send with.
 const keyItems = fc
@@ -410,13 +422,42 @@ const domainItems = fc
   )
   .map(([id, action]) => `/api/v1/domains/${id}${action}`);
 
+// Webhook endpoints: ids from 1 on, mostly the ones the fuzz itself creates (alpha's; the system is its own), or junk.
+const webhookIds = fc.oneof(
+  { weight: 4, arbitrary: fc.integer({ min: 1, max: 30 }).map(String) },
+  { weight: 1, arbitrary: fc.oneof(fc.constantFrom('0', '99999999999999999999', '-1'), headerText(12).map(encodeURIComponent)) },
+);
+const webhookItems = fc.tuple(webhookIds, fc.constantFrom('/', '')).map(([id, slash]) => `/api/v1/webhooks/${id}${slash}`);
+const webhookActions = fc
+  .tuple(webhookIds, fc.constantFrom('rotate-secret', 'test', 'test/', 'rotate-secret/'))
+  .map(([id, action]) => `/api/v1/webhooks/${id}/${action}`);
+const webhookAttempts = fc
+  .record({
+    id: webhookIds,
+    limit: fc.option(fc.oneof(fc.integer({ min: -1, max: 101 }).map(String), headerText(6)), { nil: undefined }),
+    cursor: fc.option(fc.oneof(fc.integer({ min: 0, max: 10_000 }).map(String), headerText(20)), { nil: undefined }),
+    other: fc.option(fc.constantFrom('x', 'limit'), { nil: undefined }),
+  })
+  .map(({ id, other, ...query }) => {
+    const pairs = Object.entries(query).filter((pair): pair is [string, string] => pair[1] !== undefined);
+    if (other) pairs.push([other, '1']);
+    return `/api/v1/webhooks/${id}/attempts/?${new URLSearchParams(pairs).toString()}`;
+  });
+
 /** A method and a path of the management routes: mostly one they serve, sometimes any other pairing. */
 const managementTargets = fc.oneof(
-  { weight: 3, arbitrary: fc.tuple(fc.constant('GET'), fc.oneof(collections, suppressionQueries)) },
-  { weight: 3, arbitrary: fc.tuple(fc.constant('POST'), collections) },
-  { weight: 3, arbitrary: fc.tuple(fc.constant('DELETE'), fc.oneof(keyItems, suppressionItems, domainItems)) },
+  { weight: 3, arbitrary: fc.tuple(fc.constant('GET'), fc.oneof(collections, suppressionQueries, webhookItems, webhookAttempts)) },
+  { weight: 3, arbitrary: fc.tuple(fc.constant('POST'), fc.oneof(collections, webhookActions)) },
+  { weight: 3, arbitrary: fc.tuple(fc.constant('DELETE'), fc.oneof(keyItems, suppressionItems, domainItems, webhookItems)) },
   { weight: 2, arbitrary: fc.tuple(fc.constantFrom('GET', 'POST'), domainItems) },
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom('GET', 'POST', 'DELETE', 'PATCH', 'PUT'), fc.oneof(collections, keyItems, suppressionItems, domainItems)) },
+  { weight: 2, arbitrary: fc.tuple(fc.constant('PATCH'), webhookItems) },
+  {
+    weight: 1,
+    arbitrary: fc.tuple(
+      fc.constantFrom('GET', 'POST', 'DELETE', 'PATCH', 'PUT'),
+      fc.oneof(collections, keyItems, suppressionItems, domainItems, webhookItems, webhookActions),
+    ),
+  },
 );
 
 /** Bodies near each route's rules: a key to issue, addresses to suppress, a domain to add, or the single sends' bodies. */
@@ -432,6 +473,17 @@ const managementBodies = fc.oneof(
   fc
     .record({ domain: field(fc.oneof(fc.domain(), fc.constantFrom('notify.localhost', 'not a domain', '-x-.example', 'a.b.', ''), headerText(30))) })
     .map((body) => Buffer.from(JSON.stringify(body))),
+  // An endpoint's fields. Every URL is loopback, which webhook-svc refuses at connect time: no request leaves the machine.
+  fc
+    .record({
+      url: optionalField(
+        fc.constantFrom('https://127.0.0.1:9/hooks', 'https://localhost:9/x', 'http://127.0.0.1:9/', 'ftp://127.0.0.1/', 'https://u:p@127.0.0.1/', ''),
+      ),
+      event_types: optionalField(fc.array(fc.constantFrom('message.sent', 'message.failed', 'webhook.test', 'message.opened', ''), { maxLength: 4 })),
+      enabled: optionalField(fc.boolean()),
+    })
+    .map((body) => Buffer.from(JSON.stringify(body))),
+  fc.constant(Buffer.from(JSON.stringify({ url: 'https://127.0.0.1:9/valid' }))),
   bodies,
 );
 

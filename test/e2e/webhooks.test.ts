@@ -1,6 +1,8 @@
 // Webhooks end to end: a message's transitions become signed webhook requests to real HTTP receivers, each signature
 // verified by the `standardwebhooks` library; at least once through a receiver outage and a SIGKILLed sender, one slow
-// receiver never delaying another, a secret rotation verifying with either secret, and secrets sealed at rest.
+// receiver never delaying another, a secret rotation verifying with either secret, and secrets sealed at rest. The
+// public API's test event and rotation (test/e2e/default-system/webhooks-api.suite.ts has the rest of that API) are
+// received here, where private targets are allowed.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
@@ -8,7 +10,7 @@ import { parseDataKey, webhookSecretSealContext } from '@notify/platform/mail';
 import { metricValue } from '../harness/service-metrics.ts';
 import { gatewayReachesServices } from '../harness/service-waits.ts';
 import { type System, startSystem, type Tenant } from '../harness/system.ts';
-import { validBody } from '../harness/tenants.ts';
+import { anotherKey, validBody } from '../harness/tenants.ts';
 import { waitFor } from '../harness/wait.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../harness/webhook-receiver.ts';
 
@@ -399,4 +401,60 @@ test('a 410 disables the endpoint at once, and 5 days of failures disable it too
   const metrics = await (await fetch(`http://127.0.0.1:${system.stack.ports.metrics.webhook}/metrics`)).text();
   assert.match(metrics, /notify_webhook_endpoints_disabled_total\{[^}]*reason="gone"[^}]*\} [1-9]/);
   assert.match(metrics, /notify_webhook_attempts_total\{[^}]*result="succeeded"[^}]*\} [1-9]/);
+});
+
+test("the API's test event arrives signed and logged; after the API's rotation both secrets verify it during the overlap", async () => {
+  // A project of its own: the other tests' endpoints fill the tenant's.
+  const owner = await system.createTenant('webhooks-api');
+  const key = await anotherKey(system, owner, 'webhooks', ['webhooks:write']);
+  const api = (method: string, path: string, body?: unknown) =>
+    system.request(path, {
+      method,
+      headers: {
+        authorization: `Api-Key ${key.apiKey}`,
+        'x-organization-id': String(key.organizationId),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  const receiver = await startWebhookReceiver([]);
+  receivers.push(receiver);
+  const created = await api('POST', '/api/v1/webhooks/', { url: receiver.url, event_types: ['message.sent'] });
+  assert.equal(created.status, 201, created.text);
+  const id = created.body.id as number;
+  const first = String(created.body.secret);
+  receiver.secrets = [first];
+
+  /** Sends a test event through the API and waits for the receiver to acknowledge it. */
+  const testEvent = async () => {
+    const queued = await api('POST', `/api/v1/webhooks/${id}/test`);
+    assert.equal(queued.status, 202, queued.text);
+    return waitFor(() => receiver.received.find((webhook) => webhook.id === queued.body.event_id), { timeoutMs: 15_000, what: 'the test event received' });
+  };
+  const tested = await testEvent();
+  assert.deepEqual(receiver.unverified, []);
+  assert.deepEqual(tested.verifiedWith, [first]);
+  assert.deepEqual(tested.body, { type: 'webhook.test', timestamp: tested.body.timestamp, data: { endpoint_id: id } });
+  const shown = await waitFor(
+    async () => {
+      const read = await api('GET', `/api/v1/webhooks/${id}/`);
+      return (read.body.last_delivery as { succeeded?: boolean } | null)?.succeeded ? read.body : undefined;
+    },
+    { timeoutMs: 5_000, what: 'the attempt recorded' },
+  );
+  assert.deepEqual([(shown.last_delivery as { status_code: number }).status_code, shown.last_error], [204, null]);
+  const logged = (await api('GET', `/api/v1/webhooks/${id}/attempts/`)).body.results as Array<Record<string, unknown>>;
+  assert.deepEqual(
+    logged.map((attempt) => [attempt.event_id, attempt.event_type, attempt.status_code]),
+    [[tested.id, 'webhook.test', 204]],
+  );
+
+  const rotated = await api('POST', `/api/v1/webhooks/${id}/rotate-secret`);
+  assert.equal(rotated.status, 200, rotated.text);
+  const second = String(rotated.body.secret);
+  receiver.secrets = [first, second];
+  const overlapping = await testEvent();
+  assert.deepEqual(overlapping.verifiedWith, [first, second], 'each secret alone verifies it');
+  assert.equal(overlapping.signature.split(' ').length, 2);
+  await api('DELETE', `/api/v1/webhooks/${id}/`);
 });

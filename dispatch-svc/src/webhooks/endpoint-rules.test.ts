@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { newWebhookSecret, readEventTypes, urlFaults, webhookEventTypes } from './endpoint-rules.ts';
+import { webhookEventTypes } from '@notify/proto';
+import { newWebhookSecret, readEventTypes, urlFaults } from './endpoint-rules.ts';
 
 test('an https URL is accepted; plain http only when private targets are allowed', () => {
   assert.deepEqual(urlFaults('https://hooks.example.com/notify?x=1', false), []);

@@ -1,35 +1,20 @@
-// What a webhook endpoint may be (docs/contract.md, "Webhooks"): its URL, the event types it subscribes to, and the
-// shape of its signing secret. Shared by the operator's and the panel's calls so both refuse the same things.
+// What a webhook endpoint may be (docs/contract.md, "Webhooks"): its URL, the event types it subscribes to (the rules
+// themselves in @notify/proto, which the gateway judges the public API with), and the shape of its signing secret, in
+// the words of the operator's and the panel's calls, so every caller is refused the same things.
 import { randomBytes } from 'node:crypto';
+import { maxWebhookUrlLength, type WebhookEventType, type WebhookUrlRefusal, webhookEventTypes, webhookUrlRefusal } from '@notify/proto';
 
-export const webhookEventTypes = [
-  'message.sent',
-  'message.deferred',
-  'message.failed',
-  'message.bounced',
-  'message.complained',
-  'message.unsubscribed',
-] as const;
-
-export type WebhookEventType = (typeof webhookEventTypes)[number];
-
-/** Longest URL accepted; the sender puts it on a request line, so it stays well under what servers take. */
-const maxUrlLength = 2_000;
+const refusalTexts: Record<WebhookUrlRefusal, string> = {
+  too_long: `url: must be at most ${maxWebhookUrlLength} characters`,
+  not_http_url: 'url: must be an absolute http(s) URL',
+  credentials: 'url: must not carry a user name or password',
+  https_required: 'url: must use https (plain http is allowed only with NOTIFY_WEBHOOK_ALLOW_PRIVATE=true)',
+};
 
 /** Faults of a URL, each a `url: ...` line; empty when it is acceptable. Plain http only when private targets are allowed. */
 export function urlFaults(url: string, allowPrivate: boolean): string[] {
-  if (url.length > maxUrlLength) return [`url: must be at most ${maxUrlLength} characters`];
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return ['url: must be an absolute http(s) URL'];
-  }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return ['url: must be an absolute http(s) URL'];
-  // Credentials in the URL would be sent to the endpoint and shown to every operator who lists it.
-  if (parsed.username !== '' || parsed.password !== '') return ['url: must not carry a user name or password'];
-  if (parsed.protocol === 'http:' && !allowPrivate) return ['url: must use https (plain http is allowed only with NOTIFY_WEBHOOK_ALLOW_PRIVATE=true)'];
-  return [];
+  const refusal = webhookUrlRefusal(url, allowPrivate);
+  return refusal ? [refusalTexts[refusal]] : [];
 }
 
 /** The subscribed types, deduplicated in the contract's order (all six when none is given), or the faults. */

@@ -1,11 +1,15 @@
-// The webhook_endpoints table as operators change it. Every call takes a scope: the operator's (admin token) reaches
-// any endpoint by id, the panel's only those of one project of one organization, so a foreign id reads as absent.
-// Secrets reach it only sealed (secret-sealing.ts); it neither opens nor returns them.
-import { type Pool, withTransaction } from '@notify/platform/database';
+// The webhook_endpoints table as operators and integrators change it. Every call takes a scope: the operator's (admin
+// token) reaches any endpoint by id, the panel's and the public API's only those of one project of one organization,
+// so a foreign id reads as absent. Secrets reach it only sealed (secret-sealing.ts); it neither opens nor returns them.
+// The changes run on a pool or on a transaction's client, so the public API records each with its audit entry.
+import { type Pool, type PoolClient, withTransaction } from '@notify/platform/database';
 import type { dispatch } from '@notify/proto';
 
-/** The project and organization a panel user acts in; `null` for the operator's admin surface. */
+/** The project and organization a panel user or an API key acts in; `null` for the operator's admin surface. */
 export type Scope = { readonly projectId: number; readonly organizationId: number } | null;
+
+/** Where a statement runs: the pool, or the client of a transaction it is part of. */
+export type Queryable = Pool | PoolClient;
 
 /** How long a rotated-out secret keeps signing beside the new one (docs/contract.md, "Webhooks"). */
 export const previousSecretLifetime = '24 hours';
@@ -67,9 +71,13 @@ export type Inserted =
   | { readonly kind: 'project_not_found' }
   | { readonly kind: 'limit_reached'; readonly endpoints: number };
 
+/** More work in the transaction that made a change (the audit entry of it), given what the change made. */
+export type Within = (client: PoolClient, webhook: dispatch.Webhook__Output) => Promise<void>;
+
 /**
  * Inserts the endpoint, unless the project does not exist (in the scope's organization) or already has `maxPerProject`
  * endpoints, enabled or not. The project's row is locked first, so two creations at once cannot both take its last place.
+ * `within` runs in the same transaction, after the insert.
  */
 export async function insertEndpoint(
   pool: Pool,
@@ -77,6 +85,7 @@ export async function insertEndpoint(
   organizationId: number | null,
   endpoint: { id: number; url: string; eventTypes: readonly string[]; sealedSecret: string },
   maxPerProject: number,
+  within?: Within,
 ): Promise<Inserted> {
   return withTransaction(pool, async (client) => {
     const project = await client.query<{ organizationId: number }>({
@@ -98,7 +107,9 @@ export async function insertEndpoint(
       text: `INSERT INTO webhook_endpoints (id, project_id, organization_id, url, event_types, sealed_secret) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${columns}`,
       values: [endpoint.id, projectId, owner.organizationId, endpoint.url, endpoint.eventTypes, endpoint.sealedSecret],
     });
-    return { kind: 'created', webhook: toWebhookMessage(result.rows[0] as EndpointRow) };
+    const webhook = toWebhookMessage(result.rows[0] as EndpointRow);
+    await within?.(client, webhook);
+    return { kind: 'created', webhook };
   });
 }
 
@@ -111,7 +122,7 @@ export async function listEndpoints(pool: Pool, projectId: number, scope: Scope)
   return result.rows.map(toWebhookMessage);
 }
 
-export async function findEndpoint(pool: Pool, id: number, scope: Scope): Promise<dispatch.Webhook__Output | undefined> {
+export async function findEndpoint(pool: Queryable, id: number, scope: Scope): Promise<dispatch.Webhook__Output | undefined> {
   const result = await pool.query<EndpointRow>({
     name: 'webhook-endpoint-find',
     text: `SELECT ${columns} FROM webhook_endpoints WHERE id = $1 AND ${inScope(2)}`,
@@ -125,7 +136,7 @@ export async function findEndpoint(pool: Pool, id: number, scope: Scope): Promis
  * Enabling clears the reason and the run of failures (the endpoint starts its 5 days again); disabling records the
  * operator, unless the endpoint was already disabled for another reason, which stays what is shown.
  */
-export async function setEndpointEnabled(pool: Pool, id: number, enabled: boolean, scope: Scope): Promise<dispatch.Webhook__Output | undefined> {
+export async function setEndpointEnabled(pool: Queryable, id: number, enabled: boolean, scope: Scope): Promise<dispatch.Webhook__Output | undefined> {
   const result = await pool.query<EndpointRow>({
     name: 'webhook-endpoint-set-enabled',
     text: `UPDATE webhook_endpoints
@@ -140,12 +151,39 @@ export async function setEndpointEnabled(pool: Pool, id: number, enabled: boolea
   return row && toWebhookMessage(row);
 }
 
-/** Deletes the endpoint; its deliveries and attempts go with it (ON DELETE CASCADE). */
-export async function deleteEndpoint(pool: Pool, id: number): Promise<dispatch.Webhook__Output | undefined> {
-  const result = await pool.query<EndpointRow>({
+/**
+ * Sets the URL and the event types given (undefined: unchanged). Deliveries already recorded keep going to the endpoint
+ * at its URL of the moment they are attempted; events recorded from now on follow the new types.
+ */
+export async function updateEndpoint(
+  db: Queryable,
+  id: number,
+  change: { url?: string | undefined; eventTypes?: readonly string[] | undefined },
+  scope: Scope,
+): Promise<dispatch.Webhook__Output | undefined> {
+  const result = await db.query<EndpointRow>({
+    name: 'webhook-endpoint-update',
+    text: `UPDATE webhook_endpoints SET url = coalesce($2, url), event_types = coalesce($3, event_types), updated_at = now()
+            WHERE id = $1 AND ${inScope(4)}
+            RETURNING ${columns}`,
+    values: [id, change.url ?? null, change.eventTypes ?? null, ...scopeValues(scope)],
+  });
+  const row = result.rows[0];
+  return row && toWebhookMessage(row);
+}
+
+/**
+ * Deletes the endpoint; its deliveries and attempts go with it (ON DELETE CASCADE), and so do its test events, which
+ * went to it alone (an event about a message stays, for the message's other endpoints and its retention).
+ */
+export async function deleteEndpoint(db: Queryable, id: number, scope: Scope): Promise<dispatch.Webhook__Output | undefined> {
+  const result = await db.query<EndpointRow>({
     name: 'webhook-endpoint-delete',
-    text: `DELETE FROM webhook_endpoints WHERE id = $1 RETURNING ${columns}`,
-    values: [id],
+    text: `WITH endpoint AS (DELETE FROM webhook_endpoints WHERE id = $1 AND ${inScope(2)} RETURNING ${columns}),
+                tests AS (DELETE FROM webhook_events e USING webhook_deliveries d, endpoint
+                           WHERE e.message_id IS NULL AND d.event_id = e.id AND d.endpoint_id = endpoint.id)
+           SELECT * FROM endpoint`,
+    values: [id, ...scopeValues(scope)],
   });
   const row = result.rows[0];
   return row && toWebhookMessage(row);
@@ -156,15 +194,15 @@ export async function deleteEndpoint(pool: Pool, id: number): Promise<dispatch.W
  * hours. A second rotation within those hours drops the oldest secret: only two ever sign. The current one moves as it
  * is stored, clear if it was not sealed yet (secret-sealing.ts seals it there): both are sealed under the endpoint's id.
  */
-export async function rotateEndpointSecret(pool: Pool, id: number, sealedSecret: string): Promise<dispatch.Webhook__Output | undefined> {
-  const result = await pool.query<EndpointRow>({
+export async function rotateEndpointSecret(db: Queryable, id: number, sealedSecret: string, scope: Scope): Promise<dispatch.Webhook__Output | undefined> {
+  const result = await db.query<EndpointRow>({
     name: 'webhook-endpoint-rotate',
     text: `UPDATE webhook_endpoints
               SET previous_secret = secret, sealed_previous_secret = sealed_secret, previous_secret_expires_at = now() + interval '${previousSecretLifetime}',
                   secret = NULL, sealed_secret = $2, updated_at = now()
-            WHERE id = $1
+            WHERE id = $1 AND ${inScope(3)}
             RETURNING ${columns}`,
-    values: [id, sealedSecret],
+    values: [id, sealedSecret, ...scopeValues(scope)],
   });
   const row = result.rows[0];
   return row && toWebhookMessage(row);

@@ -1,15 +1,14 @@
 // WebhookAdminService (notifyctl, admin token): a project's webhook endpoints, their secrets, attempts and replays.
 import type { AsyncHandlers } from '@notify/platform';
 import type { dispatch } from '@notify/proto';
-import { newWebhookSecret } from './endpoint-rules.ts';
-import { deleteEndpoint, rotateEndpointSecret } from './endpoint-store.ts';
-import { sealSecret } from './secret-sealing.ts';
+import { deleteEndpoint } from './endpoint-store.ts';
 import {
   checkIds,
   createEndpoint,
   endpointAttempts,
   listProjectEndpoints,
   replay,
+  rotateSecret,
   setEnabled,
   type WebhookDeps,
   webhookNotFound,
@@ -22,16 +21,15 @@ export function webhookAdminHandlers(deps: WebhookDeps): AsyncHandlers<dispatch.
     SetWebhookEnabled: (request) => setEnabled(deps, request.id, request.enabled, null),
     async DeleteWebhook(request) {
       checkIds({ id: request.id });
-      const webhook = await deleteEndpoint(deps.pool, request.id);
+      const webhook = await deleteEndpoint(deps.pool, request.id, null);
       if (!webhook) throw webhookNotFound(request.id);
       return webhook;
     },
     async RotateWebhookSecret(request) {
       checkIds({ id: request.id });
-      const secret = newWebhookSecret();
-      const webhook = await rotateEndpointSecret(deps.pool, request.id, sealSecret(deps.dataKey, request.id, secret));
-      if (!webhook) throw webhookNotFound(request.id);
-      return { webhook, secret };
+      const rotated = await rotateSecret(deps, deps.pool, request.id, null);
+      if (!rotated) throw webhookNotFound(request.id);
+      return rotated;
     },
     ListWebhookAttempts: (request) => endpointAttempts(deps, request, null),
     ReplayWebhookEvent: (request) => replay(deps, request.eventId, request.endpointId, null),

@@ -1,6 +1,6 @@
-// What the operator's WebhookAdminService and the panel's webhook calls have in common: validating a request, then
-// creating, listing, enabling, reading attempts and replaying within a scope (see endpoint-store.ts), with the errors
-// both speak.
+// What the operator's WebhookAdminService, the panel's webhook calls and the public API's have in common: validating
+// a request, then creating, listing, enabling, rotating secrets, reading attempts and replaying within a scope (see
+// endpoint-store.ts), with the errors all speak.
 import { status } from '@grpc/grpc-js';
 import { UserError } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
@@ -8,7 +8,17 @@ import type { DataKey } from '@notify/platform/mail';
 import type { dispatch } from '@notify/proto';
 import { listAttempts } from './attempts.ts';
 import { newWebhookSecret, readEventTypes, urlFaults } from './endpoint-rules.ts';
-import { findEndpoint, insertEndpoint, listEndpoints, newEndpointId, type Scope, setEndpointEnabled } from './endpoint-store.ts';
+import {
+  findEndpoint,
+  insertEndpoint,
+  listEndpoints,
+  newEndpointId,
+  type Queryable,
+  rotateEndpointSecret,
+  type Scope,
+  setEndpointEnabled,
+  type Within,
+} from './endpoint-store.ts';
 import { replayEvent } from './replay.ts';
 import { sealSecret } from './secret-sealing.ts';
 
@@ -44,6 +54,7 @@ export async function createEndpoint(
   organizationId: number | null,
   url: string,
   eventTypes: readonly string[],
+  within?: Within,
 ): Promise<dispatch.CreatedWebhook__Output> {
   const faults: string[] = [];
   if (!isPositiveId(projectId)) faults.push('project_id: must be a positive integer');
@@ -59,6 +70,7 @@ export async function createEndpoint(
     organizationId,
     { id, url, eventTypes: types.types, sealedSecret: sealSecret(deps.dataKey, id, secret) },
     deps.webhookEndpointsPerProject,
+    within,
   );
   if (inserted.kind === 'project_not_found') throw new UserError(status.NOT_FOUND, 'project_not_found', `no project ${projectId}`);
   if (inserted.kind === 'limit_reached') {
@@ -81,6 +93,18 @@ export async function setEnabled(deps: WebhookDeps, id: number, enabled: boolean
   const webhook = await setEndpointEnabled(deps.pool, id, enabled, scope);
   if (!webhook) throw webhookNotFound(id);
   return webhook;
+}
+
+/** A new secret for the endpoint, sealed under its id; the current one keeps signing beside it (endpoint-store.ts). */
+export async function rotateSecret(
+  deps: Pick<WebhookDeps, 'dataKey'>,
+  db: Queryable,
+  id: number,
+  scope: Scope,
+): Promise<dispatch.CreatedWebhook__Output | undefined> {
+  const secret = newWebhookSecret();
+  const webhook = await rotateEndpointSecret(db, id, sealSecret(deps.dataKey, id, secret), scope);
+  return webhook && { webhook, secret };
 }
 
 export async function endpointAttempts(

@@ -114,6 +114,17 @@ const en = {
   'batch.empty': 'Give at least one message.',
   'batch.too_many': 'A batch may hold at most {max} messages.',
   'data.unstorable': 'The data holds a value that cannot be stored, such as the character U+0000.',
+  // Webhook endpoints (POST, PATCH, ... /api/v1/webhooks/).
+  webhook_not_found: 'No webhook endpoint with this id exists in the project of this API key.',
+  webhook_limit_reached: 'The project of this API key has as many webhook endpoints as it may have; delete one it no longer uses.',
+  webhook_disabled: 'This webhook endpoint is disabled; enable it ("enabled": true) to send it a test event.',
+  'webhooks.url.too_long': 'Ensure this URL has no more than {max} characters.',
+  'webhooks.url.not_http_url': 'Enter an absolute http or https URL, such as https://example.com/webhooks.',
+  'webhooks.url.credentials':
+    'The URL must not carry a user name or password: they would be sent with every request and shown to everyone who lists the endpoint.',
+  'webhooks.url.https_required': 'The URL must use https: this deployment sends webhooks over plain http only when its operator allows private targets.',
+  'webhooks.event_type': 'Unknown event type "{type}". Use {choices}.',
+  'webhooks.nothing_to_update': 'Give at least one of url, event_types and enabled.',
 } as const;
 
 export type MessageKey = keyof typeof en;
@@ -223,6 +234,16 @@ const es: Record<MessageKey, string> = {
   'batch.empty': 'Indique al menos un mensaje.',
   'batch.too_many': 'Un lote puede contener como máximo {max} mensajes.',
   'data.unstorable': 'Los datos contienen un valor que no se puede guardar, como el carácter U+0000.',
+  webhook_not_found: 'No existe ningún endpoint de webhook con este id en el proyecto de esta clave de API.',
+  webhook_limit_reached: 'El proyecto de esta clave de API tiene tantos endpoints de webhook como puede tener; elimine uno que ya no use.',
+  webhook_disabled: 'Este endpoint de webhook está desactivado; actívelo ("enabled": true) para enviarle un evento de prueba.',
+  'webhooks.url.too_long': 'Asegúrese de que esta URL no tenga más de {max} caracteres.',
+  'webhooks.url.not_http_url': 'Indique una URL http o https absoluta, como https://example.com/webhooks.',
+  'webhooks.url.credentials': 'La URL no debe llevar usuario ni contraseña: se enviarían con cada solicitud y los vería cualquiera que liste el endpoint.',
+  'webhooks.url.https_required':
+    'La URL debe usar https: esta instalación envía webhooks por http sin cifrar solo cuando su operador permite destinos privados.',
+  'webhooks.event_type': 'Tipo de evento desconocido: "{type}". Use {choices}.',
+  'webhooks.nothing_to_update': 'Indique al menos uno de url, event_types y enabled.',
 };
 
 /** Every text by language; both name the same placeholders (checked by messages.test.ts). */

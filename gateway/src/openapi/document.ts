@@ -7,6 +7,7 @@ import { maxBatchItems } from '../send/batch-body.ts';
 import { maxMetadataKeyLength, maxMetadataKeys, maxMetadataValueLength, maxTagLength, maxTags, tagPattern, tagSchema, tagsSchema } from '../send/labels.ts';
 import { maxDataArrayItems, maxDataDepth, maxDataElements, maxRecipientLength, maxSendAheadDays, maxTemplateLength } from '../send/validation.ts';
 import { domainPaths, domainSchemas } from './domains-paths.ts';
+import { webhookPaths, webhookSchemas } from './webhooks-paths.ts';
 
 export type Schema = Record<string, unknown>;
 
@@ -97,7 +98,7 @@ export function readResponses(): Record<string, Schema> {
 }
 
 /** A keyset listing's `limit` and `cursor` query parameters. */
-function pageParameters(items: string, maxCursorLength: number): Schema[] {
+export function pageParameters(items: string, maxCursorLength: number): Schema[] {
   return [
     {
       name: 'limit',
@@ -592,6 +593,7 @@ insufficient_scope naming it): mailing such an address again risks the sender's 
       },
     },
     ...domainPaths(),
+    ...webhookPaths(),
   },
   components: {
     securitySchemes: {
@@ -857,6 +859,7 @@ insufficient_scope naming it): mailing such an address again risks the sender's 
         },
       },
       ...domainSchemas(),
+      ...webhookSchemas(),
       Detail: {
         type: 'object',
         required: ['detail'],

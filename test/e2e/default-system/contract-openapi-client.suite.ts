@@ -1,7 +1,7 @@
 // The OpenAPI document works for generated clients: a third-party linter (Redocly) finds nothing wrong with it but the
 // seed's trailing-slash send path, and a client generated from the served document (openapi-typescript types,
-// openapi-fetch calls) type-checks and sends a message, then reads its status. Everything runs from the installed
-// packages: nothing is downloaded.
+// openapi-fetch calls) type-checks and sends a message, then reads its status, and manages keys, suppressions and
+// webhook endpoints. Everything runs from the installed packages: nothing is downloaded.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -128,6 +128,37 @@ if (!removedDomain.data) throw new Error(\`domain removal refused: \${removedDom
 const domainsLeft = await client.GET('/api/v1/domains', { params: { header } });
 if (!domainsLeft.data) throw new Error(\`domain list refused: \${domainsLeft.response.status}\`);
 const domainsListed: number = domainsLeft.data.results.length;
+// A loopback URL: webhook-svc refuses it at connect time, so the test event is logged as failed and goes nowhere.
+const hook = await client.POST('/api/v1/webhooks', { params: { header }, body: { url: 'https://127.0.0.1:9/hooks', event_types: ['message.failed'] } });
+if (!hook.data) throw new Error(\`webhook refused: \${hook.response.status}\`);
+const hookId: number = hook.data.id;
+const hookSecret: string = hook.data.secret;
+const hookPath = { params: { path: { id: hookId }, header } };
+const changedHook = await client.PATCH('/api/v1/webhooks/{id}', { ...hookPath, body: { event_types: ['message.sent', 'message.bounced'] } });
+if (!changedHook.data) throw new Error(\`webhook update refused: \${changedHook.response.status}\`);
+const hookTypes: string[] = changedHook.data.event_types;
+const rotatedHook = await client.POST('/api/v1/webhooks/{id}/rotate-secret', hookPath);
+if (!rotatedHook.data) throw new Error(\`rotation refused: \${rotatedHook.response.status}\`);
+const hookTest = await client.POST('/api/v1/webhooks/{id}/test', hookPath);
+if (!hookTest.data) throw new Error(\`test event refused: \${hookTest.response.status}\`);
+const hookAttempts = await client.GET('/api/v1/webhooks/{id}/attempts', { params: { ...hookPath.params, query: { limit: 10 } } });
+if (!hookAttempts.data) throw new Error(\`attempts refused: \${hookAttempts.response.status}\`);
+const hooks = await client.GET('/api/v1/webhooks', { params: { header } });
+if (!hooks.data) throw new Error(\`webhook list refused: \${hooks.response.status}\`);
+const readHook = await client.GET('/api/v1/webhooks/{id}', hookPath);
+if (!readHook.data) throw new Error(\`webhook read refused: \${readHook.response.status}\`);
+const lastDeliveryAt: string | undefined = readHook.data.last_delivery?.attempted_at;
+const deletedHook = await client.DELETE('/api/v1/webhooks/{id}', hookPath);
+if (!deletedHook.data) throw new Error(\`webhook delete refused: \${deletedHook.response.status}\`);
+const webhooks = {
+  secrets: [hookSecret, rotatedHook.data.secret].map((secret) => secret.startsWith('whsec_')),
+  types: hookTypes,
+  testEvent: hookTest.data.type,
+  attempts: hookAttempts.data.results.length,
+  listed: hooks.data.results.map((endpoint) => endpoint.id).includes(hookId),
+  lastDeliveryAt: lastDeliveryAt ?? null,
+  deleted: deletedHook.data.id === hookId,
+};
 
 /** Never called: proves the generated types refuse what the API refuses. */
 export function refusedByTheTypes(): void {
@@ -141,13 +172,15 @@ export function refusedByTheTypes(): void {
   void client.GET('/api/v1/suppressions', { params: { query: { reason: 'bounced' }, header } });
   // @ts-expect-error: a domain is required
   void client.POST('/api/v1/domains', { params: { header }, body: {} });
+  // @ts-expect-error: not an event type
+  void client.POST('/api/v1/webhooks', { params: { header }, body: { url: 'https://example.com/', event_types: ['message.opened'] } });
 }
 
-console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus, batchStatuses, issuedScopes, keysListed, revoked: revokedAt !== null, suppressedAddresses, domainRecords, domainsListed }));
+console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus, batchStatuses, issuedScopes, keysListed, revoked: revokedAt !== null, suppressedAddresses, domainRecords, domainsListed, webhooks }));
 `;
 
-test('a client generated with openapi-typescript and openapi-fetch type-checks, sends a message, reads its status and manages keys', async () => {
-  // A key of every scope: the client sends, reads and manages keys with it.
+test('a client generated with openapi-typescript and openapi-fetch type-checks, sends a message, reads its status and manages keys, suppressions, domains and webhooks', async () => {
+  // A key of every scope: the client sends, reads and manages keys, suppressions and webhook endpoints with it.
   const client = await anotherKey(system, tenant, 'generated client', ['full']);
   const types = astToString(await openapiTS(document as unknown as OpenAPI3));
   await writeFile(path.join(workDir, 'schema.ts'), types);
@@ -180,6 +213,7 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
     suppressedAddresses: string[];
     domainRecords: [string, string][];
     domainsListed: number;
+    webhooks: { secrets: boolean[]; types: string[]; testEvent: string; attempts: number; listed: boolean; lastDeliveryAt: string | null; deleted: boolean };
   };
   assert.ok(Number.isInteger(result.messageId) && result.messageId > 0);
   assert.ok(['queued', 'sending', 'sent'].includes(result.status), result.status);
@@ -198,4 +232,8 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
     ['dkim_rotation', 'pending'],
   ]);
   assert.equal(result.domainsListed, 0);
+  // The test event's attempt may or may not be logged yet when the client reads.
+  const { lastDeliveryAt: _, attempts, ...webhooks } = result.webhooks;
+  assert.ok(attempts <= 1, String(attempts));
+  assert.deepEqual(webhooks, { secrets: [true, true], types: ['message.sent', 'message.bounced'], testEvent: 'webhook.test', listed: true, deleted: true });
 });

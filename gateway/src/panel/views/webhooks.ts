@@ -1,22 +1,12 @@
 // A project's webhook endpoints (with, for operators, the form that adds one and the buttons that disable and enable
 // them) and one endpoint's attempts log (with a replay button per event). A new endpoint's secret appears once, in
 // the page that answers the form post, and is never kept by the panel.
-import type { dispatch } from '@notify/proto';
+import { type dispatch, webhookEventTypes } from '@notify/proto';
 import type { Translate } from '../i18n/texts.ts';
 import { csrfField } from '../security/csrf.ts';
 import { timeElement } from './format.ts';
 import { type Html, html } from './html.ts';
 import { type Notice, notice } from './pages.ts';
-
-/** The contract's event types, in its order. */
-export const webhookEventTypes = [
-  'message.sent',
-  'message.deferred',
-  'message.failed',
-  'message.bounced',
-  'message.complained',
-  'message.unsubscribed',
-] as const;
 
 /** What the add form shows again after a mistake, and its faults. */
 export interface WebhookForm {
