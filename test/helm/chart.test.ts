@@ -268,6 +268,17 @@ describe('helm/notify', () => {
     assert.match(wrong.stderr, /keepAliveTimeout/);
   });
 
+  test("the domain verifier's resolver and pace reach dispatch-svc; a resolver that is not addresses is refused", async (t) => {
+    if (skip) return t.skip(skip);
+    const data = production.get('ConfigMap', 'notify').data ?? {};
+    assert.deepEqual([data.DNS_RESOLVER, data.DOMAIN_VERIFY_INTERVAL], ['', '1s']);
+    const set = await render(helm, { valuesFiles: [devValues], set: ['config.dispatchSvc.dnsResolver=10.0.0.2:53', 'config.dispatchSvc.domainVerifyInterval=5s'] });
+    assert.deepEqual([set.get('ConfigMap', 'notify').data?.DNS_RESOLVER, set.get('ConfigMap', 'notify').data?.DOMAIN_VERIFY_INTERVAL], ['10.0.0.2:53', '5s']);
+    const wrong = await template(helm, { valuesFiles: [devValues], set: ['config.dispatchSvc.dnsResolver=dns.example.com'] });
+    assert.notEqual(wrong.code, 0);
+    assert.match(wrong.stderr, /dnsResolver/);
+  });
+
   test("config.messageRetention and the purge's settings reach dispatch-svc; a retention not in days or hours is refused", async (t) => {
     if (skip) return t.skip(skip);
     const data = production.get('ConfigMap', 'notify').data ?? {};
