@@ -25,6 +25,7 @@ import { retentionAdminHandlers } from './retention/retention-admin.ts';
 import { cancelMessage } from './scheduled/cancel.ts';
 import { apiSuppressionHandlers, suppressionAdminHandlers } from './suppressions/suppression-admin.ts';
 import { templateAdminHandlers } from './templates/template-admin.ts';
+import { apiTemplateHandlers } from './templates/template-api.ts';
 import { getUsage } from './usage/get-usage.ts';
 import { webhookAdminHandlers } from './webhooks/webhook-admin.ts';
 import type { WebhookDeps } from './webhooks/webhook-operations.ts';
@@ -66,6 +67,7 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       SendBatch: createSendBatchHandler(deps, publish),
       SendMany: createSendManyHandler(send, deps.logger, recordItem),
       ...apiSuppressionHandlers(deps),
+      ...apiTemplateHandlers(deps),
     },
     // ListMessages is notifyctl's `messages list`; the gateway lists through SearchProjectMessages. Only the gateway sends.
     {
@@ -81,6 +83,15 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       ListApiSuppressions: [gateway],
       AddApiSuppressions: [gateway],
       RemoveApiSuppression: [gateway],
+      ListApiTemplates: [gateway],
+      CreateApiTemplate: [gateway],
+      GetApiTemplate: [gateway],
+      UpdateApiTemplate: [gateway],
+      DeleteApiTemplate: [gateway],
+      ListApiTemplateVersions: [gateway],
+      GetApiTemplateVersion: [gateway],
+      ActivateApiTemplateVersion: [gateway],
+      RenderApiTemplate: [gateway],
     },
   );
   server.add(dispatchProto.TemplateAdminService.service, templateAdminHandlers(deps), [admin]);
