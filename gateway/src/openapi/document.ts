@@ -6,6 +6,7 @@ import { listLimits, messageStatuses, rfc3339Pattern } from '../messages/read-qu
 import { maxBatchItems } from '../send/batch-body.ts';
 import { maxMetadataKeyLength, maxMetadataKeys, maxMetadataValueLength, maxTagLength, maxTags, tagPattern, tagSchema, tagsSchema } from '../send/labels.ts';
 import { maxDataArrayItems, maxDataDepth, maxDataElements, maxRecipientLength, maxSendAheadDays, maxTemplateLength } from '../send/validation.ts';
+import { templateOpenApi } from './templates-paths.ts';
 
 type Schema = Record<string, unknown>;
 
@@ -263,6 +264,8 @@ one more, the first items first, as far as the window goes; points of items not 
 A batch costs one point per accepted item, and at least one. Quota: each accepted item counts once, the first first.
 Accepted items are committed in one transaction. An \`Idempotency-Key\` replays the whole answer (accepted entries with
 \`idempotent_replay: true\`, header \`Idempotent-Replayed: true\`), writing nothing.`;
+
+const templates = templateOpenApi({ ref, json, response, errorBody, readResponses, managedWriteResponses, pageParameters, requestHeaders, readRateHeaders });
 
 export const openApiDocument = {
   openapi: '3.1.0',
@@ -590,6 +593,7 @@ insufficient_scope naming it): mailing such an address again risks the sender's 
         },
       },
     },
+    ...templates.paths,
   },
   components: {
     securitySchemes: {
@@ -854,6 +858,7 @@ insufficient_scope naming it): mailing such an address again risks the sender's 
           },
         },
       },
+      ...templates.schemas,
       Detail: {
         type: 'object',
         required: ['detail'],
