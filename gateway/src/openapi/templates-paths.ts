@@ -206,7 +206,11 @@ function templateSchemas(ref: OpenApiHelpers['ref']): Record<string, Schema> {
     subject: { type: 'string', description: 'Liquid; required, not blank.' },
     html: { type: 'string', description: 'Liquid; the data is HTML-escaped. An html or a text part is required.' },
     text: { type: 'string', description: 'Liquid.' },
-    variables_schema: { type: ['object', 'null'], description: 'A JSON Schema `data` must satisfy for a send to be accepted; null for none.' },
+    variables_schema: {
+      type: ['object', 'null'],
+      additionalProperties: true,
+      description: 'A JSON Schema `data` must satisfy for a send to be accepted; null for none.',
+    },
   };
   const timestamps = { created_at: { type: 'string', format: 'date-time' }, updated_at: { type: 'string', format: 'date-time' } };
   const summary = {
@@ -239,7 +243,7 @@ function templateSchemas(ref: OpenApiHelpers['ref']): Record<string, Schema> {
         slug: slugSchema,
         version: { type: 'integer', minimum: 1, description: 'With `slug`: this version rather than the active one.' },
         ...texts,
-        data: { type: 'object', description: "The test data, as a send's `data`; `{}` when omitted." },
+        data: { type: 'object', additionalProperties: true, description: "The test data, as a send's `data`; `{}` when omitted." },
       },
       [],
     ),
