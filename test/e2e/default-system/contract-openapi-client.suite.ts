@@ -117,6 +117,21 @@ const listedSuppressions = await client.GET('/api/v1/suppressions', { params: { 
 if (!listedSuppressions.data) throw new Error(\`suppression list refused: \${listedSuppressions.response.status}\`);
 const suppressedAddresses: string[] = listedSuppressions.data.results.map((entry) => entry.address);
 
+const created = await client.POST('/api/v1/templates', { params: { header }, body: { slug: 'digest', subject: 'Digest for {{ name }}', text: 'Hello {{ name }}' } });
+if (!created.data) throw new Error(\`template refused: \${created.response.status}\`);
+const draft = await client.PUT('/api/v1/templates/{slug}', {
+  params: { path: { slug: 'digest' }, header: { ...header, 'If-Match': created.response.headers.get('ETag') ?? '' } },
+  body: { subject: 'Your digest, {{ name }}', text: 'Hello {{ name }}', activate: false },
+});
+if (!draft.data) throw new Error(\`template update refused: \${draft.response.status}\`);
+const preview = await client.POST('/api/v1/templates/render', { params: { header }, body: { slug: 'digest', version: draft.data.latest_version, data: { name: 'Ada' } } });
+if (!preview.data) throw new Error(\`render refused: \${preview.response.status}\`);
+const activated = await client.POST('/api/v1/templates/{slug}/versions/{version}/activate', { params: { path: { slug: 'digest', version: draft.data.latest_version }, header } });
+if (!activated.data) throw new Error(\`activation refused: \${activated.response.status}\`);
+const templateVersions = await client.GET('/api/v1/templates/{slug}/versions', { params: { path: { slug: 'digest' }, header } });
+if (!templateVersions.data) throw new Error(\`versions refused: \${templateVersions.response.status}\`);
+const template = { preview: preview.data.subject, active: activated.data.active_version, versions: templateVersions.data.results.map((entry) => entry.version) };
+
 /** Never called: proves the generated types refuse what the API refuses. */
 export function refusedByTheTypes(): void {
   // @ts-expect-error: not a lifecycle state
@@ -127,9 +142,11 @@ export function refusedByTheTypes(): void {
   void client.POST('/api/v1/api-keys', { params: { header }, body: { name: 'x', scopes: ['admin'] } });
   // @ts-expect-error: not a reason
   void client.GET('/api/v1/suppressions', { params: { query: { reason: 'bounced' }, header } });
+  // @ts-expect-error: an update needs its If-Match
+  void client.PUT('/api/v1/templates/{slug}', { params: { path: { slug: 'digest' }, header }, body: { subject: 'x', text: 'y' } });
 }
 
-console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus, batchStatuses, issuedScopes, keysListed, revoked: revokedAt !== null, suppressedAddresses }));
+console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus, batchStatuses, issuedScopes, keysListed, revoked: revokedAt !== null, suppressedAddresses, template }));
 `;
 
 test('a client generated with openapi-typescript and openapi-fetch type-checks, sends a message, reads its status and manages keys', async () => {
@@ -164,6 +181,7 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
     keysListed: number;
     revoked: boolean;
     suppressedAddresses: string[];
+    template: { preview: string; active: number; versions: number[] };
   };
   assert.ok(Number.isInteger(result.messageId) && result.messageId > 0);
   assert.ok(['queued', 'sending', 'sent'].includes(result.status), result.status);
@@ -177,4 +195,5 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
   assert.equal(result.keysListed, 3, "the tenant's key, the client's and the one it issued");
   assert.equal(result.revoked, true);
   assert.deepEqual(result.suppressedAddresses, ['gone@example.com']);
+  assert.deepEqual(result.template, { preview: 'Your digest, Ada', active: 2, versions: [2, 1] });
 });
