@@ -241,7 +241,7 @@ function templateSchemas(ref: OpenApiHelpers['ref']): Record<string, Schema> {
     TemplateRenderRequest: object(
       {
         slug: slugSchema,
-        version: { type: 'integer', minimum: 1, description: 'With `slug`: this version rather than the active one.' },
+        version: { type: 'integer', minimum: 1, maximum: 2_147_483_647, description: 'With `slug`: this version rather than the active one.' },
         ...texts,
         data: { type: 'object', additionalProperties: true, description: "The test data, as a send's `data`; `{}` when omitted." },
       },

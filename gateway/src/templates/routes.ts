@@ -28,6 +28,8 @@ export interface TemplateRouteDeps extends AdmitDeps {
 
 const slugPattern = /^[A-Za-z0-9_-]{1,100}$/;
 const versionPattern = /^[1-9]\d{0,8}$/;
+/** Versions are int32 in the database and on the wire. */
+const maxVersion = 2_147_483_647;
 
 const templateNotFound = (cause?: unknown): ApiError => new ApiError(404, 'template_not_found', text('template_not_found'), { cause });
 const versionNotFound = (cause?: unknown): ApiError => new ApiError(404, 'template_version_not_found', text('template_version_not_found'), { cause });
@@ -234,7 +236,8 @@ function renderRequestOf(body: Record<string, unknown>): Omit<dispatch.RenderApi
     for (const field of ['subject', 'html', 'text', 'variables_schema']) if (body[field] !== undefined) faults.set(field, [text('templates.source')]);
     if (typeof body.slug !== 'string' || !slugPattern.test(body.slug)) faults.set('slug', [text('template.slug')]);
     const { version } = body;
-    if (version !== undefined && !(Number.isSafeInteger(version) && (version as number) >= 1)) faults.set('version', [text('templates.version')]);
+    if (version !== undefined && !(Number.isInteger(version) && (version as number) >= 1 && (version as number) <= maxVersion))
+      faults.set('version', [text('templates.version')]);
     request.slug = String(body.slug);
     request.version = typeof version === 'number' ? version : 0;
   }

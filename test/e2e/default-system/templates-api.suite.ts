@@ -211,6 +211,7 @@ test('bad input: every field at once, in English and in Spanish; a syntax error 
   assertFieldErrors(await call(key, 'GET', '/api/v1/templates/?limit=0&cursor=no%20slug&other=1'), ['limit', 'cursor', 'other']);
   assertCoded(await call(key, 'GET', '/api/v1/templates/not%20a%20slug/'), 404, 'template_not_found');
   assertCoded(await call(key, 'GET', '/api/v1/templates/receipt/versions/0/'), 404, 'template_version_not_found');
+  assertFieldErrors(await call(key, 'POST', '/api/v1/templates/render', { slug: 'receipt', version: 3_000_000_000 }), ['version']);
 });
 
 test('scopes: a sending key may not read, a reader may not change; both are 403 insufficient_scope', async () => {
