@@ -27,6 +27,7 @@ import { retentionAdminHandlers } from './retention/retention-admin.ts';
 import { cancelMessage } from './scheduled/cancel.ts';
 import { apiSuppressionHandlers, suppressionAdminHandlers } from './suppressions/suppression-admin.ts';
 import { templateAdminHandlers } from './templates/template-admin.ts';
+import { apiTemplateHandlers } from './templates/template-api.ts';
 import { getUsage } from './usage/get-usage.ts';
 import { webhookAdminHandlers } from './webhooks/webhook-admin.ts';
 import { apiWebhookHandlers } from './webhooks/webhook-api.ts';
@@ -71,6 +72,7 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       ...apiSuppressionHandlers(deps),
       ...apiDomainHandlers(deps),
       ...apiWebhookHandlers(deps),
+      ...apiTemplateHandlers(deps),
     },
     // ListMessages is notifyctl's `messages list`; the gateway lists through SearchProjectMessages. Only the gateway sends.
     {
@@ -100,6 +102,15 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       RotateApiWebhookSecret: [gateway],
       TestApiWebhook: [gateway],
       ListApiWebhookAttempts: [gateway],
+      ListApiTemplates: [gateway],
+      CreateApiTemplate: [gateway],
+      GetApiTemplate: [gateway],
+      UpdateApiTemplate: [gateway],
+      DeleteApiTemplate: [gateway],
+      ListApiTemplateVersions: [gateway],
+      GetApiTemplateVersion: [gateway],
+      ActivateApiTemplateVersion: [gateway],
+      RenderApiTemplate: [gateway],
     },
   );
   server.add(dispatchProto.TemplateAdminService.service, templateAdminHandlers(deps), [admin]);

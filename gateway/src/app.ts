@@ -25,6 +25,7 @@ import { countSendOutcomes, sendOutcomesCounter } from './send/outcomes.ts';
 import { monthlyUsageMemory, sendRoute } from './send/route.ts';
 import { type SendManyOptions, sendDispatcher, sendManyDefaults } from './send/send-many.ts';
 import { addSuppressionsRoute, listSuppressionsRoute, removeSuppressionRoute } from './suppressions/routes.ts';
+import { registerTemplateRoutes } from './templates/routes.ts';
 import { type UnsubscribeDeps, unsubscribeOneClick, unsubscribePage, unsubscribePath } from './unsubscribe/unsubscribe-routes.ts';
 import { registerWebhookRoutes } from './webhooks/routes.ts';
 
@@ -109,6 +110,7 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   router.delete('/api/v1/suppressions/{address}/', '/api/v1/suppressions/:address', suppressions.remove);
   registerDomainRoutes(router, deps);
   registerWebhookRoutes(router, deps);
+  registerTemplateRoutes(router, deps);
   router.get('/healthz', '/healthz', healthz());
   router.get('/readyz', '/readyz', readyz(deps.readiness));
   router.get(openApiPath, openApiPath, openApiRoute());

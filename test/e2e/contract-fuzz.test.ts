@@ -4,8 +4,8 @@
 // sends through mutated ones (`send_at` included) to random JSON and random bytes, and cancels (DELETE) of message ids.
 // The same again for the batch endpoint, whose bodies hold such sends as items (and whose 200 entries are checked one by one),
 // and for the management routes (API keys, suppressions, domains, webhook endpoints), whose successful answers are
-// checked against the OpenAPI document, with a key of every scope among the keys. The domain verifier asks a local DNS
-// server, never the host's.
+// checked against the OpenAPI document, with a key of every scope among the keys; the template routes' answers are,
+// whatever their status, when the document describes it. The domain verifier asks a local DNS server, never the host's.
 import assert from 'node:assert/strict';
 import { Agent } from 'node:http';
 import { after, before, type TestContext, test } from 'node:test';
@@ -72,6 +72,8 @@ interface Generated {
   acceptLanguage: string | undefined;
   requestId: string | undefined;
   body: Buffer;
+  /** Only the template routes' requests carry one. */
+  ifMatch?: string | undefined;
 }
 
 const emailish = fc.oneof(
@@ -225,6 +227,7 @@ function toRawRequest(generated: Generated): RawRequest {
   if (generated.idempotencyKey !== undefined) headers.push(['Idempotency-Key', generated.idempotencyKey]);
   if (generated.acceptLanguage !== undefined) headers.push(['Accept-Language', generated.acceptLanguage]);
   if (generated.requestId !== undefined) headers.push(['X-Request-ID', generated.requestId]);
+  if (generated.ifMatch !== undefined) headers.push(['If-Match', generated.ifMatch]);
   const bodyless = generated.method === 'GET' || generated.method === 'OPTIONS';
   return { method: generated.method, path: generated.path, headers, body: bodyless ? Buffer.alloc(0) : generated.body, agent, timeoutMs: 15_000 };
 }
@@ -268,7 +271,23 @@ function problem(sent: RawRequest, response: RawResult, requestId: string | unde
     const problems = checkDocumented(sent.method ?? 'GET', documented, response);
     return problems.length > 0 ? problems.join('; ') : undefined;
   }
+  // A template route's answer with a status its operation documents (its 422 template_invalid has its own shape).
+  const template = documentedTemplatePath(sent.path);
+  if (template) {
+    const problems = checkDocumented(sent.method ?? 'GET', template, response);
+    if (!problems[0]?.startsWith('status ')) return problems.length > 0 ? problems.join('; ') : undefined;
+  }
   return contractShapeProblem(response.status, parsed);
+}
+
+/** The OpenAPI path of a template route's path, or undefined for any other. */
+function documentedTemplatePath(path: string): string | undefined {
+  const route = /^\/api\/v1\/templates(?:\/(render)|\/([^/?]+)(\/versions(\/[^/?]+(\/activate)?)?)?)?\/?(?:\?.*)?$/.exec(path);
+  if (!route) return undefined;
+  const [, render, slug, versions, version, activate] = route;
+  if (render) return '/api/v1/templates/render';
+  if (!slug) return '/api/v1/templates';
+  return `/api/v1/templates/{slug}${versions ? '/versions' : ''}${version ? '/{version}' : ''}${activate ? '/activate' : ''}`;
 }
 
 /** Sends `batches` x 8 generated requests; every answer must pass `problem`; returns the statuses seen, by count. */
@@ -495,5 +514,93 @@ const managementRequests: fc.Arbitrary<Generated> = fc
 test('at least 2,000 generated requests to the management routes: every answer as documented, none is a 5xx', { timeout: 240_000 }, async (t) => {
   const statuses = await fuzz(t, managementRequests);
   for (const status of [200, 201, 400, 401, 403, 404, 422])
+    assert.ok((statuses.get(status) ?? 0) > 0, `no ${status} among ${JSON.stringify(Object.fromEntries(statuses))}`);
+});
+
+// After the management routes: it changes and deletes alpha's templates.
+
+const liquidish = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom('Hi {{ name }}', '{% if name %}x{% endif %}') },
+  { weight: 2, arbitrary: fc.oneof(fc.constantFrom('{{ name', 'a\n {% iff %}', '{{ 1 | nofilter }}', ''), headerText(30)) },
+);
+const templateSlugs = fc.oneof(
+  { weight: 4, arbitrary: fc.constantFrom('welcome', 'invoice', 'retired', 'render') },
+  { weight: 4, arbitrary: fc.stringMatching(/^[a-z0-9_-]{1,12}$/) },
+  { weight: 1, arbitrary: headerText(20).map(encodeURIComponent) },
+);
+const templateVersions = fc.oneof(fc.integer({ min: 0, max: 4 }).map(String), headerText(6).map(encodeURIComponent));
+const templateItems = templateSlugs.map((slug) => `/api/v1/templates/${slug}/`);
+const templateCollections = fc.constantFrom('/api/v1/templates/', '/api/v1/templates');
+const templateReads = fc.oneof(
+  templateCollections,
+  templateItems,
+  templateSlugs.map((slug) => `/api/v1/templates/${slug}/versions/`),
+  fc.tuple(templateSlugs, templateVersions).map(([slug, version]) => `/api/v1/templates/${slug}/versions/${version}/`),
+  fc
+    .record({
+      limit: fc.option(fc.oneof(fc.integer({ min: -1, max: 101 }).map(String), headerText(6)), { nil: undefined }),
+      cursor: fc.option(templateSlugs, { nil: undefined }),
+    })
+    .map(
+      (query) =>
+        `/api/v1/templates/?${new URLSearchParams(Object.entries(query).filter((pair): pair is [string, string] => pair[1] !== undefined)).toString()}`,
+    ),
+);
+const templatePosts = fc.oneof(
+  templateCollections,
+  fc.constantFrom('/api/v1/templates/render', '/api/v1/templates/render/'),
+  fc.tuple(templateSlugs, templateVersions).map(([slug, version]) => `/api/v1/templates/${slug}/versions/${version}/activate`),
+);
+/** A method and a path of the template routes: mostly one they serve, sometimes any other pairing. */
+const templateTargets = fc.oneof(
+  { weight: 3, arbitrary: fc.tuple(fc.constant('GET'), templateReads) },
+  { weight: 3, arbitrary: fc.tuple(fc.constant('POST'), templatePosts) },
+  { weight: 2, arbitrary: fc.tuple(fc.constantFrom('PUT', 'DELETE'), templateItems) },
+  { weight: 1, arbitrary: fc.tuple(fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH'), fc.oneof(templateReads, templatePosts)) },
+);
+const templateBodies = fc.oneof(
+  // A new template, as a deploy would create it.
+  fc.record({ slug: fc.stringMatching(/^[a-z0-9_-]{1,12}$/), subject: liquidish, text: liquidish }).map((body) => Buffer.from(JSON.stringify(body))),
+  fc
+    .record({
+      slug: field(templateSlugs),
+      subject: field(liquidish),
+      html: field(liquidish),
+      text: optionalField(liquidish),
+      variables_schema: optionalField(fc.constantFrom({ type: 'object' }, { type: 'strng' }, { required: ['name'] }, null)),
+      activate: optionalField(fc.boolean()),
+    })
+    .map((body) => Buffer.from(JSON.stringify(body))),
+  fc
+    .record({ slug: field(templateSlugs), version: optionalField(fc.integer({ min: -1, max: 4 })), data: optionalField(dataish) })
+    .map((body) => Buffer.from(JSON.stringify(body))),
+  bodies,
+);
+
+/** The single sends' requests aimed at the template routes, mostly with the key of every scope and an If-Match. */
+const templateRequests: fc.Arbitrary<Generated> = fc
+  .tuple(
+    requests,
+    templateTargets,
+    templateBodies,
+    fc.boolean(),
+    // Rarely `*`, which deletes: the stored templates stay for the stale tags' 412s.
+    fc.option(
+      fc.oneof({ weight: 1, arbitrary: fc.constant('*') }, { weight: 9, arbitrary: fc.oneof(fc.constantFrom('W/"1-1-1"', '"1-1-1"'), headerText(20)) }),
+      { nil: undefined },
+    ),
+  )
+  .map(([generated, [method, path], body, full, ifMatch]) => ({
+    ...generated,
+    method,
+    path,
+    body,
+    ifMatch,
+    key: full ? ('alphaFull' as const) : generated.key,
+  }));
+
+test('at least 2,000 generated requests to the template routes: every answer as documented, none is a 5xx', { timeout: 240_000 }, async (t) => {
+  const statuses = await fuzz(t, templateRequests);
+  for (const status of [200, 201, 400, 401, 403, 404, 412, 422, 428])
     assert.ok((statuses.get(status) ?? 0) > 0, `no ${status} among ${JSON.stringify(Object.fromEntries(statuses))}`);
 });

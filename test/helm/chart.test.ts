@@ -272,7 +272,10 @@ describe('helm/notify', () => {
     if (skip) return t.skip(skip);
     const data = production.get('ConfigMap', 'notify').data ?? {};
     assert.deepEqual([data.DNS_RESOLVER, data.DOMAIN_VERIFY_INTERVAL], ['', '1s']);
-    const set = await render(helm, { valuesFiles: [devValues], set: ['config.dispatchSvc.dnsResolver=10.0.0.2:53', 'config.dispatchSvc.domainVerifyInterval=5s'] });
+    const set = await render(helm, {
+      valuesFiles: [devValues],
+      set: ['config.dispatchSvc.dnsResolver=10.0.0.2:53', 'config.dispatchSvc.domainVerifyInterval=5s'],
+    });
     assert.deepEqual([set.get('ConfigMap', 'notify').data?.DNS_RESOLVER, set.get('ConfigMap', 'notify').data?.DOMAIN_VERIFY_INTERVAL], ['10.0.0.2:53', '5s']);
     const wrong = await template(helm, { valuesFiles: [devValues], set: ['config.dispatchSvc.dnsResolver=dns.example.com'] });
     assert.notEqual(wrong.code, 0);

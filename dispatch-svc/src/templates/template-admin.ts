@@ -32,22 +32,23 @@ async function validatePut(request: dispatch.PutTemplateRequest__Output, deps: T
   if (request.html.trim() === '' && request.text.trim() === '') faults.push('html: html or text is required');
   const problems = await deps.renderer.checkSyntax({ subject: request.subject, html: request.html, text: request.text });
   for (const [part, problem] of Object.entries(problems)) faults.push(`${part}: ${problem}`);
-  let variablesSchemaJson: string | null = null;
-  if (request.variablesSchemaJson.trim() !== '') {
-    let schema: unknown;
-    try {
-      schema = JSON.parse(request.variablesSchemaJson);
-    } catch {
-      faults.push('variables_schema: is not valid JSON');
-    }
-    if (schema !== undefined) {
-      const problem = deps.schemas.problem(schema);
-      if (problem) faults.push(`variables_schema: ${problem}`);
-      else variablesSchemaJson = JSON.stringify(schema);
-    }
+  const schema = parseVariablesSchema(request.variablesSchemaJson, deps.schemas);
+  if ('problem' in schema) faults.push(`variables_schema: ${schema.problem}`);
+  if (faults.length > 0 || 'problem' in schema) throw invalid(faults);
+  return { subject: request.subject, html: request.html, text: request.text, variablesSchemaJson: schema.json };
+}
+
+/** A variables schema given as JSON text ('' for none): compact JSON to store (null for none), or why it cannot be one. */
+export function parseVariablesSchema(json: string, schemas: VariablesSchemas): { json: string | null } | { problem: string } {
+  if (json.trim() === '') return { json: null };
+  let schema: unknown;
+  try {
+    schema = JSON.parse(json);
+  } catch {
+    return { problem: 'is not valid JSON' };
   }
-  if (faults.length > 0) throw invalid(faults);
-  return { subject: request.subject, html: request.html, text: request.text, variablesSchemaJson };
+  const problem = schemas.problem(schema);
+  return problem ? { problem } : { json: JSON.stringify(schema) };
 }
 
 const isForeignKeyViolation = (error: unknown): boolean => (error as { code?: unknown }).code === '23503';

@@ -83,6 +83,16 @@ export function encodeViolation(violation: Violation): string {
   return JSON.stringify(violation);
 }
 
+function distinctViolations(validate: ValidateFunction, data: unknown): Violation[] {
+  if (validate(data)) return [];
+  const distinct = new Map<string, Violation>();
+  for (const error of validate.errors ?? []) {
+    const found = violation(error);
+    distinct.set(encodeViolation(found), found);
+  }
+  return [...distinct.values()];
+}
+
 export class VariablesSchemas {
   readonly #ajv: Ajv;
   /** Insertion-ordered, so the first key is the least recently used; bounded because templates come and go. */
@@ -117,14 +127,12 @@ export class VariablesSchemas {
   /** Every distinct way `data` breaks the template's schema; empty when it satisfies it or declares none. */
   violations(template: SchemaSource, data: unknown): Violation[] {
     if (!template.variablesSchema) return [];
-    const validate = this.#validator(template, template.variablesSchema);
-    if (validate(data)) return [];
-    const distinct = new Map<string, Violation>();
-    for (const error of validate.errors ?? []) {
-      const found = violation(error);
-      distinct.set(encodeViolation(found), found);
-    }
-    return [...distinct.values()];
+    return distinctViolations(this.#validator(template, template.variablesSchema), data);
+  }
+
+  /** As violations, for a schema no template version carries (the API's render of inline texts): compiled, not kept. */
+  unsavedViolations(schema: AnySchemaObject, data: unknown): Violation[] {
+    return distinctViolations(this.#compile(schema), data);
   }
 
   #validator(template: SchemaSource, schema: AnySchemaObject): ValidateFunction {

@@ -7,6 +7,7 @@ import { maxBatchItems } from '../send/batch-body.ts';
 import { maxMetadataKeyLength, maxMetadataKeys, maxMetadataValueLength, maxTagLength, maxTags, tagPattern, tagSchema, tagsSchema } from '../send/labels.ts';
 import { maxDataArrayItems, maxDataDepth, maxDataElements, maxRecipientLength, maxSendAheadDays, maxTemplateLength } from '../send/validation.ts';
 import { domainPaths, domainSchemas } from './domains-paths.ts';
+import { templateOpenApi } from './templates-paths.ts';
 import { webhookPaths, webhookSchemas } from './webhooks-paths.ts';
 
 export type Schema = Record<string, unknown>;
@@ -265,6 +266,8 @@ one more, the first items first, as far as the window goes; points of items not 
 A batch costs one point per accepted item, and at least one. Quota: each accepted item counts once, the first first.
 Accepted items are committed in one transaction. An \`Idempotency-Key\` replays the whole answer (accepted entries with
 \`idempotent_replay: true\`, header \`Idempotent-Replayed: true\`), writing nothing.`;
+
+const templates = templateOpenApi({ ref, json, response, errorBody, readResponses, managedWriteResponses, pageParameters, requestHeaders, readRateHeaders });
 
 export const openApiDocument = {
   openapi: '3.1.0',
@@ -594,6 +597,7 @@ insufficient_scope naming it): mailing such an address again risks the sender's 
     },
     ...domainPaths(),
     ...webhookPaths(),
+    ...templates.paths,
   },
   components: {
     securitySchemes: {
@@ -860,6 +864,7 @@ insufficient_scope naming it): mailing such an address again risks the sender's 
       },
       ...domainSchemas(),
       ...webhookSchemas(),
+      ...templates.schemas,
       Detail: {
         type: 'object',
         required: ['detail'],

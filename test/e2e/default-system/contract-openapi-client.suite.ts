@@ -159,6 +159,20 @@ const webhooks = {
   lastDeliveryAt: lastDeliveryAt ?? null,
   deleted: deletedHook.data.id === hookId,
 };
+const created = await client.POST('/api/v1/templates', { params: { header }, body: { slug: 'digest', subject: 'Digest for {{ name }}', text: 'Hello {{ name }}' } });
+if (!created.data) throw new Error(\`template refused: \${created.response.status}\`);
+const draft = await client.PUT('/api/v1/templates/{slug}', {
+  params: { path: { slug: 'digest' }, header: { ...header, 'If-Match': created.response.headers.get('ETag') ?? '' } },
+  body: { subject: 'Your digest, {{ name }}', text: 'Hello {{ name }}', activate: false },
+});
+if (!draft.data) throw new Error(\`template update refused: \${draft.response.status}\`);
+const preview = await client.POST('/api/v1/templates/render', { params: { header }, body: { slug: 'digest', version: draft.data.latest_version, data: { name: 'Ada' } } });
+if (!preview.data) throw new Error(\`render refused: \${preview.response.status}\`);
+const activated = await client.POST('/api/v1/templates/{slug}/versions/{version}/activate', { params: { path: { slug: 'digest', version: draft.data.latest_version }, header } });
+if (!activated.data) throw new Error(\`activation refused: \${activated.response.status}\`);
+const templateVersions = await client.GET('/api/v1/templates/{slug}/versions', { params: { path: { slug: 'digest' }, header } });
+if (!templateVersions.data) throw new Error(\`versions refused: \${templateVersions.response.status}\`);
+const template = { preview: preview.data.subject, active: activated.data.active_version, versions: templateVersions.data.results.map((entry) => entry.version) };
 
 /** Never called: proves the generated types refuse what the API refuses. */
 export function refusedByTheTypes(): void {
@@ -174,12 +188,14 @@ export function refusedByTheTypes(): void {
   void client.POST('/api/v1/domains', { params: { header }, body: {} });
   // @ts-expect-error: not an event type
   void client.POST('/api/v1/webhooks', { params: { header }, body: { url: 'https://example.com/', event_types: ['message.opened'] } });
+  // @ts-expect-error: an update needs its If-Match
+  void client.PUT('/api/v1/templates/{slug}', { params: { path: { slug: 'digest' }, header }, body: { subject: 'x', text: 'y' } });
 }
 
-console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus, batchStatuses, issuedScopes, keysListed, revoked: revokedAt !== null, suppressedAddresses, domainRecords, domainsListed, webhooks }));
+console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus, batchStatuses, issuedScopes, keysListed, revoked: revokedAt !== null, suppressedAddresses, domainRecords, domainsListed, webhooks, template }));
 `;
 
-test('a client generated with openapi-typescript and openapi-fetch type-checks, sends a message, reads its status and manages keys, suppressions, domains and webhooks', async () => {
+test('a client generated with openapi-typescript and openapi-fetch type-checks, sends a message, reads its status and manages keys, suppressions, templates, domains and webhooks', async () => {
   // A key of every scope: the client sends, reads and manages keys, suppressions and webhook endpoints with it.
   const client = await anotherKey(system, tenant, 'generated client', ['full']);
   const types = astToString(await openapiTS(document as unknown as OpenAPI3));
@@ -214,6 +230,7 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
     domainRecords: [string, string][];
     domainsListed: number;
     webhooks: { secrets: boolean[]; types: string[]; testEvent: string; attempts: number; listed: boolean; lastDeliveryAt: string | null; deleted: boolean };
+    template: { preview: string; active: number; versions: number[] };
   };
   assert.ok(Number.isInteger(result.messageId) && result.messageId > 0);
   assert.ok(['queued', 'sending', 'sent'].includes(result.status), result.status);
@@ -236,4 +253,5 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
   const { lastDeliveryAt: _, attempts, ...webhooks } = result.webhooks;
   assert.ok(attempts <= 1, String(attempts));
   assert.deepEqual(webhooks, { secrets: [true, true], types: ['message.sent', 'message.bounced'], testEvent: 'webhook.test', listed: true, deleted: true });
+  assert.deepEqual(result.template, { preview: 'Your digest, Ada', active: 2, versions: [2, 1] });
 });
