@@ -23,6 +23,7 @@ import { reportServiceHandlers } from './reports/report-service.ts';
 import type { RetentionPurge } from './retention/purge.ts';
 import { retentionAdminHandlers } from './retention/retention-admin.ts';
 import { cancelMessage } from './scheduled/cancel.ts';
+import { apiStatsHandlers } from './stats/stats-api.ts';
 import { apiSuppressionHandlers, suppressionAdminHandlers } from './suppressions/suppression-admin.ts';
 import { templateAdminHandlers } from './templates/template-admin.ts';
 import { getUsage } from './usage/get-usage.ts';
@@ -66,6 +67,7 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       SendBatch: createSendBatchHandler(deps, publish),
       SendMany: createSendManyHandler(send, deps.logger, recordItem),
       ...apiSuppressionHandlers(deps),
+      ...apiStatsHandlers(deps),
     },
     // ListMessages is notifyctl's `messages list`; the gateway lists through SearchProjectMessages. Only the gateway sends.
     {
@@ -81,6 +83,7 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       ListApiSuppressions: [gateway],
       AddApiSuppressions: [gateway],
       RemoveApiSuppression: [gateway],
+      GetApiStats: [gateway],
     },
   );
   server.add(dispatchProto.TemplateAdminService.service, templateAdminHandlers(deps), [admin]);
