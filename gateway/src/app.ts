@@ -23,6 +23,7 @@ import type { DispatchClient } from './send/dispatch.ts';
 import { countSendOutcomes, sendOutcomesCounter } from './send/outcomes.ts';
 import { monthlyUsageMemory, sendRoute } from './send/route.ts';
 import { type SendManyOptions, sendDispatcher, sendManyDefaults } from './send/send-many.ts';
+import { registerStatsRoutes } from './stats/routes.ts';
 import { addSuppressionsRoute, listSuppressionsRoute, removeSuppressionRoute } from './suppressions/routes.ts';
 import { type UnsubscribeDeps, unsubscribeOneClick, unsubscribePage, unsubscribePath } from './unsubscribe/unsubscribe-routes.ts';
 
@@ -105,6 +106,7 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   }
   router.delete('/api/v1/suppressions/{address}/', '/api/v1/suppressions/:address/', suppressions.remove);
   router.delete('/api/v1/suppressions/{address}/', '/api/v1/suppressions/:address', suppressions.remove);
+  registerStatsRoutes(router, deps);
   router.get('/healthz', '/healthz', healthz());
   router.get('/readyz', '/readyz', readyz(deps.readiness));
   router.get(openApiPath, openApiPath, openApiRoute());

@@ -6,6 +6,7 @@ import { listLimits, messageStatuses, rfc3339Pattern } from '../messages/read-qu
 import { maxBatchItems } from '../send/batch-body.ts';
 import { maxMetadataKeyLength, maxMetadataKeys, maxMetadataValueLength, maxTagLength, maxTags, tagPattern, tagSchema, tagsSchema } from '../send/labels.ts';
 import { maxDataArrayItems, maxDataDepth, maxDataElements, maxRecipientLength, maxSendAheadDays, maxTemplateLength } from '../send/validation.ts';
+import { statsPaths, statsSchemas } from './stats-paths.ts';
 
 type Schema = Record<string, unknown>;
 
@@ -590,6 +591,7 @@ insufficient_scope naming it): mailing such an address again risks the sender's 
         },
       },
     },
+    ...statsPaths({ ref, response, requestHeaders, readRateHeaders, readResponses }),
   },
   components: {
     securitySchemes: {
@@ -854,6 +856,7 @@ insufficient_scope naming it): mailing such an address again risks the sender's 
           },
         },
       },
+      ...statsSchemas,
       Detail: {
         type: 'object',
         required: ['detail'],
