@@ -3,7 +3,7 @@
 // time, through real keys, foreign organizations, a revoked key and random header values, with bodies ranging from valid
 // sends through mutated ones (`send_at` included) to random JSON and random bytes, and cancels (DELETE) of message ids.
 // The same again for the batch endpoint, whose bodies hold such sends as items (and whose 200 entries are checked one by one),
-// and for the management routes (API keys, suppressions), whose successful answers are checked against the OpenAPI
+// and for the management routes (API keys, suppressions, statistics), whose successful answers are checked against the OpenAPI
 // document, with a key of every scope among the keys.
 import assert from 'node:assert/strict';
 import { Agent } from 'node:http';
@@ -247,7 +247,7 @@ function problem(sent: RawRequest, response: RawResult, requestId: string | unde
     return 'the body is not JSON';
   }
   // A management route's success: the shape its OpenAPI operation documents.
-  const managed = /^\/api\/v1\/(api-keys|suppressions)(\/[^/?]+)?\/?(\?.*)?$/.exec(sent.path);
+  const managed = /^\/api\/v1\/(api-keys|suppressions|stats)(\/[^/?]+)?\/?(\?.*)?$/.exec(sent.path);
   if (managed && response.status < 300) {
     const documented = `/api/v1/${managed[1]}${managed[2] ? (managed[1] === 'api-keys' ? '/{id}' : '/{address}') : ''}`;
     const problems = checkDocumented(sent.method ?? 'GET', documented, response);
@@ -390,12 +390,41 @@ const suppressionQueries = fc
     return `/api/v1/suppressions/?${new URLSearchParams(pairs).toString()}`;
   });
 
+const utcDays = fc.integer({ min: Date.UTC(2020, 0, 1) / 86_400_000, max: Date.UTC(2030, 0, 1) / 86_400_000 }).map((day) => day * 86_400_000);
+/** A bound of the statistics' range: a date, a whole hour, another minute or offset, or any text. */
+const statsBound = fc.oneof(
+  fc
+    .tuple(utcDays, fc.integer({ min: 0, max: 47 }), fc.constantFrom(':00:00Z', ':00:00+00:00', ':30:00Z', ':00:00+02:00', ':00:00.000Z'))
+    .map(([day, hours, tail]) => `${new Date(day + hours * 1_800_000).toISOString().slice(0, 13)}${tail}`),
+  utcDays.map((day) => new Date(day).toISOString().slice(0, 10)),
+  headerText(12),
+);
+const statsQueries = fc
+  .record({
+    from: fc.option(statsBound, { nil: undefined }),
+    days: fc.integer({ min: -2, max: 400 }),
+    to: fc.option(statsBound, { nil: undefined }),
+    granularity: fc.option(fc.constantFrom('hour', 'day', 'week', ''), { nil: undefined }),
+    tag: fc.option(fc.oneof(fc.constantFrom('campaign-a', 'bad tag', '', 'x'.repeat(65)), headerText(8)), { nil: undefined }),
+    other: fc.option(fc.constantFrom('x', 'from'), { nil: undefined }),
+  })
+  .map(({ other, days, ...query }) => {
+    // Often a range of whole days after `from`, as a caller writes one: the 200s among the refusals.
+    const from = query.from?.slice(0, 10);
+    const to = days > 0 && from && /^\d{4}-\d{2}-\d{2}$/.test(from) ? new Date(Date.parse(from) + days * 86_400_000).toISOString().slice(0, 10) : query.to;
+    const pairs = Object.entries({ ...query, from: days > 0 ? from : query.from, to }).filter((pair): pair is [string, string] => pair[1] !== undefined);
+    if (other) pairs.push([other, '1']);
+    return `/api/v1/stats/?${new URLSearchParams(pairs).toString()}`;
+  });
+const statsPaths = fc.constantFrom('/api/v1/stats/', '/api/v1/stats');
+
 /** A method and a path of the management routes: mostly one they serve, sometimes any other pairing. */
 const managementTargets = fc.oneof(
   { weight: 3, arbitrary: fc.tuple(fc.constant('GET'), fc.oneof(collections, suppressionQueries)) },
+  { weight: 2, arbitrary: fc.tuple(fc.constant('GET'), statsQueries) },
   { weight: 3, arbitrary: fc.tuple(fc.constant('POST'), collections) },
   { weight: 3, arbitrary: fc.tuple(fc.constant('DELETE'), fc.oneof(keyItems, suppressionItems)) },
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom('GET', 'POST', 'DELETE', 'PATCH', 'PUT'), fc.oneof(collections, keyItems, suppressionItems)) },
+  { weight: 1, arbitrary: fc.tuple(fc.constantFrom('GET', 'POST', 'DELETE', 'PATCH', 'PUT'), fc.oneof(collections, keyItems, suppressionItems, statsPaths)) },
 );
 
 /** Bodies near each route's rules: a key to issue, addresses to suppress, or the single sends' bodies. */

@@ -117,6 +117,14 @@ const listedSuppressions = await client.GET('/api/v1/suppressions', { params: { 
 if (!listedSuppressions.data) throw new Error(\`suppression list refused: \${listedSuppressions.response.status}\`);
 const suppressedAddresses: string[] = listedSuppressions.data.results.map((entry) => entry.address);
 
+const today = new Date().toISOString().slice(0, 10);
+const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+const stats = await client.GET('/api/v1/stats', { params: { query: { from: today, to: tomorrow, granularity: 'day' }, header } });
+if (!stats.data) throw new Error(\`stats refused: \${stats.response.status}\`);
+const statsZone: 'UTC' = stats.data.time_zone;
+const statsDays: string[] = stats.data.buckets.map((bucket) => bucket.start);
+const hardBounces: number = stats.data.buckets.reduce((total, bucket) => total + bucket.bounced.hard, 0);
+
 /** Never called: proves the generated types refuse what the API refuses. */
 export function refusedByTheTypes(): void {
   // @ts-expect-error: not a lifecycle state
@@ -127,9 +135,11 @@ export function refusedByTheTypes(): void {
   void client.POST('/api/v1/api-keys', { params: { header }, body: { name: 'x', scopes: ['admin'] } });
   // @ts-expect-error: not a reason
   void client.GET('/api/v1/suppressions', { params: { query: { reason: 'bounced' }, header } });
+  // @ts-expect-error: not a granularity
+  void client.GET('/api/v1/stats', { params: { query: { from: '2026-01-01', to: '2026-01-02', granularity: 'week' }, header } });
 }
 
-console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus, batchStatuses, issuedScopes, keysListed, revoked: revokedAt !== null, suppressedAddresses }));
+console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus, batchStatuses, issuedScopes, keysListed, revoked: revokedAt !== null, suppressedAddresses, statsZone, statsDays, hardBounces }));
 `;
 
 test('a client generated with openapi-typescript and openapi-fetch type-checks, sends a message, reads its status and manages keys', async () => {
@@ -164,6 +174,9 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
     keysListed: number;
     revoked: boolean;
     suppressedAddresses: string[];
+    statsZone: string;
+    statsDays: string[];
+    hardBounces: number;
   };
   assert.ok(Number.isInteger(result.messageId) && result.messageId > 0);
   assert.ok(['queued', 'sending', 'sent'].includes(result.status), result.status);
@@ -177,4 +190,7 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
   assert.equal(result.keysListed, 3, "the tenant's key, the client's and the one it issued");
   assert.equal(result.revoked, true);
   assert.deepEqual(result.suppressedAddresses, ['gone@example.com']);
+  assert.equal(result.statsZone, 'UTC');
+  assert.equal(result.statsDays.length, 1, 'one bucket: the day asked for');
+  assert.equal(result.hardBounces, 0);
 });
