@@ -18,10 +18,12 @@ export function apiStatsHandlers(deps: { pool: Pool }): Pick<AsyncHandlers<dispa
       if (request.tag !== '' && !tagExpression.test(request.tag)) fields.push('tag: not a tag');
       if (fields.length > 0 || !range) throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', `invalid request: ${fields.join('; ')}`, { fields });
       await ensureOwned(deps.pool, request.organizationId, request.projectId);
-      const buckets = await readStats(deps.pool, { projectId: request.projectId, tag: request.tag, range });
-      return {
-        buckets: buckets.map(({ bounced_hard, bounced_soft, ...bucket }) => ({ ...bucket, bouncedHard: bounced_hard, bouncedSoft: bounced_soft })),
-      };
+      const {
+        bounced_hard: bouncedHard,
+        bounced_soft: bouncedSoft,
+        ...series
+      } = await readStats(deps.pool, { projectId: request.projectId, tag: request.tag, range });
+      return { ...series, bouncedHard, bouncedSoft };
     },
   };
 }

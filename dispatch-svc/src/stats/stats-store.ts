@@ -74,12 +74,17 @@ export async function countedSentAt(client: PoolClient, message: { id: number; p
   return found.rows[0]?.at.toISOString();
 }
 
-export type StatsBucket = { start: string } & Record<StatsCounter, number>;
+/** A range's counters: one list per counter, one number per bucket, the buckets from the range's start in order. */
+export type StatsSeries = Record<StatsCounter, number[]>;
 
-/** The read of readStats: a series' hour rows of a range, in key order through message_stats_pkey, summed per bucket. */
-export const statsReadSql = `SELECT date_bin($5::interval, hour, $3::timestamptz) AS start, ${statsCounters.map((counter) => `sum(${counter})::text AS ${counter}`).join(', ')}
-  FROM message_stats WHERE project_id = $1 AND tag = $2 AND hour >= $3 AND hour < $4
- GROUP BY 1`;
+/**
+ * The read of readStats: a series' hour rows of a range, in key order through message_stats_pkey, summed per bucket
+ * (integers into bigints), each bucket named by its index from the range's start.
+ */
+export const statsReadSql = `SELECT (extract(epoch FROM start - $3::timestamptz) / $5)::integer AS bucket, ${statsCounters.join(', ')}
+  FROM (SELECT date_bin($5 * interval '1 second', hour, $3::timestamptz) AS start, ${statsCounters.map((counter) => `sum(${counter}) AS ${counter}`).join(', ')}
+          FROM message_stats WHERE project_id = $1 AND tag = $2 AND hour >= $3 AND hour < $4
+         GROUP BY 1) AS buckets`;
 
 export type StatsQuery = { projectId: number; tag: string; range: StatsRange };
 
@@ -88,21 +93,15 @@ export const statsReadValues = ({ projectId, tag, range }: StatsQuery): unknown[
   tag,
   range.from.toISOString(),
   range.to.toISOString(),
-  `${statsBucketMs[range.granularity] / 1000} seconds`,
+  statsBucketMs[range.granularity] / 1000,
 ];
 
-/** The counters of a project's messages (tag '') or one tag's, a bucket per hour or day of the range, empty ones as zeros. */
-export async function readStats(pool: Pool, query: StatsQuery): Promise<StatsBucket[]> {
+/** The counters of a project's messages (tag '') or one tag's, a number per hour or day of the range, empty ones zeros. */
+export async function readStats(pool: Pool, query: StatsQuery): Promise<StatsSeries> {
   const { from, to, granularity } = query.range;
-  const found = await pool.query<{ start: Date } & Record<StatsCounter, string>>({ name: 'stats-read', text: statsReadSql, values: statsReadValues(query) });
-  const counted = new Map(found.rows.map(({ start, ...counters }) => [start.getTime(), counters]));
-  const buckets: StatsBucket[] = [];
-  for (let start = from.getTime(); start < to.getTime(); start += statsBucketMs[granularity]) {
-    const counters = counted.get(start);
-    buckets.push({
-      start: new Date(start).toISOString().replace('.000Z', 'Z'),
-      ...(Object.fromEntries(statsCounters.map((counter) => [counter, Number(counters?.[counter] ?? 0)])) as Record<StatsCounter, number>),
-    });
-  }
-  return buckets;
+  const buckets = Math.round((to.getTime() - from.getTime()) / statsBucketMs[granularity]);
+  const series = Object.fromEntries(statsCounters.map((counter) => [counter, new Array<number>(buckets).fill(0)])) as StatsSeries;
+  const found = await pool.query<{ bucket: number } & Record<StatsCounter, string>>({ name: 'stats-read', text: statsReadSql, values: statsReadValues(query) });
+  for (const row of found.rows) for (const counter of statsCounters) series[counter][row.bucket] = Number(row[counter]);
+  return series;
 }

@@ -59,19 +59,22 @@ function parseQuery(query: Readonly<Record<string, string | string[] | undefined
   return { range, tag };
 }
 
-/** A bucket as the API answers it: bounces split into hard and soft under one key. */
-const bucketBody = (bucket: dispatch.StatsBucket__Output) => ({
-  start: bucket.start,
-  sent: bucket.sent,
-  delivered: bucket.delivered,
-  deferred: bucket.deferred,
-  bounced: { hard: bucket.bouncedHard, soft: bucket.bouncedSoft },
-  complained: bucket.complained,
-  unsubscribed: bucket.unsubscribed,
-  failed: bucket.failed,
-});
-
 const utc = (date: Date): string => date.toISOString().replace('.000Z', 'Z');
+
+/** The buckets as the API answers them, from the packed lists (a number per bucket each): bounces under one key. */
+function bucketsOf(stats: dispatch.ApiStats__Output, range: StatsRange): unknown[] {
+  const step = statsBucketMs[range.granularity];
+  return stats.sent.map((sent, index) => ({
+    start: utc(new Date(range.from.getTime() + index * step)),
+    sent,
+    delivered: stats.delivered[index] ?? 0,
+    deferred: stats.deferred[index] ?? 0,
+    bounced: { hard: stats.bouncedHard[index] ?? 0, soft: stats.bouncedSoft[index] ?? 0 },
+    complained: stats.complained[index] ?? 0,
+    unsubscribed: stats.unsubscribed[index] ?? 0,
+    failed: stats.failed[index] ?? 0,
+  }));
+}
 
 function statsRoute(deps: StatsRouteDeps): Middleware<GatewayState> {
   return async (ctx) => {
@@ -94,7 +97,7 @@ function statsRoute(deps: StatsRouteDeps): Middleware<GatewayState> {
       from: request.from,
       to: request.to,
       tag: tag === '' ? null : tag,
-      buckets: stats.buckets.map(bucketBody),
+      buckets: bucketsOf(stats, range),
     };
   };
 }
