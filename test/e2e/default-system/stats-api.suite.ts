@@ -1,12 +1,12 @@
 // The statistics over the public API against the running system (issue 53, item 6): messages sent through the system
 // and accepted by its SMTP sink count as sent and delivered, bounce and complaint reports delivered to bounce-svc over
 // SMTP at a message's return path count as hard and soft bounces and complaints (a bounce taking the message back
-// from delivered), per tag too, read by UTC day and hour with empty buckets as zeros. Another project's counts never
+// from delivered), a one-click unsubscribe counts once, per tag too, read by UTC day and hour with empty buckets as zeros. Another project's counts never
 // appear, both ways; a key without stats:read is refused; bad ranges are 422 per field in English and Spanish; every
 // answer matches the OpenAPI document.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { parseDataKey, returnPathFor } from '@notify/platform/mail';
+import { parseDataKey, returnPathFor, unsubscribeToken } from '@notify/platform/mail';
 import nodemailer from 'nodemailer';
 import { assertCoded } from '../../harness/contract-shapes.ts';
 import { documentedCall } from '../../harness/documented-call.ts';
@@ -140,6 +140,28 @@ test('sends, deliveries, bounces and complaints count per day and per tag, empty
     (hours.body.buckets as Bucket[]).reduce((total, bucket) => total + bucket.sent, 0),
     4,
   );
+});
+
+test('a one-click unsubscribe counts once, for the project and the tags of its message', async () => {
+  const key = await reader(alpha);
+  const before = await totals(key, threeDays);
+  const id = await sentMessage(alpha, 'leaver@stats.example', ['newsletter']);
+  const token = unsubscribeToken(parseDataKey(system.stack.env.NOTIFY_DATA_KEY), {
+    projectId: alpha.projectId,
+    messageId: id,
+    address: 'leaver@stats.example',
+  });
+  // RFC 8058's POST, as a mail client sends it; the second finds the address listed already and counts nothing.
+  for (let times = 0; times < 2; times += 1) {
+    const response = await system.request(`/u/${token}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'List-Unsubscribe=One-Click',
+    });
+    assert.ok(response.status < 300, `${response.status} ${response.text}`);
+  }
+  assert.equal((await totals(key, threeDays)).unsubscribed, before.unsubscribed + 1);
+  assert.deepEqual(await totals(key, `${threeDays}&tag=newsletter`), { ...zero, sent: 1, delivered: 1, unsubscribed: 1 });
 });
 
 test("another project's counts never appear, both ways", async () => {
