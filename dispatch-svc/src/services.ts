@@ -25,6 +25,7 @@ import { reportServiceHandlers } from './reports/report-service.ts';
 import type { RetentionPurge } from './retention/purge.ts';
 import { retentionAdminHandlers } from './retention/retention-admin.ts';
 import { cancelMessage } from './scheduled/cancel.ts';
+import { apiStatsHandlers } from './stats/stats-api.ts';
 import { apiSuppressionHandlers, suppressionAdminHandlers } from './suppressions/suppression-admin.ts';
 import { templateAdminHandlers } from './templates/template-admin.ts';
 import { apiTemplateHandlers } from './templates/template-api.ts';
@@ -73,6 +74,7 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       ...apiDomainHandlers(deps),
       ...apiWebhookHandlers(deps),
       ...apiTemplateHandlers(deps),
+      ...apiStatsHandlers(deps),
     },
     // ListMessages is notifyctl's `messages list`; the gateway lists through SearchProjectMessages. Only the gateway sends.
     {
@@ -111,6 +113,7 @@ export function addDispatchServices(server: GrpcServer, deps: ServiceDeps): void
       GetApiTemplateVersion: [gateway],
       ActivateApiTemplateVersion: [gateway],
       RenderApiTemplate: [gateway],
+      GetApiStats: [gateway],
     },
   );
   server.add(dispatchProto.TemplateAdminService.service, templateAdminHandlers(deps), [admin]);

@@ -24,6 +24,7 @@ import type { DispatchClient } from './send/dispatch.ts';
 import { countSendOutcomes, sendOutcomesCounter } from './send/outcomes.ts';
 import { monthlyUsageMemory, sendRoute } from './send/route.ts';
 import { type SendManyOptions, sendDispatcher, sendManyDefaults } from './send/send-many.ts';
+import { registerStatsRoutes } from './stats/routes.ts';
 import { addSuppressionsRoute, listSuppressionsRoute, removeSuppressionRoute } from './suppressions/routes.ts';
 import { registerTemplateRoutes } from './templates/routes.ts';
 import { type UnsubscribeDeps, unsubscribeOneClick, unsubscribePage, unsubscribePath } from './unsubscribe/unsubscribe-routes.ts';
@@ -111,6 +112,7 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   registerDomainRoutes(router, deps);
   registerWebhookRoutes(router, deps);
   registerTemplateRoutes(router, deps);
+  registerStatsRoutes(router, deps);
   router.get('/healthz', '/healthz', healthz());
   router.get('/readyz', '/readyz', readyz(deps.readiness));
   router.get(openApiPath, openApiPath, openApiRoute());

@@ -54,6 +54,16 @@ export {
   webhookDeliveryId,
 } from './messaging.ts';
 export { expandScopes, isScope, missingScope, type Scope, type ScopePreset, scopePresets, scopes, unknownScopeWords } from './scopes.ts';
+export {
+  checkStatsRange,
+  parseStatsBound,
+  type StatsFault,
+  type StatsGranularity,
+  type StatsRange,
+  statsBucketMs,
+  statsGranularities,
+  statsMaxBuckets,
+} from './stats.ts';
 export { duplicateWindowMs, outcomeTtlMs, type StreamDeclaration, streamDeclarations, type Topology, topology } from './streams.ts';
 export { erasedEntryPattern, maxSuppressionsAdded, type SuppressionReason, suppressionReasons } from './suppressions.ts';
 export {

@@ -3,9 +3,10 @@
 // time, through real keys, foreign organizations, a revoked key and random header values, with bodies ranging from valid
 // sends through mutated ones (`send_at` included) to random JSON and random bytes, and cancels (DELETE) of message ids.
 // The same again for the batch endpoint, whose bodies hold such sends as items (and whose 200 entries are checked one by one),
-// and for the management routes (API keys, suppressions, domains, webhook endpoints), whose successful answers are
-// checked against the OpenAPI document, with a key of every scope among the keys; the template routes' answers are,
-// whatever their status, when the document describes it. The domain verifier asks a local DNS server, never the host's.
+// and for the management routes (API keys, suppressions, domains, webhook endpoints, statistics), whose successful
+// answers are checked against the OpenAPI document, with a key of every scope among the keys; the template routes'
+// answers are, whatever their status, when the document describes it. The domain verifier asks a local DNS server,
+// never the host's.
 import assert from 'node:assert/strict';
 import { Agent } from 'node:http';
 import { after, before, type TestContext, test } from 'node:test';
@@ -234,7 +235,7 @@ function toRawRequest(generated: Generated): RawRequest {
 
 /** The path the OpenAPI document names for a management route's URL; undefined for any other route. */
 function documentedManagementPath(path: string): string | undefined {
-  const managed = /^\/api\/v1\/(api-keys|suppressions)(\/[^/?]+)?\/?(\?.*)?$/.exec(path);
+  const managed = /^\/api\/v1\/(api-keys|suppressions|stats)(\/[^/?]+)?\/?(\?.*)?$/.exec(path);
   if (managed) return `/api/v1/${managed[1]}${managed[2] ? (managed[1] === 'api-keys' ? '/{id}' : '/{address}') : ''}`;
   if (!/^\/api\/v1\/(webhooks|domains)(\/|\?|$)/.test(path)) return undefined;
   return path
@@ -463,9 +464,38 @@ const webhookAttempts = fc
     return `/api/v1/webhooks/${id}/attempts/?${new URLSearchParams(pairs).toString()}`;
   });
 
+const utcDays = fc.integer({ min: Date.UTC(2020, 0, 1) / 86_400_000, max: Date.UTC(2030, 0, 1) / 86_400_000 }).map((day) => day * 86_400_000);
+/** A bound of the statistics' range: a date, a whole hour, another minute or offset, or any text. */
+const statsBound = fc.oneof(
+  fc
+    .tuple(utcDays, fc.integer({ min: 0, max: 47 }), fc.constantFrom(':00:00Z', ':00:00+00:00', ':30:00Z', ':00:00+02:00', ':00:00.000Z'))
+    .map(([day, hours, tail]) => `${new Date(day + hours * 1_800_000).toISOString().slice(0, 13)}${tail}`),
+  utcDays.map((day) => new Date(day).toISOString().slice(0, 10)),
+  headerText(12),
+);
+const statsQueries = fc
+  .record({
+    from: fc.option(statsBound, { nil: undefined }),
+    days: fc.integer({ min: -2, max: 400 }),
+    to: fc.option(statsBound, { nil: undefined }),
+    granularity: fc.option(fc.constantFrom('hour', 'day', 'week', ''), { nil: undefined }),
+    tag: fc.option(fc.oneof(fc.constantFrom('campaign-a', 'bad tag', '', 'x'.repeat(65)), headerText(8)), { nil: undefined }),
+    other: fc.option(fc.constantFrom('x', 'from'), { nil: undefined }),
+  })
+  .map(({ other, days, ...query }) => {
+    // Often a range of whole days after `from`, as a caller writes one: the 200s among the refusals.
+    const from = query.from?.slice(0, 10);
+    const to = days > 0 && from && /^\d{4}-\d{2}-\d{2}$/.test(from) ? new Date(Date.parse(from) + days * 86_400_000).toISOString().slice(0, 10) : query.to;
+    const pairs = Object.entries({ ...query, from: days > 0 ? from : query.from, to }).filter((pair): pair is [string, string] => pair[1] !== undefined);
+    if (other) pairs.push([other, '1']);
+    return `/api/v1/stats/?${new URLSearchParams(pairs).toString()}`;
+  });
+const statsPaths = fc.constantFrom('/api/v1/stats/', '/api/v1/stats');
+
 /** A method and a path of the management routes: mostly one they serve, sometimes any other pairing. */
 const managementTargets = fc.oneof(
   { weight: 3, arbitrary: fc.tuple(fc.constant('GET'), fc.oneof(collections, suppressionQueries, webhookItems, webhookAttempts)) },
+  { weight: 2, arbitrary: fc.tuple(fc.constant('GET'), statsQueries) },
   { weight: 3, arbitrary: fc.tuple(fc.constant('POST'), fc.oneof(collections, webhookActions)) },
   { weight: 3, arbitrary: fc.tuple(fc.constant('DELETE'), fc.oneof(keyItems, suppressionItems, domainItems, webhookItems)) },
   { weight: 2, arbitrary: fc.tuple(fc.constantFrom('GET', 'POST'), domainItems) },
@@ -474,7 +504,7 @@ const managementTargets = fc.oneof(
     weight: 1,
     arbitrary: fc.tuple(
       fc.constantFrom('GET', 'POST', 'DELETE', 'PATCH', 'PUT'),
-      fc.oneof(collections, keyItems, suppressionItems, domainItems, webhookItems, webhookActions),
+      fc.oneof(collections, keyItems, suppressionItems, domainItems, webhookItems, webhookActions, statsPaths),
     ),
   },
 );

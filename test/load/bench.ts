@@ -18,6 +18,7 @@ import { type FinalCheck, finalCheck } from './scenarios/final-check.ts';
 import { runIngest } from './scenarios/ingest.ts';
 import { keyedRequests, runReplay } from './scenarios/replay.ts';
 import { benchTemplate } from './scenarios/send-requests.ts';
+import { runStatsReads } from './scenarios/stats-reads.ts';
 import { runStatusReads } from './scenarios/status-reads.ts';
 import { runTracingCost, tracingRate } from './scenarios/tracing-cost.ts';
 import { runWebhookCost, webhookTotals } from './scenarios/webhook-cost.ts';
@@ -104,9 +105,9 @@ function summarizeAll(): Array<ProfileSummary & { window: string }> {
   if (!profileDir) return [];
   // Each service is judged where it does the work the targets are about.
   const wanted: Record<(typeof profiledServices)[number], readonly string[]> = {
-    gateway: ['ingest', 'replay', 'status reads', 'tracing on'],
+    gateway: ['ingest', 'replay', 'status reads', 'stats reads', 'tracing on'],
     'auth-svc': ['ingest'],
-    'dispatch-svc': ['ingest', 'delivery', 'status reads', 'tracing on'],
+    'dispatch-svc': ['ingest', 'delivery', 'status reads', 'stats reads', 'tracing on'],
     'mailer-svc': ['delivery', 'tracing on'],
     'webhook-svc': ['webhook endpoint', 'webhook burst'],
   };
@@ -168,6 +169,7 @@ function printCpu(measured: Figures): void {
     ['sending webhook events, one webhook-svc draining a backlog (per event)', measured.webhooks?.burst?.cpuPerEvent],
     [`status reads at ${measured.statusReads?.rate}/s (per read)`, measured.statusReads?.cpuPerRead],
     ['status reads at saturation (per read)', measured.statusReads?.saturated.cpuPerRead],
+    ['stats reads, a year by day, at saturation (per read)', measured.statsReads?.cpuPerRead],
     [`accepting in batches of ${measured.batch?.items}, mailers stopped`, measured.batch?.cpuPerMessage],
   ];
   for (const [phase, perMessage] of phases) {
@@ -257,6 +259,7 @@ try {
   figures.webhooks = { rate: figures.tracing.rate };
   await runWebhookCost(context, figures.webhooks);
   figures.statusReads = await runStatusReads(context);
+  figures.statsReads = await runStatsReads(context);
   final = await finalCheck(context, figures.delivery?.raw.messages ?? 0);
 } catch (error) {
   failures.push(`the bench stopped: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

@@ -1,10 +1,11 @@
 // Persisting delivery events, a batch at a time: in one transaction the messages they name are locked, every event is
 // recorded once in message_events, and each message is moved forward as far as the state machine allows. A batch
-// costs the same five round trips (BEGIN, lock, insert, update, COMMIT) whether it holds one event or a hundred.
+// costs the same six round trips (BEGIN, lock, insert, update, count, COMMIT) whether it holds one event or a hundred.
 import { batchRows, type Pool, type PoolClient, type RowColumn, withTransaction } from '@notify/platform/database';
 import type { DeliveryEvent } from '@notify/proto';
 import { erasedRecipient, scrubbedEvent } from '../erasure/erase-recipient.ts';
 import type { EventOutcome } from '../metrics.ts';
+import { countStats, type StatsChange } from '../stats/stats-store.ts';
 import { suppressHardBounces } from '../suppressions/suppression-store.ts';
 import { advance, compareLifecycle, type MessageProgress } from './state-machine.ts';
 import { recordWebhookEvents } from './webhook-events.ts';
@@ -26,11 +27,14 @@ const idColumns: readonly RowColumn<number>[] = [{ type: 'bigint', value: (id) =
  * instead of deadlocking. Messages that do not exist are simply not returned. A short batch is padded with id 0, which
  * no message has (platform batchRows).
  */
-async function lockMessages(client: PoolClient, ids: readonly number[]): Promise<{ progress: Map<number, MessageProgress>; erased: Set<number> }> {
+async function lockMessages(
+  client: PoolClient,
+  ids: readonly number[],
+): Promise<{ progress: Map<number, MessageProgress>; erased: Set<number>; projects: Map<number, number> }> {
   const wanted = batchRows('event-lock-messages', ids, idColumns, { filler: 0 });
-  const found = await client.query<MessageProgress & { id: number; erased: boolean }>({
+  const found = await client.query<MessageProgress & { id: number; erased: boolean; projectId: string }>({
     name: wanted.name,
-    text: `SELECT m.id, m.state, m.state_attempt AS "stateAttempt", m.attempts, m.last_smtp_code AS "lastSmtpCode",
+    text: `SELECT m.id, m.project_id AS "projectId", m.state, m.state_attempt AS "stateAttempt", m.attempts, m.last_smtp_code AS "lastSmtpCode",
                   m.last_smtp_response AS "lastSmtpResponse", m.failure_reason AS "failureReason", m.recipient = $2 AS erased
              FROM ${wanted.rows} AS wanted (id) JOIN messages m ON m.id = wanted.id
             ORDER BY m.id
@@ -38,8 +42,9 @@ async function lockMessages(client: PoolClient, ids: readonly number[]): Promise
     values: [...wanted.values, erasedRecipient],
   });
   return {
-    progress: new Map(found.rows.map(({ id, erased, ...progress }) => [id, progress])),
+    progress: new Map(found.rows.map(({ id, erased, projectId, ...progress }) => [id, progress])),
     erased: new Set(found.rows.filter((row) => row.erased).map((row) => row.id)),
+    projects: new Map(found.rows.map((row) => [row.id, Number(row.projectId)])),
   };
 }
 
@@ -94,6 +99,17 @@ async function advanceMessages(client: PoolClient, advanced: ReadonlyMap<number,
 }
 
 /**
+ * What each applied move adds to (docs/contract.md, "Statistics"): an acceptance by the relay is `sent` and, until a
+ * bounce about it arrives, `delivered`; each deferral of an attempt, and a message ending failed, count once.
+ */
+const countedAs: Readonly<Record<DeliveryEvent['state'], readonly StatsChange['counter'][]>> = {
+  sending: [],
+  deferred: ['deferred'],
+  sent: ['sent', 'delivered'],
+  failed: ['failed'],
+};
+
+/**
  * An event of a batch and its outcome, with what the caller passed along with the event (its NATS message);
  * `suppressed` when applying it put its recipient on the project's suppression list (a hard bounce at the relay).
  */
@@ -109,7 +125,7 @@ export type Applied<T> = T & { outcome: StoredOutcome; suppressed?: true };
 export async function applyDeliveryEvents<T extends { readonly event: DeliveryEvent }>(pool: Pool, batch: readonly T[]): Promise<Applied<T>[]> {
   if (batch.length === 0) return [];
   return withTransaction(pool, async (client) => {
-    const { progress: locked, erased } = await lockMessages(client, [...new Set(batch.map(({ event }) => event.messageId))]);
+    const { progress: locked, erased, projects } = await lockMessages(client, [...new Set(batch.map(({ event }) => event.messageId))]);
     // A message erased while its job was under way: the relay's reply may quote the address the message no longer has.
     const received = erased.size === 0 ? batch : batch.map((item) => (erased.has(item.event.messageId) ? { ...item, event: scrubbedEvent(item.event) } : item));
     // An event of a known message is a duplicate unless this batch is the one that records it.
@@ -167,6 +183,19 @@ export async function applyDeliveryEvents<T extends { readonly event: DeliveryEv
       for (const result of results) {
         if (result.outcome === 'applied' && result.event.state === 'failed' && suppressed.has(result.event.messageId)) result.suppressed = true;
       }
+      // And the statistics: only a move counts, so an event seen again (recorded, duplicate) is never counted twice.
+      await countStats(
+        client,
+        moves.flatMap((event) =>
+          countedAs[event.state].map((counter) => ({
+            projectId: projects.get(event.messageId) ?? 0,
+            messageId: event.messageId,
+            counter,
+            delta: 1,
+            at: event.occurredAt,
+          })),
+        ),
+      );
     }
     return results;
   });

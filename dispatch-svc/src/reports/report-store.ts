@@ -1,11 +1,12 @@
 // Reports about delivered messages, persisted: a bounce or complaint (bounce-svc) moves a `sent` message on, and an
 // unsubscribe (the gateway's one-click link, bounce-svc's mailto) suppresses an address. Each is one transaction that
-// also writes the webhook event reporting it, so neither is ever recorded without the other.
+// also writes the webhook event reporting it and counts it in the statistics, so none is ever recorded without the others.
 import { type Pool, type PoolClient, withTransaction } from '@notify/platform/database';
 import type { DataKey } from '@notify/platform/mail';
 import { erasedRecipient, withoutAddresses } from '../erasure/erase-recipient.ts';
 import { type MessageState, type ReportState, reportEffect } from '../events/state-machine.ts';
 import { recordMessageWebhookEvents } from '../events/webhook-events.ts';
+import { countedSentAt, countStats, type StatsChange } from '../stats/stats-store.ts';
 import { addSuppression, findSuppressions, suppressionKey } from '../suppressions/suppression-store.ts';
 
 export interface RecipientReport {
@@ -96,8 +97,22 @@ export async function applyRecipientReport(pool: Pool, dataKey: DataKey, report:
         occurredAt: report.receivedAt,
       },
     ]);
+    await countStats(client, await reportStats(client, message, report));
     return { found: true, early: false, state: report.kind, changed: true, suppressed };
   });
+}
+
+/**
+ * What a report that moved its message counts (docs/contract.md, "Statistics"): a bounce is hard when it calls for the
+ * address's suppression (a permanent failure), soft otherwise, and takes the message back from `delivered` in the hour
+ * its acceptance was counted in; a complaint leaves it delivered (the recipient got it).
+ */
+async function reportStats(client: PoolClient, message: LockedMessage, report: RecipientReport): Promise<StatsChange[]> {
+  const change = { projectId: message.projectId, messageId: message.id, delta: 1, at: report.receivedAt };
+  if (report.kind === 'complained') return [{ ...change, counter: 'complained' }];
+  const counted = [{ ...change, counter: report.suppression === 'hard_bounce' ? 'bounced_hard' : 'bounced_soft' } as const];
+  const sentAt = await countedSentAt(client, message);
+  return sentAt === undefined ? counted : [...counted, { ...change, counter: 'delivered', delta: -1, at: sentAt }];
 }
 
 export interface UnsubscribeClaimInput {
@@ -143,6 +158,9 @@ export async function applyUnsubscribe(pool: Pool, dataKey: DataKey, claim: Unsu
       messageId: message?.id,
       erased,
     });
+    if (entry.added) {
+      await countStats(client, [{ projectId: claim.projectId, messageId: message?.id ?? 0, counter: 'unsubscribed', delta: 1, at: new Date().toISOString() }]);
+    }
     if (entry.added && message) {
       await recordMessageWebhookEvents(client, [
         {

@@ -7,6 +7,7 @@ import { maxBatchItems } from '../send/batch-body.ts';
 import { maxMetadataKeyLength, maxMetadataKeys, maxMetadataValueLength, maxTagLength, maxTags, tagPattern, tagSchema, tagsSchema } from '../send/labels.ts';
 import { maxDataArrayItems, maxDataDepth, maxDataElements, maxRecipientLength, maxSendAheadDays, maxTemplateLength } from '../send/validation.ts';
 import { domainPaths, domainSchemas } from './domains-paths.ts';
+import { statsPaths, statsSchemas } from './stats-paths.ts';
 import { templateOpenApi } from './templates-paths.ts';
 import { webhookPaths, webhookSchemas } from './webhooks-paths.ts';
 
@@ -598,6 +599,7 @@ insufficient_scope naming it): mailing such an address again risks the sender's 
     ...domainPaths(),
     ...webhookPaths(),
     ...templates.paths,
+    ...statsPaths({ ref, response, requestHeaders, readRateHeaders, readResponses }),
   },
   components: {
     securitySchemes: {
@@ -865,6 +867,7 @@ insufficient_scope naming it): mailing such an address again risks the sender's 
       ...domainSchemas(),
       ...webhookSchemas(),
       ...templates.schemas,
+      ...statsSchemas,
       Detail: {
         type: 'object',
         required: ['detail'],

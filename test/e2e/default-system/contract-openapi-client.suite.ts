@@ -173,6 +173,13 @@ if (!activated.data) throw new Error(\`activation refused: \${activated.response
 const templateVersions = await client.GET('/api/v1/templates/{slug}/versions', { params: { path: { slug: 'digest' }, header } });
 if (!templateVersions.data) throw new Error(\`versions refused: \${templateVersions.response.status}\`);
 const template = { preview: preview.data.subject, active: activated.data.active_version, versions: templateVersions.data.results.map((entry) => entry.version) };
+const today = new Date().toISOString().slice(0, 10);
+const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+const stats = await client.GET('/api/v1/stats', { params: { query: { from: today, to: tomorrow, granularity: 'day' }, header } });
+if (!stats.data) throw new Error(\`stats refused: \${stats.response.status}\`);
+const statsZone: 'UTC' = stats.data.time_zone;
+const statsDays: string[] = stats.data.buckets.map((bucket) => bucket.start);
+const hardBounces: number = stats.data.buckets.reduce((total, bucket) => total + bucket.bounced.hard, 0);
 
 /** Never called: proves the generated types refuse what the API refuses. */
 export function refusedByTheTypes(): void {
@@ -190,9 +197,11 @@ export function refusedByTheTypes(): void {
   void client.POST('/api/v1/webhooks', { params: { header }, body: { url: 'https://example.com/', event_types: ['message.opened'] } });
   // @ts-expect-error: an update needs its If-Match
   void client.PUT('/api/v1/templates/{slug}', { params: { path: { slug: 'digest' }, header }, body: { subject: 'x', text: 'y' } });
+  // @ts-expect-error: not a granularity
+  void client.GET('/api/v1/stats', { params: { query: { from: '2026-01-01', to: '2026-01-02', granularity: 'week' }, header } });
 }
 
-console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus, batchStatuses, issuedScopes, keysListed, revoked: revokedAt !== null, suppressedAddresses, domainRecords, domainsListed, webhooks, template }));
+console.log(JSON.stringify({ messageId, status, firstEvent, listed: listed.data.results.map((message) => message.message_id), next, scheduled: scheduled.data.status, canceledStatus, batchStatuses, issuedScopes, keysListed, revoked: revokedAt !== null, suppressedAddresses, domainRecords, domainsListed, webhooks, template, statsZone, statsDays, hardBounces }));
 `;
 
 test('a client generated with openapi-typescript and openapi-fetch type-checks, sends a message, reads its status and manages keys, suppressions, templates, domains and webhooks', async () => {
@@ -231,6 +240,9 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
     domainsListed: number;
     webhooks: { secrets: boolean[]; types: string[]; testEvent: string; attempts: number; listed: boolean; lastDeliveryAt: string | null; deleted: boolean };
     template: { preview: string; active: number; versions: number[] };
+    statsZone: string;
+    statsDays: string[];
+    hardBounces: number;
   };
   assert.ok(Number.isInteger(result.messageId) && result.messageId > 0);
   assert.ok(['queued', 'sending', 'sent'].includes(result.status), result.status);
@@ -254,4 +266,7 @@ test('a client generated with openapi-typescript and openapi-fetch type-checks, 
   assert.ok(attempts <= 1, String(attempts));
   assert.deepEqual(webhooks, { secrets: [true, true], types: ['message.sent', 'message.bounced'], testEvent: 'webhook.test', listed: true, deleted: true });
   assert.deepEqual(result.template, { preview: 'Your digest, Ada', active: 2, versions: [2, 1] });
+  assert.equal(result.statsZone, 'UTC');
+  assert.equal(result.statsDays.length, 1, 'one bucket: the day asked for');
+  assert.equal(result.hardBounces, 0);
 });

@@ -4,6 +4,7 @@ import type { BatchIngestResult } from '../scenarios/batch-ingest.ts';
 import type { CeilingResult } from '../scenarios/ceiling.ts';
 import type { DeliveryResult } from '../scenarios/delivery.ts';
 import { type EndToEndResult, halfSustainedRate } from '../scenarios/end-to-end.ts';
+import type { StatsReadResult } from '../scenarios/stats-reads.ts';
 import type { StatusReadResult } from '../scenarios/status-reads.ts';
 import { type TracingRun, tracingTotals } from '../scenarios/tracing-cost.ts';
 import { backlogCpuPerEvent, cpuPerEvent, type WebhookAcceptRun, type WebhookBacklogRun, type WebhookRun, webhookTotals } from '../scenarios/webhook-cost.ts';
@@ -619,4 +620,32 @@ test('a paced run is followed by how long its processes waited for a CPU per req
   // Where the kernel keeps no scheduler statistics there is no figure, and no row.
   const { runQueueWaitMs: _, ...withoutWaits } = idle;
   assert.equal(buildRows({ connections: 64, replay: withoutWaits }).filter((entry) => entry.figure.includes('waiting for a CPU')).length, 0);
+});
+
+test('the stats-read rows report reads per second at saturation, latency and CPU per read', () => {
+  const statsReads: StatsReadResult = {
+    hourRows: 8_760,
+    load: {
+      sent: 1_000,
+      completed: 1_000,
+      statuses: { '200': 1_000 },
+      errors: 0,
+      timeouts: 0,
+      durationS: 2,
+      latencyMs: latency,
+      answeredPerSecond: 500,
+      cutOff: 0,
+    },
+    reads: 1_000,
+    cpuPerRead: { gateway: 0.5, 'dispatch-svc': 0.75, 'postgres (this run)': 2, 'other (not this run)': 1, 'machine total': 4.25 },
+  };
+  assert.deepEqual(
+    buildRows({ connections: 64, statsReads }).map((entry) => [entry.figure, entry.measured, entry.baseline]),
+    [
+      ['stats reads (GET /api/v1/stats/, a year by day) at saturation, 64 connections', '500/s', '1,000 reads of 8,760 hour rows each'],
+      ['stats read at saturation: p50 / p99', '4.0 / 30 ms', ''],
+      ['CPU per stats read at saturation: services', '1.25 ms', ''],
+      ['CPU per stats read at saturation: system', '3.25 ms', ''],
+    ],
+  );
 });

@@ -8,6 +8,7 @@ import type { EndToEndResult } from '../scenarios/end-to-end.ts';
 import type { IngestResult } from '../scenarios/ingest.ts';
 import type { ReplayResult } from '../scenarios/replay.ts';
 import type { ScaleOutResult } from '../scenarios/scale-out.ts';
+import type { StatsReadResult } from '../scenarios/stats-reads.ts';
 import type { StatusReadResult } from '../scenarios/status-reads.ts';
 import { indexEntriesPerUpdate, type TableWrites } from '../scenarios/table-writes.ts';
 import { type TracingCostResult, tracingTotals } from '../scenarios/tracing-cost.ts';
@@ -28,6 +29,8 @@ export interface Figures {
   tracing?: TracingCostResult;
   webhooks?: WebhookCostResult;
   statusReads?: StatusReadResult;
+  /** GET /api/v1/stats/ for a year by day, at saturation. */
+  statsReads?: StatsReadResult;
   /** Batches of 100 accepted with the mailers stopped, beside the single sends' backlog (delivery.preload). */
   batch?: BatchIngestResult;
   /** Peak RSS in MiB per service. */
@@ -63,7 +66,8 @@ function row(figure: string, measured: string, options: { baseline?: string; rat
 
 export function buildRows(figures: Figures): Row[] {
   const rows: Row[] = [];
-  const { connections, ceiling, ingest, replay, delivery, messageWrites, scaleOut, endToEnd, tracing, webhooks, statusReads, batch, memory } = figures;
+  const { connections, ceiling, ingest, replay, delivery, messageWrites, scaleOut, endToEnd, tracing, webhooks, statusReads, statsReads, batch, memory } =
+    figures;
   if (ceiling) rows.push(row(`HTTP ceiling: bare Koa, ${connections} connections (202/s)`, perSecond(ceiling.perSecond)));
   if (ingest?.saturation) {
     const saturated = ingest.saturation.acceptedPerSecond;
@@ -145,6 +149,7 @@ export function buildRows(figures: Figures): Row[] {
   if (ceiling?.paced) rows.push(...pacedCeilingRows(ceiling, ceiling.paced, tracing));
   if (webhooks) rows.push(...webhookRows(webhooks));
   if (statusReads) rows.push(...statusReadRows(statusReads, connections));
+  if (statsReads) rows.push(...statsReadRows(statsReads, connections));
   for (const [service, mib] of Object.entries(memory ?? {})) rows.push(row(`peak RSS ${service}`, `${whole(mib)} MiB`));
   return rows;
 }
@@ -410,6 +415,19 @@ function statusReadRows(reads: StatusReadResult, connections: number): Row[] {
     }),
     row('CPU per status read at saturation: services', cpu(saturated.services)),
     row('CPU per status read at saturation: system', cpu(saturated.system), { target: targets.cpuPerRequestMs, judged: saturated.system }),
+  ];
+}
+
+/** Statistics reads at saturation: a year by day, each summing a year of hour rows; requests per second, p99 and CPU per read. */
+function statsReadRows(reads: StatsReadResult, connections: number): Row[] {
+  const cpu = webhookTotals(reads.cpuPerRead);
+  return [
+    row(`stats reads (GET /api/v1/stats/, a year by day) at saturation, ${connections} connections`, perSecond(reads.load.answeredPerSecond), {
+      baseline: `${whole(reads.reads)} reads of ${whole(reads.hourRows)} hour rows each`,
+    }),
+    row('stats read at saturation: p50 / p99', `${ms(reads.load.latencyMs.p50)} / ${ms(reads.load.latencyMs.p99)} ms`),
+    row('CPU per stats read at saturation: services', `${twoPlaces(cpu.services)} ms`),
+    row('CPU per stats read at saturation: system', `${twoPlaces(cpu.system)} ms`),
   ];
 }
 

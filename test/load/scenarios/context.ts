@@ -54,6 +54,8 @@ export interface BenchPlan {
   readonly statusReadMessages: number;
   /** Then as many reads as `connections` keep in flight, closed-loop (the accept path's condition), up to this many. */
   readonly statusReadsSaturated: number;
+  /** Statistics reads (GET /api/v1/stats/, a year by day over a year of hour rows), closed-loop: how many. */
+  readonly statsReadsSaturated: number;
   /** Batch ingest (POST /api/v1/send/batch/, 100 messages a request, mailers stopped): messages, connections, longest run. */
   readonly batchMessages: number;
   readonly batchConnections: number;
@@ -101,6 +103,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     statusReadS: 5,
     statusReadMessages: 1_000,
     statusReadsSaturated: 5_000,
+    statsReadsSaturated: 3_000,
     batchMessages: 10_000,
     batchConnections: 8,
     batchMaxS: 30,
@@ -142,6 +145,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     statusReadS: 3,
     statusReadMessages: 300,
     statusReadsSaturated: 3_000,
+    statsReadsSaturated: 1_000,
     batchMessages: 2_000,
     batchConnections: 8,
     batchMaxS: 10,

@@ -35,6 +35,8 @@ export interface SystemUnderTest {
   readonly resources: RunResources;
   readonly gatewayUrl: string;
   readonly tenants: readonly BenchTenant[];
+  /** auth-svc's admin service: keys with other scopes than the tenants' own. */
+  readonly authAdmin: System['authAdmin'];
   /** Starts the given mailer replicas (those not running) and waits until each is ready. */
   startMailers(indexes: readonly number[]): Promise<void>;
   /** SIGTERMs the given replicas (each finishes the jobs it holds) and waits until they have exited. */
@@ -106,6 +108,7 @@ export async function startSystemUnderTest(options: SystemUnderTestOptions): Pro
     resources: system.resources,
     gatewayUrl: system.gatewayUrl,
     tenants,
+    authAdmin: system.authAdmin,
     startMailers,
     stopMailers,
     processes() {
