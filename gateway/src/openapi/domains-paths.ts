@@ -1,8 +1,7 @@
 // The sending-domain operations and schemas of the OpenAPI document (docs/contract.md, "Sending domains over the
-// API"), spread into document.ts. Functions, not constants: document.ts calls them while it is built, and this file
-// imports its helpers back from there.
+// API"), spread into document.ts, built from the document's shared parts (parts.ts).
 import { maxDomainLength } from '../domains/routes.ts';
-import { errorBody, json, managedWriteResponses, readRateHeaders, readResponses, ref, requestHeaders, response, type Schema } from './document.ts';
+import { errorBody, json, managedWriteResponses, readRateHeaders, readResponses, ref, requestHeaders, response, type Schema } from './parts.ts';
 
 export function domainPaths(): Record<string, Schema> {
   const description = `A domain the organization's mail is sent From, with the DKIM key it is signed with. Needs the scope

@@ -1,18 +1,9 @@
 // The statistics route's part of the OpenAPI document (docs/contract.md, "Statistics"), spread into document.ts: its
-// path, built with the document's own parts (passed in, since document.ts imports this module), and its schemas.
+// path, built with the document's shared parts (parts.ts), and its schemas.
 import { statsGranularities, statsMaxBuckets } from '@notify/proto';
 import { maxTagLength, tagPattern } from '../send/labels.ts';
 
-type Schema = Record<string, unknown>;
-
-/** What the path borrows from document.ts: the shared headers, parameters and responses of every read. */
-export interface OpenApiParts {
-  readonly ref: (name: string) => Schema;
-  readonly response: (description: string, schema: Schema, headers?: Record<string, Schema>) => Schema;
-  readonly requestHeaders: readonly Schema[];
-  readonly readRateHeaders: Record<string, Schema>;
-  readonly readResponses: () => Record<string, Schema>;
-}
+import { readRateHeaders, readResponses, ref, requestHeaders, response, type Schema } from './parts.ts';
 
 const bound = (name: 'from' | 'to', description: string): Schema => ({
   name,
@@ -24,7 +15,7 @@ const bound = (name: 'from' | 'to', description: string): Schema => ({
 
 const counter = (description: string): Schema => ({ type: 'integer', minimum: 0, description });
 
-export function statsPaths({ ref, response, requestHeaders, readRateHeaders, readResponses }: OpenApiParts): Record<string, Schema> {
+export function statsPaths(): Record<string, Schema> {
   return {
     '/api/v1/stats': {
       get: {

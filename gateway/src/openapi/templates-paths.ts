@@ -1,23 +1,10 @@
 // The OpenAPI paths and schemas of the template routes (templates/routes.ts; docs/contract.md, "Templates over the API"),
-// spread into document.ts. Built from document.ts's own helpers, handed over by it, so every answer is described the
-// way the other management routes' are.
-import type { ErrorCode } from '../errors/api-error.ts';
+// spread into document.ts. Built from the document's shared parts (parts.ts), so every answer is described the way the
+// other management routes' are.
 import { listLimits } from '../messages/read-query.ts';
 import { maxTemplateLength } from '../send/validation.ts';
-
-type Schema = Record<string, unknown>;
-
-export interface OpenApiHelpers {
-  readonly ref: (name: string) => Schema;
-  readonly json: (schema: Schema) => Schema;
-  readonly response: (description: string, schema: Schema, headers?: Record<string, Schema>) => Schema;
-  readonly errorBody: (codes: readonly ErrorCode[]) => Schema;
-  readonly readResponses: () => Record<string, Schema>;
-  readonly managedWriteResponses: () => Record<string, Schema>;
-  readonly pageParameters: (items: string, maxCursorLength: number) => Schema[];
-  readonly requestHeaders: readonly Schema[];
-  readonly readRateHeaders: Record<string, Schema>;
-}
+import type { Schema } from './parts.ts';
+import * as h from './parts.ts';
 
 const description = `A project's templates, as integrators keep them in their own repository and deploy them from CI. Versions are
 immutable and numbered 1, 2, 3...; one of them, the active version, is the one sends use. Reads and renders need
@@ -28,7 +15,7 @@ missing or deleted one.`;
 const slugSchema = { type: 'string', minLength: 1, maxLength: maxTemplateLength, pattern: '^[A-Za-z0-9_-]+$' };
 
 /** What the operations share. */
-function shared(h: OpenApiHelpers) {
+function shared() {
   const { ref, response, errorBody, readRateHeaders } = h;
   const etag = {
     ETag: {
@@ -72,7 +59,7 @@ function shared(h: OpenApiHelpers) {
 
 type Shared = ReturnType<typeof shared>;
 
-function collectionPaths(h: OpenApiHelpers, p: Shared): Record<string, Schema> {
+function collectionPaths(p: Shared): Record<string, Schema> {
   const { ref, json, response, readRateHeaders, errorBody } = h;
   const { etag, versionNotFound, invalid, operation } = p;
   return {
@@ -121,7 +108,7 @@ function collectionPaths(h: OpenApiHelpers, p: Shared): Record<string, Schema> {
   };
 }
 
-function itemPaths(h: OpenApiHelpers, p: Shared): Record<string, Schema> {
+function itemPaths(p: Shared): Record<string, Schema> {
   const { ref, json, response, readRateHeaders, errorBody } = h;
   const { etag, slugParameter, versionParameter, ifMatch, notFound, versionNotFound, invalid, stale, operation } = p;
   return {
@@ -201,7 +188,8 @@ function itemPaths(h: OpenApiHelpers, p: Shared): Record<string, Schema> {
   };
 }
 
-function templateSchemas(ref: OpenApiHelpers['ref']): Record<string, Schema> {
+function templateSchemas(): Record<string, Schema> {
+  const { ref } = h;
   const texts = {
     subject: { type: 'string', description: 'Liquid; required, not blank.' },
     html: { type: 'string', description: 'Liquid; the data is HTML-escaped. An html or a text part is required.' },
@@ -268,7 +256,7 @@ function templateSchemas(ref: OpenApiHelpers['ref']): Record<string, Schema> {
   };
 }
 
-export function templateOpenApi(h: OpenApiHelpers): { paths: Record<string, Schema>; schemas: Record<string, Schema> } {
-  const p = shared(h);
-  return { paths: { ...collectionPaths(h, p), ...itemPaths(h, p) }, schemas: templateSchemas(h.ref) };
+export function templateOpenApi(): { paths: Record<string, Schema>; schemas: Record<string, Schema> } {
+  const p = shared();
+  return { paths: { ...collectionPaths(p), ...itemPaths(p) }, schemas: templateSchemas() };
 }

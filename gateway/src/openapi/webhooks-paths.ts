@@ -1,19 +1,8 @@
 // The OpenAPI paths and schemas of the webhook endpoint routes (gateway/src/webhooks/routes.ts), spread into
-// document.ts. Functions, called while document.ts builds its document, so the helpers they take from it are ready.
+// document.ts, built from the document's shared parts (parts.ts).
 import { maxWebhookUrlLength, webhookEventTypes, webhookTestEventType } from '@notify/proto';
 import { listLimits } from '../messages/read-query.ts';
-import {
-  errorBody,
-  json,
-  managedWriteResponses,
-  pageParameters,
-  readRateHeaders,
-  readResponses,
-  ref,
-  requestHeaders,
-  response,
-  type Schema,
-} from './document.ts';
+import { errorBody, json, managedWriteResponses, pageParameters, readRateHeaders, readResponses, ref, requestHeaders, response, type Schema } from './parts.ts';
 
 const description = `The project's webhook endpoints. Every route needs the scope \`webhooks:write\`, reads included (an endpoint's URL and
 its attempts log are as sensitive as its settings). Same authentication, \`X-Organization-ID\`, languages and error shapes as
