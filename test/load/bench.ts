@@ -20,6 +20,7 @@ import { keyedRequests, runReplay } from './scenarios/replay.ts';
 import { benchTemplate } from './scenarios/send-requests.ts';
 import { runStatsReads } from './scenarios/stats-reads.ts';
 import { runStatusReads } from './scenarios/status-reads.ts';
+import { runTemplateUpdates } from './scenarios/template-updates.ts';
 import { runTracingCost, tracingRate } from './scenarios/tracing-cost.ts';
 import { runWebhookCost, webhookTotals } from './scenarios/webhook-cost.ts';
 import { snapshotCpu, snapshotRunQueueWait } from './system/cpu-usage.ts';
@@ -169,7 +170,8 @@ function printCpu(measured: Figures): void {
     ['sending webhook events, one webhook-svc draining a backlog (per event)', measured.webhooks?.burst?.cpuPerEvent],
     [`status reads at ${measured.statusReads?.rate}/s (per read)`, measured.statusReads?.cpuPerRead],
     ['status reads at saturation (per read)', measured.statusReads?.saturated.cpuPerRead],
-    ['stats reads, a year by day, at saturation (per read)', measured.statsReads?.cpuPerRead],
+    ['stats reads, a year by day, at saturation (per read)', measured.statsReads?.cpuPerCall],
+    ['template updates at saturation (per update)', measured.templateUpdates?.cpuPerCall],
     [`accepting in batches of ${measured.batch?.items}, mailers stopped`, measured.batch?.cpuPerMessage],
   ];
   for (const [phase, perMessage] of phases) {
@@ -260,6 +262,7 @@ try {
   await runWebhookCost(context, figures.webhooks);
   figures.statusReads = await runStatusReads(context);
   figures.statsReads = await runStatsReads(context);
+  figures.templateUpdates = await runTemplateUpdates(context);
   final = await finalCheck(context, figures.delivery?.raw.messages ?? 0);
 } catch (error) {
   failures.push(`the bench stopped: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

@@ -6,7 +6,7 @@ import type { LoadResult } from './load-result.ts';
 
 export interface ClosedLoopRequest {
   /** POST unless given. */
-  readonly method?: 'GET' | 'POST';
+  readonly method?: 'GET' | 'POST' | 'PUT';
   readonly path: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string;

@@ -6,6 +6,7 @@ import type { DeliveryResult } from '../scenarios/delivery.ts';
 import { type EndToEndResult, halfSustainedRate } from '../scenarios/end-to-end.ts';
 import type { StatsReadResult } from '../scenarios/stats-reads.ts';
 import type { StatusReadResult } from '../scenarios/status-reads.ts';
+import type { TemplateUpdateResult } from '../scenarios/template-updates.ts';
 import { type TracingRun, tracingTotals } from '../scenarios/tracing-cost.ts';
 import { backlogCpuPerEvent, cpuPerEvent, type WebhookAcceptRun, type WebhookBacklogRun, type WebhookRun, webhookTotals } from '../scenarios/webhook-cost.ts';
 import { buildRows, renderMarkdown, renderTable } from './rows.ts';
@@ -622,9 +623,8 @@ test('a paced run is followed by how long its processes waited for a CPU per req
   assert.equal(buildRows({ connections: 64, replay: withoutWaits }).filter((entry) => entry.figure.includes('waiting for a CPU')).length, 0);
 });
 
-test('the stats-read rows report reads per second at saturation, latency and CPU per read', () => {
-  const statsReads: StatsReadResult = {
-    hourRows: 8_760,
+test('the management rows report calls per second at saturation, latency and CPU per call: stats reads and template updates', () => {
+  const saturated = {
     load: {
       sent: 1_000,
       completed: 1_000,
@@ -636,16 +636,22 @@ test('the stats-read rows report reads per second at saturation, latency and CPU
       answeredPerSecond: 500,
       cutOff: 0,
     },
-    reads: 1_000,
-    cpuPerRead: { gateway: 0.5, 'dispatch-svc': 0.75, 'postgres (this run)': 2, 'other (not this run)': 1, 'machine total': 4.25 },
+    calls: 1_000,
+    cpuPerCall: { gateway: 0.5, 'dispatch-svc': 0.75, 'postgres (this run)': 2, 'other (not this run)': 1, 'machine total': 4.25 },
   };
+  const statsReads: StatsReadResult = { ...saturated, hourRows: 8_760 };
+  const templateUpdates: TemplateUpdateResult = { ...saturated, templates: 64 };
   assert.deepEqual(
-    buildRows({ connections: 64, statsReads }).map((entry) => [entry.figure, entry.measured, entry.baseline]),
+    buildRows({ connections: 64, statsReads, templateUpdates }).map((entry) => [entry.figure, entry.measured, entry.baseline]),
     [
       ['stats reads (GET /api/v1/stats/, a year by day) at saturation, 64 connections', '500/s', '1,000 reads of 8,760 hour rows each'],
       ['stats read at saturation: p50 / p99', '4.0 / 30 ms', ''],
       ['CPU per stats read at saturation: services', '1.25 ms', ''],
       ['CPU per stats read at saturation: system', '3.25 ms', ''],
+      ['template updates (PUT /api/v1/templates/{slug}/, a new version each) at saturation, 64 connections', '500/s', '1,000 updates of 64 templates'],
+      ['template update at saturation: p50 / p99', '4.0 / 30 ms', ''],
+      ['CPU per template update at saturation: services', '1.25 ms', ''],
+      ['CPU per template update at saturation: system', '3.25 ms', ''],
     ],
   );
 });

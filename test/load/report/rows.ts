@@ -6,11 +6,13 @@ import { bareKoaLabel, type CeilingResult, type PacedCeiling } from '../scenario
 import type { DeliveryResult } from '../scenarios/delivery.ts';
 import type { EndToEndResult } from '../scenarios/end-to-end.ts';
 import type { IngestResult } from '../scenarios/ingest.ts';
+import type { ManagementCallsResult } from '../scenarios/management-calls.ts';
 import type { ReplayResult } from '../scenarios/replay.ts';
 import type { ScaleOutResult } from '../scenarios/scale-out.ts';
 import type { StatsReadResult } from '../scenarios/stats-reads.ts';
 import type { StatusReadResult } from '../scenarios/status-reads.ts';
 import { indexEntriesPerUpdate, type TableWrites } from '../scenarios/table-writes.ts';
+import type { TemplateUpdateResult } from '../scenarios/template-updates.ts';
 import { type TracingCostResult, tracingTotals } from '../scenarios/tracing-cost.ts';
 import { backlogCpuPerEvent, cpuPerEvent, type WebhookCostResult, webhookTotals } from '../scenarios/webhook-cost.ts';
 import { judge, type Target, targets } from './targets.ts';
@@ -31,6 +33,7 @@ export interface Figures {
   statusReads?: StatusReadResult;
   /** GET /api/v1/stats/ for a year by day, at saturation. */
   statsReads?: StatsReadResult;
+  templateUpdates?: TemplateUpdateResult;
   /** Batches of 100 accepted with the mailers stopped, beside the single sends' backlog (delivery.preload). */
   batch?: BatchIngestResult;
   /** Peak RSS in MiB per service. */
@@ -66,8 +69,23 @@ function row(figure: string, measured: string, options: { baseline?: string; rat
 
 export function buildRows(figures: Figures): Row[] {
   const rows: Row[] = [];
-  const { connections, ceiling, ingest, replay, delivery, messageWrites, scaleOut, endToEnd, tracing, webhooks, statusReads, statsReads, batch, memory } =
-    figures;
+  const {
+    connections,
+    ceiling,
+    ingest,
+    replay,
+    delivery,
+    messageWrites,
+    scaleOut,
+    endToEnd,
+    tracing,
+    webhooks,
+    statusReads,
+    statsReads,
+    templateUpdates,
+    batch,
+    memory,
+  } = figures;
   if (ceiling) rows.push(row(`HTTP ceiling: bare Koa, ${connections} connections (202/s)`, perSecond(ceiling.perSecond)));
   if (ingest?.saturation) {
     const saturated = ingest.saturation.acceptedPerSecond;
@@ -149,7 +167,22 @@ export function buildRows(figures: Figures): Row[] {
   if (ceiling?.paced) rows.push(...pacedCeilingRows(ceiling, ceiling.paced, tracing));
   if (webhooks) rows.push(...webhookRows(webhooks));
   if (statusReads) rows.push(...statusReadRows(statusReads, connections));
-  if (statsReads) rows.push(...statsReadRows(statsReads, connections));
+  if (statsReads)
+    rows.push(
+      ...managementCallRows(statsReads, {
+        figure: `stats reads (GET /api/v1/stats/, a year by day) at saturation, ${connections} connections`,
+        call: 'stats read',
+        baseline: `${whole(statsReads.calls)} reads of ${whole(statsReads.hourRows)} hour rows each`,
+      }),
+    );
+  if (templateUpdates)
+    rows.push(
+      ...managementCallRows(templateUpdates, {
+        figure: `template updates (PUT /api/v1/templates/{slug}/, a new version each) at saturation, ${connections} connections`,
+        call: 'template update',
+        baseline: `${whole(templateUpdates.calls)} updates of ${whole(templateUpdates.templates)} templates`,
+      }),
+    );
   for (const [service, mib] of Object.entries(memory ?? {})) rows.push(row(`peak RSS ${service}`, `${whole(mib)} MiB`));
   return rows;
 }
@@ -418,16 +451,14 @@ function statusReadRows(reads: StatusReadResult, connections: number): Row[] {
   ];
 }
 
-/** Statistics reads at saturation: a year by day, each summing a year of hour rows; requests per second, p99 and CPU per read. */
-function statsReadRows(reads: StatsReadResult, connections: number): Row[] {
-  const cpu = webhookTotals(reads.cpuPerRead);
+/** A management route at saturation (stats reads, template updates): calls per second, p50 / p99 and CPU per call. */
+function managementCallRows(result: ManagementCallsResult, names: { figure: string; call: string; baseline: string }): Row[] {
+  const cpu = webhookTotals(result.cpuPerCall);
   return [
-    row(`stats reads (GET /api/v1/stats/, a year by day) at saturation, ${connections} connections`, perSecond(reads.load.answeredPerSecond), {
-      baseline: `${whole(reads.reads)} reads of ${whole(reads.hourRows)} hour rows each`,
-    }),
-    row('stats read at saturation: p50 / p99', `${ms(reads.load.latencyMs.p50)} / ${ms(reads.load.latencyMs.p99)} ms`),
-    row('CPU per stats read at saturation: services', `${twoPlaces(cpu.services)} ms`),
-    row('CPU per stats read at saturation: system', `${twoPlaces(cpu.system)} ms`),
+    row(names.figure, perSecond(result.load.answeredPerSecond), { baseline: names.baseline }),
+    row(`${names.call} at saturation: p50 / p99`, `${ms(result.load.latencyMs.p50)} / ${ms(result.load.latencyMs.p99)} ms`),
+    row(`CPU per ${names.call} at saturation: services`, `${twoPlaces(cpu.services)} ms`),
+    row(`CPU per ${names.call} at saturation: system`, `${twoPlaces(cpu.system)} ms`),
   ];
 }
 

@@ -56,6 +56,8 @@ export interface BenchPlan {
   readonly statusReadsSaturated: number;
   /** Statistics reads (GET /api/v1/stats/, a year by day over a year of hour rows), closed-loop: how many. */
   readonly statsReadsSaturated: number;
+  /** Template updates (PUT /api/v1/templates/{slug}/, a new version each), closed-loop: how many. */
+  readonly templateUpdatesSaturated: number;
   /** Batch ingest (POST /api/v1/send/batch/, 100 messages a request, mailers stopped): messages, connections, longest run. */
   readonly batchMessages: number;
   readonly batchConnections: number;
@@ -104,6 +106,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     statusReadMessages: 1_000,
     statusReadsSaturated: 5_000,
     statsReadsSaturated: 3_000,
+    templateUpdatesSaturated: 3_000,
     batchMessages: 10_000,
     batchConnections: 8,
     batchMaxS: 30,
@@ -146,6 +149,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     statusReadMessages: 300,
     statusReadsSaturated: 3_000,
     statsReadsSaturated: 1_000,
+    templateUpdatesSaturated: 1_000,
     batchMessages: 2_000,
     batchConnections: 8,
     batchMaxS: 10,
