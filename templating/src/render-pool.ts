@@ -86,7 +86,8 @@ const owner = (request: RenderRequest): string =>
 /** Only what a render reads, so the job's other fields (and anything that does not clone) never cross threads. */
 function plainSource(source: TemplateSource): TemplateSource {
   const { slug, version, subject, html, text } = source.template;
-  return { projectId: source.projectId, template: { slug, version, subject, html, text }, data: source.data };
+  const strict = source.strictVariables ? { strictVariables: true } : {};
+  return { projectId: source.projectId, template: { slug, version, subject, html, text }, data: source.data, ...strict };
 }
 
 class WorkerPool implements RenderPool {

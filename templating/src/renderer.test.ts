@@ -40,6 +40,20 @@ describe('template renderer', () => {
     assert.equal(rendered.text, '[][][3]');
   });
 
+  it('a test render names a variable the data lacks with its line and column; conditions and defaults stay lenient', async () => {
+    const renderer = createRenderer();
+    const texts = template({ text: 'Hi {{ name }}\n{% if coupon %}{{ coupon }}{% endif %}{{ note | default: "-" }}\nTotal: {{ total }}' });
+    await assert.rejects(renderer.render({ projectId: 1, template: texts, data: { name: 'Ana' }, strictVariables: true }), (error: TemplateRenderError) => {
+      assert.equal(error.part, 'text');
+      assert.match(error.message, /undefined variable: total, line:3, col:11/);
+      return true;
+    });
+    const rendered = await renderer.render({ projectId: 1, template: texts, data: { name: 'Ana', total: 3 }, strictVariables: true });
+    assert.equal(rendered.text, 'Hi Ana\n-\nTotal: 3');
+    // The same version rendered for a send afterwards is not held to it (a parse of its own, under another key).
+    assert.equal((await renderer.render({ projectId: 1, template: texts, data: { name: 'Ana' } })).text, 'Hi Ana\n-\nTotal: ');
+  });
+
   it('cannot read files through include, render or layout', async () => {
     const renderer = createRenderer();
     for (const tag of ["{% include '/etc/passwd' %}", "{% render 'package.json' %}", "{% layout 'package.json' %}x"]) {

@@ -53,6 +53,11 @@ export interface TemplateSource {
   readonly projectId: number;
   readonly template: { readonly slug: string; readonly version: number; readonly subject: string; readonly html: string; readonly text: string };
   readonly data: Record<string, unknown>;
+  /**
+   * A test render (POST /api/v1/templates/render): a variable the data lacks is an error naming it with its line and
+   * column, rather than the empty text a send renders. Conditions stay lenient: `{% if coupon %}` tests for it.
+   */
+  readonly strictVariables?: boolean;
 }
 
 /** A template's texts, as saved. */
@@ -84,6 +89,9 @@ export function createRenderer(overrides: Partial<RendererOptions> = {}): Render
   };
   const plain = new Liquid(shared);
   const html = new Liquid({ ...shared, outputEscape: 'escape' });
+  const strict = { strictVariables: true, lenientIf: true };
+  const strictPlain = new Liquid({ ...shared, ...strict });
+  const strictHtml = new Liquid({ ...shared, ...strict, outputEscape: 'escape' });
   const cache = new LruCache<string, CachedTemplate>(options.cacheEntries * 3);
 
   const parse = (engine: Liquid, key: string, source: string): Template[] => {
@@ -99,10 +107,11 @@ export function createRenderer(overrides: Partial<RendererOptions> = {}): Render
   // LiquidJS's async path only adds a promise per node (about half the render's CPU for a small template).
   const renderPart = (job: TemplateSource, part: Part): string => {
     const { slug, version } = job.template;
-    const engine = part === 'html' ? html : plain;
+    const engine = job.strictVariables ? (part === 'html' ? strictHtml : strictPlain) : part === 'html' ? html : plain;
     try {
-      // Slugs are unique per project only, so the project is part of the key.
-      const parsed = parse(engine, `${job.projectId}/${slug}@${version}/${part}`, job.template[part]);
+      // Slugs are unique per project only, so the project is part of the key; a test render parses with its own engine.
+      const key = `${job.strictVariables ? 'strict:' : ''}${job.projectId}/${slug}@${version}/${part}`;
+      const parsed = parse(engine, key, job.template[part]);
       return String(engine.renderSync(parsed, job.data));
     } catch (error) {
       const detail = error instanceof Error ? error.message : String(error);

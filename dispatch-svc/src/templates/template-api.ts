@@ -159,7 +159,8 @@ async function renderApiTemplate(deps: TemplateApiDeps, request: dispatch.Render
   const faults = violations(data);
   if (faults.length > 0) return failed(faults);
   try {
-    return { ...(await deps.renderer.render({ projectId: request.projectId, template: texts, data: data as Record<string, unknown> })), problems: [] };
+    const source = { projectId: request.projectId, template: texts, data: data as Record<string, unknown>, strictVariables: true };
+    return { ...(await deps.renderer.render(source)), problems: [] };
   } catch (error) {
     if (error instanceof TemplateRenderError) return failed([templateProblem(error.part ?? '', error.message)]);
     throw error;

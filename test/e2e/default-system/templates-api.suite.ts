@@ -164,6 +164,17 @@ test('render: inline texts or a stored version with data; errors with part, line
   assert.equal(inline.status, 200, inline.text);
   assert.deepEqual(inline.body, { subject: 'Hi <Ada>', html: '<b>&lt;Ada&gt;</b>', text: '' });
 
+  // A variable the test data lacks is an error where it is used; a condition on it is not.
+  const lacking = await call(key, 'POST', '/api/v1/templates/render', {
+    subject: 'Hi {{ name }}{% if vip %}!{% endif %}',
+    text: 'Your code:\n  {{ code }}',
+    data: { name: 'Ada' },
+  });
+  assert.equal(lacking.status, 422, lacking.text);
+  const [undefinedVariable] = lacking.body.errors as Array<Record<string, unknown>>;
+  assert.deepEqual([undefinedVariable?.part, undefinedVariable?.line, undefinedVariable?.column], ['text', 2, 6]);
+  assert.match(String(undefinedVariable?.message), /undefined variable: code/);
+
   const broken = await call(key, 'POST', '/api/v1/templates/render/', { subject: 'Hi {{ name', html: 'line one\n  {% iff x %}', text: 'fine' });
   assert.equal(broken.status, 422, broken.text);
   assert.equal(broken.body.code, 'template_invalid');

@@ -112,7 +112,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     batchMaxS: 30,
     settleTimeoutMs: 90_000,
     finalTimeoutMs: 120_000,
-    limitMs: 9 * 60_000,
+    limitMs: 12 * 60_000,
   },
   quick: {
     name: 'quick',
@@ -155,7 +155,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     batchMaxS: 10,
     settleTimeoutMs: 20_000,
     finalTimeoutMs: 60_000,
-    limitMs: 4 * 60_000,
+    limitMs: 5 * 60_000,
   },
 };
 
