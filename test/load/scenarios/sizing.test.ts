@@ -44,7 +44,7 @@ test('the end-to-end run offers half the sustained rate, in whole requests per s
 });
 
 test('a run with CPU profiles is given half as long again before it is stopped', () => {
-  assert.equal(runLimitMs(plans.quick, false), 4 * 60_000);
-  assert.equal(runLimitMs(plans.quick, true), 6 * 60_000);
+  assert.equal(runLimitMs(plans.quick, false), 5 * 60_000);
+  assert.equal(runLimitMs(plans.quick, true), 7.5 * 60_000);
   assert.equal(runLimitMs(plans.full, true), 1.5 * plans.full.limitMs);
 });
