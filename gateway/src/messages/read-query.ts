@@ -11,6 +11,28 @@ export const rfc3339Pattern = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d
 
 const parameters = ['status', 'to', 'template', 'created_after', 'created_before', 'limit', 'cursor', 'tag'] as const;
 
+/** Koa's `ctx.query`. */
+export type QueryString = Readonly<Record<string, string | string[] | undefined>>;
+
+/** The query's parameters by name, with a fault in `faults` for each one not `allowed` or given more than once. */
+export function queryValues(query: QueryString, allowed: readonly string[], faults: Map<string, FieldMessage[]>): Map<string, string> {
+  const values = new Map<string, string>();
+  for (const [name, value] of Object.entries(query)) {
+    if (!allowed.includes(name)) faults.set(name, [text('field.unknown')]);
+    else if (Array.isArray(value)) faults.set(name, [text('messages.repeated')]);
+    else if (value !== undefined) values.set(name, value);
+  }
+  return values;
+}
+
+/** A page's `limit` parameter: 1 to listLimits.max, the default when absent; anything else a fault in `faults`. */
+export function pageLimit(limitText: string, faults: Map<string, FieldMessage[]>): number {
+  const limit = limitText === '' ? listLimits.default : Number(limitText);
+  if (limitText !== '' && (!/^\d{1,3}$/.test(limitText) || limit < 1 || limit > listLimits.max))
+    faults.set('limit', [text('messages.limit', { max: listLimits.max })]);
+  return limit;
+}
+
 export interface ListQuery {
   readonly state: string;
   readonly to: string;
@@ -23,15 +45,10 @@ export interface ListQuery {
 }
 
 /** Parses Koa's `ctx.query`; throws FieldErrors naming every parameter at fault. */
-export function parseListQuery(query: Readonly<Record<string, string | string[] | undefined>>): ListQuery {
+export function parseListQuery(query: QueryString): ListQuery {
   const faults = new Map<string, FieldMessage[]>();
   const fault = (name: string, message: FieldMessage): void => void faults.set(name, [...(faults.get(name) ?? []), message]);
-  const values = new Map<string, string>();
-  for (const [name, value] of Object.entries(query)) {
-    if (!(parameters as readonly string[]).includes(name)) fault(name, text('field.unknown'));
-    else if (Array.isArray(value)) fault(name, text('messages.repeated'));
-    else if (value !== undefined) values.set(name, value);
-  }
+  const values = queryValues(query, parameters, faults);
   const get = (name: (typeof parameters)[number]): string => values.get(name) ?? '';
 
   const state = get('status');
@@ -46,10 +63,7 @@ export function parseListQuery(query: Readonly<Record<string, string | string[] 
     const value = get(name);
     if (value !== '' && (!new RegExp(rfc3339Pattern).test(value) || Number.isNaN(Date.parse(value)))) fault(name, text('messages.time'));
   }
-  const limitText = get('limit');
-  const limit = limitText === '' ? listLimits.default : Number(limitText);
-  if (limitText !== '' && (!/^\d{1,3}$/.test(limitText) || limit < 1 || limit > listLimits.max))
-    fault('limit', text('messages.limit', { max: listLimits.max }));
+  const limit = pageLimit(get('limit'), faults);
   const cursor = get('cursor');
   if (cursor.length > 200) fault('cursor', text('messages.cursor'));
   const tag = get('tag');

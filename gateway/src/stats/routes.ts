@@ -10,6 +10,7 @@ import { FieldErrors, type FieldMessage } from '../errors/api-error.ts';
 import { unexpectedRemoteFailure } from '../errors/dependency.ts';
 import type { GatewayState } from '../http/state.ts';
 import { text } from '../i18n/messages.ts';
+import { type QueryString, queryValues } from '../messages/read-query.ts';
 import type { DispatchClient } from '../send/dispatch.ts';
 import { isTag, maxTagLength } from '../send/labels.ts';
 
@@ -38,14 +39,9 @@ function faultText(fault: StatsFault, granularity: string): FieldMessage {
 }
 
 /** The query string, every parameter judged at once: `from` and `to` required, `granularity` day unless given. */
-function parseQuery(query: Readonly<Record<string, string | string[] | undefined>>): { range: StatsRange; tag: string } {
+function parseQuery(query: QueryString): { range: StatsRange; tag: string } {
   const faults = new Map<string, FieldMessage[]>();
-  const values = new Map<string, string>();
-  for (const [name, value] of Object.entries(query)) {
-    if (!(queryParameters as readonly string[]).includes(name)) faults.set(name, [text('field.unknown')]);
-    else if (Array.isArray(value)) faults.set(name, [text('messages.repeated')]);
-    else if (value !== undefined) values.set(name, value);
-  }
+  const values = queryValues(query, queryParameters, faults);
   const granularity = values.get('granularity') ?? 'day';
   const { faults: rangeFaults, range } = checkStatsRange({ from: values.get('from') ?? '', to: values.get('to') ?? '', granularity });
   for (const fault of rangeFaults) {

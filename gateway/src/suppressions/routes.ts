@@ -13,7 +13,7 @@ import { ApiError, FieldErrors, type FieldMessage } from '../errors/api-error.ts
 import { unexpectedRemoteFailure } from '../errors/dependency.ts';
 import type { GatewayState } from '../http/state.ts';
 import { text } from '../i18n/messages.ts';
-import { listLimits } from '../messages/read-query.ts';
+import { pageLimit, type QueryString, queryValues } from '../messages/read-query.ts';
 import { ensureJsonBody, parseJsonObject, readBody } from '../send/body.ts';
 import type { DispatchClient } from '../send/dispatch.ts';
 import { isEmailAddress, maxRecipientLength } from '../send/validation.ts';
@@ -43,23 +43,15 @@ const suppressionNotFound = (cause?: unknown): ApiError => new ApiError(404, 'su
 const queryParameters = ['reason', 'address', 'limit', 'cursor'] as const;
 
 /** The listing's query string: every parameter judged at once, as the messages listing's. */
-function parseQuery(query: Readonly<Record<string, string | string[] | undefined>>): dispatch.ApiSuppressionsRequest {
+function parseQuery(query: QueryString): dispatch.ApiSuppressionsRequest {
   const faults = new Map<string, FieldMessage[]>();
-  const values = new Map<string, string>();
-  for (const [name, value] of Object.entries(query)) {
-    if (!(queryParameters as readonly string[]).includes(name)) faults.set(name, [text('field.unknown')]);
-    else if (Array.isArray(value)) faults.set(name, [text('messages.repeated')]);
-    else if (value !== undefined) values.set(name, value);
-  }
+  const values = queryValues(query, queryParameters, faults);
   const reason = values.get('reason') ?? '';
   if (reason !== '' && !(suppressionReasons as readonly string[]).includes(reason))
     faults.set('reason', [text('suppressions.reason', { choices: suppressionReasons.join(', ') })]);
   const address = values.get('address') ?? '';
   if (address.length > maxRecipientLength) faults.set('address', [text('field.max_length', { max: maxRecipientLength })]);
-  const limitText = values.get('limit') ?? '';
-  const limit = limitText === '' ? listLimits.default : Number(limitText);
-  if (limitText !== '' && (!/^\d{1,3}$/.test(limitText) || limit < 1 || limit > listLimits.max))
-    faults.set('limit', [text('messages.limit', { max: listLimits.max })]);
+  const limit = pageLimit(values.get('limit') ?? '', faults);
   const cursor = values.get('cursor') ?? '';
   if (cursor.length > 400) faults.set('cursor', [text('messages.cursor')]);
   if (faults.size > 0) throw new FieldErrors(faults);

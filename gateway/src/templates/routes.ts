@@ -14,7 +14,7 @@ import { ApiError, FieldErrors, type FieldMessage } from '../errors/api-error.ts
 import { unexpectedRemoteFailure } from '../errors/dependency.ts';
 import type { GatewayState } from '../http/state.ts';
 import { type Text, text, translate } from '../i18n/messages.ts';
-import { listLimits } from '../messages/read-query.ts';
+import { pageLimit, type QueryString, queryValues } from '../messages/read-query.ts';
 import { ensureJsonBody, parseJsonObject, readBody } from '../send/body.ts';
 import type { DispatchClient } from '../send/dispatch.ts';
 import { maxDataArrayItems, maxDataDepth, maxDataElements, shapeOf } from '../send/validation.ts';
@@ -194,19 +194,14 @@ async function changeBody(deps: TemplateRouteDeps, ctx: ParameterizedContext<Gat
 
 const listParameters = ['limit', 'cursor'] as const;
 
-function listQueryOf(query: Readonly<Record<string, string | string[] | undefined>>): { limit: number; cursor: string } {
+function listQueryOf(query: QueryString): { limit: number; cursor: string } {
   const faults: Faults = new Map();
-  for (const [name, value] of Object.entries(query)) {
-    if (!(listParameters as readonly string[]).includes(name)) faults.set(name, [text('field.unknown')]);
-    else if (Array.isArray(value)) faults.set(name, [text('messages.repeated')]);
-  }
-  const limitText = typeof query.limit === 'string' ? query.limit : '';
-  if (limitText !== '' && (!/^\d{1,3}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > listLimits.max))
-    faults.set('limit', [text('messages.limit', { max: listLimits.max })]);
-  const cursor = typeof query.cursor === 'string' ? query.cursor : '';
+  const values = queryValues(query, listParameters, faults);
+  const limit = pageLimit(values.get('limit') ?? '', faults);
+  const cursor = values.get('cursor') ?? '';
   if (cursor !== '' && !slugPattern.test(cursor)) faults.set('cursor', [text('messages.cursor')]);
   throwFaults(faults);
-  return { limit: limitText === '' ? listLimits.default : Number(limitText), cursor };
+  return { limit, cursor };
 }
 
 /** The limits of a send's `data` (send/validation.ts), for a render's test data. */

@@ -16,7 +16,7 @@ import { ApiError, FieldErrors, type FieldMessage } from '../errors/api-error.ts
 import { unexpectedRemoteFailure } from '../errors/dependency.ts';
 import type { GatewayState } from '../http/state.ts';
 import { text } from '../i18n/messages.ts';
-import { listLimits } from '../messages/read-query.ts';
+import { pageLimit, type QueryString, queryValues } from '../messages/read-query.ts';
 import { ensureJsonBody, parseJsonObject, readBody } from '../send/body.ts';
 import type { DispatchClient } from '../send/dispatch.ts';
 
@@ -151,18 +151,10 @@ function changeOf(body: Record<string, unknown>): EndpointFields {
 const queryParameters = ['limit', 'cursor'] as const;
 
 /** The attempts log's query: `limit` 1-100 and `cursor`, the `next` of the previous page (an attempt's id). */
-function pageOf(query: Readonly<Record<string, string | string[] | undefined>>): { limit: number; beforeId: number } {
+function pageOf(query: QueryString): { limit: number; beforeId: number } {
   const faults = new Map<string, FieldMessage[]>();
-  const values = new Map<string, string>();
-  for (const [name, value] of Object.entries(query)) {
-    if (!(queryParameters as readonly string[]).includes(name)) faults.set(name, [text('field.unknown')]);
-    else if (Array.isArray(value)) faults.set(name, [text('messages.repeated')]);
-    else if (value !== undefined) values.set(name, value);
-  }
-  const limitText = values.get('limit') ?? '';
-  const limit = limitText === '' ? listLimits.default : Number(limitText);
-  if (limitText !== '' && (!/^\d{1,3}$/.test(limitText) || limit < 1 || limit > listLimits.max))
-    faults.set('limit', [text('messages.limit', { max: listLimits.max })]);
+  const values = queryValues(query, queryParameters, faults);
+  const limit = pageLimit(values.get('limit') ?? '', faults);
   const cursor = values.get('cursor') ?? '';
   if (cursor !== '' && !/^[1-9][0-9]{0,15}$/.test(cursor)) faults.set('cursor', [text('messages.cursor')]);
   if (faults.size > 0) throw new FieldErrors(faults);
