@@ -122,6 +122,18 @@ describe('local launcher on private resources', { timeout: 90_000 }, () => {
     assert.match(refused.stderr, /^notifyctl: [a-z_]+: .+\n$/);
   });
 
+  test('the demo key holds every scope: it manages the project over the API too', async () => {
+    const listed = await fetch(`${launched.stack.env.GATEWAY_URL}/api/v1/templates/`, {
+      headers: { authorization: `Api-Key ${launched.tenant.apiKey}`, 'x-organization-id': String(launched.tenant.organizationId) },
+    });
+    assert.equal(listed.status, 200);
+    const body = (await listed.json()) as { results: { slug: string }[] };
+    assert.deepEqual(
+      body.results.map((template) => template.slug),
+      ['welcome'],
+    );
+  });
+
   test('the printed curl is accepted and the mail reaches the SMTP sink', async () => {
     const request = demoSendRequest(launched.stack.env.GATEWAY_URL, launched.tenant);
     const { stdout } = await promisify(execFile)('bash', ['-c', curlCommand(request)]);

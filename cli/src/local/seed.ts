@@ -146,7 +146,8 @@ async function ensureApiKey(authAdmin: AuthAdmin, projectId: number, options: Se
   const valid = kept === undefined ? undefined : keys.find((key) => !key.revokedAt && kept.startsWith(`${key.prefix}.`));
   if (kept !== undefined && valid) return { apiKey: kept, apiKeyId: valid.id };
   if (kept !== undefined) options.logger.info(`the key in ${options.keyFile} is revoked or unknown to this database: creating a new one`);
-  const fresh = await authAdmin.call('CreateApiKey', { projectId, name: demo.keyName });
+  // Every scope (`full`): on a local stack the newcomer tries the management routes with the same key as the sends.
+  const fresh = await authAdmin.call('CreateApiKey', { projectId, name: demo.keyName, scopes: ['full'] });
   if (!fresh.key) throw new Error('CreateApiKey answered without the key record');
   await keep(options.keyFile, fresh.apiKey);
   created.push(`API key ${fresh.key.prefix} (kept in ${options.keyFile})`);
