@@ -8,6 +8,7 @@ import type { DataKey } from '@notify/platform/mail';
 import { type dispatch, maxSuppressionsAdded } from '@notify/proto';
 import type { DispatchMetrics } from '../metrics.ts';
 import {
+  addManualSuppressions,
   addSuppression,
   decodeSuppressionCursor,
   encodeSuppressionCursor,
@@ -172,11 +173,10 @@ export function apiSuppressionHandlers(deps: {
       ]);
       await ensureOwned(deps.pool, request.organizationId, request.projectId);
       const results = await withTransaction(deps.pool, async (client) => {
-        const entries: dispatch.AddedSuppression__Output[] = [];
-        for (const address of addresses) {
-          const entry = await addSuppression(client, deps.dataKey, { projectId: request.projectId, address, reason: 'manual' });
-          entries.push({ suppression: toProto(entry), added: entry.added });
-        }
+        const entries = (await addManualSuppressions(client, deps.dataKey, request.projectId, addresses)).map((entry) => ({
+          suppression: toProto(entry),
+          added: entry.added,
+        }));
         const added = entries.filter((entry) => entry.added).map((entry) => entry.suppression?.address);
         if (added.length > 0)
           await recordAudit(client, {

@@ -119,6 +119,45 @@ export async function addSuppression(
   return row;
 }
 
+/**
+ * Adds `addresses` by hand (`manual`) in one statement, each answered in the order given: its new entry (added), or the
+ * entry that already lists it in clear or as an erasure's hash (not added). An address given twice is added once.
+ */
+export async function addManualSuppressions(
+  client: PoolClient,
+  dataKey: DataKey,
+  projectId: number,
+  addresses: readonly string[],
+): Promise<(Suppression & { added: boolean })[]> {
+  const forms = addresses.map((address) => listedForms(dataKey, projectId, address));
+  const distinct = [...new Map(forms.map((form) => [form[0], form])).values()];
+  const { rows } = await client.query<Suppression & { added: boolean; clear: string }>({
+    name: 'suppression-add-manual',
+    text: `WITH wanted AS (SELECT * FROM unnest($2::text[], $3::text[], $4::text[]) AS w (clear, keyed, unkeyed)),
+           listed AS (
+             SELECT DISTINCT ON (w.clear) w.clear, s.project_id, s.address, s.reason, s.message_id, s.created_at
+               FROM wanted w JOIN suppressions s ON s.project_id = $1 AND s.address IN (w.clear, w.keyed, w.unkeyed)
+              ORDER BY w.clear, s.address <> w.clear),
+           added AS (
+             INSERT INTO suppressions (project_id, address, reason)
+             SELECT $1, w.clear, 'manual' FROM wanted w WHERE NOT EXISTS (SELECT 1 FROM listed l WHERE l.clear = w.clear)
+             ON CONFLICT (project_id, address) DO NOTHING RETURNING ${columns})
+           SELECT added.address AS clear, added.*, true AS added FROM added
+           UNION ALL SELECT clear, project_id AS "projectId", address, reason, message_id AS "messageId", created_at AS "createdAt", false FROM listed`,
+    values: [projectId, distinct.map((form) => form[0]), distinct.map((form) => form[1]), distinct.map((form) => form[2])],
+  });
+  const byClear = new Map(rows.map(({ clear, ...entry }) => [clear, entry]));
+  const seen = new Set<string>();
+  return forms.map(([clear]) => {
+    const entry = byClear.get(clear);
+    // Added by a concurrent call between this statement's read and its insert: listed, though this call could not see it.
+    if (!entry) throw new Error(`the suppression of ${clear} was neither added nor found`);
+    const first = !seen.has(clear);
+    seen.add(clear);
+    return { ...entry, added: entry.added && first };
+  });
+}
+
 /** Entries rekeyed per transaction. */
 const rekeyBatch = 1_000;
 

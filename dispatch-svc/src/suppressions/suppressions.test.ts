@@ -1,12 +1,16 @@
 // The suppression list against a real database: kept by SuppressionAdminService, honoured by Send in its transaction.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { GrpcClient } from '@notify/platform';
+import { withTransaction } from '@notify/platform/database';
+import { createDataKey } from '@notify/platform/mail';
 import { type dispatch, dispatchProto } from '@notify/proto';
 import { assertRefused } from '@notify/test/harness/refusal.ts';
 import { applyDeliveryEvent } from '../events/event-store.ts';
 import { type Harness, startHarness } from '../testing/harness.ts';
+import { addManualSuppressions, erasedAddress } from './suppression-store.ts';
 
 let h: Harness;
 let suppressions: GrpcClient<typeof dispatchProto.SuppressionAdminService.service>;
@@ -111,6 +115,24 @@ describe('the list', () => {
     const all = await suppressions.call('ListSuppressions', { projectId: h.ids.projectId, search: '', limit: 2 });
     assert.equal(all.suppressions.length, 2);
     assert.ok(all.suppressions[0] && all.suppressions[1] && all.suppressions[0].createdAt >= all.suppressions[1].createdAt, 'newest first');
+  });
+
+  test('adds many by hand in one statement: each new one added once, one listed in clear or as an erasure kept', async () => {
+    const dataKey = createDataKey(randomBytes(32));
+    const erased = erasedAddress(dataKey, h.ids.projectId, 'gone@many.example');
+    await h.pool.query("INSERT INTO suppressions (project_id, address, reason) VALUES ($1, $2, 'complaint')", [h.ids.projectId, erased]);
+    const entries = await withTransaction(h.pool, (client) =>
+      addManualSuppressions(client, dataKey, h.ids.projectId, ['new@many.example', 'gone@MANY.example', 'new@MANY.example']),
+    );
+    assert.deepEqual(
+      entries.map((entry) => [entry.address, entry.reason, entry.added]),
+      [
+        ['new@many.example', 'manual', true],
+        [erased, 'complaint', false],
+        ['new@many.example', 'manual', false],
+      ],
+    );
+    assert.equal(await count("SELECT count(*)::int AS count FROM suppressions WHERE address = 'new@many.example'", []), 1);
   });
 
   test('refuses bad arguments, naming each', async () => {
