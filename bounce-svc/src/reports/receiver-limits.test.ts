@@ -95,7 +95,7 @@ describe('bounce receiver limits', () => {
     const drippers: SmtpDialog[] = [];
     try {
       assert.match(await deliverReport(port, 1, '127.0.0.2'), /^250 /, 'warm-up');
-      const { now: baseline } = await forked.memory();
+      const { now: baseline } = await forked.usage();
 
       // 1,000 connections from one address, each sending a byte a second.
       drippers.push(...(await Promise.all(Array.from({ length: 1_000 }, () => SmtpDialog.open(port, '127.0.0.1')))));
@@ -117,7 +117,7 @@ describe('bounce receiver limits', () => {
 
       // The slow clients that got a session never complete a command within the command timeout: they are closed.
       for (const ending of await Promise.all(greeted.map((client) => client.reply()))) assert.match(ending, /^421 4\.4\.2 Timeout waiting for a command/);
-      const { peak } = await forked.memory();
+      const { peak } = await forked.usage();
       t.diagnostic(`the receiver's resident set: ${(baseline / mib).toFixed(0)} MiB before, ${(peak / mib).toFixed(0)} MiB at its peak`);
       // Node's collector lets some 64 MiB of socket reads wait before it frees them, whatever flows (the same for 200 MB
       // as for 1 GB); keeping the message would take 200 MiB more, and its copy as many again.

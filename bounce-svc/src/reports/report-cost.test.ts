@@ -85,7 +85,7 @@ async function greetingDelays(port: number, done: Promise<unknown>): Promise<num
 }
 
 interface Reading {
-  /** How late each client that came while the reports were read was greeted, in ms. */
+  /** How late each client that came while the reports were read was greeted, in ms, past smtp-server's pause. */
   delays: number[];
   largeReply: string;
   manyPartsReply: string;
@@ -108,41 +108,34 @@ async function readBoth(port: number, largeId: number): Promise<Reading> {
 }
 
 describe('the cost of one report', () => {
-  test('while a 10 MB report and a million-part report are read, another client gets its banner within 100 ms of an idle receiver and memory stays bounded', async (t) => {
+  test('while a 10 MB report and a million-part report are read, the receiver never holds its event loop for 100 ms of CPU, other clients are greeted, and memory stays bounded', async (t) => {
     const forked = await forkReceiver({ dataKeyHex: dataKeyMaterial.toString('hex'), bounceDomain, maxBytes: 16 * mib, limits });
     try {
       const warmUp = await allButTheDot(forked.port, returnPathFor(dataKey, 60, bounceDomain), quotedPrintableReport(60, 1_024));
       assert.match(await warmUp.endData(), /^250 /, 'warm-up');
       warmUp.close();
-      const { now: baseline } = await forked.memory();
+      const { now: baseline } = await forked.usage();
+      const idle = await greetingDelays(forked.port, sleep(1_000));
+      const { longestTurnMs: idleTurnMs } = await forked.usage();
 
-      // The machine the tests run on is shared: any process may lose the CPU for 100 ms and more while other suites
-      // run, which no code of ours can prevent. So the greetings while the reports are read are judged against those of
-      // the same receiver idle, measured just before (the baseline of this run), and an attempt such a stall spoils is
-      // made again, up to three times: reading the reports as bounce-svc once did blocked for seconds in every one.
-      const attempts: (Reading & { idle: number[] })[] = [];
-      const lateBy = (attempt: { delays: number[]; idle: number[] }): number => Math.max(...attempt.delays) - Math.max(...attempt.idle);
-      for (let largeId = 61; attempts.length < 3 && !attempts.some((attempt) => lateBy(attempt) < 100); largeId += 2) {
-        const idle = await greetingDelays(forked.port, sleep(1_000));
-        attempts.push({ ...(await readBoth(forked.port, largeId)), idle });
-      }
-      const { peak } = await forked.memory();
-
-      for (const attempt of attempts) {
-        t.diagnostic(
-          `${attempt.delays.length} clients greeted while the reports were read, the slowest ${Math.max(...attempt.delays).toFixed(0)} ms past smtp-server's ${greetingPauseMs} ms pause; idle, the slowest of ${attempt.idle.length} ${Math.max(...attempt.idle).toFixed(0)} ms`,
-        );
-      }
+      const { delays, largeReply, manyPartsReply } = await readBoth(forked.port, 61);
+      // A client waits for its greeting as long as the receiver's main thread runs without returning to its event loop.
+      // That is judged in the main thread's CPU time, which a machine shared with other suites cannot stretch, while
+      // the greetings' wall-clock delays, which it can, are reported: reading a report as bounce-svc once did held
+      // the loop for seconds.
+      const { peak, longestTurnMs } = await forked.usage();
+      t.diagnostic(
+        `${delays.length} clients greeted while the reports were read, the slowest ${Math.max(...delays).toFixed(0)} ms past smtp-server's ${greetingPauseMs} ms pause; idle, the slowest of ${idle.length} ${Math.max(...idle).toFixed(0)} ms`,
+      );
+      t.diagnostic(`the longest turn of the receiver's event loop: ${longestTurnMs.toFixed(1)} ms of CPU while reading, ${idleTurnMs.toFixed(1)} ms idle`);
       t.diagnostic(`the receiver's resident set: ${(baseline / mib).toFixed(0)} MiB before, ${(peak / mib).toFixed(0)} MiB at its peak`);
-      const slowest = Math.min(...attempts.map(lateBy));
-      assert.ok(slowest < 100, `a greeting came ${slowest.toFixed(0)} ms later than the idle receiver's slowest in every attempt`);
+      assert.ok(longestTurnMs < 100, `the receiver's main thread ran ${longestTurnMs.toFixed(0)} ms of CPU without a turn of its event loop`);
+      assert.ok(delays.length > 0 && delays.every(Number.isFinite), 'every client that came while the reports were read was greeted');
       // Both reports are held while they are read (17 MiB), besides what the collector lets wait (see receiver-limits.test.ts).
       assert.ok(peak - baseline < 100 * mib, `the resident set grew by ${((peak - baseline) / mib).toFixed(0)} MiB`);
-      for (const { largeReply, manyPartsReply } of attempts) {
-        assert.match(largeReply, /^250 /);
-        assert.match(manyPartsReply, /^550 5\.6\.0 .*more than 100 parts/);
-      }
-      assert.deepEqual(forked.applied, [60, ...attempts.map((_attempt, index) => 61 + 2 * index)]);
+      assert.match(largeReply, /^250 /);
+      assert.match(manyPartsReply, /^550 5\.6\.0 .*more than 100 parts/);
+      assert.deepEqual(forked.applied, [60, 61]);
     } finally {
       await forked.close();
     }
