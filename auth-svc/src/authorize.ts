@@ -57,6 +57,7 @@ export function createAuthorizeHandlers(deps: AuthorizeDependencies): Pick<Async
         sendRate: key.sendRate,
         test: key.test,
         scopes: [...key.scopes],
+        fromDomains: [...key.fromDomains],
       };
     },
 

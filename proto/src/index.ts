@@ -31,6 +31,7 @@ export type {
   DeliveryJob,
   DeliveryState,
   EventSuppression,
+  JobSender,
   KeyTarget,
   Read,
   Requeue,

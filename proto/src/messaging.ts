@@ -22,11 +22,19 @@ export type TemplateSnapshot = wire.TemplateSnapshot__Output;
 export type Requeue = wire.Requeue__Output;
 
 /** The delivery job as the services hold it: `data` parsed, `requeue` only on a re-queued delivery, `test` only on a test key's. */
-export type DeliveryJob = Omit<wire.DeliveryJob__Output, 'dataJson' | 'template' | 'requeue' | 'test'> & {
+/** Who a job's mail is From, when the send named it: one addr-spec on a verified sending domain, and a display name ('' for none). */
+export interface JobSender {
+  address: string;
+  name: string;
+}
+
+export type DeliveryJob = Omit<wire.DeliveryJob__Output, 'dataJson' | 'template' | 'requeue' | 'test' | 'fromAddress' | 'fromName'> & {
   data: Record<string, unknown>;
   template: TemplateSnapshot;
   requeue?: Requeue;
   test?: true;
+  /** Absent: From the mailer's MAIL_FROM. */
+  from?: JobSender;
 };
 
 /** A delivery event as the services hold it. */
@@ -92,6 +100,10 @@ const isAttempt = (value: unknown): value is number => isId(value) && (value as 
 const isRecipient = (value: unknown): value is string => isString(value) && value.length > 0 && value.length <= 254 && !/[\u0000-\u001f\u007f,;<>]/.test(value);
 const isTemplate = (value: unknown): value is TemplateSnapshot =>
   isObject(value) && isText(value.slug) && isId(value.version) && isString(value.subject) && isString(value.html) && isString(value.text);
+/** A display name goes into the From header: no control characters (nodemailer encodes the rest). */
+const isSenderName = (value: unknown): boolean => isString(value) && value.length <= 200 && !/\p{Cc}/u.test(value);
+const isSender = (address: unknown, name: unknown): boolean =>
+  (address === '' || isRecipient(address)) && isSenderName(name) && (address !== '' || name === '');
 const isRequeue = (value: unknown): boolean => value === undefined || value === null || (isObject(value) && isId(value.attemptBase) && isTimestamp(value.at));
 
 function refused<T>(what: string, problems: string, messageId: unknown): Read<T> {
@@ -106,7 +118,8 @@ function fieldsOf(bytes: Uint8Array, schema: string | undefined, expected: Retur
 }
 
 export function encodeDeliveryJob(job: DeliveryJob): WireMessage {
-  return jobCodec.encode({ ...job, dataJson: JSON.stringify(job.data) });
+  const { from, ...rest } = job;
+  return jobCodec.encode({ ...rest, dataJson: JSON.stringify(job.data), fromAddress: from?.address ?? '', fromName: from?.name ?? '' });
 }
 
 /** Reads a job; `schema` is the message's Notify-Schema header. */
@@ -129,6 +142,7 @@ export function readDeliveryJob(bytes: Uint8Array, schema: string | undefined): 
     !isTimestamp(fields.acceptedAt) && 'acceptedAt',
     !isTemplate(fields.template) && 'template',
     !isRequeue(fields.requeue) && 'requeue',
+    !isSender(fields.fromAddress, fields.fromName) && 'from',
   ].filter((problem): problem is string => problem !== false);
   if (problems.length > 0) return refused('job', `invalid ${problems.join(', ')}`, fields.messageId);
   const { messageId, celeryTaskId, projectId, organizationId, to, acceptedAt, template, requeue } = fields as unknown as wire.DeliveryJob__Output;
@@ -144,6 +158,7 @@ export function readDeliveryJob(bytes: Uint8Array, schema: string | undefined): 
   };
   if (requeue) job.requeue = { attemptBase: requeue.attemptBase, at: requeue.at };
   if (fields.test === true) job.test = true;
+  if (fields.fromAddress !== '') job.from = { address: fields.fromAddress as string, name: fields.fromName as string };
   return { ok: true, value: job };
 }
 

@@ -69,9 +69,10 @@ export interface ApiKeyRow {
   last_used_at: Date | null;
   send_rate: string | null;
   scopes: string[];
+  from_domains: string[];
 }
 // secret_hash is deliberately absent: it is read only by the Authorize lookup.
-export const apiKeyColumns = 'id, project_id, name, prefix, created_at, revoked_at, last_used_at, send_rate, scopes';
+export const apiKeyColumns = 'id, project_id, name, prefix, created_at, revoked_at, last_used_at, send_rate, scopes, from_domains';
 export const toApiKey = (row: ApiKeyRow): auth.ApiKey__Output => ({
   id: row.id,
   projectId: row.project_id,
@@ -83,4 +84,5 @@ export const toApiKey = (row: ApiKeyRow): auth.ApiKey__Output => ({
   test: isTestPrefix(row.prefix),
   sendRate: row.send_rate ?? '',
   scopes: row.scopes,
+  fromDomains: row.from_domains,
 });

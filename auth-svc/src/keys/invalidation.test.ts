@@ -48,6 +48,7 @@ const record = (keyId: number): KeyRecord => ({
   sendRate: '',
   test: false,
   scopes: ['send', 'messages:read'],
+  fromDomains: [],
   plan: { planId: 1, name: 'free', suspended: false, monthlyQuota: 0 },
 });
 

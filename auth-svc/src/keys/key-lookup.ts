@@ -23,6 +23,8 @@ export interface KeyRecord {
   readonly test: boolean;
   /** What the key may do (proto/src/scopes.ts). */
   readonly scopes: readonly string[];
+  /** The domains the key may send From; empty: no limit. */
+  readonly fromDomains: readonly string[];
   readonly plan: PlanState;
 }
 
@@ -34,6 +36,7 @@ interface Row {
   revoked: boolean;
   send_rate: string | null;
   scopes: string[];
+  from_domains: string[];
   plan_id: number;
   plan_name: string;
   suspended: boolean;
@@ -41,7 +44,7 @@ interface Row {
 }
 
 const byPrefix = `
-  SELECT k.id, k.project_id, p.organization_id, k.secret_hash, k.revoked_at IS NOT NULL AS revoked, k.send_rate, k.scopes,
+  SELECT k.id, k.project_id, p.organization_id, k.secret_hash, k.revoked_at IS NOT NULL AS revoked, k.send_rate, k.scopes, k.from_domains,
          pl.id AS plan_id, pl.name AS plan_name, pl.suspended, pl.monthly_quota
     FROM api_keys k
     JOIN projects p ON p.id = k.project_id
@@ -62,6 +65,7 @@ export async function findKeyByPrefix(pool: Pool, prefix: string): Promise<KeyRe
     sendRate: row.send_rate ?? '',
     test: isTestPrefix(prefix),
     scopes: row.scopes,
+    fromDomains: row.from_domains,
     plan: { planId: row.plan_id, name: row.plan_name, suspended: row.suspended, monthlyQuota: row.monthly_quota },
   };
 }

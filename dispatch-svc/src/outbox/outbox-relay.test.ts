@@ -37,6 +37,9 @@ const request = (): dispatch.SendRequest__Output => ({
   metadataJson: '',
   test: false,
   sendAt: '',
+  fromAddress: '',
+  fromName: '',
+  keyFromDomains: [],
 });
 
 const outboxRows = async (): Promise<number> => (await h.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox')).rows[0]?.n ?? -1;

@@ -60,6 +60,7 @@ before(async () => {
           sendRate: '',
           test: false,
           scopes: ['send'],
+          fromDomains: [],
         };
       },
     }),

@@ -22,6 +22,8 @@ export interface Access {
   readonly test: boolean;
   /** What the key may do (proto/src/scopes.ts). */
   readonly scopes: readonly string[];
+  /** The domains the key may send From, lower case; empty: no limit. */
+  readonly fromDomains: readonly string[];
 }
 
 /**
@@ -88,5 +90,6 @@ export async function authorize(call: AuthorizeCall, apiKey: string, organizatio
     sendRate: response.sendRate,
     test: response.test,
     scopes: response.scopes,
+    fromDomains: response.fromDomains,
   };
 }

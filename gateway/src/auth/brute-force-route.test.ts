@@ -38,7 +38,7 @@ before(async () => {
       async Authorize(request: auth.AuthorizeRequest__Output): Promise<auth.AuthorizeResponse__Output> {
         authorizeCalls.push(request.apiKey);
         if (request.apiKey !== validKey) throw new UserError(status.UNAUTHENTICATED, 'api_key_unknown', 'unknown or revoked key');
-        return { keyId: 1, projectId: 2, organizationId: 7, plan: null, sendRate: '', test: false, scopes: ['send'] };
+        return { keyId: 1, projectId: 2, organizationId: 7, plan: null, sendRate: '', test: false, scopes: ['send'], fromDomains: [] };
       },
     }),
     [gatewayCaller],

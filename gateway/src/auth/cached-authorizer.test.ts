@@ -10,7 +10,16 @@ const keyA = `nk_${'a'.repeat(16)}.${'A'.repeat(43)}`;
 const keyB = `nk_${'b'.repeat(16)}.${'B'.repeat(43)}`;
 const prefixA = `nk_${'a'.repeat(16)}`;
 
-const accepted = (keyId: number): Response => ({ keyId, projectId: 2, organizationId: 7, plan: null, sendRate: '', test: false, scopes: ['send'] });
+const accepted = (keyId: number): Response => ({
+  keyId,
+  projectId: 2,
+  organizationId: 7,
+  plan: null,
+  sendRate: '',
+  test: false,
+  scopes: ['send'],
+  fromDomains: [],
+});
 
 /** A stand-in for auth-svc's Authorize whose answers the test settles one by one. */
 function fakeAuthSvc() {

@@ -71,6 +71,7 @@ before(async () => {
           sendRate: key.sendRate ?? '',
           test: key.test ?? false,
           scopes: ['send', 'messages:read'],
+          fromDomains: [],
         };
       },
     }),

@@ -27,7 +27,7 @@ before(async () => {
       async Authorize(request: auth.AuthorizeRequest__Output): Promise<auth.AuthorizeResponse__Output> {
         if (request.apiKey === 'slow') await new Promise((resolve) => setTimeout(resolve, 300));
         if (request.apiKey !== 'good') throw new UserError(status.PERMISSION_DENIED, 'permission_denied', 'no');
-        return { keyId: 1, projectId: 2, organizationId: request.organizationId, plan: null, sendRate: '', test: false, scopes: ['send'] };
+        return { keyId: 1, projectId: 2, organizationId: request.organizationId, plan: null, sendRate: '', test: false, scopes: ['send'], fromDomains: [] };
       },
     }),
     [{ name: 'test', token }],

@@ -42,7 +42,7 @@ before(async () => {
       },
       async Authorize(request: auth.AuthorizeRequest__Output): Promise<auth.AuthorizeResponse__Output> {
         if (request.apiKey !== 'good') throw new UserError(status.UNAUTHENTICATED, 'invalid_key', 'unknown key');
-        return { keyId: 1, projectId: 2, organizationId: request.organizationId, plan: null, sendRate: '', test: false, scopes: ['send'] };
+        return { keyId: 1, projectId: 2, organizationId: request.organizationId, plan: null, sendRate: '', test: false, scopes: ['send'], fromDomains: [] };
       },
     }),
     // Least privilege inside one service: the admin may list key prefixes, only the gateway authorizes.

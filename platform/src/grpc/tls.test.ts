@@ -24,7 +24,16 @@ let port: number;
 /** An AuthService that accepts any key, to call over TLS. */
 const authorizesAnyKey = () =>
   standIn(authProto.AuthService.service, {
-    Authorize: async (request) => ({ keyId: 1, projectId: 2, organizationId: request.organizationId, plan: null, sendRate: '', test: false, scopes: ['send'] }),
+    Authorize: async (request) => ({
+      keyId: 1,
+      projectId: 2,
+      organizationId: request.organizationId,
+      plan: null,
+      sendRate: '',
+      test: false,
+      scopes: ['send'],
+      fromDomains: [],
+    }),
     ListKeyPrefixes: async () => ({ prefixes: [] }),
   });
 
