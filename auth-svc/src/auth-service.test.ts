@@ -314,7 +314,19 @@ test('listing keys shows their use but never their secret', async () => {
   );
   assert.ok(listed);
   assert.equal(listed.prefix, key.prefix);
-  assert.deepEqual(Object.keys(listed).sort(), ['createdAt', 'fromDomains', 'id', 'lastUsedAt', 'name', 'prefix', 'projectId', 'revokedAt', 'scopes', 'sendRate', 'test']);
+  assert.deepEqual(Object.keys(listed).sort(), [
+    'createdAt',
+    'fromDomains',
+    'id',
+    'lastUsedAt',
+    'name',
+    'prefix',
+    'projectId',
+    'revokedAt',
+    'scopes',
+    'sendRate',
+    'test',
+  ]);
   const secret = apiKey.split('.')[1] as string;
   const everything = JSON.stringify(await first.admin.call('ListApiKeys', { projectId: project.id }));
   assert.ok(!everything.includes(secret));

@@ -48,6 +48,9 @@ interface Candidate extends MessageProgress {
   lastAttempt: number;
   traceparent: string | null;
   test: boolean;
+  /** The send's From, null for MAIL_FROM: a re-queued message goes out From the same address. */
+  fromAddress: string | null;
+  fromName: string | null;
   slug: string;
   version: number;
   subject: string;
@@ -64,6 +67,7 @@ async function lockCandidates(client: PoolClient, projectId: number, ids: readon
                   m.last_smtp_response AS "lastSmtpResponse", m.failure_reason AS "failureReason",
                   m.celery_task_id AS "celeryTaskId", m.organization_id AS "organizationId", m.recipient, m.data,
                   m.created_at AS "acceptedAt", m.traceparent, m.test,
+                  m.from_address AS "fromAddress", m.from_name AS "fromName",
                   (SELECT coalesce(max(e.attempt), 0) FROM message_events e WHERE e.message_id = m.id) AS "lastAttempt",
                   t.slug, t.version, t.subject, t.html, t.text, t.active, t.unsubscribe
              FROM messages m JOIN templates t ON t.id = m.template_id
@@ -131,6 +135,7 @@ async function reopenMessage(
     requeue,
     // A test message stays one: re-queued, it is still never mailed.
     ...(candidate.test ? { test: true } : {}),
+    ...(candidate.fromAddress ? { from: { address: candidate.fromAddress, name: candidate.fromName ?? '' } } : {}),
   };
   await replaceOutboxRow(client, job);
   return { job, traceparent };

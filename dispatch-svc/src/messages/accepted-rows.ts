@@ -41,6 +41,8 @@ function newMessage({ request, input }: Pending, template: TemplateRow, creation
     metadata: input.metadata,
     test: request.test,
     sendAt: input.sendAt,
+    fromAddress: input.from?.address ?? null,
+    fromName: input.from?.name || null,
   };
 }
 
@@ -82,6 +84,7 @@ function deliveryJob({ request, input }: Pending, row: InsertedMessage, message:
     },
     acceptedAt: row.createdAt.toISOString(),
     ...(request.test ? { test: true } : {}),
+    ...(input.from ? { from: input.from } : {}),
   };
 }
 

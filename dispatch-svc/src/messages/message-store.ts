@@ -21,6 +21,9 @@ export interface NewMessage {
   readonly test: boolean;
   /** A scheduled send's time: the message starts `scheduled` instead of `queued`. */
   readonly sendAt: Date | null;
+  /** The send's From, null for MAIL_FROM (and its name, null for none). */
+  readonly fromAddress: string | null;
+  readonly fromName: string | null;
 }
 
 /**
@@ -33,16 +36,18 @@ export async function insertMessages(client: PoolClient, messages: readonly NewM
     name: 'message-insert-many',
     text: `WITH message AS (
              INSERT INTO messages (project_id, organization_id, api_key_id, template_id, template_slug, template_version,
-                                   recipient, data, celery_task_id, idempotency_key, traceparent, tags, metadata, test, send_at, state)
+                                   recipient, data, celery_task_id, idempotency_key, traceparent, tags, metadata, test, send_at, state,
+                                   from_address, from_name)
              -- Each message's tags travel as one JSON array: unnest would flatten an array of arrays.
              SELECT u.project_id, u.organization_id, u.api_key_id, u.template_id, u.template_slug, u.template_version, u.recipient,
                     u.data, u.celery_task_id, u.idempotency_key, u.traceparent, ARRAY(SELECT jsonb_array_elements_text(u.tags)), u.metadata,
-                    u.test, u.send_at, u.state
+                    u.test, u.send_at, u.state, u.from_address, u.from_name
                FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[],
                            $7::text[], $8::jsonb[], $9::uuid[], $10::uuid[], $11::text[], $12::jsonb[], $13::jsonb[], $14::boolean[],
-                           $15::timestamptz[], $16::message_state[])
+                           $15::timestamptz[], $16::message_state[], $17::text[], $18::text[])
                     AS u (project_id, organization_id, api_key_id, template_id, template_slug, template_version, recipient,
-                          data, celery_task_id, idempotency_key, traceparent, tags, metadata, test, send_at, state)
+                          data, celery_task_id, idempotency_key, traceparent, tags, metadata, test, send_at, state,
+                          from_address, from_name)
              RETURNING id, created_at, celery_task_id, state),
            event AS (
              INSERT INTO message_events (message_id, state, attempt, occurred_at)
@@ -65,6 +70,8 @@ export async function insertMessages(client: PoolClient, messages: readonly NewM
       column('test'),
       column('sendAt'),
       messages.map((message) => (message.sendAt ? 'scheduled' : 'queued')),
+      column('fromAddress'),
+      column('fromName'),
     ],
   });
   // RETURNING promises no order: the task id, unique per message, puts each row back in its place.

@@ -99,16 +99,7 @@ test('a send that fails unexpectedly answers its own refusal, as its Send call w
     { to: 'last@example.com' },
   ].map(
     (overrides): dispatch.SendManyItem__Output => ({
-      // As the call's decoding fills it: every field present.
-      send: {
-        fieldsInvalid: false,
-        tags: [],
-        metadataJson: '',
-        test: false,
-        sendAt: '',
-        monthlyQuota: 0,
-        ...h.sendRequest(overrides),
-      } as dispatch.SendRequest__Output,
+      send: h.decodedSendRequest(overrides),
       traceparent: '',
       tracestate: '',
     }),

@@ -1,7 +1,7 @@
 // What a SendRequest must hold for the database, and the gateway's verdict on its fields (the contract's check 11).
 import { status } from '@grpc/grpc-js';
 import { UserError } from '@notify/platform';
-import type { dispatch } from '@notify/proto';
+import type { dispatch, JobSender } from '@notify/proto';
 import { slugPattern } from '../templates/template-store.ts';
 import type { BatchVerdicts } from './batch-verdicts.ts';
 import { labelFaults, labelsOf } from './labels.ts';
@@ -15,11 +15,14 @@ export interface SendInput {
   readonly metadata: Record<string, string>;
   /** The caller's `send_at`: the message is accepted `scheduled` until then. Null to send at once. */
   readonly sendAt: Date | null;
+  /** The caller's `from`; null to send From the deployment's MAIL_FROM. */
+  readonly from: JobSender | null;
 }
 
 export const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const controlCharacters = /[\u0000-\u001f\u007f]/;
 const isPositiveId = (value: number): boolean => Number.isSafeInteger(value) && value > 0;
+const isAddress = (value: string): boolean => value.length <= 254 && !controlCharacters.test(value) && /^[^\s@<>,;]+@[^\s@<>,;]+$/.test(value);
 
 /** The body's own fields, which are not looked at when the gateway already refused them (`fields_invalid`). */
 function bodyFaults(request: dispatch.SendRequest__Output): { faults: string[]; data: unknown } {
@@ -35,6 +38,9 @@ function bodyFaults(request: dispatch.SendRequest__Output): { faults: string[]; 
   if (typeof data !== 'object' || data === null || Array.isArray(data)) faults.push('data: must be a JSON object');
   faults.push(...labelFaults(request));
   if (request.sendAt !== '' && Number.isNaN(Date.parse(request.sendAt))) faults.push('send_at: must be an RFC 3339 time');
+  if (request.fromAddress !== '' && !isAddress(request.fromAddress)) faults.push('from_address: must be one email address');
+  if (request.fromName.length > 200 || controlCharacters.test(request.fromName) || (request.fromName !== '' && request.fromAddress === ''))
+    faults.push('from_name: at most 200 characters without control characters, with a from_address');
   return { faults, data };
 }
 
@@ -53,9 +59,11 @@ export function validate(request: dispatch.SendRequest__Output): SendInput {
   if (key !== '' && !uuidPattern.test(key)) faults.push('idempotency_key: must be a UUID');
   if (key !== '' && request.fingerprint === '') faults.push('fingerprint: is required with an idempotency key');
   if (!Number.isSafeInteger(request.monthlyQuota) || request.monthlyQuota < 0) faults.push('monthly_quota: must be a non-negative integer');
+  if (request.keyFromDomains.some((domain) => domain === '' || domain !== domain.toLowerCase())) faults.push('key_from_domains: must be lower-case domains');
   if (faults.length > 0) throw new UserError(status.INVALID_ARGUMENT, 'invalid_argument', `invalid send request: ${faults.join('; ')}`, { fields: faults });
   const sendAt = request.fieldsInvalid || request.sendAt === '' ? null : new Date(request.sendAt);
-  return { data: body.data as Record<string, unknown>, idempotencyKey: key === '' ? null : key.toLowerCase(), ...labelsOf(request), sendAt };
+  const from = request.fieldsInvalid || request.fromAddress === '' ? null : { address: request.fromAddress, name: request.fromName };
+  return { data: body.data as Record<string, unknown>, idempotencyKey: key === '' ? null : key.toLowerCase(), ...labelsOf(request), sendAt, from };
 }
 
 /** The gateway's field validation refused the body, and no idempotency record answered first; the gateway renders the 422. */

@@ -199,8 +199,7 @@ describe('idempotency', () => {
         },
       });
     const send = createSendHandler({ ...h.deps, pool: noting(h.pool) });
-    const direct = (overrides: Partial<dispatch.SendRequest>): dispatch.SendRequest__Output =>
-      ({ fieldsInvalid: false, tags: [], metadataJson: '', test: false, sendAt: '', ...request(overrides), monthlyQuota: 0 }) as dispatch.SendRequest__Output;
+    const direct = h.decodedSendRequest;
     const key = randomUUID();
 
     const first = await send(direct({ idempotencyKey: key, fingerprint: 'fp' }));
@@ -318,8 +317,7 @@ describe("the organization's month count in Send's answer", () => {
 });
 
 describe('group commit', () => {
-  const direct = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest__Output =>
-    ({ fieldsInvalid: false, tags: [], metadataJson: '', test: false, sendAt: '', ...request(overrides), monthlyQuota: 0 }) as dispatch.SendRequest__Output;
+  const direct = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest__Output => h.decodedSendRequest(overrides);
   const settle = (send: ReturnType<typeof createSendHandler>, requests: dispatch.SendRequest__Output[]) => Promise.allSettled(requests.map((r) => send(r)));
   const reasonOf = (result: PromiseSettledResult<unknown>): string =>
     result.status === 'rejected' ? (result.reason as { reason: string }).reason : 'accepted';

@@ -21,6 +21,7 @@ import { countMonthlyUsage } from '../usage/quota-check.ts';
 import { writeAcceptedRows } from './accepted-rows.ts';
 import { BatchVerdicts, type Outcome, type Pending, refused } from './batch-verdicts.ts';
 import { fieldsInvalid, refuseInvalidFields, validate } from './send-request.ts';
+import { judgeSenders } from './sender-check.ts';
 
 export interface SendDeps {
   readonly pool: Pool;
@@ -67,8 +68,8 @@ export function unstorableData(): UserError {
 
 /**
  * The steps of one batch, in one transaction: each statement serves the whole batch, and a refused send leaves
- * nothing behind. The order is the contract's: the idempotency record (check 10) before the fields (11), the
- * template (12) and its data (13), then the suppression list (a 422 on `to`, docs/contract.md "Recipients that must not
+ * nothing behind. The order is the contract's: the idempotency record (check 10) before the fields (11), the From
+ * (the key's domains, then a verified domain), the template (12) and its data (13), then the suppression list (a 422 on `to`, docs/contract.md "Recipients that must not
  * be mailed"): a suppressed recipient creates nothing and uses no quota; the quota, judged for the contract before all of them by the gateway (check 5), is
  * counted last here, so that the usage rows are locked only until the commit right after.
  */
@@ -76,6 +77,7 @@ export async function acceptBatch(client: PoolClient, deps: SendDeps, sends: rea
   const batch = new BatchVerdicts(sends);
   await judgeIdempotencyKeys(client, batch);
   refuseInvalidFields(batch);
+  await judgeSenders(client, batch);
   const templates = await judgeTemplates(client, batch, deps);
   await refuseSuppressedRecipients(client, deps.dataKey, batch);
   const written = await writeAcceptedRows(client, batch, templates, deps);

@@ -22,25 +22,7 @@ before(async () => {
 
 after(() => h.close());
 
-const request = (): dispatch.SendRequest__Output => ({
-  projectId: h.ids.projectId,
-  organizationId: h.ids.organizationId,
-  apiKeyId: h.ids.apiKeyId,
-  template: 'welcome',
-  to: 'ada@example.com',
-  dataJson: '{}',
-  idempotencyKey: '',
-  fingerprint: '',
-  monthlyQuota: 0,
-  fieldsInvalid: false,
-  tags: [],
-  metadataJson: '',
-  test: false,
-  sendAt: '',
-  fromAddress: '',
-  fromName: '',
-  keyFromDomains: [],
-});
+const request = (): dispatch.SendRequest__Output => h.decodedSendRequest({ dataJson: '{}' });
 
 const outboxRows = async (): Promise<number> => (await h.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox')).rows[0]?.n ?? -1;
 const relay = (publisher: JobPublisher, minAgeMs = 0, batchSize = 100) =>

@@ -48,6 +48,8 @@ export interface Harness {
   acceptMessage(options?: { template?: string; dataJson?: string }): Promise<number>;
   /** A Send request of the seeded project and key, to ada@example.com with the `welcome` template, then `overrides`. */
   sendRequest(overrides?: Partial<dispatch.SendRequest>): dispatch.SendRequest;
+  /** sendRequest as a Send call's decoding fills it, every field present, for the handlers called directly. */
+  decodedSendRequest(overrides?: Partial<dispatch.SendRequest>): dispatch.SendRequest__Output;
   /** The seeded organization's usage row this month, as the quota counts it. */
   usedThisMonth(): Promise<number>;
   /** Waits until the outbox is empty: a published job's row is deleted after the send has answered. */
@@ -163,6 +165,19 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
       fingerprint: '',
       ...overrides,
     });
+    const decodedSendRequest = (overrides: Partial<dispatch.SendRequest> = {}): dispatch.SendRequest__Output =>
+      ({
+        fieldsInvalid: false,
+        tags: [],
+        metadataJson: '',
+        test: false,
+        sendAt: '',
+        fromAddress: '',
+        fromName: '',
+        keyFromDomains: [],
+        monthlyQuota: 0,
+        ...sendRequest(overrides),
+      }) as dispatch.SendRequest__Output;
 
     return {
       pool,
@@ -191,6 +206,7 @@ export async function startHarness(options: { idempotencyTtlMs?: number; webhook
         return { msgId: stored.header.get('Nats-Msg-Id') || undefined, job: read.value };
       },
       sendRequest,
+      decodedSendRequest,
       async acceptMessage(options = {}) {
         const response = await dispatch.call('Send', sendRequest({ template: options.template ?? 'welcome', dataJson: options.dataJson ?? '{}' }));
         return response.messageId;

@@ -7,6 +7,7 @@ export type ErrorCode =
   | 'invalid_header'
   | 'permission_denied'
   | 'insufficient_scope'
+  | 'from_domain_not_allowed'
   | 'api_key_not_found'
   | 'suppression_not_found'
   | 'domain_not_found'

@@ -4,7 +4,15 @@ import { maxSuppressionsAdded, scopePresets, scopes, suppressionReasons } from '
 import { listLimits, messageStatuses, rfc3339Pattern } from '../messages/read-query.ts';
 import { maxBatchItems } from '../send/batch-body.ts';
 import { maxMetadataKeyLength, maxMetadataKeys, maxMetadataValueLength, maxTagLength, maxTags, tagPattern, tagSchema, tagsSchema } from '../send/labels.ts';
-import { maxDataArrayItems, maxDataDepth, maxDataElements, maxRecipientLength, maxSendAheadDays, maxTemplateLength } from '../send/validation.ts';
+import {
+  maxDataArrayItems,
+  maxDataDepth,
+  maxDataElements,
+  maxFromLength,
+  maxRecipientLength,
+  maxSendAheadDays,
+  maxTemplateLength,
+} from '../send/validation.ts';
 import { domainPaths, domainSchemas } from './domains-paths.ts';
 import {
   errorBody,
@@ -98,8 +106,8 @@ function sendRefusals(): Record<string, Schema> {
       'WWW-Authenticate': ref('headers/WWW-Authenticate'),
     }),
     '403': response(
-      "The key may not act on this organization (permission_denied), lacks the scope `send` (insufficient_scope), or the organization's plan blocks more sends (plan_blocked).",
-      errorBody(['permission_denied', 'insufficient_scope', 'plan_blocked']),
+      "The key may not act on this organization (permission_denied), lacks the scope `send` (insufficient_scope), the organization's plan blocks more sends (plan_blocked), or the key is limited to some sending domains and `from` is not on one of them (from_domain_not_allowed; the detail names the domains it may use).",
+      errorBody(['permission_denied', 'insufficient_scope', 'plan_blocked', 'from_domain_not_allowed']),
     ),
     '409': response('A request with this Idempotency-Key is still being processed; retry after Retry-After.', errorBody(['idempotency_key_in_use']), {
       ...rateHeaders,
@@ -542,6 +550,13 @@ insufficient_scope naming it): mailing such an address again risks the sender's 
             type: 'string',
             format: 'date-time',
             description: `Send later: an RFC 3339 time with its offset (\`Z\` or \`+01:00\`), later than now and at most ${maxSendAheadDays} days ahead (else 422 on \`send_at\`). The message is accepted \`scheduled\` (the 202 says so and echoes \`send_at\` in UTC), no job exists until its time, and it is queued within about a second of it. It can be canceled until then (DELETE /api/v1/messages/{message_id}). It counts against the quota when accepted, like any send. Omitted: sent at once, and the 202 is exactly the four fields.`,
+          },
+          from: {
+            type: 'string',
+            maxLength: maxFromLength,
+            examples: ['Acme Billing <billing@acme.example>'],
+            description:
+              "Optional. Who the mail is From: `address@domain`, or a display name and an address as `Name <address@domain>` (the name may be quoted; at most 200 characters). The domain must be a verified sending domain of the organization (see /api/v1/domains/; else 422 on `from`), and the mail is DKIM-signed with its key. Omitted: the deployment's own From address. A key limited to some domains (`from_domains`) must name a `from` on one of them (else 403 from_domain_not_allowed).",
           },
         },
       },

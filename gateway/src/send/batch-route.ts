@@ -91,6 +91,7 @@ export function sendBatchRoute(deps: SendBatchRouteDeps, usage: MonthlyUsageMemo
           fingerprint: '',
           monthlyQuota,
           test: access.test,
+          keyFromDomains: [...access.fromDomains],
         })),
         throttledIndexes: candidates.slice(charged),
         retryAfterSeconds: retryAfter,

@@ -86,6 +86,13 @@ export function refusalFor(refusal: Refusal, fieldErrors?: FieldErrors, cause: u
     const [reason = 'manual', since = ''] = refusal.fields;
     return FieldErrors.of('to', text('to.suppressed', { reason, since }));
   }
+  if (is(status.PERMISSION_DENIED, 'from_domain_not_allowed')) {
+    const [domain = '', ...allowed] = refusal.fields;
+    const detail =
+      domain === '' ? text('from.required_by_key', { allowed: allowed.join(', ') }) : text('from.not_allowed', { domain, allowed: allowed.join(', ') });
+    return new ApiError(403, 'from_domain_not_allowed', detail, { cause });
+  }
+  if (is(status.INVALID_ARGUMENT, 'from_domain_unverified')) return FieldErrors.of('from', text('from.unverified', { domain: refusal.fields[0] ?? '' }));
   if (is(status.FAILED_PRECONDITION, 'idempotency_key_mismatch')) return FieldErrors.of('Idempotency-Key', text('idempotency_key.mismatch'));
   if (is(status.ABORTED, 'idempotency_key_in_use')) {
     return new ApiError(409, 'idempotency_key_in_use', text('idempotency_key_in_use'), { headers: { 'Retry-After': '1' }, cause });

@@ -203,6 +203,9 @@ test('an accepted send is 202 with exactly the seed fields, and dispatch-svc get
     metadataJson: '',
     test: false,
     sendAt: '',
+    fromAddress: '',
+    fromName: '',
+    keyFromDomains: [],
   });
 });
 
@@ -501,6 +504,9 @@ test("with a key, a body with invalid fields still goes to Send, once, as fields
     metadataJson: '',
     test: false,
     sendAt: '',
+    fromAddress: '',
+    fromName: '',
+    keyFromDomains: [],
   });
   // Without a key there is no record to judge first: the 422 is answered without dispatch-svc.
   assert.deepEqual(await callsOf(async () => assert.equal((await send({ key: 'idempotent.key', body })).status, 422)), []);

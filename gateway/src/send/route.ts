@@ -19,7 +19,7 @@ import { parseIdempotencyKey } from './idempotency-key.ts';
 import { labelFields } from './labels.ts';
 import { ReplayMemory } from './replay-memory.ts';
 import type { SendDispatcher } from './send-many.ts';
-import { sendAtOf, type Validation, validateSendBody } from './validation.ts';
+import { parseFrom, sendAtOf, type Validation, validateSendBody } from './validation.ts';
 
 export interface SendRouteDeps {
   readonly auth: AuthClient;
@@ -87,6 +87,7 @@ export function sendRoute(
           fingerprint,
           monthlyQuota,
           test: access.test,
+          keyFromDomains: [...access.fromDomains],
         },
         fieldErrors,
       );
@@ -104,7 +105,8 @@ export function sendRoute(
 /** A body's fields as Send takes them, for a send and for each item of a batch; nothing of an invalid body is sent. */
 export function sendFields(
   validation: Validation,
-): Pick<dispatch.SendRequest, 'template' | 'to' | 'dataJson' | 'fieldsInvalid' | 'tags' | 'metadataJson' | 'sendAt'> {
+): Pick<dispatch.SendRequest, 'template' | 'to' | 'dataJson' | 'fieldsInvalid' | 'tags' | 'metadataJson' | 'sendAt' | 'fromAddress' | 'fromName'> {
+  const from = validation.valid && validation.body.from !== undefined ? parseFrom(validation.body.from) : undefined;
   return validation.valid
     ? {
         template: validation.body.template,
@@ -113,6 +115,8 @@ export function sendFields(
         fieldsInvalid: false,
         ...labelFields(validation.body),
         sendAt: sendAtOf(validation.body),
+        fromAddress: from?.address ?? '',
+        fromName: from?.name ?? '',
       }
     : { template: '', to: '', dataJson: '', fieldsInvalid: true, sendAt: '' };
 }

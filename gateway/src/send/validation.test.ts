@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { type Language, translate } from '../i18n/messages.ts';
-import { maxDataArrayItems, maxDataDepth, maxDataElements, parseRfc3339, sendAtOf, shapeOf, validateSendBody } from './validation.ts';
+import { maxDataArrayItems, maxDataDepth, maxDataElements, parseFrom, parseRfc3339, sendAtOf, shapeOf, validateSendBody } from './validation.ts';
 
 const valid = { template: 'welcome_v2-a', to: 'ana@example.com', channel: 'email', data: { name: 'Ana' } };
 
@@ -282,4 +282,38 @@ test('parseRfc3339 reads the instant with its offset and refuses dates that do n
   assert.equal(sendAtOf({ template: 'w', to: 'a@example.com', channel: 'email', data: {} }), '');
   for (const value of ['2026-02-29T00:00:00Z', '2026-13-01T00:00:00Z', '2026-01-31T09:30:60Z', '2026-01-31T09:30:00+24:00', '2026-01-31 09:30:00Z'])
     assert.equal(parseRfc3339(value), undefined, value);
+});
+
+test('from is an address, or a name and an address; parseFrom reads both parts', () => {
+  for (const from of ['billing@acme.example', 'Acme Billing <billing@acme.example>', '"Acme, Inc." <billing@acme.example>', '  Ana <ana@acme.example> ']) {
+    assert.equal(refusal({ ...valid, from }), undefined, from);
+  }
+  assert.deepEqual(parseFrom('billing@acme.example'), { address: 'billing@acme.example', name: '' });
+  assert.deepEqual(parseFrom('"Acme, Inc." <billing@acme.example>'), { address: 'billing@acme.example', name: 'Acme, Inc.' });
+  assert.deepEqual(parseFrom('  Ana   <ana@acme.example> '), { address: 'ana@acme.example', name: 'Ana' });
+  assert.deepEqual(parseFrom('<ana@acme.example>'), { address: 'ana@acme.example', name: '' });
+});
+
+test('a from that is not one mailbox is refused on from, in both languages', () => {
+  const mailbox = 'Enter an email address, or a name and an address as "Name <address@example.com>".';
+  for (const from of [
+    '',
+    'not an address',
+    'a@acme.example, b@acme.example',
+    'Ana <a@acme.example>, Bob <b@acme.example>',
+    'Ana <not-an-address>',
+    '"Ana <a@acme.example>',
+    'Ana "quoted" <a@acme.example>',
+    `${'n'.repeat(201)} <a@acme.example>`,
+  ]) {
+    assert.deepEqual(refusal({ ...valid, from }), { from: [mailbox] }, from);
+  }
+  assert.deepEqual(refusal({ ...valid, from: 'Ana\r\nBcc: x@evil.example <a@acme.example>' }), {
+    from: ['Control characters, such as line breaks, are not allowed.'],
+  });
+  assert.deepEqual(refusal({ ...valid, from: `Ana <${'a'.repeat(600)}@acme.example>` }), { from: ['Ensure this field has no more than 600 characters.'] });
+  assert.deepEqual(refusal({ ...valid, from: 'nope' }, 'es'), {
+    from: ['Introduzca una dirección de correo electrónico, o un nombre y una dirección como "Nombre <direccion@example.com>".'],
+  });
+  assert.deepEqual(refusal({ ...valid, from: ['a@acme.example'] }), { from: ['Expected a string.'] });
 });

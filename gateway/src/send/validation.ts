@@ -14,6 +14,8 @@ export interface SendBody {
   readonly metadata?: Record<string, string>;
   /** When to send (RFC 3339 with its offset, later than now, at most maxSendAheadDays ahead); absent to send at once. */
   readonly send_at?: string;
+  /** Who the mail is From: `address@domain` or `Name <address@domain>`, on a verified sending domain; absent for MAIL_FROM. */
+  readonly from?: string;
 }
 
 export type Validation = { valid: true; body: SendBody } | { valid: false; fields: Map<string, Text[]> };
@@ -128,6 +130,27 @@ dataWithinLimits.errors = [] as Partial<ErrorObject>[];
 /** One addr-spec: no display name, no list, a real domain with a TLD, RFC 5321 part lengths. */
 export const isEmailAddress = (value: string): boolean => validator.isEmail(value, { allow_display_name: false, require_tld: true, allow_ip_domain: false });
 
+/** A `from` as the mailer takes it: one addr-spec and a display name ('' for none). */
+export interface Sender {
+  readonly address: string;
+  readonly name: string;
+}
+export const maxSenderNameLength = 200;
+/** A `from` in all: a name, an address and the quotes and brackets around them. */
+export const maxFromLength = 600;
+/** `Name <address>` or `"Name" <address>`; a quoted name may hold what an unquoted one may not, but no quote or backslash. */
+const nameAndAddress = /^\s*(?:"([^"\\]*)"|([^"<>\\]*?))\s*<([^<>]*)>\s*$/;
+
+/** The mailbox a `from` names, or undefined when it is not one address with an optional name. */
+export function parseFrom(value: string): Sender | undefined {
+  if (isEmailAddress(value)) return { address: value, name: '' };
+  const parts = nameAndAddress.exec(value);
+  if (!parts) return undefined;
+  const name = (parts[1] ?? parts[2] ?? '').trim();
+  const address = parts[3] as string;
+  return isEmailAddress(address) && name.length <= maxSenderNameLength ? { address, name } : undefined;
+}
+
 const ajv = new Ajv({ allErrors: true, strict: true });
 ajv.addFormat('email', { type: 'string', validate: isEmailAddress });
 ajv.addKeyword({
@@ -136,6 +159,13 @@ ajv.addKeyword({
   schemaType: 'boolean',
   errors: false,
   validate: (_: boolean, value: string) => !/\p{Cc}/u.test(value),
+});
+ajv.addKeyword({
+  keyword: 'mailbox',
+  type: 'string',
+  schemaType: 'boolean',
+  errors: false,
+  validate: (_: boolean, value: string) => parseFrom(value) !== undefined,
 });
 ajv.addKeyword({ keyword: 'dataLimits', type: 'object', schemaType: 'boolean', errors: true, validate: dataWithinLimits });
 // metadata's reserved keys: its values must be strings, so for a body that can pass the walk stays on its one level.
@@ -170,6 +200,7 @@ const validate = ajv.compile<SendBody>({
     tags: tagsSchema,
     metadata: metadataSchema,
     send_at: { type: 'string', rfc3339: true, notPast: true, withinReach: true },
+    from: { type: 'string', maxLength: maxFromLength, noControlCharacters: true, mailbox: true },
   },
 });
 
@@ -191,6 +222,7 @@ const keywordMessages: Record<string, (error: ErrorObject) => Text> = {
   rfc3339: () => text('send_at.format'),
   notPast: () => text('send_at.past'),
   withinReach: () => text('send_at.too_far', { days: maxSendAheadDays }),
+  mailbox: () => text('from.mailbox'),
 };
 
 function fieldOf(error: ErrorObject): string {
@@ -207,7 +239,7 @@ function fieldOf(error: ErrorObject): string {
 function relevant(errors: readonly ErrorObject[]): ErrorObject[] {
   const typeErrors = errors.filter((error) => error.keyword === 'type');
   if (typeErrors.length > 0) return typeErrors;
-  const plain = errors.filter((error) => error.keyword !== 'format');
+  const plain = errors.filter((error) => error.keyword !== 'format' && error.keyword !== 'mailbox');
   return plain.length > 0 ? plain : [...errors];
 }
 
