@@ -133,6 +133,7 @@ Checks run in this order; the first failure answers:
 9. \`Idempotency-Key\` is a UUID (400 invalid_header)
 10. idempotency record: replay (202), in flight (409), another body (422)
 11. fields, all at once (422)
+11. the From: a key limited to some sending domains names a \`from\` on one of them (403 from_domain_not_allowed), on a verified sending domain of the organization (422 on \`from\`)
 12. template slug exists in the key's project (404)
 13. template active and \`data\` matching its variables (422)
 14. accepted (202)
@@ -159,7 +160,7 @@ key's record (409 in flight, 422 used with another body: batches and single send
 Otherwise the answer is 200 with one entry per item, in order: 202 with what a send's 202 carries (its \`status\` named
 \`message_status\`), or the item's refusal: 422 (its fields, an inactive template, \`data\` against the template's
 variables, a suppressed \`to\`), 404 template_not_found, 413 payload_too_large (the message, its data with its
-template, is too large to be queued), 403 plan_blocked (the monthly quota covered only the items before it) or 429 throttled (the per-key rate covered only the items before it; \`retry_after\` seconds).
+template, is too large to be queued), 403 from_domain_not_allowed (the key may not send From the item's \`from\`), 403 plan_blocked (the monthly quota covered only the items before it) or 429 throttled (the per-key rate covered only the items before it; \`retry_after\` seconds).
 
 Rate: the request takes one point of the per-key send rate like a send; each further item whose fields are valid takes
 one more, the first items first, as far as the window goes; points of items not accepted in the end are given back.
@@ -632,7 +633,7 @@ insufficient_scope naming it): mailing such an address again risks the sender's 
         properties: {
           index: { type: 'integer', minimum: 0, description: 'Position of the item in `messages`.' },
           status: { enum: [403, 404, 413, 422, 429] },
-          code: { enum: ['plan_blocked', 'template_not_found', 'payload_too_large', 'throttled'], description: 'Absent for 422.' },
+          code: { enum: ['plan_blocked', 'from_domain_not_allowed', 'template_not_found', 'payload_too_large', 'throttled'], description: 'Absent for 422.' },
           errors: {
             type: 'object',
             minProperties: 1,
