@@ -8,6 +8,7 @@ export type ErrorCode =
   | 'permission_denied'
   | 'insufficient_scope'
   | 'api_key_not_found'
+  | 'from_domain_not_allowed'
   | 'suppression_not_found'
   | 'domain_not_found'
   | 'domain_exists'
