@@ -11,7 +11,7 @@ import { type auth, authProto, readKeyAnnouncement, schemaHeader, topology } fro
 import { createTestDatabase, type TestDatabase } from '@notify/test/harness/database.ts';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { silentLogger } from '@notify/test/harness/logger.ts';
-import { refusal } from '@notify/test/harness/refusal.ts';
+import { assertRefused, refusal } from '@notify/test/harness/refusal.ts';
 import { waitFor } from '@notify/test/harness/wait.ts';
 import { type AuthService, createAuthService } from './auth-service.ts';
 import type { KeyRecord } from './keys/key-lookup.ts';
@@ -437,4 +437,127 @@ test("UpdateOrganization sets an organization's message retention, lists it, and
     assert.match(error.message, message, what);
   }
   assert.equal((await refusal(first.admin.call('UpdateOrganization', { id: 999_999_999, messageRetention: '1d' }))).status, status.NOT_FOUND);
+});
+
+/** Sending domains of `organizationId` (no usable key: only their names matter here), named uniquely per run. */
+async function sendingDomains(organizationId: number, ...labels: string[]): Promise<string[]> {
+  const domains = labels.map((label) => `${label}-${runId}-${sequence}.example`);
+  for (const domain of domains)
+    await first.pool.query(
+      `INSERT INTO sending_domains (organization_id, domain, selector, public_key, sealed_private_key) VALUES ($1, $2, 'notify', 'p', 's')`,
+      [organizationId, domain],
+    );
+  return domains;
+}
+
+const keyCount = async (projectId: number): Promise<number> =>
+  (await first.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM api_keys WHERE project_id = $1', [projectId])).rows[0]?.n ?? -1;
+
+test("a key limited to sending domains keeps them lower-cased, once each and sorted, and authorizes with them; another organization's is from_domain_unknown", async () => {
+  const { organization, project } = await tenant();
+  const [mail, news] = await sendingDomains(organization.id, 'mail', 'news');
+  const other = await tenant();
+  const [foreign] = await sendingDomains(other.organization.id, 'foreign');
+  assert.ok(mail && news && foreign);
+
+  const created = await first.admin.call('CreateApiKey', { projectId: project.id, name: 'limited', fromDomains: [` ${news.toUpperCase()}. `, mail, news] });
+  assert.deepEqual(created.key?.fromDomains, [mail, news]);
+  const authorized = await first.internal.call('Authorize', { apiKey: created.apiKey, organizationId: organization.id });
+  assert.deepEqual(authorized.fromDomains, [mail, news]);
+  const { keys } = await first.admin.call('ListApiKeys', { projectId: project.id });
+  assert.deepEqual(
+    keys.map((key) => key.fromDomains),
+    [[], [mail, news]],
+    'the tenant key has no limit',
+  );
+
+  const before = await keyCount(project.id);
+  const unknown = await assertRefused(
+    first.admin.call('CreateApiKey', { projectId: project.id, name: 'wider', fromDomains: [mail, foreign, 'nowhere.example'] }),
+    status.INVALID_ARGUMENT,
+    'from_domain_unknown',
+  );
+  assert.deepEqual(unknown.fields, [foreign, 'nowhere.example'].sort());
+  const many = Array.from({ length: 51 }, (_, index) => `d${index}.example`);
+  const tooMany = await assertRefused(
+    first.admin.call('CreateApiKey', { projectId: project.id, name: 'many', fromDomains: many }),
+    status.INVALID_ARGUMENT,
+    'invalid_argument',
+  );
+  assert.match(tooMany.message, /from_domains: at most 50 domains/);
+  assert.equal(await keyCount(project.id), before, 'nothing was written');
+});
+
+test('a limited key issues only keys within its domains, its own list when it names none, and the audit row records them', async () => {
+  const { organization, project } = await tenant();
+  const [mail, news, shop] = await sendingDomains(organization.id, 'mail', 'news', 'shop');
+  assert.ok(mail && news && shop);
+  const full = await first.admin.call('CreateApiKey', { projectId: project.id, name: 'full', scopes: ['full'] });
+  const byFull = await first.internal.call('CreateProjectApiKey', { callerKeyId: full.key?.id, name: 'limited', scopes: ['full'], fromDomains: [news, mail] });
+  const limited = byFull.key;
+  assert.deepEqual(limited?.fromDomains, [mail, news]);
+  const { rows } = await first.pool.query<{ detail: { from_domains: string[] } }>(
+    "SELECT detail FROM audit_events WHERE action = 'api_key.create' AND target = $1",
+    [String(limited?.id)],
+  );
+  assert.deepEqual(rows[0]?.detail.from_domains, [mail, news]);
+  assert.deepEqual(
+    (await first.internal.call('CreateProjectApiKey', { callerKeyId: full.key?.id, name: 'unlimited', scopes: ['send'] })).key?.fromDomains,
+    [],
+    'an unlimited caller naming none issues an unlimited key',
+  );
+
+  const inherited = await first.internal.call('CreateProjectApiKey', { callerKeyId: limited?.id, name: 'inherits', scopes: ['send'] });
+  assert.deepEqual(inherited.key?.fromDomains, [mail, news]);
+  const narrower = await first.internal.call('CreateProjectApiKey', { callerKeyId: limited?.id, name: 'narrower', scopes: ['send'], fromDomains: [news] });
+  assert.deepEqual(narrower.key?.fromDomains, [news]);
+
+  const before = await keyCount(project.id);
+  const wider = await assertRefused(
+    first.internal.call('CreateProjectApiKey', { callerKeyId: limited?.id, name: 'wider', scopes: ['send'], fromDomains: [mail, shop] }),
+    status.PERMISSION_DENIED,
+    'from_domain_not_allowed',
+  );
+  assert.deepEqual(wider.fields, [shop]);
+  await assertRefused(
+    first.internal.call('CreateProjectApiKey', { callerKeyId: limited?.id, name: 'unknown', scopes: ['send'], fromDomains: ['nowhere.example'] }),
+    status.PERMISSION_DENIED,
+    'from_domain_not_allowed',
+  );
+  await assertRefused(
+    first.internal.call('CreateProjectApiKey', { callerKeyId: full.key?.id, name: 'unknown', scopes: ['send'], fromDomains: ['nowhere.example'] }),
+    status.INVALID_ARGUMENT,
+    'from_domain_unknown',
+  );
+  assert.equal(await keyCount(project.id), before, 'nothing was written');
+});
+
+test('a limited key revokes only keys limited within its domains, itself included', async () => {
+  const { organization, project } = await tenant();
+  const [mail, news] = await sendingDomains(organization.id, 'mail', 'news');
+  assert.ok(mail && news);
+  const issue = async (name: string, fromDomains: string[]) =>
+    (await first.admin.call('CreateApiKey', { projectId: project.id, name, scopes: ['full'], fromDomains })).key?.id ?? 0;
+  const limited = await issue('limited', [mail]);
+  const unlimited = await issue('unlimited', []);
+  const wider = await issue('wider', [mail, news]);
+  const within = await issue('within', [mail]);
+
+  const refusedUnlimited = await assertRefused(
+    first.internal.call('RevokeProjectApiKey', { callerKeyId: limited, id: unlimited }),
+    status.PERMISSION_DENIED,
+    'from_domain_not_allowed',
+  );
+  assert.deepEqual(refusedUnlimited.fields, [], 'a key without a limit: no domain to name');
+  const refusedWider = await assertRefused(
+    first.internal.call('RevokeProjectApiKey', { callerKeyId: limited, id: wider }),
+    status.PERMISSION_DENIED,
+    'from_domain_not_allowed',
+  );
+  assert.deepEqual(refusedWider.fields, [news]);
+  const { rows } = await first.pool.query<{ id: number }>('SELECT id FROM api_keys WHERE project_id = $1 AND revoked_at IS NOT NULL', [project.id]);
+  assert.deepEqual(rows, [], 'nothing was revoked');
+
+  assert.notEqual((await first.internal.call('RevokeProjectApiKey', { callerKeyId: limited, id: within })).revokedAt, '');
+  assert.notEqual((await first.internal.call('RevokeProjectApiKey', { callerKeyId: limited, id: limited })).revokedAt, '');
 });

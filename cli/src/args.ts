@@ -180,12 +180,17 @@ export class Flags {
     return value as T;
   }
 
-  /** API key scopes and presets, comma-separated (proto/src/scopes.ts), expanded; `sending` when the flag is absent. */
-  scopes(name: string): Scope[] {
-    const words = (this.optionalString(name) ?? '')
+  /** A comma-separated list, each item trimmed, empty ones dropped; none when the flag is absent. */
+  list(name: string): string[] {
+    return (this.optionalString(name) ?? '')
       .split(',')
       .map((word) => word.trim())
       .filter((word) => word !== '');
+  }
+
+  /** API key scopes and presets, comma-separated (proto/src/scopes.ts), expanded; `sending` when the flag is absent. */
+  scopes(name: string): Scope[] {
+    const words = this.list(name);
     try {
       return expandScopes(words);
     } catch (error) {

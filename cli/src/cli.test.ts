@@ -248,6 +248,7 @@ describe('requests built from flags', () => {
       test: false,
       sendRate: '',
       scopes: ['send', 'messages:read'],
+      fromDomains: [],
     });
     assert.deepEqual(
       await requestOf(['key', 'create', '--project', '9', '--name', 'ci', '--test', '--rate', ' 600/min ', '--scopes', 'keys:manage, sending']),
@@ -257,6 +258,7 @@ describe('requests built from flags', () => {
         test: true,
         sendRate: '600/min',
         scopes: ['send', 'messages:read', 'keys:manage'],
+        fromDomains: [],
       },
     );
     await assert.rejects(requestOf(['key', 'create', '--project', '9', '--name', 'ci', '--scopes', 'send,admin']), /--scopes: unknown scope "admin"/);

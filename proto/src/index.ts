@@ -54,7 +54,17 @@ export {
   schemaHeader,
   webhookDeliveryId,
 } from './messaging.ts';
-export { expandScopes, isScope, missingScope, type Scope, type ScopePreset, scopePresets, scopes, unknownScopeWords } from './scopes.ts';
+export {
+  expandScopes,
+  isScope,
+  maxKeyFromDomains,
+  missingScope,
+  type Scope,
+  type ScopePreset,
+  scopePresets,
+  scopes,
+  unknownScopeWords,
+} from './scopes.ts';
 export {
   checkStatsRange,
   parseStatsBound,

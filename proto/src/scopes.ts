@@ -1,7 +1,8 @@
 // What an API key may do: its scopes (docs/contract.md, "API keys and scopes"). A key carries a set of them, stored
 // expanded; a request names the scopes in full or by preset. `sending` is what every key could do before scopes
 // existed, and stays the default; `full` is every scope. A key with `keys:manage` may make and revoke keys whose
-// scopes are all among its own, so no key hands out more than it has.
+// scopes are all among its own, so no key hands out more than it has. A key may also be limited to sending From some
+// of its organization's domains (`from_domains`, empty: no limit); a limited key hands out only limits within its own.
 
 export const scopes = [
   'send',
@@ -56,3 +57,6 @@ export function expandScopes(requested: readonly string[]): Scope[] {
 export function missingScope(held: readonly string[], wanted: readonly string[]): string | undefined {
   return wanted.find((scope) => !held.includes(scope));
 }
+
+/** The most sending domains a key may be limited to (`from_domains`). */
+export const maxKeyFromDomains = 50;

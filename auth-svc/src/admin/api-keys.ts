@@ -1,7 +1,8 @@
 // API keys: issued with a fresh random secret shown once, stored as prefix + SHA-256 of the secret, revoked everywhere
 // within a second. Creation, revocation and a change of rate are all announced with the key's prefix
 // (keys/invalidation.ts): every replica of auth-svc and of the gateway drops what it cached about the key.
-import type { AsyncHandlers } from '@notify/platform';
+import { status } from '@grpc/grpc-js';
+import { type AsyncHandlers, UserError } from '@notify/platform';
 import { type AuditEntry, type Pool, type PoolClient, recordAudit, withTransaction } from '@notify/platform/database';
 import type { auth, Scope } from '@notify/proto';
 import { generateApiKey } from '../keys/api-key.ts';
@@ -54,12 +55,37 @@ async function audited(
   });
 }
 
-/** A new key of `projectId`, announced; the answer is the only one that ever carries its secret. */
+/**
+ * Refuses, with INVALID_ARGUMENT from_domain_unknown (the domains as its fields), the domains of `fromDomains` that are
+ * not sending domains of the organization of project `projectId`, whatever their verification. A missing project is
+ * left for the insert to report.
+ */
+async function ensureSendingDomains(pool: Pool, projectId: number, fromDomains: readonly string[]): Promise<void> {
+  if (fromDomains.length === 0) return;
+  const { rows } = await pool.query<{ unknown: string[] }>(
+    `SELECT ARRAY(SELECT d FROM unnest($2::text[]) AS d
+                   WHERE NOT EXISTS (SELECT 1 FROM sending_domains s WHERE s.organization_id = p.organization_id AND s.domain = d)
+                   ORDER BY d COLLATE "C") AS unknown
+       FROM projects p WHERE p.id = $1`,
+    [projectId, fromDomains],
+  );
+  const unknown = rows[0]?.unknown ?? [];
+  if (unknown.length > 0)
+    throw new UserError(status.INVALID_ARGUMENT, 'from_domain_unknown', `from_domains: not a sending domain of the organization: ${unknown.join(', ')}`, {
+      fields: unknown,
+    });
+}
+
+/**
+ * A new key of `projectId`, announced; the answer is the only one that ever carries its secret. `fromDomains`, as
+ * Checks.fromDomains gives them, must all be sending domains of the project's organization.
+ */
 export async function issueApiKey(
   deps: { pool: Pool; invalidation: InvalidationChannel },
-  key: { projectId: number; name: string; sendRate: string | null; scopes: readonly Scope[]; test: boolean },
+  key: { projectId: number; name: string; sendRate: string | null; scopes: readonly Scope[]; test: boolean; fromDomains: readonly string[] },
   actor?: KeyChangeActor,
 ): Promise<auth.CreatedApiKey__Output> {
+  await ensureSendingDomains(deps.pool, key.projectId, key.fromDomains);
   const generated = generateApiKey({ test: key.test });
   const row = await translateConstraints(
     async () =>
@@ -69,15 +95,16 @@ export async function issueApiKey(
         async (db) =>
           (
             await db.query<ApiKeyRow>(
-              `INSERT INTO api_keys (project_id, name, prefix, secret_hash, send_rate, scopes) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${apiKeyColumns}`,
-              [key.projectId, key.name, generated.prefix, generated.secretHash, key.sendRate, key.scopes],
+              `INSERT INTO api_keys (project_id, name, prefix, secret_hash, send_rate, scopes, from_domains)
+               VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${apiKeyColumns}`,
+              [key.projectId, key.name, generated.prefix, generated.secretHash, key.sendRate, key.scopes, key.fromDomains],
             )
           ).rows[0],
         (created) => ({
           projectId: key.projectId,
           action: 'api_key.create',
           target: String(created.id),
-          detail: { name: key.name, scopes: key.scopes, test: key.test },
+          detail: { name: key.name, scopes: key.scopes, test: key.test, from_domains: key.fromDomains },
         }),
       )) as ApiKeyRow,
     // 64 random bits make a prefix collision practically impossible; if it happens, asking again succeeds.
@@ -123,8 +150,9 @@ export function createApiKeyHandlers({ pool, invalidation }: AdminDependencies):
       const name = checks.name('name', request.name, 200);
       const sendRate = checks.sendRate('send_rate', request.sendRate);
       const scopes = checks.scopes('scopes', request.scopes);
+      const fromDomains = checks.fromDomains('from_domains', request.fromDomains);
       checks.done();
-      return issueApiKey({ pool, invalidation }, { projectId, name, sendRate, scopes, test: request.test });
+      return issueApiKey({ pool, invalidation }, { projectId, name, sendRate, scopes, test: request.test, fromDomains });
     },
 
     async RevokeApiKey(request) {

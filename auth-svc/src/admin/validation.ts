@@ -1,7 +1,10 @@
 // Input checks for the admin surface: every fault of a request is collected and reported at once as INVALID_ARGUMENT.
 import { status } from '@grpc/grpc-js';
 import { parseRate, parseRetention, UserError } from '@notify/platform';
-import { expandScopes, type Scope } from '@notify/proto';
+import { expandScopes, maxKeyFromDomains, type Scope } from '@notify/proto';
+
+/** The longest domain name (RFC 1035). */
+const maxDomainLength = 253;
 
 // C0/C1 controls, line and paragraph separators, and bidirectional overrides make a name print differently from what it is.
 const unprintable = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
@@ -53,6 +56,18 @@ export class Checks {
       this.#faults.push(`${field}: ${(error as Error).message}`);
       return [];
     }
+  }
+
+  /**
+   * The domains a key may send From, as stored and compared: lower case, without a trailing dot, each once, sorted;
+   * empty for no limit. Whether each is a sending domain of the organization is judged against the database.
+   */
+  fromDomains(field: string, value: readonly string[]): string[] {
+    if (value.length > maxKeyFromDomains) this.#faults.push(`${field}: at most ${maxKeyFromDomains} domains`);
+    const domains = [...new Set(value.map((domain) => domain.trim().toLowerCase().replace(/\.$/, '')))].sort();
+    for (const domain of domains)
+      if (domain === '' || domain.length > maxDomainLength) this.#faults.push(`${field}: ${JSON.stringify(domain)} is not a domain name`);
+    return domains;
   }
 
   /**

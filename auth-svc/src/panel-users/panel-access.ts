@@ -71,7 +71,7 @@ export function createPanelAccessHandlers({
       const scopes = checks.scopes('scopes', request.scopes);
       checks.done();
       if (!(await projectBelongs(pool, request.organizationId, request.projectId))) throw projectNotFound();
-      return issueApiKey({ pool, invalidation }, { projectId: request.projectId, name, sendRate: null, scopes, test: request.test });
+      return issueApiKey({ pool, invalidation }, { projectId: request.projectId, name, sendRate: null, scopes, test: request.test, fromDomains: [] });
     },
 
     async SetPanelApiKeyRate(request) {

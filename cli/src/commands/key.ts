@@ -1,6 +1,7 @@
 // notifyctl key: API keys of a project. The full key is shown once, at creation; only its hash is stored. A test key
 // (`--test`, prefix `nk_test_`) never mails; `--rate` gives a key its own send rate, applied by every gateway within a second;
-// `--scopes` says what it may do (`sending` unless told otherwise: send and read its messages).
+// `--scopes` says what it may do (`sending` unless told otherwise: send and read its messages); `--from-domains` limits
+// it to sending From some of the organization's sending domains (auth-svc refuses a domain the organization lacks).
 import type { auth } from '@notify/proto';
 import { type Column, print } from '../output.ts';
 import type { CommandGroup } from './command.ts';
@@ -13,6 +14,7 @@ const columns: readonly Column<auth.ApiKey__Output>[] = [
   { header: 'TEST', value: (key) => key.test },
   { header: 'SCOPES', value: (key) => key.scopes.join(',') },
   { header: 'RATE', value: (key) => key.sendRate || 'default' },
+  { header: 'FROM DOMAINS', value: (key) => key.fromDomains.join(',') || 'any' },
   { header: 'CREATED', value: (key) => key.createdAt },
   { header: 'LAST USED', value: (key) => key.lastUsedAt },
   { header: 'REVOKED', value: (key) => key.revokedAt },
@@ -44,6 +46,12 @@ export const keyCommands: CommandGroup = {
           description:
             'what it may do, comma-separated: send, messages:read, templates:read, templates:write, suppressions:read, suppressions:write, suppressions:reactivate, webhooks:write, domains:write, stats:read, keys:manage, or the presets sending (the default) and full',
         },
+        'from-domains': {
+          type: 'string',
+          value: 'LIST',
+          description:
+            "limit it to sending From these sending domains of the project's organization, comma-separated (see: notifyctl domain list); default: any of them",
+        },
       },
       prepare(flags) {
         const request = {
@@ -52,6 +60,7 @@ export const keyCommands: CommandGroup = {
           test: flags.flag('test'),
           sendRate: flags.optionalRate('rate') ?? '',
           scopes: flags.scopes('scopes'),
+          fromDomains: flags.list('from-domains'),
         };
         return {
           request,

@@ -19,6 +19,11 @@ const en = {
   api_key_not_found: 'No API key with this id exists in the project of this API key.',
   'scopes.unknown':
     'Unknown scope "{scope}". Use send, messages:read, templates:read, templates:write, suppressions:read, suppressions:write, suppressions:reactivate, webhooks:write, domains:write, stats:read, keys:manage, or the presets sending and full.',
+  // Keys limited to some sending domains (api-keys/routes.ts).
+  'api_keys.from_domain_unknown': '"{domain}" is not a sending domain of the organization of this API key.',
+  'api_keys.from_domains_count': 'A key may be limited to at most {max} domains.',
+  'api_keys.from_domain_not_allowed': 'This API key may not send From "{domain}", so it may not issue or revoke a key that may.',
+  'api_keys.from_domains_unlimited': 'This API key may send From only some domains, so it may not revoke a key that may send From any.',
   'field.type_string_list': 'Expected a list of strings.',
   'field.type_boolean': 'Expected true or false.',
   suppression_not_found: 'This address is not on the suppression list of the project of this API key.',
@@ -163,6 +168,11 @@ const es: Record<MessageKey, string> = {
   api_key_not_found: 'No existe ninguna clave de API con este id en el proyecto de esta clave de API.',
   'scopes.unknown':
     'Permiso desconocido: "{scope}". Use send, messages:read, templates:read, templates:write, suppressions:read, suppressions:write, suppressions:reactivate, webhooks:write, domains:write, stats:read, keys:manage, o los conjuntos sending y full.',
+  'api_keys.from_domain_unknown': '"{domain}" no es un dominio de envío de la organización de esta clave de API.',
+  'api_keys.from_domains_count': 'Una clave puede limitarse como máximo a {max} dominios.',
+  'api_keys.from_domain_not_allowed': 'Esta clave de API no puede enviar desde "{domain}", así que no puede crear ni revocar una clave que pueda hacerlo.',
+  'api_keys.from_domains_unlimited':
+    'Esta clave de API solo puede enviar desde algunos dominios, así que no puede revocar una clave que pueda enviar desde cualquiera.',
   'field.type_string_list': 'Se esperaba una lista de cadenas de texto.',
   'field.type_boolean': 'Se esperaba true o false.',
   suppression_not_found: 'Esta dirección no está en la lista de supresión del proyecto de esta clave de API.',

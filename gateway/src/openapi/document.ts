@@ -1,6 +1,7 @@
 // The OpenAPI 3.1 document of the public API, served at GET /api/v1/openapi.json. Written from docs/contract.md and the
 // gateway's own limits, so the rules it states are the ones the gateway applies; tests check live responses against it.
-import { maxSuppressionsAdded, scopePresets, scopes, suppressionReasons } from '@notify/proto';
+import { maxKeyFromDomains, maxSuppressionsAdded, scopePresets, scopes, suppressionReasons } from '@notify/proto';
+import { maxDomainLength } from '../domains/routes.ts';
 import { listLimits, messageStatuses, rfc3339Pattern } from '../messages/read-query.ts';
 import { maxBatchItems } from '../send/batch-body.ts';
 import { maxMetadataKeyLength, maxMetadataKeys, maxMetadataValueLength, maxTagLength, maxTags, tagPattern, tagSchema, tagsSchema } from '../send/labels.ts';
@@ -52,10 +53,22 @@ const apiKeyProperties: Record<string, Schema> = {
   scopes: { type: 'array', items: ref('schemas/Scope') },
   test: { type: 'boolean' },
   send_rate: { type: ['string', 'null'], description: "The key's own send rate (`<count>/<unit>`), null for the deployment's." },
+  from_domains: {
+    type: 'array',
+    items: { type: 'string' },
+    description: "The organization's sending domains the key may send From, lower case and sorted; empty: no limit.",
+  },
   created_at: { type: 'string', format: 'date-time' },
   revoked_at: { type: ['string', 'null'], format: 'date-time' },
   last_used_at: { type: ['string', 'null'], format: 'date-time', description: 'To the minute.' },
 };
+
+/** A key route's 403s: those of every read, and a limited caller's sending domains. */
+const fromDomainRefusals = response(
+  'The key may not act on this organization (permission_denied), lacks a scope (insufficient_scope; the detail names it), or is limited to some sending domains and the key to issue or revoke is not limited to some of them (from_domain_not_allowed).',
+  errorBody(['permission_denied', 'insufficient_scope', 'from_domain_not_allowed']),
+  readRateHeaders,
+);
 
 const messageProperties: Record<string, Schema> = {
   message_id: { type: 'integer', minimum: 1 },
@@ -391,15 +404,18 @@ while new ones are accepted; new messages appear on a fresh first page. A filter
         summary: "Issue an API key whose scopes are all among the caller's (also served with a trailing slash)",
         description: `${apiKeysDescription}
 
-The answer is the only one that ever carries the key itself (\`key\`): store it at once. A test key issues only test keys.`,
+The answer is the only one that ever carries the key itself (\`key\`): store it at once. A test key issues only test keys.
+A caller limited to some sending domains (\`from_domains\`) issues only keys limited to some of its own, its own list when
+the request names none: else 403 from_domain_not_allowed naming the domain.`,
         security: [{ ApiKey: [] }],
         parameters: [...requestHeaders],
         requestBody: { required: true, content: json(ref('schemas/ApiKeyRequest')) },
         responses: {
           ...managedWriteResponses(),
           '201': response('The key, with its secret, shown once.', ref('schemas/CreatedApiKey'), readRateHeaders),
+          '403': fromDomainRefusals,
           '422': response(
-            'Fields refused, each with its messages: a missing or blank name, an unknown scope, an unknown field.',
+            'Fields refused, each with its messages: a missing or blank name, an unknown scope, a `from_domains` entry that is not a sending domain of the organization, an unknown field.',
             ref('schemas/FieldErrors'),
             readRateHeaders,
           ),
@@ -412,7 +428,8 @@ The answer is the only one that ever carries the key itself (\`key\`): store it 
         summary: 'Revoke an API key of the project (also served with a trailing slash)',
         description: `${apiKeysDescription}
 
-Revoking a key whose scopes are not all among the caller's is 403 insufficient_scope. Revoking twice answers the same
+Revoking a key whose scopes are not all among the caller's is 403 insufficient_scope. A caller limited to some sending
+domains revokes only keys limited to some of its own: else 403 from_domain_not_allowed. Revoking twice answers the same
 record. Every gateway refuses the key within about a second; a key may revoke itself.`,
         security: [{ ApiKey: [] }],
         parameters: [{ name: 'id', in: 'path', required: true, description: "The key's `id`.", schema: { type: 'integer', minimum: 1 } }, ...requestHeaders],
@@ -420,6 +437,7 @@ record. Every gateway refuses the key within about a second; a key may revoke it
           '200': response('The key, now revoked.', ref('schemas/ApiKey'), readRateHeaders),
           '404': response("No key with this id in the key's project.", errorBody(['api_key_not_found']), readRateHeaders),
           ...readResponses(),
+          '403': fromDomainRefusals,
         },
       },
     },
@@ -700,6 +718,13 @@ insufficient_scope naming it): mailing such an address again risks the sender's 
               "Scopes, or the presets `sending` (send, messages:read) and `full` (every scope). Omitted or empty: `sending`. Each must be among the caller's.",
           },
           test: { type: 'boolean', description: 'Issue a test key (`nk_test_...`): it never mails. Omitted: false.' },
+          from_domains: {
+            type: 'array',
+            maxItems: maxKeyFromDomains,
+            items: { type: 'string', minLength: 1, maxLength: maxDomainLength },
+            description:
+              "Limit the key to sending From these sending domains of the organization (any verification status); lower-cased, a trailing dot dropped, each kept once. Omitted or empty: the caller's own limit (none for an unlimited caller). A limited caller may name only domains among its own.",
+          },
         },
       },
       ApiKey: {

@@ -1,8 +1,9 @@
 // API key scopes and the keys:manage routes against the running system (issue 53, item 1): keys made before scopes
 // keep sending and reading; a call outside the key's scopes is 403 insufficient_scope naming the scope, before it is
 // counted; a keys:manage key issues keys within its own scopes (the secret shown once) and revokes them, and every
-// gateway refuses the revoked key at once; another project's key is 404 like a missing one, both ways; every answer
-// matches the OpenAPI document, in English and Spanish.
+// gateway refuses the revoked key at once; another project's key is 404 like a missing one, both ways; a key limited to
+// some of the organization's sending domains issues and revokes only keys limited within them; every answer matches the
+// OpenAPI document, in English and Spanish.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { assertCoded } from '../../harness/contract-shapes.ts';
@@ -163,4 +164,112 @@ test('a key body is judged whole: every refused field at once, in the negotiated
   assert.deepEqual(spanish.body, { name: ['Este campo es obligatorio.'], scopes: ['Se esperaba una lista de cadenas de texto.'] });
   assertCoded(await call(deploy, 'POST', '/api/v1/api-keys/', '{', { 'content-type': 'application/json' }), 400, 'parse_error');
   for (const id of ['abc', '0', '99999999999999999999']) assertCoded(await call(deploy, 'DELETE', `/api/v1/api-keys/${id}/`), 404, 'api_key_not_found');
+});
+
+/** Adds sending domains to `tenant`'s organization over the API, as `manager` (a key with domains:write). */
+async function addDomains(manager: Tenant, ...domains: string[]): Promise<void> {
+  for (const domain of domains) {
+    const added = await call(manager, 'POST', '/api/v1/domains/', { domain });
+    assert.equal(added.status, 201, added.text);
+  }
+}
+
+const projectKeyCount = async (projectId: number): Promise<number> =>
+  (await system.db.query<{ count: number }>('SELECT count(*)::int AS count FROM api_keys WHERE project_id = $1', [projectId])).rows[0]?.count ?? -1;
+
+/** The key an answer issued, to call with. */
+const issuedKey = (tenant: Tenant, created: HttpResult): Tenant => ({ ...tenant, keyId: Number(created.body.id), apiKey: String(created.body.key) });
+
+test('a key is limited to sending domains of its organization, kept lower case, once each and sorted, and listed; any other is 422 naming it, in English and Spanish', async () => {
+  const deploy = await fullKey(alpha, 'domains deploy');
+  await addDomains(deploy, 'mail.keys-alpha.example', 'news.keys-alpha.example');
+  await addDomains(await fullKey(beta, 'beta domains'), 'mail.keys-beta.example');
+
+  const created = await call(deploy, 'POST', '/api/v1/api-keys/', {
+    name: 'newsletter',
+    scopes: ['send'],
+    from_domains: ['NEWS.keys-alpha.example.', 'mail.keys-alpha.example', 'news.keys-alpha.example'],
+  });
+  assert.equal(created.status, 201, created.text);
+  assert.deepEqual(created.body.from_domains, ['mail.keys-alpha.example', 'news.keys-alpha.example']);
+  const audited = await system.db.query<{ detail: { from_domains: string[] } }>(
+    "SELECT detail FROM audit_events WHERE action = 'api_key.create' AND target = $1",
+    [String(created.body.id)],
+  );
+  assert.deepEqual(audited.rows[0]?.detail.from_domains, ['mail.keys-alpha.example', 'news.keys-alpha.example'], 'the audit row records them');
+  const listed = (await call(deploy, 'GET', '/api/v1/api-keys/')).body.results as Array<{ id: number; from_domains: string[] }>;
+  assert.deepEqual(listed.find((key) => key.id === created.body.id)?.from_domains, ['mail.keys-alpha.example', 'news.keys-alpha.example']);
+  assert.deepEqual(listed.find((key) => key.id === alpha.keyId)?.from_domains, [], 'no limit');
+
+  const before = await projectKeyCount(alpha.projectId);
+  const unknown = await call(deploy, 'POST', '/api/v1/api-keys/', { name: 'elsewhere', from_domains: ['mail.keys-beta.example', 'nowhere.example'] });
+  assert.equal(unknown.status, 422, unknown.text);
+  assert.deepEqual(unknown.body, {
+    from_domains: [
+      '"mail.keys-beta.example" is not a sending domain of the organization of this API key.',
+      '"nowhere.example" is not a sending domain of the organization of this API key.',
+    ],
+  });
+  const spanish = await call(deploy, 'POST', '/api/v1/api-keys/', { name: 'elsewhere', from_domains: ['nowhere.example'] }, { 'accept-language': 'es' });
+  assert.deepEqual(spanish.body, { from_domains: ['"nowhere.example" no es un dominio de envío de la organización de esta clave de API.'] });
+  const shapes = await call(deploy, 'POST', '/api/v1/api-keys/', { name: 'many', from_domains: Array.from({ length: 51 }, (_, i) => `d${i}.example`) });
+  assert.deepEqual(shapes.body, { from_domains: ['A key may be limited to at most 50 domains.'] });
+  assert.deepEqual((await call(deploy, 'POST', '/api/v1/api-keys/', { name: 'blank', from_domains: [' ', ' . '] })).body.from_domains, [
+    'Enter a domain name such as mail.example.com: letters, digits and hyphens in labels of at most 63, at least two labels.',
+  ]);
+  assert.deepEqual((await call(deploy, 'POST', '/api/v1/api-keys/', { name: 'text', from_domains: 'mail.keys-alpha.example' })).body.from_domains, [
+    'Expected a list of strings.',
+  ]);
+  assert.equal(await projectKeyCount(alpha.projectId), before, 'nothing was written');
+});
+
+test('a limited key issues keys within its domains, its own when it names none; it may not widen them nor revoke a key beyond them (403 from_domain_not_allowed)', async () => {
+  const deploy = await fullKey(alpha, 'limit deploy');
+  await addDomains(deploy, 'shop.keys-alpha.example', 'billing.keys-alpha.example');
+  const limitedAnswer = await call(deploy, 'POST', '/api/v1/api-keys/', { name: 'shop manager', scopes: ['full'], from_domains: ['shop.keys-alpha.example'] });
+  assert.equal(limitedAnswer.status, 201, limitedAnswer.text);
+  const limited = issuedKey(alpha, limitedAnswer);
+
+  const inherited = await call(limited, 'POST', '/api/v1/api-keys/', { name: 'shop sender', scopes: ['send'] });
+  assert.equal(inherited.status, 201, inherited.text);
+  assert.deepEqual(inherited.body.from_domains, ['shop.keys-alpha.example'], "the caller's own limit when none is named");
+
+  const before = await projectKeyCount(alpha.projectId);
+  const wider = await call(limited, 'POST', '/api/v1/api-keys/', { name: 'wider', from_domains: ['shop.keys-alpha.example', 'billing.keys-alpha.example'] });
+  assertCoded(wider, 403, 'from_domain_not_allowed');
+  assert.equal(wider.body.detail, 'This API key may not send From "billing.keys-alpha.example", so it may not issue or revoke a key that may.');
+  const spanish = await call(
+    limited,
+    'POST',
+    '/api/v1/api-keys/',
+    { name: 'wider', from_domains: ['billing.keys-alpha.example'] },
+    { 'accept-language': 'es' },
+  );
+  assertCoded(spanish, 403, 'from_domain_not_allowed');
+  assert.match(String(spanish.body.detail), /^Esta clave de API no puede enviar desde "billing\.keys-alpha\.example"/);
+  assert.equal(await projectKeyCount(alpha.projectId), before, 'nothing was written');
+
+  const unlimited = await call(deploy, 'POST', '/api/v1/api-keys/', { name: 'any domain', scopes: ['send'] });
+  const both = await call(deploy, 'POST', '/api/v1/api-keys/', {
+    name: 'both',
+    scopes: ['send'],
+    from_domains: ['shop.keys-alpha.example', 'billing.keys-alpha.example'],
+  });
+  const refusedUnlimited = await call(limited, 'DELETE', `/api/v1/api-keys/${unlimited.body.id}/`);
+  assertCoded(refusedUnlimited, 403, 'from_domain_not_allowed');
+  assert.equal(refusedUnlimited.body.detail, 'This API key may send From only some domains, so it may not revoke a key that may send From any.');
+  const refusedSpanish = await call(limited, 'DELETE', `/api/v1/api-keys/${unlimited.body.id}/`, undefined, { 'accept-language': 'es' });
+  assert.match(String(refusedSpanish.body.detail), /^Esta clave de API solo puede enviar desde algunos dominios/);
+  const refusedBoth = await call(limited, 'DELETE', `/api/v1/api-keys/${both.body.id}/`);
+  assertCoded(refusedBoth, 403, 'from_domain_not_allowed');
+  assert.match(String(refusedBoth.body.detail), /"billing\.keys-alpha\.example"/);
+  const { rows } = await system.db.query<{ count: number }>('SELECT count(*)::int AS count FROM api_keys WHERE id = ANY($1) AND revoked_at IS NULL', [
+    [unlimited.body.id, both.body.id],
+  ]);
+  assert.equal(rows[0]?.count, 2, 'neither was revoked');
+
+  const revoked = await call(limited, 'DELETE', `/api/v1/api-keys/${inherited.body.id}/`);
+  assert.equal(revoked.status, 200, revoked.text);
+  assert.deepEqual(revoked.body.from_domains, ['shop.keys-alpha.example']);
+  assert.equal((await call(limited, 'DELETE', `/api/v1/api-keys/${limited.keyId}/`)).status, 200, 'a limited key may revoke itself');
 });

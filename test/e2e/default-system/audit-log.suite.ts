@@ -65,7 +65,7 @@ test('suppression and key changes are listed newest first with the key that made
     ],
   );
   assert.deepEqual(JSON.parse(events[3]?.detailJson ?? ''), { addresses: ['one@audit.example', 'two@audit.example'] });
-  assert.deepEqual(JSON.parse(events[1]?.detailJson ?? ''), { name: 'ci', scopes: ['send'], test: false });
+  assert.deepEqual(JSON.parse(events[1]?.detailJson ?? ''), { name: 'ci', scopes: ['send'], test: false, from_domains: [] });
   assert.doesNotMatch(JSON.stringify(events), new RegExp(String(created.body.key).split('.')[1] ?? ''), 'never the secret');
 });
 

@@ -168,6 +168,8 @@ const en = {
   'keys.test': 'test: never mails',
   'keys.rate': 'Send rate',
   'keys.scopes': 'Scopes',
+  'keys.fromDomains': 'Sends From',
+  'keys.anyDomain': 'any domain',
   'keys.scopesHint':
     'What the key may do; none ticked is the sending preset (send and messages:read). keys:manage lets it make and revoke keys within its own scopes.',
   'keys.testHint': 'A test key: its sends run every check but never mail',
@@ -457,6 +459,8 @@ const es: Record<PanelTextKey, string> = {
   'keys.test': 'de prueba: nunca envía correo',
   'keys.rate': 'Ritmo de envío',
   'keys.scopes': 'Permisos',
+  'keys.fromDomains': 'Envía desde',
+  'keys.anyDomain': 'cualquier dominio',
   'keys.scopesHint':
     'Lo que la clave puede hacer; sin ninguno marcado es el conjunto sending (send y messages:read). keys:manage le permite crear y revocar claves dentro de sus propios permisos.',
   'keys.testHint': 'Una clave de prueba: sus envíos pasan todas las comprobaciones pero nunca envían correo',

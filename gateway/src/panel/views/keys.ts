@@ -1,4 +1,5 @@
-// A project's API keys: prefix, kind (live or test), scopes, send rate, use and state; operators make a key with the
+// A project's API keys: prefix, kind (live or test), scopes, the sending domains it is limited to (set over the API or
+// with notifyctl, shown here only), send rate, use and state; operators make a key with the
 // scopes they choose (its secret shown on the answer, once) and set a key's send rate here.
 import { type auth, scopes } from '@notify/proto';
 import type { Translate } from '../i18n/texts.ts';
@@ -58,6 +59,7 @@ export function keysView(t: Translate, options: KeysViewOptions): Html {
   <td><code>${key.prefix}</code></td>
   <td>${key.test ? html`<span class="test-mark">${t('keys.test')}</span>` : t('keys.live')}</td>
   <td>${key.scopes.map((scope, index) => html`${index > 0 ? ', ' : undefined}<code>${scope}</code>`)}</td>
+  <td>${key.fromDomains.length === 0 ? t('keys.anyDomain') : key.fromDomains.map((domain, index) => html`${index > 0 ? ', ' : undefined}<code>${domain}</code>`)}</td>
   <td>${rateCell(t, options, key)}</td>
   <td>${timeElement(key.createdAt)}</td>
   <td>${timeElement(key.lastUsedAt, t('keys.never'))}</td>
@@ -81,7 +83,7 @@ ${
     ? html`<p>${t('keys.none')}</p>`
     : html`<table>
   <caption>${t('keys.caption')}</caption>
-  <thead><tr><th scope="col">${t('keys.name')}</th><th scope="col">${t('keys.prefix')}</th><th scope="col">${t('keys.kind')}</th><th scope="col">${t('keys.scopes')}</th><th scope="col">${t('keys.rate')}</th><th scope="col">${t('keys.created')}</th><th scope="col">${t('keys.lastUsed')}</th><th scope="col">${t('keys.status')}</th></tr></thead>
+  <thead><tr><th scope="col">${t('keys.name')}</th><th scope="col">${t('keys.prefix')}</th><th scope="col">${t('keys.kind')}</th><th scope="col">${t('keys.scopes')}</th><th scope="col">${t('keys.fromDomains')}</th><th scope="col">${t('keys.rate')}</th><th scope="col">${t('keys.created')}</th><th scope="col">${t('keys.lastUsed')}</th><th scope="col">${t('keys.status')}</th></tr></thead>
   <tbody>${rows}</tbody>
 </table>`
 }
