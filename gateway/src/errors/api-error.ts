@@ -9,7 +9,6 @@ export type ErrorCode =
   | 'insufficient_scope'
   | 'from_domain_not_allowed'
   | 'api_key_not_found'
-  | 'from_domain_not_allowed'
   | 'suppression_not_found'
   | 'domain_not_found'
   | 'domain_exists'
