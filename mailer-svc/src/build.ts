@@ -1,6 +1,7 @@
 // mailer-svc assembled from its settings and its NATS connection: the streams, the jobs consumer and the outcome ledger,
-// MAIL_FROM's DKIM key and the projects' own relays (both fetched from dispatch-svc, and again periodically), the render
-// workers, the destination throttle, the relays and the mail sender. main.ts starts the mailer on them.
+// the DKIM keys of the domains mail is From and the projects' own relays (both fetched from dispatch-svc, and again
+// periodically), the render workers, the destination throttle, the relays and the mail sender. main.ts starts the
+// mailer on them.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type ConfigOf, channelCredentials, GrpcClient, type Logger, type ReadinessCheck, type Registry, runPeriodically } from '@notify/platform';
 import {
@@ -48,7 +49,7 @@ export interface MailerParts {
   readonly throttle: DestinationThrottle;
   readonly sender: MailSender;
   readonly renderer: RenderPool;
-  /** Stops fetching MAIL_FROM's DKIM key and closes the client it is fetched with. */
+  /** Stops fetching the DKIM keys and closes the client they are fetched with. */
   stopDkimRefresh(): Promise<void>;
   /** Stops fetching the projects' relays and closes the client they are fetched with. */
   stopRelayRefresh(): Promise<void>;
@@ -60,13 +61,13 @@ const routesRetryMs = 1_000;
 const ledgerTimeoutMs = 2_000;
 
 /**
- * Everything the mailer runs on, ready before it takes a job: the DKIM key fetched once (when dispatch-svc answers), and
- * the projects' relays known (it waits for dispatch-svc's first answer, not ready until then).
+ * Everything the mailer runs on, ready before it takes a job: MAIL_FROM's DKIM key fetched once (when dispatch-svc
+ * answers), and the projects' relays known (it waits for dispatch-svc's first answer, not ready until then).
  */
 export async function buildMailer(config: MailerConfig, clients: MailerClients): Promise<MailerParts> {
   const { nats, crash } = clients;
   const { names, js, ledger, throttleBucket } = await openJetStream(config, clients);
-  const dkim = await followDkimKey(config, clients);
+  const dkim = await followDkimKeys(config, clients);
   const routes = await followProjectRelays(config, clients);
   const metrics = createMailerMetrics(clients.registry);
   const { renderer, throttle, sender, relayRefresh } = await openDelivery(config, clients, {
@@ -146,10 +147,11 @@ function dispatchClient<S extends typeof dispatchProto.SigningKeyService.service
 }
 
 /**
- * MAIL_FROM's DKIM key, fetched before any job is taken, so a domain with a key is signed from the first mail (when
- * dispatch-svc is up; otherwise the periodic refresh keeps trying while mail goes out unsigned).
+ * The DKIM keys: MAIL_FROM's fetched before any job is taken, so a domain with a key is signed from the first mail (when
+ * dispatch-svc is up; otherwise the periodic refresh keeps trying while mail goes out unsigned), the domains jobs name
+ * From as they come; every held key again each DKIM_KEY_REFRESH.
  */
-async function followDkimKey(config: MailerConfig, { registry, logger }: MailerClients): Promise<{ keys: DkimKeys; stop(): Promise<void> }> {
+async function followDkimKeys(config: MailerConfig, { registry, logger }: MailerClients): Promise<{ keys: DkimKeys; stop(): Promise<void> }> {
   const client = dispatchClient(dispatchProto.SigningKeyService.service, config, registry);
   const keys = new DkimKeys({ domain: config.mailFrom.domain, dataKey: config.dataKey, fetch: (request) => client.call('GetSigningKey', request), logger });
   await keys.refresh();
@@ -179,7 +181,7 @@ async function followProjectRelays(config: MailerConfig, { registry, logger, add
   return { client, relays };
 }
 
-/** What the delivery is built on: the throttle's bucket, the DKIM key and the projects' relays. */
+/** What the delivery is built on: the throttle's bucket, the DKIM keys and the projects' relays. */
 interface DeliveryParts {
   readonly throttleBucket: KV;
   readonly metrics: MailerMetrics;
@@ -232,7 +234,7 @@ async function openDelivery(config: MailerConfig, { registry, logger }: MailerCl
     dataKey: config.dataKey,
     bounceDomain: config.bounceDomain,
     publicUrl: config.publicUrl,
-    dkimKey: () => dkimKeys.current(),
+    dkimKey: (domain) => dkimKeys.keyFor(domain),
     onSigned: (signed) => metrics.dkimMails.inc({ dkim: signed ? 'signed' : 'unsigned' }),
     poolRefusals,
   });

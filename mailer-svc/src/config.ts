@@ -47,7 +47,7 @@ export const mailerConfig = {
   ),
   mailFrom: custom(
     'MAIL_FROM',
-    { description: 'From of every message; its domain also names the Message-ID', default: 'Notify <no-reply@notify.localhost>' },
+    { description: 'From of every message whose send names no `from`; its domain also names their Message-ID', default: 'Notify <no-reply@notify.localhost>' },
     parseSender,
   ),
   concurrency: integer('MAILER_CONCURRENCY', { description: 'jobs one replica delivers at once', default: 32, min: 1, max: 1_000 }),
@@ -95,7 +95,7 @@ export const mailerConfig = {
     parsePublicUrl,
   ),
   dispatchSvcAddr: text('DISPATCH_SVC_ADDR', {
-    description: "gRPC target of dispatch-svc, asked for the DKIM key of MAIL_FROM's domain",
+    description: 'gRPC target of dispatch-svc, asked for the DKIM keys of the domains mail is From',
     default: '127.0.0.1:50052',
   }),
   ...mailerTokenSetting,
@@ -103,7 +103,7 @@ export const mailerConfig = {
   grpcDeadlineMs: duration('GRPC_DEADLINE', { description: 'deadline of each call to dispatch-svc', default: '2s', minMs: 1 }),
   dkimRefreshMs: duration('DKIM_KEY_REFRESH', {
     description:
-      "pause between two fetches of MAIL_FROM's DKIM key: a key added or removed with `notifyctl domain` takes effect within it; the last key is kept while dispatch-svc cannot answer",
+      "pause between two fetches of each DKIM key the mailer holds (MAIL_FROM's domain's, and each domain a send named `from` on within the last hour): a key added, rotated or removed with `notifyctl domain` takes effect within it; the last key is kept while dispatch-svc cannot answer",
     default: '60s',
     minMs: 100,
   }),

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { messageIdFor, parseSender } from './mail-identity.ts';
+import { jobSender, messageIdFor, parseSender } from './mail-identity.ts';
 
 describe('mail identity', () => {
   it('reads a display name and address from MAIL_FROM', () => {
@@ -15,6 +15,12 @@ describe('mail identity', () => {
     assert.throws(() => parseSender('a@example.com, b@example.com'), /exactly one mailbox/);
     assert.throws(() => parseSender('a@example.com\r\nBcc: x@evil.test'), /line breaks/);
     assert.throws(() => parseSender('Notify <nobody>'), /domain/);
+  });
+
+  it('takes a job’s sender as named, its domain in lower case for the Message-ID and the DKIM key', () => {
+    const sender = jobSender({ address: 'Billing@Shop.Example', name: 'Shop, Billing' });
+    assert.deepEqual(sender, { name: 'Shop, Billing', address: 'Billing@Shop.Example', domain: 'shop.example' });
+    assert.equal(messageIdFor(7, sender), '<notify-7@shop.example>');
   });
 
   it('derives the same Message-ID for every attempt of a message', () => {

@@ -1,19 +1,21 @@
 // Sends rendered mail through the project's SMTP relays (relays.ts) and reports what the relay answered. Every mail goes
-// out with its VERP return path as envelope sender (bounces come back to bounce-svc naming the message), signed with
-// DKIM when MAIL_FROM's domain has a key, and with RFC 8058 one-click unsubscribe headers when its template asks.
+// out with its VERP return path as envelope sender (bounces come back to bounce-svc naming the message), From the job's
+// `from` when its send named one (else MAIL_FROM), signed with DKIM when that From's domain has a key, and with RFC 8058
+// one-click unsubscribe headers when its template asks.
 
 import { notifyAttributes } from '@notify/platform';
 import { type DataKey, returnPathFor, unsubscribeToken } from '@notify/platform/mail';
 import type { DeliveryJob } from '@notify/proto';
 import type { RenderedMail } from '@notify/templating';
 import type { DkimKey } from '../signing/dkim-keys.ts';
-import { messageIdFor, type Sender } from './mail-identity.ts';
+import { jobSender, messageIdFor, type Sender } from './mail-identity.ts';
 import type { PoolRefusals } from './pool-refusals.ts';
 import type { Relays } from './relays.ts';
 import type { DeliveryOutcome } from './smtp-outcome.ts';
 
 export interface MailSenderOptions {
   relays: Relays;
+  /** MAIL_FROM: the From of a job that names none. */
   sender: Sender;
   /** Signs the return paths and unsubscribe tokens. */
   dataKey: DataKey;
@@ -21,15 +23,18 @@ export interface MailSenderOptions {
   bounceDomain: string;
   /** The gateway's public base URL, without a trailing slash (NOTIFY_PUBLIC_URL). */
   publicUrl: string;
-  /** The DKIM key to sign with at the moment of sending; undefined sends unsigned. */
-  dkimKey: () => DkimKey | undefined;
+  /**
+   * The DKIM key to sign mail From a domain with at the moment of sending; undefined sends unsigned. A promise only for
+   * a domain whose key is not held yet (DkimKeys.keyFor).
+   */
+  dkimKey: (domain: string) => DkimKey | undefined | Promise<DkimKey | undefined>;
   /** Told of each mail handed to the relay, signed or not (the metric). */
   onSigned?: (signed: boolean) => void;
   /** Told of each send, so that a refusal a relay's pool answered by sending again names its recipient (pool-refusals.ts). */
   poolRefusals?: PoolRefusals;
 }
 
-export type SendableJob = Pick<DeliveryJob, 'messageId' | 'projectId' | 'to'> & { template: Pick<DeliveryJob['template'], 'unsubscribe'> };
+export type SendableJob = Pick<DeliveryJob, 'messageId' | 'projectId' | 'to' | 'from'> & { template: Pick<DeliveryJob['template'], 'unsubscribe'> };
 
 export interface MailSender {
   /** Where mail goes first (host and port only: the URL may hold credentials), for the SMTP spans. */
@@ -92,10 +97,13 @@ export function createMailSender(options: MailSenderOptions): MailSender {
   return {
     relay: options.relays.primary,
     async send(job, mail) {
-      const dkim = options.dkimKey();
-      const messageId = messageIdFor(job.messageId, options.sender);
+      const from = job.from ? jobSender(job.from) : options.sender;
+      const held = options.dkimKey(from.domain);
+      // Only a domain's first mails wait, for the one fetch of its key; a held key costs no await.
+      const dkim = held instanceof Promise ? await held : held;
+      const messageId = messageIdFor(job.messageId, from);
       const message = {
-        from: { name: options.sender.name, address: options.sender.address },
+        from: { name: from.name, address: from.address },
         // An address object, not a string, so nodemailer never reads the recipient as a list.
         to: { name: '', address: job.to },
         envelope: { from: returnPathFor(options.dataKey, job.messageId, options.bounceDomain), to: [job.to] },

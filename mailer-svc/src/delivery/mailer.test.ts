@@ -484,6 +484,19 @@ describe('mailer with NATS and SMTP', () => {
     assert.deepEqual([count('sent'), count('deferred'), count('failed')], [6, 3, 8]);
   });
 
+  it('sends a job naming a sender From that mailbox, its Message-ID on the sender’s domain', async () => {
+    await run.publish({ ...job(160, 'from-shop@example.com'), from: { address: 'orders@shop.example', name: 'Shop Orders' } }, '160');
+    const [mail] = await waitFor('the stored mail', async () => {
+      const mails = await run.mailsTo('from-shop@example.com');
+      return mails.length > 0 ? mails : undefined;
+    });
+    assert.deepEqual(
+      mail?.from?.value.map(({ name, address }) => ({ name, address })),
+      [{ name: 'Shop Orders', address: 'orders@shop.example' }],
+    );
+    assert.equal(mail?.messageId, '<notify-160@shop.example>');
+  });
+
   it("mails a new message that has an old one's id (its database created again), telling them apart by celery_task_id", async () => {
     await run.publish(job(150, 'reborn@example.com'), '150');
     await waitFor('the sent event', () => run.settledOf(150));
@@ -493,9 +506,9 @@ describe('mailer with NATS and SMTP', () => {
     assert.equal(run.offers.get('reborn@example.com'), 2, 'the relay was offered each message once');
   });
 
-  it("records a test key's job sent with the synthetic reply, and never offers it to the relay", async () => {
+  it("records a test key's job sent with the synthetic reply, and never offers it to the relay, even one naming a sender", async () => {
     // After the test that asserts the suite's delivery counts so far.
-    await run.publish({ ...job(301, 'test-mode@example.com'), test: true }, '301');
+    await run.publish({ ...job(301, 'test-mode@example.com'), test: true, from: { address: 'orders@shop.example', name: '' } }, '301');
     await run.publish(job(302, 'live-after-test@example.com'), '302');
     await waitFor('the sent event', () => run.settledOf(301));
     await waitFor('the live mail', async () => ((await run.mailsTo('live-after-test@example.com')).length > 0 ? true : undefined));
