@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { createRegistry } from '@notify/platform';
+import { createRegistry, OperationalError } from '@notify/platform';
 import { createDataKey, readReturnPath, readUnsubscribeToken } from '@notify/platform/mail';
 import type { JobSender } from '@notify/proto';
 import { silentLogger } from '@notify/test/harness/logger.ts';
@@ -39,7 +39,7 @@ function keyPair(): { privateKey: string; record: string } {
   };
 }
 /** MAIL_FROM's domain's key, and those of two domains jobs name From. */
-const published = new Map(['example.com', 'shop.example', 'news.example'].map((domain) => [domain, keyPair()]));
+const published = new Map(['example.com', 'shop.example', 'news.example', 'later.example'].map((domain) => [domain, keyPair()]));
 
 const received: Received[] = [];
 let server: SMTPServer;
@@ -232,6 +232,22 @@ describe('DKIM', () => {
     assert.deepEqual(rawHeader(got.raw, 'DKIM-Signature'), []);
     assert.equal((await simpleParser(got.raw)).from?.value[0]?.address, 'ops@plain.example');
     assert.equal(await unsigned(), unsignedBefore + 1);
+  });
+
+  test('a job naming a domain dispatch-svc cannot answer for yet is deferred, never handed to the relay unsigned', async () => {
+    dispatch.serve('later.example', () => {
+      throw new OperationalError('database down');
+    });
+    const count = received.length;
+    const outcome = await sender.send(
+      { messageId: 100, projectId: 42, to: 'ana@example.org', template: { unsubscribe: false }, from: { address: 'a@later.example', name: '' } },
+      mail,
+    );
+    assert.deepEqual(outcome, { kind: 'temporary', reason: 'the DKIM key of later.example could not be fetched from dispatch-svc yet' });
+    assert.equal(received.length, count, 'nothing reached the relay');
+    // Tried again once dispatch-svc answers: signed with the domain's key.
+    serve('later.example');
+    assert.equal((await verify(await send(101, 'ana@example.org', false, { address: 'a@later.example', name: '' })))?.signingDomain, 'later.example');
   });
 
   test('a mail sent without a key is unsigned, and counted so', async () => {

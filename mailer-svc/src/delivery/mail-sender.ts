@@ -7,7 +7,7 @@ import { notifyAttributes } from '@notify/platform';
 import { type DataKey, returnPathFor, unsubscribeToken } from '@notify/platform/mail';
 import type { DeliveryJob } from '@notify/proto';
 import type { RenderedMail } from '@notify/templating';
-import type { DkimKey } from '../signing/dkim-keys.ts';
+import { type DkimKey, SigningKeyUnavailable } from '../signing/dkim-keys.ts';
 import { jobSender, messageIdFor, type Sender } from './mail-identity.ts';
 import type { PoolRefusals } from './pool-refusals.ts';
 import type { Relays } from './relays.ts';
@@ -98,9 +98,16 @@ export function createMailSender(options: MailSenderOptions): MailSender {
     relay: options.relays.primary,
     async send(job, mail) {
       const from = job.from ? jobSender(job.from) : options.sender;
-      const held = options.dkimKey(from.domain);
-      // Only a domain's first mails wait, for the one fetch of its key; a held key costs no await.
-      const dkim = held instanceof Promise ? await held : held;
+      let dkim: DkimKey | undefined;
+      try {
+        const held = options.dkimKey(from.domain);
+        // Only a domain's first mails wait, for the one fetch of its key; a held key costs no await.
+        dkim = held instanceof Promise ? await held : held;
+      } catch (error) {
+        // Tried again on the delivery schedule, when dispatch-svc may answer: never sent unsigned for want of its key.
+        if (error instanceof SigningKeyUnavailable) return { kind: 'temporary', reason: error.message };
+        throw error;
+      }
       const messageId = messageIdFor(job.messageId, from);
       const message = {
         from: { name: from.name, address: from.address },

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { createLogger, OperationalError } from '@notify/platform';
 import { createDataKey } from '@notify/platform/mail';
 import { type FakeSigningKeys, startFakeSigningKeys } from '../testing/fake-signing-keys.ts';
-import { type DkimKey, DkimKeys, idleDomainMs } from './dkim-keys.ts';
+import { type DkimKey, DkimKeys, idleDomainMs, SigningKeyUnavailable } from './dkim-keys.ts';
 
 const dataKey = createDataKey(randomBytes(32));
 const pem = (): string => generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
@@ -118,12 +118,15 @@ describe('the DKIM keys of the domains jobs name From', () => {
     assert.equal(heldKey('plain.example')?.domainName, 'plain.example');
   });
 
-  test('a first fetch dispatch-svc fails leaves the domain unsigned until a refresh gets its key', async () => {
+  test("a job's domain whose first fetch dispatch-svc fails is refused, never unsigned, until dispatch-svc answers", async () => {
     dispatch.serve('blip.example', failing);
-    assert.equal(await keys.keyFor('blip.example'), undefined);
+    await assert.rejects(async () => keys.keyFor('blip.example'), SigningKeyUnavailable);
+    const asked = askedFor('blip.example');
+    await assert.rejects(async () => keys.keyFor('blip.example'), SigningKeyUnavailable, 'the next job asks again, and is refused again');
+    assert.equal(askedFor('blip.example'), asked + 1);
     dispatch.serveKey('blip.example', shopKey);
-    await keys.refresh();
-    assert.equal(heldKey('blip.example')?.privateKey, shopKey);
+    assert.equal((await keys.keyFor('blip.example'))?.privateKey, shopKey, 'once dispatch-svc answers, the job gets the key');
+    assert.equal(heldKey('blip.example')?.privateKey, shopKey, 'and the next one at once');
   });
 
   test('a domain no job has named for an hour is dropped and fetched anew by the next job; MAIL_FROM’s is kept', async () => {
@@ -138,7 +141,7 @@ describe('the DKIM keys of the domains jobs name From', () => {
     const again = keys.keyFor('shop.example');
     assert.ok(again instanceof Promise, 'the next job waits for a fetch again');
     assert.equal((await again)?.privateKey, shopKey);
-    assert.equal(askedFor('shop.example'), 7, 'one first fetch, five refreshes, one first fetch again');
+    assert.equal(askedFor('shop.example'), 6, 'one first fetch, four refreshes, one first fetch again');
   });
 });
 

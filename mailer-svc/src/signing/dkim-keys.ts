@@ -3,7 +3,9 @@
 // an hour. Each is fetched sealed from dispatch-svc (SigningKeyService), opened with NOTIFY_DATA_KEY, held in memory and
 // fetched again every DKIM_KEY_REFRESH, so a key added, rotated or removed with `notifyctl domain` takes effect without a
 // restart. While dispatch-svc cannot answer, the last key is kept (signing must not stop because of a blip); an answer
-// that the domain has no key makes its mail go unsigned. The private key is never logged: only the domain and selector.
+// that the domain has no key makes its mail go unsigned. A job's domain dispatch-svc has not answered for yet has no
+// last key: its mail waits (SigningKeyUnavailable) rather than go out unsigned From a domain whose DMARC policy expects
+// a signature. The private key is never logged: only the domain and selector.
 import { type Logger, RemoteError } from '@notify/platform';
 import type { DataKey } from '@notify/platform/mail';
 import type { dispatch } from '@notify/proto';
@@ -20,6 +22,14 @@ export interface DkimKey {
  * retries keep its domain held, while a domain that stopped sending costs no more fetches than this.
  */
 export const idleDomainMs = 60 * 60 * 1000;
+
+/** A job's From domain whose key dispatch-svc has not answered for yet: its mail is deferred, not sent unsigned. */
+export class SigningKeyUnavailable extends Error {
+  override name = 'SigningKeyUnavailable';
+  constructor(domain: string) {
+    super(`the DKIM key of ${domain} could not be fetched from dispatch-svc yet`);
+  }
+}
 
 export interface DkimKeyDeps {
   /** MAIL_FROM's domain, lower case: held for good. */
@@ -57,22 +67,22 @@ export class DkimKeys {
 
   /**
    * The key to sign mail From `domain` (lower case) with, or undefined to send it unsigned. A promise only for a domain
-   * not held yet, or still being fetched the first time: its first jobs share one fetch. A held domain's key comes back
-   * at once, so the mail sender awaits nothing per message.
+   * not answered for yet: its jobs share one fetch, and one still unanswered after it is refused with
+   * SigningKeyUnavailable. MAIL_FROM's is fetched at start and by every refresh: until it is known its mail goes
+   * unsigned, without waiting. A held domain's key comes back at once, so the mail sender awaits nothing per message.
    */
   keyFor(domain: string): DkimKey | undefined | Promise<DkimKey | undefined> {
-    const held = this.#held.get(domain);
-    if (held) {
-      held.namedAt = this.#now();
-      return held.first ? held.first.then(() => held.key) : held.key;
-    }
-    const fresh: Held = { key: undefined, answered: false, namedAt: this.#now() };
-    const first = this.#fetch(domain, fresh).finally(() => {
-      fresh.first = undefined;
+    const held = this.#held.get(domain) ?? { key: undefined, answered: false, namedAt: 0 };
+    held.namedAt = this.#now();
+    if (held.answered || domain === this.#deps.domain) return held.key;
+    this.#held.set(domain, held);
+    held.first ??= this.#fetch(domain, held).finally(() => {
+      held.first = undefined;
     });
-    fresh.first = first;
-    this.#held.set(domain, fresh);
-    return first.then(() => fresh.key);
+    return held.first.then(() => {
+      if (!held.answered) throw new SigningKeyUnavailable(domain);
+      return held.key;
+    });
   }
 
   /**
