@@ -4,7 +4,9 @@
 // (failed: missing, another key); a rotation keeps the old key signing until the new record verifies, and then the
 // mail the SMTP sink receives verifies (mailauth, a verifier not written here) with the new selector. Another
 // organization's domain is 404 like a missing one, both ways; each change has its audit row; every answer matches the
-// OpenAPI document. Its own system: the default one cannot be told where its DNS server is.
+// OpenAPI document. A send may name its From on a verified domain (docs/contract.md, "Sending from your own domains"):
+// its mail is From that mailbox and signed for that domain, and a key limited to some domains sends From them only.
+// Its own system: the default one cannot be told where its DNS server is.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -139,9 +141,9 @@ test('a domain added is pending; a verification finds its record missing, then a
   assert.deepEqual(await auditActions(id), ['domain.create', 'domain.verify', 'domain.verify', 'domain.verify']);
 });
 
-/** Sends one mail and answers its raw bytes as the SMTP sink stored them. */
-async function sendAndReceive(to: string): Promise<Buffer> {
-  const response = await system.send(alpha, validBody('welcome', { to }));
+/** Sends one mail as `caller` (alpha by default) and answers its raw bytes as the SMTP sink stored them. */
+async function sendAndReceive(to: string, overrides: Record<string, unknown> = {}, caller: Tenant = alpha): Promise<Buffer> {
+  const response = await system.send(caller, validBody('welcome', { to, ...overrides }));
   assertAccepted(response);
   const messageId = String(response.body.message_id);
   return waitFor(
@@ -158,6 +160,11 @@ async function sendAndReceive(to: string): Promise<Buffer> {
 
 /** The selector that signed `raw`, once mailauth verified the signature against the test DNS server's records. */
 async function signedWith(raw: Buffer): Promise<string | undefined> {
+  return (await signature(raw))?.selector;
+}
+
+/** The DKIM signature of `raw` that mailauth verified against the test DNS server's records. */
+async function signature(raw: Buffer): Promise<{ selector?: string; signingDomain?: string } | undefined> {
   const resolver = async (name: string, type: string): Promise<string[][]> => {
     const found = type === 'TXT' ? dns.records.get(name.toLowerCase()) : undefined;
     if (found) return found.map((strings) => [...strings]);
@@ -165,7 +172,7 @@ async function signedWith(raw: Buffer): Promise<string | undefined> {
   };
   const [result] = (await dkimVerify(raw, { resolver, strict: true })).results;
   assert.equal(result?.status.result, 'pass', result?.info);
-  return result?.selector;
+  return result;
 }
 
 const mailersRefreshed = (): Promise<void> => new Promise((done) => setTimeout(done, refreshMs * 5));
@@ -288,4 +295,82 @@ test('bad input is a precise 422 in English and Spanish; a key without domains:w
     assertCoded(refused, 403, 'insufficient_scope');
     assert.match(String(refused.body.detail), /domains:write/);
   }
+});
+
+/** A domain of `caller`'s organization, published and verified; answers its id. */
+async function verifiedDomain(caller: Tenant, domain: string): Promise<number> {
+  const added = await addDomain(caller, domain);
+  publish(recordsOf(added)[0] as DomainRecord);
+  const id = added.body.id as number;
+  assert.equal((await verified(caller, id)).body.status, 'verified');
+  return id;
+}
+
+test('a send From a verified domain arrives From that mailbox, signed for its domain; any other domain is a 422 on from', async () => {
+  await verifiedDomain(alpha, 'billing.alpha.example');
+  await verifiedDomain(beta, 'billing.beta.example');
+  await addDomain(alpha, 'unverified.alpha.example');
+  const raw = await sendAndReceive('from-own-domain@example.com', { from: '"Alpha, Billing" <invoices@Billing.Alpha.example>' });
+  const mail = await simpleParser(raw);
+  // nodemailer writes the domain in lower case, as DNS compares it.
+  assert.deepEqual(mail.from?.value, [{ name: 'Alpha, Billing', address: 'invoices@billing.alpha.example' }]);
+  assert.match(String(mail.messageId), /@billing\.alpha\.example>$/i);
+  const signed = await signature(raw);
+  assert.deepEqual([signed?.signingDomain, signed?.selector], ['billing.alpha.example', 'notify']);
+
+  for (const from of ['a@unverified.alpha.example', 'a@billing.beta.example', 'a@nowhere.example']) {
+    const domain = from.slice(2);
+    const { en, es } = await assertTranslated(`a From on ${domain}`, (acceptLanguage) =>
+      system.send(alpha, validBody('welcome', { from }), languageHeader(acceptLanguage)),
+    );
+    assert.equal(en.status, 422, en.text);
+    assert.deepEqual(en.body, { from: [`${domain} is not a verified sending domain of this organization.`] });
+    assert.deepEqual(es.body, { from: [`${domain} no es un dominio de envío verificado de esta organización.`] });
+  }
+});
+
+test('a key limited to some domains sends From them only: another From, or none, is 403 from_domain_not_allowed', async () => {
+  await verifiedDomain(alpha, 'limited.alpha.example');
+  await verifiedDomain(alpha, 'other.alpha.example');
+  const created = await system.authAdmin.call('CreateApiKey', {
+    projectId: alpha.projectId,
+    name: 'limited',
+    scopes: ['send'],
+    fromDomains: ['limited.alpha.example'],
+  });
+  const limited: Tenant = { ...alpha, keyId: created.key?.id ?? 0, apiKey: created.apiKey };
+  const mail = await simpleParser(await sendAndReceive('limited@example.com', { from: 'Limited <news@limited.alpha.example>' }, limited));
+  assert.deepEqual(mail.from?.value, [{ name: 'Limited', address: 'news@limited.alpha.example' }]);
+
+  const before = await system.db.query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE api_key_id = $1', [limited.keyId]);
+  const { en, es } = await assertTranslated('a From outside the key', (acceptLanguage) =>
+    system.send(limited, validBody('welcome', { from: 'a@other.alpha.example' }), languageHeader(acceptLanguage)),
+  );
+  assertCoded(en, 403, 'from_domain_not_allowed');
+  assert.equal(en.body.detail, 'This API key may not send from other.alpha.example; it may send from limited.alpha.example.');
+  assert.equal(es.body.detail, 'Esta clave de API no puede enviar desde other.alpha.example; puede enviar desde limited.alpha.example.');
+  const unnamed = await system.send(limited, validBody('welcome'));
+  assertCoded(unnamed, 403, 'from_domain_not_allowed');
+  assert.equal(unnamed.body.detail, 'This API key may send only from limited.alpha.example: name a from address on one of them.');
+
+  const batch = await documentedCall(system, checkResponse, limited, {
+    method: 'POST',
+    path: '/api/v1/send/batch/',
+    documented: '/api/v1/send/batch',
+    body: {
+      messages: [validBody('welcome', { from: 'a@limited.alpha.example' }), validBody('welcome', { from: 'a@other.alpha.example' }), validBody('welcome')],
+    },
+  });
+  assert.equal(batch.status, 200, batch.text);
+  const results = batch.body.results as Array<{ status: number; code?: string }>;
+  assert.deepEqual(
+    results.map((entry) => [entry.status, entry.code]),
+    [
+      [202, undefined],
+      [403, 'from_domain_not_allowed'],
+      [403, 'from_domain_not_allowed'],
+    ],
+  );
+  const after = await system.db.query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE api_key_id = $1', [limited.keyId]);
+  assert.equal(after.rows[0]?.n, (before.rows[0]?.n ?? 0) + 1, 'only the batch item within the limit was written');
 });
