@@ -1,7 +1,7 @@
 // Property-based: whatever headers and body a caller sends, the running gateway answers with one of the contract's
 // shapes, never a 5xx (every dependency is up), and never crashes. At least 2,000 generated requests per run, eight at a
 // time, through real keys, foreign organizations, a revoked key and random header values, with bodies ranging from valid
-// sends through mutated ones (`send_at` included) to random JSON and random bytes, and cancels (DELETE) of message ids.
+// sends through mutated ones (`send_at` and `from` included) to random JSON and random bytes, and cancels (DELETE) of message ids.
 // The same again for the batch endpoint, whose bodies hold such sends as items (and whose 200 entries are checked one by one),
 // and for the management routes (API keys, suppressions, domains, webhook endpoints, statistics), whose successful
 // answers are checked against the OpenAPI document, with a key of every scope among the keys; the template routes'
@@ -120,6 +120,22 @@ const metadataValueish = fc.oneof(
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 1 }) },
 );
 const metadataish = fc.dictionary(metadataKeyish, metadataValueish, { maxKeys: 22 });
+// from (docs/contract.md, "Sending from your own domains"): a mailbox on a domain no organization has, with or without
+// a name, or what a header injection, a list or a stray quote would look like.
+const fromish = fc.oneof(
+  { weight: 3, arbitrary: emailish },
+  { weight: 2, arbitrary: fc.tuple(fc.string({ maxLength: 40 }), emailish).map(([name, address]) => `${name} <${address}>`) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      '"Acme, Inc." <billing@acme.example>',
+      'a@acme.example, b@acme.example',
+      'Ana\r\nBcc: x@y.example <a@acme.example>',
+      '"Ana <a@acme.example>',
+      `${'n'.repeat(700)} <a@acme.example>`,
+    ),
+  },
+);
 
 /** A send body with each field kept, replaced by any JSON or dropped, maybe with unknown or reserved members. */
 const nearValidBody = fc
@@ -131,6 +147,7 @@ const nearValidBody = fc
     tags: optionalField(tagsish),
     metadata: optionalField(metadataish),
     send_at: sendAtish,
+    from: optionalField(fromish),
     extra: fc.option(fc.constantFrom('"api_key":"nk_x"', '"__proto__":{"admin":true}', '"constructor":1', '"extra":[]'), { nil: undefined }),
   })
   .map(({ extra, ...fields }) => {
