@@ -23,7 +23,7 @@ import { runStatusReads } from './scenarios/status-reads.ts';
 import { runTemplateUpdates } from './scenarios/template-updates.ts';
 import { runTracingCost, tracingRate } from './scenarios/tracing-cost.ts';
 import { runWebhookCost, webhookTotals } from './scenarios/webhook-cost.ts';
-import { snapshotCpu, snapshotRunQueueWait } from './system/cpu-usage.ts';
+import { sinkLabel, snapshotCpu, snapshotRunQueueWait } from './system/cpu-usage.ts';
 import { type MemorySampler, sampleMemory } from './system/memory.ts';
 import { type SystemUnderTest, startSystemUnderTest } from './system/system-under-test.ts';
 
@@ -241,8 +241,8 @@ try {
     abandoned: 0,
     windows,
     progress,
-    cpu: (helpers = []) => snapshotCpu({ services: () => running.processes(), helpers: [['smtp-sink', running.sink.pid], ...helpers], db: running.db }),
-    runQueueWait: () => snapshotRunQueueWait({ services: () => running.processes(), helpers: [['smtp-sink', running.sink.pid]], db: running.db }),
+    cpu: (helpers = []) => snapshotCpu({ services: () => running.processes(), helpers: [[sinkLabel, running.sink.pid], ...helpers], db: running.db }),
+    runQueueWait: () => snapshotRunQueueWait({ services: () => running.processes(), helpers: [[sinkLabel, running.sink.pid]], db: running.db }),
   };
 
   figures.ceiling = await runCeiling(context);

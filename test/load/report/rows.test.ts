@@ -70,7 +70,8 @@ const endToEnd = (options: { p99Ms: number; queuedToSentP99Ms: number; timeouts?
 
 /**
  * A drain of 2,000 messages at 420/s, beside raw nodemailer's 800/s into the same sink; the drain's processes cost
- * `drainSystemMs` per mail, raw nodemailer's 1.4 ms (machine totals and other work are not the system's).
+ * `drainSystemMs` per mail, raw nodemailer's 1.4 ms, the sink 0.5 ms of each (machine totals and other work are not
+ * the system's).
  */
 const deliveryRun = (notifyPerSecond = 420, drainSystemMs = 3.5): DeliveryResult => ({
   messages: 2_000,
@@ -92,25 +93,33 @@ const deliveryRun = (notifyPerSecond = 420, drainSystemMs = 3.5): DeliveryResult
   settled: { total: 2_000, sent: 2_000, failed: 0, pending: 0, waitedS: 5 },
 });
 
-test('the delivery rows judge the drain against 1,500/s and against raw nodemailer of the same run (0.8), in mails per second and in CPU per mail', () => {
+test('the delivery rows judge the drain against 1,500/s and against raw nodemailer of the same run (0.8), in mails per second and in CPU per mail without the sink', () => {
   const judged = (notifyPerSecond: number, drainSystemMs?: number) =>
     buildRows({ connections: 64, delivery: deliveryRun(notifyPerSecond, drainSystemMs) })
       .filter((entry) => entry.figure.startsWith('delivery') && !entry.figure.includes('updates'))
       .map((entry) => [entry.figure, entry.measured, entry.baseline, entry.ratio, entry.target, entry.result]);
-  // 420 / 800 = 0.525, 34 % short of 0.8; raw 1.4 ms against the drain's 3.5 ms per mail = 0.40, 50 % short.
+  // 420 / 800 = 0.525, 34 % short of 0.8; without the sink's 0.5 ms, raw's 0.9 ms against the drain's 3.0 ms = 0.30.
   assert.deepEqual(judged(420), [
     ['delivery drain, 2,000 messages (sent/s)', '420/s', '', '', '>= 1,500/s', 'MISS (-72%)'],
     ['delivery / raw pooled nodemailer', '0.53', 'raw 800/s', '0.53', '>= 0.80', 'MISS (-34%)'],
-    ['delivery drain: CPU per mail, system', '3.50 ms', 'raw pooled nodemailer 1.40 ms (sink 0.50 ms)', '0.40', '>= 0.80', 'MISS (-50%)'],
+    // Judged without the sink: the relay's 0.50 ms of each is not Notify's nor nodemailer's.
+    [
+      'delivery drain: CPU per mail, system',
+      '3.50 ms (3.00 without the sink)',
+      'raw pooled nodemailer 1.40 ms (0.90 without the sink)',
+      '0.30',
+      '>= 0.80',
+      'MISS (-62%)',
+    ],
   ]);
-  // At most 1.25 times raw's CPU per mail (1.75 ms) passes: 1.70 ms does, 1.80 ms does not.
+  // At most 1.25 times raw's CPU per mail without the sink (1.125 ms) passes: 1.6 - 0.5 ms does, 1.7 - 0.5 ms does not.
   assert.deepEqual(
-    judged(1_600, 1.7).map((entry) => entry[5]),
+    judged(1_600, 1.6).map((entry) => entry[5]),
     ['pass', 'pass', 'pass'],
   );
   assert.deepEqual(
-    judged(1_600, 1.8).map((entry) => entry[5]),
-    ['pass', 'pass', 'MISS (-3%)'],
+    judged(1_600, 1.7).map((entry) => entry[5]),
+    ['pass', 'pass', 'MISS (-6%)'],
   );
 });
 
@@ -189,7 +198,7 @@ test('the tracing rows put CPU per message with spans exported beside the defaul
     },
     12_000,
   );
-  assert.deepEqual(tracingTotals(on.cpuPerMessage), { services: 4.5, system: 5.5, receiver: 2 });
+  assert.deepEqual(tracingTotals(on.cpuPerMessage), { services: 4.5, system: 5.5, sink: 0, receiver: 2 });
   const rows = buildRows({ connections: 64, tracing: { rate: 200, off, on } });
   assert.deepEqual(
     rows.map((entry) => [entry.figure, entry.measured, entry.baseline, entry.ratio]),
@@ -299,7 +308,7 @@ test('the webhook rows put CPU per message with an endpoint beside none, the ext
     400,
   );
   // The receiver and the machine's other work are not Notify's.
-  assert.deepEqual(webhookTotals(endpoint.cpuPerMessage), { services: 4, system: 4.8, receiver: 0.3 });
+  assert.deepEqual(webhookTotals(endpoint.cpuPerMessage), { services: 4, system: 4.8, sink: 0, receiver: 0.3 });
   // 400 messages: (4.0 - 3.0) ms x 400 over 400 events; the system also pays PostgreSQL and NATS.
   assert.equal(cpuPerEvent(none, endpoint, 'services'), 1);
   assert.ok(Math.abs((cpuPerEvent(none, endpoint, 'system') ?? 0) - 1.3) < 1e-9);

@@ -8,7 +8,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { countOf } from '../generators/load-result.ts';
 import { type PacedLoadResult, runPaced } from '../generators/paced-load.ts';
-import { cpuPerMessage } from '../system/cpu-usage.ts';
+import { cpuPerMessage, sinkLabel } from '../system/cpu-usage.ts';
 import { type BenchTraceReceiver, startBenchTraceReceiver, type TraceCounts } from '../system/trace-receiver.ts';
 import { type BenchContext, inWindow, requireAnswers } from './context.ts';
 import { type DeliveryState, lastMessageId, quietMessageId, waitSettled } from './message-progress.ts';
@@ -49,9 +49,9 @@ const notAccounted = new Set(['machine total', 'other (not this run)', receiverL
 /**
  * CPU milliseconds per message: `services`, the four services; `system`, every process of the run (the services,
  * PostgreSQL, NATS, Redis, the SMTP sink and the load generator), without the receiver and without the machine's
- * other work; `receiver`, the receiver alone.
+ * other work; `sink`, the SMTP sink's part of `system`; `receiver`, the receiver alone.
  */
-export function tracingTotals(perMessage: Readonly<Record<string, number>>): { services: number; system: number; receiver: number } {
+export function tracingTotals(perMessage: Readonly<Record<string, number>>): { services: number; system: number; sink: number; receiver: number } {
   let services = 0;
   let system = 0;
   for (const [label, ms] of Object.entries(perMessage)) {
@@ -59,7 +59,7 @@ export function tracingTotals(perMessage: Readonly<Record<string, number>>): { s
     system += ms;
     if ((serviceLabels as readonly string[]).includes(label)) services += ms;
   }
-  return { services, system, receiver: perMessage[receiverLabel] ?? 0 };
+  return { services, system, sink: perMessage[sinkLabel] ?? 0, receiver: perMessage[receiverLabel] ?? 0 };
 }
 
 /** The planned rate, or half of what the system accepted at saturation (in steps of 50, at least 50) if that is lower. */

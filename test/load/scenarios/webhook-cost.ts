@@ -24,7 +24,7 @@ import { runBatch } from '../generators/batch-load.ts';
 import { type ClosedLoopResult, runClosedLoop } from '../generators/closed-loop.ts';
 import { countOf, type LoadResult } from '../generators/load-result.ts';
 import { type PacedLoadResult, runPaced } from '../generators/paced-load.ts';
-import { cpuPerMessage } from '../system/cpu-usage.ts';
+import { cpuPerMessage, sinkLabel } from '../system/cpu-usage.ts';
 import type { BenchTenant } from '../system/system-under-test.ts';
 import { type BenchWebhookReceiver, startBenchWebhookReceiver, type WebhookCounts } from '../system/webhook-receiver.ts';
 import { type BenchContext, inWindow, requireAnswers } from './context.ts';
@@ -113,9 +113,9 @@ const notAccounted = new Set(['machine total', 'other (not this run)', webhookRe
 /**
  * CPU milliseconds per message: `services`, the five services; `system`, every process of the run (services,
  * PostgreSQL, NATS, Redis, the SMTP sink and the load generator) without the receiver and the machine's other work;
- * `receiver`, the receiver alone.
+ * `sink`, the SMTP sink's part of `system`; `receiver`, the receiver alone.
  */
-export function webhookTotals(perMessage: Readonly<Record<string, number>>): { services: number; system: number; receiver: number } {
+export function webhookTotals(perMessage: Readonly<Record<string, number>>): { services: number; system: number; sink: number; receiver: number } {
   let services = 0;
   let system = 0;
   for (const [label, ms] of Object.entries(perMessage)) {
@@ -123,7 +123,7 @@ export function webhookTotals(perMessage: Readonly<Record<string, number>>): { s
     system += ms;
     if ((webhookServiceLabels as readonly string[]).includes(label)) services += ms;
   }
-  return { services, system, receiver: perMessage[webhookReceiverLabel] ?? 0 };
+  return { services, system, sink: perMessage[sinkLabel] ?? 0, receiver: perMessage[webhookReceiverLabel] ?? 0 };
 }
 
 /**

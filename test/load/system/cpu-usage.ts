@@ -16,6 +16,9 @@ const ticksPerSecond = 100;
  */
 export type CpuSnapshot = ReadonlyMap<string, number>;
 
+/** The bench's SMTP relay among the helper processes: counted in a run's system figures, and also given apart. */
+export const sinkLabel = 'smtp-sink';
+
 export const processKey = (label: string, pid: number): string => `${label}\0${pid}`;
 const labelOf = (key: string): string => key.split('\0')[0] as string;
 

@@ -1,18 +1,18 @@
-// The local SMTP sink (cli/src/local/smtp-sink.ts) in a process of its own, for the bench. It can be told to hold
-// every recipient for a while before accepting it, like a slow relay (the scale-out scenario), and answers how many
-// mails it has stored. Argument: the folder the .eml files go to.
+// The local SMTP sink (cli/src/local/smtp-sink.ts) in a process of its own, for the bench's scale-out scenario
+// (sink.ts): it holds every recipient for a while before accepting it, like a slow relay, and answers how many mails
+// it has stored. Arguments: the folder the .eml files go to, and the port to listen on.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startSmtpSink } from '@notify/cli/local';
 import { silentLogger } from '../../harness/logger.ts';
 
-const dir = process.argv[2];
-if (!dir) throw new Error('usage: sink-process.ts <mail folder>');
+const [dir, port] = process.argv.slice(2);
+if (!dir || !port) throw new Error('usage: sink-process.ts <mail folder> <port>');
 const send = (message: Record<string, unknown>): void => void process.send?.(message);
 
 let delayMs = 0;
 const sink = await startSmtpSink({
   host: '127.0.0.1',
-  port: 0,
+  port: Number(port),
   dir,
   logger: silentLogger('smtp-sink'),
   reply: () => (delayMs > 0 ? sleep(delayMs).then(() => undefined) : undefined),

@@ -1,7 +1,7 @@
 // The whole system the bench measures, started by the end-to-end harness (test/harness/launch-system.ts: run-unique
 // database, NATS and Redis prefixes, every service a real process) but tuned for load: services log at warn, the
-// per-key rate limit is out of the way, the SMTP sink runs in its own process, and mailer replicas can be started and
-// stopped one by one.
+// per-key rate limit is out of the way, the SMTP relay is Postfix's smtp-sink in a process of its own (sink.ts), and
+// mailer replicas can be started and stopped one by one.
 import { join } from 'node:path';
 import type { ServiceName, Stack } from '@notify/cli/local';
 import type pg from 'pg';
@@ -57,10 +57,7 @@ export async function startSystemUnderTest(options: SystemUnderTestOptions): Pro
         { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(options.profile.dir, service)}` }
       : {};
   const system = await launchSystem({
-    startSink: async (mailDir) => {
-      const sink = await startBenchSink(mailDir);
-      return { ...sink, close: () => sink.stop() };
-    },
+    startSink: startBenchSink,
     mailerReplicas: options.mailerReplicas,
     // The chart's default: a default install writes an access line per request and a line per delivery attempt, and
     // what they cost belongs in its CPU per message.
