@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { HttpResult, System, Tenant } from '../../harness/system.ts';
-import { startSystem } from '../../harness/system.ts';
+import { startTenantPair } from '../../harness/tenant-pair.ts';
 import { anotherKey } from '../../harness/tenants.ts';
 
 let system: System;
@@ -13,9 +13,7 @@ let alpha: Tenant;
 let beta: Tenant;
 
 before(async () => {
-  system = await startSystem();
-  alpha = await system.createTenant('audit-alpha');
-  beta = await system.createTenant('audit-beta');
+  ({ system, alpha, beta } = await startTenantPair('audit'));
 });
 
 after(async () => {

@@ -10,9 +10,10 @@ import { parseDataKey, returnPathFor, unsubscribeToken } from '@notify/platform/
 import nodemailer from 'nodemailer';
 import { assertCoded } from '../../harness/contract-shapes.ts';
 import { documentedCall } from '../../harness/documented-call.ts';
-import { openApiResponseCheck, type ResponseCheck } from '../../harness/openapi.ts';
+import type { ResponseCheck } from '../../harness/openapi.ts';
 import { arf, dsn } from '../../harness/report-samples.ts';
-import { type HttpResult, type System, startSystem, type Tenant } from '../../harness/system.ts';
+import type { HttpResult, System, Tenant } from '../../harness/system.ts';
+import { startTenantPair } from '../../harness/tenant-pair.ts';
 import { anotherKey, validBody } from '../../harness/tenants.ts';
 import { waitFor } from '../../harness/wait.ts';
 
@@ -22,11 +23,7 @@ let beta: Tenant;
 let checkResponse: ResponseCheck;
 
 before(async () => {
-  system = await startSystem();
-  alpha = await system.createTenant('stats-alpha');
-  beta = await system.createTenant('stats-beta');
-  for (const tenant of [alpha, beta]) await system.putTemplate(tenant.projectId, 'welcome');
-  checkResponse = openApiResponseCheck((await system.request('/api/v1/openapi.json', { method: 'GET' })).body);
+  ({ system, alpha, beta, checkResponse } = await startTenantPair('stats', { welcome: true }));
 });
 
 after(async () => {

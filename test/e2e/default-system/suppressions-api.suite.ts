@@ -7,8 +7,9 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { assertCoded } from '../../harness/contract-shapes.ts';
 import { documentedCall } from '../../harness/documented-call.ts';
-import { openApiResponseCheck, type ResponseCheck } from '../../harness/openapi.ts';
-import { type HttpResult, type System, startSystem, type Tenant } from '../../harness/system.ts';
+import type { ResponseCheck } from '../../harness/openapi.ts';
+import type { HttpResult, System, Tenant } from '../../harness/system.ts';
+import { startTenantPair } from '../../harness/tenant-pair.ts';
 import { anotherKey, validBody } from '../../harness/tenants.ts';
 
 let system: System;
@@ -17,11 +18,7 @@ let beta: Tenant;
 let checkResponse: ResponseCheck;
 
 before(async () => {
-  system = await startSystem();
-  alpha = await system.createTenant('suppressions-alpha');
-  beta = await system.createTenant('suppressions-beta');
-  for (const tenant of [alpha, beta]) await system.putTemplate(tenant.projectId, 'welcome');
-  checkResponse = openApiResponseCheck((await system.request('/api/v1/openapi.json', { method: 'GET' })).body);
+  ({ system, alpha, beta, checkResponse } = await startTenantPair('suppressions', { welcome: true }));
 });
 
 after(async () => {

@@ -10,8 +10,9 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { assertCoded } from '../../harness/contract-shapes.ts';
 import { documentedCall } from '../../harness/documented-call.ts';
-import { openApiResponseCheck, type ResponseCheck } from '../../harness/openapi.ts';
-import { type HttpResult, type System, startSystem, type Tenant } from '../../harness/system.ts';
+import type { ResponseCheck } from '../../harness/openapi.ts';
+import type { HttpResult, System, Tenant } from '../../harness/system.ts';
+import { startTenantPair } from '../../harness/tenant-pair.ts';
 import { anotherKey } from '../../harness/tenants.ts';
 import { waitFor } from '../../harness/wait.ts';
 
@@ -21,10 +22,7 @@ let beta: Tenant;
 let checkResponse: ResponseCheck;
 
 before(async () => {
-  system = await startSystem();
-  alpha = await system.createTenant('webhooks-api-alpha');
-  beta = await system.createTenant('webhooks-api-beta');
-  checkResponse = openApiResponseCheck((await system.request('/api/v1/openapi.json', { method: 'GET' })).body);
+  ({ system, alpha, beta, checkResponse } = await startTenantPair('webhooks-api'));
 });
 
 after(async () => {
