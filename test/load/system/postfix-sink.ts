@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { ensurePostfix } from '../../harness/private-postfix.ts';
+import { waitFor } from '../../harness/wait.ts';
 
 export interface PostfixSink {
   readonly pid: number | undefined;
@@ -18,7 +19,7 @@ export interface PostfixSink {
 /** smtp-sink's -c counters, rewritten in place with a carriage return: `sess=2 quit=0 mesg=5`. */
 const counters = /mesg=(\d+)/g;
 
-/** Starts smtp-sink on 127.0.0.1:`port` and resolves once it greets. */
+/** Starts smtp-sink on 127.0.0.1:`port` and resolves once it accepts connections. */
 export async function startPostfixSink(port: number): Promise<PostfixSink> {
   const program = join(dirname(await ensurePostfix()), 'smtp-sink');
   // As root smtp-sink must be told whose privileges to take once its socket is open.
@@ -39,29 +40,26 @@ export async function startPostfixSink(port: number): Promise<PostfixSink> {
     process.off('exit', killNow);
   };
   try {
-    await listening(port, () => child.exitCode !== null || child.signalCode !== null);
+    await waitFor(() => (child.exitCode !== null || child.signalCode !== null ? Promise.reject(new Error('it exited')) : accepts(port)), {
+      timeoutMs: 10_000,
+      intervalMs: 50,
+      what: `smtp-sink to listen on port ${port}`,
+    });
   } catch (error) {
     await stop();
-    throw new Error(`smtp-sink did not start on port ${port}: ${(error as Error).message}\n${errors}`);
+    throw new Error(`smtp-sink did not start: ${(error as Error).message}\n${errors}`);
   }
   return { pid: child.pid, received: () => received, stop };
 }
 
-/** Waits until something accepts connections on the port, for at most 10 s, or until `gone` says the process exited. */
-async function listening(port: number, gone: () => boolean): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    if (gone()) throw new Error('it exited');
-    const accepted = await new Promise<boolean>((resolve) => {
-      const socket = connect({ host: '127.0.0.1', port });
-      socket.once('connect', () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once('error', () => resolve(false));
+/** Whether something accepts a connection on 127.0.0.1:`port`. */
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
     });
-    if (accepted) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('no listener within 10 s');
+    socket.once('error', () => resolve(false));
+  });
 }

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createTransport } from 'nodemailer';
+import { waitFor } from '../../harness/wait.ts';
 import { type BenchSink, startBenchSink } from './sink.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-sink-'));
@@ -37,16 +38,15 @@ async function send(count: number): Promise<number> {
   }
 }
 
-/** smtp-sink counts at the final dot and writes the count a moment later: waits for it. */
-async function receivedReaches(expected: number): Promise<number> {
-  const deadline = Date.now() + 2_000;
-  let received = await sink.received();
-  while (received < expected && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    received = await sink.received();
-  }
-  return received;
-}
+/** smtp-sink counts at the final dot and writes the count a moment later: what it has counted once it reaches `expected`. */
+const receivedReaches = (expected: number): Promise<number> =>
+  waitFor(
+    async () => {
+      const received = await sink.received();
+      return received >= expected && received;
+    },
+    { timeoutMs: 2_000, intervalMs: 20, what: `the sink to count ${expected} mails` },
+  );
 
 test('smtp-sink receives and counts; a delay hands the port to the Node sink and back, the count running on', async () => {
   const postfixPid = sink.pid;
