@@ -27,6 +27,7 @@ export type * as dispatch from './generated/notify/dispatch/v1/index.ts';
 export type * as messaging from './generated/notify/messaging/v1/index.ts';
 export { labelCharacters, labelLimits } from './labels.ts';
 export type {
+  CarriedEvent,
   DeliveryEvent,
   DeliveryJob,
   DeliveryState,
@@ -34,6 +35,7 @@ export type {
   JobSender,
   KeyTarget,
   Read,
+  ReadEvent,
   Requeue,
   TemplateSnapshot,
   WebhookDelivery,
@@ -44,11 +46,13 @@ export {
   deliveryJobId,
   deliveryStates,
   encodeDeliveryEvent,
+  encodeDeliveryEventBatch,
   encodeDeliveryJob,
   encodeKeyAnnouncement,
   encodeWebhookDelivery,
   readDeliveryEvent,
   readDeliveryJob,
+  readEventsMessage,
   readKeyAnnouncement,
   readWebhookDelivery,
   schemaHeader,

@@ -7,11 +7,13 @@ import {
   deliveryJobId,
   deliveryStates,
   encodeDeliveryEvent,
+  encodeDeliveryEventBatch,
   encodeDeliveryJob,
   encodeKeyAnnouncement,
   encodeWebhookDelivery,
   readDeliveryEvent,
   readDeliveryJob,
+  readEventsMessage,
   readKeyAnnouncement,
   readWebhookDelivery,
   webhookDeliveryId,
@@ -186,6 +188,33 @@ describe('delivery events', () => {
       assert.equal(read.ok, false, field);
       assert.match(!read.ok ? read.reason : '', new RegExp(`invalid ${field}`), field);
     }
+  });
+
+  it('travel in a batch with the traceparent of each, read each on its own', () => {
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const sending: DeliveryEvent = { messageId: 1, state: 'sending', attempt: 1, occurredAt: '2025-01-02T03:04:05.000Z' };
+    const batch = encodeDeliveryEventBatch([
+      { event, traceparent },
+      { event: sending, traceparent: '' },
+      { event: { ...sending, attempt: 0 }, traceparent },
+    ]);
+    assert.equal(batch.schema, 'notify.messaging.v1.DeliveryEventBatch');
+    assert.deepEqual(readEventsMessage(batch.bytes, batch.schema), {
+      ok: true,
+      value: [
+        { ok: true, value: event, traceparent },
+        { ok: true, value: sending },
+        { ok: false, reason: 'malformed event: invalid attempt', messageId: 1, traceparent },
+      ],
+    });
+    // A single event reads as a list of one, without a traceparent (its header carries it).
+    const single = encodeDeliveryEvent(event);
+    assert.deepEqual(readEventsMessage(single.bytes, single.schema), { ok: true, value: [{ ok: true, value: event }] });
+    assert.deepEqual(readEventsMessage(encodeDeliveryEventBatch([]).bytes, batch.schema), { ok: false, reason: 'malformed event batch: no events' });
+    assert.deepEqual(readEventsMessage(json(event), undefined), {
+      ok: false,
+      reason: 'malformed event: schema (none) is not notify.messaging.v1.DeliveryEvent',
+    });
   });
 
   it('are refused without the schema header, whatever the bytes', () => {

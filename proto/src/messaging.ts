@@ -86,6 +86,7 @@ function codec(name: string) {
 
 const jobCodec = codec('DeliveryJob');
 const eventCodec = codec('DeliveryEvent');
+const eventBatchCodec = codec('DeliveryEventBatch');
 const keyCodec = codec('KeyAnnouncement');
 const webhookCodec = codec('WebhookDelivery');
 
@@ -181,7 +182,47 @@ const maxTextLength = 2_000;
 /** Reads an event; `schema` is the message's Notify-Schema header. */
 export function readDeliveryEvent(bytes: Uint8Array, schema: string | undefined): Read<DeliveryEvent> {
   const fields = fieldsOf(bytes, schema, eventCodec);
-  if (typeof fields === 'string') return refused('event', fields, undefined);
+  return typeof fields === 'string' ? refused('event', fields, undefined) : eventOf(fields);
+}
+
+/** An event and the `traceparent` of the span that published it ('' when it has none), as a batch carries them. */
+export interface CarriedEvent {
+  readonly event: DeliveryEvent;
+  readonly traceparent: string;
+}
+
+/** A batch of events ready to publish on `Topology.eventBatchesSubject`. */
+export function encodeDeliveryEventBatch(events: readonly CarriedEvent[]): WireMessage {
+  return eventBatchCodec.encode({ events: events.map(({ event, traceparent }) => ({ event, traceparent })) });
+}
+
+/** One event read off the events stream, with the `traceparent` its batch gave it (a single event carries it in a header). */
+export type ReadEvent = Read<DeliveryEvent> & { traceparent?: string };
+
+/**
+ * Reads what the events stream carries: a single event or a batch. The events of a batch are read each on its own (one
+ * that cannot be read does not cost the others theirs); the outer result refuses a message that is neither.
+ */
+export function readEventsMessage(bytes: Uint8Array, schema: string | undefined): Read<ReadEvent[]> {
+  if (schema !== eventBatchCodec.schema) {
+    const read = readDeliveryEvent(bytes, schema);
+    return read.ok ? { ok: true, value: [read] } : read;
+  }
+  const fields = eventBatchCodec.decode(bytes);
+  if (fields === undefined) return refused('event batch', `not a ${eventBatchCodec.schema}`, undefined);
+  const events = Array.isArray(fields.events) ? (fields.events as unknown[]) : [];
+  if (events.length === 0) return refused('event batch', 'no events', undefined);
+  return {
+    ok: true,
+    value: events.map((carried): ReadEvent => {
+      const { event, traceparent } = isObject(carried) ? carried : {};
+      const read = isObject(event) ? eventOf(event) : refused<DeliveryEvent>('event', 'missing', undefined);
+      return isText(traceparent) ? { ...read, traceparent } : read;
+    }),
+  };
+}
+
+function eventOf(fields: Record<string, unknown>): Read<DeliveryEvent> {
   const { messageId, state, attempt, occurredAt, smtpCode, smtpResponse, reason, suppression } = fields;
   const problems = [
     !isId(messageId) && 'messageId',

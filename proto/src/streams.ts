@@ -7,8 +7,13 @@ export interface Topology {
   readonly jobsStream: string;
   readonly jobsSubject: string;
   readonly eventsStream: string;
-  /** Subject of one message's delivery events; the events stream captures all of them. */
+  /**
+   * Subject of one message's delivery events, as single events (a mailer before batches published them there); the
+   * events stream captures all of them.
+   */
   eventsSubject(messageId: number): string;
+  /** Subject of the mailers' batches of delivery events (DeliveryEventBatch), inside `eventsSubjects`. */
+  readonly eventBatchesSubject: string;
   readonly eventsSubjects: string;
   readonly mailerConsumer: string;
   readonly eventsConsumer: string;
@@ -45,6 +50,7 @@ export function topology(prefix: string): Topology {
     jobsSubject: `${subjectPrefix}notify.jobs.email`,
     eventsStream: `${streamPrefix}NOTIFY_EVENTS`,
     eventsSubject: (messageId) => `${subjectPrefix}notify.events.${messageId}`,
+    eventBatchesSubject: `${subjectPrefix}notify.events.batch`,
     eventsSubjects: `${subjectPrefix}notify.events.>`,
     mailerConsumer,
     eventsConsumer: `${streamPrefix}dispatch-events`,

@@ -44,7 +44,8 @@ const names = () => {
   const prefix = system.resources.natsPrefix;
   return {
     jobs: `${prefix.toLowerCase()}notify.jobs.email`,
-    events: (id: number) => `${prefix.toLowerCase()}notify.events.${id}`,
+    /** Where the mailers publish their batches of delivery events; each event's spans carry its message id. */
+    events: `${prefix.toLowerCase()}notify.events.batch`,
     eventsStream: `${prefix.toUpperCase()}NOTIFY_EVENTS`,
   };
 };
@@ -62,7 +63,10 @@ async function sendAndFollow(to: string, requestId: string): Promise<{ id: numbe
   const id = response.body.message_id as number;
   await waitForStates(system.db, [id], { timeoutMs: 30_000 });
   const applied = (span: ReceivedSpan) =>
-    span.service === 'dispatch-svc' && span.name === `process ${names().events(id)}` && span.attributes['notify.delivery.state'] === 'sent';
+    span.service === 'dispatch-svc' &&
+    span.name === `process ${names().events}` &&
+    span.attributes['notify.message.id'] === id &&
+    span.attributes['notify.delivery.state'] === 'sent';
   const final = await waitFor(async () => receiver.spans.find(applied), { timeoutMs: 15_000, what: `the span applying message ${id}'s sent event` });
   // The gateway's and the mailer's last spans may still be in their exporters' next batch.
   await new Promise((resolve) => setTimeout(resolve, 500));
@@ -134,18 +138,10 @@ test('one send is one trace from the HTTP request through auth-svc, dispatch-svc
   // The delivery events: published under the job's processing, applied by dispatch-svc as children of their publish,
   // each linked to the batch it was applied in (a batch of its own trace, linked back to every event it served).
   for (const state of ['sending', 'sent']) {
-    const eventPublish = one(
-      trace,
-      `${state} event publish`,
-      (span) => span.name === `send ${events(id)}` && span.attributes['notify.delivery.state'] === state,
-    );
+    const eventPublish = one(trace, `${state} event publish`, (span) => span.name === `send ${events}` && span.attributes['notify.delivery.state'] === state);
     assert.equal(eventPublish.kind, otlpSpanKind.producer);
     assert.equal(eventPublish.parentSpanId, processJob.spanId);
-    const applied = one(
-      trace,
-      `${state} event application`,
-      (span) => span.name === `process ${events(id)}` && span.attributes['notify.delivery.state'] === state,
-    );
+    const applied = one(trace, `${state} event application`, (span) => span.name === `process ${events}` && span.attributes['notify.delivery.state'] === state);
     assert.equal(applied.service, 'dispatch-svc');
     assert.equal(applied.kind, otlpSpanKind.consumer);
     assert.equal(applied.parentSpanId, eventPublish.spanId);

@@ -1,12 +1,13 @@
 // The events consumer against real NATS and PostgreSQL: events are applied in batches of what was received together,
 // one transaction each, acked after its commit and nak'd whole when it fails; malformed events are terminated alone.
+// A mailer's batch of events is one message: acked once all its events are stored.
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLogger } from '@notify/platform';
 import { schemaHeaders } from '@notify/platform/nats';
-import { type DeliveryEvent, deliveryEventId, encodeDeliveryEvent } from '@notify/proto';
+import { type DeliveryEvent, deliveryEventId, encodeDeliveryEvent, encodeDeliveryEventBatch } from '@notify/proto';
 import { waitFor } from '@notify/test/harness/wait.ts';
 import { type Harness, startHarness } from '../testing/harness.ts';
 import { type EventConsumer, startEventConsumer } from './event-consumer.ts';
@@ -327,4 +328,38 @@ test("a batch whose transaction fails is nak'd whole, and applied when it is off
   assert.equal(await stateOf(c), 'sent');
   assert.deepEqual(await eventRows(c), ['queued:0', 'sending:1', 'sent:1']);
   assert.equal(notStored().length, failuresBefore + 3, 'the batch failed only while its commit was refused');
+});
+
+test("a mailer's batch of events is applied in one transaction, and one unreadable event dead-letters the batch without costing the others", async () => {
+  const [a, b] = [await newMessage(), await newMessage()];
+  const before = await outcomeCounts();
+  const lettersBefore = (await deadLetterReasons()).length;
+  const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+  const batch = encodeDeliveryEventBatch([
+    { event: { messageId: a, state: 'sending', attempt: 1, occurredAt: at(1) }, traceparent },
+    { event: { messageId: b, state: 'sending', attempt: 1, occurredAt: at(1) }, traceparent: '' },
+    { event: { messageId: a, state: 'sent', attempt: 1, occurredAt: at(2), smtpCode: 250, smtpResponse: '250 OK' }, traceparent },
+  ]);
+  await h.js.publish(h.names.eventBatchesSubject, batch.bytes, { headers: schemaHeaders(batch) });
+  await settled();
+  assert.equal(await stateOf(a), 'sent');
+  assert.equal(await stateOf(b), 'sending');
+  const writers = await h.pool.query<{ count: number }>(
+    `SELECT count(DISTINCT xmin::text)::int AS count FROM message_events WHERE message_id = ANY($1::bigint[]) AND state <> 'queued'`,
+    [[a, b]],
+  );
+  assert.equal(writers.rows[0]?.count, 1, 'the batch was one transaction');
+
+  // An event a reader cannot read (a state no release knows) inside a batch: the batch's bytes are kept as a dead
+  // letter naming it, the other event is applied, and the batch is acked rather than offered again.
+  const mixed = encodeDeliveryEventBatch([
+    { event: { messageId: b, state: 'delivered' as DeliveryEvent['state'], attempt: 1, occurredAt: at(3) }, traceparent: '' },
+    { event: { messageId: b, state: 'sent', attempt: 1, occurredAt: at(3), smtpCode: 250, smtpResponse: '250 OK' }, traceparent: '' },
+  ]);
+  await h.js.publish(h.names.eventBatchesSubject, mixed.bytes, { headers: schemaHeaders(mixed) });
+  await settled();
+  assert.equal(await stateOf(b), 'sent');
+  assert.deepEqual((await deadLetterReasons()).slice(lettersBefore), ['malformed event: invalid state']);
+  assert.deepEqual(await outcomesSince(before), { applied: 4, malformed: 1 });
+  assert.equal((await h.jsm.streams.info(h.names.eventsStream)).state.messages, 0, 'nothing is left to redeliver');
 });

@@ -1,8 +1,9 @@
-// The durable pull consumer on the events stream: the DeliveryEvents received together are applied in one transaction
-// and acked after its commit, so a crash between the two only redelivers events the store then sees as duplicates.
+// The durable pull consumer on the events stream: the DeliveryEvents received together (single events, and the batches
+// a mailer publishes) are applied in one transaction and acked after its commit, so a crash between the two only
+// redelivers events the store then sees as duplicates.
 // Traces: the batch is one `process` span of its own, linked to every event's context (its database work is under it);
 // each event gets a `process` span in its message's trace, a child of the mailer's span that published it.
-import { type Logger, notifyAttributes, recordFailure, type Span, withActiveSpan } from '@notify/platform';
+import { type Context, contextFromTraceparent, type Logger, notifyAttributes, recordFailure, type Span, withActiveSpan } from '@notify/platform';
 import type { Pool } from '@notify/platform/database';
 import {
   carriedContext,
@@ -17,7 +18,7 @@ import {
   startBatchProcessSpan,
   startProcessSpan,
 } from '@notify/platform/nats';
-import { type DeliveryEvent, deliveryEventId, readDeliveryEvent, schemaHeader, type Topology } from '@notify/proto';
+import { type DeliveryEvent, deliveryEventId, readEventsMessage, schemaHeader, type Topology } from '@notify/proto';
 import type { DispatchMetrics } from '../metrics.ts';
 import { type Applied, applyDeliveryEvents } from './event-store.ts';
 
@@ -68,49 +69,68 @@ interface Parsed {
 const logContext = (message: JsMsg) => ({ subject: message.subject, streamSequence: message.seq });
 
 /**
- * An event no release of this reader can read: redelivering it would fail the same way, so its bytes go to the dead
- * letters and it is terminated. Offered again later if even the dead letter could not be written (nothing vanishes).
+ * A message no release of this reader can read, or a batch with events that cannot be read: redelivering it would fail
+ * the same way, so its bytes go to the dead letters. False if even the dead letter could not be written: the message is
+ * then offered again later (nothing vanishes), and none of its events is applied now.
  */
-async function refuse(deps: EventConsumerDeps, message: JsMsg, reason: string): Promise<void> {
+async function deadLetterEvents(deps: EventConsumerDeps, message: JsMsg, reason: string): Promise<boolean> {
   deps.logger.error({ ...logContext(message), reason }, 'unreadable delivery event dead-lettered');
   if (!(await deadLetter(deps.js, deps.names.deadLettersSubject('events'), message, reason))) {
     message.nak(retryDelayMs);
-    return;
+    return false;
   }
   deps.metrics.deliveryEvents.inc({ outcome: 'malformed' });
-  // No reason text: servers before 2.10.4 do not recognise `+TERM <reason>` and would leave the event pending.
-  message.term();
+  return true;
 }
 
-/** Dead-letters the unreadable events one by one, applies the others in one transaction, then settles each of them. */
+/**
+ * Reads each message (a single event or a mailer's batch), dead-letters what cannot be read, applies every readable
+ * event in one transaction, then settles each message: acked once all of its events are stored. A message that is not
+ * an event at all is terminated; a batch with some unreadable events is dead-lettered whole and its readable events
+ * applied (a dead letter replayed later only repeats them, which the store sees as duplicates).
+ */
 async function handle(deps: EventConsumerDeps, messages: readonly JsMsg[]): Promise<void> {
-  const received: Omit<Parsed, 'span'>[] = [];
+  const received: Array<Omit<Parsed, 'span'> & { carried: Context }> = [];
+  const settled: JsMsg[] = [];
   for (const message of messages) {
-    const read = readDeliveryEvent(message.data, message.headers?.get(schemaHeader) || undefined);
-    if (read.ok) received.push({ message, event: read.value });
-    else await refuse(deps, message, read.reason);
+    const read = readEventsMessage(message.data, message.headers?.get(schemaHeader) || undefined);
+    if (!read.ok) {
+      // No reason text: servers before 2.10.4 do not recognise `+TERM <reason>` and would leave the event pending.
+      if (await deadLetterEvents(deps, message, read.reason)) message.term();
+      continue;
+    }
+    const unreadable = read.value.flatMap((event) => (event.ok ? [] : [event.reason]));
+    if (unreadable.length > 0 && !(await deadLetterEvents(deps, message, unreadable.join('; ')))) continue;
+    settled.push(message);
+    const headerContext = carriedContext(message.headers);
+    for (const event of read.value) {
+      if (event.ok) received.push({ message, event: event.value, carried: event.traceparent ? contextFromTraceparent(event.traceparent) : headerContext });
+    }
   }
-  if (received.length === 0) return;
-  const carried = received.map(({ message }) => carriedContext(message.headers));
-  const batchSpan = startBatchProcessSpan({ destination: deps.names.eventsStream }, carried);
-  const parsed = received.map(({ message, event }, index): Parsed => {
+  if (received.length === 0) {
+    for (const message of settled) message.ack();
+    return;
+  }
+  const batchSpan = startBatchProcessSpan(
+    { destination: deps.names.eventsStream },
+    received.map(({ carried }) => carried),
+  );
+  const parsed = received.map(({ message, event, carried }): Parsed => {
     const attributes = { [notifyAttributes.messageId]: event.messageId, [notifyAttributes.state]: event.state, [notifyAttributes.attempt]: event.attempt };
-    const span = startProcessSpan(
-      { destination: message.subject, messageId: deliveryEventId(event), attributes },
-      carried[index] ?? carriedContext(undefined),
-      [{ context: batchSpan.spanContext() }],
-    );
+    const span = startProcessSpan({ destination: message.subject, messageId: deliveryEventId(event), attributes }, carried, [
+      { context: batchSpan.spanContext() },
+    ]);
     return { message, event, span };
   });
   try {
-    await applyBatch(deps, parsed, batchSpan);
+    await applyBatch(deps, parsed, settled, batchSpan);
   } finally {
     batchSpan.end();
     for (const { span } of parsed) span.end();
   }
 }
 
-async function applyBatch(deps: EventConsumerDeps, parsed: readonly Parsed[], batchSpan: Span): Promise<void> {
+async function applyBatch(deps: EventConsumerDeps, parsed: readonly Parsed[], messages: readonly JsMsg[], batchSpan: Span): Promise<void> {
   let applied: Applied<Parsed>[];
   try {
     applied = await withActiveSpan(batchSpan, () => applyDeliveryEvents(deps.pool, parsed));
@@ -120,8 +140,8 @@ async function applyBatch(deps: EventConsumerDeps, parsed: readonly Parsed[], ba
     for (const { message, event, span } of parsed) {
       recordFailure(span, error);
       deps.logger.warn({ ...logContext(message), err: error, messageId: event.messageId }, 'delivery event not stored; it will be redelivered');
-      message.nak(retryDelayMs);
     }
+    for (const message of messages) message.nak(retryDelayMs);
     return;
   }
   if (applied.some(({ outcome }) => outcome === 'applied')) deps.afterCommit?.();
@@ -132,8 +152,8 @@ async function applyBatch(deps: EventConsumerDeps, parsed: readonly Parsed[], ba
     if (suppressed) deps.metrics.suppressions.inc({ reason: 'hard_bounce' });
     if (outcome === 'unknown_message') deps.logger.warn({ ...context, messageId: event.messageId }, 'delivery event for an unknown message dropped');
     else deps.logger.debug({ ...context, messageId: event.messageId, state: event.state, attempt: event.attempt, outcome }, 'delivery event stored');
-    message.ack();
   }
+  for (const message of messages) message.ack();
 }
 
 export function startEventConsumer(deps: EventConsumerDeps): EventConsumer {

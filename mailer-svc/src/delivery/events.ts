@@ -1,22 +1,54 @@
-// Records a delivery transition on the events stream. The Nats-Msg-Id makes a re-published event a duplicate that
-// JetStream drops, so publishing again after a lost PubAck is safe. Each publish is a `send` span (a child of the job's
-// `process` span) whose context the event's headers carry back to dispatch-svc.
-import { notifyAttributes } from '@notify/platform';
-import { type JetStreamPublisher, publishTraced } from '@notify/platform/nats';
-import { type DeliveryEvent, deliveryEventId, encodeDeliveryEvent, type Topology } from '@notify/proto';
+// Records delivery transitions on the events stream, a batch at a time: the events the replica's jobs report while one
+// batch waits for its PubAck go out together as the next, in one DeliveryEventBatch (platform batcher.ts). An event
+// alone is a batch of one and waits for nothing; batches grow only as load does. Each caller resolves once the batch
+// holding its event is stored, and rejects with it, so a job never moves on (mails, or is acknowledged) before its
+// event is recorded. The batch's Nats-Msg-Id hashes its events' ids: published again after a lost PubAck, it is a
+// duplicate JetStream drops; an event that reaches the stream twice in different batches is recorded once by
+// dispatch-svc (docs/delivery-guarantees.md).
+//
+// Traces: each event is a `send` span, a child of its job's `process` span, whose context the event carries in the
+// batch to dispatch-svc (where a single event carries it in a header).
+import { createHash } from 'node:crypto';
+import { Batcher, fulfilled, notifyAttributes, recordFailure, traceparentOf } from '@notify/platform';
+import { type JetStreamPublisher, schemaHeaders, startSendSpan } from '@notify/platform/nats';
+import { type CarriedEvent, type DeliveryEvent, deliveryEventId, encodeDeliveryEventBatch, type Topology } from '@notify/proto';
 
 export type EventPublisher = (event: DeliveryEvent) => Promise<void>;
 
+/**
+ * The most events one batch holds: a replica reports at most two per job it holds (its concurrency and the jobs
+ * waiting for their destination), and dispatch-svc applies a pull of event messages in one transaction.
+ */
+const maxEventsPerBatch = 256;
+
 export function createEventPublisher(publisher: JetStreamPublisher, names: Topology): EventPublisher {
+  const subject = names.eventBatchesSubject;
+  const batcher = new Batcher<CarriedEvent, void>({
+    maxBatchSize: maxEventsPerBatch,
+    // One batch in flight: what arrives meanwhile makes the next.
+    concurrency: 1,
+    async run(events) {
+      const message = encodeDeliveryEventBatch(events);
+      const ids = createHash('sha256');
+      for (const { event } of events) ids.update(`${deliveryEventId(event)} `);
+      // retries covers a PubAck timeout or no responders while a stream leader is being elected.
+      await publisher.publish(subject, message.bytes, { msgID: `batch:${ids.digest('base64url')}`, retries: 3, headers: schemaHeaders(message) });
+      return events.map(() => fulfilled(undefined));
+    },
+  });
   return async (event) => {
-    const attributes = { [notifyAttributes.messageId]: event.messageId, [notifyAttributes.state]: event.state };
-    // retries covers a PubAck timeout or no responders while a stream leader is being elected.
-    await publishTraced(
-      publisher,
-      names.eventsSubject(event.messageId),
-      encodeDeliveryEvent(event),
-      { msgID: deliveryEventId(event), retries: 3 },
-      { attributes },
-    );
+    const span = startSendSpan({
+      destination: subject,
+      messageId: deliveryEventId(event),
+      attributes: { [notifyAttributes.messageId]: event.messageId, [notifyAttributes.state]: event.state },
+    });
+    try {
+      await batcher.submit({ event, traceparent: traceparentOf(span) });
+    } catch (error) {
+      recordFailure(span, error);
+      throw error;
+    } finally {
+      span.end();
+    }
   };
 }

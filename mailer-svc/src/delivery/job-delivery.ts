@@ -15,7 +15,7 @@
 //
 // Traces: under the job's `process` span (mailer.ts), `render`, `smtp send` (the relay's reply and enhanced status), and
 // a `send` span per event published.
-import { inSpan, type Logger, notifyAttributes, recordFailure, type Span, SpanKind } from '@notify/platform';
+import { Batcher, fulfilled, inSpan, type Logger, notifyAttributes, recordFailure, type Span, SpanKind } from '@notify/platform';
 import { deadLetter, type JsMsg } from '@notify/platform/nats';
 import { type DeliveryEvent, type DeliveryJob, readDeliveryJob, schemaHeader } from '@notify/proto';
 import { type RenderedMail, TemplateRenderError } from '@notify/templating';
@@ -58,6 +58,20 @@ export class JobDelivery {
   readonly #logger: Logger;
   readonly #metrics: MailerMetrics;
   readonly #publishEvent: EventPublisher;
+  /**
+   * Acknowledges the jobs settled while the previous round was being confirmed, together: each of them but the last
+   * with a plain ack, the last with a double ack. The server takes a consumer's acknowledgements in the order they
+   * arrive on a connection, so its answer to the last confirms them all: one round trip per batch, not per job.
+   */
+  readonly #acks = new Batcher<JsMsg, void>({
+    maxBatchSize: 256,
+    concurrency: 1,
+    async run(msgs) {
+      for (const msg of msgs.slice(0, -1)) msg.ack();
+      await msgs.at(-1)?.ackAck();
+      return msgs.map(() => fulfilled(undefined));
+    },
+  });
 
   constructor(deps: MailerDependencies, settings: MailerSettings) {
     this.#deps = deps;
@@ -114,12 +128,12 @@ export class JobDelivery {
     // No reason on +TERM: servers before 2.10 do not read one and would leave the job pending. The event records why.
     else if (settlement.action === 'term') msg.term();
     else {
-      // A double ack: the job counts as done (its slot freed, drain() satisfied) only once the server confirmed it took
-      // the acknowledgement, so an ack lost with a broken connection is logged rather than unseen (the job then comes
-      // back after its ack wait and is settled from the ledger, without mailing). The round trip holds only this job's
-      // slot: each held job settles in its own chain, so the others keep delivering.
-      await msg
-        .ackAck()
+      // The job counts as done (its slot freed, drain() satisfied) only once the server confirmed it took the
+      // acknowledgement, so an ack lost with a broken connection is logged rather than unseen (the job then comes back
+      // after its ack wait and is settled from the ledger, without mailing). The round trip holds only the jobs of its
+      // batch: the others keep delivering.
+      await this.#acks
+        .submit(msg)
         .catch((error: unknown) => this.#logger.warn({ err: error, seq: msg.seq }, 'acknowledgement not confirmed; the job may be delivered again'));
     }
   }

@@ -22,7 +22,7 @@ import {
   headers as natsHeaders,
   schemaHeaders,
 } from '@notify/platform/nats';
-import { type DeliveryEvent, type DeliveryJob, encodeDeliveryJob, readDeliveryEvent, schemaHeader, streamDeclarations, topology } from '@notify/proto';
+import { type DeliveryEvent, type DeliveryJob, encodeDeliveryJob, readEventsMessage, schemaHeader, streamDeclarations, topology } from '@notify/proto';
 import { type Renderer, type RenderPool, startRenderPool } from '@notify/templating';
 import { testEnvironment } from '@notify/test/harness/environment.ts';
 import { waitFor as poll } from '@notify/test/harness/wait.ts';
@@ -70,16 +70,28 @@ const waitFor = <T>(what: string, probe: () => T | undefined | Promise<T | undef
 /** What happens to one event the mailer publishes: lost before it reaches the stream, or stored with its confirmation held back. */
 type EventFault = { lose: true } | { holdConfirmation: Promise<void> } | undefined;
 
-/** The mailer's event publisher, with the faults `faultFor` picks applied to the delivery events it publishes. */
+/** The events of a batch the mailer publishes (it publishes nothing else on the events stream). */
+function eventsIn(payload: Uint8Array, schema: string | undefined): DeliveryEvent[] {
+  const read = readEventsMessage(payload, schema);
+  if (!read.ok) throw new Error(read.reason);
+  return read.value.map((event) => {
+    if (!event.ok) throw new Error(event.reason);
+    return event.value;
+  });
+}
+
+/**
+ * The mailer's event publisher, with the faults `faultFor` picks applied to the batches of delivery events it
+ * publishes: a batch holding an event to lose is lost whole, as a failed publish is.
+ */
 function withEventFaults(publisher: JetStreamPublisher, faultFor: (event: DeliveryEvent) => EventFault): JetStreamPublisher {
   const publish: JetStreamPublisher['publish'] = async (subject, payload, options) => {
-    const read = readDeliveryEvent(payload as Uint8Array, options?.headers?.get(schemaHeader));
-    if (!read.ok) throw new Error(read.reason);
-    const event = read.value;
-    const fault = faultFor(event);
-    if (fault && 'lose' in fault) throw new Error(`test fault: the ${event.state} event of message ${event.messageId} was not recorded`);
+    const events = eventsIn(payload as Uint8Array, options?.headers?.get(schemaHeader));
+    const faults = events.map(faultFor);
+    const lost = events.find((_, index) => faults[index] && 'lose' in (faults[index] as object));
+    if (lost) throw new Error(`test fault: the ${lost.state} event of message ${lost.messageId} was not recorded`);
     const ack = await publisher.publish(subject, payload, options);
-    if (fault) await fault.holdConfirmation;
+    for (const fault of faults) if (fault && 'holdConfirmation' in fault) await fault.holdConfirmation;
     return ack;
   };
   return { publish };
@@ -188,8 +200,7 @@ async function startRun(settings: MailerSettings, random?: () => number): Promis
     stopEvents = () => eventMessages.stop();
     void (async () => {
       for await (const msg of eventMessages) {
-        const read = readDeliveryEvent(msg.data, msg.headers?.get(schemaHeader));
-        if (read.ok) events.push(read.value);
+        events.push(...eventsIn(msg.data, msg.headers?.get(schemaHeader)));
         msg.ack();
       }
     })();
