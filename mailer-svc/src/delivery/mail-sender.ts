@@ -1,13 +1,17 @@
 // Sends rendered mail through the project's SMTP relays (relays.ts) and reports what the relay answered. Every mail goes
 // out with its VERP return path as envelope sender (bounces come back to bounce-svc naming the message), From the job's
 // `from` when its send named one (else MAIL_FROM), signed with DKIM when that From's domain has a key, and with RFC 8058
-// one-click unsubscribe headers when its template asks.
+// one-click unsubscribe headers when its template asks. Each message is composed into its final bytes once, signed over
+// those bytes, and handed to the relay's connection as they are.
 
 import { notifyAttributes } from '@notify/platform';
 import { type DataKey, returnPathFor, unsubscribeToken } from '@notify/platform/mail';
 import type { DeliveryJob } from '@notify/proto';
 import type { RenderedMail } from '@notify/templating';
+import MailComposer from 'nodemailer/lib/mail-composer';
+import type Mail from 'nodemailer/lib/mailer';
 import { type DkimKey, SigningKeyUnavailable } from '../signing/dkim-keys.ts';
+import { signMessage } from '../signing/dkim-sign.ts';
 import { jobSender, messageIdFor, type Sender } from './mail-identity.ts';
 import type { PoolRefusals } from './pool-refusals.ts';
 import type { Relays } from './relays.ts';
@@ -45,11 +49,11 @@ export interface MailSender {
 }
 
 /**
- * What a DKIM signature covers: nodemailer's default list (RFC 6376 5.4.1's recommendation) and List-Unsubscribe-Post,
- * which RFC 8058 section 4 requires signed together with List-Unsubscribe (mailbox providers ignore the one-click
- * header otherwise).
+ * What a DKIM signature covers, of the fields a message has: RFC 6376 5.4.1's recommendation (nodemailer's default
+ * list) and List-Unsubscribe-Post, which RFC 8058 section 4 requires signed together with List-Unsubscribe (mailbox
+ * providers ignore the one-click header otherwise).
  */
-export const signedHeaderFields = [
+export const signedHeaderFields: readonly string[] = [
   'From',
   'Sender',
   'Reply-To',
@@ -79,7 +83,12 @@ export const signedHeaderFields = [
   'List-Post',
   'List-Owner',
   'List-Archive',
-].join(':');
+];
+
+/** The message's bytes as the relay gets them (MIME, CRLF line ends), built once by nodemailer's composer. */
+function composeMessage(mail: Mail.Options): Promise<Buffer> {
+  return new MailComposer(mail).compile().build();
+}
 
 /**
  * The RFC 8058 headers of a mail whose template asks for one-click unsubscribe: an https link the mailbox provider
@@ -109,21 +118,21 @@ export function createMailSender(options: MailSenderOptions): MailSender {
         throw error;
       }
       const messageId = messageIdFor(job.messageId, from);
-      const message = {
+      const envelope = { from: returnPathFor(options.dataKey, job.messageId, options.bounceDomain), to: [job.to] };
+      const message = await composeMessage({
         from: { name: from.name, address: from.address },
         // An address object, not a string, so nodemailer never reads the recipient as a list.
         to: { name: '', address: job.to },
-        envelope: { from: returnPathFor(options.dataKey, job.messageId, options.bounceDomain), to: [job.to] },
         subject: mail.subject,
         text: mail.text,
         html: mail.html,
         messageId,
         headers: { 'X-Notify-Message-Id': String(job.messageId), ...(job.template.unsubscribe ? unsubscribeHeaders(options, job) : {}) },
-        ...(dkim
-          ? { dkim: { domainName: dkim.domainName, keySelector: dkim.keySelector, privateKey: dkim.privateKey, headerFieldNames: signedHeaderFields } }
-          : {}),
-      };
-      const send = (): Promise<DeliveryOutcome> => options.relays.send(job.projectId, message, { [notifyAttributes.messageId]: job.messageId });
+      });
+      // The finished bytes go to the relay as they are: built and signed once, never composed again by the transport.
+      const raw = dkim ? signMessage(message, dkim, signedHeaderFields) : message;
+      const send = (): Promise<DeliveryOutcome> =>
+        options.relays.send(job.projectId, { envelope, raw, messageId }, { [notifyAttributes.messageId]: job.messageId });
       const outcome = await (options.poolRefusals ? options.poolRefusals.during(messageId, job.to, send) : send());
       if (outcome.kind === 'accepted') options.onSigned?.(dkim !== undefined);
       return outcome;

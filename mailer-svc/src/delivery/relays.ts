@@ -113,6 +113,9 @@ export class Relays {
       url,
       pool: true,
       maxConnections: options.poolSize,
+      // A pooled connection serves until the relay or the network ends it: nodemailer's default (100 messages) would
+      // open a new connection, with its greeting, EHLO and TLS, for every hundred mails.
+      maxMessages: Number.POSITIVE_INFINITY,
       connectionTimeout: connectionTimeoutMs,
       greetingTimeout: greetingTimeoutMs,
       socketTimeout: socketTimeoutMs,
