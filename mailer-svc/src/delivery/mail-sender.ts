@@ -1,18 +1,17 @@
 // Sends rendered mail through the project's SMTP relays (relays.ts) and reports what the relay answered. Every mail goes
 // out with its VERP return path as envelope sender (bounces come back to bounce-svc naming the message), From the job's
 // `from` when its send named one (else MAIL_FROM), signed with DKIM when that From's domain has a key, and with RFC 8058
-// one-click unsubscribe headers when its template asks. Each message is composed into its final bytes once, signed over
-// those bytes, and handed to the relay's connection as they are.
+// one-click unsubscribe headers when its template asks. Each message is composed into its final bytes once (mime.ts),
+// signed over those bytes, and handed to the relay's connection as they are.
 
 import { notifyAttributes } from '@notify/platform';
 import { type DataKey, returnPathFor, unsubscribeToken } from '@notify/platform/mail';
 import type { DeliveryJob } from '@notify/proto';
 import type { RenderedMail } from '@notify/templating';
-import MailComposer from 'nodemailer/lib/mail-composer';
-import type Mail from 'nodemailer/lib/mailer';
 import { type DkimKey, SigningKeyUnavailable } from '../signing/dkim-keys.ts';
 import { signMessage } from '../signing/dkim-sign.ts';
 import { jobSender, messageIdFor, type Sender } from './mail-identity.ts';
+import { asciiAddress, composeMail } from './mime.ts';
 import type { PoolRefusals } from './pool-refusals.ts';
 import type { Relays } from './relays.ts';
 import type { DeliveryOutcome } from './smtp-outcome.ts';
@@ -85,11 +84,6 @@ export const signedHeaderFields: readonly string[] = [
   'List-Archive',
 ];
 
-/** The message's bytes as the relay gets them (MIME, CRLF line ends), built once by nodemailer's composer. */
-function composeMessage(mail: Mail.Options): Promise<Buffer> {
-  return new MailComposer(mail).compile().build();
-}
-
 /**
  * The RFC 8058 headers of a mail whose template asks for one-click unsubscribe: an https link the mailbox provider
  * POSTs to, and a mailto fallback bounce-svc reads (RFC 2369). Both carry the same signed token.
@@ -118,11 +112,10 @@ export function createMailSender(options: MailSenderOptions): MailSender {
         throw error;
       }
       const messageId = messageIdFor(job.messageId, from);
-      const envelope = { from: returnPathFor(options.dataKey, job.messageId, options.bounceDomain), to: [job.to] };
-      const message = await composeMessage({
-        from: { name: from.name, address: from.address },
-        // An address object, not a string, so nodemailer never reads the recipient as a list.
-        to: { name: '', address: job.to },
+      const envelope = { from: returnPathFor(options.dataKey, job.messageId, options.bounceDomain), to: [asciiAddress(job.to)] };
+      const message = composeMail({
+        from,
+        to: job.to,
         subject: mail.subject,
         text: mail.text,
         html: mail.html,

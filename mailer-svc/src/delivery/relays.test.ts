@@ -1,6 +1,7 @@
-// Relay selection against real SMTP servers (smtp-server, and a raw socket for a session that breaks after DATA): the
-// order of a list, failover when a relay cannot be reached, the circuit that skips it and lets it back, and projects
-// routed through their own relays.
+// Relay selection against real SMTP servers (smtp-server, and raw sockets for a session that breaks after DATA and for
+// one that watches how commands arrive): the order of a list, failover when a relay cannot be reached, the circuit that
+// skips it and lets it back, projects routed through their own relays, and the SMTP session itself: the envelope and
+// DATA pipelined where the relay offers PIPELINING (RFC 2920), one connection kept for many messages.
 import assert from 'node:assert/strict';
 import { type AddressInfo, createServer, type Server } from 'node:net';
 import { after, test } from 'node:test';
@@ -91,6 +92,54 @@ async function startDroppingRelay(): Promise<{ url: string; server: Server }> {
   await new Promise<void>((ready) => server.listen(0, '127.0.0.1', ready));
   open.push({ close: () => server.close() });
   return { url: `smtp://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+/**
+ * A relay offering PIPELINING that records, for each read from a connection outside DATA, the commands it held, and
+ * how many connections were opened; it answers every command once it has read it.
+ */
+async function startPipeliningRelay(): Promise<{ url: string; reads: string[][]; connections: () => number; messages: () => number }> {
+  const reads: string[][] = [];
+  let connections = 0;
+  let messages = 0;
+  const server = createServer((socket) => {
+    connections += 1;
+    let inData = false;
+    let buffered = '';
+    socket.write('220 pipelining relay\r\n');
+    socket.on('data', (chunk) => {
+      buffered += chunk.toString('latin1');
+      const commands: string[] = [];
+      for (;;) {
+        if (inData) {
+          const end = buffered.indexOf('\r\n.\r\n');
+          if (end < 0) break;
+          buffered = buffered.slice(end + 5);
+          inData = false;
+          messages += 1;
+          socket.write('250 2.0.0 queued\r\n');
+          continue;
+        }
+        const newline = buffered.indexOf('\r\n');
+        if (newline < 0) break;
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 2);
+        const verb = (line.split(/[ :]/)[0] ?? '').toUpperCase();
+        commands.push(verb);
+        if (verb === 'EHLO') socket.write('250-pipelining relay\r\n250-PIPELINING\r\n250 8BITMIME\r\n');
+        else if (verb === 'DATA') {
+          inData = true;
+          socket.write('354 go ahead\r\n');
+        } else if (verb === 'QUIT') socket.end('221 bye\r\n');
+        else socket.write('250 ok\r\n');
+      }
+      if (commands.length > 0) reads.push(commands);
+    });
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((ready) => server.listen(0, '127.0.0.1', ready));
+  open.push({ close: () => server.close() });
+  return { url: `smtp://127.0.0.1:${(server.address() as AddressInfo).port}`, reads, connections: () => connections, messages: () => messages };
 }
 
 function relaysFor(defaultUrls: string[], overrides: Partial<RelayOptions> = {}) {
@@ -224,4 +273,19 @@ test('a project with its own relays sends through them, another project through 
   );
   await send(relays, 'seven-again@example.com', 7);
   assert.deepEqual(shared.received, ['eight@example.com', 'seven-again@example.com']);
+});
+
+test('a relay offering PIPELINING gets MAIL FROM, RCPT TO and DATA in one write, and one connection carries 150 messages', async () => {
+  const relay = await startPipeliningRelay();
+  const { relays } = relaysFor([relay.url]);
+  const raw = Buffer.from('From: no-reply@example.com\r\nTo: ana@example.com\r\nSubject: hello\r\n\r\nhello\r\n');
+  for (let index = 0; index < 150; index += 1) {
+    const outcome = await relays.send(1, { envelope: { from: 'no-reply@example.com', to: [`ana${index}@example.com`] }, raw });
+    assert.equal(outcome.kind, 'accepted', JSON.stringify(outcome));
+  }
+  assert.equal(relay.messages(), 150);
+  const envelopes = relay.reads.filter((commands) => commands.includes('MAIL'));
+  assert.equal(envelopes.length, 150);
+  for (const commands of envelopes) assert.deepEqual(commands, ['MAIL', 'RCPT', 'DATA'], 'the envelope and DATA arrive together, before any reply');
+  assert.equal(relay.connections(), 1, 'no reconnection every 100 messages');
 });
