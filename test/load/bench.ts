@@ -12,7 +12,7 @@ import { type ProfileSummary, readProfiles, summarizeProfiles } from './report/p
 import { buildRows, type Figures, renderTable } from './report/rows.ts';
 import { runCeiling } from './scenarios/ceiling.ts';
 import { type BenchContext, plans, runLimitMs, type TimeWindow } from './scenarios/context.ts';
-import { runDelivery } from './scenarios/delivery.ts';
+import { runDelivery, runUnsignedDrain } from './scenarios/delivery.ts';
 import { runEndToEnd } from './scenarios/end-to-end.ts';
 import { type FinalCheck, finalCheck } from './scenarios/final-check.ts';
 import { runIngest } from './scenarios/ingest.ts';
@@ -158,7 +158,8 @@ function printCpu(measured: Figures): void {
     ['accepting at saturation, mailer running', measured.ingest?.saturation?.cpuPerMessage],
     ['accepting the backlog, mailers stopped', measured.delivery?.preloadCpuPerMessage],
     ['raw pooled nodemailer into the same sink, the baseline (per mail)', measured.delivery?.rawCpuPerMessage],
-    ['delivering the backlog (per message sent)', measured.delivery?.drainCpuPerMessage],
+    ['delivering the backlog, DKIM-signed (per message sent)', measured.delivery?.drainCpuPerMessage],
+    ['delivering a backlog unsigned (per message sent)', measured.delivery?.unsigned?.cpuPerMessage],
     [`accepting and delivering at ${measured.tracing?.rate}/s, no OTLP endpoint`, measured.tracing?.off?.cpuPerMessage],
     [`accepting and delivering at ${measured.tracing?.rate}/s, spans exported to OTLP`, measured.tracing?.on?.cpuPerMessage],
     [`accepting and delivering at ${measured.webhooks?.rate}/s from one tenant, no webhook endpoint`, measured.webhooks?.none?.cpuPerMessage],
@@ -252,6 +253,7 @@ try {
   figures.replay = await runReplay(context, replayed, figures.ingest.saturation?.acceptedPerSecond);
   // The batch figure too: its batches are accepted beside the single sends' backlog, the same way (mailers stopped, saturation).
   await runDelivery(context, figures, replayed);
+  if (figures.delivery) await runUnsignedDrain(context, figures.delivery);
   figures.endToEnd = await runEndToEnd(context, {
     acceptedWhileDelivering: figures.ingest.saturation?.acceptedPerSecond,
     drain: figures.delivery?.notify.perSecond,

@@ -487,14 +487,35 @@ function deliveryCpuRows(delivery: DeliveryResult): Row[] {
   const raw = webhookTotals(delivery.rawCpuPerMessage);
   if (withoutSink(drain) <= 0 || withoutSink(raw) <= 0) return [];
   const ratio = withoutSink(raw) / withoutSink(drain);
-  return [
-    row('delivery drain: CPU per mail, system', cpuCell(drain, 'system'), {
-      baseline: `raw pooled nodemailer ${cpuCell(raw, 'system')}`,
+  const rows = [
+    row('delivery drain, DKIM-signed: CPU per mail, system', cpuCell(drain, 'system'), {
+      baseline: `raw pooled nodemailer, signed ${cpuCell(raw, 'system')}`,
       ratio,
       target: targets.deliveryOfRaw,
       judged: ratio,
     }),
   ];
+  const unsigned = delivery.unsigned && webhookTotals(delivery.unsigned.cpuPerMessage);
+  if (delivery.unsigned && unsigned) {
+    rows.push(
+      row(`delivery drain, unsigned, ${whole(delivery.unsigned.messages)} messages: CPU per mail, system`, cpuCell(unsigned, 'system'), {
+        baseline: `signed ${cpuCell(drain, 'system')}, ${perSecond(delivery.unsigned.perSecond)}`,
+        ratio: withoutSink(unsigned) / withoutSink(drain),
+      }),
+    );
+  }
+  // Accepting and delivering a message, every process counted, the sink excluded: the accept path's CPU per send (the
+  // backlog, mailers stopped) plus a drain's CPU per mail, each measured at saturation.
+  const accept = withoutSink(webhookTotals(delivery.preloadCpuPerMessage));
+  const together = (what: string, delivered: CpuTotals, target: Target): Row =>
+    row(`accept and delivery together, ${what}: CPU per message, system without the sink`, `${twoPlaces(accept + withoutSink(delivered))} ms`, {
+      baseline: `accept ${twoPlaces(accept)} + delivery ${twoPlaces(withoutSink(delivered))} ms`,
+      target,
+      judged: accept + withoutSink(delivered),
+    });
+  rows.push(together('DKIM-signed', drain, targets.acceptAndDeliverySignedMs));
+  if (unsigned) rows.push(together('unsigned', unsigned, targets.acceptAndDeliveryUnsignedMs));
+  return rows;
 }
 
 /**

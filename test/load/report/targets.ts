@@ -30,6 +30,9 @@ export const targets = {
   scaleOutOfLinear: atLeast(0.9, '0.90'),
   replayP99Ms: atMost(5, '5 ms'),
   replayWhileDrainingP99Ms: atMost(15, '15 ms'),
+  /** Every process of the system, the sink excluded, per message accepted and delivered at a fixed rate (issue 54). */
+  acceptAndDeliverySignedMs: atMost(2.5, '2.50 ms'),
+  acceptAndDeliveryUnsignedMs: atMost(1.6, '1.60 ms'),
   /** Machine CPU (less the machine's other work) per accepted send, per webhook event, per status read. */
   cpuPerRequestMs: atMost(0.5, '0.50 ms'),
   /** The accept path's same-run form: at least 0.2 x the bare Koa ceiling, so at most 5 x its CPU per request. */

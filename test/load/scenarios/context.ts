@@ -27,6 +27,8 @@ export interface BenchPlan {
   readonly deliveryMessages: number;
   /** The delivery backlog is accepted for at most this long: a system far below the targets gets fewer messages. */
   readonly deliveryPreloadMaxS: number;
+  /** Messages of the second, unsigned drain (MAIL_FROM's domain without its DKIM key), accepted after the first. */
+  readonly unsignedDrainMessages: number;
   /** Mailer settings, set explicitly so the raw nodemailer baseline uses the very same. */
   readonly mailerConcurrency: number;
   readonly smtpPoolSize: number;
@@ -88,6 +90,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     drainReplayS: 5,
     deliveryMessages: 16_000,
     deliveryPreloadMaxS: 75,
+    unsignedDrainMessages: 5_000,
     mailerConcurrency: 32,
     smtpPoolSize: 5,
     scaleReplicas: [1, 2, 4],
@@ -131,6 +134,7 @@ export const plans: Record<BenchPlan['name'], BenchPlan> = {
     drainReplayS: 2,
     deliveryMessages: 2_000,
     deliveryPreloadMaxS: 12,
+    unsignedDrainMessages: 1_000,
     mailerConcurrency: 32,
     smtpPoolSize: 5,
     scaleReplicas: [1, 2, 4],

@@ -6,7 +6,9 @@
 // scale-out windows run (slow sink); then the sink is made fast again, one mailer starts, and the bench measures from
 // the `sent` events in the database how fast the rest, at least N messages, reach the sink, and what each cost. While
 // it drains, the replay scenario's keys are replayed for a few seconds at a low rate: replay latency with the mailer,
-// NATS and the sink busy on the same cores, for a small share of the drain's CPU.
+// NATS and the sink busy on the same cores, for a small share of the drain's CPU. The bench's mail is DKIM-signed (as
+// is raw nodemailer's); a second, smaller backlog is then accepted and drained with MAIL_FROM's domain's key taken
+// away, for what delivery costs unsigned, and the key is given back.
 import { type ClosedLoopResult, runClosedLoop } from '../generators/closed-loop.ts';
 import { countOf } from '../generators/load-result.ts';
 import type { PacedRequest } from '../generators/paced-load.ts';
@@ -38,6 +40,16 @@ export interface DeliveryResult {
   readonly settled: DeliveryState & { waitedS: number };
   /** The replay scenario's keys replayed while the mailer drained (absent when there were none). */
   readonly replayWhileDraining?: Omit<ReplayResult, 'create'>;
+  /** The same drain unsigned, over a backlog of its own (absent when the bench stopped before it). */
+  unsigned?: UnsignedDrain;
+}
+
+/** A backlog drained with MAIL_FROM's domain's DKIM key taken away: mail as it goes out unsigned. */
+export interface UnsignedDrain {
+  readonly messages: number;
+  readonly perSecond: number;
+  /** CPU milliseconds per delivered message during the drain. */
+  readonly cpuPerMessage: Record<string, number>;
 }
 
 async function waitOutboxEmpty(context: BenchContext, timeoutMs: number): Promise<number> {
@@ -162,4 +174,39 @@ export async function runDelivery(
     settled,
     ...(replayWhileDraining ? { replayWhileDraining } : {}),
   };
+}
+
+/**
+ * The unsigned drain: with the mailers stopped, MAIL_FROM's domain loses its DKIM key and a backlog of its own is
+ * accepted; one mailer, started without a key, drains it; the domain then gets a key again (the mailer restarted).
+ */
+export async function runUnsignedDrain(context: BenchContext, into: DeliveryResult): Promise<void> {
+  const { plan, system } = context;
+  await system.stopMailers([0]);
+  await system.signing.remove();
+  const amount = plan.unsignedDrainMessages;
+  context.progress(`delivery unsigned: accepting a backlog of ${amount.toLocaleString('en-US')} with every mailer stopped and no DKIM key`);
+  const after = await lastMessageId(system.db);
+  const preload = await runClosedLoop({
+    url: system.gatewayUrl,
+    connections: plan.connections,
+    amount,
+    maxDurationS: plan.deliveryPreloadMaxS,
+    requests: closedLoopRequests(system.tenants),
+  });
+  requireAnswers(context, 'unsigned delivery backlog', preload);
+  context.accepted += countOf(preload, 202);
+  await waitOutboxEmpty(context, 15_000);
+  const range = { after, upTo: await lastMessageId(system.db) };
+  context.progress('delivery unsigned: one mailer drains it');
+  const started = new Date();
+  await system.startMailers([0]);
+  const cpuBefore = await context.cpu();
+  const settled = await inWindow(context, 'delivery unsigned', () => waitSettled(system.db, range, plan.settleTimeoutMs));
+  const notify = await sentSpan(system.db, range, started);
+  const cpuPerMessageSent = cpuPerMessage(cpuBefore, await context.cpu(), notify.messages);
+  if (settled.failed > 0) context.failures.push(`delivery unsigned: ${settled.failed} messages failed`);
+  context.progress(`  ${Math.round(notify.perSecond)}/s over ${notify.messages.toLocaleString('en-US')} messages`);
+  into.unsigned = { messages: notify.messages, perSecond: notify.perSecond, cpuPerMessage: cpuPerMessageSent };
+  await system.signing.add();
 }

@@ -1,7 +1,8 @@
 // The whole system the bench measures, started by the end-to-end harness (test/harness/launch-system.ts: run-unique
 // database, NATS and Redis prefixes, every service a real process) but tuned for load: services log at warn, the
 // per-key rate limit is out of the way, the SMTP relay is Postfix's smtp-sink in a process of its own (sink.ts), and
-// mailer replicas can be started and stopped one by one.
+// mailer replicas can be started and stopped one by one. Mail is DKIM-signed, as production mail is: MAIL_FROM's
+// domain has a key (`notifyctl domain add`) before any mailer delivers, and a scenario can take it away for a while.
 import { join } from 'node:path';
 import type { ServiceName, Stack } from '@notify/cli/local';
 import type pg from 'pg';
@@ -41,10 +42,18 @@ export interface SystemUnderTest {
   startMailers(indexes: readonly number[]): Promise<void>;
   /** SIGTERMs the given replicas (each finishes the jobs it holds) and waits until they have exited. */
   stopMailers(indexes: readonly number[]): Promise<void>;
+  /**
+   * MAIL_FROM's domain's DKIM key: `remove` makes mail go out unsigned, `add` gives the domain a new key; each restarts
+   * the running mailers, which fetch MAIL_FROM's key as they start.
+   */
+  readonly signing: { add(): Promise<void>; remove(): Promise<void> };
   /** Every service process running now, as [label, pid]; mailer replicas share the label `mailer-svc`. */
   processes(): Array<readonly [string, number]>;
   stop(): Promise<void>;
 }
+
+/** MAIL_FROM's domain: the bench's mail is From it and signed with its DKIM key. */
+const signingDomain = 'bench.notify.test';
 
 /** High enough that no key is ever throttled (sends and status reads): the bench measures the pipeline, not the limiter's refusals. */
 const unthrottledRate = '100000000/s';
@@ -63,7 +72,12 @@ export async function startSystemUnderTest(options: SystemUnderTestOptions): Pro
     // what they cost belongs in its CPU per message.
     logLevel: 'info',
     output: process.env.BENCH_SERVICE_OUTPUT === 'stdout' ? undefined : null,
-    env: { ...options.env, NOTIFY_PUBLIC_SEND_RATE: unthrottledRate, NOTIFY_PUBLIC_READ_RATE: unthrottledRate },
+    env: {
+      ...options.env,
+      MAIL_FROM: `Notify <no-reply@${signingDomain}>`,
+      NOTIFY_PUBLIC_SEND_RATE: unthrottledRate,
+      NOTIFY_PUBLIC_READ_RATE: unthrottledRate,
+    },
     serviceEnv: {
       gateway: profiled('gateway'),
       'auth-svc': profiled('auth-svc'),
@@ -86,6 +100,21 @@ export async function startSystemUnderTest(options: SystemUnderTestOptions): Pro
   const startMailers = async (indexes: readonly number[]): Promise<void> => {
     await Promise.all(indexes.filter((index) => started.pid('mailer-svc', index) === undefined).map((index) => started.restart('mailer-svc', index)));
   };
+  const restartRunningMailers = async (): Promise<void> => {
+    for (let index = 0; index < options.mailerReplicas; index += 1)
+      if (started.pid('mailer-svc', index) !== undefined) await started.restart('mailer-svc', index);
+  };
+  let signingOrganization = 0;
+  const signing = {
+    async add() {
+      await system.notifyctlOk('domain', 'add', '--org', String(signingOrganization), '--domain', signingDomain, '--selector', 'bench');
+      await restartRunningMailers();
+    },
+    async remove() {
+      await system.notifyctlOk('domain', 'remove', '--org', String(signingOrganization), '--domain', signingDomain);
+      await restartRunningMailers();
+    },
+  };
   let stopped: Promise<void> | undefined;
   // Once only: the normal end of the bench and an interrupt (Ctrl-C, the time limit) may both ask.
   const teardown = (): Promise<void> => (stopped ??= system.stop());
@@ -93,6 +122,8 @@ export async function startSystemUnderTest(options: SystemUnderTestOptions): Pro
   try {
     await stopMailers(Array.from({ length: options.mailerReplicas - options.runningMailers }, (_, offset) => options.runningMailers + offset));
     tenants = await createTenants(system, options.tenants, options.template);
+    signingOrganization = tenants[0]?.organizationId ?? 0;
+    await signing.add();
   } catch (error) {
     await teardown();
     throw error;
@@ -108,6 +139,7 @@ export async function startSystemUnderTest(options: SystemUnderTestOptions): Pro
     authAdmin: system.authAdmin,
     startMailers,
     stopMailers,
+    signing,
     processes() {
       const list: Array<readonly [string, number]> = [];
       for (const service of ['gateway', 'auth-svc', 'dispatch-svc', 'webhook-svc'] as const) {
