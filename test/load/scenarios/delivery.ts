@@ -7,8 +7,8 @@
 // the `sent` events in the database how fast the rest, at least N messages, reach the sink, and what each cost. While
 // it drains, the replay scenario's keys are replayed for a few seconds at a low rate: replay latency with the mailer,
 // NATS and the sink busy on the same cores, for a small share of the drain's CPU. The bench's mail is DKIM-signed (as
-// is raw nodemailer's); a second, smaller backlog is then accepted and drained with MAIL_FROM's domain's key taken
-// away, for what delivery costs unsigned, and the key is given back.
+// is raw nodemailer's); at the end of the bench a second, smaller backlog is accepted and drained with MAIL_FROM's
+// domain's key taken away, for what delivery costs unsigned, and the key is given back.
 import { type ClosedLoopResult, runClosedLoop } from '../generators/closed-loop.ts';
 import { countOf } from '../generators/load-result.ts';
 import type { PacedRequest } from '../generators/paced-load.ts';
