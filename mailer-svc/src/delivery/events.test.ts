@@ -1,5 +1,5 @@
 // The mailer's batched event publisher against the machine's NATS (a run-unique events stream, deleted afterwards):
-// events reported while a batch waits for its PubAck go out together as the next one, an event alone goes at once,
+// events reported while two batches wait for their PubAcks go out together as the next one, an event alone goes at once,
 // a batch published again is one message in the stream, and a batch that is not stored fails every event in it.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -30,7 +30,7 @@ const event = (messageId: number, state: DeliveryEvent['state'] = 'sending'): De
   occurredAt: new Date().toISOString(),
 });
 
-/** The real publisher, recording the events of each batch it is given, with the first PubAck held until `release`. */
+/** The real publisher, recording the events of each batch it is given, with every PubAck held until `release`. */
 function recording() {
   const batches: number[][] = [];
   const held = Promise.withResolvers<void>();
@@ -40,7 +40,7 @@ function recording() {
       assert.ok(read.ok);
       batches.push(read.value.map((each) => (each.ok ? each.value.messageId : 0)));
       const ack = await jetstream(nc).publish(subject, payload, options);
-      if (batches.length === 1) await held.promise;
+      await held.promise;
       return ack;
     },
   };
@@ -49,25 +49,28 @@ function recording() {
 
 const storedMessages = async (): Promise<number> => (await (await jetstreamManager(nc)).streams.info(names.eventsStream)).state.messages;
 
-test('an event alone is published at once; those reported while its batch waits for the PubAck go out together as the next', async () => {
+test('an event alone is published at once, a second beside it; those reported while both wait for their PubAcks go out together as the next', async () => {
   const { batches, publisher, release } = recording();
   const publish = createEventPublisher(publisher, names);
   const before = await storedMessages();
   const first = publish(event(1));
   await new Promise((resolve) => setTimeout(resolve, 50));
-  assert.deepEqual(batches, [[1]], 'the first event did not wait for company');
+  const second = publish(event(2));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.deepEqual(batches, [[1], [2]], 'neither waited for company, nor for the other');
   let settled = 0;
-  const rest = [2, 3, 4].map((id) =>
+  const rest = [3, 4, 5].map((id) =>
     publish(event(id)).then(() => {
       settled += 1;
     }),
   );
   await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.deepEqual(batches, [[1], [2]], 'two batches in flight at most');
   assert.equal(settled, 0, 'no event resolves before its batch is stored');
   release();
-  await Promise.all([first, ...rest]);
-  assert.deepEqual(batches, [[1], [2, 3, 4]]);
-  assert.equal((await storedMessages()) - before, 2, 'two publishes for four events');
+  await Promise.all([first, second, ...rest]);
+  assert.deepEqual(batches, [[1], [2], [3, 4, 5]]);
+  assert.equal((await storedMessages()) - before, 3, 'three publishes for five events');
 });
 
 test('the same events published again are one message in the stream: the batch id hashes its events', async () => {

@@ -1,5 +1,5 @@
-// Records delivery transitions on the events stream, a batch at a time: the events the replica's jobs report while one
-// batch waits for its PubAck go out together as the next, in one DeliveryEventBatch (platform batcher.ts). An event
+// Records delivery transitions on the events stream, in batches: the events the replica's jobs report while two batches
+// wait for their PubAcks go out together as the next, in one DeliveryEventBatch (platform batcher.ts). An event
 // alone is a batch of one and waits for nothing; batches grow only as load does. Each caller resolves once the batch
 // holding its event is stored, and rejects with it, so a job never moves on (mails, or is acknowledged) before its
 // event is recorded. The batch's Nats-Msg-Id hashes its events' ids: published again after a lost PubAck, it is a
@@ -25,8 +25,10 @@ export function createEventPublisher(publisher: JetStreamPublisher, names: Topol
   const subject = names.eventBatchesSubject;
   const batcher = new Batcher<CarriedEvent, void>({
     maxBatchSize: maxEventsPerBatch,
-    // One batch in flight: what arrives meanwhile makes the next.
-    concurrency: 1,
+    // Two batches in flight at most: what arrives while both are makes the next. With one, an event that just missed
+    // a batch waited for that batch's PubAck and then its own, twice per job and state, which at half the drain's rate
+    // held each job's slot long enough to queue jobs behind it (queued->sent p50 0.9 s in the bench).
+    concurrency: 2,
     async run(events) {
       const message = encodeDeliveryEventBatch(events);
       const ids = createHash('sha256');

@@ -59,13 +59,14 @@ export class JobDelivery {
   readonly #metrics: MailerMetrics;
   readonly #publishEvent: EventPublisher;
   /**
-   * Acknowledges the jobs settled while the previous round was being confirmed, together: each of them but the last
-   * with a plain ack, the last with a double ack. The server takes a consumer's acknowledgements in the order they
-   * arrive on a connection, so its answer to the last confirms them all: one round trip per batch, not per job.
+   * Acknowledges the jobs settled while two rounds were being confirmed, together: each of them but the last with a
+   * plain ack, the last with a double ack. The server takes a consumer's acknowledgements in the order they arrive on
+   * a connection, so its answer to the last confirms them all: one round trip per batch, not per job, and a job waits
+   * for at most one round before its own (events.ts says why two).
    */
   readonly #acks = new Batcher<JsMsg, void>({
     maxBatchSize: 256,
-    concurrency: 1,
+    concurrency: 2,
     async run(msgs) {
       for (const msg of msgs.slice(0, -1)) msg.ack();
       await msgs.at(-1)?.ackAck();
