@@ -123,7 +123,7 @@ export function createMailSender(options: MailSenderOptions): MailSender {
         headers: { 'X-Notify-Message-Id': String(job.messageId), ...(job.template.unsubscribe ? unsubscribeHeaders(options, job) : {}) },
       });
       // The finished bytes go to the relay as they are: built and signed once, never composed again by the transport.
-      const raw = dkim ? signMessage(message, dkim, signedHeaderFields) : message;
+      const raw = dkim ? await signMessage(message, dkim, signedHeaderFields) : message;
       const send = (): Promise<DeliveryOutcome> =>
         options.relays.send(job.projectId, { envelope, raw, messageId }, { [notifyAttributes.messageId]: job.messageId });
       const outcome = await (options.poolRefusals ? options.poolRefusals.during(messageId, job.to, send) : send());
