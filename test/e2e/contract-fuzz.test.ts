@@ -290,7 +290,7 @@ function problem(sent: RawRequest, response: RawResult, requestId: string | unde
     return problems.length > 0 ? problems.join('; ') : undefined;
   }
   // A template route's answer with a status its operation documents (its 422 template_invalid has its own shape).
-  const template = documentedTemplatePath(sent.path);
+  const template = documentedTemplatePath(sent.method ?? 'GET', sent.path);
   if (template) {
     const problems = checkDocumented(sent.method ?? 'GET', template, response);
     if (!problems[0]?.startsWith('status ')) return problems.length > 0 ? problems.join('; ') : undefined;
@@ -298,12 +298,16 @@ function problem(sent: RawRequest, response: RawResult, requestId: string | unde
   return contractShapeProblem(response.status, parsed);
 }
 
-/** The OpenAPI path of a template route's path, or undefined for any other. */
-function documentedTemplatePath(path: string): string | undefined {
+/**
+ * The OpenAPI path of a template route's request, or undefined for any other. `render` is the render operation only for
+ * a POST: any other method on `/api/v1/templates/render/` addresses a template whose slug is `render`.
+ */
+function documentedTemplatePath(method: string, path: string): string | undefined {
   const route = /^\/api\/v1\/templates(?:\/(render)|\/([^/?]+)(\/versions(\/[^/?]+(\/activate)?)?)?)?\/?(?:\?.*)?$/.exec(path);
   if (!route) return undefined;
-  const [, render, slug, versions, version, activate] = route;
-  if (render) return '/api/v1/templates/render';
+  const [, render, matchedSlug, versions, version, activate] = route;
+  if (render && method === 'POST') return '/api/v1/templates/render';
+  const slug = render ?? matchedSlug;
   if (!slug) return '/api/v1/templates';
   return `/api/v1/templates/{slug}${versions ? '/versions' : ''}${version ? '/{version}' : ''}${activate ? '/activate' : ''}`;
 }
