@@ -217,6 +217,16 @@ describe('delivery events', () => {
     });
   });
 
+  it('travel in a batch with long SMTP replies cut as a reader cuts them, so 128 events stay under 1 MiB', () => {
+    const long: DeliveryEvent = { ...event, state: 'deferred', smtpResponse: 'r'.repeat(100_000), reason: 'x'.repeat(100_000) };
+    const batch = encodeDeliveryEventBatch(Array.from({ length: 128 }, () => ({ event: long, traceparent: '' })));
+    assert.ok(batch.bytes.length < 1_048_576, `${batch.bytes.length} bytes`);
+    const read = readEventsMessage(batch.bytes, batch.schema);
+    assert.ok(read.ok && read.value[0]?.ok);
+    assert.equal(read.value[0].value.smtpResponse?.length, 2_000);
+    assert.equal(read.value[0].value.reason?.length, 2_000);
+  });
+
   it('are refused without the schema header, whatever the bytes', () => {
     const message = encodeDeliveryEvent(event);
     const refusal = { ok: false, reason: 'malformed event: schema (none) is not notify.messaging.v1.DeliveryEvent' };

@@ -191,9 +191,16 @@ export interface CarriedEvent {
   readonly traceparent: string;
 }
 
-/** A batch of events ready to publish on `Topology.eventBatchesSubject`. */
+/**
+ * A batch of events ready to publish on `Topology.eventBatchesSubject`. SMTP replies and reasons are cut here as a
+ * reader cuts them, so that what a relay answers cannot swell a batch past NATS's max_payload: at most `maxTextLength`
+ * characters of each, some 4 KiB an event (`maxEventsPerBatch` of them stay well under 1 MiB).
+ */
 export function encodeDeliveryEventBatch(events: readonly CarriedEvent[]): WireMessage {
-  return eventBatchCodec.encode({ events: events.map(({ event, traceparent }) => ({ event, traceparent })) });
+  const cut = (text: string | null | undefined) => (text == null ? text : text.slice(0, maxTextLength));
+  return eventBatchCodec.encode({
+    events: events.map(({ event, traceparent }) => ({ event: { ...event, smtpResponse: cut(event.smtpResponse), reason: cut(event.reason) }, traceparent })),
+  });
 }
 
 /** One event read off the events stream, with the `traceparent` its batch gave it (a single event carries it in a header). */

@@ -17,9 +17,10 @@ export type EventPublisher = (event: DeliveryEvent) => Promise<void>;
 
 /**
  * The most events one batch holds: a replica reports at most two per job it holds (its concurrency and the jobs
- * waiting for their destination), and dispatch-svc applies a pull of event messages in one transaction.
+ * waiting for their destination), and dispatch-svc applies a pull of event messages in one transaction. With each
+ * event's texts cut to 2,000 characters (encodeDeliveryEventBatch), 128 stay under NATS's 1 MiB max_payload.
  */
-const maxEventsPerBatch = 256;
+const maxEventsPerBatch = 128;
 
 export function createEventPublisher(publisher: JetStreamPublisher, names: Topology): EventPublisher {
   const subject = names.eventBatchesSubject;
