@@ -35,7 +35,6 @@ export type {
   JobSender,
   KeyTarget,
   Read,
-  ReadEvent,
   Requeue,
   TemplateSnapshot,
   WebhookDelivery,
